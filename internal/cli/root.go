@@ -1,0 +1,121 @@
+// Package cli implements the pxsubstrate command line. Each command group
+// lives in its own file and registers itself with register, so adding a
+// command never touches the root.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// App carries what every command shares: the streams and the output format.
+type App struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// Format is the value of the persistent -o flag: table, json or yaml.
+	Format string
+}
+
+var registry []func(*App) *cobra.Command
+
+// register adds a top-level command. It is called from init functions, one
+// per command file.
+func register(f func(*App) *cobra.Command) { registry = append(registry, f) }
+
+// ExitError ends the program with Code after printing Err (when non-nil).
+// Commands return it when the exit code carries meaning, such as an audit
+// that found an error-level finding.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// usageError marks a mistake in the command line itself; it exits 2.
+type usageError struct{ error }
+
+// NewRoot builds the command tree around app.
+func NewRoot(app *App) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "pxsubstrate",
+		Short:         "Tenant Kubernetes workers on Proxmox VE: networks, gateways, ACLs, templates, renders",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch app.Format {
+			case "table", "json", "yaml":
+				return nil
+			}
+			return usageError{fmt.Errorf("unknown output format %q: use -o table, -o json or -o yaml", app.Format)}
+		},
+	}
+	root.SetIn(app.In)
+	root.SetOut(app.Out)
+	root.SetErr(app.ErrOut)
+	root.PersistentFlags().StringVarP(&app.Format, "output", "o", "table", "output format: table, json or yaml")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmds := make([]*cobra.Command, 0, len(registry))
+	for _, f := range registry {
+		cmds = append(cmds, f(app))
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
+	root.AddCommand(cmds...)
+	return root
+}
+
+// Main runs the CLI with args and returns the process exit code: 0 on
+// success, 2 for a bad command line, the ExitError's code when a command
+// returns one, 1 for any other error. Errors go to errOut, never to out.
+func Main(args []string, in io.Reader, out, errOut io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	app := &App{In: in, Out: out, ErrOut: errOut}
+	root := NewRoot(app)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		if exit.Err != nil {
+			fmt.Fprintf(errOut, "Error: %v\n", exit.Err)
+		}
+		return exit.Code
+	}
+	fmt.Fprintf(errOut, "Error: %v\n", err)
+	var usage usageError
+	if errors.As(err, &usage) || isCobraUsage(err) {
+		fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", root.CommandPath())
+		return 2
+	}
+	return 1
+}
+
+// isCobraUsage recognises cobra's own argument errors, which are plain errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "received ", "unknown flag", "unknown shorthand flag", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
