@@ -1,0 +1,16 @@
+.PHONY: test demo build generate fmt vet
+
+test:
+	hack/test.sh
+
+demo:
+	go run ./cmd/pxsubstrate demo
+
+build:
+	go build -o bin/ ./cmd/...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	go vet ./...
