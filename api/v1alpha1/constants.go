@@ -1,0 +1,96 @@
+package v1alpha1
+
+// Finalizer, labels and annotations. The spellings are shared with the
+// Cozystack proxmox-network controller so that either can take over objects
+// the other wrote.
+const (
+	// Finalizer holds a ProxmoxNetwork, its Kube-OVN Subnet and its Kube-OVN
+	// Vlan until the network's last consumer is gone.
+	Finalizer = "proxmox.cozystack.io/network"
+
+	// LabelZone names the ProxmoxNetworkZone a Kube-OVN Vlan (or a
+	// ProxmoxVLANClaim) was allocated from.
+	LabelZone = "proxmox.cozystack.io/zone"
+	// LabelNetworkNamespace is the namespace of the ProxmoxNetwork holding a
+	// Vlan or claim.
+	LabelNetworkNamespace = "proxmox.cozystack.io/network-namespace"
+	// LabelNetworkName is the name of the ProxmoxNetwork holding a Vlan or
+	// claim.
+	LabelNetworkName = "proxmox.cozystack.io/network-name"
+	// LabelProviderNetwork is set on every ProxmoxVLANClaim so that the claims
+	// of one Kube-OVN provider network can be listed with a label selector.
+	LabelProviderNetwork = "proxmox.cozystack.io/provider-network"
+
+	// AnnotationNamespaceNetworks is kept on a namespace that owns ready
+	// networks: a sorted, comma-separated list of "<bridge>/<vlan>/<pool>"
+	// triples. Networks being deleted stay listed until they are gone.
+	AnnotationNamespaceNetworks = "proxmox.cozystack.io/networks"
+	// AnnotationDeletedSubnets is kept on a Kube-OVN Vlan while Kube-OVN still
+	// lists deleted subnets in its status: a JSON object mapping each such
+	// subnet name to the RFC 3339 UTC time the controller first saw it gone.
+	AnnotationDeletedSubnets = "proxmox.cozystack.io/deleted-subnets"
+)
+
+// Condition types of a ProxmoxNetwork.
+const (
+	ConditionVLANAllocated = "VLANAllocated"
+	ConditionSubnetReady   = "SubnetReady"
+	ConditionIPPoolReady   = "IPPoolReady"
+	ConditionGatewayReady  = "GatewayReady"
+	ConditionReady         = "Ready"
+	// ConditionSwitchDeleted is present only while the network is being
+	// deleted: False while Kube-OVN still lists a deleted subnet on the
+	// network's Vlan.
+	ConditionSwitchDeleted = "SwitchDeleted"
+)
+
+// Reasons of ConditionVLANAllocated (and of the zone's Ready condition where
+// noted).
+const (
+	ReasonAllocated            = "Allocated"
+	ReasonZoneExhausted        = "ZoneExhausted"
+	ReasonZoneNotFound         = "ZoneNotFound"
+	ReasonNamespaceNotAllowed  = "NamespaceNotAllowed"
+	ReasonVLANConflict         = "VLANConflict"
+	ReasonVLANProviderMismatch = "VLANProviderMismatch"
+	ReasonVLANStillReferenced  = "VLANStillReferenced"
+	// ReasonProviderNetworkNotReady is the zone's Ready=False reason while its
+	// Kube-OVN ProviderNetwork is not ready.
+	ReasonProviderNetworkNotReady = "ProviderNetworkNotReady"
+)
+
+// Reasons of ConditionIPPoolReady. PoolExhausted keeps the condition True:
+// the VMs already on the network keep working.
+const (
+	ReasonPoolOverlapsSubnet = "PoolOverlapsSubnet"
+	ReasonPoolExhausted      = "PoolExhausted"
+)
+
+// Reasons of ConditionGatewayReady.
+const (
+	ReasonChassisAssigned   = "ChassisAssigned"
+	ReasonNoTrunkNodes      = "NoTrunkNodes"
+	ReasonRouterPortMissing = "RouterPortMissing"
+	ReasonNBUnavailable     = "NBUnavailable"
+	ReasonForeignGroup      = "ForeignGroup"
+	ReasonDisabled          = "Disabled"
+	ReasonWaitingForVLAN    = "WaitingForVLAN"
+	ReasonSubnetUnavailable = "SubnetUnavailable"
+)
+
+// Reasons on the delete path: Ready=False/InUse, SubnetDeleting,
+// GatewayReleasePending, SwitchDeleting, and SwitchDeleted=False/ListedOnVlan.
+const (
+	ReasonInUse                 = "InUse"
+	ReasonSubnetDeleting        = "SubnetDeleting"
+	ReasonGatewayReleasePending = "GatewayReleasePending"
+	ReasonSwitchDeleting        = "SwitchDeleting"
+	ReasonListedOnVlan          = "ListedOnVlan"
+)
+
+// VLAN ID bounds: 802.1Q reserves 0 and 4095, and capmox accepts 1-4094 on a
+// NIC, so every ID this API hands out lies in [MinVLAN, MaxVLAN].
+const (
+	MinVLAN = 1
+	MaxVLAN = 4094
+)

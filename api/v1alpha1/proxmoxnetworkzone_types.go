@@ -1,0 +1,139 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProxmoxNetworkZoneSpec is one Proxmox transport domain: a VLAN-aware bridge
+// present on every PVE node, the Kube-OVN provider network whose trunk carries
+// the same VLANs to the cluster nodes, and the VLAN IDs networks may get.
+type ProxmoxNetworkZoneSpec struct {
+	// Bridge is the VLAN-aware Proxmox bridge the VM NICs of this zone attach
+	// to. It must exist under this name on every PVE node.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9_.-]*$`
+	Bridge string `json:"bridge"`
+
+	// ProviderNetwork is the Kube-OVN ProviderNetwork that carries the trunk.
+	// Every Kube-OVN Vlan on it counts as used, whoever created it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=12
+	ProviderNetwork string `json:"providerNetwork"`
+
+	// VLANRanges are the IDs the allocator may hand out: single IDs ("120")
+	// or inclusive ranges ("101-199"), each within 1-4094. Shrinking them
+	// never takes a VLAN from a network; the zone reports it as stranded.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:Pattern=`^[0-9]{1,4}(-[0-9]{1,4})?$`
+	VLANRanges []string `json:"vlanRanges"`
+
+	// ReservedVLANs are never handed out, even inside VLANRanges.
+	// +optional
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=4094
+	ReservedVLANs []int32 `json:"reservedVLANs,omitempty"`
+
+	// MTU of the VM NICs and of the Kube-OVN subnets of this zone. Unset
+	// leaves both at their defaults.
+	// +optional
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=65520
+	MTU *int32 `json:"mtu,omitempty"`
+
+	// NamespaceSelector limits the namespaces whose networks may use this
+	// zone. Unset admits every namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// StaticAssignments give one ProxmoxNetwork a fixed VLAN. The VLAN may lie
+	// outside VLANRanges but never on a reserved ID or on an ID another
+	// network holds.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	StaticAssignments []StaticVLANAssignment `json:"staticAssignments,omitempty"`
+
+	// Egress names the platform transit network used by the VPC egress
+	// gateways of this zone.
+	// +optional
+	Egress *ZoneEgress `json:"egress,omitempty"`
+}
+
+// StaticVLANAssignment pins a VLAN to one ProxmoxNetwork.
+type StaticVLANAssignment struct {
+	// Namespace of the ProxmoxNetwork.
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// Name of the ProxmoxNetwork.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// VLAN the network gets.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4094
+	VLAN int32 `json:"vlan"`
+}
+
+// ZoneEgress is the transit network of a zone.
+type ZoneEgress struct {
+	// ExternalSubnet is the Kube-OVN subnet the egress gateways attach their
+	// external side to.
+	// +kubebuilder:validation:MinLength=1
+	ExternalSubnet string `json:"externalSubnet"`
+	// GatewayNamespace is the platform namespace the egress gateway pods run
+	// in (they need privileges a tenant namespace refuses).
+	// +kubebuilder:validation:MinLength=1
+	GatewayNamespace string `json:"gatewayNamespace"`
+}
+
+// ProxmoxNetworkZoneStatus reports the zone's allocation counts.
+type ProxmoxNetworkZoneStatus struct {
+	// ObservedGeneration is the generation these counts were computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready. Ready=False/ProviderNetworkNotReady while the
+	// provider network is not ready; its message lists stranded VLANs.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// TotalVLANs is the number of IDs in VLANRanges that are not reserved.
+	// +optional
+	TotalVLANs int32 `json:"totalVLANs"`
+	// AllocatedVLANs counts the VLANs held by networks of this zone.
+	// +optional
+	AllocatedVLANs int32 `json:"allocatedVLANs"`
+	// FreeVLANs counts the IDs that can still be handed out.
+	// +optional
+	FreeVLANs int32 `json:"freeVLANs"`
+	// Networks counts the ProxmoxNetworks bound to this zone.
+	// +optional
+	Networks int32 `json:"networks"`
+}
+
+// ProxmoxNetworkZone is an admin-owned Proxmox transport domain.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=pxzone
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Bridge",type=string,JSONPath=`.spec.bridge`
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.providerNetwork`
+// +kubebuilder:printcolumn:name="Allocated",type=integer,JSONPath=`.status.allocatedVLANs`
+// +kubebuilder:printcolumn:name="Free",type=integer,JSONPath=`.status.freeVLANs`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ProxmoxNetworkZone struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProxmoxNetworkZoneSpec   `json:"spec,omitempty"`
+	Status ProxmoxNetworkZoneStatus `json:"status,omitempty"`
+}
+
+// ProxmoxNetworkZoneList is a list of ProxmoxNetworkZone.
+// +kubebuilder:object:root=true
+type ProxmoxNetworkZoneList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProxmoxNetworkZone `json:"items"`
+}
