@@ -1,0 +1,162 @@
+package ovnnb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+)
+
+// opTimeout bounds each helper's round trip to the server.
+const opTimeout = 10 * time.Second
+
+// Connect returns a client with the full NB model, connected to endpoint and
+// monitoring every table, closed on cleanup. Tests use it to seed rows that
+// other OVN clients would write and to inspect the result.
+func Connect(t testing.TB, endpoint string, opts ...client.Option) client.Client {
+	t.Helper()
+	m, err := ClientModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewOVSDBClient(m, append([]client.Option{client.WithEndpoint(endpoint)}, opts...)...)
+	if err != nil {
+		t.Fatalf("cannot create an NB client for %s: %v", endpoint, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		t.Fatalf("cannot connect to %s: %v", endpoint, err)
+	}
+	t.Cleanup(c.Close)
+	if _, err := c.MonitorAll(ctx); err != nil {
+		t.Fatalf("cannot monitor %s: %v", endpoint, err)
+	}
+	return c
+}
+
+// Transact runs ops in one transaction and fails t unless each of them
+// succeeded.
+func Transact(t testing.TB, c client.Client, ops ...ovsdb.Operation) []ovsdb.OperationResult {
+	t.Helper()
+	res, err := TransactErr(c, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TransactErr runs ops in one transaction and returns an error unless each
+// of them succeeded.
+func TransactErr(c client.Client, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	res, err := c.Transact(ctx, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot run the NB transaction: %w", err)
+	}
+	if errs, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return res, fmt.Errorf("NB transaction failed: %w", errors.Join(append([]error{err}, toErrors(errs)...)...))
+	}
+	return res, nil
+}
+
+func toErrors(errs []ovsdb.OperationError) []error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return out
+}
+
+// Select reads every row of T's table straight from the server, not from the
+// client's cache, so it sees each committed transaction.
+func Select[T any, PT interface {
+	*T
+	model.Model
+}](t testing.TB, c client.Client) []T {
+	t.Helper()
+	var zero T
+	dbModel := c.Cache().DatabaseModel()
+	table := dbModel.FindTable(reflect.TypeOf(PT(&zero)))
+	if table == "" {
+		t.Fatalf("cannot select: %T is not a model of this client", zero)
+	}
+	res := Transact(t, c, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: table, Where: []ovsdb.Condition{}})
+	out := make([]T, 0, len(res[0].Rows))
+	for _, row := range res[0].Rows {
+		u, _ := row["_uuid"].(ovsdb.UUID)
+		m, err := model.CreateModel(dbModel, table, &row, u.GoUUID)
+		if err != nil {
+			t.Fatalf("cannot read a %s row: %v", table, err)
+		}
+		out = append(out, *(m.(PT)))
+	}
+	return out
+}
+
+// AddRouterPort creates the Logical_Router router when it does not exist
+// and adds a new Logical_Router_Port named port to it, as Kube-OVN does for
+// a subnet. It returns the port's UUID.
+func AddRouterPort(t testing.TB, c client.Client, router, port string) string {
+	t.Helper()
+	lrp := &nbmodel.LogicalRouterPort{
+		UUID: "newport", Name: port, MAC: "0a:00:00:00:00:01",
+		Networks: []string{"10.0.0.1/24"}, ExternalIDs: map[string]string{"lr": router, "vendor": "kube-ovn"},
+	}
+	ops, err := c.Create(lrp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routers []nbmodel.LogicalRouter
+	for _, r := range Select[nbmodel.LogicalRouter](t, c) {
+		if r.Name == router {
+			routers = append(routers, r)
+		}
+	}
+	var more []ovsdb.Operation
+	if len(routers) == 0 {
+		more, err = c.Create(&nbmodel.LogicalRouter{Name: router, Ports: []string{lrp.UUID}})
+	} else {
+		r := &routers[0]
+		more, err = c.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationInsert, Value: []string{lrp.UUID}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Transact(t, c, append(ops, more...)...)
+	return res[0].UUID.GoUUID
+}
+
+// DeleteRouterPort removes the Logical_Router_Port named port from every
+// router; the server then garbage-collects the port row.
+func DeleteRouterPort(t testing.TB, c client.Client, port string) {
+	t.Helper()
+	var uuid string
+	for _, p := range Select[nbmodel.LogicalRouterPort](t, c) {
+		if p.Name == port {
+			uuid = p.UUID
+		}
+	}
+	if uuid == "" {
+		t.Fatalf("cannot delete router port %q: it does not exist", port)
+	}
+	var ops []ovsdb.Operation
+	for _, r := range Select[nbmodel.LogicalRouter](t, c) {
+		r := r
+		op, err := c.Where(&r).Mutate(&r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationDelete, Value: []string{uuid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op...)
+	}
+	Transact(t, c, ops...)
+}

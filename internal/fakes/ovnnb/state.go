@@ -1,0 +1,83 @@
+package ovnnb
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+)
+
+// State is what an NB holds about gateways, without UUIDs, so that tests can
+// compare the rows of two servers or of two points in time with cmp.Diff.
+type State struct {
+	// Groups are the HA_Chassis_Group rows by name.
+	Groups map[string]Group
+	// Ports are the Logical_Router_Port rows by name.
+	Ports map[string]Port
+}
+
+// Group is one HA_Chassis_Group row with its HA_Chassis members.
+type Group struct {
+	ExternalIDs map[string]string
+	// Chassis are sorted by descending priority, then by name.
+	Chassis []Chassis
+}
+
+// Chassis is one HA_Chassis or Gateway_Chassis row.
+type Chassis struct {
+	Name     string
+	Priority int
+}
+
+// Port is one Logical_Router_Port row.
+type Port struct {
+	// Group names the HA_Chassis_Group the port points at; "" when none.
+	Group string
+	// GatewayChassis are the port's Gateway_Chassis rows.
+	GatewayChassis []Chassis
+}
+
+// Dump reads the gateway state straight from the server.
+func Dump(t testing.TB, c client.Client) State {
+	t.Helper()
+	members := map[string]Chassis{}
+	for _, h := range Select[nbmodel.HAChassis](t, c) {
+		members[h.UUID] = Chassis{Name: h.ChassisName, Priority: h.Priority}
+	}
+	gws := map[string]Chassis{}
+	for _, g := range Select[nbmodel.GatewayChassis](t, c) {
+		gws[g.UUID] = Chassis{Name: g.ChassisName, Priority: g.Priority}
+	}
+	st := State{Groups: map[string]Group{}, Ports: map[string]Port{}}
+	names := map[string]string{}
+	for _, g := range Select[nbmodel.HAChassisGroup](t, c) {
+		names[g.UUID] = g.Name
+		st.Groups[g.Name] = Group{ExternalIDs: g.ExternalIDs, Chassis: sorted(g.HaChassis, members)}
+	}
+	for _, p := range Select[nbmodel.LogicalRouterPort](t, c) {
+		var port Port
+		if p.HaChassisGroup != nil {
+			port.Group = names[*p.HaChassisGroup]
+		}
+		port.GatewayChassis = sorted(p.GatewayChassis, gws)
+		st.Ports[p.Name] = port
+	}
+	return st
+}
+
+func sorted(uuids []string, rows map[string]Chassis) []Chassis {
+	var out []Chassis
+	for _, u := range uuids {
+		out = append(out, rows[u])
+	}
+	slices.SortFunc(out, func(a, b Chassis) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
