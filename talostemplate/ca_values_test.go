@@ -1,0 +1,128 @@
+package talostemplate
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// testCA returns a fresh self-signed CA certificate and its key, both as PEM.
+func testCA(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "factory CA"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+}
+
+func TestFactoryCA(t *testing.T) {
+	cert, key := testCA(t)
+	cert2, _ := testCA(t)
+	cases := map[string]struct {
+		reason  string
+		factory string
+		ca      string
+		want    string
+		err     string
+	}{
+		"One":        {reason: "a certificate is kept", factory: "https://f.lan", ca: cert, want: cert},
+		"TwoCRLF":    {reason: "several blocks, CRLF and blank lines around them", factory: "https://f.lan", ca: "\r\n" + strings.ReplaceAll(cert, "\n", "\r\n") + "\n\n" + cert2, want: cert + cert2},
+		"Key":        {reason: "a private key must never travel into the program", factory: "https://f.lan", ca: cert + key, err: `it holds a "EC PRIVATE KEY" block`},
+		"Preamble":   {reason: "text outside blocks is refused", factory: "https://f.lan", ca: "issuer: me\n" + cert, err: "text outside the certificate blocks"},
+		"Trailer":    {reason: "trailing text is refused", factory: "https://f.lan", ca: cert + "bye\n", err: "text outside the certificate blocks"},
+		"Truncated":  {reason: "a block without its END line is refused", factory: "https://f.lan", ca: cert[:len(cert)-30], err: "a block is incomplete"},
+		"NotX509":    {reason: "base64 that is no certificate is refused", factory: "https://f.lan", ca: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", err: "not an X.509 certificate"},
+		"HTTP":       {reason: "a CA only applies to https", factory: "http://f.lan", ca: cert, err: "a factory CA is set, but the factory URL 'http://f.lan' is not https"},
+		"OnlyBlanks": {reason: "whitespace is no certificate", factory: "https://f.lan", ca: "\n \n", err: "it holds no certificate"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := goodInputs()
+			in.FactoryURL, in.FactoryCA = tc.factory, []byte(tc.ca)
+			s, err := NewSpec(in)
+			if tc.err != "" {
+				var ie *InvalidError
+				if !errors.As(err, &ie) || ie.Field != "factoryCA" || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("%s: got %v, want a factoryCA error containing %q", tc.reason, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, s.FactoryCA); diff != "" {
+				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
+			}
+			if err := s.Validate(); err != nil {
+				t.Errorf("%s: Validate: %v", tc.reason, err)
+			}
+		})
+	}
+}
+
+func TestReadChartValues(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		doc    string
+		want   ChartTalos
+		err    string
+	}{
+		"Chart": {
+			reason: "the talos: block of the kubernetes-nodes chart, among other keys",
+			doc: "cluster: \"\"\ntalos:\n  version: \"v1.13.6\"\n  schematicID: \"" + idGuestAgent + "\"\n" +
+				"  imageFactoryURL: \"https://factory.talos.dev\"\n  installerRepository: \"factory.talos.dev/installer\"\n  registryMirrors: {}\nsubstrate: kubevirt\n",
+			want: ChartTalos{Version: "v1.13.6", SchematicID: idGuestAgent, ImageFactoryURL: "https://factory.talos.dev"},
+		},
+		"NoBlock":  {reason: "a file without talos: is not a pool's values", doc: "substrate: proxmox\n", err: "there is no talos: block"},
+		"NotYAML":  {reason: "broken YAML is reported", doc: "talos: [\n", err: "cannot read the chart values"},
+		"BadValue": {reason: "a version must be a string", doc: "talos:\n  version: [1]\n", err: "cannot read the chart values"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ReadChartValues([]byte(tc.doc))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("%s: got %v, want %q", tc.reason, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestChartTalosApply(t *testing.T) {
+	c := ChartTalos{Version: "v1.13.6", SchematicID: idGuestAgent, ImageFactoryURL: "https://mirror.lan"}
+	got := c.Apply(Inputs{TalosVersion: "v1.14.0", VMID: "100"})
+	want := Inputs{TalosVersion: "v1.14.0", SchematicID: idGuestAgent, FactoryURL: "https://mirror.lan", VMID: "100"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("explicit inputs override the chart; the chart fills the rest: -want +got:\n%s", diff)
+	}
+}

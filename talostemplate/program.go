@@ -1,0 +1,133 @@
+package talostemplate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Program renders the root shell program that builds the template on a
+// Proxmox VE node: it checks it runs on a node, that the VMID is free and
+// that no template carries the tag set yet, downloads and unpacks the
+// nocloud image, creates the VM (OVMF with an EFI disk without pre-enrolled
+// keys, virtio-scsi, the image imported as scsi0, serial console, guest
+// agent, no NIC), grows the disk, converts the VM into a template and shows
+// its configuration. Every value is checked by Validate and single-quoted.
+// The program is meant to be read before it is run.
+func Program(s Spec) (string, error) {
+	if err := s.Validate(); err != nil {
+		return "", fmt.Errorf("cannot render the template program: %w", err)
+	}
+	var b strings.Builder
+	w := func(lines ...string) {
+		for _, l := range lines {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	w("#!/bin/sh",
+		"# Builds the Talos VM template "+s.Name()+" as VM "+strconv.Itoa(s.VMID)+".",
+		"# Run it as root on a Proxmox VE node of the target cluster: sh -s < this-file",
+		"set -eu",
+		"VMID="+strconv.Itoa(s.VMID),
+		"STORAGE="+shQuote(s.Storage),
+		"URL="+shQuote(s.ImageURL()),
+		"NAME="+shQuote(s.Name()),
+		"TAGS="+shQuote(PVETags(s.Tags)),
+		"DISK_SIZE="+shQuote(s.DiskSize),
+		"CPU="+shQuote(s.CPU),
+		"")
+	b.WriteString(programChecks)
+	if s.FactoryCA == "" {
+		w(`curl -fL --retry 3 -o "$work/disk.raw.xz" "$URL"`)
+	} else {
+		w("# The factory's CA certificates are trusted next to the system bundle,",
+			"# for this download only; the node's trust store stays as it is.",
+			`{ cat /etc/ssl/certs/ca-certificates.crt; echo; cat; } > "$work/factory-ca.pem" <<'FACTORY_CA_PEM'`)
+		b.WriteString(s.FactoryCA)
+		w("FACTORY_CA_PEM",
+			`curl -fL --retry 3 --cacert "$work/factory-ca.pem" -o "$work/disk.raw.xz" "$URL"`)
+	}
+	agent := "enabled=1"
+	if s.DisableAgent {
+		agent = "enabled=0"
+	}
+	b.WriteString(strings.Replace(programCreate, "@AGENT@", agent, 1))
+	return b.String(), nil
+}
+
+// programChecks runs before anything is downloaded or created.
+const programChecks = `if ! command -v qm >/dev/null || ! command -v pvesh >/dev/null; then
+  echo "this is not a Proxmox VE node: qm and pvesh are missing" >&2
+  exit 1
+fi
+
+# nextid fails unless the id is free everywhere in the cluster.
+pvesh get /cluster/nextid --vmid "$VMID" >/dev/null
+
+# capmox clones only when exactly one template in the whole cluster carries
+# the selector's tag set; a second template with this set would stop every
+# pool that selects it. Tags are compared trimmed, lower-cased, as a set.
+taken=$(pvesh get /cluster/resources --type vm --output-format json | perl -MJSON::PP -e '
+  my $want = shift;
+  my @hits;
+  my $guests = JSON::PP->new->decode(do { local $/; <STDIN> });
+  for my $g (@$guests) {
+    next unless $g->{template} && length($g->{tags} // "");
+    my %set;
+    for my $t (split /;/, $g->{tags}) {
+      $t =~ s/^\s+|\s+$//g;
+      $set{lc $t} = 1 if length $t;
+    }
+    push @hits, "$g->{vmid} (" . ($g->{name} // "") . ") on $g->{node}"
+      if join(";", sort keys %set) eq $want;
+  }
+  print join(", ", @hits);
+' "$TAGS")
+if [ -n "$taken" ]; then
+  echo "a template already carries the tags $TAGS: $taken" >&2
+  exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/talos-template.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+`
+
+// programCreate builds the VM from the downloaded image.
+const programCreate = `xz -d "$work/disk.raw.xz"
+
+# UEFI without pre-enrolled keys, virtio-scsi with the image as scsi0, a
+# serial console and the guest agent channel. No NIC: capmox writes net0 on
+# every clone.
+qm create "$VMID" --name "$NAME" --tags "$TAGS" --ostype l26 \
+  --cpu "$CPU" --sockets 1 --cores 2 --memory 4096 \
+  --bios ovmf --efidisk0 "$STORAGE:1,efitype=4m,pre-enrolled-keys=0" \
+  --scsihw virtio-scsi-pci \
+  --scsi0 "$STORAGE:0,import-from=$work/disk.raw,cache=none,discard=on,ssd=1" \
+  --boot order=scsi0 --serial0 socket --vga std \
+  --agent @AGENT@
+# Clones inherit the disk size. From here on a failure leaves a VM that
+# holds the id, and the nextid check refuses the next run until it is gone.
+qm disk resize "$VMID" scsi0 "$DISK_SIZE" && qm template "$VMID" || {
+  echo "VM $VMID was created but is not a template; remove it with: qm destroy $VMID" >&2
+  exit 1
+}
+qm config "$VMID"
+`
+
+// shQuote single-quotes v for a POSIX shell.
+func shQuote(v string) string {
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// PoolSnippet is what a kubernetes-nodes pool sets to run on the template:
+// the Talos release and schematic its workers' installer uses, and the exact
+// tag set capmox selects the template by.
+func PoolSnippet(s Spec) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "talos:\n  version: %q\n  schematicID: %q\nproxmox:\n  templateTags:\n", s.TalosVersion, s.SchematicID)
+	for _, t := range s.Tags {
+		fmt.Fprintf(&b, "    - %q\n", t)
+	}
+	return b.String()
+}

@@ -1,0 +1,104 @@
+package talostemplate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+// VMResource is one guest of PVE's GET /cluster/resources?type=vm answer,
+// reduced to the fields template selection reads. Other fields are ignored.
+type VMResource struct {
+	// ID is PVE's resource id, such as qemu/9000.
+	ID   string `json:"id,omitempty"`
+	Type string `json:"type,omitempty"`
+	VMID int    `json:"vmid"`
+	Name string `json:"name,omitempty"`
+	Node string `json:"node,omitempty"`
+	// Template is 1 for a template and 0 for a VM.
+	Template Flag `json:"template"`
+	// Tags is PVE's tag string: tags separated by ';'.
+	Tags string `json:"tags,omitempty"`
+	Pool string `json:"pool,omitempty"`
+}
+
+// Flag is PVE's 0/1 boolean. It reads 0, 1, true and false and writes 0 or 1.
+type Flag int
+
+// UnmarshalJSON reads a number or a JSON boolean.
+func (f *Flag) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "true":
+		*f = 1
+		return nil
+	case "false", "null":
+		*f = 0
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil || (n != 0 && n != 1) {
+		return fmt.Errorf("template is %s: want 0 or 1", b)
+	}
+	*f = Flag(n)
+	return nil
+}
+
+// ResourceLister yields the guests of a Proxmox VE cluster, as PVE's
+// GET /cluster/resources?type=vm answers. Implementations: ResourcesFile
+// here; an API client elsewhere.
+type ResourceLister interface {
+	ListVMResources(ctx context.Context) ([]VMResource, error)
+}
+
+// ResourcesFile reads the resource list from a JSON or YAML file holding
+// either the data array of PVE's answer or the whole {"data": [...]} answer.
+type ResourcesFile string
+
+var _ ResourceLister = ResourcesFile("")
+
+// ListVMResources reads and parses the file.
+func (f ResourcesFile) ListVMResources(context.Context) ([]VMResource, error) {
+	data, err := os.ReadFile(string(f))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read cluster resources: %w", err)
+	}
+	rs, err := ParseResources(data)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read cluster resources from %s: %w", string(f), err)
+	}
+	return rs, nil
+}
+
+// ParseResources parses the answer of GET /cluster/resources?type=vm, in JSON
+// or YAML, either the data array or the whole envelope.
+func ParseResources(data []byte) ([]VMResource, error) {
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidResources, err)
+	}
+	j = bytes.TrimSpace(j)
+	switch {
+	case bytes.HasPrefix(j, []byte("[")):
+		var rs []VMResource
+		if err := json.Unmarshal(j, &rs); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidResources, err)
+		}
+		return rs, nil
+	case bytes.HasPrefix(j, []byte("{")):
+		var env struct {
+			Data *[]VMResource `json:"data"`
+		}
+		if err := json.Unmarshal(j, &env); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidResources, err)
+		}
+		if env.Data == nil {
+			return nil, fmt.Errorf("%w: the object has no data array; give the answer of pvesh get /cluster/resources --type vm --output-format json", ErrInvalidResources)
+		}
+		return *env.Data, nil
+	}
+	return nil, fmt.Errorf("%w: want a list of guests or an object with a data list; give the answer of pvesh get /cluster/resources --type vm --output-format json", ErrInvalidResources)
+}
