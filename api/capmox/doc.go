@@ -1,0 +1,22 @@
+// Package capmox holds mirror types of the capmox (cluster-api-provider-proxmox)
+// API group infrastructure.cluster.x-k8s.io: v1alpha1 as served by capmox
+// v0.7.x and v1alpha2 as stored by capmox v0.8 and later. Only the fields that
+// pxsubstrate renders or reads are mirrored; the JSON names match the upstream
+// CRDs exactly. The packages hold plain data and never talk to a cluster.
+package capmox
+
+// Group is the API group of every capmox kind.
+const Group = "infrastructure.cluster.x-k8s.io"
+
+// Kinds rendered or read by pxsubstrate.
+const (
+	KindProxmoxCluster         = "ProxmoxCluster"
+	KindProxmoxMachineTemplate = "ProxmoxMachineTemplate"
+	KindProxmoxMachine         = "ProxmoxMachine"
+)
+
+// IPAM pool reference values accepted by both capmox generations.
+const (
+	IPAMGroup           = "ipam.cluster.x-k8s.io"
+	KindInClusterIPPool = "InClusterIPPool"
+)

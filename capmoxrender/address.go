@@ -1,0 +1,99 @@
+package capmoxrender
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// dottedQuad is the strict IPv4 form the charts accept for DNS entries.
+var dottedQuad = regexp.MustCompile(`^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$`)
+
+// ValidDNSServer reports whether s is an address the charts accept as a
+// resolver: a strict dotted quad, or a string with a colon made only of hex
+// digits and colons that parses as an IPv6 address.
+func ValidDNSServer(s string) bool {
+	if dottedQuad.MatchString(s) {
+		return true
+	}
+	if !strings.Contains(s, ":") {
+		return false
+	}
+	for _, r := range s {
+		if r != ':' && !isHex(r) {
+			return false
+		}
+	}
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Is6()
+}
+
+func isHex(r rune) bool {
+	return (r >= '0' && r <= '9') || (r >= 'a' && r <= 'f') || (r >= 'A' && r <= 'F')
+}
+
+// AddressRange is one entry of an IP pool: a single address, a range a-b or
+// a CIDR, normalised to its first and last address.
+type AddressRange struct {
+	First, Last netip.Addr
+}
+
+// ParseIPv4PoolEntry parses one ipv4Config.addresses entry the way the IPAM
+// provider does: "10.0.0.5", "10.0.0.160-10.0.0.170" or "10.0.0.0/28".
+// Only IPv4 is accepted, and a range must not end before it starts.
+func ParseIPv4PoolEntry(s string) (AddressRange, error) {
+	if first, last, ok := strings.Cut(s, "-"); ok {
+		a, err := parseIPv4(strings.TrimSpace(first))
+		if err != nil {
+			return AddressRange{}, err
+		}
+		b, err := parseIPv4(strings.TrimSpace(last))
+		if err != nil {
+			return AddressRange{}, err
+		}
+		if b.Less(a) {
+			return AddressRange{}, fmt.Errorf("range %q ends before it starts", s)
+		}
+		return AddressRange{First: a, Last: b}, nil
+	}
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || !p.Addr().Is4() {
+			return AddressRange{}, fmt.Errorf("%q is not an IPv4 CIDR", s)
+		}
+		p = p.Masked()
+		return AddressRange{First: p.Addr(), Last: lastOf(p)}, nil
+	}
+	a, err := parseIPv4(s)
+	if err != nil {
+		return AddressRange{}, err
+	}
+	return AddressRange{First: a, Last: a}, nil
+}
+
+func parseIPv4(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 address", s)
+	}
+	return a, nil
+}
+
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	host := 32 - p.Bits()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	if host > 0 {
+		v |= (uint32(1) << host) - 1
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// String renders the entry in its canonical form.
+func (r AddressRange) String() string {
+	if r.First == r.Last {
+		return r.First.String()
+	}
+	return r.First.String() + "-" + r.Last.String()
+}

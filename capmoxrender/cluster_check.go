@@ -1,0 +1,268 @@
+package capmoxrender
+
+import (
+	"context"
+	"fmt"
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxClusterNameLength caps a Kubernetes name so that every pool's
+// KubernetesNodes release name fits Helm's 53-character limit.
+const MaxClusterNameLength = 32
+
+// Infrastructure kinds the guards compare.
+const (
+	KindKubevirtCluster         = "KubevirtCluster"
+	KindKubevirtMachineTemplate = "KubevirtMachineTemplate"
+)
+
+// clusterPlan is a validated Kubernetes input with every default applied.
+type clusterPlan struct {
+	name, release, ns string
+	version           string
+	replicas          int32
+	allowedNodes, dns []string
+	pool              poolPlan
+	insecure          bool
+	ccmSecret         string
+	csi               bool
+	csiSecret         string
+	storageClasses    []StorageClass
+}
+
+type poolPlan struct {
+	addresses []string
+	gateway   string
+	prefix    int
+}
+
+// ReleaseName is the Helm release and CAPI Cluster name of a Kubernetes object.
+func ReleaseName(cluster string) string { return "kubernetes-" + cluster }
+
+func checkSubstrate(s string) error {
+	switch s {
+	case "proxmox":
+		return nil
+	case "", "kubevirt":
+		return refuse("substrate", "substrate %q is rendered by the kubevirt charts, not by capmoxrender: set substrate: proxmox to run the workers on Proxmox VE", or(s, "kubevirt"))
+	}
+	return refuse("substrate", "substrate %q is not supported; use \"kubevirt\" or \"proxmox\"", s)
+}
+
+func checkClusterName(name string) error {
+	if len(name) > MaxClusterNameLength {
+		return refuse("metadata.name", "cluster name %q is %d characters long: at most %d are allowed so that every pool's KubernetesNodes release name fits Helm's 53-character limit; choose a shorter name", name, len(name), MaxClusterNameLength)
+	}
+	if errs := validation.IsDNS1123Label(ReleaseName(name)); len(errs) > 0 {
+		return refuse("metadata.name", "cluster name %q cannot name Kubernetes objects: %s", name, errs[0])
+	}
+	return nil
+}
+
+func planCluster(ctx context.Context, k Kubernetes, o Options) (clusterPlan, error) {
+	if err := checkSubstrate(k.Spec.Substrate); err != nil {
+		return clusterPlan{}, err
+	}
+	if err := checkClusterName(k.Name); err != nil {
+		return clusterPlan{}, err
+	}
+	p := clusterPlan{name: k.Name, release: ReleaseName(k.Name), ns: k.Namespace}
+	if err := guardCluster(ctx, o.Guards, p.ns, p.release, k.Spec.Substrate); err != nil {
+		return clusterPlan{}, err
+	}
+	px := k.Spec.Proxmox
+	var err error
+	if p.version, err = o.kubernetesVersion("version", k.Spec.Version); err != nil {
+		return clusterPlan{}, err
+	}
+	if p.replicas, err = controlPlaneReplicas(k.Spec.ControlPlane.Replicas); err != nil {
+		return clusterPlan{}, err
+	}
+	if p.dns, err = checkDNSServers("proxmox.dnsServers", px.DNSServers); err != nil {
+		return clusterPlan{}, err
+	}
+	if p.allowedNodes, err = checkAllowedNodes(px.AllowedNodes); err != nil {
+		return clusterPlan{}, err
+	}
+	if p.pool, err = planPool(ctx, k, o); err != nil {
+		return clusterPlan{}, err
+	}
+	if err := planCredentials(&p, px); err != nil {
+		return clusterPlan{}, err
+	}
+	p.insecure = px.Insecure != nil && *px.Insecure
+	if p.csi {
+		p.storageClasses, err = checkStorageClasses(px.CSI.StorageClasses)
+	}
+	return p, err
+}
+
+func guardCluster(ctx context.Context, l SubstrateLookup, ns, release, substrate string) error {
+	if l == nil {
+		return nil
+	}
+	kind, found, err := l.ClusterInfrastructureKind(ctx, ns, release)
+	if err != nil {
+		return fmt.Errorf("cannot look up Cluster %s/%s: %w: %w", ns, release, ErrLookup, err)
+	}
+	if !found || kind == "" || kind == capmox.KindProxmoxCluster {
+		return nil
+	}
+	return refuse("substrate", "kubernetes: cluster %q already runs on %s and substrate is now %q, which renders a %s. Switching the substrate of a live cluster removes the cloud-controller-manager, the CSI controller and the in-tenant CSI HelmRelease, so Flux uninstalls the driver behind every existing PVC. Create a new cluster on the other substrate and migrate the workloads instead.", release, kind, substrate, capmox.KindProxmoxCluster)
+}
+
+func controlPlaneReplicas(r *int32) (int32, error) {
+	if r == nil {
+		return 2, nil
+	}
+	if *r < 1 {
+		return 0, refuse("controlPlane.replicas", "controlPlane.replicas is %d: the control plane needs at least one replica", *r)
+	}
+	return *r, nil
+}
+
+// checkDNSServers refuses an empty list, a non-address entry and a
+// duplicate (v1alpha2 declares dnsServers a set).
+func checkDNSServers(field string, in []string) ([]string, error) {
+	if len(in) == 0 {
+		if field == "proxmox.dnsServers" {
+			return nil, refuse(field, "substrate proxmox requires proxmox.dnsServers: an off-cluster worker cannot resolve through the management cluster's CoreDNS")
+		}
+		return nil, refuse(field, "%s is empty: give at least one resolver address", field)
+	}
+	seen := map[string]bool{}
+	for i, s := range in {
+		if !ValidDNSServer(s) {
+			return nil, refuse(fmt.Sprintf("%s[%d]", field, i), "%s[%d] is %q: entries must be IPv4 or IPv6 addresses. Write each resolver as a bare address such as 1.1.1.1 or 2606:4700:4700::1111, without a port or a name.", field, i, s)
+		}
+		if seen[s] {
+			return nil, refuse(fmt.Sprintf("%s[%d]", field, i), "%s[%d] is %q, which is listed twice: capmox keeps resolvers as a set, so list each once", field, i, s)
+		}
+		seen[s] = true
+	}
+	return append([]string(nil), in...), nil
+}
+
+func checkAllowedNodes(in []string) ([]string, error) {
+	seen := map[string]bool{}
+	for i, n := range in {
+		if n == "" || seen[n] {
+			return nil, refuse(fmt.Sprintf("proxmox.allowedNodes[%d]", i), "proxmox.allowedNodes[%d] is %q: list each PVE node name once, and leave the list empty to allow every node", i, n)
+		}
+		seen[n] = true
+	}
+	return append([]string(nil), in...), nil
+}
+
+func planPool(ctx context.Context, k Kubernetes, o Options) (poolPlan, error) {
+	px := k.Spec.Proxmox
+	c := px.IPv4Config
+	hasIPv4 := len(c.Addresses) > 0 || c.Gateway != "" || c.Prefix != nil
+	if px.Network.Set() {
+		if hasIPv4 {
+			return poolPlan{}, refuse("proxmox.network", "proxmox: set either network.vpc/subnet or ipv4Config, not both; a VPC subnet brings its own IP pool")
+		}
+		n, _, err := resolveNetwork(ctx, o.Networks, "proxmox.network", k.Namespace, px.Network)
+		if err != nil {
+			return poolPlan{}, err
+		}
+		gw, err := parseIPv4(n.Gateway)
+		if err != nil || n.Prefix < 1 || n.Prefix > 32 {
+			return poolPlan{}, refuse("proxmox.network", "proxmox.network: the ProxmoxNetwork of VPC %q subnet %q reports gateway %q and prefix %d, which cannot make an IPv4 pool; wait until the controller reports its addressing", px.Network.VPC, px.Network.Subnet, n.Gateway, n.Prefix)
+		}
+		// The sentinel pool: the IPAM provider always excludes the gateway,
+		// so this pool can never hand out an address.
+		return poolPlan{addresses: []string{gw.String()}, gateway: gw.String(), prefix: n.Prefix}, nil
+	}
+	if len(c.Addresses) == 0 {
+		return poolPlan{}, refuse("proxmox.ipv4Config.addresses", "substrate proxmox requires proxmox.ipv4Config.addresses: capmox allocates static addresses and has no DHCP mode")
+	}
+	return checkIPv4Config(c, o.Capmox)
+}
+
+func checkIPv4Config(c IPv4Config, gen Capmox) (poolPlan, error) {
+	p := poolPlan{prefix: 24}
+	if c.Prefix != nil {
+		p.prefix = *c.Prefix
+	}
+	if p.prefix < 1 || p.prefix > 32 {
+		return poolPlan{}, refuse("proxmox.ipv4Config.prefix", "proxmox.ipv4Config.prefix is %d: an IPv4 prefix length is 1 to 32", p.prefix)
+	}
+	seen := map[string]bool{}
+	for i, a := range c.Addresses {
+		r, err := ParseIPv4PoolEntry(a)
+		if err != nil {
+			return poolPlan{}, refuse(fmt.Sprintf("proxmox.ipv4Config.addresses[%d]", i), "proxmox.ipv4Config.addresses[%d]: %v; write an address, a range such as 10.0.0.160-10.0.0.170, or a CIDR", i, err)
+		}
+		if seen[r.String()] {
+			return poolPlan{}, refuse(fmt.Sprintf("proxmox.ipv4Config.addresses[%d]", i), "proxmox.ipv4Config.addresses[%d] is %q, which is listed twice: list each range once", i, a)
+		}
+		seen[r.String()] = true
+		p.addresses = append(p.addresses, a)
+	}
+	if c.Gateway == "" {
+		if gen == CapmoxV08 {
+			return poolPlan{}, refuse("proxmox.ipv4Config.gateway", "proxmox.ipv4Config.gateway is required for capmox v0.8 and later: its v1alpha2 ProxmoxCluster requires ipv4Config.gateway")
+		}
+		return p, nil
+	}
+	gw, err := parseIPv4(c.Gateway)
+	if err != nil {
+		return poolPlan{}, refuse("proxmox.ipv4Config.gateway", "proxmox.ipv4Config.gateway: %v", err)
+	}
+	p.gateway = gw.String()
+	return p, nil
+}
+
+func planCredentials(p *clusterPlan, px ClusterProxmox) error {
+	p.ccmSecret = px.CCM.CredentialsSecretName
+	if p.ccmSecret == "" {
+		return refuse("proxmox.ccm.credentialsSecretName", "proxmox.ccm.credentialsSecretName is required on the proxmox substrate: without a cloud-controller-manager every worker keeps the uninitialized taint and the cluster schedules nothing")
+	}
+	if err := checkSecretName("proxmox.ccm.credentialsSecretName", p.ccmSecret); err != nil {
+		return err
+	}
+	p.csi = px.CSI.On()
+	if !p.csi {
+		return nil
+	}
+	p.csiSecret = px.CSI.CredentialsSecretName
+	if p.csiSecret == "" {
+		return refuse("proxmox.csi.credentialsSecretName", "proxmox.csi.credentialsSecretName is required on the proxmox substrate: the CSI controller cannot reach the hypervisor without an API token")
+	}
+	return checkSecretName("proxmox.csi.credentialsSecretName", p.csiSecret)
+}
+
+func checkSecretName(field, name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return refuse(field, "%s %q is not a Secret name: %s", field, name, errs[0])
+	}
+	return nil
+}
+
+func checkStorageClasses(in []StorageClass) ([]StorageClass, error) {
+	out := make([]StorageClass, 0, len(in))
+	seen := map[string]bool{}
+	for i, sc := range in {
+		f := fmt.Sprintf("proxmox.csi.storageClasses[%d]", i)
+		if errs := validation.IsDNS1123Subdomain(sc.Name); len(errs) > 0 || seen[sc.Name] {
+			return nil, refuse(f, "%s.name %q must be a unique StorageClass name", f, sc.Name)
+		}
+		seen[sc.Name] = true
+		if sc.Storage == "" {
+			return nil, refuse(f, "%s.storage is empty: name the PVE storage id as pvesm status shows it", f)
+		}
+		sc.FSType = or(sc.FSType, "ext4")
+		sc.ReclaimPolicy = or(sc.ReclaimPolicy, "Delete")
+		if sc.FSType != "ext4" && sc.FSType != "xfs" {
+			return nil, refuse(f, "%s.fstype is %q: use ext4 or xfs", f, sc.FSType)
+		}
+		if sc.ReclaimPolicy != "Delete" && sc.ReclaimPolicy != "Retain" {
+			return nil, refuse(f, "%s.reclaimPolicy is %q: use Delete or Retain", f, sc.ReclaimPolicy)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}

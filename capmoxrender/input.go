@@ -1,0 +1,245 @@
+package capmoxrender
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+)
+
+// AppsAPIVersion is the API version of the Cozystack application objects.
+const AppsAPIVersion = "apps.cozystack.io/v1alpha1"
+
+// Kubernetes is a tenant cluster (apps.cozystack.io/v1alpha1, kind Kubernetes):
+// the fields the Proxmox substrate reads. Its release is kubernetes-<name>.
+type Kubernetes struct {
+	Name      string
+	Namespace string
+	Spec      KubernetesSpec
+}
+
+// KubernetesSpec is the proxmox-relevant part of Kubernetes.spec.
+type KubernetesSpec struct {
+	Substrate    string         `json:"substrate,omitempty"`
+	Version      string         `json:"version,omitempty"`
+	ControlPlane ControlPlane   `json:"controlPlane,omitempty"`
+	Proxmox      ClusterProxmox `json:"proxmox,omitempty"`
+}
+
+// ControlPlane sizes the Kamaji control plane.
+type ControlPlane struct {
+	Replicas *int32 `json:"replicas,omitempty"`
+}
+
+// ClusterProxmox is Kubernetes.spec.proxmox.
+type ClusterProxmox struct {
+	AllowedNodes []string       `json:"allowedNodes,omitempty"`
+	DNSServers   []string       `json:"dnsServers,omitempty"`
+	Insecure     *bool          `json:"insecure,omitempty"`
+	IPv4Config   IPv4Config     `json:"ipv4Config,omitempty"`
+	Network      SubnetRef      `json:"network,omitempty"`
+	CCM          CredentialsRef `json:"ccm,omitempty"`
+	CSI          CSI            `json:"csi,omitempty"`
+}
+
+// IPv4Config is the static address pool capmox allocates worker addresses from.
+type IPv4Config struct {
+	Addresses []string `json:"addresses,omitempty"`
+	Gateway   string   `json:"gateway,omitempty"`
+	Prefix    *int     `json:"prefix,omitempty"`
+}
+
+// SubnetRef names a Proxmox-backed VPC subnet.
+type SubnetRef struct {
+	VPC    string `json:"vpc,omitempty"`
+	Subnet string `json:"subnet,omitempty"`
+}
+
+// Set reports whether either half is given.
+func (s SubnetRef) Set() bool { return s.VPC != "" || s.Subnet != "" }
+
+// CredentialsRef names a Secret with url, token_id, token_secret and region.
+type CredentialsRef struct {
+	CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
+}
+
+// CSI configures the Proxmox CSI driver.
+type CSI struct {
+	Enabled               *bool          `json:"enabled,omitempty"`
+	CredentialsSecretName string         `json:"credentialsSecretName,omitempty"`
+	StorageClasses        []StorageClass `json:"storageClasses,omitempty"`
+}
+
+// On reports whether the CSI driver is rendered (the default).
+func (c CSI) On() bool { return c.Enabled == nil || *c.Enabled }
+
+// StorageClass is one tenant StorageClass backed by a PVE storage.
+type StorageClass struct {
+	Name          string `json:"name"`
+	Storage       string `json:"storage"`
+	FSType        string `json:"fstype,omitempty"`
+	SSD           bool   `json:"ssd,omitempty"`
+	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+}
+
+// KubernetesNodes is a worker pool (apps.cozystack.io/v1alpha1, kind
+// KubernetesNodes) named <cluster>-<pool>.
+type KubernetesNodes struct {
+	Name      string
+	Namespace string
+	Spec      NodesSpec
+}
+
+// NodesSpec is the proxmox-relevant part of KubernetesNodes.spec. Fields
+// that only the kubevirt substrate takes are read so they can be refused.
+type NodesSpec struct {
+	Cluster              string            `json:"cluster,omitempty"`
+	Substrate            string            `json:"substrate,omitempty"`
+	Version              string            `json:"version,omitempty"`
+	MinReplicas          *int32            `json:"minReplicas,omitempty"`
+	MaxReplicas          *int32            `json:"maxReplicas,omitempty"`
+	InstanceType         string            `json:"instanceType,omitempty"`
+	Resources            Resources         `json:"resources,omitempty"`
+	Roles                []string          `json:"roles,omitempty"`
+	GPUs                 []json.RawMessage `json:"gpus,omitempty"`
+	LogSerialConsole     bool              `json:"logSerialConsole,omitempty"`
+	PodCPULimit          *Quantity         `json:"podCpuLimit,omitempty"`
+	PodCPURequest        *Quantity         `json:"podCpuRequest,omitempty"`
+	OSImage              json.RawMessage   `json:"osImage,omitempty"`
+	MaxUnhealthy         *Quantity         `json:"maxUnhealthy,omitempty"`
+	NodeStartupTimeout   string            `json:"nodeStartupTimeout,omitempty"`
+	ReadyUnknownTimeout  string            `json:"readyUnknownTimeout,omitempty"`
+	ReadyFalseTimeout    string            `json:"readyFalseTimeout,omitempty"`
+	MaxNodeProvisionTime string            `json:"maxNodeProvisionTime,omitempty"`
+	Talos                Talos             `json:"talos,omitempty"`
+	Proxmox              NodesProxmox      `json:"proxmox,omitempty"`
+}
+
+// Resources sizes each worker VM.
+type Resources struct {
+	CPU    *Quantity `json:"cpu,omitempty"`
+	Memory *Quantity `json:"memory,omitempty"`
+}
+
+// Talos names the worker OS release the installer targets.
+type Talos struct {
+	Version             string `json:"version,omitempty"`
+	SchematicID         string `json:"schematicID,omitempty"`
+	InstallerRepository string `json:"installerRepository,omitempty"`
+}
+
+// NodesProxmox is KubernetesNodes.spec.proxmox.
+type NodesProxmox struct {
+	TemplateTags       []string            `json:"templateTags,omitempty"`
+	Full               bool                `json:"full,omitempty"`
+	Network            NodeNetwork         `json:"network,omitempty"`
+	AdditionalNetworks []AdditionalNetwork `json:"additionalNetworks,omitempty"`
+	Storage            string              `json:"storage,omitempty"`
+	Pool               string              `json:"pool,omitempty"`
+	DNSServers         []string            `json:"dnsServers,omitempty"`
+}
+
+// NodeNetwork is net0: a raw bridge (and optional VLAN and MTU), or a VPC subnet.
+type NodeNetwork struct {
+	Bridge string `json:"bridge,omitempty"`
+	VLAN   *int   `json:"vlan,omitempty"`
+	MTU    *int   `json:"mtu,omitempty"`
+	VPC    string `json:"vpc,omitempty"`
+	Subnet string `json:"subnet,omitempty"`
+}
+
+// AdditionalNetwork is an extra NIC on a Proxmox-backed VPC subnet.
+type AdditionalNetwork struct {
+	Name   string `json:"name"`
+	VPC    string `json:"vpc,omitempty"`
+	Subnet string `json:"subnet,omitempty"`
+	MTU    *int   `json:"mtu,omitempty"`
+}
+
+// Quantity keeps a YAML scalar (number or string) as written, so that 2,
+// "2", 500m and 50% reach the parsers unchanged.
+type Quantity string
+
+// UnmarshalJSON accepts a JSON number or string.
+func (q *Quantity) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*q = Quantity(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a number or a string, got %s", b)
+	}
+	*q = Quantity(n.String())
+	return nil
+}
+
+type appObject struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec json.RawMessage `json:"spec"`
+}
+
+// ParseKubernetes reads one Kubernetes object from YAML or JSON.
+func ParseKubernetes(data []byte) (Kubernetes, error) {
+	obj, err := parseApp(data, "Kubernetes")
+	if err != nil {
+		return Kubernetes{}, err
+	}
+	k := Kubernetes{Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}
+	if err := decodeSpec(obj.Spec, &k.Spec); err != nil {
+		return Kubernetes{}, fmt.Errorf("cannot read Kubernetes %q: %w", k.Name, err)
+	}
+	return k, nil
+}
+
+// ParseKubernetesNodes reads one KubernetesNodes object from YAML or JSON.
+func ParseKubernetesNodes(data []byte) (KubernetesNodes, error) {
+	obj, err := parseApp(data, "KubernetesNodes")
+	if err != nil {
+		return KubernetesNodes{}, err
+	}
+	n := KubernetesNodes{Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}
+	if err := decodeSpec(obj.Spec, &n.Spec); err != nil {
+		return KubernetesNodes{}, fmt.Errorf("cannot read KubernetesNodes %q: %w", n.Name, err)
+	}
+	return n, nil
+}
+
+func parseApp(data []byte, kind string) (appObject, error) {
+	var obj appObject
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		return obj, fmt.Errorf("cannot read %s: %w: %w", kind, ErrInput, err)
+	}
+	switch {
+	case obj.Kind != kind:
+		return obj, fmt.Errorf("cannot read %s: %w: the document is kind %q; give a %s object (%s)", kind, ErrInput, obj.Kind, kind, AppsAPIVersion)
+	case obj.APIVersion != AppsAPIVersion:
+		return obj, fmt.Errorf("cannot read %s: %w: apiVersion is %q, want %s", kind, ErrInput, obj.APIVersion, AppsAPIVersion)
+	case obj.Metadata.Name == "":
+		return obj, fmt.Errorf("cannot read %s: %w: metadata.name is empty", kind, ErrInput)
+	case obj.Metadata.Namespace == "":
+		return obj, fmt.Errorf("cannot read %s %q: %w: metadata.namespace is empty; the objects are rendered into the tenant namespace, so name it", kind, obj.Metadata.Name, ErrInput)
+	}
+	return obj, nil
+}
+
+func decodeSpec(raw json.RawMessage, into any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("%w: spec: %w", ErrInput, err)
+	}
+	return nil
+}

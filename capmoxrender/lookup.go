@@ -1,0 +1,91 @@
+package capmoxrender
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
+
+// SubstrateLookup answers the live questions of the substrate guards. A nil
+// SubstrateLookup means offline rendering: the guards do nothing, as the
+// charts' lookups do without an API server.
+type SubstrateLookup interface {
+	// ClusterInfrastructureKind returns spec.infrastructureRef.kind of the
+	// live cluster.x-k8s.io Cluster, and found=false when there is none.
+	ClusterInfrastructureKind(ctx context.Context, namespace, name string) (kind string, found bool, err error)
+	// MachineDeploymentInfrastructureKind returns
+	// spec.template.spec.infrastructureRef.kind of the live MachineDeployment.
+	MachineDeploymentInfrastructureKind(ctx context.Context, namespace, name string) (kind string, found bool, err error)
+}
+
+// NetworkLookup reads proxmox.cozystack.io ProxmoxNetwork objects of the
+// release namespace (never another namespace).
+type NetworkLookup interface {
+	ProxmoxNetwork(ctx context.Context, namespace, name string) (ProxmoxNetwork, bool, error)
+}
+
+// ProxmoxNetwork is the status of a Proxmox-backed VPC subnet that the
+// render reads: where its VLAN lives and its addressing.
+type ProxmoxNetwork struct {
+	Bridge  string
+	VLAN    int
+	MTU     int
+	Gateway string
+	Prefix  int
+	// Ready is the Ready condition; nil when the controller has not
+	// reported yet.
+	Ready *Condition
+}
+
+// Condition is the part of a status condition the render reads.
+type Condition struct {
+	Status  string
+	Reason  string
+	Message string
+}
+
+// VPCID is the id Cozystack derives for a VPC application:
+// "vpc-" + the first 6 hex characters of sha256("<ns>/virtualprivatecloud-<vpc>").
+func VPCID(namespace, vpc string) string {
+	return "vpc-" + shortHash(namespace+"/virtualprivatecloud-"+vpc, 6)
+}
+
+// SubnetID is the id shared by the Kube-OVN Subnet, the Vlan, the
+// InClusterIPPool and the ProxmoxNetwork of a VPC subnet:
+// "subnet-" + the first 8 hex characters of sha256("<ns>/<vpcId>/<subnet>").
+func SubnetID(namespace, vpc, subnet string) string {
+	return "subnet-" + shortHash(namespace+"/"+VPCID(namespace, vpc)+"/"+subnet, 8)
+}
+
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
+}
+
+// resolveNetwork looks a VPC subnet up and refuses it unless it is
+// Proxmox-backed and Ready. field prefixes every message.
+func resolveNetwork(ctx context.Context, l NetworkLookup, field, ns string, ref SubnetRef) (ProxmoxNetwork, string, error) {
+	if ref.VPC == "" || ref.Subnet == "" {
+		return ProxmoxNetwork{}, "", refuse(field, "%s: set both vpc and subnet", field)
+	}
+	id := SubnetID(ns, ref.VPC, ref.Subnet)
+	if l == nil {
+		return ProxmoxNetwork{}, "", refuse(field, "%s: cannot resolve VPC %q subnet %q without a live lookup: pass the live ProxmoxNetwork %s/%s (--lookup) or render against the management cluster", field, ref.VPC, ref.Subnet, ns, id)
+	}
+	n, found, err := l.ProxmoxNetwork(ctx, ns, id)
+	if err != nil {
+		return ProxmoxNetwork{}, "", fmt.Errorf("cannot look up ProxmoxNetwork %s/%s: %w: %w", ns, id, ErrLookup, err)
+	}
+	if !found {
+		return ProxmoxNetwork{}, "", refuse(field, "%s: subnet %q of VPC %q is not Proxmox-backed (no ProxmoxNetwork %s in %s); add proxmox: {} to the subnet in the VPC application", field, ref.Subnet, ref.VPC, id, ns)
+	}
+	if n.Ready == nil || n.Ready.Status != "True" {
+		reason, msg := "Pending", "the controller has not reported yet"
+		if n.Ready != nil {
+			reason, msg = n.Ready.Reason, n.Ready.Message
+		}
+		return ProxmoxNetwork{}, "", refuse(field, "%s: Proxmox network %s/%s (VPC %q subnet %q) is not Ready: %s: %s", field, ns, id, ref.VPC, ref.Subnet, reason, msg)
+	}
+	return n, id, nil
+}

@@ -1,0 +1,172 @@
+package capmoxrender
+
+import (
+	"context"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
+	pmv1alpha1 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha1"
+	pmv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha2"
+)
+
+// Labels CAPI uses to select a pool's machines.
+const (
+	LabelClusterName    = "cluster.x-k8s.io/cluster-name"
+	LabelDeploymentName = "cluster.x-k8s.io/deployment-name"
+)
+
+// RenderNodes renders a worker pool on the Proxmox substrate: the
+// hash-named ProxmoxMachineTemplate and TalosConfigTemplate, the
+// MachineDeployment and the MachineHealthCheck. The output is deterministic;
+// a refusal is a *RefusalError.
+func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstructured.Unstructured, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p, err := planNodes(ctx, n, o)
+	if err != nil {
+		return nil, err
+	}
+	pmt, err := renderMachineTemplate(p, o)
+	if err != nil {
+		return nil, err
+	}
+	tct, err := renderTalosConfigTemplate(p)
+	if err != nil {
+		return nil, err
+	}
+	md, err := renderMachineDeployment(p, o, pmt.GetName(), tct.GetName())
+	if err != nil {
+		return nil, err
+	}
+	mhc, err := renderMachineHealthCheck(p, o)
+	if err != nil {
+		return nil, err
+	}
+	return []*unstructured.Unstructured{pmt, tct, md, mhc}, nil
+}
+
+func poolRef(name string) *corev1.TypedLocalObjectReference {
+	return &corev1.TypedLocalObjectReference{APIGroup: ptr(capmox.IPAMGroup), Kind: capmox.KindInClusterIPPool, Name: name}
+}
+
+func u16(p *int) *uint16 {
+	if p == nil {
+		return nil
+	}
+	return ptr(uint16(*p))
+}
+
+func i32(p *int) *int32 {
+	if p == nil {
+		return nil
+	}
+	return ptr(int32(*p))
+}
+
+func machineSpecV1alpha1(p nodesPlan) pmv1alpha1.ProxmoxMachineSpec {
+	s := pmv1alpha1.ProxmoxMachineSpec{
+		Checks:           &pmv1alpha1.Checks{SkipQemuGuestAgent: ptr(true), SkipCloudInitStatus: ptr(true)},
+		TemplateSelector: &pmv1alpha1.TemplateSelector{MatchTags: p.tags},
+		Full:             ptr(p.full),
+		NumSockets:       1,
+		NumCores:         p.cores,
+		MemoryMiB:        p.memoryMiB,
+		Storage:          p.storage,
+		Pool:             p.pool,
+		Network:          &pmv1alpha1.NetworkSpec{},
+	}
+	for _, n := range p.nics {
+		d := pmv1alpha1.NetworkDevice{Bridge: n.bridge, Model: ptr("virtio"), VLAN: u16(n.vlan), MTU: u16(n.mtu)}
+		if n.pool != "" {
+			d.IPv4PoolRef = poolRef(n.pool)
+		}
+		if n.name == "net0" {
+			s.Network.Default = &d
+			continue
+		}
+		s.Network.AdditionalDevices = append(s.Network.AdditionalDevices, pmv1alpha1.AdditionalNetworkDevice{NetworkDevice: d, Name: n.name})
+	}
+	return s
+}
+
+func machineSpecV1alpha2(p nodesPlan) pmv1alpha2.ProxmoxMachineSpec {
+	s := pmv1alpha2.ProxmoxMachineSpec{
+		Checks:           &pmv1alpha2.Checks{SkipQemuGuestAgent: ptr(true), SkipCloudInitStatus: ptr(true)},
+		TemplateSelector: &pmv1alpha2.TemplateSelector{MatchTags: p.tags},
+		Full:             ptr(p.full),
+		NumSockets:       ptr(int32(1)),
+		NumCores:         ptr(p.cores),
+		MemoryMiB:        ptr(p.memoryMiB),
+		Network:          &pmv1alpha2.NetworkSpec{},
+	}
+	if p.storage != "" {
+		s.Storage = ptr(p.storage)
+	}
+	if p.pool != "" {
+		s.Pool = ptr(p.pool)
+	}
+	for _, n := range p.nics {
+		d := pmv1alpha2.NetworkDevice{Name: ptr(n.name), Bridge: ptr(n.bridge), Model: ptr("virtio"), VLAN: i32(n.vlan), MTU: i32(n.mtu)}
+		if n.pool != "" {
+			d.IPPoolRef = []corev1.TypedLocalObjectReference{*poolRef(n.pool)}
+		}
+		s.Network.NetworkDevices = append(s.Network.NetworkDevices, d)
+	}
+	return s
+}
+
+// renderMachineTemplate names the template after a hash of its spec, so a
+// changed spec makes a new template and the MachineDeployment rolls.
+func renderMachineTemplate(p nodesPlan, o Options) (*unstructured.Unstructured, error) {
+	var spec any
+	gv := pmv1alpha1.GroupVersion.String()
+	if o.Capmox == CapmoxV07 {
+		s := machineSpecV1alpha1(p)
+		if err := CheckMachineSpecV1alpha1(s); err != nil {
+			return nil, err
+		}
+		spec = pmv1alpha1.ProxmoxMachineTemplateSpec{Template: pmv1alpha1.ProxmoxMachineTemplateResource{Spec: s}}
+	} else {
+		s := machineSpecV1alpha2(p)
+		if err := CheckMachineSpecV1alpha2(s); err != nil {
+			return nil, err
+		}
+		spec = pmv1alpha2.ProxmoxMachineTemplateSpec{Template: pmv1alpha2.ProxmoxMachineTemplateResource{Spec: s}}
+		gv = pmv1alpha2.GroupVersion.String()
+	}
+	h, err := contentHash(spec, 6)
+	if err != nil {
+		return nil, err
+	}
+	return object(gv, capmox.KindProxmoxMachineTemplate, p.ns, p.release+"-"+p.group+"-"+h, nil, spec)
+}
+
+func poolLabels(p nodesPlan) map[string]string {
+	return map[string]string{LabelClusterName: p.release, LabelDeploymentName: p.release + "-" + p.group}
+}
+
+func templateLabels(p nodesPlan) map[string]string {
+	l := poolLabels(p)
+	for _, r := range p.roles {
+		l["node-role.kubernetes.io/"+r] = ""
+	}
+	return l
+}
+
+func mdAnnotations(p nodesPlan) map[string]string {
+	return map[string]string{
+		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": strconv.Itoa(int(p.minReplicas)),
+		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": strconv.Itoa(int(p.maxReplicas)),
+		"cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime":   p.provisionTime,
+	}
+}
+
+func objectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: ns}
+}

@@ -1,0 +1,210 @@
+package capmoxrender
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
+)
+
+// Defaults of the kubernetes-nodes chart.
+const (
+	DefaultMaxUnhealthy         = "50%"
+	DefaultNodeStartupTimeout   = "20m"
+	DefaultReadyUnknownTimeout  = "5m"
+	DefaultReadyFalseTimeout    = "10m"
+	DefaultMaxNodeProvisionTime = "30m"
+	DefaultTalosVersion         = "v1.13.6"
+	DefaultTalosSchematicID     = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+	DefaultInstallerRepository  = "factory.talos.dev/installer"
+)
+
+// nodesPlan is a validated KubernetesNodes input with defaults applied.
+type nodesPlan struct {
+	cluster, release, group, ns string
+	version                     string
+	minReplicas, maxReplicas    int32
+	cores, memoryMiB            int32
+	roles                       []string
+	maxUnhealthy                intstr.IntOrString
+	startup, readyUnknown       time.Duration
+	readyFalse                  time.Duration
+	provisionTime               string
+	talos                       Talos
+	tags                        []string
+	full                        bool
+	storage, pool               string
+	dns                         []string
+	nics                        []nic
+}
+
+// nic is one resolved NIC; pool is the InClusterIPPool of a VPC subnet.
+type nic struct {
+	name   string
+	bridge string
+	vlan   *int
+	mtu    *int
+	pool   string
+}
+
+func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, error) {
+	s := n.Spec
+	if err := checkSubstrate(s.Substrate); err != nil {
+		return nodesPlan{}, err
+	}
+	p, err := poolNames(n)
+	if err != nil {
+		return nodesPlan{}, err
+	}
+	if err := guardNodes(ctx, o.Guards, p); err != nil {
+		return nodesPlan{}, err
+	}
+	if err := refuseKubevirtOnly(s); err != nil {
+		return nodesPlan{}, err
+	}
+	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, planHealth, planReplicas}
+	for _, step := range steps {
+		if err := step(&p, s, o); err != nil {
+			return nodesPlan{}, err
+		}
+	}
+	if p.nics, err = planNICs(ctx, o.Networks, p.ns, s.Proxmox); err != nil {
+		return nodesPlan{}, err
+	}
+	return p, nil
+}
+
+func poolNames(n KubernetesNodes) (nodesPlan, error) {
+	c := n.Spec.Cluster
+	if c == "" {
+		return nodesPlan{}, refuse("cluster", "cluster is required: name the parent Kubernetes object; the KubernetesNodes object is named <cluster>-<pool>")
+	}
+	if err := checkClusterName(c); err != nil {
+		return nodesPlan{}, err
+	}
+	group, ok := strings.CutPrefix(n.Name, c+"-")
+	if !ok || group == "" {
+		return nodesPlan{}, refuse("metadata.name", "KubernetesNodes %q must be named %s-<pool> for its parent cluster %q", n.Name, c, c)
+	}
+	p := nodesPlan{cluster: c, release: ReleaseName(c), group: group, ns: n.Namespace}
+	if err := checkObjectName("metadata.name", p.release+"-"+group+"-000000"); err != nil {
+		return nodesPlan{}, err
+	}
+	return p, nil
+}
+
+func guardNodes(ctx context.Context, l SubstrateLookup, p nodesPlan) error {
+	if l == nil {
+		return nil
+	}
+	md := p.release + "-" + p.group
+	kind, found, err := l.MachineDeploymentInfrastructureKind(ctx, p.ns, md)
+	if err != nil {
+		return fmt.Errorf("cannot look up MachineDeployment %s/%s: %w: %w", p.ns, md, ErrLookup, err)
+	}
+	if found && kind != "" && kind != capmox.KindProxmoxMachineTemplate {
+		return refuse("substrate", "kubernetes-nodes: pool %q already runs %s workers and substrate is now \"proxmox\", which renders %s. Switching would roll every worker to the other hypervisor and delete the template the draining MachineSet still references. Create a new pool on the other substrate and scale this one down.", md, kind, capmox.KindProxmoxMachineTemplate)
+	}
+	kind, found, err = l.ClusterInfrastructureKind(ctx, p.ns, p.release)
+	if err != nil {
+		return fmt.Errorf("cannot look up Cluster %s/%s: %w: %w", p.ns, p.release, ErrLookup, err)
+	}
+	if found && kind != "" && kind != capmox.KindProxmoxCluster {
+		return refuse("substrate", "kubernetes-nodes: parent cluster %q runs on %s and this pool asks for substrate \"proxmox\": a pool must use its cluster's substrate. Set substrate to match the parent, or create the pool under a cluster on Proxmox.", p.release, kind)
+	}
+	return nil
+}
+
+func refuseKubevirtOnly(s NodesSpec) error {
+	switch {
+	case len(s.OSImage) > 0 && string(s.OSImage) != "null" && string(s.OSImage) != "{}":
+		return refuse("osImage", "substrate proxmox does not take osImage: the worker disk is cloned from the Proxmox VM template. Remove osImage and use talos.version / talos.schematicID for the in-guest installer target.")
+	case len(s.GPUs) > 0:
+		return refuse("gpus", "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead")
+	case s.LogSerialConsole:
+		return refuse("logSerialConsole", "logSerialConsole is a kubevirt-only field; use the Proxmox serial console on the VM")
+	case s.PodCPULimit != nil || s.PodCPURequest != nil:
+		return refuse("podCpuLimit", "podCpuLimit/podCpuRequest size the virt-launcher pod and are kubevirt-only")
+	}
+	return nil
+}
+
+func planSizing(p *nodesPlan, s NodesSpec, _ Options) error {
+	r := s.Resources
+	if r.CPU == nil || *r.CPU == "" || r.Memory == nil || *r.Memory == "" {
+		return refuse("resources", "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from")
+	}
+	var err error
+	if p.cores, err = Cores(string(*r.CPU)); err != nil {
+		return refuse("resources.cpu", "resources.cpu: %v", err)
+	}
+	if p.memoryMiB, err = MemoryMiB(string(*r.Memory)); err != nil {
+		return refuse("resources.memory", "resources.memory: %v", err)
+	}
+	return nil
+}
+
+func planTemplate(p *nodesPlan, s NodesSpec, o Options) error {
+	px := s.Proxmox
+	if len(px.TemplateTags) == 0 {
+		return refuse("proxmox.templateTags", "substrate proxmox requires proxmox.templateTags: capmox clones a VM template and has no image URL to fall back on")
+	}
+	if err := checkTemplateTags(px.TemplateTags); err != nil {
+		return err
+	}
+	if px.Storage != "" && !px.Full {
+		return refuse("proxmox.storage", "proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage")
+	}
+	var err error
+	if p.dns, err = checkDNSServers("proxmox.dnsServers", px.DNSServers); err != nil {
+		return err
+	}
+	if p.version, err = o.kubernetesVersion("version", s.Version); err != nil {
+		return err
+	}
+	p.tags, p.full, p.storage, p.pool = append([]string(nil), px.TemplateTags...), px.Full, px.Storage, px.Pool
+	p.talos = Talos{
+		Version:             or(s.Talos.Version, DefaultTalosVersion),
+		SchematicID:         or(s.Talos.SchematicID, DefaultTalosSchematicID),
+		InstallerRepository: or(s.Talos.InstallerRepository, DefaultInstallerRepository),
+	}
+	if !talosVersion.MatchString(p.talos.Version) {
+		return refuse("talos.version", "talos.version %q is not vMAJOR.MINOR.PATCH (an optional pre-release suffix is allowed)", p.talos.Version)
+	}
+	if !schematicID.MatchString(p.talos.SchematicID) {
+		return refuse("talos.schematicID", "talos.schematicID %q is not an Image Factory schematic id (64 lowercase hex characters)", p.talos.SchematicID)
+	}
+	return nil
+}
+
+var (
+	talosVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9a-z.]+)?$`)
+	schematicID  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+func checkTemplateTags(tags []string) error {
+	seen := map[string]bool{}
+	for i, t := range tags {
+		f := fmt.Sprintf("proxmox.templateTags[%d]", i)
+		if !tagPattern.MatchString(t) {
+			return refuse(f, "%s is %q: a Proxmox tag starts with a letter, digit or _ and holds only letters, digits and _ - + .", f, t)
+		}
+		if seen[t] {
+			return refuse(f, "%s is %q, which is listed twice: capmox compares tag sets, so list each tag once", f, t)
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
+func checkObjectName(field, name string) error {
+	if len(name) > 63 {
+		return refuse(field, "the objects of this pool would be named %q (%d characters), longer than the 63 a Kubernetes label value allows: shorten the cluster or pool name", name, len(name))
+	}
+	return nil
+}

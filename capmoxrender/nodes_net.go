@@ -1,0 +1,161 @@
+package capmoxrender
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+var (
+	percent     = regexp.MustCompile(`^[0-9]+%$`)
+	bareInt     = regexp.MustCompile(`^[0-9]+$`)
+	wholeDur    = regexp.MustCompile(`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`)
+	extraNIC    = regexp.MustCompile(`^net([1-9]|[12][0-9]|3[01])$`)
+	bridgeChars = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
+)
+
+func planHealth(p *nodesPlan, s NodesSpec, _ Options) error {
+	mu := DefaultMaxUnhealthy
+	if s.MaxUnhealthy != nil {
+		mu = string(*s.MaxUnhealthy)
+	}
+	switch {
+	case percent.MatchString(mu):
+		p.maxUnhealthy = intstr.FromString(mu)
+	case bareInt.MatchString(mu):
+		v, err := strconv.ParseInt(mu, 10, 32)
+		if err != nil {
+			return refuse("maxUnhealthy", "maxUnhealthy %q is too large", mu)
+		}
+		p.maxUnhealthy = intstr.FromInt32(int32(v))
+	default:
+		return refuse("maxUnhealthy", "maxUnhealthy must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", mu)
+	}
+	var err error
+	durations := []struct {
+		field, value, def string
+		into              *time.Duration
+	}{
+		{"nodeStartupTimeout", s.NodeStartupTimeout, DefaultNodeStartupTimeout, &p.startup},
+		{"readyUnknownTimeout", s.ReadyUnknownTimeout, DefaultReadyUnknownTimeout, &p.readyUnknown},
+		{"readyFalseTimeout", s.ReadyFalseTimeout, DefaultReadyFalseTimeout, &p.readyFalse},
+	}
+	for _, d := range durations {
+		if *d.into, err = positiveDuration(d.field, or(d.value, d.def)); err != nil {
+			return err
+		}
+	}
+	p.provisionTime = or(s.MaxNodeProvisionTime, DefaultMaxNodeProvisionTime)
+	if !wholeDur.MatchString(p.provisionTime) {
+		return refuse("maxNodeProvisionTime", "maxNodeProvisionTime %q must be a whole number of hours, minutes or seconds such as 30m or 1h30m", p.provisionTime)
+	}
+	_, err = positiveDuration("maxNodeProvisionTime", p.provisionTime)
+	return err
+}
+
+func positiveDuration(field, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d%time.Second != 0 || d > time.Duration(1<<31-1)*time.Second {
+		return 0, refuse(field, "%s %q must be a positive whole number of seconds, minutes or hours such as 5m: a zero or negative timeout would remediate the moment the condition flips", field, v)
+	}
+	return d, nil
+}
+
+func planReplicas(p *nodesPlan, s NodesSpec, _ Options) error {
+	p.minReplicas, p.maxReplicas = 0, 10
+	if s.MinReplicas != nil {
+		p.minReplicas = *s.MinReplicas
+	}
+	if s.MaxReplicas != nil {
+		p.maxReplicas = *s.MaxReplicas
+	}
+	if p.minReplicas < 0 || p.maxReplicas < 1 || p.minReplicas > p.maxReplicas {
+		return refuse("maxReplicas", "minReplicas %d and maxReplicas %d must satisfy 0 <= minReplicas <= maxReplicas and maxReplicas >= 1", p.minReplicas, p.maxReplicas)
+	}
+	p.roles = append([]string(nil), s.Roles...)
+	return nil
+}
+
+// planNICs resolves net0 and the additional NICs: a raw bridge, or VPC
+// subnets looked up in the release namespace.
+func planNICs(ctx context.Context, l NetworkLookup, ns string, px NodesProxmox) ([]nic, error) {
+	nw := px.Network
+	vpcMode := nw.VPC != "" || nw.Subnet != ""
+	var first nic
+	switch {
+	case vpcMode && (nw.Bridge != "" || nw.VLAN != nil):
+		return nil, refuse("proxmox.network", "proxmox.network: set either vpc/subnet or bridge/vlan, not both; a VPC subnet's bridge and VLAN come from the platform")
+	case vpcMode:
+		n, err := vpcNIC(ctx, l, ns, "proxmox.network", "net0", SubnetRef{VPC: nw.VPC, Subnet: nw.Subnet}, nw.MTU)
+		if err != nil {
+			return nil, err
+		}
+		first = n
+	case nw.Bridge == "":
+		return nil, refuse("proxmox.network.bridge", "substrate proxmox requires proxmox.network.bridge")
+	default:
+		if !bridgeChars.MatchString(nw.Bridge) {
+			return nil, refuse("proxmox.network.bridge", "proxmox.network.bridge %q is not a Linux bridge name such as vmbr0", nw.Bridge)
+		}
+		first = nic{name: "net0", bridge: nw.Bridge, vlan: nw.VLAN, mtu: nw.MTU}
+	}
+	if err := checkNICValues("proxmox.network", first); err != nil {
+		return nil, err
+	}
+	out := []nic{first}
+	seen := map[string]bool{}
+	for _, a := range px.AdditionalNetworks {
+		if !extraNIC.MatchString(a.Name) {
+			return nil, refuse("proxmox.additionalNetworks", "proxmox.additionalNetworks: name %q must be net1..net31", a.Name)
+		}
+		if seen[a.Name] {
+			return nil, refuse("proxmox.additionalNetworks", "proxmox.additionalNetworks: %s is used twice", a.Name)
+		}
+		seen[a.Name] = true
+		f := fmt.Sprintf("proxmox.additionalNetworks[%s]", a.Name)
+		if a.VPC == "" || a.Subnet == "" {
+			return nil, refuse(f, "%s: set vpc and subnet; extra NICs only attach to Proxmox-backed VPC subnets", f)
+		}
+		n, err := vpcNIC(ctx, l, ns, f, a.Name, SubnetRef{VPC: a.VPC, Subnet: a.Subnet}, a.MTU)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkNICValues(f, n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func vpcNIC(ctx context.Context, l NetworkLookup, ns, field, name string, ref SubnetRef, mtu *int) (nic, error) {
+	n, id, err := resolveNetwork(ctx, l, field, ns, ref)
+	if err != nil {
+		return nic{}, err
+	}
+	if n.Bridge == "" || n.VLAN < 1 {
+		return nic{}, refuse(field, "%s: Proxmox network %s/%s reports no bridge or VLAN yet; wait until it is Ready with a VLAN", field, ns, id)
+	}
+	out := nic{name: name, bridge: n.Bridge, vlan: ptr(n.VLAN), pool: id}
+	switch {
+	case mtu != nil:
+		out.mtu = mtu
+	case n.MTU > 0:
+		out.mtu = ptr(n.MTU)
+	}
+	return out, nil
+}
+
+func checkNICValues(field string, n nic) error {
+	if n.vlan != nil && (*n.vlan < 1 || *n.vlan > 4094) {
+		return refuse(field+".vlan", "%s.vlan is %d: capmox takes a VLAN tag from 1 to 4094", field, *n.vlan)
+	}
+	if n.mtu != nil && *n.mtu != 1 && (*n.mtu < MinWebhookMTU || *n.mtu > 65520) {
+		return refuse(field+".mtu", "%s.mtu is %d: capmox accepts 1 (inherit the bridge MTU) or %d to 65520", field, *n.mtu, MinWebhookMTU)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package capmoxrender
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// Objects is an in-memory SubstrateLookup and NetworkLookup over a list of
+// live objects, such as the file given to --lookup. It keeps real state:
+// Add replaces an object with the same kind, namespace and name. Err, when
+// set, is returned by every lookup (to test lookup failures).
+type Objects struct {
+	items []*unstructured.Unstructured
+	Err   error
+}
+
+var (
+	_ SubstrateLookup = (*Objects)(nil)
+	_ NetworkLookup   = (*Objects)(nil)
+)
+
+// ReadObjects reads YAML or JSON documents (separated by ---), each an
+// object or a List whose items are objects.
+func ReadObjects(r io.Reader) (*Objects, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	o := &Objects{}
+	for i := 0; ; i++ {
+		var m map[string]any
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return o, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read lookup document %d: %w: %w", i+1, ErrInput, err)
+		}
+		if m == nil {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.IsList() {
+			l, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("cannot read lookup list %d: %w: %w", i+1, ErrInput, err)
+			}
+			for j := range l.Items {
+				o.Add(&l.Items[j])
+			}
+			continue
+		}
+		if u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("cannot read lookup document %d: %w: an object needs kind and metadata.name", i+1, ErrInput)
+		}
+		o.Add(u)
+	}
+}
+
+// ReadObjectsBytes is ReadObjects over a byte slice.
+func ReadObjectsBytes(b []byte) (*Objects, error) { return ReadObjects(bytes.NewReader(b)) }
+
+// Add stores u, replacing an object of the same group, kind, namespace and name.
+func (o *Objects) Add(u *unstructured.Unstructured) {
+	gk := u.GroupVersionKind().GroupKind()
+	for i, have := range o.items {
+		if have.GroupVersionKind().GroupKind() == gk && have.GetNamespace() == u.GetNamespace() && have.GetName() == u.GetName() {
+			o.items[i] = u
+			return
+		}
+	}
+	o.items = append(o.items, u)
+}
+
+// Delete removes the object of group and kind named namespace/name.
+func (o *Objects) Delete(group, kind, namespace, name string) {
+	for i, u := range o.items {
+		gvk := u.GroupVersionKind()
+		if gvk.Group == group && gvk.Kind == kind && u.GetNamespace() == namespace && u.GetName() == name {
+			o.items = append(o.items[:i], o.items[i+1:]...)
+			return
+		}
+	}
+}
+
+func (o *Objects) get(group, kind, namespace, name string) *unstructured.Unstructured {
+	for _, u := range o.items {
+		gvk := u.GroupVersionKind()
+		if gvk.Group == group && gvk.Kind == kind && u.GetNamespace() == namespace && u.GetName() == name {
+			return u
+		}
+	}
+	return nil
+}
+
+// ClusterInfrastructureKind implements SubstrateLookup for any served
+// version of cluster.x-k8s.io Cluster.
+func (o *Objects) ClusterInfrastructureKind(_ context.Context, namespace, name string) (string, bool, error) {
+	if o.Err != nil {
+		return "", false, o.Err
+	}
+	u := o.get("cluster.x-k8s.io", "Cluster", namespace, name)
+	if u == nil {
+		return "", false, nil
+	}
+	kind, _, _ := unstructured.NestedString(u.Object, "spec", "infrastructureRef", "kind")
+	return kind, true, nil
+}
+
+// MachineDeploymentInfrastructureKind implements SubstrateLookup.
+func (o *Objects) MachineDeploymentInfrastructureKind(_ context.Context, namespace, name string) (string, bool, error) {
+	if o.Err != nil {
+		return "", false, o.Err
+	}
+	u := o.get("cluster.x-k8s.io", "MachineDeployment", namespace, name)
+	if u == nil {
+		return "", false, nil
+	}
+	kind, _, _ := unstructured.NestedString(u.Object, "spec", "template", "spec", "infrastructureRef", "kind")
+	return kind, true, nil
+}
+
+// ProxmoxNetwork implements NetworkLookup over proxmox.cozystack.io ProxmoxNetwork objects.
+func (o *Objects) ProxmoxNetwork(_ context.Context, namespace, name string) (ProxmoxNetwork, bool, error) {
+	if o.Err != nil {
+		return ProxmoxNetwork{}, false, o.Err
+	}
+	u := o.get("proxmox.cozystack.io", "ProxmoxNetwork", namespace, name)
+	if u == nil {
+		return ProxmoxNetwork{}, false, nil
+	}
+	return networkFromUnstructured(u), true, nil
+}
+
+func networkFromUnstructured(u *unstructured.Unstructured) ProxmoxNetwork {
+	st, _, _ := unstructured.NestedMap(u.Object, "status")
+	n := ProxmoxNetwork{}
+	n.Bridge, _, _ = unstructured.NestedString(st, "bridge")
+	n.Gateway, _, _ = unstructured.NestedString(st, "gateway")
+	n.VLAN = nestedInt(st, "vlan")
+	n.MTU = nestedInt(st, "mtu")
+	n.Prefix = nestedInt(st, "prefix")
+	conds, _, _ := unstructured.NestedSlice(st, "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		s, _ := m["status"].(string)
+		r, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		n.Ready = &Condition{Status: s, Reason: r, Message: msg}
+	}
+	return n
+}
+
+func nestedInt(m map[string]any, field string) int {
+	switch v := m[field].(type) {
+	case int64:
+		return int(v)
+	case float64:
+		return int(v)
+	case int:
+		return v
+	}
+	return 0
+}

@@ -1,0 +1,147 @@
+package capmoxrender
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Capmox selects the capmox API generation to render.
+type Capmox string
+
+const (
+	// CapmoxV07 renders infrastructure.cluster.x-k8s.io/v1alpha1 for capmox
+	// v0.7.x, paired with Cluster API contract v1beta1 (what Cozystack ships:
+	// capmox v0.7.7 with CAPI v1.10).
+	CapmoxV07 Capmox = "v0.7"
+	// CapmoxV08 renders v1alpha2 for capmox v0.8 and later, paired with the
+	// Cluster API v1beta2 contract that capmox declares from v0.8.
+	CapmoxV08 Capmox = "v0.8"
+)
+
+var capmoxVersion = regexp.MustCompile(`^v?0\.([0-9]+)(\.[0-9]+)?$`)
+
+// ParseCapmox accepts a capmox release such as v0.7, v0.7.7, v0.8 or v0.9.0
+// and returns the API generation that release serves.
+func ParseCapmox(s string) (Capmox, error) {
+	m := capmoxVersion.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return "", fmt.Errorf("cannot parse capmox version %q: %w: write a release such as v0.7 or v0.8", s, ErrInput)
+	}
+	switch {
+	case m[1] == "7":
+		return CapmoxV07, nil
+	case len(m[1]) > 1 || m[1] >= "8":
+		return CapmoxV08, nil
+	}
+	return "", fmt.Errorf("cannot render for capmox %s: %w: releases before v0.7 are not supported; use v0.7 or v0.8", s, ErrInput)
+}
+
+// Images are the container images of the management-side controllers.
+type Images struct {
+	CCM            string
+	CSIController  string
+	CSIAttacher    string
+	CSIProvisioner string
+	CSIResizer     string
+	// Busybox runs the build-cloud-config init container.
+	Busybox string
+}
+
+// DefaultImages returns the images Cozystack pins.
+func DefaultImages() Images {
+	return Images{
+		CCM:            "ghcr.io/sergelogvinov/proxmox-cloud-controller-manager:v0.16.1",
+		CSIController:  "ghcr.io/sergelogvinov/proxmox-csi-controller:v0.20.0",
+		CSIAttacher:    "registry.k8s.io/sig-storage/csi-attacher:v4.12.0",
+		CSIProvisioner: "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
+		CSIResizer:     "registry.k8s.io/sig-storage/csi-resizer:v2.2.1",
+		Busybox:        "docker.io/library/busybox:1.37.0",
+	}
+}
+
+// ChartRef is where the tenant-side CSI HelmRelease takes its chart from.
+type ChartRef struct {
+	Chart           string
+	SourceKind      string
+	SourceName      string
+	SourceNamespace string
+}
+
+// DefaultCSIChart is the chart reference of the tenant-side CSI release.
+func DefaultCSIChart() ChartRef {
+	return ChartRef{Chart: "proxmox-csi-plugin", SourceKind: "HelmRepository", SourceName: "cozystack-extra", SourceNamespace: "cozy-public"}
+}
+
+// Options steer a render. The zero value renders for capmox v0.7 with the
+// default images, offline (no guards) and without network lookups.
+type Options struct {
+	Capmox Capmox
+	// Guards answers the substrate guards; nil disables them.
+	Guards SubstrateLookup
+	// Networks resolves VPC subnets; nil refuses VPC mode.
+	Networks NetworkLookup
+	// Images overrides DefaultImages field by field.
+	Images Images
+	// CSIChart overrides DefaultCSIChart field by field.
+	CSIChart ChartRef
+	// KubernetesVersions maps a minor such as v1.35 to the patch release
+	// rendered for it, such as v1.35.2. A full vX.Y.Z needs no entry.
+	KubernetesVersions map[string]string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	switch o.Capmox {
+	case "":
+		o.Capmox = CapmoxV07
+	case CapmoxV07, CapmoxV08:
+	default:
+		return o, fmt.Errorf("cannot render: %w: capmox generation %q; use %q or %q", ErrInput, o.Capmox, CapmoxV07, CapmoxV08)
+	}
+	o.Images = mergeImages(o.Images, DefaultImages())
+	d := DefaultCSIChart()
+	o.CSIChart = ChartRef{
+		Chart:           or(o.CSIChart.Chart, d.Chart),
+		SourceKind:      or(o.CSIChart.SourceKind, d.SourceKind),
+		SourceName:      or(o.CSIChart.SourceName, d.SourceName),
+		SourceNamespace: or(o.CSIChart.SourceNamespace, d.SourceNamespace),
+	}
+	return o, nil
+}
+
+func mergeImages(i, d Images) Images {
+	return Images{
+		CCM:            or(i.CCM, d.CCM),
+		CSIController:  or(i.CSIController, d.CSIController),
+		CSIAttacher:    or(i.CSIAttacher, d.CSIAttacher),
+		CSIProvisioner: or(i.CSIProvisioner, d.CSIProvisioner),
+		CSIResizer:     or(i.CSIResizer, d.CSIResizer),
+		Busybox:        or(i.Busybox, d.Busybox),
+	}
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+var fullVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+var minorVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+$`)
+
+// kubernetesVersion resolves the version field to a full vX.Y.Z.
+func (o Options) kubernetesVersion(field, v string) (string, error) {
+	switch {
+	case fullVersion.MatchString(v):
+		return v, nil
+	case minorVersion.MatchString(v):
+		if p, ok := o.KubernetesVersions[v]; ok && fullVersion.MatchString(p) && strings.HasPrefix(p, v+".") {
+			return p, nil
+		}
+		return "", refuse(field, "%s %q names a minor release, and Cluster API needs the patch release: map it with --kubernetes-version %s=%s.N (Options.KubernetesVersions) or write the full version", field, v, v, v)
+	case v == "":
+		return "", refuse(field, "%s is required: write the Kubernetes release such as v1.35.2", field)
+	}
+	return "", refuse(field, "%s %q is not a Kubernetes release: write vMAJOR.MINOR.PATCH such as v1.35.2", field, v)
+}
