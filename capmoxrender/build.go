@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // object builds an unstructured object from apiVersion, kind, metadata and
@@ -47,8 +48,9 @@ func toMap(v any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// utiljson keeps whole numbers as int64, as the API server decodes them.
 	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := utiljson.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	dropNulls(m)

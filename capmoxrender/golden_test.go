@@ -109,3 +109,15 @@ func TestGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenAcceptedBySchema validates every capmox and CAPI object of every
+// golden scenario against the upstream CRD schemas of its generation.
+func TestGoldenAcceptedBySchema(t *testing.T) {
+	for _, s := range loadScenarios(t) {
+		for _, gen := range generations {
+			t.Run(s.name+"/"+string(gen), func(t *testing.T) {
+				mustValidateSchema(t, gen, renderScenario(t, s, gen))
+			})
+		}
+	}
+}

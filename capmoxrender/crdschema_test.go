@@ -1,0 +1,199 @@
+package capmoxrender_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+)
+
+// sharedCRDs is ../shared/crds seen from the project root.
+var sharedCRDs = filepath.Join("..", "..", "shared", "crds")
+
+// crdVersion validates objects of one served CRD version the way the API
+// server does: prune (any unknown field is an error here, because the
+// server would drop it silently), default, OpenAPI validation, CEL rules.
+type crdVersion struct {
+	structural *structuralschema.Structural
+	openapi    validation.SchemaValidator
+	cel        *cel.Validator
+}
+
+func (v *crdVersion) validate(obj map[string]any) error {
+	o := runtime.DeepCopyJSON(obj)
+	unknown := pruning.PruneWithOptions(o, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	if len(unknown) > 0 {
+		return fmt.Errorf("unknown fields the API server would drop: %v", unknown)
+	}
+	defaulting.Default(o, v.structural)
+	errs := validation.ValidateCustomResource(nil, o, v.openapi)
+	if v.cel != nil {
+		celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, o, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	return errs.ToAggregate()
+}
+
+// schemaSet holds the CRD versions of one capmox generation and its CAPI core.
+type schemaSet map[schema.GroupVersionKind]*crdVersion
+
+func (s schemaSet) validate(u *unstructured.Unstructured) (bool, error) {
+	v, ok := s[u.GroupVersionKind()]
+	if !ok {
+		return false, nil
+	}
+	return true, v.validate(u.Object)
+}
+
+var (
+	schemasOnce sync.Once
+	schemas     map[capmoxrender.Capmox]schemaSet
+	schemasErr  error
+)
+
+// crdDirs lists the CRD folders of each generation: capmox v0.7.7 with CAPI
+// v1.10.4 (what Cozystack ships), capmox v0.9.0 with CAPI v1.14.2.
+func crdDirs() (map[capmoxrender.Capmox][]string, error) {
+	capi110, err := moduleDir("sigs.k8s.io/cluster-api@v1.10.4")
+	if err != nil {
+		return nil, err
+	}
+	capi114, err := moduleDir("sigs.k8s.io/cluster-api@v1.14.2")
+	if err != nil {
+		return nil, err
+	}
+	return map[capmoxrender.Capmox][]string{
+		capmoxrender.CapmoxV07: {filepath.Join(sharedCRDs, "capmox-v0.7.7"), filepath.Join(capi110, "config", "crd", "bases"), filepath.Join(sharedCRDs, "ipam-in-cluster-v1.0.3")},
+		capmoxrender.CapmoxV08: {filepath.Join(sharedCRDs, "capmox-v0.9.0"), filepath.Join(capi114, "core", "config", "crd", "bases"), filepath.Join(sharedCRDs, "ipam-in-cluster-v1.0.3")},
+	}, nil
+}
+
+// moduleDir finds (downloading when needed) a module's source folder, which
+// carries the CAPI CRDs.
+func moduleDir(mod string) (string, error) {
+	out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
+	if err != nil {
+		return "", fmt.Errorf("cannot download %s for its CRDs: %w", mod, err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		return "", fmt.Errorf("cannot locate %s: %v", mod, err)
+	}
+	return m.Dir, nil
+}
+
+func loadSchemas(t testing.TB) map[capmoxrender.Capmox]schemaSet {
+	t.Helper()
+	schemasOnce.Do(func() {
+		dirs, err := crdDirs()
+		if err != nil {
+			schemasErr = err
+			return
+		}
+		schemas = map[capmoxrender.Capmox]schemaSet{}
+		for gen, ds := range dirs {
+			set := schemaSet{}
+			for _, d := range ds {
+				if err := loadCRDDir(d, set); err != nil {
+					schemasErr = err
+					return
+				}
+			}
+			schemas[gen] = set
+		}
+	})
+	if schemasErr != nil {
+		t.Fatalf("cannot load the upstream CRDs (../shared/crds and the CAPI modules must be present): %v", schemasErr)
+	}
+	return schemas
+}
+
+func loadCRDDir(dir string, set schemaSet) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRDs in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, doc := range strings.Split(string(b), "\n---") {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			if err := loadCRD([]byte(doc), set); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+		}
+	}
+	return nil
+}
+
+func loadCRD(doc []byte, set schemaSet) error {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(doc, &crd); err != nil {
+		return err
+	}
+	if crd.Kind != "CustomResourceDefinition" {
+		return nil
+	}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served || v.Schema == nil {
+			continue
+		}
+		var in apiextensionsinternal.JSONSchemaProps
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, &in, nil); err != nil {
+			return err
+		}
+		s, err := structuralschema.NewStructural(&in)
+		if err != nil {
+			return err
+		}
+		sv, _, err := validation.NewSchemaValidator(&in)
+		if err != nil {
+			return err
+		}
+		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+		set[gvk] = &crdVersion{structural: s, openapi: sv, cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}
+	}
+	return nil
+}
+
+// mustValidateSchema checks every rendered object that has an upstream CRD
+// and fails when a capmox or CAPI object has none.
+func mustValidateSchema(t testing.TB, gen capmoxrender.Capmox, objs []*unstructured.Unstructured) {
+	t.Helper()
+	set := loadSchemas(t)[gen]
+	for _, o := range objs {
+		checked, err := set.validate(o)
+		if err != nil {
+			t.Fatalf("capmox %s: %s %s is rejected by its CRD schema: %v", gen, o.GetKind(), o.GetName(), err)
+		}
+		g := o.GroupVersionKind().Group
+		if !checked && (g == "infrastructure.cluster.x-k8s.io" || g == "cluster.x-k8s.io") {
+			t.Fatalf("capmox %s: no CRD serves %s", gen, o.GroupVersionKind())
+		}
+	}
+}
+
