@@ -196,4 +196,3 @@ func mustValidateSchema(t testing.TB, gen capmoxrender.Capmox, objs []*unstructu
 		}
 	}
 }
-
