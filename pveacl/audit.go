@@ -1,0 +1,290 @@
+package pveacl
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Severity ranks a finding. An error is a leak or a configuration that
+// leaks as soon as something is added; a warning widens a blast radius;
+// info is worth knowing.
+type Severity string
+
+// Severities.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+func (s Severity) rank() int {
+	switch s {
+	case SeverityError:
+		return 0
+	case SeverityWarning:
+		return 1
+	}
+	return 2
+}
+
+// Code identifies the kind of a finding; codes are stable.
+type Code string
+
+// Finding codes.
+const (
+	// CodeCrossTenantReach: a tenant user or token has privileges on an
+	// object of another tenant, in no pool, or on a shared storage.
+	CodeCrossTenantReach Code = "CrossTenantReach"
+	// CodeSharedTenantStorage: a storage is a member of two tenants' pools.
+	CodeSharedTenantStorage Code = "SharedTenantStorage"
+	// CodePropagatingTopLevelACL: a tenant subject holds a propagating
+	// entry on /, /vms, /storage or /pool.
+	CodePropagatingTopLevelACL Code = "PropagatingTopLevelACL"
+	// CodeTokenWithoutPrivsep: a tenant token is not privilege-separated.
+	CodeTokenWithoutPrivsep Code = "TokenWithoutPrivsep"
+	// CodeTenantUserInGroup: a tenant user is in a group that has ACL entries.
+	CodeTenantUserInGroup Code = "TenantUserInGroup"
+	// CodeTokenBroaderThanRole: a tenant token holds privileges beyond the
+	// roles meant for it.
+	CodeTokenBroaderThanRole Code = "TokenBroaderThanRole"
+	// CodeNestedTenantPool: a pool is nested in a tenant's pool.
+	CodeNestedTenantPool Code = "NestedTenantPool"
+	// CodePlatformWideToken: the platform's capmox token reaches every tenant.
+	CodePlatformWideToken Code = "PlatformWideToken"
+	// CodeTenantIncomplete: a tenant's user, token, pool or storage is missing.
+	CodeTenantIncomplete Code = "TenantIncomplete"
+)
+
+// Finding is one result of an audit.
+type Finding struct {
+	Severity   Severity `json:"severity"`
+	Code       Code     `json:"code"`
+	Tenant     string   `json:"tenant,omitempty"`
+	Subject    string   `json:"subject,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	Privileges []string `json:"privileges,omitempty"`
+	Message    string   `json:"message"`
+	Remedy     string   `json:"remedy"`
+}
+
+// Report is the outcome of an audit.
+type Report struct {
+	Findings []Finding `json:"findings"`
+	// Tenants, Subjects and Objects count what was checked: tenants, their
+	// users and tokens, and the objects foreign to at least one tenant.
+	Tenants  int `json:"tenants"`
+	Subjects int `json:"subjects"`
+	Objects  int `json:"objects"`
+}
+
+// HasErrors reports whether an error-level finding exists.
+func (r Report) HasErrors() bool { return r.Count(SeverityError) > 0 }
+
+// Count returns the number of findings of a severity.
+func (r Report) Count(s Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Codes returns the distinct codes found, sorted.
+func (r Report) Codes() []Code {
+	var out []Code
+	for _, f := range r.Findings {
+		if !slices.Contains(out, f.Code) {
+			out = append(out, f.Code)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Audit proves or disproves the isolation of the tenants on cfg, computing
+// effective permissions exactly as Proxmox VE does. For every tenant user
+// and every token of that user, the privileges on every foreign object
+// (other pools, their VMs and storages, VMs and storages in no pool, shared
+// storages) must be empty; anything else is a CrossTenantReach finding.
+// Objects that no ACL entry of the subject singles out behave alike, so
+// the audit checks one of each such class (and a never-seen VM, storage
+// and pool id) plus every object the subject's entries name, which keeps it
+// linear in the number of tenants. The other findings are listed with Code.
+func Audit(cfg *Config, spec *Tenants) (Report, error) {
+	t, _, err := prepare(spec, nil, []PlanOption{WithVersion(cfg.Version)})
+	if err != nil {
+		return Report{}, fmt.Errorf("cannot audit: %w", err)
+	}
+	a := newAuditor(cfg, t)
+	for i := range a.tenants {
+		a.auditTenant(i)
+	}
+	a.sharedStorages()
+	a.platformToken()
+	sortFindings(a.findings)
+	return Report{Findings: a.findings, Tenants: len(a.tenants), Subjects: a.subjects, Objects: a.objects}, nil
+}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Severity != b.Severity {
+			return a.Severity.rank() < b.Severity.rank()
+		}
+		for _, c := range [][2]string{{string(a.Code), string(b.Code)}, {a.Tenant, b.Tenant}, {a.Subject, b.Subject}} {
+			if c[0] != c[1] {
+				return c[0] < c[1]
+			}
+		}
+		return pathLess(a.Path, b.Path)
+	})
+}
+
+func (a *auditor) add(f Finding) { a.findings = append(a.findings, f) }
+
+// auditTenant runs every per-tenant check.
+func (a *auditor) auditTenant(i int) {
+	tn := a.tenants[i]
+	a.incomplete(tn)
+	a.nestedPools(tn)
+	u, ok := a.cfg.Users[tn.User]
+	if !ok {
+		return
+	}
+	a.groups(tn)
+	subjects := []string{tn.User}
+	for _, name := range sortedKeys(u.Tokens) {
+		id := TokenID(tn.User, name)
+		subjects = append(subjects, id)
+		if !u.Tokens[name].Privsep {
+			a.add(Finding{Severity: SeverityError, Code: CodeTokenWithoutPrivsep, Tenant: tn.Name, Subject: id,
+				Message: fmt.Sprintf("token %s is not privilege-separated, so it holds every privilege of %s", id, tn.User),
+				Remedy:  fmt.Sprintf("pveum user token modify %s %s --privsep 1, then grant the token its own ACL entries", tn.User, name)})
+		}
+	}
+	for _, s := range subjects {
+		a.subjects++
+		a.topLevel(tn, s)
+		a.reach(i, s)
+	}
+	csi, ccm := tn.TokenIDs()
+	for _, id := range []string{csi, ccm} {
+		if _, ok := a.cfg.Token(id); ok {
+			a.broader(i, id)
+		}
+	}
+}
+
+func (a *auditor) incomplete(tn Tenant) {
+	var missing []string
+	if _, ok := a.cfg.Users[tn.User]; !ok {
+		missing = append(missing, "user "+tn.User)
+	}
+	csi, ccm := tn.TokenIDs()
+	for _, id := range []string{csi, ccm} {
+		if _, ok := a.cfg.Token(id); !ok {
+			missing = append(missing, "token "+id)
+		}
+	}
+	pool, ok := a.cfg.Pools[tn.Pool]
+	if !ok {
+		missing = append(missing, "pool "+tn.Pool)
+	}
+	for _, s := range tn.AllStorages() {
+		if _, in := slices.BinarySearch(pool.Storages, s); ok && !in {
+			missing = append(missing, fmt.Sprintf("storage %s in pool %s", s, tn.Pool))
+		}
+	}
+	if len(missing) > 0 {
+		a.add(Finding{Severity: SeverityWarning, Code: CodeTenantIncomplete, Tenant: tn.Name,
+			Message: "missing: " + strings.Join(missing, ", "),
+			Remedy:  "run pxsubstrate acl plan for these tenants and apply it"})
+	}
+}
+
+func (a *auditor) nestedPools(tn Tenant) {
+	for _, name := range a.poolsUnder(tn.Pool) {
+		a.add(Finding{Severity: SeverityWarning, Code: CodeNestedTenantPool, Tenant: tn.Name, Path: poolPath(name),
+			Message: fmt.Sprintf("pool %s is nested in the tenant's pool %s", name, tn.Pool),
+			Remedy:  fmt.Sprintf("move its members to pool %s or to another tenant's pool and delete it", tn.Pool)})
+	}
+}
+
+func (a *auditor) groups(tn Tenant) {
+	for _, g := range a.ev.groupsOf[tn.User] {
+		paths := a.ev.EntryPaths(KindGroup, g)
+		if len(paths) == 0 {
+			continue
+		}
+		a.add(Finding{Severity: SeverityWarning, Code: CodeTenantUserInGroup, Tenant: tn.Name, Subject: tn.User, Path: paths[0],
+			Message: fmt.Sprintf("%s is a member of group %s, which holds ACL entries on %s", tn.User, g, strings.Join(paths, ", ")),
+			Remedy:  fmt.Sprintf("remove %s from group %s: grant tenants only their own entries", tn.User, g)})
+	}
+}
+
+var topLevelPaths = map[string]bool{"/": true, "/vms": true, "/storage": true, "/pool": true}
+
+func (a *auditor) topLevel(tn Tenant, subject string) {
+	kind := KindUser
+	if IsTokenID(subject) {
+		kind = KindToken
+	}
+	byPath := map[string][]string{}
+	for _, e := range a.entries[subjectRef{kind, subject}] {
+		if e.Propagate && topLevelPaths[e.Path] {
+			byPath[e.Path] = append(byPath[e.Path], e.Role)
+		}
+	}
+	for _, p := range sortedKeys(byPath) {
+		roles := strings.Join(byPath[p], ",")
+		a.add(Finding{Severity: SeverityError, Code: CodePropagatingTopLevelACL, Tenant: tn.Name, Subject: subject, Path: p,
+			Message: fmt.Sprintf("%s holds %s on %s with propagate=1, which reaches every object below it", subject, roles, p),
+			Remedy: fmt.Sprintf("pveum acl modify %s --%ss %s --roles %s --propagate 0 (or grant on /pool/%s instead)",
+				p, kind, shellQuote(subject), roles, tn.Pool)})
+	}
+}
+
+func (a *auditor) sharedStorages() {
+	for _, s := range sortedKeys(a.storagePools) {
+		var owners []string
+		for _, p := range a.storagePools[s] {
+			if i, ok := a.tenantOfPool(p); ok && !slices.Contains(owners, a.tenants[i].Name) {
+				owners = append(owners, a.tenants[i].Name)
+			}
+		}
+		if len(owners) < 2 {
+			continue
+		}
+		sort.Strings(owners)
+		a.add(Finding{Severity: SeverityError, Code: CodeSharedTenantStorage, Path: storagePath(s),
+			Message: fmt.Sprintf("storage %s is in the pools of tenants %s, so each reaches the other's volumes", s, strings.Join(owners, ", ")),
+			Remedy:  "give every tenant a dedicated storage and remove this one from all but one tenant pool"})
+	}
+}
+
+func (a *auditor) platformToken() {
+	c := a.spec.Platform.Capmox
+	if c == nil {
+		return
+	}
+	id := c.TokenID()
+	if _, ok := a.cfg.Token(id); !ok {
+		return
+	}
+	reached := 0
+	for _, tn := range a.tenants {
+		if !a.ev.Permissions(id, poolPath(tn.Pool)).Empty() {
+			reached++
+		}
+	}
+	if reached < 2 {
+		return
+	}
+	a.add(Finding{Severity: SeverityInfo, Code: CodePlatformWideToken, Subject: id, Path: "/",
+		Message: fmt.Sprintf("the capmox token %s reaches the pools of %d tenants: it is platform-wide by design", id, reached),
+		Remedy:  "keep its secret in the management cluster only, never in a tenant cluster or a log"})
+}

@@ -1,0 +1,360 @@
+package pveacl
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// auditor holds the indexes one audit needs.
+type auditor struct {
+	cfg          *Config
+	spec         *Tenants
+	tenants      []Tenant
+	ev           *Evaluator
+	entries      map[subjectRef][]ACE
+	poolNames    []string            // sorted
+	poolTenant   map[string]int      // tenant pool -> tenant index
+	vmPools      map[int][]string    // VM -> pools
+	storagePools map[string][]string // storage -> pools
+	unpooledVMs  []int               // sorted known VMs in no pool
+	pooledVMs    []int               // sorted
+	unpooledSt   []string            // sorted known storages in no pool
+	pooledSt     []string            // sorted
+	vmProbe      int
+	stProbe      string
+	poolProbe    string
+	findings     []Finding
+	subjects     int
+	objects      int
+}
+
+func newAuditor(cfg *Config, t *Tenants) *auditor {
+	a := &auditor{cfg: cfg, spec: t, tenants: sortedTenants(t.Tenants), ev: NewEvaluator(cfg),
+		entries: map[subjectRef][]ACE{}, poolTenant: map[string]int{}, vmPools: map[int][]string{},
+		storagePools: map[string][]string{}}
+	for i, tn := range a.tenants {
+		a.poolTenant[tn.Pool] = i
+	}
+	vms, storages, pools := map[int]bool{}, map[string]bool{}, map[string]bool{}
+	for _, e := range cfg.ACEs() {
+		ref := subjectRef{e.Kind, e.Subject}
+		a.entries[ref] = append(a.entries[ref], e)
+		switch rest, _ := strings.CutPrefix(e.Path, "/"); {
+		case strings.HasPrefix(rest, "vms/"):
+			if id, err := strconv.Atoi(rest[4:]); err == nil && strconv.Itoa(id) == rest[4:] {
+				vms[id] = true
+			}
+		case strings.HasPrefix(rest, "storage/") && !strings.Contains(rest[8:], "/"):
+			storages[rest[8:]] = true
+		case strings.HasPrefix(rest, "pool/"):
+			pools[rest[5:]] = true
+		}
+	}
+	a.poolNames = sortedKeys(cfg.Pools)
+	for _, name := range a.poolNames {
+		pools[name] = true
+		for _, vm := range cfg.Pools[name].VMs {
+			a.vmPools[vm] = append(a.vmPools[vm], name)
+		}
+		for _, s := range cfg.Pools[name].Storages {
+			a.storagePools[s] = append(a.storagePools[s], name)
+		}
+	}
+	for _, vm := range cfg.Resources.VMs {
+		vms[vm] = true
+	}
+	storages = addAll(storages, cfg.Resources.Storages, t.Platform.SharedStorages)
+	for _, tn := range a.tenants {
+		storages = addAll(storages, tn.AllStorages())
+		pools[tn.Pool] = true
+		for _, vm := range tn.VMs {
+			vms[vm] = true
+		}
+	}
+	a.classify(vms, storages)
+	a.vmProbe = 100
+	for vm := range vms {
+		a.vmProbe = max(a.vmProbe, vm+1)
+	}
+	a.stProbe = unusedName("pxsubstrate-probe", storages)
+	a.poolProbe = unusedName("pxsubstrate-probe", pools)
+	a.objects = len(vms) + len(storages) + len(pools)
+	return a
+}
+
+func addAll(m map[string]bool, lists ...[]string) map[string]bool {
+	for _, l := range lists {
+		for _, s := range l {
+			m[s] = true
+		}
+	}
+	return m
+}
+
+func (a *auditor) classify(vms map[int]bool, storages map[string]bool) {
+	for vm := range vms {
+		if len(a.vmPools[vm]) > 0 {
+			a.pooledVMs = append(a.pooledVMs, vm)
+		} else {
+			a.unpooledVMs = append(a.unpooledVMs, vm)
+		}
+	}
+	for s := range storages {
+		if len(a.storagePools[s]) > 0 {
+			a.pooledSt = append(a.pooledSt, s)
+		} else {
+			a.unpooledSt = append(a.unpooledSt, s)
+		}
+	}
+	slices.Sort(a.pooledVMs)
+	slices.Sort(a.unpooledVMs)
+	slices.Sort(a.pooledSt)
+	slices.Sort(a.unpooledSt)
+}
+
+func unusedName(base string, taken map[string]bool) string {
+	name := base
+	for i := 1; taken[name]; i++ {
+		name = fmt.Sprintf("%s%d", base, i)
+	}
+	return name
+}
+
+// tenantOfPool returns the tenant owning a pool (its pool or one nested in it).
+func (a *auditor) tenantOfPool(pool string) (int, bool) {
+	for p := pool; p != ""; p = poolParent(p) {
+		if i, ok := a.poolTenant[p]; ok {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (a *auditor) ownPool(i int, pool string) bool {
+	j, ok := a.tenantOfPool(pool)
+	return ok && j == i
+}
+
+func (a *auditor) ownVM(i, vm int) bool {
+	if slices.Contains(a.tenants[i].VMs, vm) {
+		return true
+	}
+	return slices.ContainsFunc(a.vmPools[vm], func(p string) bool { return a.ownPool(i, p) })
+}
+
+func (a *auditor) ownStorage(i int, s string) bool {
+	if slices.Contains(a.tenants[i].AllStorages(), s) {
+		return true
+	}
+	return slices.ContainsFunc(a.storagePools[s], func(p string) bool { return a.ownPool(i, p) })
+}
+
+// relevance is where a subject's (and, for a token, its user's) entries
+// sit: any entry singles out its own path, a propagating one also the pools
+// nested below a pool path.
+type relevance struct {
+	exact map[string]bool
+	prop  map[string]bool
+}
+
+func (a *auditor) relevance(subject string) relevance {
+	r := relevance{exact: map[string]bool{}, prop: map[string]bool{}}
+	addEntries := func(ref subjectRef) {
+		for _, e := range a.entries[ref] {
+			r.exact[e.Path] = true
+			if e.Propagate {
+				r.prop[e.Path] = true
+			}
+		}
+	}
+	user := subject
+	if IsTokenID(subject) {
+		addEntries(subjectRef{KindToken, subject})
+		user, _, _ = ParseTokenID(subject)
+	}
+	addEntries(subjectRef{KindUser, user})
+	for _, g := range a.ev.groupsOf[user] {
+		addEntries(subjectRef{KindGroup, g})
+	}
+	return r
+}
+
+func (r relevance) specificPool(pool string) bool {
+	if r.exact[poolPath(pool)] {
+		return true
+	}
+	for p := poolParent(pool); p != ""; p = poolParent(p) {
+		if r.prop[poolPath(p)] {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *auditor) specificVM(r relevance, vm int) bool {
+	return r.exact[vmPath(vm)] || slices.ContainsFunc(a.vmPools[vm], r.specificPool)
+}
+
+func (a *auditor) specificStorage(r relevance, s string) bool {
+	return r.exact[storagePath(s)] || slices.ContainsFunc(a.storagePools[s], r.specificPool)
+}
+
+// reach looks for privileges of subject on objects foreign to tenant i.
+func (a *auditor) reach(i int, subject string) {
+	r := a.relevance(subject)
+	report := func(path, what string) {
+		p := a.ev.Permissions(subject, path)
+		if p.Empty() {
+			return
+		}
+		tn := a.tenants[i]
+		a.add(Finding{Severity: SeverityError, Code: CodeCrossTenantReach, Tenant: tn.Name, Subject: subject,
+			Path: path, Privileges: p.Names(),
+			Message: fmt.Sprintf("%s holds %s on %s%s, outside tenant %s", subject, p.String(), path, what, tn.Name),
+			Remedy:  fmt.Sprintf("remove the entries that grant this: run pxsubstrate acl perms --authid %s --path %s and look at /, %s and its pool", subject, path, path)})
+	}
+	// Objects the entries single out, each checked on its own.
+	pools := a.specificPools(r)
+	for _, pool := range pools {
+		if !a.ownPool(i, pool) {
+			report(poolPath(pool), "")
+		}
+	}
+	for _, vm := range a.specificVMs(r, pools) {
+		if !a.ownVM(i, vm) {
+			report(vmPath(vm), "")
+		}
+	}
+	for _, s := range a.specificStorages(r, pools) {
+		if !a.ownStorage(i, s) {
+			report(storagePath(s), "")
+		}
+	}
+	// One object of each class the entries do not single out.
+	report(poolPath(a.poolProbe), " (and so on every pool no entry names)")
+	report(vmPath(a.vmProbe), " (and so on every VM in no pool)")
+	report(storagePath(a.stProbe), " (and so on every storage in no pool)")
+	for _, vm := range a.pooledVMs {
+		if !a.ownVM(i, vm) && !a.specificVM(r, vm) {
+			report(vmPath(vm), " (and so on every VM of a foreign pool no entry names)")
+			break
+		}
+	}
+	for _, s := range a.pooledSt {
+		if !a.ownStorage(i, s) && !a.specificStorage(r, s) {
+			report(storagePath(s), " (and so on every storage of a foreign pool no entry names)")
+			break
+		}
+	}
+}
+
+// specificPools lists the existing pools the relevance singles out.
+func (a *auditor) specificPools(r relevance) []string {
+	var out []string
+	for p := range r.exact {
+		name, ok := strings.CutPrefix(p, "/pool/")
+		if !ok {
+			continue
+		}
+		if _, exists := a.cfg.Pools[name]; exists {
+			out = insertSorted(out, name)
+		}
+		if r.prop[p] {
+			for _, child := range a.poolsUnder(name) {
+				out = insertSorted(out, child)
+			}
+		}
+	}
+	return out
+}
+
+// poolsUnder returns the pools nested below a pool, using the sorted names.
+func (a *auditor) poolsUnder(pool string) []string {
+	prefix := pool + "/"
+	lo, _ := slices.BinarySearch(a.poolNames, prefix)
+	hi := lo
+	for hi < len(a.poolNames) && strings.HasPrefix(a.poolNames[hi], prefix) {
+		hi++
+	}
+	return a.poolNames[lo:hi]
+}
+
+// specificVMs lists the VMs the relevance singles out: VMs named by an
+// entry path and the members of singled-out pools.
+func (a *auditor) specificVMs(r relevance, pools []string) []int {
+	var out []int
+	for p := range r.exact {
+		if rest, ok := strings.CutPrefix(p, "/vms/"); ok {
+			if id, err := strconv.Atoi(rest); err == nil && strconv.Itoa(id) == rest {
+				out = insertSorted(out, id)
+			}
+		}
+	}
+	for _, pool := range pools {
+		for _, vm := range a.cfg.Pools[pool].VMs {
+			out = insertSorted(out, vm)
+		}
+	}
+	return out
+}
+
+func (a *auditor) specificStorages(r relevance, pools []string) []string {
+	var out []string
+	for p := range r.exact {
+		if rest, ok := strings.CutPrefix(p, "/storage/"); ok && !strings.Contains(rest, "/") {
+			out = insertSorted(out, rest)
+		}
+	}
+	for _, pool := range pools {
+		for _, s := range a.cfg.Pools[pool].Storages {
+			out = insertSorted(out, s)
+		}
+	}
+	return out
+}
+
+// broader compares a tenant token's privileges with the roles meant for it
+// on the paths where they can show: the top-level paths, its own pool,
+// storages and a VM of its pool, and every path its entries name.
+func (a *auditor) broader(i int, token string) {
+	tn := a.tenants[i]
+	allowed := allowedPrivileges(&Tenants{Tenants: []Tenant{tn}}, a.cfg.Version)[token]
+	paths := []string{"/", "/vms", "/storage", "/pool", "/nodes", "/sdn", "/access", poolPath(tn.Pool)}
+	for _, s := range tn.AllStorages() {
+		paths = append(paths, storagePath(s))
+	}
+	if vms := a.cfg.Pools[tn.Pool].VMs; len(vms) > 0 {
+		paths = append(paths, vmPath(vms[0]))
+	}
+	for p := range a.relevance(token).exact {
+		paths = append(paths, p)
+	}
+	slices.SortFunc(paths, func(x, y string) int {
+		if pathLess(x, y) {
+			return -1
+		}
+		if x == y {
+			return 0
+		}
+		return 1
+	})
+	var extra PrivSet
+	first := ""
+	for _, p := range slices.Compact(paths) {
+		if x := a.ev.Permissions(token, p).Minus(allowed); !x.Empty() {
+			extra = extra.Union(x)
+			if first == "" {
+				first = p
+			}
+		}
+	}
+	if extra.Empty() {
+		return
+	}
+	a.add(Finding{Severity: SeverityWarning, Code: CodeTokenBroaderThanRole, Tenant: tn.Name, Subject: token, Path: first,
+		Privileges: extra.Names(),
+		Message:    fmt.Sprintf("%s holds %s beyond its roles (%s)", token, extra.String(), allowed.String()),
+		Remedy:     "remove the extra entries of the token (and its user), and keep the token privilege-separated"})
+}

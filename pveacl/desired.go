@@ -1,0 +1,165 @@
+package pveacl
+
+import (
+	"fmt"
+	"sort"
+)
+
+// The custom roles the plan manages. None starts with the reserved PVE
+// prefix.
+const (
+	// RoleCSI lets the CSI controller see tenant VMs and attach disks.
+	RoleCSI = "CozyCSI"
+	// RoleCSIStorage lets the CSI controller allocate and free volumes on a
+	// tenant storage (volumes owned by another VMID need Datastore.Allocate).
+	RoleCSIStorage = "CozyCSIStorage"
+	// RoleCCM lets the cloud-controller-manager read VMs and the guest agent.
+	RoleCCM = "CozyCCM"
+	// RoleCapmox is the cluster-api provider's role for creating VMs.
+	RoleCapmox = "CozyCapmox"
+)
+
+// ManagedRoles returns the privileges of the roles the plan creates for a
+// version. CozyCCM reads the guest agent through VM.Monitor on PVE 8 and
+// VM.GuestAgent.Audit on PVE 9.
+func ManagedRoles(v Version) map[string][]string {
+	agent := "VM.GuestAgent.Audit"
+	if v == PVE8 {
+		agent = "VM.Monitor"
+	}
+	roles := map[string][]string{
+		RoleCSI:        {"VM.Audit", "VM.Config.Disk"},
+		RoleCSIStorage: {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.Audit"},
+		RoleCCM:        {"VM.Audit", agent},
+		RoleCapmox: {"Datastore.AllocateSpace", "Datastore.Audit", "Pool.Audit", "Sys.Audit",
+			"VM.Allocate", "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
+			"VM.Config.Disk", "VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
+			"VM.Migrate", "VM.PowerMgmt", agent},
+	}
+	for _, privs := range roles {
+		sort.Strings(privs)
+	}
+	return roles
+}
+
+// desiredState is what the tenants ask of the cluster.
+type desiredState struct {
+	version Version
+	roles   map[string][]string
+	users   map[string]string // user id -> comment
+	tokens  map[string]string // full token id -> comment
+	pools   map[string]desiredPool
+	acl     map[ACLKey]bool
+	managed map[subjectRef]bool // subjects whose other ACL entries are removed
+}
+
+type desiredPool struct {
+	comment  string
+	vms      []int
+	storages []string
+}
+
+type subjectRef struct {
+	kind SubjectKind
+	id   string
+}
+
+// tokenRoles returns the roles each tenant token is meant to hold.
+func tenantTokenRoles() (csi, ccm []string) {
+	return []string{RoleCSI, RoleCSIStorage}, []string{RoleCCM, RoleAuditor}
+}
+
+func buildDesired(t *Tenants, v Version) desiredState {
+	d := desiredState{version: v, roles: map[string][]string{}, users: map[string]string{},
+		tokens: map[string]string{}, pools: map[string]desiredPool{}, acl: map[ACLKey]bool{},
+		managed: map[subjectRef]bool{}}
+	all := ManagedRoles(v)
+	grant := func(path string, kind SubjectKind, subject string, propagate bool, roles ...string) {
+		for _, r := range roles {
+			d.acl[ACLKey{Path: path, Kind: kind, Subject: subject, Role: r}] = propagate
+			if privs, ok := all[r]; ok {
+				d.roles[r] = privs
+			}
+		}
+	}
+	if c := t.Platform.Capmox; c != nil {
+		d.users[c.User] = "pxsubstrate platform: cluster-api provider"
+		d.tokens[c.TokenID()] = "pxsubstrate platform: cluster-api provider"
+		d.managed[subjectRef{KindUser, c.User}] = true
+		d.managed[subjectRef{KindToken, c.TokenID()}] = true
+		grant("/", KindUser, c.User, true, RoleCapmox)
+		grant("/", KindToken, c.TokenID(), true, RoleCapmox)
+	}
+	for _, tn := range t.Tenants {
+		comment := fmt.Sprintf("pxsubstrate tenant %s", tn.Name)
+		csi, ccm := tn.TokenIDs()
+		d.users[tn.User] = comment
+		d.tokens[csi] = comment + ": CSI controller"
+		d.tokens[ccm] = comment + ": cloud-controller-manager"
+		for _, s := range []subjectRef{{KindUser, tn.User}, {KindToken, csi}, {KindToken, ccm}} {
+			d.managed[s] = true
+		}
+		p := d.pools[tn.Pool]
+		p.comment = comment
+		for _, vm := range tn.VMs {
+			p.vms = insertSorted(p.vms, vm)
+		}
+		for _, s := range tn.AllStorages() {
+			p.storages = insertSorted(p.storages, s)
+		}
+		d.pools[tn.Pool] = p
+		pool := poolPath(tn.Pool)
+		grant(pool, KindUser, tn.User, false, RoleCSI, RoleCCM)
+		grant(pool, KindToken, csi, false, RoleCSI)
+		grant(pool, KindToken, ccm, false, RoleCCM)
+		for _, s := range tn.AllStorages() {
+			grant(storagePath(s), KindUser, tn.User, false, RoleCSIStorage)
+			grant(storagePath(s), KindToken, csi, false, RoleCSIStorage)
+		}
+		grant("/", KindUser, tn.User, false, RoleAuditor)
+		grant("/", KindToken, ccm, false, RoleAuditor)
+		for _, n := range tn.Networks {
+			for _, vlan := range n.VLANs {
+				path := fmt.Sprintf("/sdn/zones/%s/%s/%d", n.Zone, n.Bridge, vlan)
+				c := t.Platform.Capmox
+				grant(path, KindUser, c.User, false, RoleSDNUser)
+				grant(path, KindToken, c.TokenID(), false, RoleSDNUser)
+			}
+		}
+	}
+	for pool := range d.pools {
+		for parent := poolParent(pool); parent != ""; parent = poolParent(parent) {
+			if _, ok := d.pools[parent]; !ok {
+				d.pools[parent] = desiredPool{comment: "pxsubstrate tenant pools"}
+			}
+		}
+	}
+	return d
+}
+
+// allowedPrivileges returns, per tenant token id, the union of the
+// privileges of the roles the plan grants it: anything beyond is broader
+// than its role.
+func allowedPrivileges(t *Tenants, v Version) map[string]PrivSet {
+	managed := ManagedRoles(v)
+	builtin := table(v).builtins
+	set := func(roles []string) PrivSet {
+		var s PrivSet
+		for _, r := range roles {
+			if privs, ok := managed[r]; ok {
+				s = s.Union(NewPrivSet(privs...))
+			} else {
+				s = s.Union(builtin[r])
+			}
+		}
+		return s
+	}
+	csiRoles, ccmRoles := tenantTokenRoles()
+	out := map[string]PrivSet{}
+	for _, tn := range t.Tenants {
+		csi, ccm := tn.TokenIDs()
+		out[csi] = set(csiRoles)
+		out[ccm] = set(ccmRoles)
+	}
+	return out
+}

@@ -1,0 +1,316 @@
+package pveacl
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Op is the kind of a planned change.
+type Op string
+
+// The operations of a plan, in the order a plan lists them.
+const (
+	OpCreateRole     Op = "create-role"
+	OpUpdateRole     Op = "update-role"
+	OpCreatePool     Op = "create-pool"
+	OpCreateUser     Op = "create-user"
+	OpEnableUser     Op = "enable-user"
+	OpCreateToken    Op = "create-token"
+	OpUpdateToken    Op = "update-token"
+	OpAddPoolMembers Op = "add-pool-members"
+	OpDeleteACL      Op = "delete-acl"
+	OpSetACL         Op = "set-acl"
+)
+
+func (o Op) verb() string {
+	return map[Op]string{OpCreateRole: "create role", OpUpdateRole: "update role", OpCreatePool: "create pool",
+		OpCreateUser: "create user", OpEnableUser: "enable user", OpCreateToken: "create token",
+		OpUpdateToken: "update token", OpAddPoolMembers: "add pool members", OpDeleteACL: "delete ACL entries",
+		OpSetACL: "set ACL entries"}[o]
+}
+
+// Change is one idempotent step of a plan: applying it to a state where it
+// already holds changes nothing. The fields used depend on Op:
+//
+//	create-role, update-role   Role, Privs (the complete list)
+//	create-pool                Pool, Comment
+//	create-user                User, Comment (enabled, never expiring)
+//	enable-user                User
+//	create-token               User, Token, Comment (privilege-separated)
+//	update-token               User, Token (privilege separation turned on)
+//	add-pool-members           Pool, VMs, Storages, AllowMove
+//	set-acl, delete-acl        Path, Kind, Subject, Roles, Propagate (set only)
+type Change struct {
+	Op        Op          `json:"op"`
+	Role      string      `json:"role,omitempty"`
+	Privs     []string    `json:"privs,omitempty"`
+	Pool      string      `json:"pool,omitempty"`
+	User      string      `json:"user,omitempty"`
+	Token     string      `json:"token,omitempty"`
+	Comment   string      `json:"comment,omitempty"`
+	VMs       []int       `json:"vms,omitempty"`
+	Storages  []string    `json:"storages,omitempty"`
+	AllowMove bool        `json:"allowMove,omitempty"`
+	Path      string      `json:"path,omitempty"`
+	Kind      SubjectKind `json:"kind,omitempty"`
+	Subject   string      `json:"subject,omitempty"`
+	Roles     []string    `json:"roles,omitempty"`
+	Propagate bool        `json:"-"`
+	// Reason says why the change is needed.
+	Reason string `json:"reason"`
+}
+
+// MarshalJSON writes propagate only for set-acl changes.
+func (c Change) MarshalJSON() ([]byte, error) {
+	type plain Change
+	out := struct {
+		plain
+		Propagate *bool `json:"propagate,omitempty"`
+	}{plain: plain(c)}
+	if c.Op == OpSetACL {
+		p := c.Propagate
+		out.Propagate = &p
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *Change) UnmarshalJSON(b []byte) error {
+	type plain Change
+	var in struct {
+		plain
+		Propagate *bool `json:"propagate,omitempty"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*c = Change(in.plain)
+	c.Propagate = in.Propagate != nil && *in.Propagate
+	return nil
+}
+
+// PlanOption adjusts Plan.
+type PlanOption func(*planOptions)
+
+type planOptions struct{ version Version }
+
+// WithVersion plans for a Proxmox VE major version, overriding the
+// specification's platform.pveVersion.
+func WithVersion(v Version) PlanOption { return func(o *planOptions) { o.version = v } }
+
+// Plan returns the ordered changes that turn observed into what desired
+// asks: roles first, then pools (parents before children), users, tokens,
+// pool members, the removal of stray ACL entries of managed subjects, and
+// the ACL entries (every role and token exists before an entry names it).
+// The order is deterministic; applying the plan and planning again gives no
+// changes. Pool members are only ever added: VMs the provider creates in a
+// tenant pool stay there.
+func Plan(desired *Tenants, observed *Config, opts ...PlanOption) ([]Change, error) {
+	spec, v, err := prepare(desired, observed, opts)
+	if err != nil {
+		return nil, err
+	}
+	d := buildDesired(spec, v)
+	var out []Change
+	out = append(out, planRoles(d, observed)...)
+	out = append(out, planPools(d, observed)...)
+	out = append(out, planUsers(d, observed)...)
+	out = append(out, planMembers(d, observed)...)
+	out = append(out, planACL(d, observed)...)
+	return out, nil
+}
+
+// prepare defaults and validates a copy of the specification and settles
+// the version.
+func prepare(desired *Tenants, observed *Config, opts []PlanOption) (*Tenants, Version, error) {
+	if desired == nil {
+		return nil, 0, fmt.Errorf("cannot plan: %w: no tenant specification", ErrInvalidSpec)
+	}
+	spec := *desired
+	spec.Tenants = slices.Clone(desired.Tenants)
+	spec.Default()
+	o := planOptions{version: spec.Platform.PVEVersion}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	spec.Platform.PVEVersion = o.version
+	if err := spec.Validate(); err != nil {
+		return nil, 0, fmt.Errorf("cannot plan: %w", err)
+	}
+	if observed != nil && observed.Version != 0 && observed.Version != o.version {
+		return nil, 0, fmt.Errorf("cannot plan: %w: the observed cluster runs PVE %d but the plan is for PVE %d; set platform.pveVersion (or --pve-version) to %d",
+			ErrInvalidVersion, int(observed.Version), int(o.version), int(observed.Version))
+	}
+	return &spec, o.version, nil
+}
+
+func planRoles(d desiredState, obs *Config) []Change {
+	var out []Change
+	for _, name := range sortedKeys(d.roles) {
+		privs := d.roles[name]
+		have, ok := obs.Roles[name]
+		switch {
+		case !ok:
+			out = append(out, Change{Op: OpCreateRole, Role: name, Privs: privs, Reason: "the role does not exist"})
+		case !slices.Equal(have.Privs, privs):
+			out = append(out, Change{Op: OpUpdateRole, Role: name, Privs: privs,
+				Reason: fmt.Sprintf("the role holds %s instead", orNone(have.Privs))})
+		}
+	}
+	return out
+}
+
+func planPools(d desiredState, obs *Config) []Change {
+	var out []Change
+	for _, name := range sortedKeys(d.pools) {
+		if _, ok := obs.Pools[name]; !ok {
+			out = append(out, Change{Op: OpCreatePool, Pool: name, Comment: d.pools[name].comment, Reason: "the pool does not exist"})
+		}
+	}
+	return out
+}
+
+func planUsers(d desiredState, obs *Config) []Change {
+	var out []Change
+	for _, id := range sortedKeys(d.users) {
+		u, ok := obs.Users[id]
+		switch {
+		case !ok:
+			out = append(out, Change{Op: OpCreateUser, User: id, Comment: d.users[id], Reason: "the user does not exist"})
+		case !u.Enable:
+			out = append(out, Change{Op: OpEnableUser, User: id, Reason: "the user is disabled, so its tokens are refused"})
+		}
+	}
+	for _, id := range sortedKeys(d.tokens) {
+		uid, name, _ := ParseTokenID(id)
+		t, ok := obs.Users[uid].Tokens[name]
+		switch {
+		case !ok:
+			out = append(out, Change{Op: OpCreateToken, User: uid, Token: name, Comment: d.tokens[id], Reason: "the token does not exist"})
+		case !t.Privsep:
+			out = append(out, Change{Op: OpUpdateToken, User: uid, Token: name,
+				Reason: "the token is not privilege-separated, so it holds every privilege of its user"})
+		}
+	}
+	return out
+}
+
+func planMembers(d desiredState, obs *Config) []Change {
+	vmPool := map[int]string{}
+	for name, p := range obs.Pools {
+		for _, vm := range p.VMs {
+			vmPool[vm] = name
+		}
+	}
+	var out []Change
+	for _, name := range sortedKeys(d.pools) {
+		want, have := d.pools[name], obs.Pools[name]
+		c := Change{Op: OpAddPoolMembers, Pool: name}
+		var moved []string
+		for _, vm := range want.vms {
+			if _, ok := slices.BinarySearch(have.VMs, vm); ok {
+				continue
+			}
+			c.VMs = append(c.VMs, vm)
+			if other, ok := vmPool[vm]; ok {
+				c.AllowMove = true
+				moved = append(moved, fmt.Sprintf("VM %d is in pool %s", vm, other))
+			}
+		}
+		for _, s := range want.storages {
+			if _, ok := slices.BinarySearch(have.Storages, s); !ok {
+				c.Storages = append(c.Storages, s)
+			}
+		}
+		if len(c.VMs)+len(c.Storages) == 0 {
+			continue
+		}
+		c.Reason = "the pool lacks these members"
+		if len(moved) > 0 {
+			c.Reason += "; " + strings.Join(moved, ", ") + " and moves"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// aclTarget is one subject on one path with one propagate flag.
+type aclTarget struct {
+	path      string
+	kind      SubjectKind
+	subject   string
+	propagate bool
+}
+
+// aclGroup gathers the roles of one target.
+type aclGroup struct {
+	aclTarget
+	roles []string
+}
+
+func planACL(d desiredState, obs *Config) []Change {
+	stray := map[aclTarget][]string{}
+	for k := range obs.ACL {
+		if !d.managed[subjectRef{k.Kind, k.Subject}] {
+			continue
+		}
+		if _, ok := d.acl[k]; !ok {
+			g := aclTarget{path: k.Path, kind: k.Kind, subject: k.Subject}
+			stray[g] = append(stray[g], k.Role)
+		}
+	}
+	missing := map[aclTarget][]string{}
+	for k, prop := range d.acl {
+		if have, ok := obs.ACL[k]; !ok || have != prop {
+			g := aclTarget{path: k.Path, kind: k.Kind, subject: k.Subject, propagate: prop}
+			missing[g] = append(missing[g], k.Role)
+		}
+	}
+	var out []Change
+	for _, g := range sortedGroups(stray) {
+		out = append(out, Change{Op: OpDeleteACL, Path: g.path, Kind: g.kind, Subject: g.subject, Roles: g.roles,
+			Reason: "a managed subject must hold no other role"})
+	}
+	for _, g := range sortedGroups(missing) {
+		out = append(out, Change{Op: OpSetACL, Path: g.path, Kind: g.kind, Subject: g.subject, Roles: g.roles,
+			Propagate: g.propagate, Reason: aclReason(obs, g)})
+	}
+	return out
+}
+
+func aclReason(obs *Config, g aclGroup) string {
+	for _, r := range g.roles {
+		if _, ok := obs.ACL[ACLKey{Path: g.path, Kind: g.kind, Subject: g.subject, Role: r}]; ok {
+			return fmt.Sprintf("the entry exists with propagate=%d", b2i(!g.propagate))
+		}
+	}
+	return "the entry does not exist"
+}
+
+func sortedGroups(m map[aclTarget][]string) []aclGroup {
+	out := make([]aclGroup, 0, len(m))
+	for t, roles := range m {
+		sort.Strings(roles)
+		out = append(out, aclGroup{aclTarget: t, roles: roles})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		ka := ACLKey{Path: a.path, Kind: a.kind, Subject: a.subject}
+		kb := ACLKey{Path: b.path, Kind: b.kind, Subject: b.subject}
+		if ka != kb {
+			return aceLess(ka, kb)
+		}
+		return !a.propagate && b.propagate
+	})
+	return out
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "no privileges"
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,210 @@
+package pveacl
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Apply returns the configuration the Proxmox VE API would leave after the
+// changes, in order, starting from cfg (which is not modified). It refuses
+// what the API refuses, with the API's message: an unknown role, user,
+// group or token in an ACL entry, a missing parent pool, a custom role in
+// the reserved PVE namespace, a privilege the version lacks, a VM that
+// belongs to another pool without AllowMove. A create step whose object
+// already exists changes nothing, which is how an idempotent applier treats
+// PVE's "already exists" answers.
+func Apply(cfg *Config, changes []Change) (*Config, error) {
+	out := cfg.Clone()
+	for i, c := range changes {
+		if err := applyOne(out, c); err != nil {
+			return nil, fmt.Errorf("cannot apply change %d of %d: %w", i+1, len(changes), err)
+		}
+	}
+	return out, nil
+}
+
+func applyOne(c *Config, ch Change) error {
+	refuse := func(format string, args ...any) error {
+		return &RefusedError{Change: ch, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch ch.Op {
+	case OpCreateRole, OpUpdateRole:
+		return applyRole(c, ch, refuse)
+	case OpCreatePool:
+		if _, ok := c.Pools[ch.Pool]; ok {
+			return nil
+		}
+		if err := ValidNewPoolID(ch.Pool); err != nil {
+			return refuse("%v", err)
+		}
+		if parent := poolParent(ch.Pool); parent != "" {
+			if _, ok := c.Pools[parent]; !ok {
+				return refuse("parent '%s' of pool '%s' does not exist", parent, ch.Pool)
+			}
+		}
+		c.Pools[ch.Pool] = Pool{Comment: ch.Comment}
+	case OpCreateUser:
+		if _, ok := c.Users[ch.User]; ok {
+			return nil
+		}
+		if _, _, err := ParseUserID(ch.User); err != nil {
+			return refuse("%v", err)
+		}
+		c.Users[ch.User] = User{Enable: true, Comment: ch.Comment, Tokens: map[string]Token{}}
+	case OpEnableUser:
+		u, ok := c.Users[ch.User]
+		if !ok {
+			return refuse("user '%s' does not exist", ch.User)
+		}
+		u.Enable = true
+		c.Users[ch.User] = u
+	case OpCreateToken, OpUpdateToken:
+		return applyToken(c, ch, refuse)
+	case OpAddPoolMembers:
+		return applyMembers(c, ch, refuse)
+	case OpSetACL, OpDeleteACL:
+		return applyACL(c, ch, refuse)
+	default:
+		return refuse("unknown operation %q", ch.Op)
+	}
+	return nil
+}
+
+type refuser func(format string, args ...any) error
+
+func applyRole(c *Config, ch Change, refuse refuser) error {
+	if IsBuiltinRole(ch.Role) {
+		if ch.Op == OpCreateRole {
+			return refuse("role '%s' already exists", ch.Role)
+		}
+		return refuse("auto-generated role '%s' cannot be modified", ch.Role)
+	}
+	_, exists := c.Roles[ch.Role]
+	if ch.Op == OpCreateRole {
+		if exists {
+			return nil
+		}
+		if err := ValidNewRoleID(ch.Role); err != nil {
+			return refuse("%v", err)
+		}
+	} else if !exists {
+		return refuse("role '%s' does not exist", ch.Role)
+	}
+	privs, err := ParsePrivileges(c.Version, strings.Join(ch.Privs, ","))
+	if err != nil {
+		return refuse("%v", err)
+	}
+	c.Roles[ch.Role] = Role{Privs: privs}
+	return nil
+}
+
+func applyToken(c *Config, ch Change, refuse refuser) error {
+	u, ok := c.Users[ch.User]
+	if !ok {
+		return refuse("user '%s' does not exist", ch.User)
+	}
+	t, exists := u.Tokens[ch.Token]
+	if ch.Op == OpCreateToken {
+		if exists {
+			return nil
+		}
+		if err := ValidTokenName(ch.Token); err != nil {
+			return refuse("%v", err)
+		}
+		t = Token{Comment: ch.Comment}
+	} else if !exists {
+		return refuse("no such token '%s' for user '%s'", ch.Token, ch.User)
+	}
+	t.Privsep = true
+	if u.Tokens == nil {
+		u.Tokens = map[string]Token{}
+	}
+	u.Tokens[ch.Token] = t
+	c.Users[ch.User] = u
+	return nil
+}
+
+func applyMembers(c *Config, ch Change, refuse refuser) error {
+	p, ok := c.Pools[ch.Pool]
+	if !ok {
+		return refuse("pool '%s' does not exist", ch.Pool)
+	}
+	for _, vm := range ch.VMs {
+		for _, other := range c.PoolsOfVM(vm) {
+			if other == ch.Pool {
+				continue
+			}
+			if !ch.AllowMove {
+				return refuse("VM %d belongs already to pool '%s' and 'allow-move' is not set", vm, other)
+			}
+			op := c.Pools[other]
+			op.VMs = removeSorted(op.VMs, vm)
+			c.Pools[other] = op
+		}
+		p.VMs = insertSorted(p.VMs, vm)
+	}
+	for _, s := range ch.Storages {
+		if err := ValidStorageID(s); err != nil {
+			return refuse("%v", err)
+		}
+		p.Storages = insertSorted(p.Storages, s)
+	}
+	c.Pools[ch.Pool] = p
+	return nil
+}
+
+func applyACL(c *Config, ch Change, refuse refuser) error {
+	path, err := NormalizePath(ch.Path)
+	if err != nil || (ch.Op == OpSetACL && !CheckPath(path)) {
+		return refuse("invalid ACL path '%s'", ch.Path)
+	}
+	for _, role := range ch.Roles {
+		key := ACLKey{Path: path, Kind: ch.Kind, Subject: ch.Subject, Role: role}
+		if ch.Op == OpDeleteACL {
+			delete(c.ACL, key)
+			continue
+		}
+		if _, ok := c.Roles[role]; !ok && !IsBuiltinRole(role) {
+			return refuse("role '%s' does not exist", role)
+		}
+		if err := subjectExists(c, ch.Kind, ch.Subject); err != "" {
+			return refuse("%s", err)
+		}
+		c.ACL[key] = ch.Propagate
+	}
+	return nil
+}
+
+func subjectExists(c *Config, kind SubjectKind, id string) string {
+	switch kind {
+	case KindUser:
+		if _, ok := c.Users[id]; !ok {
+			return fmt.Sprintf("user '%s' does not exist", id)
+		}
+	case KindGroup:
+		if _, ok := c.Groups[id]; !ok {
+			return fmt.Sprintf("group '%s' does not exist", id)
+		}
+	case KindToken:
+		uid, name, err := ParseTokenID(id)
+		if err != nil {
+			return err.Error()
+		}
+		if _, ok := c.Users[uid].Tokens[name]; !ok {
+			return fmt.Sprintf("no such token '%s' for user '%s'", name, uid)
+		}
+	default:
+		return "either 'users', 'groups' or 'tokens' is required."
+	}
+	return ""
+}
+
+func removeSorted[T interface{ ~int | ~string }](s []T, v T) []T {
+	out := s[:0:0]
+	for _, x := range s {
+		if x != v {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,255 @@
+package pveacl
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Tenants is the desired isolation: the platform's own credentials and one
+// entry per tenant. It is read from YAML (see docs/pveacl.md).
+type Tenants struct {
+	Platform Platform `json:"platform"`
+	Tenants  []Tenant `json:"tenants"`
+}
+
+// Platform holds what the tenants share.
+type Platform struct {
+	// PVEVersion is the Proxmox VE major version (8 or 9; default 9).
+	PVEVersion Version `json:"pveVersion,omitempty"`
+	// Capmox is the cluster-api provider's user and token, which creates
+	// every tenant's VMs and so needs SDN.Use on each tenant VLAN.
+	Capmox *Credential `json:"capmox,omitempty"`
+	// SharedStorages are storages no tenant may reach (ISO, templates,
+	// backups); the audit treats them as foreign to every tenant.
+	SharedStorages []string `json:"sharedStorages,omitempty"`
+}
+
+// Credential is a user and the name of its API token.
+type Credential struct {
+	User  string `json:"user"`
+	Token string `json:"token"`
+}
+
+// TokenID is the full token id user@realm!token.
+func (c Credential) TokenID() string { return TokenID(c.User, c.Token) }
+
+// Tenant is one tenant's slice of the hypervisor.
+type Tenant struct {
+	// Name identifies the tenant; the defaults below derive from it.
+	Name string `json:"name"`
+	// Pool is the resource pool holding the tenant's VMs (default: Name).
+	Pool string `json:"pool,omitempty"`
+	// Storage is the tenant's dedicated storage (required).
+	Storage string `json:"storage"`
+	// User owns the tenant's tokens (default: <Name>@pve).
+	User string `json:"user,omitempty"`
+	// Tokens are the token names of the CSI and CCM controllers.
+	Tokens TenantTokens `json:"tokens,omitempty"`
+	// VMs are existing guests to put into the pool.
+	VMs []int `json:"vms,omitempty"`
+	// Storages are extra storages of the tenant, also put into the pool.
+	Storages []string `json:"storages,omitempty"`
+	// Networks are the tenant's VLANs; capmox gets SDN.Use on each.
+	Networks []Network `json:"networks,omitempty"`
+}
+
+// TenantTokens names a tenant's tokens (defaults csi and ccm).
+type TenantTokens struct {
+	CSI string `json:"csi,omitempty"`
+	CCM string `json:"ccm,omitempty"`
+}
+
+// Network is a bridge and the VLANs a tenant uses on it.
+type Network struct {
+	// Zone is the SDN zone (default localnetwork: plain bridges).
+	Zone   string `json:"zone,omitempty"`
+	Bridge string `json:"bridge"`
+	VLANs  []int  `json:"vlans"`
+}
+
+// TokenIDs returns the tenant's full CSI and CCM token ids.
+func (t Tenant) TokenIDs() (csi, ccm string) {
+	return TokenID(t.User, t.Tokens.CSI), TokenID(t.User, t.Tokens.CCM)
+}
+
+// AllStorages returns the dedicated storage followed by the extra ones.
+func (t Tenant) AllStorages() []string { return append([]string{t.Storage}, t.Storages...) }
+
+// LoadTenants reads a tenant specification from YAML (or JSON), fills the
+// defaults and validates it. Unknown fields are errors.
+func LoadTenants(data []byte) (*Tenants, error) {
+	var t Tenants
+	if err := yaml.UnmarshalStrict(data, &t); err != nil {
+		return nil, fmt.Errorf("cannot read the tenant specification: %w: %w", ErrInvalidSpec, err)
+	}
+	t.Default()
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Default fills the defaults in place.
+func (t *Tenants) Default() {
+	if t.Platform.PVEVersion == 0 {
+		t.Platform.PVEVersion = DefaultVersion
+	}
+	for i := range t.Tenants {
+		tn := &t.Tenants[i]
+		if tn.Pool == "" {
+			tn.Pool = tn.Name
+		}
+		if tn.User == "" && tn.Name != "" {
+			tn.User = tn.Name + "@pve"
+		}
+		if tn.Tokens.CSI == "" {
+			tn.Tokens.CSI = "csi"
+		}
+		if tn.Tokens.CCM == "" {
+			tn.Tokens.CCM = "ccm"
+		}
+		for j := range tn.Networks {
+			if tn.Networks[j].Zone == "" {
+				tn.Networks[j].Zone = "localnetwork"
+			}
+		}
+	}
+}
+
+// Validate checks the specification after Default and joins every problem
+// into one error; each is a *FieldError wrapping ErrInvalidSpec.
+func (t *Tenants) Validate() error {
+	v := &validator{owners: map[string]string{}}
+	if err := t.Platform.PVEVersion.Validate(); err != nil {
+		v.add("platform.pveVersion", "%v", err)
+	}
+	if c := t.Platform.Capmox; c != nil {
+		v.credential("platform.capmox.user", c.User)
+		v.check("platform.capmox.token", ValidTokenName(c.Token))
+		v.own("user", c.User, "platform.capmox.user", "the capmox user")
+	}
+	for i, s := range t.Platform.SharedStorages {
+		f := fmt.Sprintf("platform.sharedStorages[%d]", i)
+		v.check(f, ValidStorageID(s))
+		v.own("storage", s, f, "the shared storages")
+	}
+	for i, tn := range t.Tenants {
+		v.tenant(i, tn, t.Platform.Capmox != nil)
+	}
+	v.nestedPools(t.Tenants)
+	return errors.Join(v.errs...)
+}
+
+type validator struct {
+	errs   []error
+	owners map[string]string // kind/id -> owner description
+}
+
+func (v *validator) add(field, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) check(field string, err error) {
+	if err != nil {
+		v.add(field, "%v", err)
+	}
+}
+
+// own records that id belongs to owner, and reports a second owner.
+func (v *validator) own(kind, id, field, owner string) {
+	key := kind + "/" + id
+	if prev, ok := v.owners[key]; ok && prev != owner {
+		v.add(field, "%s %q already belongs to %s; give every tenant its own %s", kind, id, prev, kind)
+		return
+	}
+	v.owners[key] = owner
+}
+
+func (v *validator) credential(field, user string) {
+	if _, _, err := ParseUserID(user); err != nil {
+		v.add(field, "%v", err)
+	} else if user == "root@pam" {
+		v.add(field, "root@pam bypasses every ACL check; create a dedicated user")
+	}
+}
+
+func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
+	f := fmt.Sprintf("tenants[%d]", i)
+	owner := fmt.Sprintf("tenant %q", tn.Name)
+	if ValidRoleID(tn.Name) != nil || tn.Name == "" {
+		v.add(f+".name", "tenant name %q is invalid: use letters, digits, '.', '-' or '_'", tn.Name)
+	}
+	v.own("tenant", tn.Name, f+".name", fmt.Sprintf("tenants[%d]", i))
+	v.check(f+".pool", ValidNewPoolID(tn.Pool))
+	v.own("pool", tn.Pool, f+".pool", owner)
+	if tn.Storage == "" {
+		v.add(f+".storage", "a dedicated storage is required: name the PVE storage only this tenant uses")
+	}
+	for j, s := range tn.AllStorages() {
+		sf := f + ".storage"
+		if j > 0 {
+			sf = fmt.Sprintf("%s.storages[%d]", f, j-1)
+		}
+		if s != "" {
+			v.check(sf, ValidStorageID(s))
+			v.own("storage", s, sf, owner)
+		}
+	}
+	v.credential(f+".user", tn.User)
+	v.check(f+".tokens.csi", ValidTokenName(tn.Tokens.CSI))
+	v.check(f+".tokens.ccm", ValidTokenName(tn.Tokens.CCM))
+	if tn.Tokens.CSI == tn.Tokens.CCM {
+		v.add(f+".tokens", "the CSI and CCM tokens must differ (both are %q): each has its own blast radius", tn.Tokens.CSI)
+	}
+	v.own("user", tn.User, f+".user", owner)
+	for j, vm := range tn.VMs {
+		vf := fmt.Sprintf("%s.vms[%d]", f, j)
+		if vm < 100 {
+			v.add(vf, "VM id %d is invalid: VM ids start at 100", vm)
+		}
+		v.own("VM", fmt.Sprint(vm), vf, owner)
+	}
+	for j, n := range tn.Networks {
+		nf := fmt.Sprintf("%s.networks[%d]", f, j)
+		if !haveCapmox {
+			v.add(nf, "networks need platform.capmox: SDN.Use on a tenant VLAN is granted to the capmox token that creates the VMs")
+		}
+		if ValidRoleID(n.Zone) != nil || ValidRoleID(n.Bridge) != nil {
+			v.add(nf, "zone %q or bridge %q is invalid: use letters, digits, '.', '-' or '_'", n.Zone, n.Bridge)
+		}
+		if len(n.VLANs) == 0 {
+			v.add(nf+".vlans", "list at least one VLAN id (1-4094)")
+		}
+		for k, vlan := range n.VLANs {
+			vf := fmt.Sprintf("%s.vlans[%d]", nf, k)
+			if vlan < 1 || vlan > 4094 {
+				v.add(vf, "VLAN id %d is out of range: use 1-4094", vlan)
+			}
+			v.own("VLAN", fmt.Sprintf("%s/%s/%d", n.Zone, n.Bridge, vlan), vf, owner)
+		}
+	}
+}
+
+// nestedPools refuses a tenant pool inside another tenant's pool: the
+// parent's ACLs could propagate into it.
+func (v *validator) nestedPools(ts []Tenant) {
+	for i, a := range ts {
+		for _, b := range ts {
+			if a.Pool != b.Pool && b.Pool != "" && strings.HasPrefix(a.Pool, b.Pool+"/") {
+				v.add(fmt.Sprintf("tenants[%d].pool", i), "pool %q is nested in pool %q of tenant %q; give each tenant a top-level pool", a.Pool, b.Pool, b.Name)
+			}
+		}
+	}
+}
+
+// sortedTenants returns the tenants ordered by name.
+func sortedTenants(ts []Tenant) []Tenant {
+	out := slices.Clone(ts)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,297 @@
+package pveacl
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Warning is a line PVE's parser would warn about; the line is ignored in
+// whole or in part, exactly as PVE ignores it.
+type Warning struct {
+	Line int    // 1-based
+	Msg  string // PVE's text
+}
+
+func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Msg) }
+
+var digitsRe = regexp.MustCompile(`^[0-9]+$`)
+
+// ParseUserCfg reads /etc/pve/user.cfg as PVE's parse_user_config does,
+// with the privilege table of version v. It never fails: like PVE it skips
+// what it cannot use and reports it as warnings. The quirks kept:
+//
+//   - every line is trimmed and split on every ':', and each field is trimmed;
+//   - free text (names, comments) is percent-decoded;
+//   - an empty or missing privsep, enable or propagate field means 0;
+//   - a token line counts only after its user's line, and a later line for
+//     the same user drops the tokens read so far;
+//   - an ACL entry for a token counts only after the token's line, and an
+//     ACL role only after the role's line;
+//   - a VM listed by a second pool stays in the first ("duplicate vmid");
+//   - a nested pool a/b creates its parents.
+//
+// Two deliberate differences, both invisible to permissions: ACL entries for
+// root@pam are dropped (PVE never writes them back), and a role line that
+// names a built-in role is ignored instead of altering the built-in role.
+func ParseUserCfg(data []byte, v Version) (*Config, []Warning) {
+	p := parser{cfg: NewConfig(v), vmPool: map[int]string{}}
+	for i, raw := range strings.Split(string(data), "\n") {
+		line := trimPerl(raw)
+		if line == "" {
+			continue
+		}
+		p.line = i + 1
+		p.parseLine(line)
+	}
+	p.cfg.forceDefaults()
+	return p.cfg, p.warnings
+}
+
+type parser struct {
+	cfg      *Config
+	vmPool   map[int]string
+	line     int
+	warnings []Warning
+}
+
+func (p *parser) warn(format string, args ...any) {
+	p.warnings = append(p.warnings, Warning{Line: p.line, Msg: "user config - " + fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) parseLine(line string) {
+	f := lineFields(line)
+	switch field(f, 0) {
+	case "user":
+		p.user(f)
+	case "token":
+		p.token(f)
+	case "group":
+		p.group(f)
+	case "role":
+		p.role(f)
+	case "acl":
+		p.acl(f)
+	case "pool":
+		p.pool(f)
+	default:
+		p.warn("ignore config line: %s", line)
+	}
+}
+
+// parseExpire applies PVE's rule: empty or "0" is 0, otherwise digits only.
+func parseExpire(s string) (int64, bool) {
+	if !perlTrue(s) {
+		return 0, true
+	}
+	if !digitsRe.MatchString(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+func decodeIf(raw string) string {
+	if !perlTrue(raw) {
+		return ""
+	}
+	return truthyText(decodeText(raw))
+}
+
+func (p *parser) user(f []string) {
+	id := field(f, 1)
+	if !ValidUserID(id) {
+		p.warn("ignore user '%s' - invalid user name", id)
+		return
+	}
+	expire, ok := parseExpire(field(f, 3))
+	if !ok {
+		p.warn("ignore user '%s' - (illegal characters in expire '%s')", id, field(f, 3))
+		return
+	}
+	p.cfg.Users[id] = User{
+		Enable:    perlTrue(field(f, 2)),
+		Expire:    expire,
+		Firstname: decodeIf(field(f, 4)),
+		Lastname:  decodeIf(field(f, 5)),
+		Email:     truthyText(field(f, 6)),
+		Comment:   decodeIf(field(f, 7)),
+		Keys:      truthyText(field(f, 8)),
+		Tokens:    map[string]Token{},
+	}
+}
+
+func (p *parser) token(f []string) {
+	id := field(f, 1)
+	uid, name, err := ParseTokenID(id)
+	if err != nil {
+		p.warn("ignore invalid tokenid '%s'", id)
+		return
+	}
+	expire, ok := parseExpire(field(f, 2))
+	if !ok {
+		p.warn("ignore token '%s' - (illegal characters in expire '%s')", id, field(f, 2))
+		return
+	}
+	u, exists := p.cfg.Users[uid]
+	if !exists {
+		p.warn("ignore token '%s' - user does not exist", id)
+		return
+	}
+	if u.Tokens == nil {
+		u.Tokens = map[string]Token{}
+	}
+	t := u.Tokens[name]
+	t.Privsep = perlTrue(field(f, 3))
+	t.Expire = expire
+	if c := field(f, 4); perlTrue(c) {
+		t.Comment = truthyText(decodeText(c))
+	}
+	u.Tokens[name] = t
+	p.cfg.Users[uid] = u
+}
+
+func (p *parser) group(f []string) {
+	id := field(f, 1)
+	if ValidGroupID(id) != nil {
+		p.warn("ignore group '%s' - invalid characters in group name", id)
+		return
+	}
+	g := p.cfg.Groups[id]
+	if c := field(f, 3); perlTrue(c) {
+		g.Comment = truthyText(decodeText(c))
+	}
+	for _, m := range SplitList(field(f, 2)) {
+		if !ValidUserID(m) {
+			p.warn("ignore invalid group member '%s'", m)
+			continue
+		}
+		if _, ok := p.cfg.Users[m]; !ok {
+			p.warn("ignore invalid group member '%s'", m)
+		}
+		g.Members = insertSorted(g.Members, m)
+	}
+	p.cfg.Groups[id] = g
+}
+
+func (p *parser) role(f []string) {
+	id := field(f, 1)
+	if ValidRoleID(id) != nil {
+		p.warn("ignore role '%s' - invalid characters in role name", id)
+		return
+	}
+	if IsBuiltinRole(id) {
+		p.warn("ignore role '%s' - built-in roles cannot be changed", id)
+		return
+	}
+	r := p.cfg.Roles[id]
+	for _, priv := range SplitList(field(f, 2)) {
+		if !ValidPrivilege(p.cfg.Version, priv) {
+			p.warn("ignore invalid privilege '%s'", priv)
+			continue
+		}
+		r.Privs = insertSorted(r.Privs, priv)
+	}
+	p.cfg.Roles[id] = r
+}
+
+func (p *parser) roleExists(id string) bool {
+	if _, ok := p.cfg.Roles[id]; ok {
+		return true
+	}
+	_, ok := table(p.cfg.Version).builtins[id]
+	return ok
+}
+
+func (p *parser) acl(f []string) {
+	propagate := perlTrue(field(f, 1))
+	path, err := NormalizePath(field(f, 2))
+	if err != nil {
+		p.warn("ignore invalid path in acl '%s'", field(f, 2))
+		return
+	}
+	for _, role := range SplitList(field(f, 4)) {
+		if ValidRoleID(role) != nil {
+			p.warn("ignore invalid role name '%s' in acl", role)
+			continue
+		}
+		if !p.roleExists(role) {
+			p.warn("ignore invalid acl role '%s'", role)
+			continue
+		}
+		for _, s := range SplitList(field(f, 3)) {
+			p.aclSubject(path, s, role, propagate)
+		}
+	}
+}
+
+func (p *parser) aclSubject(path, s, role string, propagate bool) {
+	if m := groupSubjectRe.FindStringSubmatch(s); m != nil && ValidGroupID(m[1]) == nil {
+		if _, ok := p.cfg.Groups[m[1]]; !ok {
+			p.warn("ignore invalid acl group '%s'", m[1])
+		}
+		p.cfg.ACL[ACLKey{Path: path, Kind: KindGroup, Subject: m[1], Role: role}] = propagate
+		return
+	}
+	if ValidUserID(s) {
+		if _, ok := p.cfg.Users[s]; !ok {
+			p.warn("ignore invalid acl member '%s'", s)
+		}
+		if s != "root@pam" {
+			p.cfg.ACL[ACLKey{Path: path, Kind: KindUser, Subject: s, Role: role}] = propagate
+		}
+		return
+	}
+	if IsTokenID(s) {
+		if _, ok := p.cfg.Token(s); !ok {
+			p.warn("ignore invalid acl token '%s'", s)
+			return
+		}
+		p.cfg.ACL[ACLKey{Path: path, Kind: KindToken, Subject: s, Role: role}] = propagate
+		return
+	}
+	p.warn("invalid user/group '%s' in acl", s)
+}
+
+func (p *parser) pool(f []string) {
+	id := field(f, 1)
+	if ValidPoolID(id) != nil {
+		p.warn("ignore pool '%s' - invalid characters in pool name", id)
+		return
+	}
+	for cur := id; cur != ""; cur = poolParent(cur) {
+		if _, ok := p.cfg.Pools[cur]; !ok {
+			p.cfg.Pools[cur] = Pool{}
+		}
+	}
+	pool := p.cfg.Pools[id]
+	if c := field(f, 2); perlTrue(c) {
+		pool.Comment = truthyText(decodeText(c))
+	}
+	for _, s := range SplitList(field(f, 3)) {
+		if !digitsRe.MatchString(s) {
+			p.warn("ignore invalid vmid '%s' in pool '%s'", s, id)
+			continue
+		}
+		vmid, err := strconv.Atoi(s)
+		if err != nil || vmid > 1<<31 {
+			p.warn("ignore invalid vmid '%s' in pool '%s'", s, id)
+			continue
+		}
+		if _, dup := p.vmPool[vmid]; dup {
+			p.warn("ignore duplicate vmid '%d' in pool '%s'", vmid, id)
+			continue
+		}
+		p.vmPool[vmid] = id
+		pool.VMs = insertSorted(pool.VMs, vmid)
+	}
+	for _, s := range SplitList(field(f, 4)) {
+		if ValidStorageID(s) != nil {
+			p.warn("ignore invalid storage '%s' in pool '%s'", s, id)
+			continue
+		}
+		pool.Storages = insertSorted(pool.Storages, s)
+	}
+	p.cfg.Pools[id] = pool
+}
