@@ -11,8 +11,6 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
-
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
 )
 
 // opTimeout bounds each helper's round trip to the server.
@@ -101,62 +99,4 @@ func Select[T any, PT interface {
 		out = append(out, *(m.(PT)))
 	}
 	return out
-}
-
-// AddRouterPort creates the Logical_Router router when it does not exist
-// and adds a new Logical_Router_Port named port to it, as Kube-OVN does for
-// a subnet. It returns the port's UUID.
-func AddRouterPort(t testing.TB, c client.Client, router, port string) string {
-	t.Helper()
-	lrp := &nbmodel.LogicalRouterPort{
-		UUID: "newport", Name: port, MAC: "0a:00:00:00:00:01",
-		Networks: []string{"10.0.0.1/24"}, ExternalIDs: map[string]string{"lr": router, "vendor": "kube-ovn"},
-	}
-	ops, err := c.Create(lrp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var routers []nbmodel.LogicalRouter
-	for _, r := range Select[nbmodel.LogicalRouter](t, c) {
-		if r.Name == router {
-			routers = append(routers, r)
-		}
-	}
-	var more []ovsdb.Operation
-	if len(routers) == 0 {
-		more, err = c.Create(&nbmodel.LogicalRouter{Name: router, Ports: []string{lrp.UUID}})
-	} else {
-		r := &routers[0]
-		more, err = c.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationInsert, Value: []string{lrp.UUID}})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := Transact(t, c, append(ops, more...)...)
-	return res[0].UUID.GoUUID
-}
-
-// DeleteRouterPort removes the Logical_Router_Port named port from every
-// router; the server then garbage-collects the port row.
-func DeleteRouterPort(t testing.TB, c client.Client, port string) {
-	t.Helper()
-	var uuid string
-	for _, p := range Select[nbmodel.LogicalRouterPort](t, c) {
-		if p.Name == port {
-			uuid = p.UUID
-		}
-	}
-	if uuid == "" {
-		t.Fatalf("cannot delete router port %q: it does not exist", port)
-	}
-	var ops []ovsdb.Operation
-	for _, r := range Select[nbmodel.LogicalRouter](t, c) {
-		r := r
-		op, err := c.Where(&r).Mutate(&r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationDelete, Value: []string{uuid}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops = append(ops, op...)
-	}
-	Transact(t, c, ops...)
 }

@@ -1,0 +1,165 @@
+package ovngateway
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
+)
+
+const (
+	// namedGroup is the named UUID of a group inserted in the transaction.
+	namedGroup = "pxgroup"
+	// anyCount marks an operation whose row count is not checked.
+	anyCount = -1
+)
+
+// txn is one transaction under construction: its operations and, for each,
+// the number of rows it must touch (anyCount when it does not matter).
+type txn struct {
+	ops    []ovsdb.Operation
+	counts []int
+}
+
+func (t *txn) add(count int, ops []ovsdb.Operation, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		t.ops = append(t.ops, op)
+		t.counts = append(t.counts, count)
+	}
+	return nil
+}
+
+// build turns a plan into the operations of one transaction.
+func (c *Client) build(gw Gateway, v view, p plan) (*txn, error) {
+	t := &txn{}
+	groupRef := namedGroup
+	var err error
+	if p.create {
+		err = c.createGroup(t, gw)
+	} else {
+		groupRef = v.group.UUID
+		err = c.updateGroup(t, gw, v, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
+	}
+	if p.point {
+		if err := c.pointPort(t, gw.RouterPort, groupRef); err != nil {
+			return nil, fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
+		}
+	}
+	return t, nil
+}
+
+// insertMembers adds HA_Chassis rows with named UUIDs and returns the names.
+func (c *Client) insertMembers(t *txn, members []Member) ([]string, error) {
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = fmt.Sprintf("pxchassis%d", i)
+		row := &nbdb.HAChassis{UUID: names[i], ChassisName: m.Chassis, Priority: m.Priority}
+		ops, err := c.nb.Create(row)
+		if err := t.add(anyCount, ops, err); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+func (c *Client) createGroup(t *txn, gw Gateway) error {
+	names, err := c.insertMembers(t, gw.Members)
+	if err != nil {
+		return err
+	}
+	g := &nbdb.HAChassisGroup{
+		UUID: namedGroup, Name: gw.Group(), HaChassis: names,
+		ExternalIDs: map[string]string{OwnerKey: OwnerValue, NetworkKey: gw.ID()},
+	}
+	ops, err := c.nb.Create(g)
+	return t.add(anyCount, ops, err)
+}
+
+func (c *Client) updateGroup(t *txn, gw Gateway, v view, p plan) error {
+	g := v.group
+	if p.adopt {
+		if err := c.adopt(t, gw, g); err != nil {
+			return err
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(p.update)) {
+		h := &nbdb.HAChassis{UUID: u, Priority: p.update[u]}
+		ops, err := c.nb.Where(h).Update(h, &h.Priority)
+		if err := t.add(1, ops, err); err != nil {
+			return err
+		}
+	}
+	sel := &nbdb.HAChassisGroup{UUID: g.UUID}
+	if len(p.remove) > 0 {
+		ops, err := c.nb.Where(sel).Mutate(sel, model.Mutation{Field: &sel.HaChassis, Mutator: ovsdb.MutateOperationDelete, Value: p.remove})
+		if err := t.add(1, ops, err); err != nil {
+			return err
+		}
+	}
+	if len(p.insert) > 0 {
+		names, err := c.insertMembers(t, p.insert)
+		if err != nil {
+			return err
+		}
+		ops, err := c.nb.Where(sel).Mutate(sel, model.Mutation{Field: &sel.HaChassis, Mutator: ovsdb.MutateOperationInsert, Value: names})
+		if err := t.add(1, ops, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adopt tags an untagged group, guarded by a wait that its external_ids are
+// still the ones read, so a tag someone else writes meanwhile is not lost.
+func (c *Client) adopt(t *txn, gw Gateway, g *nbdb.HAChassisGroup) error {
+	zero := 0
+	seen := &nbdb.HAChassisGroup{ExternalIDs: g.ExternalIDs}
+	if seen.ExternalIDs == nil {
+		seen.ExternalIDs = map[string]string{}
+	}
+	ops, err := c.nb.Where(&nbdb.HAChassisGroup{UUID: g.UUID}).Wait(ovsdb.WaitConditionEqual, &zero, seen, &seen.ExternalIDs)
+	if err := t.add(anyCount, ops, err); err != nil {
+		return err
+	}
+	ids := maps.Clone(g.ExternalIDs)
+	if ids == nil {
+		ids = map[string]string{}
+	}
+	ids[OwnerKey], ids[NetworkKey] = OwnerValue, gw.ID()
+	upd := &nbdb.HAChassisGroup{UUID: g.UUID, ExternalIDs: ids}
+	ops, err = c.nb.Where(upd).Update(upd, &upd.ExternalIDs)
+	return t.add(1, ops, err)
+}
+
+// pointPort sets the port's ha_chassis_group to groupRef. A wait in the
+// same transaction makes the server refuse the write unless the port still
+// has neither an HA_Chassis_Group nor Gateway_Chassis rows. (libovsdb's
+// in-memory server skips empty values when it compares a wait's rows, so
+// only a real ovsdb-server enforces this guard.)
+func (c *Client) pointPort(t *txn, port, groupRef string) error {
+	zero := 0
+	want := &nbdb.LogicalRouterPort{Name: port}
+	ops, err := c.nb.Where(&nbdb.LogicalRouterPort{Name: port}).
+		Wait(ovsdb.WaitConditionEqual, &zero, want, &want.HaChassisGroup, &want.GatewayChassis)
+	if err := t.add(anyCount, ops, err); err != nil {
+		return err
+	}
+	upd := &nbdb.LogicalRouterPort{Name: port, HaChassisGroup: &groupRef}
+	ops, err = c.nb.Where(upd).Update(upd, &upd.HaChassisGroup)
+	return t.add(1, ops, err)
+}
+
+// modelCond is an equality condition on a model field.
+func modelCond(field, value any) model.Condition {
+	return model.Condition{Field: field, Function: ovsdb.ConditionEqual, Value: value}
+}

@@ -1,0 +1,154 @@
+package ovngateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
+)
+
+// cacheWait bounds how long a pass waits for its own write to show up in
+// the cache, so that the next pass decides on it.
+const cacheWait = time.Second
+
+// Reconcile makes the network's router port use its HA_Chassis_Group with
+// the wanted members, within PassTimeout. It reads only from the cache: a
+// network that is already right costs no transaction, and any change costs
+// exactly one write transaction whose operation results are checked. Rows
+// of other owners are never written; the outcome says why they were left
+// alone. Errors wrap ErrNBUnavailable, ErrConflict or ErrInvalid.
+func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
+	if err := gw.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
+	defer cancel()
+	if err := c.ready(ctx); err != nil {
+		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
+	}
+	v, err := c.view(ctx, gw.Network)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
+	}
+	p := decide(gw, v)
+	if !p.writes() {
+		return p.outcome, nil
+	}
+	t, err := c.build(gw, v, p)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := c.transact(ctx, t); err != nil {
+		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
+	}
+	p.outcome.Changed = true
+	c.awaitCache(ctx, gw)
+	return p.outcome, nil
+}
+
+// view reads what the cache holds for the network.
+func (c *Client) view(ctx context.Context, n Network) (view, error) {
+	v := view{members: map[string]nbdb.HAChassis{}}
+	port := &nbdb.LogicalRouterPort{Name: n.RouterPort}
+	if ok, err := c.get(ctx, port); err != nil {
+		return v, err
+	} else if ok {
+		v.port = port
+	}
+	group := &nbdb.HAChassisGroup{Name: n.Group()}
+	if ok, err := c.get(ctx, group); err != nil {
+		return v, err
+	} else if ok {
+		v.group = group
+		for _, u := range group.HaChassis {
+			h := &nbdb.HAChassis{UUID: u}
+			if ok, err := c.get(ctx, h); err != nil {
+				return v, err
+			} else if ok {
+				v.members[u] = *h
+			}
+		}
+	}
+	if v.port != nil && v.port.HaChassisGroup != nil && (v.group == nil || *v.port.HaChassisGroup != v.group.UUID) {
+		v.portGroup = *v.port.HaChassisGroup
+		other := &nbdb.HAChassisGroup{UUID: v.portGroup}
+		if ok, err := c.get(ctx, other); err != nil {
+			return v, err
+		} else if ok {
+			v.portGroup = other.Name
+		}
+	}
+	return v, nil
+}
+
+// get reads m from the cache by its UUID or schema index.
+func (c *Client) get(ctx context.Context, m any) (bool, error) {
+	err := c.nb.Get(ctx, m)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, client.ErrNotFound):
+		return false, nil
+	}
+	return false, wrapNB("read the NB cache", err)
+}
+
+// transact sends t and checks every operation's result and row count.
+func (c *Client) transact(ctx context.Context, t *txn) error {
+	c.txns.Add(1)
+	res, err := c.nb.Transact(ctx, t.ops...)
+	if err != nil {
+		return wrapNB("run the NB transaction", err)
+	}
+	c.touch()
+	var details []string
+	if opErrs, err := ovsdb.CheckOperationResults(res, t.ops); err != nil {
+		for _, e := range opErrs {
+			if op := e.Operation(); op != nil {
+				details = append(details, fmt.Sprintf("%s %s: %v", op.Op, op.Table, e))
+			} else {
+				details = append(details, e.Error())
+			}
+		}
+		if len(opErrs) == 0 {
+			details = append(details, err.Error())
+		}
+		return &TransactionError{Details: details}
+	}
+	for i, want := range t.counts {
+		if want != anyCount && res[i].Count != want {
+			details = append(details, fmt.Sprintf("%s %s: matched %d rows, want %d", t.ops[i].Op, t.ops[i].Table, res[i].Count, want))
+		}
+	}
+	if len(details) > 0 {
+		return &TransactionError{Details: details}
+	}
+	return nil
+}
+
+// awaitCache waits, up to cacheWait, until the cache shows the network as
+// settled, so a pass right after this one sees its write. A server that sends
+// monitor updates before the transaction reply (ovsdb-server, libovsdb's
+// server) needs no wait at all.
+func (c *Client) awaitCache(ctx context.Context, gw Gateway) {
+	timer := time.NewTimer(cacheWait)
+	defer timer.Stop()
+	for {
+		v, err := c.view(ctx, gw.Network)
+		if err != nil || !decide(gw, v).writes() {
+			return
+		}
+		select {
+		case <-c.changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package ovngateway_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+)
+
+func TestReconcileCreates(t *testing.T) {
+	for name, start := range backends {
+		t.Run(name, func(t *testing.T) {
+			nb := start(t)
+			ovnnb.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub1")
+			c := dial(t, nb.endpoint)
+			gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", "node-1", "node-2", "node-3")
+			got := reconcile(t, c, gw)
+			want := ovngateway.Outcome{Reason: ovngateway.ReasonChassisAssigned, Group: "px-vpc1-sub1", Chassis: 3, Active: gw.Members[0].Chassis, Changed: true}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(ovngateway.Outcome{}, "Message")); diff != "" {
+				t.Errorf("first Reconcile: -want +got:\n%s", diff)
+			}
+			wantState := ovnnb.State{
+				Groups: map[string]ovnnb.Group{"px-vpc1-sub1": wantGroup(gw, nil)},
+				Ports:  map[string]ovnnb.Port{"vpc1-sub1": {Group: "px-vpc1-sub1"}},
+			}
+			if diff := cmp.Diff(wantState, ovnnb.Dump(t, nb.admin)); diff != "" {
+				t.Errorf("rows after the first Reconcile: -want +got:\n%s", diff)
+			}
+			if n := c.Transactions(); n != 1 {
+				t.Errorf("the first Reconcile must send exactly one transaction, sent %d", n)
+			}
+			again := reconcile(t, c, gw)
+			if again.Changed || c.Transactions() != 1 {
+				t.Errorf("a second Reconcile must write nothing: changed=%v transactions=%d", again.Changed, c.Transactions())
+			}
+			if diff := cmp.Diff(wantState, ovnnb.Dump(t, nb.admin)); diff != "" {
+				t.Errorf("rows after the second Reconcile: -want +got:\n%s", diff)
+			}
+		})
+	}
+}

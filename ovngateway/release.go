@@ -1,0 +1,139 @@
+package ovngateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
+)
+
+// Released says what Release found.
+type Released struct {
+	// Deleted is true when the network's group existed, was ours and is
+	// now gone.
+	Deleted bool
+	// Foreign is set when a group with the network's name exists but
+	// belongs to someone else; it is left alone and counts as released.
+	Foreign string
+}
+
+// Release deletes the network's group when it is ours, after clearing the
+// ha_chassis_group of every router port that points at it, in one
+// transaction. A missing or foreign group needs nothing. Call it before the
+// network's VLAN is given back; until it succeeds the VLAN is held
+// (GatewayReleasePending).
+func (c *Client) Release(ctx context.Context, n Network) (Released, error) {
+	if err := n.Validate(); err != nil {
+		return Released{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
+	defer cancel()
+	if err := c.ready(ctx); err != nil {
+		return Released{}, fmt.Errorf("cannot release the gateway of network %q: %w", n.ID(), err)
+	}
+	g := &nbdb.HAChassisGroup{Name: n.Group()}
+	ok, err := c.get(ctx, g)
+	if err != nil || !ok {
+		return Released{}, err
+	}
+	gw := Gateway{Network: n}
+	if msg, foreign := foreignGroup(gw, g); foreign || g.ExternalIDs[OwnerKey] != OwnerValue {
+		if msg == "" {
+			msg = fmt.Sprintf("OVN HA_Chassis_Group %q has no owner", g.Name)
+		}
+		return Released{Foreign: msg}, nil
+	}
+	if err := c.deleteGroup(ctx, g); err != nil {
+		return Released{}, fmt.Errorf("cannot release the gateway of network %q: %w", n.ID(), err)
+	}
+	return Released{Deleted: true}, nil
+}
+
+// deleteGroup clears every port that points at g and deletes g, in one
+// transaction.
+func (c *Client) deleteGroup(ctx context.Context, g *nbdb.HAChassisGroup) error {
+	t := &txn{}
+	var ports []nbdb.LogicalRouterPort
+	uuid := g.UUID
+	if err := c.nb.Where(&nbdb.LogicalRouterPort{HaChassisGroup: &uuid}).List(ctx, &ports); err != nil {
+		return wrapNB("read the NB cache", err)
+	}
+	slices.SortFunc(ports, func(a, b nbdb.LogicalRouterPort) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range ports {
+		sel := &nbdb.LogicalRouterPort{}
+		upd := &nbdb.LogicalRouterPort{UUID: p.UUID}
+		ops, err := c.nb.WhereAll(sel,
+			modelCond(&sel.UUID, p.UUID),
+			modelCond(&sel.HaChassisGroup, &uuid),
+		).Update(upd, &upd.HaChassisGroup)
+		if err := t.add(anyCount, ops, err); err != nil {
+			return err
+		}
+	}
+	ops, err := c.nb.Where(&nbdb.HAChassisGroup{UUID: g.UUID}).Delete()
+	if err := t.add(1, ops, err); err != nil {
+		return err
+	}
+	return c.transact(ctx, t)
+}
+
+// Exists says whether the ProxmoxNetwork namespace/name still exists. It
+// returns an error only when it cannot tell.
+type Exists func(ctx context.Context, namespace, name string) (bool, error)
+
+// Collected says what Collect did.
+type Collected struct {
+	// Deleted are the groups removed because their network is gone.
+	Deleted []string
+	// Kept counts owned groups whose network still exists.
+	Kept int
+	// Skipped are owned groups whose network tag cannot be parsed; they are
+	// left alone.
+	Skipped []string
+}
+
+// Collect deletes every group tagged owner=proxmox-network whose network no
+// longer exists, clearing the ports that point at it first. Groups without
+// that owner are never touched. A failure for one group does not stop the
+// others; the errors are joined.
+func (c *Client) Collect(ctx context.Context, exists Exists) (Collected, error) {
+	if err := c.ready(ctx); err != nil {
+		return Collected{}, fmt.Errorf("cannot collect gateway groups: %w", err)
+	}
+	var groups []nbdb.HAChassisGroup
+	owned := &nbdb.HAChassisGroup{ExternalIDs: map[string]string{OwnerKey: OwnerValue}}
+	if err := c.nb.Where(owned).List(ctx, &groups); err != nil {
+		return Collected{}, fmt.Errorf("cannot collect gateway groups: %w", wrapNB("read the NB cache", err))
+	}
+	slices.SortFunc(groups, func(a, b nbdb.HAChassisGroup) int { return strings.Compare(a.Name, b.Name) })
+	var out Collected
+	var errs []error
+	for i := range groups {
+		g := &groups[i]
+		if g.ExternalIDs[OwnerKey] != OwnerValue {
+			continue
+		}
+		ns, name, err := ParseNetworkID(g.ExternalIDs[NetworkKey])
+		if err != nil {
+			out.Skipped = append(out.Skipped, g.Name)
+			continue
+		}
+		ok, err := exists(ctx, ns, name)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("cannot tell whether network %s/%s of group %q exists: %w", ns, name, g.Name, err))
+		case ok:
+			out.Kept++
+		default:
+			if err := c.deleteGroup(ctx, g); err != nil {
+				errs = append(errs, fmt.Errorf("cannot delete group %q of network %s/%s: %w", g.Name, ns, name, err))
+				continue
+			}
+			out.Deleted = append(out.Deleted, g.Name)
+		}
+	}
+	return out, errors.Join(errs...)
+}
