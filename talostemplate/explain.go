@@ -52,8 +52,12 @@ func explainMiss(c Candidate, sel Selection) []string {
 		return []string{name + " has no tags, and capmox skips untagged templates"}
 	}
 	if comma := commaTags(c.Seen); len(comma) > 0 {
-		return []string{fmt.Sprintf("%s has its tags separated by commas: PVE separates tags with ';', so capmox reads %s as one tag each; set them with qm set %d --tags '%s'",
-			name, quoteAll(comma), c.VMID, strings.ReplaceAll(c.Tags, ",", ";"))}
+		reads := "reads " + quoteAll(comma) + " as a single tag"
+		if len(comma) > 1 {
+			reads = "reads each of " + quoteAll(comma) + " as a single tag"
+		}
+		return []string{fmt.Sprintf("%s has its tags separated by commas: PVE separates tags with ';', so capmox %s; set them with qm set %d --tags '%s'",
+			name, reads, c.VMID, strings.ReplaceAll(c.Tags, ",", ";"))}
 	}
 	var out []string
 	if sel.Capmox == CapmoxV07 {

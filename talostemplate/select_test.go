@@ -229,7 +229,7 @@ func TestExplain(t *testing.T) {
 			opts:      SelectOptions{Capmox: CapmoxV08},
 			want: []string{
 				"capmox v0.8 needs exactly one template for the selector cozystack;talos;talos-v1.13.6 across the whole cluster and counted 0; every template tag must be in the selector and every selector tag on the template (set equality, not containment)",
-				`template 9000 (a) on pve1 has its tags separated by commas: PVE separates tags with ';', so capmox reads "cozystack,talos,talos-v1.13.6" as one tag each; set them with qm set 9000 --tags 'cozystack;talos;talos-v1.13.6'`,
+				`template 9000 (a) on pve1 has its tags separated by commas: PVE separates tags with ';', so capmox reads "cozystack,talos,talos-v1.13.6" as a single tag; set them with qm set 9000 --tags 'cozystack;talos;talos-v1.13.6'`,
 			},
 		},
 		"V07Quirks": {

@@ -13,6 +13,14 @@ var tagPattern = regexp.MustCompile(`^[a-z0-9_][a-z0-9_+.-]*$`)
 // ValidTag reports whether t is a valid, already lower-cased Proxmox tag.
 func ValidTag(t string) bool { return tagPattern.MatchString(t) }
 
+// selectorPattern is the case-insensitive pattern capmox's CRD puts on
+// templateSelector.matchTags items; the API server refuses other values.
+var selectorPattern = regexp.MustCompile(`(?i)^[a-z0-9_][a-z0-9_+.-]*$`)
+
+// ValidSelectorTag reports whether t is accepted in a ProxmoxMachineTemplate's
+// templateSelector.matchTags.
+func ValidSelectorTag(t string) bool { return selectorPattern.MatchString(t) }
+
 // ParseTags turns a comma-separated tag list into the tag set a template is
 // created with: split on commas only, lower-cased (ASCII letters only, as the
 // C locale does), empty entries dropped, duplicates removed, sorted in byte

@@ -94,3 +94,11 @@ func FuzzParseTags(f *testing.F) {
 		}
 	})
 }
+
+func TestValidSelectorTag(t *testing.T) {
+	for tag, want := range map[string]bool{"talos": true, "Talos": true, "talos-v1.13.6": true, "_a+b": true, "": false, " a": false, "a,b": false, "a;b": false, "-a": false} {
+		if got := ValidSelectorTag(tag); got != want {
+			t.Errorf("ValidSelectorTag(%q) = %v, want %v (the CRD pattern is case-insensitive)", tag, got, want)
+		}
+	}
+}

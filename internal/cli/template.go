@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pxsubstrate/pxsubstrate/talostemplate"
+)
+
+func init() { register(newTemplateCmd) }
+
+// templateSubcommands are further `template` subcommands, added by the init
+// functions of other files in this package.
+var templateSubcommands []func(*App) *cobra.Command
+
+func newTemplateCmd(app *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "template",
+		Short: "The Talos VM template workers are cloned from: its build program, and which template capmox picks",
+	}
+	cmd.AddCommand(newTemplatePrintCmd(app), newTemplateSelectCmd(app))
+	for _, f := range templateSubcommands {
+		cmd.AddCommand(f(app))
+	}
+	return cmd
+}
+
+// specFlags are the template inputs every mode takes besides VMID and STORAGE.
+type specFlags struct {
+	values, version, schematicID, schematicFile, factory, factoryCA, diskSize, cpu, tags string
+	noAgent                                                                              bool
+}
+
+func (f *specFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.values, "values", "", "kubernetes-nodes chart values file whose talos: block gives the version, schematic ID and factory URL")
+	fs.StringVar(&f.version, "talos-version", "", "Talos version, such as v1.13.6 (overrides --values)")
+	fs.StringVar(&f.schematicID, "schematic-id", "", "Image Factory schematic ID (overrides --values)")
+	fs.StringVar(&f.schematicFile, "schematic", "", "schematic YAML: its ID is computed, and its extensions are checked for a VM template")
+	fs.StringVar(&f.factory, "factory-url", "", "Image Factory URL (default "+talostemplate.DefaultFactoryURL+", or the one in --values)")
+	fs.StringVar(&f.factoryCA, "factory-ca", "", "PEM file of CA certificates curl trusts for an https factory behind an internal CA")
+	fs.StringVar(&f.diskSize, "disk-size", talostemplate.DefaultDiskSize, "system disk size in whole gigabytes; every clone inherits it")
+	fs.StringVar(&f.cpu, "cpu", talostemplate.DefaultCPU, "Proxmox CPU model; Talos needs x86-64-v2")
+	fs.StringVar(&f.tags, "tags", "", "comma-separated template tags (default cozystack,talos,talos-<version>,schematic-<first 8 of the schematic>)")
+	fs.BoolVar(&f.noAgent, "no-agent", false, "create the template without the QEMU guest agent (only for a schematic without qemu-guest-agent)")
+}
+
+// spec turns the flags and the VMID and STORAGE arguments into a checked
+// Spec and the warnings about its schematic.
+func (f *specFlags) spec(app *App, vmid, storage string) (talostemplate.Spec, []talostemplate.Warning, error) {
+	in := talostemplate.Inputs{VMID: vmid, Storage: storage, TalosVersion: f.version, SchematicID: f.schematicID,
+		FactoryURL: f.factory, DiskSize: f.diskSize, CPU: f.cpu, Tags: f.tags, DisableAgent: f.noAgent}
+	if f.values != "" {
+		data, err := readInput(app, f.values)
+		if err != nil {
+			return talostemplate.Spec{}, nil, err
+		}
+		chart, err := talostemplate.ReadChartValues(data)
+		if err != nil {
+			return talostemplate.Spec{}, nil, fmt.Errorf("%s: %w", f.values, err)
+		}
+		in = chart.Apply(in)
+	}
+	schematic, err := f.schematic(app, &in)
+	if err != nil {
+		return talostemplate.Spec{}, nil, err
+	}
+	if in.TalosVersion == "" {
+		return talostemplate.Spec{}, nil, errors.New("the Talos version is not set: pass --talos-version, or --values with the pool's chart values")
+	}
+	if in.SchematicID == "" {
+		return talostemplate.Spec{}, nil, errors.New("the schematic is not set: pass --schematic-id, --schematic with its YAML, or --values with the pool's chart values")
+	}
+	if f.factoryCA != "" {
+		if in.FactoryCA, err = readInput(app, f.factoryCA); err != nil {
+			return talostemplate.Spec{}, nil, err
+		}
+	}
+	spec, err := talostemplate.NewSpec(in)
+	if err != nil {
+		return talostemplate.Spec{}, nil, err
+	}
+	warnings, err := talostemplate.CheckSchematic(spec.SchematicID, schematic, spec.DisableAgent)
+	return spec, warnings, err
+}
+
+// schematic reads --schematic, fills in its ID and refuses an ID given
+// elsewhere that does not match it.
+func (f *specFlags) schematic(app *App, in *talostemplate.Inputs) (*talostemplate.Schematic, error) {
+	if f.schematicFile == "" {
+		return nil, nil
+	}
+	data, err := readInput(app, f.schematicFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := talostemplate.ParseSchematic(data)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the schematic %s: %w", f.schematicFile, err)
+	}
+	id, err := s.ID()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the schematic %s: %w", f.schematicFile, err)
+	}
+	if in.SchematicID != "" && in.SchematicID != id {
+		return nil, fmt.Errorf("the schematic in %s has the ID %s, but the schematic ID to build is %s: pass the schematic the pool runs, or drop --schematic-id",
+			f.schematicFile, id, in.SchematicID)
+	}
+	in.SchematicID = id
+	return s, nil
+}
+
+func warn(app *App, ws []talostemplate.Warning) {
+	for _, w := range ws {
+		fmt.Fprintf(app.ErrOut, "Warning: %s\n", w.Message)
+	}
+}
+
+// templatePrintResult is `template print` in -o json|yaml.
+type templatePrintResult struct {
+	Spec        talostemplate.Spec      `json:"spec"`
+	Program     string                  `json:"program"`
+	PoolSnippet string                  `json:"poolSnippet"`
+	Warnings    []talostemplate.Warning `json:"warnings,omitempty"`
+}
+
+func newTemplatePrintCmd(app *App) *cobra.Command {
+	var f specFlags
+	cmd := &cobra.Command{
+		Use:   "print VMID STORAGE",
+		Short: "Print the root shell program that builds the Talos VM template, for review",
+		Long: `Prints the program that builds the template on a Proxmox VE node: it checks
+that VMID is free and that no template carries the same tag set, downloads the
+nocloud image from the Image Factory, creates the VM (OVMF with an EFI disk,
+virtio-scsi, the image imported as scsi0, serial console, guest agent, no NIC),
+grows the disk and converts the VM into a template. Run it as root on a node:
+  pxsubstrate template print 9000 local-lvm --values values.yaml | ssh root@pve sh -s
+Warnings about the schematic go to stderr.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			spec, warnings, err := f.spec(app, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			program, err := talostemplate.Program(spec)
+			if err != nil {
+				return err
+			}
+			warn(app, warnings)
+			res := templatePrintResult{Spec: spec, Program: program, PoolSnippet: talostemplate.PoolSnippet(spec), Warnings: warnings}
+			return app.Print(res, func(w io.Writer) { _, _ = io.WriteString(w, program) })
+		},
+	}
+	f.bind(cmd.Flags())
+	return cmd
+}
+
+// templateSelectResult is `template select`'s report.
+type templateSelectResult struct {
+	talostemplate.Selection
+	// Error is capmox's error text when it would not clone.
+	Error       string   `json:"error,omitempty"`
+	Explanation []string `json:"explanation"`
+}
+
+func newTemplateSelectCmd(app *App) *cobra.Command {
+	var tags, resources, capmox, policy string
+	cmd := &cobra.Command{
+		Use:   "select --tags a,b --resources FILE",
+		Short: "Show which template capmox clones for a tag selector, or its exact error and why",
+		Long: `Replays capmox's template selection over the guests of a cluster, as
+GET /cluster/resources?type=vm lists them (pvesh get /cluster/resources --type vm
+--output-format json), in JSON or YAML, the data array or the whole answer.
+--tags is the pool's proxmox.templateTags (templateSelector.matchTags), comma-separated.
+Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			selector, err := selectorTags(tags)
+			if err != nil {
+				return usageError{err}
+			}
+			opts := talostemplate.SelectOptions{Capmox: talostemplate.CapmoxVersion(capmox), Policy: talostemplate.MatchPolicy(policy)}
+			sel, err := talostemplate.SelectFrom(cmd.Context(), talostemplate.ResourcesFile(resources), selector, opts)
+			var notFound *talostemplate.NotFoundError
+			if err != nil && !errors.As(err, &notFound) {
+				return err
+			}
+			res := templateSelectResult{Selection: sel, Explanation: talostemplate.Explain(sel)}
+			if notFound != nil {
+				res.Error = notFound.Error()
+			}
+			if perr := app.Print(res, func(w io.Writer) { selectTable(w, res) }); perr != nil {
+				return perr
+			}
+			if notFound != nil {
+				return &ExitError{Code: 1, Err: notFound}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tags, "tags", "", "the selector: the pool's proxmox.templateTags, comma-separated")
+	cmd.Flags().StringVar(&resources, "resources", "", "file with the answer of GET /cluster/resources?type=vm (JSON or YAML)")
+	cmd.Flags().StringVar(&capmox, "capmox", string(talostemplate.CapmoxV07), "capmox release line: v0.7 (what Cozystack ships) or v0.8 (v0.8 and later)")
+	cmd.Flags().StringVar(&policy, "match-policy", string(talostemplate.MatchExact), "capmox v0.8 templateSelector.matchPolicy: exact, uniqueSubset or bestSubset")
+	_ = cmd.MarkFlagRequired("tags")
+	_ = cmd.MarkFlagRequired("resources")
+	return cmd
+}
+
+// selectorTags splits --tags as a list of matchTags items, unchanged, and
+// refuses items the ProxmoxMachineTemplate CRD would refuse.
+func selectorTags(list string) ([]string, error) {
+	tags := strings.Split(list, ",")
+	for i, t := range tags {
+		if !talostemplate.ValidSelectorTag(t) {
+			return nil, fmt.Errorf("--tags item %d %q is not a tag capmox's CRD accepts in matchTags (letters, digits, _ + . -, not starting with + . -)", i+1, t)
+		}
+	}
+	return tags, nil
+}
+
+func selectTable(w io.Writer, res templateSelectResult) {
+	if res.Template != nil {
+		fmt.Fprintf(w, "capmox %s clones template %d (%s) on node %s\n", res.Capmox, res.Template.VMID, res.Template.Name, res.Template.Node)
+	} else {
+		fmt.Fprintln(w, res.Error)
+	}
+	if len(res.Candidates) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "VMID\tNAME\tNODE\tTEMPLATE\tTAGS\tMISSING\tEXTRA\tMATCH")
+		for _, c := range res.Candidates {
+			match := "no"
+			switch {
+			case c.Counted:
+				match = "yes"
+			case c.Skipped != "":
+				match = "skipped: " + c.Skipped
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.VMID, dash(c.Name), dash(c.Node), c.Template, dash(c.Tags),
+				dash(strings.Join(c.Missing, ",")), dash(strings.Join(c.Extra, ",")), match)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Why:")
+	for _, line := range res.Explanation {
+		fmt.Fprintf(w, "  - %s\n", line)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
