@@ -228,24 +228,31 @@ func (n *node) file(name string) string {
 
 var workDir = regexp.MustCompile(`/talos-template\.[A-Za-z0-9]{6}/`)
 
-func TestProgramOnANode(t *testing.T) {
-	const others = `[{"vmid":100,"name":"web","node":"pve1","template":0,"tags":"cozystack;schematic-ce4c9805;talos;talos-v1.13.6"},
+// clusterGuests is what pvesh lists on the stub node: a VM and two templates,
+// none of which carries the default tag set.
+const clusterGuests = `[{"vmid":100,"name":"web","node":"pve1","template":0,"tags":"cozystack;schematic-ce4c9805;talos;talos-v1.13.6"},
 	{"vmid":9001,"name":"old","node":"pve2","template":1,"tags":"cozystack;talos;talos-v1.13.5"},
 	{"vmid":9002,"node":"pve2","template":1}]`
+
+func defaultProgram(t *testing.T) (Spec, string) {
+	t.Helper()
 	s := programSpec(t, nil)
 	program, err := Program(s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, program
+}
 
-	t.Run("Creates", func(t *testing.T) {
-		n := newNode(t, others, true)
-		stdout, stderr, code := n.run(t, program)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		conf := workDir.ReplaceAllString(strings.ReplaceAll(n.file("9000.conf"), n.tmp, "$TMPDIR"), "/talos-template.XXXXXX/")
-		want := `name: talos-v1.13.6-ce4c9805
+func TestProgramCreatesTheTemplate(t *testing.T) {
+	s, program := defaultProgram(t)
+	n := newNode(t, clusterGuests, true)
+	stdout, stderr, code := n.run(t, program)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	conf := workDir.ReplaceAllString(strings.ReplaceAll(n.file("9000.conf"), n.tmp, "$TMPDIR"), "/talos-template.XXXXXX/")
+	want := `name: talos-v1.13.6-ce4c9805
 tags: cozystack;schematic-ce4c9805;talos;talos-v1.13.6
 ostype: l26
 cpu: x86-64-v2-AES
@@ -264,74 +271,79 @@ agent: enabled=1
 size scsi0: 20G
 template: 1
 `
-		if diff := cmp.Diff(want, conf); diff != "" {
-			t.Errorf("VM 9000 on the node: -want +got:\n%s", diff)
-		}
-		if stdout != n.file("9000.conf") {
-			t.Errorf("the program ends with qm config; stdout %q", stdout)
-		}
-		if got := strings.TrimSpace(n.file("fetched")); got != s.ImageURL() {
-			t.Errorf("fetched %q, want %q", got, s.ImageURL())
-		}
-		if left, _ := os.ReadDir(n.tmp); len(left) != 0 {
-			t.Errorf("the work directory must be removed, found %v", left)
-		}
-	})
+	if diff := cmp.Diff(want, conf); diff != "" {
+		t.Errorf("VM 9000 on the node: -want +got:\n%s", diff)
+	}
+	if stdout != n.file("9000.conf") {
+		t.Errorf("the program ends with qm config; stdout %q", stdout)
+	}
+	if got := strings.TrimSpace(n.file("fetched")); got != s.ImageURL() {
+		t.Errorf("fetched %q, want %q", got, s.ImageURL())
+	}
+	if left, _ := os.ReadDir(n.tmp); len(left) != 0 {
+		t.Errorf("the work directory must be removed, found %v", left)
+	}
+}
 
-	t.Run("TagSetTaken", func(t *testing.T) {
-		n := newNode(t, `{"data":0}`, true)
-		if err := os.WriteFile(filepath.Join(n.state, "resources.json"), []byte(`[{"vmid":9005,"name":"same","node":"pve3","template":1,"tags":"Talos; cozystack;;schematic-ce4c9805;talos-v1.13.6;talos"}]`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, stderr, code := n.run(t, program)
-		want := "a template already carries the tags cozystack;schematic-ce4c9805;talos;talos-v1.13.6: 9005 (same) on pve3\n"
-		if code != 1 || stderr != want {
-			t.Errorf("exit %d stderr %q, want 1 and %q", code, stderr, want)
-		}
-		if n.file("9000.conf") != "" || n.file("fetched") != "" {
-			t.Error("nothing may be downloaded or created when the tag set is taken")
-		}
-		// The Go check agrees with the program's.
-		rs, _ := ParseResources([]byte(n.file("resources.json")))
-		if err := CheckTagSetFree(rs, s.Tags); err == nil || err.Error()+"\n" != want {
-			t.Errorf("CheckTagSetFree = %v, want %q", err, want)
-		}
-	})
+func TestProgramRefusesATakenTagSet(t *testing.T) {
+	s, program := defaultProgram(t)
+	const taken = `[{"vmid":9005,"name":"same","node":"pve3","template":1,"tags":"Talos; cozystack;;schematic-ce4c9805;talos-v1.13.6;talos"}]`
+	n := newNode(t, taken, true)
+	_, stderr, code := n.run(t, program)
+	want := "a template already carries the tags cozystack;schematic-ce4c9805;talos;talos-v1.13.6: 9005 (same) on pve3\n"
+	if code != 1 || stderr != want {
+		t.Errorf("exit %d stderr %q, want 1 and %q", code, stderr, want)
+	}
+	if n.file("9000.conf") != "" || n.file("fetched") != "" {
+		t.Error("nothing may be downloaded or created when the tag set is taken")
+	}
+	rs, err := ParseResources([]byte(taken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTagSetFree(rs, s.Tags); err == nil || err.Error()+"\n" != want {
+		t.Errorf("the Go check must agree with the program's: CheckTagSetFree = %v, want %q", err, want)
+	}
+}
 
-	t.Run("VMIDTaken", func(t *testing.T) {
-		n := newNode(t, others, true)
-		if err := os.WriteFile(filepath.Join(n.state, "9000.conf"), []byte("name: other\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, stderr, code := n.run(t, program)
-		if code == 0 || !strings.Contains(stderr, "VM 9000 already exists") || n.file("fetched") != "" {
-			t.Errorf("a taken VMID must stop the program before the download: exit %d stderr %q", code, stderr)
-		}
-		if n.file("9000.conf") != "name: other\n" {
-			t.Error("the existing VM must be left alone")
-		}
-	})
+func TestProgramRefusesATakenVMID(t *testing.T) {
+	_, program := defaultProgram(t)
+	n := newNode(t, clusterGuests, true)
+	if err := os.WriteFile(filepath.Join(n.state, "9000.conf"), []byte("name: other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := n.run(t, program)
+	if code == 0 || !strings.Contains(stderr, "VM 9000 already exists") || n.file("fetched") != "" {
+		t.Errorf("a taken VMID must stop the program before the download: exit %d stderr %q", code, stderr)
+	}
+	if n.file("9000.conf") != "name: other\n" {
+		t.Error("the existing VM must be left alone")
+	}
+}
 
-	t.Run("NotANode", func(t *testing.T) {
-		n := newNode(t, others, false)
-		_, stderr, code := n.run(t, program)
-		if code != 1 || stderr != "this is not a Proxmox VE node: qm and pvesh are missing\n" {
-			t.Errorf("exit %d stderr %q", code, stderr)
-		}
-	})
+func TestProgramNeedsAProxmoxNode(t *testing.T) {
+	_, program := defaultProgram(t)
+	n := newNode(t, clusterGuests, false)
+	_, stderr, code := n.run(t, program)
+	if code != 1 || stderr != "this is not a Proxmox VE node: qm and pvesh are missing\n" {
+		t.Errorf("exit %d stderr %q", code, stderr)
+	}
+}
 
-	t.Run("FactoryCA", func(t *testing.T) {
-		ca, err := Program(programSpec(t, withCA(t)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := newNode(t, others, true)
-		if _, stderr, code := n.run(t, ca); code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		want, _ := os.ReadFile("testdata/factory-ca.pem")
-		if got := n.file("cacert.pem"); !strings.HasSuffix(got, string(want)) {
-			t.Errorf("curl must trust the factory CA; its --cacert file ends %q", got[max(0, len(got)-80):])
-		}
-	})
+func TestProgramTrustsTheFactoryCA(t *testing.T) {
+	program, err := Program(programSpec(t, withCA(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, clusterGuests, true)
+	if _, stderr, code := n.run(t, program); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want, err := os.ReadFile("testdata/factory-ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.file("cacert.pem"); !strings.HasSuffix(got, string(want)) {
+		t.Errorf("curl must trust the factory CA; its --cacert file ends %q", got[max(0, len(got)-80):])
+	}
 }

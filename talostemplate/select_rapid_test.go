@@ -73,106 +73,109 @@ type guestModel struct {
 	emptyEntry bool     // the rendered tag string holds an empty entry
 }
 
-// TestSelectStateMachine drives a cluster through adding, removing,
-// retagging and converting guests and reordering the listing, and checks
-// Select (capmox v0.8, exact) and CheckTagSetFree against the model.
+// clusterMachine is a cluster whose guests are added, removed, retagged,
+// converted to templates and listed in a changing order.
+type clusterMachine struct {
+	selector []string
+	model    map[int]guestModel
+	listing  []VMResource
+	next     int
+}
+
+func (m *clusterMachine) put(vmid int, g guestModel, tags string) {
+	m.model[vmid] = g
+	r := VMResource{VMID: vmid, Node: "pve1", Tags: tags}
+	if g.template {
+		r.Template = 1
+	}
+	if i := slices.IndexFunc(m.listing, func(r VMResource) bool { return r.VMID == vmid }); i >= 0 {
+		m.listing[i] = r
+	} else {
+		m.listing = append(m.listing, r)
+	}
+}
+
+// draw makes a guest whose set is often the selector's, rendered loosely.
+func (m *clusterMachine) draw(t *rapid.T, template bool) (guestModel, string) {
+	set := drawSet(t, "set")
+	if rapid.IntRange(0, 2).Draw(t, "useSelector") == 0 {
+		set = slices.Clone(m.selector)
+	}
+	tags := renderTags(t, set, true)
+	empty := slices.ContainsFunc(strings.Split(tags, ";"), func(p string) bool { return strings.TrimSpace(p) == "" })
+	return guestModel{template: template, set: set, emptyEntry: empty}, tags
+}
+
+func (m *clusterMachine) pick(t *rapid.T) int {
+	if len(m.listing) == 0 {
+		t.Skip("empty cluster")
+	}
+	return rapid.SampledFrom(m.listing).Draw(t, "guest").VMID
+}
+
+func (m *clusterMachine) Add(t *rapid.T) {
+	g, tags := m.draw(t, rapid.Bool().Draw(t, "template"))
+	m.put(m.next, g, tags)
+	m.next++
+}
+
+func (m *clusterMachine) Remove(t *rapid.T) {
+	id := m.pick(t)
+	delete(m.model, id)
+	m.listing = slices.DeleteFunc(m.listing, func(r VMResource) bool { return r.VMID == id })
+}
+
+func (m *clusterMachine) Retag(t *rapid.T) {
+	id := m.pick(t)
+	g, tags := m.draw(t, m.model[id].template)
+	m.put(id, g, tags)
+}
+
+func (m *clusterMachine) Convert(t *rapid.T) {
+	id := m.pick(t)
+	i := slices.IndexFunc(m.listing, func(r VMResource) bool { return r.VMID == id })
+	g := m.model[id]
+	g.template = true
+	m.put(id, g, m.listing[i].Tags)
+}
+
+func (m *clusterMachine) Reorder(t *rapid.T) {
+	m.listing = rapid.Permutation(m.listing).Draw(t, "listing")
+}
+
+// Check compares Select (capmox v0.8, exact) and CheckTagSetFree with the model.
+func (m *clusterMachine) Check(t *rapid.T) {
+	var exact, loose []int
+	for id, g := range m.model {
+		if g.template && slices.Equal(g.set, m.selector) {
+			loose = append(loose, id)
+			if !g.emptyEntry {
+				exact = append(exact, id)
+			}
+		}
+	}
+	sel, err := Select(m.listing, m.selector, SelectOptions{Capmox: CapmoxV08})
+	if sel.Count != len(exact) {
+		t.Fatalf("capmox counted %d, model says %v", sel.Count, exact)
+	}
+	if len(exact) == 1 && (err != nil || sel.Template.VMID != exact[0]) {
+		t.Fatalf("want template %d, got %v (%v)", exact[0], sel.Template, err)
+	}
+	if len(exact) != 1 && !errors.Is(err, ErrTemplateNotFound) {
+		t.Fatalf("want ErrTemplateNotFound for %d matches, got %v", len(exact), err)
+	}
+	if taken := CheckTagSetFree(m.listing, m.selector); (taken != nil) != (len(loose) > 0) {
+		t.Fatalf("CheckTagSetFree = %v, model holders %v", taken, loose)
+	}
+}
+
+// TestSelectStateMachine drives a cluster through its life and checks, after
+// every step, that capmox's choice and the uniqueness check match the model.
+// Every set capmox matches is also taken (exact is a subset of loose).
 func TestSelectStateMachine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		selector := drawSet(t, "selector")
-		model := map[int]guestModel{}
-		var listing []VMResource
-		next := 100
-		put := func(vmid int, g guestModel, tags string) {
-			model[vmid] = g
-			r := VMResource{VMID: vmid, Node: "pve1", Tags: tags}
-			if g.template {
-				r.Template = 1
-			}
-			if i := slices.IndexFunc(listing, func(r VMResource) bool { return r.VMID == vmid }); i >= 0 {
-				listing[i] = r
-			} else {
-				listing = append(listing, r)
-			}
-		}
-		draw := func(t *rapid.T, template bool) (guestModel, string) {
-			set := drawSet(t, "set")
-			if rapid.IntRange(0, 2).Draw(t, "useSelector") == 0 {
-				set = slices.Clone(selector)
-			}
-			tags := renderTags(t, set, true)
-			return guestModel{template: template, set: set, emptyEntry: slices.Contains(strings.Split(tags, ";"), "") ||
-				slices.ContainsFunc(strings.Split(tags, ";"), func(p string) bool { return strings.TrimSpace(p) == "" })}, tags
-		}
-		pick := func(t *rapid.T) (int, bool) {
-			if len(listing) == 0 {
-				return 0, false
-			}
-			return rapid.SampledFrom(listing).Draw(t, "guest").VMID, true
-		}
-		t.Repeat(map[string]func(*rapid.T){
-			"add": func(t *rapid.T) {
-				g, tags := draw(t, rapid.Bool().Draw(t, "template"))
-				put(next, g, tags)
-				next++
-			},
-			"remove": func(t *rapid.T) {
-				id, ok := pick(t)
-				if !ok {
-					t.Skip("empty cluster")
-				}
-				delete(model, id)
-				listing = slices.DeleteFunc(listing, func(r VMResource) bool { return r.VMID == id })
-			},
-			"retag": func(t *rapid.T) {
-				id, ok := pick(t)
-				if !ok {
-					t.Skip("empty cluster")
-				}
-				g, tags := draw(t, model[id].template)
-				put(id, g, tags)
-			},
-			"convert": func(t *rapid.T) {
-				id, ok := pick(t)
-				if !ok {
-					t.Skip("empty cluster")
-				}
-				i := slices.IndexFunc(listing, func(r VMResource) bool { return r.VMID == id })
-				g := model[id]
-				g.template = true
-				put(id, g, listing[i].Tags)
-			},
-			"reorder": func(t *rapid.T) {
-				listing = rapid.Permutation(listing).Draw(t, "listing")
-			},
-			"": func(t *rapid.T) {
-				var exact, loose []int
-				for id, g := range model {
-					if g.template && slices.Equal(g.set, selector) {
-						loose = append(loose, id)
-						if !g.emptyEntry {
-							exact = append(exact, id)
-						}
-					}
-				}
-				sel, err := Select(listing, selector, SelectOptions{Capmox: CapmoxV08})
-				if sel.Count != len(exact) {
-					t.Fatalf("capmox counted %d, model says %v", sel.Count, exact)
-				}
-				if len(exact) == 1 && (err != nil || sel.Template.VMID != exact[0]) {
-					t.Fatalf("want template %d, got %v (%v)", exact[0], sel.Template, err)
-				}
-				if len(exact) != 1 && !errors.Is(err, ErrTemplateNotFound) {
-					t.Fatalf("want ErrTemplateNotFound for %d matches, got %v", len(exact), err)
-				}
-				taken := CheckTagSetFree(listing, selector)
-				if (taken != nil) != (len(loose) > 0) {
-					t.Fatalf("CheckTagSetFree = %v, model holders %v", taken, loose)
-				}
-				if len(exact) > 0 && taken == nil {
-					t.Fatal("a tag set capmox matches must count as taken")
-				}
-			},
-		})
+		m := &clusterMachine{selector: drawSet(t, "selector"), model: map[int]guestModel{}, next: 100}
+		t.Repeat(rapid.StateMachineActions(m))
 	})
 }
 
