@@ -1,0 +1,183 @@
+package vpcrender
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Render checks s and returns the VPC's objects. Every refusal found is
+// returned at once, joined; each is a *RefusalError (see Refusals).
+func Render(s Spec) (Rendering, error) {
+	var rf refusals
+	checkIdentity(s, &rf)
+	vpcID := VPCID(s.Namespace, s.Name)
+	plans := planSubnets(s, vpcID, &rf)
+	peerings := planPeerings(s, vpcID, &rf)
+	routes := checkRoutes(s, plans, &rf)
+	checkReleasable(s, vpcID, plans, &rf)
+	egress := planEgress(s, vpcID, plans, &rf)
+	if err := rf.err(); err != nil {
+		return Rendering{}, err
+	}
+	b := builder{ns: s.Namespace, vpcID: vpcID, release: ReleasePrefix + s.Name}
+	vpc := b.vpc(peerings, routes)
+	if egress != nil {
+		vpc.Spec.PolicyRoutes = egressPolicyRoutes(routes)
+	}
+	objs := []any{vpc}
+	for _, p := range plans {
+		objs = append(objs, b.nad(p), b.subnet(p))
+		if p.proxmox != nil {
+			objs = append(objs, b.pool(p), b.network(p))
+		}
+	}
+	if egress != nil {
+		if egress.internalCIDR != "" {
+			objs = append(objs, b.egressSubnet(egress))
+		}
+		objs = append(objs, b.egressGateway(egress))
+	}
+	return Rendering{VPCID: vpcID, Objects: objs}, nil
+}
+
+type builder struct {
+	ns, vpcID, release string
+}
+
+func (b builder) labels(subnet string) map[string]string {
+	l := map[string]string{LabelVPCID: b.vpcID, LabelVPCName: b.release, LabelTenantName: b.ns}
+	if subnet != "" {
+		l[LabelSubnetName] = subnet
+	}
+	return l
+}
+
+func (b builder) vpc(peerings []VpcPeering, routes []parsedRoute) *Vpc {
+	v := &Vpc{
+		TypeMeta: typeMeta(KubeOVNAPIVersion, "Vpc"),
+		ObjectMeta: metav1.ObjectMeta{Name: b.vpcID, Labels: map[string]string{
+			LabelVPCName: b.release, LabelTenantName: b.ns,
+		}},
+		Spec: VpcSpec{Namespaces: []string{b.ns}, VpcPeerings: peerings},
+	}
+	for _, r := range routes {
+		v.Spec.StaticRoutes = append(v.Spec.StaticRoutes, StaticRoute{CIDR: r.route.CIDR, NextHopIP: r.route.NextHopIP})
+	}
+	return v
+}
+
+func (b builder) provider(id string) string { return id + "." + b.ns + ".ovn" }
+
+func (b builder) nad(p subnetPlan) *NetworkAttachmentDefinition {
+	cfg, err := json.Marshal(struct {
+		CNIVersion   string `json:"cniVersion"`
+		Type         string `json:"type"`
+		ServerSocket string `json:"server_socket"`
+		Provider     string `json:"provider"`
+	}{nadCNIVersion, "kube-ovn", kubeOVNServerSock, b.provider(p.id)})
+	if err != nil {
+		panic(fmt.Sprintf("vpcrender: a struct of strings failed to marshal: %v", err))
+	}
+	return &NetworkAttachmentDefinition{
+		TypeMeta:   typeMeta(NADAPIVersion, "NetworkAttachmentDefinition"),
+		ObjectMeta: metav1.ObjectMeta{Name: p.id, Namespace: b.ns, Labels: b.labels(p.spec.Name)},
+		Spec:       NADSpec{Config: string(cfg)},
+	}
+}
+
+func (b builder) subnet(p subnetPlan) *Subnet {
+	s := &Subnet{
+		TypeMeta:   typeMeta(KubeOVNAPIVersion, "Subnet"),
+		ObjectMeta: metav1.ObjectMeta{Name: p.id, Labels: b.labels(p.spec.Name)},
+		Spec: SubnetSpec{
+			Vpc:       b.vpcID,
+			CIDRBlock: p.spec.CIDR,
+			Provider:  b.provider(p.id),
+			Protocol:  protocol(p),
+			Private:   true,
+		},
+	}
+	if px := p.proxmox; px != nil {
+		s.Labels[LabelZone] = px.zone.Name
+		s.Spec.Private = false
+		s.Spec.Gateway = px.gateway.String()
+		s.Spec.ExcludeIps = []string{px.from.String() + ".." + px.to.String()}
+		s.Spec.Vlan = p.id
+		s.Spec.LogicalGateway = true
+		s.Spec.MTU = px.zone.MTU
+	} else {
+		s.Spec.AllowSubnets = p.spec.AllowSubnets
+	}
+	return s
+}
+
+func protocol(p subnetPlan) string {
+	if len(p.prefixes) == 2 {
+		return "Dual"
+	}
+	if p.prefixes[0].Addr().Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+func (b builder) pool(p subnetPlan) *InClusterIPPool {
+	px := p.proxmox
+	return &InClusterIPPool{
+		TypeMeta: typeMeta(IPAMAPIVersion, "InClusterIPPool"),
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.id, Namespace: b.ns, Labels: b.labels(p.spec.Name),
+			Annotations: map[string]string{
+				AnnotationMetric:            strconv.Itoa(routeMetricBase + p.index),
+				AnnotationSkipDeleteWebhook: "",
+			},
+		},
+		Spec: PoolSpec{
+			Addresses: []string{px.from.String() + "-" + px.to.String()},
+			Prefix:    px.prefix.Bits(),
+			Gateway:   px.gateway.String(),
+		},
+	}
+}
+
+func (b builder) network(p subnetPlan) *ProxmoxNetwork {
+	return &ProxmoxNetwork{
+		TypeMeta:   typeMeta(ProxmoxAPIVersion, "ProxmoxNetwork"),
+		ObjectMeta: metav1.ObjectMeta{Name: p.id, Namespace: b.ns, Labels: b.labels(p.spec.Name)},
+		Spec:       ProxmoxNetworkSpec{Zone: p.proxmox.zone.Name, Subnet: p.id, IPPool: p.id},
+	}
+}
+
+func (b builder) egressSubnet(e *egressPlan) *Subnet {
+	l := b.labels("")
+	l[LabelEgressSubnet] = "true"
+	return &Subnet{
+		TypeMeta:   typeMeta(KubeOVNAPIVersion, "Subnet"),
+		ObjectMeta: metav1.ObjectMeta{Name: e.internalID, Labels: l},
+		Spec:       SubnetSpec{Vpc: b.vpcID, CIDRBlock: e.internalCIDR, Protocol: "IPv4"},
+	}
+}
+
+// egressGateway runs in the zone's platform namespace: its pods need
+// privileges a tenant namespace refuses. Its name carries the VPC id, so
+// gateways of different tenants never collide there.
+func (b builder) egressGateway(e *egressPlan) *VpcEgressGateway {
+	g := &VpcEgressGateway{
+		TypeMeta:   typeMeta(KubeOVNAPIVersion, "VpcEgressGateway"),
+		ObjectMeta: metav1.ObjectMeta{Name: b.vpcID + "-egress", Namespace: e.zone.Egress.GatewayNamespace, Labels: b.labels("")},
+		Spec: EgressGatewaySpec{
+			Vpc:            b.vpcID,
+			Replicas:       e.replicas,
+			InternalSubnet: e.internalID,
+			ExternalSubnet: e.zone.Egress.ExternalSubnet,
+			Policies:       []EgressPolicy{{SNAT: true, Subnets: e.ids}},
+		},
+	}
+	if pn := e.zone.ProviderNetwork; pn != "" {
+		g.Spec.NodeSelector = []metav1.LabelSelector{{MatchLabels: map[string]string{fmt.Sprintf(providerReadyLabel, pn): "true"}}}
+	}
+	return g
+}
