@@ -1,0 +1,161 @@
+package ovngateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+)
+
+// converged is the state one network on testPort must reach.
+func converged(gw ovngateway.Gateway) ovnnb.State {
+	return ovnnb.State{Groups: map[string]ovnnb.Group{testGroup: wantGroup(gw, nil)}, Ports: map[string]ovnnb.Port{testPort: {Group: testGroup}}}
+}
+
+// TestReconcileRepairsDrift: after someone changes the rows of a converged
+// network, one pass with one transaction repairs them.
+func TestReconcileRepairsDrift(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		drift  func(t *testing.T, c client.Client)
+	}{
+		"PortCleared": {
+			reason: "someone cleared the port's ha_chassis_group",
+			drift:  func(t *testing.T, c client.Client) { ovnnb.SetPortGroup(t, c, testPort, "") },
+		},
+		"PortRecreated": {
+			reason: "Kube-OVN deleted and recreated the router port without a group",
+			drift: func(t *testing.T, c client.Client) {
+				ovnnb.DeleteRouterPort(t, c, testPort)
+				ovnnb.AddRouterPort(t, c, "vpc1", testPort)
+			},
+		},
+		"PriorityChanged": {
+			reason: "someone changed a member's priority",
+			drift: func(t *testing.T, c client.Client) {
+				rows := ovnnb.Select[nbmodel.HAChassis](t, c)
+				h := &rows[0]
+				h.Priority = 1
+				ops, err := c.Where(h).Update(h, &h.Priority)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ovnnb.Transact(t, c, ops...)
+			},
+		},
+		"MemberRemoved": {
+			reason: "someone removed a member from the group",
+			drift: func(t *testing.T, c client.Client) {
+				g := &ovnnb.Select[nbmodel.HAChassisGroup](t, c)[0]
+				g.HaChassis = g.HaChassis[1:]
+				ops, err := c.Where(g).Update(g, &g.HaChassis)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ovnnb.Transact(t, c, ops...)
+			},
+		},
+	}
+	for backend, start := range backends {
+		t.Run(backend, func(t *testing.T) {
+			for name, tc := range cases {
+				t.Run(name, func(t *testing.T) {
+					nb := start(t)
+					ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
+					c := dial(t, nb.endpoint)
+					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
+					reconcile(t, c, gw)
+					tc.drift(t, nb.admin)
+					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff == "" {
+						t.Fatalf("%s: the drift must change the rows", tc.reason)
+					}
+					before := c.Transactions()
+					if o := reconcile(t, c, gw); !o.Changed || c.Transactions() != before+1 {
+						t.Errorf("%s: the repair must take exactly one transaction: %+v, %d", tc.reason, o, c.Transactions()-before)
+					}
+					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff != "" {
+						t.Errorf("%s: rows after the repair: -want +got:\n%s", tc.reason, diff)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestReconcileFollowsTrunkNodes: nodes join and leave; each pass leaves
+// exactly the ranked chassis in the group, with one transaction per change.
+func TestReconcileFollowsTrunkNodes(t *testing.T) {
+	steps := [][]string{
+		{"node-1"},
+		{"node-1", "node-2", "node-3"},
+		{"node-2", "node-3"},
+		{"node-2", "node-3", "node-4", "node-5", "node-6", "node-7", "node-8", "node-9", "node-10", "node-11", "node-12"},
+		{"node-12"},
+		{"node-1", "node-12"},
+	}
+	for backend, start := range backends {
+		t.Run(backend, func(t *testing.T) {
+			nb := start(t)
+			ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
+			c := dial(t, nb.endpoint)
+			for i, nodes := range steps {
+				gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", nodes...)
+				before := c.Transactions()
+				o := reconcile(t, c, gw)
+				if !o.Changed || c.Transactions() != before+1 {
+					t.Errorf("step %d %v: want one write transaction, got %+v after %d", i, nodes, o, c.Transactions()-before)
+				}
+				if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff != "" {
+					t.Errorf("step %d %v: -want +got:\n%s", i, nodes, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestRelease: the owned group goes and the port is cleared; foreign and
+// missing groups need nothing.
+func TestRelease(t *testing.T) {
+	for backend, start := range backends {
+		t.Run(backend, func(t *testing.T) {
+			nb := start(t)
+			ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
+			ovnnb.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub2")
+			ovnnb.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub3")
+			c := dial(t, nb.endpoint)
+			ctx := context.Background()
+			gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
+			reconcile(t, c, gw)
+			// Someone pointed a second port at our group; release clears it too.
+			ovnnb.SetPortGroup(t, nb.admin, "vpc1-sub2", ovnnb.GroupUUID(t, nb.admin, testGroup))
+			foreign := ovnnb.AddGroup(t, nb.admin, "px-vpc1-sub3", map[string]string{ovngateway.OwnerKey: "kube-ovn"})
+			ovnnb.SetPortGroup(t, nb.admin, "vpc1-sub3", foreign)
+
+			r, err := c.Release(ctx, gw.Network)
+			if err != nil || !r.Deleted {
+				t.Fatalf("Release(owned): %+v, %v", r, err)
+			}
+			r, err = c.Release(ctx, gw.Network)
+			if err != nil || r != (ovngateway.Released{}) {
+				t.Errorf("Release of a released network must find nothing: %+v, %v", r, err)
+			}
+			other := ovngateway.Network{Namespace: "tenant-a", Name: "net3", RouterPort: "vpc1-sub3"}
+			r, err = c.Release(ctx, other)
+			if err != nil || r.Deleted || r.Foreign != `OVN HA_Chassis_Group "px-vpc1-sub3" belongs to "kube-ovn"` {
+				t.Errorf("Release(foreign): %+v, %v", r, err)
+			}
+			want := ovnnb.State{
+				Groups: map[string]ovnnb.Group{"px-vpc1-sub3": {ExternalIDs: map[string]string{ovngateway.OwnerKey: "kube-ovn"}}},
+				Ports:  map[string]ovnnb.Port{testPort: {}, "vpc1-sub2": {}, "vpc1-sub3": {Group: "px-vpc1-sub3"}},
+			}
+			if diff := cmp.Diff(want, ovnnb.Dump(t, nb.admin)); diff != "" {
+				t.Errorf("rows after Release: -want +got:\n%s", diff)
+			}
+		})
+	}
+}

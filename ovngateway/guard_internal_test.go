@@ -1,0 +1,122 @@
+package ovngateway
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+)
+
+// staleWrite decides on what the cache holds, lets change alter the NB
+// behind the client's back, then sends the stale decision.
+func staleWrite(t *testing.T, endpoint string, gw Gateway, change func()) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Config{Address: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v, err := c.view(ctx, gw.Network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := decide(gw, v)
+	if !p.writes() {
+		t.Fatalf("the stale decision must write, got %+v", p.outcome)
+	}
+	tx, err := c.build(gw, v, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change()
+	return c.transact(ctx, tx)
+}
+
+func guardGateway() Gateway {
+	return Gateway{
+		Network: Network{Namespace: "tenant-a", Name: "net1", RouterPort: "vpc1-sub1"},
+		Members: []Member{{Node: "n1", Chassis: "ch-n1", Priority: 100}},
+	}
+}
+
+// TestPointerGuard: a port that got a group or gateway_chassis between the
+// read and the write is not overwritten. Only a real ovsdb-server enforces
+// the wait (libovsdb's in-memory server skips empty values in wait rows).
+func TestPointerGuard(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		change func(t *testing.T, admin client.Client)
+	}{
+		"PortGotAGroup": {
+			reason: "someone pointed the port at their group meanwhile",
+			change: func(t *testing.T, admin client.Client) {
+				ovnnb.SetPortGroup(t, admin, "vpc1-sub1", ovnnb.AddGroup(t, admin, "theirs", nil))
+			},
+		},
+		"PortGotGatewayChassis": {
+			reason: "someone gave the port gateway_chassis meanwhile",
+			change: func(t *testing.T, admin client.Client) {
+				ovnnb.AddGatewayChassis(t, admin, "vpc1-sub1", "ch-x", 10)
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := ovnnb.StartReal(t)
+			admin := ovnnb.Connect(t, s.Endpoint())
+			ovnnb.AddRouterPort(t, admin, "vpc1", "vpc1-sub1")
+			var after ovnnb.State
+			err := staleWrite(t, s.Endpoint(), guardGateway(), func() {
+				tc.change(t, admin)
+				after = ovnnb.Dump(t, admin)
+			})
+			if !errors.Is(err, ErrConflict) {
+				t.Fatalf("%s: the stale write must fail with ErrConflict, got %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(after, ovnnb.Dump(t, admin)); diff != "" {
+				t.Errorf("%s: the refused transaction must change nothing: -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestAdoptGuard: a group tagged by someone else between the read and the
+// write keeps their tag.
+func TestAdoptGuard(t *testing.T) {
+	starts := map[string]func(t *testing.T) string{
+		"InMemory": func(t *testing.T) string { return ovnnb.StartInMemory(t).Endpoint() },
+		"Real":     func(t *testing.T) string { return ovnnb.StartReal(t).Endpoint() },
+	}
+	for name, start := range starts {
+		t.Run(name, func(t *testing.T) {
+			endpoint := start(t)
+			admin := ovnnb.Connect(t, endpoint)
+			ovnnb.AddRouterPort(t, admin, "vpc1", "vpc1-sub1")
+			uuid := ovnnb.AddGroup(t, admin, "px-vpc1-sub1", map[string]string{"note": "x"})
+			var after ovnnb.State
+			err := staleWrite(t, endpoint, guardGateway(), func() {
+				g := &nbmodel.HAChassisGroup{UUID: uuid, ExternalIDs: map[string]string{"note": "x", OwnerKey: "someone"}}
+				ops, err := admin.Where(g).Update(g, &g.ExternalIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ovnnb.Transact(t, admin, ops...)
+				after = ovnnb.Dump(t, admin)
+			})
+			if !errors.Is(err, ErrConflict) {
+				t.Fatalf("the stale adoption must fail with ErrConflict, got %v", err)
+			}
+			if diff := cmp.Diff(after, ovnnb.Dump(t, admin)); diff != "" {
+				t.Errorf("the refused adoption must change nothing: -want +got:\n%s", diff)
+			}
+		})
+	}
+}
