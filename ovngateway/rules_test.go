@@ -134,8 +134,10 @@ func TestReconcileRules(t *testing.T) {
 		"RouterPortMissing": {
 			reason: "without a port nothing is created",
 			nodes:  threeNodes,
-			seed:   func(t *testing.T, c client.Client, _ ovngateway.Gateway) { ovnnb.AddRouterPort(t, c, "vpc1", "vpc1-other") },
-			want:   ruleWant{reason: ovngateway.ReasonRouterPortMissing, message: `OVN has no logical router port "vpc1-sub1" yet`},
+			seed: func(t *testing.T, c client.Client, _ ovngateway.Gateway) {
+				ovnnb.AddRouterPort(t, c, "vpc1", "vpc1-other")
+			},
+			want: ruleWant{reason: ovngateway.ReasonRouterPortMissing, message: `OVN has no logical router port "vpc1-sub1" yet`},
 		},
 		"RouterPortMissingKeepsGroup": {
 			reason: "an owned group survives while its port is gone",
