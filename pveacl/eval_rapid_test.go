@@ -1,0 +1,218 @@
+package pveacl
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+)
+
+// permMachine grows a random configuration step by step; after every step
+// the indexed Evaluator must agree with the naive reference on every auth
+// id and path, and a privilege-separated token must never exceed its user.
+type permMachine struct {
+	cfg *Config
+}
+
+var (
+	rUsers    = []string{"ann@pve", "bob@pve", "cid@pam", "root@pam"}
+	rTokens   = []string{"t1", "t2", "t3"}
+	rGroups   = []string{"g1", "g2", "g3"}
+	rRoles    = []string{"R1", "R2", "R3", RoleNoAccess, "PVEAuditor", "PVEVMUser", "Ghost"}
+	rPools    = []string{"p1", "p2", "p1/c", "p1/c/d"}
+	rStorages = []string{"s1", "s2", "s3"}
+	rVMs      = []int{100, 101, 102, 200}
+	rPaths    = []string{"/", "/vms", "/vms/100", "/vms/101", "/vms/102", "/vms/200", "/storage", "/storage/s1",
+		"/storage/s2", "/storage/s3", "/pool", "/pool/p1", "/pool/p2", "/pool/p1/c", "/pool/p1/c/d", "/nodes", "/nodes/n1",
+		"/vms/100/x"}
+	rQueryPaths = append(append([]string{}, rPaths...), "", "vms/100", "/vms//100", "/vms/100/", "/pool/p1/c/d/e")
+	rPrivs      = []string{"VM.Audit", "VM.PowerMgmt", "VM.Console", "Datastore.Audit", "Sys.Audit", "Permissions.Modify"}
+)
+
+func (m *permMachine) addUser(t *rapid.T) {
+	id := rapid.SampledFrom(rUsers).Draw(t, "user")
+	m.cfg.Users[id] = User{Enable: true, Tokens: map[string]Token{}}
+}
+
+func (m *permMachine) addToken(t *rapid.T) {
+	id := rapid.SampledFrom(rUsers).Draw(t, "user")
+	u, ok := m.cfg.Users[id]
+	if !ok {
+		t.Skip("no such user")
+	}
+	if u.Tokens == nil {
+		u.Tokens = map[string]Token{}
+	}
+	u.Tokens[rapid.SampledFrom(rTokens).Draw(t, "token")] = Token{Privsep: rapid.Bool().Draw(t, "privsep")}
+	m.cfg.Users[id] = u
+}
+
+func (m *permMachine) joinGroup(t *rapid.T) {
+	g := rapid.SampledFrom(rGroups).Draw(t, "group")
+	grp := m.cfg.Groups[g]
+	grp.Members = insertSorted(grp.Members, rapid.SampledFrom(rUsers).Draw(t, "member"))
+	m.cfg.Groups[g] = grp
+}
+
+func (m *permMachine) addRole(t *rapid.T) {
+	privs := rapid.SliceOfNDistinct(rapid.SampledFrom(rPrivs), 0, 3, rapid.ID[string]).Draw(t, "privs")
+	r := Role{}
+	for _, p := range privs {
+		r.Privs = insertSorted(r.Privs, p)
+	}
+	m.cfg.Roles[rapid.SampledFrom([]string{"R1", "R2", "R3"}).Draw(t, "role")] = r
+}
+
+func (m *permMachine) addMember(t *rapid.T) {
+	pool := rapid.SampledFrom(rPools).Draw(t, "pool")
+	for p := pool; p != ""; p = poolParent(p) {
+		if _, ok := m.cfg.Pools[p]; !ok {
+			m.cfg.Pools[p] = Pool{}
+		}
+	}
+	p := m.cfg.Pools[pool]
+	if rapid.Bool().Draw(t, "vm") {
+		vm := rapid.SampledFrom(rVMs).Draw(t, "vmid")
+		if len(m.cfg.PoolsOfVM(vm)) == 0 {
+			p.VMs = insertSorted(p.VMs, vm)
+		}
+	} else {
+		p.Storages = insertSorted(p.Storages, rapid.SampledFrom(rStorages).Draw(t, "storage"))
+	}
+	m.cfg.Pools[pool] = p
+}
+
+func (m *permMachine) subject(t *rapid.T) (SubjectKind, string) {
+	switch rapid.IntRange(0, 2).Draw(t, "kind") {
+	case 0:
+		return KindUser, rapid.SampledFrom(rUsers).Draw(t, "subject")
+	case 1:
+		return KindGroup, rapid.SampledFrom(rGroups).Draw(t, "subject")
+	}
+	return KindToken, TokenID(rapid.SampledFrom(rUsers).Draw(t, "owner"), rapid.SampledFrom(rTokens).Draw(t, "token"))
+}
+
+func (m *permMachine) setACL(t *rapid.T) {
+	kind, subject := m.subject(t)
+	k := ACLKey{Path: rapid.SampledFrom(rPaths).Draw(t, "path"), Kind: kind, Subject: subject,
+		Role: rapid.SampledFrom(rRoles).Draw(t, "role")}
+	m.cfg.ACL[k] = rapid.Bool().Draw(t, "propagate")
+}
+
+func (m *permMachine) deleteACL(t *rapid.T) {
+	aces := m.cfg.ACEs()
+	if len(aces) == 0 {
+		t.Skip("no entries")
+	}
+	delete(m.cfg.ACL, rapid.SampledFrom(aces).Draw(t, "entry").ACLKey)
+}
+
+func (m *permMachine) authIDs() []string {
+	ids := []string{"nobody@pve", "x", "nobody@pve!t1"}
+	for _, uid := range sortedKeys(m.cfg.Users) {
+		ids = append(ids, uid)
+		for _, name := range sortedKeys(m.cfg.Users[uid].Tokens) {
+			ids = append(ids, TokenID(uid, name))
+		}
+	}
+	return ids
+}
+
+func (m *permMachine) check(t *rapid.T) {
+	ev, naive := NewEvaluator(m.cfg), naiveEvaluator{m.cfg}
+	ids := m.authIDs()
+	for i := 0; i < 30; i++ {
+		id := rapid.SampledFrom(ids).Draw(t, "authid")
+		path := rapid.SampledFrom(rQueryPaths).Draw(t, "query")
+		got, want := ev.Permissions(id, path), naive.permissions(id, path)
+		if diff := cmp.Diff(want.Map(), got.Map()); diff != "" {
+			t.Fatalf("Permissions(%s, %q) differs from the reference: -want +got:\n%s\nconfig:\n%s", id, path, diff, MarshalUserCfg(m.cfg))
+		}
+		if diff := cmp.Diff(naive.roles(id, path), ev.Roles(id, path)); diff != "" {
+			t.Fatalf("Roles(%s, %q): -want +got:\n%s", id, path, diff)
+		}
+		m.checkTokenWithinUser(t, ev, id, path, got)
+	}
+}
+
+// checkTokenWithinUser: a privilege-separated token never holds a privilege
+// (or a propagate flag) its user lacks.
+func (m *permMachine) checkTokenWithinUser(t *rapid.T, ev *Evaluator, id, path string, got PrivSet) {
+	if !IsTokenID(id) {
+		return
+	}
+	tok, ok := m.cfg.Token(id)
+	uid, _, _ := ParseTokenID(id)
+	if !ok || !tok.Privsep || uid == "root@pam" {
+		return
+	}
+	user := ev.Permissions(uid, path)
+	if !got.SubsetOf(user) || got.prop&^user.prop != 0 {
+		t.Fatalf("token %s on %q holds %v, beyond its user's %v", id, path, got.Map(), user.Map())
+	}
+}
+
+func TestPermissionsAgreeWithReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &permMachine{cfg: NewConfig(PVE9)}
+		t.Repeat(map[string]func(*rapid.T){
+			"addUser":   m.addUser,
+			"addToken":  m.addToken,
+			"joinGroup": m.joinGroup,
+			"addRole":   m.addRole,
+			"addMember": m.addMember,
+			"setACL":    m.setACL,
+			"deleteACL": m.deleteACL,
+			"":          m.check,
+		})
+	})
+}
+
+// The parsed form of a random configuration evaluates like the original.
+func TestWrittenConfigEvaluatesAlike(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &permMachine{cfg: NewConfig(PVE9)}
+		for i := rapid.IntRange(0, 30).Draw(t, "steps"); i > 0; i-- {
+			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			case 0:
+				m.addUser(t)
+			case 1:
+				if len(m.cfg.Users) > 1 {
+					m.addToken(t)
+				}
+			case 2:
+				m.joinGroup(t)
+			case 3:
+				m.addRole(t)
+			case 4:
+				m.addMember(t)
+			default:
+				m.setACL(t)
+			}
+		}
+		dropUncarried(m.cfg)
+		text := MarshalUserCfg(m.cfg)
+		back, warnings := ParseUserCfg(text, PVE9)
+		ev1, ev2 := NewEvaluator(m.cfg), NewEvaluator(back)
+		for _, id := range m.authIDs() {
+			for _, path := range rQueryPaths {
+				if a, b := ev1.Permissions(id, path), ev2.Permissions(id, path); a != b {
+					t.Fatalf("%s on %q: %v before writing, %v after\n%s\n%v", id, path, a.Map(), b.Map(), text, warnings)
+				}
+			}
+		}
+	})
+}
+
+// dropUncarried removes the entries user.cfg cannot carry: entries of
+// tokens or roles that do not exist (PVE's parser drops them) and root@pam's
+// own entries (PVE's writer drops them).
+func dropUncarried(c *Config) {
+	for k := range c.ACL {
+		_, tokenOK := c.Token(k.Subject)
+		_, roleOK := c.Roles[k.Role]
+		if k.Kind == KindUser && k.Subject == "root@pam" || k.Kind == KindToken && !tokenOK || !roleOK && !IsBuiltinRole(k.Role) {
+			delete(c.ACL, k)
+		}
+	}
+}
