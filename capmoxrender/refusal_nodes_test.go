@@ -1,0 +1,110 @@
+package capmoxrender_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+)
+
+func TestNodesRefusals(t *testing.T) {
+	type mut = func(*capmoxrender.KubernetesNodes, *capmoxrender.Options)
+	vpc := func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+		n.Spec.Proxmox.Network = capmoxrender.NodeNetwork{VPC: "net", Subnet: "private"}
+		o.Networks = networks(t)
+	}
+	cases := map[string]struct {
+		reason string
+		mutate mut
+		want   string
+	}{
+		"Accepted":   {reason: "the control renders", mutate: func(*capmoxrender.KubernetesNodes, *capmoxrender.Options) {}},
+		"NoCPU":      {reason: "no instanceType on proxmox", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.CPU = nil }, want: "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from"},
+		"NoMemory":   {reason: "both sizes are needed", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.Memory = nil }, want: "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from"},
+		"NoTags":     {reason: "capmox clones a template", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.TemplateTags = nil }, want: "substrate proxmox requires proxmox.templateTags: capmox clones a VM template and has no image URL to fall back on"},
+		"NoBridge":   {reason: "raw mode needs a bridge", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Network.Bridge = "" }, want: "substrate proxmox requires proxmox.network.bridge"},
+		"NoDNS":      {reason: "off-cluster workers need resolvers", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.DNSServers = nil }, want: "substrate proxmox requires proxmox.dnsServers: an off-cluster worker cannot resolve through the management cluster's CoreDNS"},
+		"BadDNS":     {reason: "entries are addresses", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.DNSServers = []string{"8.8.8.8:53"} }, want: `proxmox.dnsServers[0] is "8.8.8.8:53": entries must be IPv4 or IPv6 addresses. Write each resolver as a bare address such as 1.1.1.1 or 2606:4700:4700::1111, without a port or a name.`},
+		"StorageLinked": {reason: "storage is a full-clone parameter", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Storage = "main-pool" },
+			want: "proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage"},
+		"StorageFullAccepted": {reason: "storage with a full clone renders", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.Storage, n.Spec.Proxmox.Full = "main-pool", true
+		}},
+		"GPUs":      {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.GPUs = []json.RawMessage{json.RawMessage(`{"name":"x"}`)} }, want: "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead"},
+		"Serial":    {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.LogSerialConsole = true }, want: "logSerialConsole is a kubevirt-only field; use the Proxmox serial console on the VM"},
+		"PodCPU":    {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.PodCPURequest = q("0") }, want: "podCpuLimit/podCpuRequest size the virt-launcher pod and are kubevirt-only"},
+		"OSImage":   {reason: "the disk comes from the template", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.OSImage = json.RawMessage(`{"factory":{}}`) }, want: "substrate proxmox does not take osImage: the worker disk is cloned from the Proxmox VM template. Remove osImage and use talos.version / talos.schematicID for the in-guest installer target."},
+		"Substrate": {reason: "unknown substrate", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Substrate = "xen" }, want: `substrate "xen" is not supported; use "kubevirt" or "proxmox"`},
+		"VPCAndBridge": {reason: "a VPC brings its bridge", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			n.Spec.Proxmox.Network.Bridge = "vmbr0"
+		}, want: "proxmox.network: set either vpc/subnet or bridge/vlan, not both; a VPC subnet's bridge and VLAN come from the platform"},
+		"VPCAccepted": {reason: "a Ready subnet renders", mutate: vpc},
+		"ExtraNoVPC": {reason: "extra NICs only on VPC subnets", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net1"}}
+		}, want: "proxmox.additionalNetworks[net1]: set vpc and subnet; extra NICs only attach to Proxmox-backed VPC subnets"},
+		"ExtraNet0": {reason: "net0 is the primary NIC", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net0", VPC: "net", Subnet: "private"}}
+		}, want: `proxmox.additionalNetworks: name "net0" must be net1..net31`},
+		"ExtraNet32": {reason: "PVE has net0..net31", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net32", VPC: "net", Subnet: "private"}}
+		}, want: `proxmox.additionalNetworks: name "net32" must be net1..net31`},
+		"ExtraTwice": {reason: "names are unique", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			a := capmoxrender.AdditionalNetwork{Name: "net1", VPC: "net", Subnet: "private"}
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{a, a}
+		}, want: "proxmox.additionalNetworks: net1 is used twice"},
+		"ExtraNotReady": {reason: "extra NIC subnet must be Ready", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net1", VPC: "net", Subnet: "data"}}
+		}, want: `proxmox.additionalNetworks[net1]: Proxmox network tenant-e2e/` + capmoxrender.SubnetID("tenant-e2e", "net", "data") + ` (VPC "net" subnet "data") is not Ready: Pending: the controller has not reported yet`},
+		"PoolSwitch": {reason: "a live KubeVirt pool must not switch", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			l := &capmoxrender.Objects{}
+			l.Add(liveMD(n.Namespace, "kubernetes-k8s-e2e-md0", "KubevirtMachineTemplate"))
+			o.Guards = l
+		}, want: "already runs KubevirtMachineTemplate workers"},
+		"ParentKubevirt": {reason: "the pool follows its cluster", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			l := &capmoxrender.Objects{}
+			l.Add(liveCluster(n.Namespace, "kubernetes-k8s-e2e", "KubevirtCluster"))
+			o.Guards = l
+		}, want: `parent cluster "kubernetes-k8s-e2e" runs on KubevirtCluster`},
+		"MTUBelowWebhook": {reason: "the capmox webhook wants 1 or >= 1280", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Network.MTU = new(int); *n.Spec.Proxmox.Network.MTU = 1000 }, want: "proxmox.network.mtu is 1000: capmox accepts 1 (inherit the bridge MTU) or 1280 to 65520"},
+		"VLAN4095":        {reason: "capmox takes 1..4094", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { v := 4095; n.Spec.Proxmox.Network.VLAN = &v }, want: "proxmox.network.vlan is 4095: capmox takes a VLAN tag from 1 to 4094"},
+		"MaxUnhealthy":    {reason: "bare integer or percentage", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.MaxUnhealthy = q("half") }, want: `maxUnhealthy must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`},
+		"BadTag":          {reason: "the CRD pattern", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.TemplateTags = []string{"-x"} }, want: `proxmox.templateTags[0] is "-x": a Proxmox tag starts with a letter, digit or _ and holds only letters, digits and _ - + .`},
+		"NoCluster":       {reason: "the parent is required", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Cluster = "" }, want: "cluster is required: name the parent Kubernetes object; the KubernetesNodes object is named <cluster>-<pool>"},
+		"ZeroCPU":         {reason: "a size above zero", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.CPU = q("0") }, want: `resources.cpu: CPU quantity "0" must be above zero`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n, o := validNodes(), capmoxrender.Options{}
+			tc.mutate(&n, &o)
+			_, err := capmoxrender.RenderNodes(context.Background(), n, o)
+			if strings.HasPrefix(name, "PoolSwitch") || strings.HasPrefix(name, "ParentKubevirt") {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: want a refusal containing %q, got %v", tc.reason, tc.want, err)
+				}
+				return
+			}
+			checkRefusal(t, tc.reason, err, tc.want)
+		})
+	}
+}
+
+func TestGuardsOffline(t *testing.T) {
+	// No lookup means no guard: the same input that a live KubeVirt pool
+	// refuses renders offline.
+	if _, err := capmoxrender.RenderNodes(context.Background(), validNodes(), capmoxrender.Options{}); err != nil {
+		t.Fatalf("offline render: %v", err)
+	}
+	l := &capmoxrender.Objects{Err: context.DeadlineExceeded}
+	_, err := capmoxrender.RenderNodes(context.Background(), validNodes(), capmoxrender.Options{Guards: l})
+	if err == nil || !strings.Contains(err.Error(), "cannot look up MachineDeployment") {
+		t.Fatalf("a failing lookup must be an error, got %v", err)
+	}
+}
