@@ -20,22 +20,28 @@ func TestNodesRefusals(t *testing.T) {
 		mutate mut
 		want   string
 	}{
-		"Accepted":   {reason: "the control renders", mutate: func(*capmoxrender.KubernetesNodes, *capmoxrender.Options) {}},
-		"NoCPU":      {reason: "no instanceType on proxmox", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.CPU = nil }, want: "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from"},
-		"NoMemory":   {reason: "both sizes are needed", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.Memory = nil }, want: "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from"},
-		"NoTags":     {reason: "capmox clones a template", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.TemplateTags = nil }, want: "substrate proxmox requires proxmox.templateTags: capmox clones a VM template and has no image URL to fall back on"},
-		"NoBridge":   {reason: "raw mode needs a bridge", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Network.Bridge = "" }, want: "substrate proxmox requires proxmox.network.bridge"},
-		"NoDNS":      {reason: "off-cluster workers need resolvers", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.DNSServers = nil }, want: "substrate proxmox requires proxmox.dnsServers: an off-cluster worker cannot resolve through the management cluster's CoreDNS"},
-		"BadDNS":     {reason: "entries are addresses", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.DNSServers = []string{"8.8.8.8:53"} }, want: `proxmox.dnsServers[0] is "8.8.8.8:53": entries must be IPv4 or IPv6 addresses. Write each resolver as a bare address such as 1.1.1.1 or 2606:4700:4700::1111, without a port or a name.`},
+		"Accepted": {reason: "the control renders", mutate: func(*capmoxrender.KubernetesNodes, *capmoxrender.Options) {}},
+		"NoCPU":    {reason: "no instanceType on proxmox", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.CPU = nil }, want: "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from"},
+		"NoMemory": {reason: "both sizes are needed", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.Memory = nil }, want: "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from"},
+		"NoTags":   {reason: "capmox clones a template", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.TemplateTags = nil }, want: "substrate proxmox requires proxmox.templateTags: capmox clones a VM template and has no image URL to fall back on"},
+		"NoBridge": {reason: "raw mode needs a bridge", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Network.Bridge = "" }, want: "substrate proxmox requires proxmox.network.bridge"},
+		"NoDNS":    {reason: "off-cluster workers need resolvers", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.DNSServers = nil }, want: "substrate proxmox requires proxmox.dnsServers: an off-cluster worker cannot resolve through the management cluster's CoreDNS"},
+		"BadDNS": {reason: "entries are addresses", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.DNSServers = []string{"8.8.8.8:53"}
+		}, want: `proxmox.dnsServers[0] is "8.8.8.8:53": entries must be IPv4 or IPv6 addresses. Write each resolver as a bare address such as 1.1.1.1 or 2606:4700:4700::1111, without a port or a name.`},
 		"StorageLinked": {reason: "storage is a full-clone parameter", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Storage = "main-pool" },
 			want: "proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage"},
 		"StorageFullAccepted": {reason: "storage with a full clone renders", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
 			n.Spec.Proxmox.Storage, n.Spec.Proxmox.Full = "main-pool", true
 		}},
-		"GPUs":      {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.GPUs = []json.RawMessage{json.RawMessage(`{"name":"x"}`)} }, want: "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead"},
-		"Serial":    {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.LogSerialConsole = true }, want: "logSerialConsole is a kubevirt-only field; use the Proxmox serial console on the VM"},
-		"PodCPU":    {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.PodCPURequest = q("0") }, want: "podCpuLimit/podCpuRequest size the virt-launcher pod and are kubevirt-only"},
-		"OSImage":   {reason: "the disk comes from the template", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.OSImage = json.RawMessage(`{"factory":{}}`) }, want: "substrate proxmox does not take osImage: the worker disk is cloned from the Proxmox VM template. Remove osImage and use talos.version / talos.schematicID for the in-guest installer target."},
+		"GPUs": {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.GPUs = []json.RawMessage{json.RawMessage(`{"name":"x"}`)}
+		}, want: "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead"},
+		"Serial": {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.LogSerialConsole = true }, want: "logSerialConsole is a kubevirt-only field; use the Proxmox serial console on the VM"},
+		"PodCPU": {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.PodCPURequest = q("0") }, want: "podCpuLimit/podCpuRequest size the virt-launcher pod and are kubevirt-only"},
+		"OSImage": {reason: "the disk comes from the template", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.OSImage = json.RawMessage(`{"factory":{}}`)
+		}, want: "substrate proxmox does not take osImage: the worker disk is cloned from the Proxmox VM template. Remove osImage and use talos.version / talos.schematicID for the in-guest installer target."},
 		"Substrate": {reason: "unknown substrate", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Substrate = "xen" }, want: `substrate "xen" is not supported; use "kubevirt" or "proxmox"`},
 		"VPCAndBridge": {reason: "a VPC brings its bridge", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
 			vpc(n, o)
@@ -73,12 +79,20 @@ func TestNodesRefusals(t *testing.T) {
 			l.Add(liveCluster(n.Namespace, "kubernetes-k8s-e2e", "KubevirtCluster"))
 			o.Guards = l
 		}, want: `parent cluster "kubernetes-k8s-e2e" runs on KubevirtCluster`},
-		"MTUBelowWebhook": {reason: "the capmox webhook wants 1 or >= 1280", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Network.MTU = new(int); *n.Spec.Proxmox.Network.MTU = 1000 }, want: "proxmox.network.mtu is 1000: capmox accepts 1 (inherit the bridge MTU) or 1280 to 65520"},
-		"VLAN4095":        {reason: "capmox takes 1..4094", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { v := 4095; n.Spec.Proxmox.Network.VLAN = &v }, want: "proxmox.network.vlan is 4095: capmox takes a VLAN tag from 1 to 4094"},
-		"MaxUnhealthy":    {reason: "bare integer or percentage", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.MaxUnhealthy = q("half") }, want: `maxUnhealthy must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`},
-		"BadTag":          {reason: "the CRD pattern", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.TemplateTags = []string{"-x"} }, want: `proxmox.templateTags[0] is "-x": a Proxmox tag starts with a letter, digit or _ and holds only letters, digits and _ - + .`},
-		"NoCluster":       {reason: "the parent is required", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Cluster = "" }, want: "cluster is required: name the parent Kubernetes object; the KubernetesNodes object is named <cluster>-<pool>"},
-		"ZeroCPU":         {reason: "a size above zero", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.CPU = q("0") }, want: `resources.cpu: CPU quantity "0" must be above zero`},
+		"MTUBelowWebhook": {reason: "the capmox webhook wants 1 or >= 1280", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.Network.MTU = new(int)
+			*n.Spec.Proxmox.Network.MTU = 1000
+		}, want: "proxmox.network.mtu is 1000: capmox accepts 1 (inherit the bridge MTU) or 1280 to 65520"},
+		"VLAN4095": {reason: "capmox takes 1..4094", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			v := 4095
+			n.Spec.Proxmox.Network.VLAN = &v
+		}, want: "proxmox.network.vlan is 4095: capmox takes a VLAN tag from 1 to 4094"},
+		"MaxUnhealthy": {reason: "bare integer or percentage", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.MaxUnhealthy = q("half") }, want: `maxUnhealthy must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`},
+		"BadTag": {reason: "the CRD pattern", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.TemplateTags = []string{"-x"}
+		}, want: `proxmox.templateTags[0] is "-x": a Proxmox tag starts with a letter, digit or _ and holds only letters, digits and _ - + .`},
+		"NoCluster": {reason: "the parent is required", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Cluster = "" }, want: "cluster is required: name the parent Kubernetes object; the KubernetesNodes object is named <cluster>-<pool>"},
+		"ZeroCPU":   {reason: "a size above zero", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.CPU = q("0") }, want: `resources.cpu: CPU quantity "0" must be above zero`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

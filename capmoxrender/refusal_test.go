@@ -52,7 +52,7 @@ func pxnet(ns, name string, ready bool) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "proxmox.cozystack.io/v1alpha1", "kind": "ProxmoxNetwork",
 		"metadata": map[string]any{"name": name, "namespace": ns},
-		"status": map[string]any{"bridge": "vmbr1", "vlan": int64(3901), "gateway": "10.1.0.1", "prefix": int64(24)},
+		"status":   map[string]any{"bridge": "vmbr1", "vlan": int64(3901), "gateway": "10.1.0.1", "prefix": int64(24)},
 	}}
 	if ready {
 		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready"}}, "status", "conditions")
@@ -97,14 +97,20 @@ func TestClusterRefusals(t *testing.T) {
 		"VPCAndIPv4": {reason: "a VPC subnet brings its own pool", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
 			k.Spec.Proxmox.Network = capmoxrender.SubnetRef{VPC: "net", Subnet: "private"}
 		}, want: "proxmox: set either network.vpc/subnet or ipv4Config, not both; a VPC subnet brings its own IP pool"},
-		"NoCCMSecret": {reason: "without a CCM nothing schedules", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) { k.Spec.Proxmox.CCM.CredentialsSecretName = "" },
+		"NoCCMSecret": {reason: "without a CCM nothing schedules", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.CCM.CredentialsSecretName = ""
+		},
 			want: "proxmox.ccm.credentialsSecretName is required on the proxmox substrate: without a cloud-controller-manager every worker keeps the uninitialized taint and the cluster schedules nothing"},
-		"NoCSISecret": {reason: "an enabled CSI needs a token", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) { k.Spec.Proxmox.CSI.CredentialsSecretName = "" },
+		"NoCSISecret": {reason: "an enabled CSI needs a token", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.CSI.CredentialsSecretName = ""
+		},
 			want: "proxmox.csi.credentialsSecretName is required on the proxmox substrate: the CSI controller cannot reach the hypervisor without an API token"},
 		"CSIOffNeedsNoSecret": {reason: "a disabled CSI needs no secret", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
 			k.Spec.Proxmox.CSI = capmoxrender.CSI{Enabled: new(bool)}
 		}},
-		"NameTooLong": {reason: "pool release names must fit 53 characters", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) { k.Name = "a23456789012345678901234567890123" },
+		"NameTooLong": {reason: "pool release names must fit 53 characters", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Name = "a23456789012345678901234567890123"
+		},
 			want: `cluster name "a23456789012345678901234567890123" is 33 characters long: at most 32 are allowed so that every pool's KubernetesNodes release name fits Helm's 53-character limit; choose a shorter name`},
 		"Name32Accepted": {reason: "32 characters is the limit, inclusive", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) { k.Name = "a2345678901234567890123456789012" }},
 		"SubstrateSwitch": {reason: "a live KubeVirt cluster must not switch", mutate: func(k *capmoxrender.Kubernetes, o *capmoxrender.Options) {
