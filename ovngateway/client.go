@@ -3,6 +3,7 @@ package ovngateway
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,8 @@ import (
 // Connection defaults.
 const (
 	// DefaultInactivityProbe is how long a silent connection waits before an
-	// echo checks that the server is still there.
+	// echo checks that the server is still there; an echo unanswered for as
+	// long drops the connection and starts a reconnect.
 	DefaultInactivityProbe = 10 * time.Second
 	// DefaultReconnectTimeout bounds each reconnection attempt.
 	DefaultReconnectTimeout = 5 * time.Second
@@ -61,11 +63,15 @@ type Config struct {
 // network and pass. It is safe for concurrent use.
 type Client struct {
 	nb      client.Client
+	probe   time.Duration
 	txns    atomic.Uint64
 	changed chan struct{}
+	stop    chan struct{}
+	done    sync.WaitGroup
 
 	mu        sync.Mutex
 	monitored bool
+	closed    bool
 	contact   time.Time
 }
 
@@ -92,7 +98,7 @@ func Model() (model.ClientDBModel, error) {
 // first pass (or Connect) connects; after that the client reconnects by
 // itself with exponential backoff.
 func New(cfg Config) (*Client, error) {
-	opts, err := cfg.options()
+	opts, probe, err := cfg.options()
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +110,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the OVN NB client: %w", err)
 	}
-	c := &Client{nb: nb, changed: make(chan struct{}, 1)}
-	return c, nil
+	return &Client{nb: nb, probe: probe, changed: make(chan struct{}, 1), stop: make(chan struct{})}, nil
 }
 
 // Dial is New followed by Connect.
@@ -121,22 +126,28 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-func (cfg Config) options() ([]client.Option, error) {
+// options turns cfg into libovsdb options and the inactivity probe period.
+//
+// libovsdb's own inactivity check is not used: in v0.8.1 a transaction that
+// completes while the connection drops can send on a channel the disconnect
+// handler is closing. The client probes with echo itself (see prober) and
+// lets libovsdb reconnect.
+func (cfg Config) options() ([]client.Option, time.Duration, error) {
 	endpoints, err := ParseAddress(cfg.Address)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if needsTLS(endpoints) && cfg.TLS == nil {
-		return nil, fmt.Errorf("OVN NB address %q: %w: ssl: endpoints need a TLS configuration (see TLSConfig)", cfg.Address, ErrInvalid)
+		return nil, 0, fmt.Errorf("OVN NB address %q: %w: ssl: endpoints need a TLS configuration (see TLSConfig)", cfg.Address, ErrInvalid)
 	}
 	probe := orDefault(cfg.InactivityProbe, DefaultInactivityProbe)
 	reconnect := orDefault(cfg.ReconnectTimeout, DefaultReconnectTimeout)
 	if reconnect >= probe {
-		return nil, fmt.Errorf("reconnect timeout %s: %w: it must be shorter than the inactivity probe %s", reconnect, ErrInvalid, probe)
+		return nil, 0, fmt.Errorf("reconnect timeout %s: %w: it must be shorter than the inactivity probe %s", reconnect, ErrInvalid, probe)
 	}
 	opts := []client.Option{
 		client.WithLeaderOnly(true),
-		client.WithInactivityCheck(probe, reconnect, newBackoff(orDefault(cfg.MaxBackoff, DefaultMaxBackoff))),
+		client.WithReconnect(reconnect, newBackoff(orDefault(cfg.MaxBackoff, DefaultMaxBackoff))),
 	}
 	for _, e := range endpoints {
 		opts = append(opts, client.WithEndpoint(e))
@@ -147,7 +158,7 @@ func (cfg Config) options() ([]client.Option, error) {
 	if cfg.Logger != nil {
 		opts = append(opts, client.WithLogger(cfg.Logger))
 	}
-	return opts, nil
+	return opts, probe, nil
 }
 
 // newBackoff never gives up: libovsdb panics when its reconnect backoff
@@ -172,6 +183,9 @@ func orDefault(d, def time.Duration) time.Duration {
 func (c *Client) Connect(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("cannot connect to the OVN NB: %w: the client is closed", ErrInvalid)
+	}
 	if c.monitored {
 		return nil
 	}
@@ -188,7 +202,42 @@ func (c *Client) Connect(ctx context.Context) error {
 	})
 	c.monitored = true
 	c.contact = time.Now()
+	c.done.Add(1)
+	go c.prober()
 	return nil
+}
+
+// prober sends an echo after each probe period without traffic and drops a
+// connection that does not answer in time, so that libovsdb reconnects to
+// the next endpoint that is up (and leader).
+func (c *Client) prober() {
+	defer c.done.Done()
+	tick := time.NewTicker(c.probe / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		idle := time.Since(c.contact)
+		c.mu.Unlock()
+		if idle < c.probe {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.probe)
+		err := c.nb.Echo(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			c.touch()
+		case errors.Is(err, client.ErrNotConnected):
+			// Already reconnecting.
+		default:
+			c.nb.Disconnect()
+		}
+	}
 }
 
 // monitor asks for the three tables and only the columns the models hold.
@@ -213,7 +262,16 @@ func (c *Client) poke() {
 }
 
 // Close ends the connection for good.
-func (c *Client) Close() { c.nb.Close() }
+func (c *Client) Close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+	c.mu.Unlock()
+	c.done.Wait()
+	c.nb.Close()
+}
 
 // Transactions is how many transactions the client has sent so far.
 func (c *Client) Transactions() uint64 { return c.txns.Load() }

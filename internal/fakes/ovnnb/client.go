@@ -83,6 +83,9 @@ func Select[T any, PT interface {
 }](t testing.TB, c client.Client) []T {
 	t.Helper()
 	var zero T
+	if c.Cache() == nil {
+		t.Fatalf("cannot select %T rows: the client lost its connection; connect a new one", zero)
+	}
 	dbModel := c.Cache().DatabaseModel()
 	table := dbModel.FindTable(reflect.TypeOf(PT(&zero)))
 	if table == "" {

@@ -114,6 +114,10 @@ func waitServing(srv *server.OvsdbServer, errCh <-chan error) error {
 // Endpoint is the OVSDB connection string clients use: "unix:<path>".
 func (s *InMemory) Endpoint() string { return s.endpoint }
 
+// DirectEndpoint reaches the server without the switch, so Down does not
+// cut it: for admin clients that seed and inspect rows during an outage.
+func (s *InMemory) DirectEndpoint() string { return s.private }
+
 // Down cuts every client connection and refuses new ones until Up. The
 // stored rows are kept.
 func (s *InMemory) Down() { s.sw.Down() }
