@@ -16,6 +16,8 @@ type auditor struct {
 	entries      map[subjectRef][]ACE
 	poolNames    []string            // sorted
 	poolTenant   map[string]int      // tenant pool -> tenant index
+	declaredVM   map[int]int         // VM -> tenant listing it
+	declaredSt   map[string]int      // storage -> tenant listing it, -1 for shared ones
 	vmPools      map[int][]string    // VM -> pools
 	storagePools map[string][]string // storage -> pools
 	unpooledVMs  []int               // sorted known VMs in no pool
@@ -33,9 +35,18 @@ type auditor struct {
 func newAuditor(cfg *Config, t *Tenants) *auditor {
 	a := &auditor{cfg: cfg, spec: t, tenants: sortedTenants(t.Tenants), ev: NewEvaluator(cfg),
 		entries: map[subjectRef][]ACE{}, poolTenant: map[string]int{}, vmPools: map[int][]string{},
-		storagePools: map[string][]string{}}
+		storagePools: map[string][]string{}, declaredVM: map[int]int{}, declaredSt: map[string]int{}}
+	for _, s := range t.Platform.SharedStorages {
+		a.declaredSt[s] = -1
+	}
 	for i, tn := range a.tenants {
 		a.poolTenant[tn.Pool] = i
+		for _, vm := range tn.VMs {
+			a.declaredVM[vm] = i
+		}
+		for _, s := range tn.AllStorages() {
+			a.declaredSt[s] = i
+		}
 	}
 	vms, storages, pools := map[int]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range cfg.ACEs() {
@@ -57,9 +68,11 @@ func newAuditor(cfg *Config, t *Tenants) *auditor {
 		pools[name] = true
 		for _, vm := range cfg.Pools[name].VMs {
 			a.vmPools[vm] = append(a.vmPools[vm], name)
+			vms[vm] = true
 		}
 		for _, s := range cfg.Pools[name].Storages {
 			a.storagePools[s] = append(a.storagePools[s], name)
+			storages[s] = true
 		}
 	}
 	for _, vm := range cfg.Resources.VMs {
@@ -137,16 +150,19 @@ func (a *auditor) ownPool(i int, pool string) bool {
 	return ok && j == i
 }
 
+// ownVM: a VM is the tenant's when its specification lists it, or when it
+// sits in the tenant's pool and no other tenant lists it.
 func (a *auditor) ownVM(i, vm int) bool {
-	if slices.Contains(a.tenants[i].VMs, vm) {
-		return true
+	if j, ok := a.declaredVM[vm]; ok {
+		return j == i
 	}
 	return slices.ContainsFunc(a.vmPools[vm], func(p string) bool { return a.ownPool(i, p) })
 }
 
+// ownStorage: likewise; a shared storage is no tenant's.
 func (a *auditor) ownStorage(i int, s string) bool {
-	if slices.Contains(a.tenants[i].AllStorages(), s) {
-		return true
+	if j, ok := a.declaredSt[s]; ok {
+		return j == i
 	}
 	return slices.ContainsFunc(a.storagePools[s], func(p string) bool { return a.ownPool(i, p) })
 }
@@ -232,22 +248,43 @@ func (a *auditor) reach(i int, subject string) {
 			report(storagePath(s), "")
 		}
 	}
-	// One object of each class the entries do not single out.
-	report(poolPath(a.poolProbe), " (and so on every pool no entry names)")
-	report(vmPath(a.vmProbe), " (and so on every VM in no pool)")
-	report(storagePath(a.stProbe), " (and so on every storage in no pool)")
-	for _, vm := range a.pooledVMs {
-		if !a.ownVM(i, vm) && !a.specificVM(r, vm) {
-			report(vmPath(vm), " (and so on every VM of a foreign pool no entry names)")
+	// One object of each class the entries do not single out; all objects
+	// of a class hold the same privileges. A never-used id stands in for an
+	// empty class, since such objects can appear at any time.
+	firstPool := a.poolProbe
+	for _, p := range a.poolNames {
+		if !a.ownPool(i, p) && !r.specificPool(p) {
+			firstPool = p
 			break
 		}
 	}
-	for _, s := range a.pooledSt {
-		if !a.ownStorage(i, s) && !a.specificStorage(r, s) {
-			report(storagePath(s), " (and so on every storage of a foreign pool no entry names)")
-			break
+	report(poolPath(firstPool), " (as on every pool no entry names)")
+	vmClass := func(vms []int, what string, probe bool) {
+		for _, vm := range vms {
+			if !a.ownVM(i, vm) && !a.specificVM(r, vm) {
+				report(vmPath(vm), what)
+				return
+			}
+		}
+		if probe {
+			report(vmPath(a.vmProbe), what)
 		}
 	}
+	vmClass(a.unpooledVMs, " (as on every VM in no pool)", true)
+	vmClass(a.pooledVMs, " (as on every VM of a foreign pool no entry names)", false)
+	storageClass := func(list []string, what string, probe bool) {
+		for _, s := range list {
+			if !a.ownStorage(i, s) && !a.specificStorage(r, s) {
+				report(storagePath(s), what)
+				return
+			}
+		}
+		if probe {
+			report(storagePath(a.stProbe), what)
+		}
+	}
+	storageClass(a.unpooledSt, " (as on every storage in no pool)", true)
+	storageClass(a.pooledSt, " (as on every storage of a foreign pool no entry names)", false)
 }
 
 // specificPools lists the existing pools the relevance singles out.

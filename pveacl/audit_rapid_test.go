@@ -1,0 +1,294 @@
+package pveacl
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// drawTenants returns a valid random tenant set of 2-4 tenants.
+func drawTenants(t *rapid.T) *Tenants {
+	spec := &Tenants{Platform: Platform{PVEVersion: PVE9, SharedStorages: []string{"iso"},
+		Capmox: &Credential{User: "capmox@pve", Token: "capi"}}}
+	names := rapid.SliceOfNDistinct(rapid.SampledFrom(tenantNames), 2, 4, rapid.ID[string]).Draw(t, "tenants")
+	for i, name := range names {
+		tn := Tenant{Name: name, Storage: name + "-disks", VMs: []int{1000 + 10*i, 1001 + 10*i}}
+		if rapid.Bool().Draw(t, "extra") {
+			tn.Storages = []string{name + "-backup"}
+		}
+		spec.Tenants = append(spec.Tenants, tn)
+	}
+	spec.Default()
+	return spec
+}
+
+func convergedFor(t *rapid.T, spec *Tenants) *Config {
+	changes, err := Plan(spec, NewConfig(PVE9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Apply(NewConfig(PVE9), changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Resources.VMs = []int{4000, 4001}
+	cfg.Resources.Storages = []string{"iso", "local"}
+	cfg.Pools["infra"] = Pool{VMs: []int{4100}, Storages: []string{"infra-disks"}}
+	return cfg
+}
+
+// scramble adds random entries, memberships and pools around the tenants.
+func scramble(t *rapid.T, spec *Tenants, cfg *Config) {
+	var subjects []subjectRef
+	for _, tn := range spec.Tenants {
+		csi, ccm := tn.TokenIDs()
+		subjects = append(subjects, subjectRef{KindUser, tn.User}, subjectRef{KindToken, csi}, subjectRef{KindToken, ccm})
+	}
+	subjects = append(subjects, subjectRef{KindGroup, "ops"}, subjectRef{KindUser, "capmox@pve"})
+	paths := []string{"/", "/vms", "/storage", "/pool", "/nodes", "/vms/4000", "/vms/4100", "/storage/iso", "/storage/infra-disks", "/pool/infra"}
+	for _, name := range sortedKeys(cfg.Pools) {
+		paths = append(paths, poolPath(name))
+		for _, vm := range cfg.Pools[name].VMs {
+			paths = append(paths, vmPath(vm))
+		}
+		for _, s := range cfg.Pools[name].Storages {
+			paths = append(paths, storagePath(s))
+		}
+	}
+	roles := []string{RoleNoAccess, RoleAuditor, "PVEVMUser", "PVEDatastoreUser", RoleCSI, RoleCCM, "PVEPoolUser"}
+	for n := rapid.IntRange(0, 12).Draw(t, "entries"); n > 0; n-- {
+		s := rapid.SampledFrom(subjects).Draw(t, "subject")
+		k := ACLKey{Path: rapid.SampledFrom(paths).Draw(t, "path"), Kind: s.kind, Subject: s.id, Role: rapid.SampledFrom(roles).Draw(t, "role")}
+		cfg.ACL[k] = rapid.Bool().Draw(t, "propagate")
+	}
+	users := []string{}
+	for _, tn := range spec.Tenants {
+		users = append(users, tn.User)
+	}
+	for n := rapid.IntRange(0, 2).Draw(t, "members"); n > 0; n-- {
+		g := cfg.Groups["ops"]
+		g.Members = insertSorted(g.Members, rapid.SampledFrom(users).Draw(t, "member"))
+		cfg.Groups["ops"] = g
+	}
+	if rapid.Bool().Draw(t, "nested") {
+		tn := rapid.SampledFrom(spec.Tenants).Draw(t, "nestedIn")
+		cfg.Pools[tn.Pool+"/sub"] = Pool{VMs: []int{4200}}
+	}
+	if rapid.Bool().Draw(t, "sharedStore") {
+		tn := rapid.SampledFrom(spec.Tenants).Draw(t, "storeIn")
+		p := cfg.Pools[tn.Pool]
+		p.Storages = insertSorted(p.Storages, rapid.SampledFrom([]string{"iso", "infra-disks", spec.Tenants[0].Storage}).Draw(t, "store"))
+		cfg.Pools[tn.Pool] = p
+	}
+	for uid, u := range cfg.Users {
+		for name, tok := range u.Tokens {
+			if rapid.IntRange(0, 9).Draw(t, "flip") == 0 {
+				tok.Privsep = false
+				cfg.Users[uid].Tokens[name] = tok
+			}
+		}
+	}
+}
+
+// bruteReach evaluates every known foreign object (and the never-used ids)
+// and returns those the subject holds privileges on.
+func bruteReach(a *auditor, i int, subject string) []string {
+	var out []string
+	for _, p := range foreignObjects(a, i) {
+		if !a.ev.Permissions(subject, p).Empty() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func foreignObjects(a *auditor, i int) []string {
+	var out []string
+	check := func(p string) { out = append(out, p) }
+	for _, p := range append(slices.Clone(a.poolNames), a.poolProbe) {
+		if !a.ownPool(i, p) {
+			check(poolPath(p))
+		}
+	}
+	for _, vm := range append(append(slices.Clone(a.pooledVMs), a.unpooledVMs...), a.vmProbe) {
+		if !a.ownVM(i, vm) {
+			check(vmPath(vm))
+		}
+	}
+	for _, s := range append(append(slices.Clone(a.pooledSt), a.unpooledSt...), a.stProbe) {
+		if !a.ownStorage(i, s) {
+			check(storagePath(s))
+		}
+	}
+	return out
+}
+
+// classOf names the class of a foreign object for a subject: an object its
+// entries single out is its own class; the others group by kind and by
+// whether they sit in a pool.
+func classOf(a *auditor, r relevance, path string) string {
+	switch {
+	case isPoolPath(path):
+		if name := poolOfPath(path); r.specificPool(name) {
+			return path
+		}
+		return "pool:generic"
+	case len(path) > 5 && path[:5] == "/vms/":
+		var vm int
+		fmt.Sscan(path[5:], &vm)
+		if a.specificVM(r, vm) {
+			return path
+		}
+		return fmt.Sprintf("vm:pooled=%v", len(a.vmPools[vm]) > 0)
+	default:
+		s := path[len("/storage/"):]
+		if a.specificStorage(r, s) {
+			return path
+		}
+		return fmt.Sprintf("storage:pooled=%v", len(a.storagePools[s]) > 0)
+	}
+}
+
+// The audit checks one object per class; checking every object must find
+// a leak for exactly the same subjects.
+func TestAuditReachMatchesBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := drawTenants(t)
+		cfg := convergedFor(t, spec)
+		scramble(t, spec, cfg)
+		rep, err := Audit(cfg, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newAuditor(cfg, spec)
+		flagged := map[string]map[string]bool{} // subject -> classes reported
+		for _, f := range rep.Findings {
+			if f.Code == CodeCrossTenantReach {
+				if flagged[f.Subject] == nil {
+					flagged[f.Subject] = map[string]bool{}
+				}
+				flagged[f.Subject][classOf(a, a.relevance(f.Subject), f.Path)] = true
+			}
+		}
+		for i, tn := range a.tenants {
+			subjects := []string{tn.User}
+			for _, name := range sortedKeys(cfg.Users[tn.User].Tokens) {
+				subjects = append(subjects, TokenID(tn.User, name))
+			}
+			for _, s := range subjects {
+				r := a.relevance(s)
+				classes := map[string]PrivSet{}
+				for _, p := range foreignObjects(a, i) {
+					c, got := classOf(a, r, p), a.ev.Permissions(s, p)
+					if first, ok := classes[c]; ok && first != got {
+						t.Fatalf("%s: class %s is not uniform: %s holds %v, another member %v\n%s", s, c, p, got.Map(), first.Map(), MarshalUserCfg(cfg))
+					}
+					classes[c] = got
+				}
+				for _, p := range bruteReach(a, i, s) {
+					if c := classOf(a, r, p); !flagged[s][c] {
+						t.Fatalf("%s reaches %s (class %s) but the audit reported only %v\n%s", s, p, c, flagged[s], MarshalUserCfg(cfg))
+					}
+				}
+			}
+		}
+	})
+}
+
+// leak is one way to break isolation and the finding that must report it.
+type leak struct {
+	name   string
+	code   Code
+	inject func(cfg *Config, victim, other Tenant) (subject string)
+}
+
+var leaks = []leak{
+	{"foreign pool", CodeCrossTenantReach, func(c *Config, v, o Tenant) string {
+		c.ACL[ACLKey{Path: poolPath(o.Pool), Kind: KindUser, Subject: v.User, Role: "PVEPoolUser"}] = false
+		return v.User
+	}},
+	{"foreign VM", CodeCrossTenantReach, func(c *Config, v, o Tenant) string {
+		c.ACL[ACLKey{Path: vmPath(o.VMs[0]), Kind: KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
+		return v.User
+	}},
+	{"unpooled VM", CodeCrossTenantReach, func(c *Config, v, _ Tenant) string {
+		c.ACL[ACLKey{Path: "/vms/4000", Kind: KindUser, Subject: v.User, Role: RoleCCM}] = false
+		return v.User
+	}},
+	{"shared storage", CodeCrossTenantReach, func(c *Config, v, _ Tenant) string {
+		csi, _ := v.TokenIDs()
+		for _, s := range []subjectRef{{KindUser, v.User}, {KindToken, csi}} {
+			c.ACL[ACLKey{Path: "/storage/iso", Kind: s.kind, Subject: s.id, Role: RoleCSIStorage}] = false
+		}
+		return csi
+	}},
+	{"propagating /vms", CodePropagatingTopLevelACL, func(c *Config, v, _ Tenant) string {
+		c.ACL[ACLKey{Path: "/vms", Kind: KindUser, Subject: v.User, Role: RoleNoAccess}] = true
+		return v.User
+	}},
+	{"storage in two pools", CodeSharedTenantStorage, func(c *Config, v, o Tenant) string {
+		p := c.Pools[o.Pool]
+		p.Storages = insertSorted(p.Storages, v.Storage)
+		c.Pools[o.Pool] = p
+		return ""
+	}},
+	{"privsep off", CodeTokenWithoutPrivsep, func(c *Config, v, _ Tenant) string {
+		_, ccm := v.TokenIDs()
+		c.Users[v.User].Tokens[v.Tokens.CCM] = Token{}
+		return ccm
+	}},
+	{"group", CodeTenantUserInGroup, func(c *Config, v, _ Tenant) string {
+		g := c.Groups["staff"]
+		g.Members = insertSorted(g.Members, v.User)
+		c.Groups["staff"] = g
+		c.ACL[ACLKey{Path: "/nodes", Kind: KindGroup, Subject: "staff", Role: RoleAuditor}] = false
+		return v.User
+	}},
+	{"broader token", CodeTokenBroaderThanRole, func(c *Config, v, _ Tenant) string {
+		csi, _ := v.TokenIDs()
+		c.ACL[ACLKey{Path: poolPath(v.Pool), Kind: KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
+		c.ACL[ACLKey{Path: poolPath(v.Pool), Kind: KindToken, Subject: csi, Role: "PVEVMUser"}] = false
+		return csi
+	}},
+	{"nested pool", CodeNestedTenantPool, func(c *Config, v, _ Tenant) string {
+		c.Pools[v.Pool+"/x"] = Pool{}
+		return ""
+	}},
+}
+
+// Every leak injected into a clean state is reported with its code, for
+// the tenant it concerns.
+func TestAuditFlagsInjectedLeaks(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := drawTenants(t)
+		cfg := convergedFor(t, spec)
+		if rep, _ := Audit(cfg, spec); rep.HasErrors() || len(rep.Findings) != 1 {
+			t.Fatalf("clean state has findings: %+v", rep.Findings)
+		}
+		type injected struct {
+			leak
+			tenant, subject string
+		}
+		var done []injected
+		for n := rapid.IntRange(1, 4).Draw(t, "leaks"); n > 0; n-- {
+			l := rapid.SampledFrom(leaks).Draw(t, "leak")
+			pair := rapid.SliceOfNDistinct(rapid.IntRange(0, len(spec.Tenants)-1), 2, 2, rapid.ID[int]).Draw(t, "pair")
+			v, o := spec.Tenants[pair[0]], spec.Tenants[pair[1]]
+			done = append(done, injected{leak: l, tenant: v.Name, subject: l.inject(cfg, v, o)})
+		}
+		rep, err := Audit(cfg, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range done {
+			found := slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+				return f.Code == d.code && (d.subject == "" || f.Subject == d.subject) && (f.Tenant == d.tenant || f.Tenant == "")
+			})
+			if !found {
+				t.Fatalf("leak %q in tenant %s (%s) not reported with %s; findings:\n%s", d.name, d.tenant, d.subject, d.code, fmt.Sprint(rep.Findings))
+			}
+		}
+	})
+}

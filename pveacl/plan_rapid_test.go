@@ -1,0 +1,169 @@
+package pveacl
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+)
+
+// planMachine keeps a desired tenant set and an observed cluster that an
+// operator keeps changing. Converging (plan, then apply in memory) must
+// always succeed, leave nothing to plan, be idempotent, and leave a state
+// whose audit has no error-level finding.
+type planMachine struct {
+	spec Tenants
+	obs  *Config
+}
+
+var tenantNames = []string{"alpha", "beta", "gamma", "delta", "eps"}
+
+func newPlanMachine(t *rapid.T) *planMachine {
+	m := &planMachine{obs: NewConfig(PVE9)}
+	m.spec.Platform.PVEVersion = PVE9
+	if rapid.Bool().Draw(t, "capmox") {
+		m.spec.Platform.Capmox = &Credential{User: "capmox@pve", Token: "capi"}
+	}
+	m.spec.Platform.SharedStorages = []string{"iso"}
+	return m
+}
+
+func (m *planMachine) addTenant(t *rapid.T) {
+	name := rapid.SampledFrom(tenantNames).Draw(t, "tenant")
+	if slices.ContainsFunc(m.spec.Tenants, func(tn Tenant) bool { return tn.Name == name }) {
+		t.Skip("tenant exists")
+	}
+	idx := slices.Index(tenantNames, name)
+	tn := Tenant{Name: name, Storage: name + "-disks"}
+	if rapid.Bool().Draw(t, "extraStorage") {
+		tn.Storages = []string{name + "-backup"}
+	}
+	for i := rapid.IntRange(0, 2).Draw(t, "vms"); i > 0; i-- {
+		tn.VMs = append(tn.VMs, 1000+idx*10+i)
+	}
+	if m.spec.Platform.Capmox != nil && rapid.Bool().Draw(t, "network") {
+		tn.Networks = []Network{{Bridge: "vmbr1", VLANs: []int{100 + idx}}}
+	}
+	m.spec.Tenants = append(m.spec.Tenants, tn)
+}
+
+func (m *planMachine) removeTenant(t *rapid.T) {
+	if len(m.spec.Tenants) == 0 {
+		t.Skip("no tenants")
+	}
+	i := rapid.IntRange(0, len(m.spec.Tenants)-1).Draw(t, "index")
+	m.spec.Tenants = slices.Delete(m.spec.Tenants, i, i+1)
+}
+
+// drift makes one change an operator (or a broken script) might make.
+func (m *planMachine) drift(t *rapid.T) {
+	users := sortedKeys(m.obs.Users)
+	switch rapid.IntRange(0, 6).Draw(t, "drift") {
+	case 0: // flip a token's privilege separation
+		uid := rapid.SampledFrom(users).Draw(t, "user")
+		for name, tok := range m.obs.Users[uid].Tokens {
+			tok.Privsep = !tok.Privsep
+			m.obs.Users[uid].Tokens[name] = tok
+		}
+	case 1: // delete an entry
+		if aces := m.obs.ACEs(); len(aces) > 0 {
+			delete(m.obs.ACL, rapid.SampledFrom(aces).Draw(t, "entry").ACLKey)
+		}
+	case 2: // grant a stray role to a managed subject
+		uid := rapid.SampledFrom(users).Draw(t, "user")
+		path := rapid.SampledFrom([]string{"/", "/vms", "/pool/beta", "/storage/alpha-disks", "/storage/iso"}).Draw(t, "path")
+		m.obs.ACL[ACLKey{Path: path, Kind: KindUser, Subject: uid, Role: "PVEVMAdmin"}] = rapid.Bool().Draw(t, "propagate")
+	case 3: // widen a managed role
+		if _, ok := m.obs.Roles[RoleCSI]; ok {
+			m.obs.Roles[RoleCSI] = Role{Privs: []string{"VM.Allocate", "VM.Audit"}}
+		}
+	case 4: // disable or delete a user (with its entries, as PVE does)
+		uid := rapid.SampledFrom(users).Draw(t, "user")
+		if uid == "root@pam" {
+			return
+		}
+		if rapid.Bool().Draw(t, "delete") {
+			m.deleteUser(uid)
+		} else {
+			u := m.obs.Users[uid]
+			u.Enable = false
+			m.obs.Users[uid] = u
+		}
+	case 5: // an unrelated pool takes a tenant VM
+		vm := rapid.IntRange(1000, 1042).Draw(t, "vmid")
+		for name, p := range m.obs.Pools {
+			p.VMs = removeSorted(p.VMs, vm)
+			m.obs.Pools[name] = p
+		}
+		m.obs.Pools["legacy"] = Pool{VMs: insertSorted(m.obs.Pools["legacy"].VMs, vm)}
+	default: // capmox creates a VM in a tenant pool
+		if names := sortedKeys(m.obs.Pools); len(names) > 0 {
+			name := rapid.SampledFrom(names).Draw(t, "pool")
+			vm := rapid.IntRange(5000, 5100).Draw(t, "newvm")
+			if len(m.obs.PoolsOfVM(vm)) == 0 {
+				p := m.obs.Pools[name]
+				p.VMs = insertSorted(p.VMs, vm)
+				m.obs.Pools[name] = p
+			}
+		}
+	}
+}
+
+func (m *planMachine) deleteUser(uid string) {
+	delete(m.obs.Users, uid)
+	for k := range m.obs.ACL {
+		owner, _, err := ParseTokenID(k.Subject)
+		if k.Subject == uid || err == nil && owner == uid {
+			delete(m.obs.ACL, k)
+		}
+	}
+}
+
+func (m *planMachine) converge(t *rapid.T) {
+	changes, err := Plan(&m.spec, m.obs)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	again, _ := Plan(&m.spec, m.obs)
+	if diff := cmp.Diff(changes, again); diff != "" {
+		t.Fatalf("the plan is not deterministic: %s", diff)
+	}
+	after, err := Apply(m.obs, changes)
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, MarshalUserCfg(m.obs))
+	}
+	twice, err := Apply(after, changes)
+	if err != nil || string(MarshalUserCfg(twice)) != string(MarshalUserCfg(after)) {
+		t.Fatalf("applying the plan a second time changed the state (err %v)", err)
+	}
+	if next, _ := Plan(&m.spec, after); len(next) != 0 {
+		t.Fatalf("the next plan is not empty: %+v", next)
+	}
+	rep, err := Audit(after, &m.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.HasErrors() {
+		t.Fatalf("the converged state leaks: %s\n%s", fmt.Sprint(rep.Findings), MarshalUserCfg(after))
+	}
+	m.obs = after
+}
+
+func TestPlanConverges(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := newPlanMachine(t)
+		t.Repeat(map[string]func(*rapid.T){
+			"addTenant":    m.addTenant,
+			"removeTenant": m.removeTenant,
+			"drift":        m.drift,
+			"converge":     m.converge,
+			"": func(t *rapid.T) {
+				if _, err := Plan(&m.spec, m.obs); err != nil {
+					t.Fatalf("every reachable state can be planned: %v", err)
+				}
+			},
+		})
+	})
+}

@@ -1,0 +1,120 @@
+package pveacl
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadTenantsDefaults(t *testing.T) {
+	spec, err := LoadTenants([]byte("tenants:\n- name: alpha\n  storage: alpha-disks\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Tenants{Platform: Platform{PVEVersion: PVE9}, Tenants: []Tenant{{Name: "alpha", Pool: "alpha", Storage: "alpha-disks",
+		User: "alpha@pve", Tokens: TenantTokens{CSI: "csi", CCM: "ccm"}}}}
+	if diff := cmp.Diff(want, *spec); diff != "" {
+		t.Errorf("defaults: -want +got:\n%s", diff)
+	}
+	if _, err := LoadTenants(mustRead(t, "testdata/tenants.yaml")); err != nil {
+		t.Errorf("the example specification must load: %v", err)
+	}
+}
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestLoadTenantsErrors(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		yaml   string
+		want   []string // substrings, each must appear
+	}{
+		"UnknownField": {
+			reason: "typos are errors, not silently ignored keys",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  storag: s2\n",
+			want:   []string{`unknown field "storag"`},
+		},
+		"MissingStorage": {
+			reason: "every tenant needs a dedicated storage",
+			yaml:   "tenants:\n- name: a\n",
+			want:   []string{"tenants[0].storage: a dedicated storage is required"},
+		},
+		"SharedStorage": {
+			reason: "two tenants on one storage reach each other's volumes",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n- name: b\n  storage: s2\n  storages: [s1]\n",
+			want:   []string{`tenants[1].storages[0]: storage "s1" already belongs to tenant "a"`},
+		},
+		"StorageIsShared": {
+			reason: "a platform storage cannot be a tenant's",
+			yaml:   "platform:\n  sharedStorages: [iso]\ntenants:\n- name: a\n  storage: iso\n",
+			want:   []string{`tenants[0].storage: storage "iso" already belongs to the shared storages`},
+		},
+		"SamePool": {
+			reason: "one pool per tenant",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  pool: p\n- name: b\n  storage: s2\n  pool: p\n",
+			want:   []string{`tenants[1].pool: pool "p" already belongs to tenant "a"`},
+		},
+		"NestedPool": {
+			reason: "a tenant pool inside another tenant's pool inherits its propagating entries",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n- name: b\n  storage: s2\n  pool: a/b\n",
+			want:   []string{`tenants[1].pool: pool "a/b" is nested in pool "a" of tenant "a"`},
+		},
+		"BadIDs": {
+			reason: "ids follow PVE's grammar",
+			yaml:   "tenants:\n- name: a\n  storage: 1s\n  user: nobody\n  pool: 9p\n  tokens: {csi: x, ccm: x}\n",
+			want: []string{"tenants[0].storage: storage ID '1s' is invalid", "tenants[0].user: value 'nobody' does not look like a valid user name",
+				"tenants[0].pool: pool name must start with a letter", "tenants[0].tokens.csi: token name 'x' is invalid",
+				"tenants[0].tokens: the CSI and CCM tokens must differ"},
+		},
+		"RootUser": {
+			reason: "root@pam ignores ACLs entirely",
+			yaml:   "platform:\n  capmox: {user: root@pam, token: capi}\ntenants: []\n",
+			want:   []string{"platform.capmox.user: root@pam bypasses every ACL check"},
+		},
+		"SharedVMAndVLAN": {
+			reason: "a VM or a VLAN belongs to one tenant",
+			yaml: "platform:\n  capmox: {user: capmox@pve, token: capi}\ntenants:\n" +
+				"- {name: a, storage: s1, vms: [100], networks: [{bridge: vmbr1, vlans: [10]}]}\n" +
+				"- {name: b, storage: s2, vms: [100, 99], networks: [{bridge: vmbr1, vlans: [10, 5000]}]}\n",
+			want: []string{`tenants[1].vms[0]: VM "100" already belongs to tenant "a"`, "tenants[1].vms[1]: VM id 99 is invalid",
+				`tenants[1].networks[0].vlans[0]: VLAN "localnetwork/vmbr1/10" already belongs to tenant "a"`,
+				"tenants[1].networks[0].vlans[1]: VLAN id 5000 is out of range"},
+		},
+		"NetworksNeedCapmox": {
+			reason: "SDN.Use goes to the capmox token",
+			yaml:   "tenants:\n- {name: a, storage: s1, networks: [{bridge: vmbr1, vlans: [10]}]}\n",
+			want:   []string{"tenants[0].networks[0]: networks need platform.capmox"},
+		},
+		"Version": {
+			reason: "only PVE 8 and 9",
+			yaml:   "platform: {pveVersion: 7}\ntenants: []\n",
+			want:   []string{"platform.pveVersion: unsupported Proxmox VE version: Proxmox VE major version 7 is not supported: use 8 or 9"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadTenants([]byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("%s: no error", tc.reason)
+			}
+			if !errors.Is(err, ErrInvalidSpec) {
+				t.Errorf("%s: error does not wrap ErrInvalidSpec: %v", tc.reason, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error\n%v\nlacks %q", tc.reason, err, w)
+				}
+			}
+		})
+	}
+}
