@@ -1,0 +1,267 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultReleaseNamespace is where the proxmox-network package runs.
+const DefaultReleaseNamespace = "cozy-proxmox-network"
+
+// Config is what the policies are built from: the zones and the admission
+// section of the proxmox-network package values.
+type Config struct {
+	// ReleaseNamespace is the package's own namespace; the attachment
+	// policies skip it.
+	ReleaseNamespace string
+	Zones            []Zone
+	// MachineBinding switches proxmox-network-machine-binding on
+	// (admission.enabled).
+	MachineBinding bool
+	// VMAttachments switches proxmox-network-vm-attachments on
+	// (admission.vmNetworkNamespace).
+	VMAttachments bool
+	// PodAttachments switches proxmox-network-pod-attachments on
+	// (admission.podNetworkNamespace).
+	PodAttachments bool
+	// ValidationActions of every binding; empty means Deny.
+	ValidationActions []admissionregistrationv1.ValidationAction
+	// ExemptNamespaces are skipped by both attachment policies, on top of
+	// the platform's own.
+	ExemptNamespaces []string
+}
+
+// Zone is what admission needs of a ProxmoxNetworkZone.
+type Zone struct {
+	Name   string
+	Bridge string
+	// UplinkVLAN is the outer VLAN carrying the zone bridge between
+	// hypervisors; 0 means unset. No NIC on another bridge may use it.
+	UplinkVLAN int
+	// UplinkBridges enslave the uplink's parent device; no NIC may use them.
+	UplinkBridges []string
+	// EgressGatewayNamespace runs the zone's egress gateways; the
+	// attachment policies skip it.
+	EgressGatewayNamespace string
+}
+
+// DefaultConfig is the package default: every policy on, Deny, no zones.
+func DefaultConfig() Config {
+	return Config{ReleaseNamespace: DefaultReleaseNamespace, MachineBinding: true, VMAttachments: true, PodAttachments: true}
+}
+
+// ErrConfig marks a configuration the policies cannot be built from.
+var ErrConfig = errors.New("invalid admission configuration")
+
+// Validate returns the package's render failures, with their exact text.
+func (c Config) Validate() error {
+	var errs []error
+	bridges := map[string]bool{}
+	for i, z := range c.Zones {
+		if z.Name == "" {
+			errs = append(errs, fmt.Errorf("%w: zones[%d]: set the zone's name", ErrConfig, i))
+		}
+		if z.Bridge == "" {
+			errs = append(errs, fmt.Errorf("%w: zones[%s]: set the zone's bridge", ErrConfig, z.Name))
+		}
+		bridges[z.Bridge] = true
+		if z.UplinkVLAN != 0 && (z.UplinkVLAN < 1 || z.UplinkVLAN > 4094) {
+			errs = append(errs, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %d", ErrConfig, z.Name, z.UplinkVLAN))
+		}
+	}
+	for _, b := range c.uplinkBridges() {
+		if bridges[b] {
+			errs = append(errs, fmt.Errorf("%w: uplinkBridges lists %s, which is a zone bridge", ErrConfig, b))
+		}
+	}
+	deny, warn := false, false
+	for _, a := range c.ValidationActions {
+		switch a {
+		case admissionregistrationv1.Deny:
+			deny = true
+		case admissionregistrationv1.Warn:
+			warn = true
+		case admissionregistrationv1.Audit:
+		default:
+			errs = append(errs, fmt.Errorf("%w: admission.validationActions: %q is not Deny, Warn or Audit", ErrConfig, a))
+		}
+	}
+	if deny && warn {
+		errs = append(errs, fmt.Errorf("%w: admission.validationActions: Deny and Warn cannot be used together", ErrConfig))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) zoneBridges() []string {
+	var out []string
+	for _, z := range c.Zones {
+		out = append(out, z.Bridge)
+	}
+	return uniq(out)
+}
+
+func (c Config) uplinkVLANs() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, z := range c.Zones {
+		if z.UplinkVLAN != 0 && !seen[z.UplinkVLAN] {
+			seen[z.UplinkVLAN] = true
+			out = append(out, z.UplinkVLAN)
+		}
+	}
+	return out
+}
+
+func (c Config) uplinkBridges() []string {
+	var out []string
+	for _, z := range c.Zones {
+		out = append(out, z.UplinkBridges...)
+	}
+	return uniq(out)
+}
+
+// exemptNamespaces lists the namespaces both attachment policies skip, on
+// top of every cozy-* namespace.
+func (c Config) exemptNamespaces() []string {
+	out := []string{"kube-system", c.ReleaseNamespace}
+	for _, z := range c.Zones {
+		if z.EgressGatewayNamespace != "" {
+			out = append(out, z.EgressGatewayNamespace)
+		}
+	}
+	return uniq(append(out, c.ExemptNamespaces...))
+}
+
+func (c Config) validationActions() []admissionregistrationv1.ValidationAction {
+	if len(c.ValidationActions) == 0 {
+		return []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	}
+	return c.ValidationActions
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// rawConfig is the YAML shape of the package values the policies read.
+type rawConfig struct {
+	ReleaseNamespace *string   `json:"releaseNamespace"`
+	Zones            []rawZone `json:"zones"`
+	Admission        struct {
+		Enabled             *bool                                      `json:"enabled"`
+		ValidationActions   []admissionregistrationv1.ValidationAction `json:"validationActions"`
+		VMNetworkNamespace  *bool                                      `json:"vmNetworkNamespace"`
+		PodNetworkNamespace *bool                                      `json:"podNetworkNamespace"`
+		ExemptNamespaces    []string                                   `json:"exemptNamespaces"`
+	} `json:"admission"`
+}
+
+type rawZone struct {
+	Name          string `json:"name"`
+	Bridge        string `json:"bridge"`
+	UplinkVLAN    any    `json:"uplinkVLAN"`
+	UplinkBridges any    `json:"uplinkBridges"`
+	Egress        struct {
+		GatewayNamespace string `json:"gatewayNamespace"`
+	} `json:"egress"`
+}
+
+// ParseConfig reads the package values (releaseNamespace, zones and
+// admission) from YAML or JSON. Keys it does not use, such as a zone's
+// vlanRanges, are allowed, so the package's values file can be passed as is.
+// Missing switches take the package defaults.
+func ParseConfig(data []byte) (Config, error) {
+	var raw rawConfig
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return Config{}, fmt.Errorf("cannot parse admission configuration: %w: %w", ErrConfig, err)
+	}
+	c := DefaultConfig()
+	if raw.ReleaseNamespace != nil {
+		c.ReleaseNamespace = *raw.ReleaseNamespace
+	}
+	setBool(&c.MachineBinding, raw.Admission.Enabled)
+	setBool(&c.VMAttachments, raw.Admission.VMNetworkNamespace)
+	setBool(&c.PodAttachments, raw.Admission.PodNetworkNamespace)
+	c.ValidationActions = raw.Admission.ValidationActions
+	c.ExemptNamespaces = raw.Admission.ExemptNamespaces
+	for i, rz := range raw.Zones {
+		z, err := rz.zone(i)
+		if err != nil {
+			return Config{}, err
+		}
+		c.Zones = append(c.Zones, z)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func setBool(dst *bool, v *bool) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func (rz rawZone) zone(i int) (Zone, error) {
+	z := Zone{Name: rz.Name, Bridge: rz.Bridge, EgressGatewayNamespace: rz.Egress.GatewayNamespace}
+	if z.Name == "" {
+		return Zone{}, fmt.Errorf("%w: zones[%d]: set the zone's name", ErrConfig, i)
+	}
+	if rz.UplinkVLAN != nil {
+		v, ok := vlanID(rz.UplinkVLAN)
+		if !ok {
+			return Zone{}, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %v", ErrConfig, z.Name, rz.UplinkVLAN)
+		}
+		z.UplinkVLAN = v
+	}
+	if rz.UplinkBridges != nil {
+		list, ok := rz.UplinkBridges.([]any)
+		if !ok {
+			return Zone{}, fmt.Errorf("%w: zones[%s].uplinkBridges must be a list of bridge names", ErrConfig, z.Name)
+		}
+		for _, b := range list {
+			s, ok := b.(string)
+			if !ok || s == "" {
+				return Zone{}, fmt.Errorf("%w: zones[%s].uplinkBridges must be a list of bridge names", ErrConfig, z.Name)
+			}
+			z.UplinkBridges = append(z.UplinkBridges, s)
+		}
+	}
+	return z, nil
+}
+
+// vlanID accepts a whole number or a numeric string in 1..4094.
+func vlanID(v any) (int, bool) {
+	var n float64
+	switch t := v.(type) {
+	case float64:
+		n = t
+	case string:
+		i, err := strconv.Atoi(strings.TrimSpace(t))
+		if err != nil {
+			return 0, false
+		}
+		n = float64(i)
+	default:
+		return 0, false
+	}
+	if n != math.Trunc(n) || n < 1 || n > 4094 {
+		return 0, false
+	}
+	return int(n), true
+}

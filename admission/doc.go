@@ -1,0 +1,34 @@
+// Package admission decides which NIC, network attachment or logical-switch
+// pin a tenant object may carry, so that no tenant reaches another tenant's
+// VLAN or the shared transit network through capmox, Multus or Kube-OVN.
+//
+// It holds the three policy sets of the proxmox-network package:
+//
+//   - proxmox-network-machine-binding: CREATE of ProxmoxMachine and
+//     ProxmoxMachineTemplate (both capmox API versions, in every namespace):
+//     a NIC on a zone bridge must be one of the namespace's own networks, as
+//     listed in its proxmox.cozystack.io/networks annotation; no NIC on
+//     another bridge may carry a zone's uplink VLAN; no NIC may sit on an
+//     uplink bridge; in a namespace that owns networks every NIC must be one
+//     of them and network.default must be set.
+//   - proxmox-network-vm-attachments: CREATE and UPDATE of KubeVirt
+//     VirtualMachines and VirtualMachineInstances: multus networks and the
+//     annotations KubeVirt copies onto the launcher pod stay in the object's
+//     own namespace.
+//   - proxmox-network-pod-attachments: the same annotation rule on pods.
+//
+// The attachment policies skip cozy-* namespaces, kube-system, the package's
+// release namespace, every zone's egress gateway namespace and a configured
+// list, and objects being deleted; on UPDATE they judge only new or changed
+// entries.
+//
+// The same rules run three ways, and agree: Validator.Review (pure Go, no
+// I/O), the admission/v1 webhook Handler, and the ValidatingAdmissionPolicy
+// and ValidatingAdmissionPolicyBinding objects of Policies, whose CEL a
+// kube-apiserver evaluates with failurePolicy Fail. A differential test
+// checks the Go validator against the generated policies in a real
+// kube-apiserver.
+//
+// The package never writes to a cluster and never reads one except through
+// the NamespaceGetter a caller hands to the Handler.
+package admission

@@ -1,0 +1,129 @@
+package admission
+
+import (
+	"testing"
+)
+
+const (
+	zoneMsgOwning = "a NIC on a Proxmox network zone bridge must use a Proxmox network of this namespace (vmbr70/101/subnet-a, vmbr1/5/subnet-c); got "
+	zoneMsgNone   = "a NIC on a Proxmox network zone bridge must use a Proxmox network of this namespace (it has none); got "
+	everyNICMsg   = "every NIC must use a Proxmox network of this namespace (bridge/vlan/pool one of vmbr70/101/subnet-a, vmbr1/5/subnet-c)"
+	uplinkVLANMsg = "a NIC outside the Proxmox network zone bridges may not use a zone uplink VLAN (70), which would put it on the zone trunk; got "
+	uplinkBrMsg   = "a NIC may not use vmbr0: these bridges enslave the parent device of a Proxmox network zone uplink, so a machine on them reaches the zone trunk; got "
+)
+
+func machineCases() map[string]pairCase {
+	own := nicV1("vmbr70", 101, "subnet-a")
+	return map[string]pairCase{
+		"MachineNeedsDefault": {
+			reason:   "a namespace that owns networks needs network.default, or the VM keeps the template's NIC",
+			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nil, nicV1("vmbr70", 101, "subnet-a"))},
+			admitted: input{kind: gvkMachineV1, ns: owning(), obj: machineV1(own)},
+			policy:   PolicyMachineBinding, message: msgNeedsDefault,
+		},
+		"MachineV2NeedsNet0": {
+			reason:   "v1alpha2: the first NIC is the networkDevices entry named net0",
+			refused:  input{kind: gvkMachineV2, ns: owning(), obj: machineV2(nicV2("net1", "vmbr70", 101, "subnet-a"))},
+			admitted: input{kind: gvkMachineV2, ns: owning(), obj: machineV2(nicV2("net0", "vmbr70", 101, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: msgNeedsDefault,
+		},
+		"MachineForeignNetwork": {
+			reason:   "a zone bridge NIC with another namespace's VLAN and pool",
+			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr70", 102, "subnet-a"))},
+			admitted: input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr70", 101, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: zoneMsgOwning + "vmbr70/102/subnet-a",
+		},
+		"MachineZoneBridgeWithoutNetworks": {
+			reason:   "a namespace without networks cannot put a NIC on the zone bridge through the raw path",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr70", 101, "subnet-a"))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr1", 101, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: zoneMsgNone + "vmbr70/101/subnet-a",
+		},
+		"MachineZoneBridgeNoNamespace": {
+			reason:   "a namespace the API does not know owns nothing",
+			refused:  input{kind: gvkMachineV1, obj: machineV1(nicV1("vmbr70", 101, ""))},
+			admitted: input{kind: gvkMachineV1, obj: machineV1(nicV1("vmbr71", 101, ""))},
+			policy:   PolicyMachineBinding, message: "a NIC on a Proxmox network zone bridge must use a Proxmox network of this namespace (it has none); got",
+		},
+		"MachineZoneBridgeUntagged": {
+			reason:   "an untagged NIC on the trunk bridge is a trunk port",
+			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr70", 0, "subnet-a"))},
+			admitted: input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr70", 101, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: "a NIC on a Proxmox network zone bridge must use a Proxmox network of this namespace (vmbr70/101/subnet-a, vmbr1/5/subnet-c); got",
+		},
+		"MachineGlobalPool": {
+			reason: "a GlobalInClusterIPPool can be claimed across namespaces",
+			refused: input{kind: gvkMachineV1, ns: owning(), obj: machineV1(m{"bridge": "vmbr70", "vlan": 101,
+				"ipv4PoolRef": m{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "GlobalInClusterIPPool", "name": "subnet-a"}})},
+			admitted: input{kind: gvkMachineV1, ns: owning(), obj: machineV1(m{"bridge": "vmbr70", "vlan": 101,
+				"ipv4PoolRef": m{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "subnet-a"}})},
+			policy: PolicyMachineBinding, message: "a NIC on a Proxmox network zone bridge must use a Proxmox network of this namespace (vmbr70/101/subnet-a, vmbr1/5/subnet-c); got",
+		},
+		"MachineV2DualPool": {
+			reason:   "v1alpha2: a NIC with two pools names no Proxmox network, which are IPv4 only",
+			refused:  input{kind: gvkMachineV2, ns: owning(), obj: machineV2(nicV2("net0", "vmbr70", 101, "subnet-a", "subnet-a6"))},
+			admitted: input{kind: gvkMachineV2, ns: owning(), obj: machineV2(nicV2("net0", "vmbr70", 101, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: "a NIC on a Proxmox network zone bridge must use a Proxmox network of this namespace (vmbr70/101/subnet-a, vmbr1/5/subnet-c); got",
+		},
+		"MachineUplinkVLAN": {
+			reason:   "the uplink VLAN on another bridge reaches the zone trunk",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr1", 70, ""))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr1", 71, ""))},
+			policy:   PolicyMachineBinding, message: uplinkVLANMsg + "vmbr1/70",
+		},
+		"MachineUplinkVLANAdditional": {
+			reason:   "every NIC counts, not only the first",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr1", 0, ""), nicV1("vmbr2", 70, "p"))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr1", 0, ""), nicV1("vmbr2", 7, "p"))},
+			policy:   PolicyMachineBinding, message: uplinkVLANMsg + "vmbr2/70",
+		},
+		"MachineUplinkBridge": {
+			reason:   "no NIC at all on a bridge over the uplink's parent",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr0", 0, ""))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr9", 0, ""))},
+			policy:   PolicyMachineBinding, message: uplinkBrMsg + "vmbr0",
+		},
+		"MachineUplinkBridgeTagged": {
+			reason:   "a tagged NIC there would enslave the parent's VLAN device",
+			refused:  input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr0", 12))},
+			admitted: input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr3", 12))},
+			policy:   PolicyMachineBinding, message: uplinkBrMsg + "vmbr0/12",
+		},
+		"MachineRawBridgeNextToVPC": {
+			reason:   "a raw bridge and VLAN next to a VPC subnet, in a namespace that owns networks",
+			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(own, nicV1("vmbr1", 5, ""))},
+			admitted: input{kind: gvkMachineV1, ns: owning(), obj: machineV1(own, nicV1("vmbr1", 5, "subnet-c"))},
+			policy:   PolicyMachineBinding, message: everyNICMsg,
+		},
+		"MachineRawDefault": {
+			reason:   "the first NIC on a raw bridge, in a namespace that owns networks",
+			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr9", 0, ""))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr9", 0, ""))},
+			policy:   PolicyMachineBinding, message: everyNICMsg,
+		},
+		"TemplateForeignNetwork": {
+			reason:   "a ProxmoxMachineTemplate is judged by its template's spec",
+			refused:  input{kind: gvkTemplateV1, ns: owning(), obj: template(machineV1(nicV1("vmbr70", 102, "subnet-b")))},
+			admitted: input{kind: gvkTemplateV1, ns: owning(), obj: template(machineV1(nicV1("vmbr70", 101, "subnet-a")))},
+			policy:   PolicyMachineBinding, message: zoneMsgOwning + "vmbr70/102/subnet-b",
+		},
+		"MachineUpdateNotJudged": {
+			reason:   "CREATE only: capmox keeps updating its machines while a network drains",
+			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr70", 102, "subnet-b"))},
+			admitted: input{op: OperationUpdate, kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr70", 102, "subnet-b")), old: machineV1(nicV1("vmbr70", 102, "subnet-b"))},
+			policy:   PolicyMachineBinding, message: zoneMsgOwning + "vmbr70/102/subnet-b",
+		},
+	}
+}
+
+func TestMachineBinding(t *testing.T) { runPairs(t, testConfig(), machineCases()) }
+
+func TestMachineBindingDisabled(t *testing.T) {
+	cfg := testConfig()
+	cfg.MachineBinding = false
+	v := mustValidator(t, cfg)
+	in := input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nicV1("vmbr70", 102, "subnet-b"))}
+	if d, err := v.Review(in.request(t), in.ns); err != nil || !d.Allowed {
+		t.Errorf("admission.enabled=false must admit: %+v %v", d, err)
+	}
+}

@@ -1,0 +1,210 @@
+package admission
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func loadConfig(t testing.TB) Config {
+	t.Helper()
+	data, err := os.ReadFile("testdata/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestParseConfig(t *testing.T) {
+	got := loadConfig(t)
+	want := Config{
+		ReleaseNamespace: "cozy-proxmox-network",
+		Zones: []Zone{
+			{Name: "default", Bridge: "vmbr70", UplinkVLAN: 70, UplinkBridges: []string{"vmbr0"}, EgressGatewayNamespace: "cozy-proxmox-network"},
+			{Name: "public", Bridge: "vmbr80", UplinkVLAN: 80, UplinkBridges: []string{"vmbr0", "vmbr1"}},
+		},
+		MachineBinding: true, VMAttachments: true, PodAttachments: true,
+		ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		ExemptNamespaces:  []string{"tenant-root"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"kube-system", "cozy-proxmox-network", "tenant-root"}, got.exemptNamespaces()); diff != "" {
+		t.Errorf("exempt namespaces (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"vmbr0", "vmbr1"}, got.uplinkBridges()); diff != "" {
+		t.Errorf("uplink bridges, each once (-want +got):\n%s", diff)
+	}
+}
+
+// TestConfigRefusals pairs the package's render failures with controls.
+func TestConfigRefusals(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		refused  string
+		admitted string
+		want     string
+	}{
+		"UplinkVLANRange": {
+			reason:   "an uplink VLAN is a VLAN ID",
+			refused:  "zones: [{name: z, bridge: vmbr70, uplinkVLAN: 4095}]",
+			admitted: "zones: [{name: z, bridge: vmbr70, uplinkVLAN: 4094}]",
+			want:     "zones[z].uplinkVLAN must be a VLAN ID (1-4094), got 4095",
+		},
+		"UplinkVLANWord": {
+			reason:   "a word is not a VLAN ID",
+			refused:  "zones: [{name: z, bridge: vmbr70, uplinkVLAN: seventy}]",
+			admitted: "zones: [{name: z, bridge: vmbr70, uplinkVLAN: '70'}]",
+			want:     "zones[z].uplinkVLAN must be a VLAN ID (1-4094), got seventy",
+		},
+		"UplinkBridgesNotList": {
+			reason:   "uplinkBridges is a list",
+			refused:  "zones: [{name: z, bridge: vmbr70, uplinkBridges: vmbr0}]",
+			admitted: "zones: [{name: z, bridge: vmbr70, uplinkBridges: [vmbr0]}]",
+			want:     "zones[z].uplinkBridges must be a list of bridge names",
+		},
+		"UplinkBridgeIsZoneBridge": {
+			reason:   "a zone bridge cannot be an uplink bridge of any zone",
+			refused:  "zones: [{name: a, bridge: vmbr70}, {name: b, bridge: vmbr71, uplinkBridges: [vmbr70]}]",
+			admitted: "zones: [{name: a, bridge: vmbr70}, {name: b, bridge: vmbr71, uplinkBridges: [vmbr0]}]",
+			want:     "uplinkBridges lists vmbr70, which is a zone bridge",
+		},
+		"DenyAndWarn": {
+			reason:   "the API refuses Deny with Warn",
+			refused:  "admission: {validationActions: [Deny, Warn]}",
+			admitted: "admission: {validationActions: [Deny, Audit]}",
+			want:     "admission.validationActions: Deny and Warn cannot be used together",
+		},
+		"ZoneWithoutBridge": {
+			reason:   "a zone has a bridge",
+			refused:  "zones: [{name: z}]",
+			admitted: "zones: [{name: z, bridge: vmbr70}]",
+			want:     "zones[z]: set the zone's bridge",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := ParseConfig([]byte(tc.admitted)); err != nil {
+				t.Fatalf("control: %v", err)
+			}
+			_, err := ParseConfig([]byte(tc.refused))
+			if !errors.Is(err, ErrConfig) || !strings.HasSuffix(err.Error(), ": "+tc.want) {
+				t.Errorf("%s: got %v, want ...: %s", tc.reason, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPoliciesGolden(t *testing.T) {
+	set, err := Policies(loadConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := set.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/policies.golden"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("policies differ from %s (-want +got):\n%s", golden, diff)
+	}
+}
+
+func TestPoliciesFollowSwitches(t *testing.T) {
+	cfg := testConfig()
+	cfg.VMAttachments = false
+	cfg.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit}
+	set, err := Policies(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i, p := range set.Policies {
+		names = append(names, p.Name)
+		b := set.Bindings[i]
+		if b.Name != p.Name || b.Spec.PolicyName != p.Name {
+			t.Errorf("binding %s does not bind policy %s", b.Name, p.Name)
+		}
+		if diff := cmp.Diff(cfg.ValidationActions, b.Spec.ValidationActions); diff != "" {
+			t.Errorf("binding actions (-want +got):\n%s", diff)
+		}
+		if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail {
+			t.Errorf("%s: failurePolicy must be Fail", p.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{PolicyMachineBinding, PolicyPodAttachments}, names); diff != "" {
+		t.Errorf("policies (-want +got):\n%s", diff)
+	}
+}
+
+func TestWebhookConfiguration(t *testing.T) {
+	url := "https://127.0.0.1:9443/validate"
+	wc, err := WebhookConfiguration("proxmox-network", testConfig(), admissionregistrationv1.WebhookClientConfig{URL: &url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range wc.Webhooks {
+		names = append(names, w.Name)
+		if *w.FailurePolicy != admissionregistrationv1.Fail || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
+			t.Errorf("%s: failurePolicy Fail and no side effects", w.Name)
+		}
+	}
+	want := []string{
+		"proxmox-network-machine-binding.proxmox.cozystack.io",
+		"proxmox-network-vm-attachments.proxmox.cozystack.io",
+		"proxmox-network-pod-attachments.proxmox.cozystack.io",
+	}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// FuzzParseConfig: a configuration that parses builds policies and a
+// validator; one that does not is ErrConfig.
+func FuzzParseConfig(f *testing.F) {
+	data, err := os.ReadFile("testdata/values.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte("zones: [{name: z, bridge: b, uplinkVLAN: 1.5}]"))
+	f.Add([]byte("zones: [{name: z, bridge: b, uplinkBridges: [1]}]"))
+	f.Add([]byte("admission: {validationActions: [Nope]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error is not ErrConfig: %v", err)
+			}
+			return
+		}
+		if _, err := Policies(c); err != nil {
+			t.Fatalf("parsed configuration builds no policies: %v", err)
+		}
+		if _, err := New(c); err != nil {
+			t.Fatalf("parsed configuration builds no validator: %v", err)
+		}
+	})
+}
