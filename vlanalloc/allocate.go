@@ -1,0 +1,148 @@
+package vlanalloc
+
+import (
+	"fmt"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+)
+
+// source says where an allocation's ID came from.
+type source int
+
+const (
+	fromVlan        source = iota + 1 // the network's Vlan already exists
+	fromReservation                   // the network already holds a reservation
+	fromStatic                        // the zone pins an ID to the network
+	fromFree                          // the lowest free ID was picked
+)
+
+// Allocate returns the ID of claim's network, recording a reservation for it
+// when there was none. In order:
+//
+//  1. a Vlan named claim.Vlan on the zone's provider network is adopted with
+//     its ID, even outside the ranges (a Vlan on another provider network
+//     is a *ProviderMismatchError);
+//  2. an ID the network already holds a reservation for is returned again;
+//  3. a static assignment gives its ID;
+//  4. otherwise the lowest free ID, when the zone's namespaceSelector admits
+//     the namespace (ErrNamespaceNotAllowed) and an ID is free (ErrExhausted).
+//
+// An ID that someone else also holds is a *ConflictError. The same state
+// and claim always give the same answer, so a retry after a crash picks the
+// same ID.
+func (x *Index) Allocate(claim Claim) (int, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	vid, _, err := x.allocate(claim)
+	return vid, err
+}
+
+func (x *Index) allocate(claim Claim) (int, source, error) {
+	if provider, ok := x.elsewhere[claim.Vlan]; ok {
+		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
+			&ProviderMismatchError{Vlan: claim.Vlan, Provider: provider, Want: x.zone.provider})
+	}
+	if v, ok := x.vlans[claim.Vlan]; ok {
+		return x.adopt(claim, v)
+	}
+	if held := x.byNetwork[claim.Network]; len(held) > 0 {
+		vid := lowest(held)
+		own := uint32(1)
+		if n, pinned := x.zone.staticByVID[vid]; pinned && n == claim.Network {
+			own++
+		}
+		if x.refs[vid] > own {
+			return 0, 0, x.conflict(vid, claim)
+		}
+		return vid, fromReservation, nil
+	}
+	if vid, ok := x.zone.static[claim.Network]; ok {
+		if x.refs[vid] > 1 { // the static pin itself is one holder
+			return 0, 0, x.conflict(vid, claim)
+		}
+		x.reserve(vid, claim)
+		return vid, fromStatic, nil
+	}
+	if !x.zone.Admits(claim.NamespaceLabels) {
+		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: namespace %q is not selected by zone %q: %w",
+			claim.Network, claim.Network.Namespace, x.zone.name, ErrNamespaceNotAllowed)
+	}
+	vid, ok := x.free.Min()
+	if !ok {
+		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s in zone %q: %w", claim.Network, x.zone.name, ErrExhausted)
+	}
+	x.reserve(vid, claim)
+	return vid, fromFree, nil
+}
+
+// adopt keeps the ID of the network's existing Vlan when nobody else holds it.
+func (x *Index) adopt(claim Claim, v Vlan) (int, source, error) {
+	if v.Network.Name != "" && v.Network != claim.Network {
+		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
+			&ConflictError{VID: v.VID, Provider: x.zone.provider, Network: claim.Network, Holder: "network " + v.Network.String()})
+	}
+	if v.VID < MinVID || v.VID > MaxVID {
+		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: Vlan %q carries ID %d: %w", claim.Network, v.Name, v.VID, ErrUnusableVlan)
+	}
+	own := uint32(1) // the Vlan itself
+	r, reserved := x.reservations[v.VID]
+	if reserved && r.Network == claim.Network {
+		own++
+	}
+	if n, pinned := x.zone.staticByVID[v.VID]; pinned && n == claim.Network {
+		own++
+	}
+	if x.refs[v.VID] > own {
+		return 0, 0, x.conflict(v.VID, claim)
+	}
+	if !reserved {
+		x.reserve(v.VID, claim)
+	}
+	return v.VID, fromVlan, nil
+}
+
+func (x *Index) conflict(vid int, claim Claim) error {
+	return fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
+		&ConflictError{VID: vid, Provider: x.zone.provider, Network: claim.Network, Holder: x.holderOf(vid, claim)})
+}
+
+func (x *Index) reserve(vid int, claim Claim) {
+	x.observeReservation(Reservation{VID: vid, Zone: x.zone.name, Network: claim.Network, Vlan: claim.Vlan})
+}
+
+func lowest(vids []int) int {
+	m := vids[0]
+	for _, v := range vids[1:] {
+		m = min(m, v)
+	}
+	return m
+}
+
+// Lookup returns the ID claim's network holds (through its Vlan or a
+// reservation) without allocating anything.
+func (x *Index) Lookup(claim Claim) (int, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if v, ok := x.vlans[claim.Vlan]; ok {
+		return v.VID, true
+	}
+	if held := x.byNetwork[claim.Network]; len(held) > 0 {
+		return lowest(held), true
+	}
+	return 0, false
+}
+
+// Release drops every reservation of network from the index and returns
+// them. It does not touch Vlans: an existing Vlan keeps its ID used until it
+// is observed gone.
+func (x *Index) Release(network v1alpha1.NetworkReference) []Reservation {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	held := append([]int(nil), x.byNetwork[network]...)
+	out := make([]Reservation, 0, len(held))
+	for _, vid := range held {
+		out = append(out, x.reservations[vid])
+		x.forgetReservation(vid)
+	}
+	return out
+}

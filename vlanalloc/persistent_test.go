@@ -1,0 +1,180 @@
+package vlanalloc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/vlanalloctest"
+)
+
+const provider = "pxtenant"
+
+func network(i int) v1alpha1.NetworkReference {
+	return v1alpha1.NetworkReference{Namespace: fmt.Sprintf("tenant-%d", i%7), Name: fmt.Sprintf("net-%d", i)}
+}
+
+func claim(i int) vlanalloc.Claim {
+	return vlanalloc.Claim{Network: network(i), Vlan: fmt.Sprintf("subnet-%d", i)}
+}
+
+func zone(t testing.TB, name string, ranges ...string) *vlanalloc.Zone {
+	t.Helper()
+	z, err := vlanalloc.NewZone(vlanalloc.ZoneSpec{Name: name, ProviderNetwork: provider, Ranges: ranges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+// assertNoSharedVLAN fails when two different networks were told the same
+// ID, or when an ID a network was told is not recorded for it.
+func assertNoSharedVLAN(t *testing.T, told map[v1alpha1.NetworkReference]map[int]bool, records []vlanalloc.Reservation, foreign map[int]bool) {
+	t.Helper()
+	owner := map[int]v1alpha1.NetworkReference{}
+	for n, vids := range told {
+		for vid := range vids {
+			if other, ok := owner[vid]; ok && other != n {
+				t.Fatalf("VLAN %d was given to both %s and %s", vid, other, n)
+			}
+			if foreign[vid] {
+				t.Fatalf("VLAN %d was given to %s but a foreign Vlan carries it", vid, n)
+			}
+			owner[vid] = n
+		}
+	}
+	recorded := map[int]v1alpha1.NetworkReference{}
+	for _, r := range records {
+		recorded[r.VID] = r.Network
+	}
+	for vid, n := range owner {
+		if recorded[vid] != n {
+			t.Fatalf("VLAN %d was given to %s but is recorded for %q", vid, n, recorded[vid])
+		}
+	}
+}
+
+func TestAllocatorSplitBrainInMemory(t *testing.T) {
+	z := zone(t, "z", "100-299")
+	foreignVlans := []vlanalloc.Vlan{{Name: "legacy-1", VID: 100, Provider: provider}, {Name: "legacy-2", VID: 103, Provider: provider}}
+	foreign := map[int]bool{100: true, 103: true}
+	store := vlanalloctest.NewReserver()
+	// Two replicas, each with its own cache taken at start and never refreshed.
+	replicas := []*vlanalloc.Allocator{
+		vlanalloc.NewAllocator(vlanalloc.NewIndex(z, foreignVlans, nil), store),
+		vlanalloc.NewAllocator(vlanalloc.NewIndex(z, foreignVlans, nil), store),
+	}
+	var mu sync.Mutex
+	told := map[v1alpha1.NetworkReference]map[int]bool{}
+	var wg sync.WaitGroup
+	for r, a := range replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := r * 40; i < r*40+80; i++ { // networks 40-79 are reconciled by both
+				vid, err := a.Allocate(context.Background(), claim(i))
+				if err != nil {
+					t.Errorf("replica %d: %v", r, err)
+					return
+				}
+				mu.Lock()
+				if told[network(i)] == nil {
+					told[network(i)] = map[int]bool{}
+				}
+				told[network(i)][vid] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(told) != 120 {
+		t.Fatalf("%d networks got a VLAN, want 120", len(told))
+	}
+	assertNoSharedVLAN(t, told, store.Records(provider), foreign)
+}
+
+func TestAllocatorLearnsTheHolder(t *testing.T) {
+	ctx := context.Background()
+	z := zone(t, "z", "100-102")
+	store := vlanalloctest.NewReserver()
+	a := vlanalloc.NewAllocator(vlanalloc.NewIndex(z, nil, nil), store)
+	b := vlanalloc.NewAllocator(vlanalloc.NewIndex(z, nil, nil), store)
+	if vid, err := a.Allocate(ctx, claim(1)); err != nil || vid != 100 {
+		t.Fatalf("a: %d, %v", vid, err)
+	}
+	if vid, err := b.Allocate(ctx, claim(2)); err != nil || vid != 101 {
+		t.Fatalf("b must skip the ID a reserved: %d, %v", vid, err)
+	}
+	if vid, err := b.Allocate(ctx, claim(1)); err != nil || vid != 100 {
+		t.Fatalf("b must find network 1's own reservation: %d, %v", vid, err)
+	}
+	want := []vlanalloc.Reservation{
+		{VID: 100, Zone: "z", Network: network(1), Vlan: "subnet-1"},
+		{VID: 101, Zone: "z", Network: network(2), Vlan: "subnet-2"},
+	}
+	if diff := cmp.Diff(want, store.Records(provider)); diff != "" {
+		t.Errorf("records: -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(vlanalloc.Counts{Total: 3, Allocated: 2, Free: 1, Networks: 2}, b.Index().Counts()); diff != "" {
+		t.Errorf("b's counts after learning: -want +got:\n%s", diff)
+	}
+}
+
+func TestAllocatorStaticTakenElsewhere(t *testing.T) {
+	ctx := context.Background()
+	store := vlanalloctest.NewReserver()
+	other := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone(t, "other", "7"), nil, nil), store)
+	if _, err := other.Allocate(ctx, claim(1)); err != nil {
+		t.Fatal(err)
+	}
+	z, err := vlanalloc.NewZone(vlanalloc.ZoneSpec{Name: "z", ProviderNetwork: provider, Ranges: []string{"100"},
+		Static: []vlanalloc.StaticAssignment{{Network: network(2), VID: 7}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = vlanalloc.NewAllocator(vlanalloc.NewIndex(z, nil, nil), store).Allocate(ctx, claim(2))
+	want := `cannot allocate a VLAN for tenant-2/net-2: VLAN 7 on provider network "pxtenant" is held by network tenant-1/net-1, not by network tenant-2/net-2`
+	if !errors.Is(err, vlanalloc.ErrConflict) || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
+
+func TestAllocatorStoreFailure(t *testing.T) {
+	ctx := context.Background()
+	store := vlanalloctest.NewReserver()
+	a := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone(t, "z", "100-101"), nil, nil), store)
+	boom := errors.New("etcdserver: request timed out")
+	store.FailNext(boom)
+	_, err := a.Allocate(ctx, claim(1))
+	if !errors.Is(err, boom) || err.Error() != "cannot reserve VLAN 100 for tenant-1/net-1: etcdserver: request timed out" {
+		t.Fatalf("got %v", err)
+	}
+	if _, held := a.Index().Lookup(claim(1)); held {
+		t.Fatal("a failed reservation must not stay in the index")
+	}
+	if vid, err := a.Allocate(ctx, claim(1)); err != nil || vid != 100 {
+		t.Fatalf("retry: %d, %v", vid, err)
+	}
+	store.FailNext(boom)
+	if err := a.Release(ctx, network(1)); !errors.Is(err, boom) {
+		t.Fatalf("release: %v", err)
+	}
+	if len(store.Records(provider)) != 1 {
+		t.Fatal("a failed release must keep the record")
+	}
+	if err := a.Release(ctx, network(1)); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.Records(provider)) != 0 {
+		t.Fatalf("records left: %v", store.Records(provider))
+	}
+	if vid, err := a.Allocate(ctx, claim(2)); err != nil || vid != 100 {
+		t.Fatalf("a released ID is reused lowest-first: %d, %v", vid, err)
+	}
+}
