@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Key identifies an object in the queue: its namespace and name.
+type Key = client.ObjectKey
+
+// newQueue builds client-go's rate-limiting queue with two thin decorators
+// that let tracker mirror which keys wait in the delaying layer.
+func newQueue(c clock.WithTicker, limiter workqueue.TypedRateLimiter[Key], t *tracker) workqueue.TypedRateLimitingInterface[Key] {
+	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Clock: c})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[Key]{
+		Clock: c,
+		Queue: trackedQueue{TypedInterface: base, t: t},
+	})
+	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[Key]{
+		Clock:         c,
+		DelayingQueue: trackedDelaying{TypedDelayingInterface: delaying, t: t},
+	})
+}
+
+// tracker mirrors the delaying queue's waiting set: for each key, the
+// earliest time a delayed add will put it in the queue. Drain uses it to tell
+// "nothing left" from "something is due but not yet moved into the queue".
+type tracker struct {
+	mu      sync.Mutex
+	clock   clock.PassiveClock
+	waiting map[Key]time.Time
+	direct  map[Key]int
+}
+
+func newTracker(c clock.PassiveClock) *tracker {
+	return &tracker{clock: c, waiting: map[Key]time.Time{}, direct: map[Key]int{}}
+}
+
+// delayed records AddAfter(k, d) with d > 0; like the delaying queue, it
+// keeps the earliest time per key.
+func (t *tracker) delayed(k Key, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at := t.clock.Now().Add(d)
+	if old, ok := t.waiting[k]; !ok || at.Before(old) {
+		t.waiting[k] = at
+	}
+}
+
+// immediate records an add that reaches the queue without waiting.
+func (t *tracker) immediate(k Key) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.direct[k]++
+}
+
+// arrived is called for every add that reaches the queue; an add that was
+// not announced as immediate is a delayed one firing.
+func (t *tracker) arrived(k Key) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := t.direct[k]; n > 0 {
+		if n == 1 {
+			delete(t.direct, k)
+		} else {
+			t.direct[k] = n - 1
+		}
+		return
+	}
+	delete(t.waiting, k)
+}
+
+// due counts delayed keys whose time has come.
+func (t *tracker) due() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now, n := t.clock.Now(), 0
+	for _, at := range t.waiting {
+		if !at.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// next returns the earliest time a delayed key becomes due.
+func (t *tracker) next() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var first time.Time
+	for _, at := range t.waiting {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+type trackedQueue struct {
+	workqueue.TypedInterface[Key]
+	t *tracker
+}
+
+func (q trackedQueue) Add(k Key) {
+	q.t.arrived(k)
+	q.TypedInterface.Add(k)
+}
+
+type trackedDelaying struct {
+	workqueue.TypedDelayingInterface[Key]
+	t *tracker
+}
+
+func (q trackedDelaying) AddAfter(k Key, d time.Duration) {
+	if q.ShuttingDown() {
+		return
+	}
+	if d > 0 {
+		q.t.delayed(k, d)
+	} else {
+		q.t.immediate(k)
+	}
+	q.TypedDelayingInterface.AddAfter(k, d)
+}

@@ -1,0 +1,221 @@
+package kube
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Versions of the envtest binaries and of the modules whose CRDs tests load.
+const (
+	KubeVersion       = "1.37.2"
+	EtcdVersion       = "3.7.3"
+	CAPIModule        = "sigs.k8s.io/cluster-api@v1.14.2"
+	CAPIIPAMModule    = "sigs.k8s.io/cluster-api-ipam-provider-in-cluster@v1.0.3"
+	assetsHint        = "run hack/test.sh or hack/kube-assets.sh to build them"
+	envAssets         = "KUBEBUILDER_ASSETS"
+	envCache          = "PXSUBSTRATE_CACHE"
+	envShared         = "PXSUBSTRATE_SHARED"
+	sharedCRDsSubpath = "crds"
+)
+
+// ErrMissingAssets says kube-apiserver or etcd cannot be found.
+var ErrMissingAssets = errors.New("envtest binaries are missing")
+
+// APIServerOptions says which CRDs StartAPIServer installs. Every field is optional.
+type APIServerOptions struct {
+	// Scheme is used by the returned client; nil means Scheme().
+	Scheme *runtime.Scheme
+	// SharedCRDs names folders under the shared CRD tree (../shared/crds from
+	// the repository root, or $PXSUBSTRATE_SHARED/crds), e.g. "capmox-v0.9.0",
+	// "ipam-in-cluster-v1.0.3", "kube-ovn".
+	SharedCRDs []string
+	// CAPI installs the Cluster API core CRDs shipped in CAPIModule.
+	CAPI bool
+	// CAPIIPAM installs the in-cluster IPAM provider CRDs shipped in CAPIIPAMModule.
+	CAPIIPAM bool
+	// CRDPaths are more directories or files of CRD manifests, such as this
+	// repository's config/crd/bases.
+	CRDPaths []string
+}
+
+// StartAPIServer starts kube-apiserver and etcd with the CRDs o names,
+// stops them when the test ends, and returns a config and a client for them.
+// It fails the test when the binaries or a CRD folder are missing.
+func StartAPIServer(t testing.TB, o APIServerOptions) (*rest.Config, client.Client) {
+	t.Helper()
+	assets, err := FindAssets()
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	paths, err := crdPaths(o)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	s := o.Scheme
+	if s == nil {
+		s = Scheme()
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		Scheme:                s,
+		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver and etcd from %s: %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("cannot stop kube-apiserver and etcd: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatalf("cannot create a client for the test API server: %v", err)
+	}
+	return cfg, c
+}
+
+// FindAssets returns the folder holding kube-apiserver and etcd:
+// $KUBEBUILDER_ASSETS when set, else the cache folder hack/kube-assets.sh
+// builds into.
+func FindAssets() (string, error) {
+	dir := os.Getenv(envAssets)
+	if dir == "" {
+		dir = DefaultAssetsDir()
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		fi, err := os.Stat(filepath.Join(dir, bin))
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("%w: no executable %s in %s (%s)", ErrMissingAssets, bin, dir, assetsHint)
+		}
+	}
+	return dir, nil
+}
+
+// DefaultAssetsDir is where hack/kube-assets.sh puts the binaries:
+// ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/kube/<kube>-etcd<etcd>.
+func DefaultAssetsDir() string {
+	root := os.Getenv(envCache)
+	if root == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		root = filepath.Join(cache, "pxsubstrate")
+	}
+	return filepath.Join(root, "kube", KubeVersion+"-etcd"+EtcdVersion)
+}
+
+func crdPaths(o APIServerOptions) ([]string, error) {
+	var paths []string
+	if len(o.SharedCRDs) > 0 {
+		shared, err := SharedDir()
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range o.SharedCRDs {
+			p := filepath.Join(shared, sharedCRDsSubpath, name)
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("cannot find shared CRD set %q at %s: %w", name, p, err)
+			}
+			paths = append(paths, p)
+		}
+	}
+	if o.CAPI {
+		p, err := ModuleCRDDir(CAPIModule)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	if o.CAPIIPAM {
+		p, err := ModuleCRDDir(CAPIIPAMModule)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return append(paths, o.CRDPaths...), nil
+}
+
+// SharedDir returns the shared tree: $PXSUBSTRATE_SHARED, else ../shared next
+// to the repository root found by walking up from the working directory to go.mod.
+func SharedDir() (string, error) {
+	if d := os.Getenv(envShared); d != "" {
+		return d, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the shared folder: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			shared := filepath.Join(filepath.Dir(dir), "shared")
+			if _, err := os.Stat(shared); err != nil {
+				return "", fmt.Errorf("cannot find the shared folder next to the repository (%s); set %s: %w",
+					shared, envShared, err)
+			}
+			return shared, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("cannot find the shared folder: no go.mod above %s; set %s", wd, envShared)
+		}
+	}
+}
+
+var moduleDirs sync.Map // module@version -> string
+
+// ModuleCRDDir returns the CRD folder (config/crd/bases, or core/config/crd/bases
+// for newer Cluster API releases) inside the source of module@version, which
+// `go mod download` fetches into the module cache when needed.
+func ModuleCRDDir(moduleAtVersion string) (string, error) {
+	if d, ok := moduleDirs.Load(moduleAtVersion); ok {
+		return d.(string), nil
+	}
+	dir, err := moduleDir(moduleAtVersion)
+	if err != nil {
+		return "", err
+	}
+	for _, sub := range []string{"config/crd/bases", "core/config/crd/bases"} {
+		p := filepath.Join(dir, sub)
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			moduleDirs.Store(moduleAtVersion, p)
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("cannot find CRDs of %s: no config/crd/bases in %s", moduleAtVersion, dir)
+}
+
+func moduleDir(moduleAtVersion string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", moduleAtVersion)
+	cmd.Dir = os.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr == nil && info.Error != "" {
+		return "", fmt.Errorf("cannot download %s: %s", moduleAtVersion, info.Error)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot download %s: %w: %s", moduleAtVersion, err, stderr.String())
+	}
+	if info.Dir == "" {
+		return "", fmt.Errorf("cannot download %s: go mod download gave no folder", moduleAtVersion)
+	}
+	return info.Dir, nil
+}
