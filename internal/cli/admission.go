@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/admission"
+)
+
+func init() { register(newAdmissionCmd) }
+
+func newAdmissionCmd(app *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "admission",
+		Short: "Which NICs, network attachments and switch pins tenant objects may carry",
+	}
+	cmd.AddCommand(newAdmissionReviewCmd(app), newAdmissionPoliciesCmd(app))
+	return cmd
+}
+
+// readFileFlag reads a file named on the command line; "-" is standard input.
+func readFileFlag(app *App, name string) ([]byte, error) {
+	if name == "-" {
+		data, err := io.ReadAll(app.In)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read standard input: %w", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", name, err)
+	}
+	return data, nil
+}
+
+// loadAdmissionConfig reads the package values named by --config, or
+// returns the package defaults.
+func loadAdmissionConfig(app *App, path string) (admission.Config, error) {
+	if path == "" {
+		return admission.DefaultConfig(), nil
+	}
+	data, err := readFileFlag(app, path)
+	if err != nil {
+		return admission.Config{}, err
+	}
+	cfg, err := admission.ParseConfig(data)
+	if err != nil {
+		return admission.Config{}, fmt.Errorf("cannot load %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func newAdmissionReviewCmd(app *App) *cobra.Command {
+	var file, nsFile, config string
+	cmd := &cobra.Command{
+		Use:   "review -f REVIEW.json [--namespace-file NS.yaml] [--config VALUES.yaml]",
+		Short: "Answer an admission.k8s.io/v1 AdmissionReview as the webhook would",
+		Long: `Reads an AdmissionReview (JSON or YAML; -f - reads stdin), decides it with the
+policies of the proxmox-network package and prints the AdmissionReview with
+its response. The namespace the request lands in is read from
+--namespace-file (a Namespace object, e.g. kubectl get ns NAME -o yaml);
+without it the namespace has no annotations. --config takes the package
+values (zones and admission); without it every policy is on with no zones.
+
+Exits 0 when the request is admitted and 1 when it is refused.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadAdmissionConfig(app, config)
+			if err != nil {
+				return err
+			}
+			v, err := admission.New(cfg)
+			if err != nil {
+				return err
+			}
+			review, err := readReview(app, file)
+			if err != nil {
+				return err
+			}
+			namespaces, err := readNamespaceFile(app, nsFile, review)
+			if err != nil {
+				return err
+			}
+			out, err := v.Answer(cmd.Context(), review, namespaces)
+			if err != nil {
+				return fmt.Errorf("cannot answer %s: %w", file, err)
+			}
+			if err := app.Print(out, func(w io.Writer) { reviewTable(w, out) }); err != nil {
+				return err
+			}
+			if !out.Response.Allowed {
+				return &ExitError{Code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the AdmissionReview (JSON or YAML; - for stdin)")
+	cmd.Flags().StringVar(&nsFile, "namespace-file", "", "the request's Namespace object (YAML or JSON)")
+	cmd.Flags().StringVar(&config, "config", "", "proxmox-network package values: zones and admission")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+func readReview(app *App, file string) (*admissionv1.AdmissionReview, error) {
+	data, err := readFileFlag(app, file)
+	if err != nil {
+		return nil, err
+	}
+	var review admissionv1.AdmissionReview
+	if err := yaml.Unmarshal(data, &review); err != nil {
+		return nil, fmt.Errorf("cannot parse %s as an AdmissionReview: %w", file, err)
+	}
+	return &review, nil
+}
+
+// readNamespaceFile returns the namespaces the review may look up: the one
+// in the file, or the request's namespace without annotations.
+func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionReview) (admission.NamespaceGetter, error) {
+	if review.Request == nil {
+		return admission.Namespaces{}, nil
+	}
+	name := review.Request.Namespace
+	if file == "" {
+		return admission.Namespaces{name: {Name: name}}, nil
+	}
+	data, err := readFileFlag(app, file)
+	if err != nil {
+		return nil, err
+	}
+	var ns corev1.Namespace
+	if err := yaml.Unmarshal(data, &ns); err != nil {
+		return nil, fmt.Errorf("cannot parse %s as a Namespace: %w", file, err)
+	}
+	if ns.Kind != "" && ns.Kind != "Namespace" {
+		return nil, fmt.Errorf("%s holds a %s, not a Namespace", file, ns.Kind)
+	}
+	if ns.Name != name {
+		return nil, fmt.Errorf("%s describes namespace %q, but the request is in %q", file, ns.Name, name)
+	}
+	return admission.Namespaces{name: admission.FromCore(&ns)}, nil
+}
+
+func reviewTable(w io.Writer, out *admissionv1.AdmissionReview) {
+	r := out.Response
+	fmt.Fprintln(w, "UID\tALLOWED\tPOLICY\tCODE\tMESSAGE")
+	code, msg := int32(200), ""
+	if r.Result != nil {
+		code, msg = r.Result.Code, r.Result.Message
+	}
+	fmt.Fprintf(w, "%s\t%t\t%s\t%d\t%s\n", r.UID, r.Allowed, dashIfEmpty(r.AuditAnnotations["policy"]), code, dashIfEmpty(msg))
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// kubeList is a v1 List, which kubectl applies item by item.
+type kubeList struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []any  `json:"items"`
+}
+
+func newKubeList(items []any) kubeList {
+	return kubeList{APIVersion: "v1", Kind: "List", Items: items}
+}
+
+func newAdmissionPoliciesCmd(app *App) *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:   "policies [--config VALUES.yaml]",
+		Short: "Print the ValidatingAdmissionPolicies and bindings for clusters without the webhook",
+		Long: `Prints the three ValidatingAdmissionPolicies of the proxmox-network package
+and one binding each (failurePolicy Fail), built from the package values in
+--config (zones and admission). The default output is a YAML stream for
+kubectl apply -f -; -o yaml and -o json print a v1 List.`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			cfg, err := loadAdmissionConfig(app, config)
+			if err != nil {
+				return err
+			}
+			set, err := admission.Policies(cfg)
+			if err != nil {
+				return err
+			}
+			stream, err := set.YAML()
+			if err != nil {
+				return err
+			}
+			return app.Print(newKubeList(set.Objects()), func(w io.Writer) { _, _ = w.Write(stream) })
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "proxmox-network package values: zones and admission")
+	return cmd
+}

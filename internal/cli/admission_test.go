@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// admissionRun runs the CLI in-process and returns stdout, stderr and the
+// exit code.
+func admissionRun(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// admissionFiles writes name→content into a fresh directory.
+func admissionFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const podReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{
+  "uid":"705ab4f5-6393-11e8-b7cc-42010a800002",
+  "kind":{"group":"","version":"v1","kind":"Pod"},
+  "resource":{"group":"","version":"v1","resource":"pods"},
+  "namespace":"tenant-a","operation":"CREATE",
+  "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"tenant-a",
+    "annotations":{"k8s.v1.cni.cncf.io/networks":"NETWORKS"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`
+
+const machineReview = `apiVersion: admission.k8s.io/v1
+kind: AdmissionReview
+request:
+  uid: m-1
+  kind: {group: infrastructure.cluster.x-k8s.io, version: v1alpha2, kind: ProxmoxMachine}
+  resource: {group: infrastructure.cluster.x-k8s.io, version: v1alpha2, resource: proxmoxmachines}
+  namespace: tenant-a
+  operation: CREATE
+  object:
+    apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2
+    kind: ProxmoxMachine
+    metadata: {name: m, namespace: tenant-a}
+    spec:
+      network:
+        networkDevices:
+          - {name: net0, bridge: vmbr0, vlan: 12}
+`
+
+func TestAdmissionReview(t *testing.T) {
+	dir := admissionFiles(t, map[string]string{
+		"foreign.json":    strings.Replace(podReview, "NETWORKS", "tenant-b/subnet-b", 1),
+		"own.json":        strings.Replace(podReview, "NETWORKS", "subnet-a", 1),
+		"machine.yaml":    machineReview,
+		"ns.yaml":         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant-a\n  annotations:\n    proxmox.cozystack.io/networks: vmbr70/101/subnet-a\n",
+		"other-ns.yaml":   "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant-b}\n",
+		"values.yaml":     "zones: [{name: default, bridge: vmbr70, uplinkVLAN: 70, uplinkBridges: [vmbr0]}]\n",
+		"bad-values.yaml": "zones: [{name: default, bridge: vmbr70, uplinkBridges: vmbr0}]\n",
+	})
+	p := func(name string) string { return filepath.Join(dir, name) }
+	podMsg := "a pod may attach only network attachment definitions and Kube-OVN subnets of its own namespace (tenant-a; a multus default network as tenant-a/<name>); refused: k8s.v1.cni.cncf.io/networks=tenant-b/subnet-b"
+	cases := map[string]struct {
+		reason string
+		args   []string
+		code   int
+		out    []string
+		errOut string
+	}{
+		"Refused": {
+			reason: "a foreign network is refused, exit 1, the message in the table",
+			args:   []string{"admission", "review", "-f", p("foreign.json")},
+			code:   1, out: []string{"proxmox-network-pod-attachments", "422", podMsg},
+		},
+		"Admitted": {
+			reason: "the control with the own network is admitted, exit 0",
+			args:   []string{"admission", "review", "-f", p("own.json")},
+			out:    []string{"705ab4f5-6393-11e8-b7cc-42010a800002", "true"},
+		},
+		"MachineWithValues": {
+			reason: "uplink bridges come from the package values",
+			args:   []string{"admission", "review", "-f", p("machine.yaml"), "--config", p("values.yaml"), "--namespace-file", p("ns.yaml")},
+			code:   1, out: []string{"a NIC may not use vmbr0: these bridges enslave the parent device of a Proxmox network zone uplink, so a machine on them reaches the zone trunk; got vmbr0/12"},
+		},
+		"MachineWithoutValues": {
+			reason: "without zones the same NIC is refused only because the namespace owns networks",
+			args:   []string{"admission", "review", "-f", p("machine.yaml"), "--namespace-file", p("ns.yaml")},
+			code:   1, out: []string{"every NIC must use a Proxmox network of this namespace (bridge/vlan/pool one of vmbr70/101/subnet-a)"},
+		},
+		"MachinePlainNamespace": {
+			reason: "without zones or networks there is nothing to refuse",
+			args:   []string{"admission", "review", "-f", p("machine.yaml")},
+			out:    []string{"m-1", "true"},
+		},
+		"NamespaceMismatch": {
+			reason: "a namespace file for another namespace is an error",
+			args:   []string{"admission", "review", "-f", p("foreign.json"), "--namespace-file", p("other-ns.yaml")},
+			code:   1, errOut: `describes namespace "tenant-b", but the request is in "tenant-a"`,
+		},
+		"BadValues": {
+			reason: "the package's render failure, verbatim",
+			args:   []string{"admission", "review", "-f", p("own.json"), "--config", p("bad-values.yaml")},
+			code:   1, errOut: "zones[default].uplinkBridges must be a list of bridge names",
+		},
+		"NoFile": {
+			reason: "-f is required",
+			args:   []string{"admission", "review"},
+			code:   2, errOut: `required flag(s) "file" not set`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := admissionRun(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("%s: exit %d, want %d (stderr %q)", tc.reason, code, tc.code, errOut)
+			}
+			for _, want := range tc.out {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s: stdout lacks %q:\n%s", tc.reason, want, out)
+				}
+			}
+			if !strings.Contains(errOut, tc.errOut) {
+				t.Errorf("%s: stderr %q lacks %q", tc.reason, errOut, tc.errOut)
+			}
+		})
+	}
+}
+
+func TestAdmissionReviewJSON(t *testing.T) {
+	dir := admissionFiles(t, map[string]string{"r.json": strings.Replace(podReview, "NETWORKS", `[{\"name\":\"x\",\"namespace\":\"tenant-b\"}]`, 1)})
+	out, _, code := admissionRun(t, "-o", "json", "admission", "review", "-f", filepath.Join(dir, "r.json"))
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal([]byte(out), &review); err != nil {
+		t.Fatalf("-o json prints the AdmissionReview: %v\n%s", err, out)
+	}
+	if review.Kind != "AdmissionReview" || review.Response == nil || review.Response.UID != "705ab4f5-6393-11e8-b7cc-42010a800002" ||
+		review.Response.Allowed || review.Response.Result.Code != 422 {
+		t.Errorf("unexpected review: %+v", review)
+	}
+}
+
+func TestAdmissionPolicies(t *testing.T) {
+	dir := admissionFiles(t, map[string]string{
+		"values.yaml": "zones: [{name: default, bridge: vmbr70, uplinkVLAN: 70}]\nadmission: {vmNetworkNamespace: false, validationActions: [Warn]}\n",
+		"bad.yaml":    "zones: [{name: a, bridge: vmbr70}, {name: b, bridge: vmbr71, uplinkBridges: [vmbr70]}]\n",
+	})
+	out, errOut, code := admissionRun(t, "admission", "policies", "--config", filepath.Join(dir, "values.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := strings.Count(out, "\n---\n"); got != 3 {
+		t.Errorf("a stream of two policies and two bindings has 3 separators, got %d:\n%s", got, out)
+	}
+	for _, want := range []string{"name: proxmox-network-machine-binding", "name: proxmox-network-pod-attachments", "failurePolicy: Fail", "- Warn", `'[70]'`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("policies lack %q", want)
+		}
+	}
+	if strings.Contains(out, "proxmox-network-vm-attachments") {
+		t.Errorf("vmNetworkNamespace: false drops the VM policy")
+	}
+	out, _, code = admissionRun(t, "-o", "json", "admission", "policies")
+	var list struct {
+		Kind  string
+		Items []struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 {
+		t.Fatalf("-o json prints a List: %v", err)
+	}
+	var got []string
+	for _, it := range list.Items {
+		got = append(got, it.Kind+"/"+it.Metadata.Name)
+	}
+	want := []string{
+		"ValidatingAdmissionPolicy/proxmox-network-machine-binding", "ValidatingAdmissionPolicyBinding/proxmox-network-machine-binding",
+		"ValidatingAdmissionPolicy/proxmox-network-vm-attachments", "ValidatingAdmissionPolicyBinding/proxmox-network-vm-attachments",
+		"ValidatingAdmissionPolicy/proxmox-network-pod-attachments", "ValidatingAdmissionPolicyBinding/proxmox-network-pod-attachments",
+	}
+	if diff := cmp.Diff(want, got); diff != "" || list.Kind != "List" {
+		t.Errorf("List %s (-want +got):\n%s", list.Kind, diff)
+	}
+	_, errOut, code = admissionRun(t, "admission", "policies", "--config", filepath.Join(dir, "bad.yaml"))
+	if code != 1 || !strings.Contains(errOut, "uplinkBridges lists vmbr70, which is a zone bridge") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// vpcRun runs `render vpc` in-process under the real root command. The vpc
+// command joins the render group when it exists, else a bare one.
+func vpcRun(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := &App{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	root := NewRoot(app)
+	var render *cobra.Command
+	for _, c := range root.Commands() {
+		if c.Name() == "render" {
+			render = c
+		}
+	}
+	if render == nil {
+		render = &cobra.Command{Use: "render"}
+		root.AddCommand(render)
+	}
+	render.AddCommand(newRenderVPCCmd(app))
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+const vpcSpec = `namespace: tenant-test
+name: net
+subnets:
+  - name: private
+    cidr: 10.208.64.0/24
+    proxmox: {}
+`
+
+const vpcLookup = `apiVersion: v1
+kind: List
+items:
+- apiVersion: proxmox.cozystack.io/v1alpha1
+  kind: ProxmoxNetworkZone
+  metadata: {name: default}
+  spec: {bridge: vmbr70, providerNetwork: pxtenant, vlanRanges: ["101-199"], mtu: 8996}
+`
+
+func TestRenderVPC(t *testing.T) {
+	dir := admissionFiles(t, map[string]string{
+		"vpc.yaml":    vpcSpec,
+		"lookup.yaml": vpcLookup,
+		"route.yaml":  vpcSpec + "routes: [{cidr: 10.208.128.0/24, nextHopIP: 10.70.0.12}]\nzones: [{name: default}]\n",
+	})
+	p := func(n string) string { return filepath.Join(dir, n) }
+
+	out, err := vpcRun(t, "render", "vpc", "-f", p("vpc.yaml"), "--lookup", p("lookup.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: vpc-a40741", "name: subnet-b10ab7f7", "mtu: 8996", "excludeIps:\n  - 10.208.64.64..10.208.64.191", "kind: ProxmoxNetwork"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "\n---\n"); n != 4 {
+		t.Errorf("Vpc, NAD, Subnet, pool and ProxmoxNetwork are 5 documents, got %d separators", n)
+	}
+
+	out, err = vpcRun(t, "-o", "json", "render", "vpc", "-f", p("vpc.yaml"), "--lookup", p("lookup.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Kind  string
+		Items []struct{ Kind string }
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" || len(list.Items) != 5 {
+		t.Errorf("-o json prints a List of 5: %v %+v", err, list)
+	}
+
+	_, err = vpcRun(t, "render", "vpc", "-f", p("vpc.yaml"))
+	if err == nil || err.Error() != `subnet "private": no ProxmoxNetworkZone exists; ask the platform administrator to enable the proxmox-network package` {
+		t.Errorf("without zones the render is refused with the exact message, got %v", err)
+	}
+	_, err = vpcRun(t, "render", "vpc", "-f", p("route.yaml"))
+	if err == nil || err.Error() != "route to 10.208.128.0/24: next hop 10.70.0.12 is outside every subnet of this VPC" {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestRenderVPCExit checks the exit code and stderr the way Main reports a
+// refusal, with the command wired under a render group.
+func TestRenderVPCExit(t *testing.T) {
+	dir := admissionFiles(t, map[string]string{"vpc.yaml": vpcSpec})
+	_, err := vpcRun(t, "render", "vpc", "-f", filepath.Join(dir, "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "cannot read") {
+		t.Errorf("a missing file is a clear error: %v", err)
+	}
+	_, err = vpcRun(t, "render", "vpc", "-f", filepath.Join(dir, "vpc.yaml"), "--lookup", filepath.Join(dir, "vpc.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "neither ProxmoxNetworkZone nor ProxmoxNetwork") {
+		t.Errorf("a lookup file of the wrong kind is refused: %v", err)
+	}
+}
