@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -102,7 +101,13 @@ func moduleDir(mod string) (string, error) {
 	return m.Dir, nil
 }
 
-func loadSchemas(t testing.TB) map[capmoxrender.Capmox]schemaSet {
+// fataler is what both *testing.T and *rapid.T offer.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func loadSchemas(t fataler) map[capmoxrender.Capmox]schemaSet {
 	t.Helper()
 	schemasOnce.Do(func() {
 		dirs, err := crdDirs()
@@ -182,7 +187,7 @@ func loadCRD(doc []byte, set schemaSet) error {
 
 // mustValidateSchema checks every rendered object that has an upstream CRD
 // and fails when a capmox or CAPI object has none.
-func mustValidateSchema(t testing.TB, gen capmoxrender.Capmox, objs []*unstructured.Unstructured) {
+func mustValidateSchema(t fataler, gen capmoxrender.Capmox, objs []*unstructured.Unstructured) {
 	t.Helper()
 	set := loadSchemas(t)[gen]
 	for _, o := range objs {
