@@ -1,0 +1,184 @@
+package capmoxrender_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"pgregory.net/rapid"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+)
+
+var tagGen = rapid.StringMatching(`[a-z0-9_][a-z0-9_+.-]{0,12}`)
+
+func ipv4Gen(prefix string) *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		return fmt.Sprintf("%s.%d.%d", prefix, rapid.IntRange(0, 255).Draw(t, "c"), rapid.IntRange(1, 254).Draw(t, "d"))
+	})
+}
+
+func cpuGen() *rapid.Generator[string] {
+	return rapid.OneOf(
+		rapid.Map(rapid.IntRange(1, 128), func(n int) string { return fmt.Sprint(n) }),
+		rapid.Map(rapid.IntRange(1, 128000), func(n int) string { return fmt.Sprintf("%dm", n) }),
+	)
+}
+
+func memoryGen() *rapid.Generator[string] {
+	return rapid.OneOf(
+		rapid.Map(rapid.IntRange(1, 1<<20), func(n int) string { return fmt.Sprintf("%dMi", n) }),
+		rapid.Map(rapid.IntRange(1, 1024), func(n int) string { return fmt.Sprintf("%dG", n) }),
+		rapid.Map(rapid.IntRange(1, 1024), func(n int) string { return fmt.Sprintf("%dGi", n) }),
+		rapid.Map(rapid.IntRange(1, 1<<30), func(n int) string { return fmt.Sprint(n) }),
+	)
+}
+
+// nodesModel is the trivial model: the pool as asked.
+type nodesModel struct {
+	gen    capmoxrender.Capmox
+	nodes  capmoxrender.KubernetesNodes
+	lookup *capmoxrender.Objects
+	secret string
+}
+
+func newNodesModel(t *testing.T) *nodesModel {
+	m := &nodesModel{gen: capmoxrender.CapmoxV07, nodes: validNodes(), lookup: networks(t)}
+	return m
+}
+
+// TestRenderProperties drives random valid inputs through a state machine
+// and checks after every step: rendering twice gives the same bytes, every
+// capmox and CAPI object passes its real CRD schema, no Secret value of the
+// lookup appears in the output, and numCores and memoryMiB are never below
+// what was asked.
+func TestRenderProperties(t *testing.T) {
+	loadSchemas(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		m := newNodesModel(t)
+		k := validCluster()
+		rt.Repeat(map[string]func(*rapid.T){
+			"generation": func(t *rapid.T) {
+				m.gen = rapid.SampledFrom(generations).Draw(t, "gen")
+			},
+			"size": func(t *rapid.T) {
+				m.nodes.Spec.Resources.CPU = q(cpuGen().Draw(t, "cpu"))
+				m.nodes.Spec.Resources.Memory = q(memoryGen().Draw(t, "memory"))
+			},
+			"tags": func(t *rapid.T) {
+				m.nodes.Spec.Proxmox.TemplateTags = rapid.SliceOfNDistinct(tagGen, 1, 6, rapid.ID[string]).Draw(t, "tags")
+			},
+			"clone": func(t *rapid.T) {
+				px := &m.nodes.Spec.Proxmox
+				px.Full = rapid.Bool().Draw(t, "full")
+				px.Storage, px.Pool = "", rapid.SampledFrom([]string{"", "tenant-a"}).Draw(t, "pool")
+				if px.Full && rapid.Bool().Draw(t, "storage") {
+					px.Storage = "local-zfs"
+				}
+			},
+			"rawNetwork": func(t *rapid.T) {
+				nw := capmoxrender.NodeNetwork{Bridge: rapid.StringMatching(`vmbr[0-9]{1,3}`).Draw(t, "bridge")}
+				if rapid.Bool().Draw(t, "hasVLAN") {
+					v := rapid.IntRange(1, 4094).Draw(t, "vlan")
+					nw.VLAN = &v
+				}
+				if rapid.Bool().Draw(t, "hasMTU") {
+					v := rapid.OneOf(rapid.Just(1), rapid.IntRange(1280, 65520)).Draw(t, "mtu")
+					nw.MTU = &v
+				}
+				m.nodes.Spec.Proxmox.Network = nw
+				m.nodes.Spec.Proxmox.AdditionalNetworks = nil
+			},
+			"vpcNetwork": func(t *rapid.T) {
+				m.nodes.Spec.Proxmox.Network = capmoxrender.NodeNetwork{VPC: "net", Subnet: "private"}
+				m.nodes.Spec.Proxmox.AdditionalNetworks = nil
+				if rapid.Bool().Draw(t, "extra") {
+					n := fmt.Sprintf("net%d", rapid.IntRange(1, 31).Draw(t, "nic"))
+					m.nodes.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: n, VPC: "net", Subnet: "private"}}
+				}
+			},
+			"dns": func(t *rapid.T) {
+				dns := rapid.SliceOfNDistinct(ipv4Gen("10.9"), 1, 4, rapid.ID[string]).Draw(t, "dns")
+				m.nodes.Spec.Proxmox.DNSServers = dns
+				k.Spec.Proxmox.DNSServers = dns
+			},
+			"pool": func(t *rapid.T) {
+				a := ipv4Gen("10.0").Draw(t, "first")
+				k.Spec.Proxmox.IPv4Config.Addresses = []string{a, "10.1.0.0/" + fmt.Sprint(rapid.IntRange(16, 32).Draw(t, "bits"))}
+				p := rapid.IntRange(1, 32).Draw(t, "prefix")
+				k.Spec.Proxmox.IPv4Config.Prefix = &p
+			},
+			"secret": func(t *rapid.T) {
+				m.secret = rapid.StringMatching(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{12}`).Draw(t, "token")
+				m.lookup.Add(&unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "v1", "kind": "Secret",
+					"metadata":   map[string]any{"name": "pve", "namespace": "tenant-e2e"},
+					"stringData": map[string]any{"url": "https://pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": m.secret, "region": "r1"},
+				}})
+			},
+			"": func(t *rapid.T) { m.check(t, k, false) },
+		})
+		// The schema check is the slow one (CEL): once per generated run,
+		// on its final state.
+		m.check(rt, k, true)
+	})
+}
+
+func (m *nodesModel) check(t *rapid.T, k capmoxrender.Kubernetes, schema bool) {
+	o := capmoxrender.Options{Capmox: m.gen, Guards: m.lookup, Networks: m.lookup}
+	ctx := context.Background()
+	nodes, err := capmoxrender.RenderNodes(ctx, m.nodes, o)
+	if err != nil {
+		t.Fatalf("valid pool refused: %v", err)
+	}
+	cluster, err := capmoxrender.RenderCluster(ctx, k, o)
+	if err != nil {
+		t.Fatalf("valid cluster refused: %v", err)
+	}
+	all := append(nodes, cluster...)
+	first := jsonOf(t, all)
+	again, _ := capmoxrender.RenderNodes(ctx, m.nodes, o)
+	againC, _ := capmoxrender.RenderCluster(ctx, k, o)
+	second := jsonOf(t, append(again, againC...))
+	if !bytes.Equal(first, second) {
+		t.Fatalf("two renders of the same input differ")
+	}
+	if schema {
+		mustValidateSchema(t, m.gen, all)
+	}
+	if m.secret != "" && bytes.Contains(first, []byte(m.secret)) {
+		t.Fatalf("the token value %q reached a rendered object", m.secret)
+	}
+	checkSizes(t, nodes[0], m.nodes.Spec.Resources)
+}
+
+func checkSizes(t *rapid.T, pmt *unstructured.Unstructured, r capmoxrender.Resources) {
+	cores, _, _ := unstructured.NestedInt64(pmt.Object, "spec", "template", "spec", "numCores")
+	mem, _, _ := unstructured.NestedInt64(pmt.Object, "spec", "template", "spec", "memoryMiB")
+	cpu := resource.MustParse(string(*r.CPU))
+	memory := resource.MustParse(string(*r.Memory))
+	if new(big.Rat).SetInt64(cores).Cmp(exact(cpu)) < 0 {
+		t.Fatalf("numCores %d is below the %s asked", cores, cpu.String())
+	}
+	if new(big.Rat).SetInt64(mem<<20).Cmp(exact(memory)) < 0 {
+		t.Fatalf("memoryMiB %d is below the %s asked", mem, memory.String())
+	}
+}
+
+// jsonOf is the objects' JSON: deterministic (sorted keys) and cheaper than YAML.
+func jsonOf(t *rapid.T, objs []*unstructured.Unstructured) []byte {
+	var b bytes.Buffer
+	for _, o := range objs {
+		j, err := json.Marshal(o.Object)
+		if err != nil {
+			t.Fatalf("cannot encode %s: %v", o.GetName(), err)
+		}
+		b.Write(j)
+	}
+	return b.Bytes()
+}
