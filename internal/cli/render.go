@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+)
+
+func init() { register(newRenderCmd) }
+
+func newRenderCmd(app *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "render",
+		Short: "Print the objects a tenant cluster, worker pool or VPC needs on the management cluster",
+	}
+	cmd.AddCommand(newRenderClusterCmd(app), newRenderNodesCmd(app), newRenderVPCCmd(app))
+	return cmd
+}
+
+// renderFlags are shared by render cluster and render nodes.
+type renderFlags struct {
+	file, lookup, capmox string
+	versions            []string
+}
+
+func (f *renderFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.file, "file", "f", "", "the input object (YAML or JSON; - for stdin)")
+	cmd.Flags().StringVar(&f.lookup, "lookup", "", "live objects the guards and VPC lookups read: Clusters, MachineDeployments, ProxmoxNetworks (YAML stream or List)")
+	cmd.Flags().StringVar(&f.capmox, "capmox", "v0.7", "capmox release to render for: v0.7 (v1alpha1, CAPI v1beta1) or v0.8 and later (v1alpha2, CAPI v1beta2)")
+	cmd.Flags().StringArrayVar(&f.versions, "kubernetes-version", nil, "map a minor to the patch release rendered for it, e.g. v1.35=v1.35.2 (repeatable)")
+	_ = cmd.MarkFlagRequired("file")
+}
+
+func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
+	gen, err := capmoxrender.ParseCapmox(f.capmox)
+	if err != nil {
+		return capmoxrender.Options{}, usageError{err}
+	}
+	o := capmoxrender.Options{Capmox: gen, KubernetesVersions: map[string]string{}}
+	for _, v := range f.versions {
+		minor, patch, ok := strings.Cut(v, "=")
+		if !ok {
+			return o, usageError{fmt.Errorf("--kubernetes-version %q: write MINOR=PATCH such as v1.35=v1.35.2", v)}
+		}
+		o.KubernetesVersions[minor] = patch
+	}
+	if f.lookup == "" {
+		return o, nil
+	}
+	data, err := readFileFlag(app, f.lookup)
+	if err != nil {
+		return o, err
+	}
+	objs, err := capmoxrender.ReadObjectsBytes(data)
+	if err != nil {
+		return o, fmt.Errorf("cannot read %s: %w", f.lookup, err)
+	}
+	o.Guards, o.Networks = objs, objs
+	return o, nil
+}
+
+const renderOutput = `The default output is a YAML stream for kubectl apply -f -; -o yaml and
+-o json print a v1 List. A refusal exits 1 with the exact message on stderr.`
+
+func newRenderClusterCmd(app *App) *cobra.Command {
+	var f renderFlags
+	cmd := &cobra.Command{
+		Use:   "cluster -f KUBERNETES.yaml [--lookup LIVE.yaml] [--capmox v0.7|v0.8]",
+		Short: "Print the CAPI Cluster, Kamaji control plane, ProxmoxCluster and CCM/CSI controllers of a tenant Kubernetes",
+		Long: `Renders an apps.cozystack.io/v1alpha1 Kubernetes with substrate: proxmox
+into the objects the management cluster needs: the Cluster, the
+KamajiControlPlane published as a LoadBalancer, the ProxmoxCluster, the
+cloud-controller-manager and CSI controller Deployments (their cloud-config is
+built from the credentials Secret at Pod start) and the tenant-side CSI
+HelmRelease. --lookup enables the substrate guard and VPC-subnet mode.
+
+` + renderOutput,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRender(cmd.Context(), app, &f, func(ctx context.Context, data []byte, o capmoxrender.Options) ([]*unstructured.Unstructured, error) {
+				k, err := capmoxrender.ParseKubernetes(data)
+				if err != nil {
+					return nil, err
+				}
+				return capmoxrender.RenderCluster(ctx, k, o)
+			})
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+func newRenderNodesCmd(app *App) *cobra.Command {
+	var f renderFlags
+	cmd := &cobra.Command{
+		Use:   "nodes -f KUBERNETESNODES.yaml [--lookup LIVE.yaml] [--capmox v0.7|v0.8]",
+		Short: "Print the ProxmoxMachineTemplate, TalosConfigTemplate, MachineDeployment and MachineHealthCheck of a worker pool",
+		Long: `Renders an apps.cozystack.io/v1alpha1 KubernetesNodes with substrate: proxmox
+into the pool's objects. The machine and Talos config templates are named
+after a hash of their spec, so a change rolls the pool. --lookup enables the
+substrate guards and VPC-subnet NICs.
+
+` + renderOutput,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRender(cmd.Context(), app, &f, func(ctx context.Context, data []byte, o capmoxrender.Options) ([]*unstructured.Unstructured, error) {
+				n, err := capmoxrender.ParseKubernetesNodes(data)
+				if err != nil {
+					return nil, err
+				}
+				return capmoxrender.RenderNodes(ctx, n, o)
+			})
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+type renderFunc func(context.Context, []byte, capmoxrender.Options) ([]*unstructured.Unstructured, error)
+
+func runRender(ctx context.Context, app *App, f *renderFlags, render renderFunc) error {
+	o, err := f.options(app)
+	if err != nil {
+		return err
+	}
+	data, err := readFileFlag(app, f.file)
+	if err != nil {
+		return err
+	}
+	objs, err := render(ctx, data, o)
+	if err != nil {
+		return err
+	}
+	stream, err := capmoxrender.MarshalYAML(objs)
+	if err != nil {
+		return err
+	}
+	items := make([]any, 0, len(objs))
+	for _, u := range objs {
+		items = append(items, u.Object)
+	}
+	return app.Print(newKubeList(items), func(w io.Writer) { _, _ = w.Write(stream) })
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// renderCLI runs the CLI in-process with stdin and returns stdout, stderr and the exit code.
+func renderCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(args, strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+const scenarios = "../../capmoxrender/testdata"
+
+func TestRenderCommands(t *testing.T) {
+	golden := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(scenarios, "golden", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	scen := func(name, file string) string { return filepath.Join(scenarios, "scenarios", name, file) }
+	cases := map[string]struct {
+		reason  string
+		args    []string
+		stdin   string
+		code    int
+		stdout  string
+		stderrs string
+	}{
+		"NodesV07": {reason: "the default stream equals the golden render", args: []string{"render", "nodes", "-f", scen("nodes-raw", "input.yaml")}, stdout: golden("nodes-raw.v0.7.yaml")},
+		"NodesV09": {reason: "v0.9.0 selects the v1alpha2 generation", args: []string{"render", "nodes", "-f", scen("nodes-full-storage", "input.yaml"), "--capmox", "v0.9.0"}, stdout: golden("nodes-full-storage.v0.8.yaml")},
+		"ClusterLookup": {reason: "--lookup resolves the VPC subnet", args: []string{"render", "cluster", "-f", scen("cluster-vpc", "input.yaml"), "--lookup", scen("cluster-vpc", "lookup.yaml"), "--capmox", "v0.8"},
+			stdout: golden("cluster-vpc.v0.8.yaml")},
+		"Stdin": {reason: "- reads standard input", args: []string{"render", "cluster", "-f", "-"}, stdin: mustRead(t, scen("cluster-ipv4", "input.yaml")), stdout: golden("cluster-ipv4.v0.7.yaml")},
+		"Refusal": {reason: "a refusal exits 1 with the exact message on stderr only", args: []string{"render", "nodes", "-f", "-"}, code: 1,
+			stdin:   strings.Replace(mustRead(t, scen("nodes-raw", "input.yaml")), "full: false", "full: false\n    storage: main-pool", 1),
+			stderrs: "Error: proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage\n"},
+		"NoLookupVPC": {reason: "VPC mode without a lookup says how to give one", args: []string{"render", "cluster", "-f", scen("cluster-vpc", "input.yaml")}, code: 1,
+			stderrs: `Error: proxmox.network: cannot resolve VPC "net" subnet "private" without a live lookup: pass the live ProxmoxNetwork tenant-test/subnet-b10ab7f7 (--lookup) or render against the management cluster` + "\n"},
+		"BadCapmox":      {reason: "an unknown capmox release is a usage error", args: []string{"render", "nodes", "-f", scen("nodes-raw", "input.yaml"), "--capmox", "v0.6"}, code: 2},
+		"BadVersionFlag": {reason: "--kubernetes-version wants MINOR=PATCH", args: []string{"render", "nodes", "-f", scen("nodes-raw", "input.yaml"), "--kubernetes-version", "v1.35"}, code: 2},
+		"WrongKind": {reason: "a Kubernetes object is not a pool", args: []string{"render", "nodes", "-f", scen("cluster-ipv4", "input.yaml")}, code: 1,
+			stderrs: "Error: cannot read KubernetesNodes: invalid input: the document is kind \"Kubernetes\"; give a KubernetesNodes object (apps.cozystack.io/v1alpha1)\n"},
+		"MinorVersion": {reason: "a minor-only version maps through --kubernetes-version", args: []string{"render", "nodes", "-f", "-", "--kubernetes-version", "v1.35=v1.35.2"},
+			stdin: strings.Replace(mustRead(t, scen("nodes-raw", "input.yaml")), "version: v1.35.2", "version: v1.35", 1), stdout: golden("nodes-raw.v0.7.yaml")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := renderCLI(t, tc.stdin, tc.args...)
+			if code != tc.code {
+				t.Fatalf("%s: exit %d, want %d (stderr %q)", tc.reason, code, tc.code, errOut)
+			}
+			if tc.code == 0 {
+				if diff := cmp.Diff(tc.stdout, out); diff != "" {
+					t.Errorf("%s: stdout (-want +got):\n%s", tc.reason, diff)
+				}
+			} else if out != "" {
+				t.Errorf("%s: stdout must stay empty on failure, got %q", tc.reason, out)
+			}
+			if tc.stderrs != "" {
+				if diff := cmp.Diff(tc.stderrs, errOut); diff != "" {
+					t.Errorf("%s: stderr (-want +got):\n%s", tc.reason, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderJSONList(t *testing.T) {
+	out, errOut, code := renderCLI(t, "", "render", "nodes", "-o", "json", "-f", filepath.Join(scenarios, "scenarios", "nodes-raw", "input.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var l struct {
+		Kind  string
+		Items []struct{ Kind string }
+	}
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, i := range l.Items {
+		kinds = append(kinds, i.Kind)
+	}
+	want := []string{"ProxmoxMachineTemplate", "TalosConfigTemplate", "MachineDeployment", "MachineHealthCheck"}
+	if diff := cmp.Diff(want, kinds); diff != "" || l.Kind != "List" {
+		t.Errorf("-o json must be a List of the pool's objects (-want +got):\n%s", diff)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
