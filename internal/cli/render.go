@@ -26,7 +26,7 @@ func newRenderCmd(app *App) *cobra.Command {
 // renderFlags are shared by render cluster and render nodes.
 type renderFlags struct {
 	file, lookup, capmox string
-	versions            []string
+	versions             []string
 }
 
 func (f *renderFlags) bind(cmd *cobra.Command) {
