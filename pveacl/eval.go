@@ -20,6 +20,7 @@ type Evaluator struct {
 	noAccess int32
 	groupsOf map[string][]string  // user -> groups listing it
 	tokens   map[string]tokenInfo // full token id -> token
+	users    map[string]bool      // user ids of the config that are valid
 	poolsOf  map[string][]string  // "/vms/<id>" or "/storage/<id>" -> pools
 	admin    PrivSet
 }
@@ -44,7 +45,8 @@ type aclNode struct {
 // NewEvaluator indexes cfg.
 func NewEvaluator(cfg *Config) *Evaluator {
 	e := &Evaluator{version: cfg.Version, root: &aclNode{}, roleIdx: map[string]int32{},
-		groupsOf: map[string][]string{}, tokens: map[string]tokenInfo{}, poolsOf: map[string][]string{}}
+		groupsOf: map[string][]string{}, tokens: map[string]tokenInfo{}, poolsOf: map[string][]string{},
+		users: map[string]bool{}}
 	t := table(cfg.Version)
 	for _, name := range sortedKeys(t.builtins) {
 		e.addRole(name, t.builtins[name])
@@ -64,6 +66,9 @@ func NewEvaluator(cfg *Config) *Evaluator {
 		}
 	}
 	for uid, u := range cfg.Users {
+		if ValidUserID(uid) {
+			e.users[uid] = true
+		}
 		for name, tok := range u.Tokens {
 			e.tokens[TokenID(uid, name)] = tokenInfo{user: uid, privsep: tok.Privsep}
 		}
@@ -174,18 +179,30 @@ func (e *Evaluator) roles(authID, path string, buf []roleRef) []roleRef {
 	if authID == "root@pam" {
 		return append(buf[:0], roleRef{role: e.roleIdx[RoleAdministrator], prop: true})
 	}
-	token := false
-	if IsTokenID(authID) {
-		ti, ok := e.tokens[authID]
-		if !ok {
-			return buf[:0]
-		}
-		if !ti.privsep {
-			return e.roles(ti.user, path, buf)
-		}
-		token = true
+	ti, token, valid := e.authKind(authID)
+	switch {
+	case token && !valid:
+		return buf[:0]
+	case token && !ti.privsep:
+		return e.roles(ti.user, path, buf)
 	}
 	return e.walk(authID, token, path, buf)
+}
+
+// authKind tells a token id from a user id the way PVE does (the token
+// grammar first), using the index before the grammar: valid is false for
+// an unknown token or a malformed user id.
+func (e *Evaluator) authKind(authID string) (ti tokenInfo, token, valid bool) {
+	if ti, ok := e.tokens[authID]; ok {
+		return ti, true, true
+	}
+	if e.users[authID] {
+		return tokenInfo{}, false, true
+	}
+	if IsTokenID(authID) {
+		return tokenInfo{}, true, false
+	}
+	return tokenInfo{}, false, ValidUserID(authID)
 }
 
 // walk descends the ACL tree along path. At each level a role counts when
@@ -267,11 +284,11 @@ func (e *Evaluator) Permissions(authID, path string) PrivSet {
 	if authID == "root@pam" {
 		return e.admin
 	}
-	if IsTokenID(authID) {
-		ti, ok := e.tokens[authID]
-		if !ok {
-			return PrivSet{}
-		}
+	ti, token, valid := e.authKind(authID)
+	if !valid {
+		return PrivSet{}
+	}
+	if token {
 		userSide := e.Permissions(ti.user, path)
 		if !ti.privsep {
 			return userSide
@@ -281,9 +298,6 @@ func (e *Evaluator) Permissions(authID, path string) PrivSet {
 			return own
 		}
 		return own.Intersect(userSide)
-	}
-	if !ValidUserID(authID) {
-		return PrivSet{}
 	}
 	return e.compile(authID, false, path)
 }

@@ -110,7 +110,7 @@ func TestParseQuirks(t *testing.T) {
 				"token:a@pve!tk::1:\nacl:1:/vms:a@pve!tk:R:\nacl:0:/vms/100:a@pve:PVEAuditor:\nacl:1:/bad path:a@pve:R:\n",
 			want: want{users: map[string]User{"root@pam": root, "a@pve": {Enable: true, Tokens: map[string]Token{"tk": {Privsep: true}}}},
 				acl: map[ACLKey]bool{
-					{Path: "/vms", Kind: KindToken, Subject: "a@pve!tk", Role: "R"}:         true,
+					{Path: "/vms", Kind: KindToken, Subject: "a@pve!tk", Role: "R"}:          true,
 					{Path: "/vms/100", Kind: KindUser, Subject: "a@pve", Role: "PVEAuditor"}: false,
 				},
 				warnings: []string{"user config - ignore invalid acl role 'R'", "user config - ignore invalid acl role 'R'",
