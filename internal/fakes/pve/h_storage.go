@@ -246,9 +246,9 @@ var hashes = map[string]func() hash.Hash{"md5": md5.New, "sha1": sha1.New, "sha2
 	"sha256": sha256.New, "sha384": sha512.New384, "sha512": sha512.New}
 
 var (
-	isoExtRe    = regexp.MustCompile(`(?i)[^/]+\.(?:iso|img)$`)
-	vztmplExtRe = regexp.MustCompile(`(?i)[^/]+\.(?:tar|tar\.(?:gz|xz|zst|bz2))$`)
-	importExtRe = regexp.MustCompile(`^[a-zA-Z0-9\-.+=_]+\.(ova|qcow2|raw|vmdk)$`)
+	isoExtRe        = regexp.MustCompile(`(?i)[^/]+\.(?:iso|img)$`)
+	vztmplExtRe     = regexp.MustCompile(`(?i)[^/]+\.(?:tar|tar\.(?:gz|xz|zst|bz2))$`)
+	importExtRe     = regexp.MustCompile(`^[a-zA-Z0-9\-.+=_]+\.(ova|qcow2|raw|vmdk)$`)
 	unsafeFileChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
 )
 

@@ -8,7 +8,7 @@ import (
 )
 
 // Formats of pve-access-control's parameters.
-func fmtUserID(v string) error  { _, _, err := pveacl.ParseUserID(v); return err }
+func fmtUserID(v string) error   { _, _, err := pveacl.ParseUserID(v); return err }
 func fmtTokenSub(v string) error { return pveacl.ValidTokenName(v) }
 
 func fmtList(one func(string) error) func(string) error {
@@ -45,7 +45,7 @@ func userRoutes() []*route {
 	return []*route{
 		{method: "GET", path: "/access/users", schema: []param{opt("enabled", tBool), opt("full", tBool)}, handle: listUsers},
 		{method: "POST", path: "/access/users", schema: append([]param{uid, {name: "password", optional: true, maxLen: 64}}, userFields...),
-			check: and{useridParam("Realm.AllocateUser"), useridGroup{privs: []string{"User.Modify"}, groupsParam: "create"}},
+			check:  and{useridParam("Realm.AllocateUser"), useridGroup{privs: []string{"User.Modify"}, groupsParam: "create"}},
 			handle: createUser},
 		{method: "GET", path: "/access/users/{userid}", schema: []param{uid},
 			check: useridGroup{privs: []string{"User.Modify", "Sys.Audit"}}, handle: readUser},
@@ -59,7 +59,7 @@ func userRoutes() []*route {
 			check: tokenCheck, handle: createToken},
 		{method: "PUT", path: "/access/users/{userid}/token/{tokenid}",
 			schema: append([]param{uid, tid, opt("regenerate", tBool), opt("delete", tString)}, tokenFields...),
-			check: tokenCheck, handle: updateToken},
+			check:  tokenCheck, handle: updateToken},
 		{method: "DELETE", path: "/access/users/{userid}/token/{tokenid}", schema: []param{uid, tid}, check: tokenCheck, handle: deleteToken},
 	}
 }
