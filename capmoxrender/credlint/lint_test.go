@@ -1,0 +1,169 @@
+package credlint_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
+)
+
+const goodSecret = "5f1c1e9a-8d8b-4a5e-9c1b-2f0e6b7a9d31"
+
+func codes(fs []credlint.Finding) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, f.Key+":"+f.Code)
+	}
+	return out
+}
+
+func TestLint(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		data   map[string]string
+		want   []string
+	}{
+		"CapmoxOK":       {reason: "a bare URL and a full token id", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}, want: []string{":OK"}},
+		"DoubledAPIPath": {reason: "capmox appends /api2/json itself", data: map[string]string{"PROXMOX_URL": "https://pve:8006/api2/json", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_URL:DoubledAPIPath"}},
+		"TokenNoUser":    {reason: "a token id needs user@realm", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capi", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_TOKEN:UserNotToken"}},
+		"TokenBangNoAt":  {reason: "!tokenid without user@realm", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox!capi", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_TOKEN:TokenWithoutUser"}},
+		"UserOnly":       {reason: "a user is not a token", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox@pve", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_TOKEN:UserNotToken"}},
+		"Swapped":        {reason: "id and secret swapped", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": goodSecret, "PROXMOX_SECRET": "capmox@pve!capi"}, want: []string{"PROXMOX_TOKEN:SecretInTokenID", "PROXMOX_SECRET:TokenIDInSecret"}},
+		"Root":           {reason: "root@pam bypasses ACLs", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "root@pam!capi", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_TOKEN:RootToken"}},
+		"Newline":        {reason: "a trailing newline breaks the header", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi\n", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_TOKEN:Whitespace"}},
+		"MissingSecret":  {reason: "all three keys", data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi"}, want: []string{"PROXMOX_SECRET:MissingKey"}},
+		"ClusterSecret":  {reason: "credentialsRef Secret without insecure", data: map[string]string{"url": "https://pve:8006", "token": "capmox@pve!capi", "secret": goodSecret}, want: []string{"insecure:InsecureByDefault"}},
+		"CloudOK":        {reason: "the CCM/CSI url ends in /api2/json", data: map[string]string{"url": "https://pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "pve-eu1"}, want: []string{":OK"}},
+		"CloudNoAPIPath": {reason: "the CCM client does not append it", data: map[string]string{"url": "https://pve:8006", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "pve-eu1"}, want: []string{"url:MissingAPIPath"}},
+		"CloudNoRegion":  {reason: "region is required", data: map[string]string{"url": "https://pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret}, want: []string{"region:MissingKey"}},
+		"PlainHTTP":      {reason: "http sends the token in clear", data: map[string]string{"url": "http://pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:PlainHTTP"}},
+		"NotURL":         {reason: "a host name alone", data: map[string]string{"url": "pve:8006", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:BadURL"}},
+		"Unknown":        {reason: "no known keys", data: map[string]string{"password": "x"}, want: []string{":UnknownSecret"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fs := credlint.Lint([]credlint.Secret{{Namespace: "ns", Name: "s", Data: tc.data}})
+			if diff := cmp.Diff(tc.want, codes(fs)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+			for _, f := range fs {
+				if strings.Contains(f.Message+f.Fix, goodSecret) {
+					t.Errorf("a finding carries the token secret: %+v", f)
+				}
+			}
+		})
+	}
+}
+
+func TestReadSecrets(t *testing.T) {
+	in := `apiVersion: v1
+kind: Secret
+metadata: {name: capmox-config, namespace: cozy-capi}
+data:
+  PROXMOX_URL: aHR0cHM6Ly9wdmU6ODAwNg==
+stringData:
+  PROXMOX_TOKEN: capmox@pve!capi
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Secret
+  metadata: {name: ccm}
+  stringData: {url: "https://pve:8006/api2/json"}
+`
+	got, err := credlint.ReadSecrets(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []credlint.Secret{
+		{Namespace: "cozy-capi", Name: "capmox-config", Data: map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi"}},
+		{Name: "ccm", Data: map[string]string{"url": "https://pve:8006/api2/json"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := credlint.ReadSecrets(strings.NewReader("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")); err == nil {
+		t.Error("a ConfigMap must be refused")
+	}
+}
+
+// fakePVE answers GET /api2/json/version like Proxmox: 401 for a wrong token,
+// 501 for any other path.
+func fakePVE(t *testing.T) *httptest.Server {
+	return httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api2/json/version" {
+			w.WriteHeader(http.StatusNotImplemented)
+			return
+		}
+		if r.Header.Get("Authorization") != "PVEAPIToken=capmox@pve!capi="+goodSecret {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]string{"version": "9.0.3", "release": "9.0"}})
+	}))
+}
+
+func TestProbe(t *testing.T) {
+	srv := fakePVE(t)
+	defer srv.Close()
+	cases := map[string]struct {
+		reason string
+		data   map[string]string
+		client *http.Client
+		want   string
+	}{
+		"OK":          {reason: "a right token on a bare URL", data: map[string]string{"PROXMOX_URL": srv.URL, "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}, want: "ProbeOK"},
+		"Doubled":     {reason: "the doubled path answers 501", data: map[string]string{"PROXMOX_URL": srv.URL + "/api2/json", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}, want: "WrongAPIPath"},
+		"BadToken":    {reason: "a wrong secret answers 401", data: map[string]string{"PROXMOX_URL": srv.URL, "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": "00000000-0000-0000-0000-000000000000"}, want: "TokenRejected"},
+		"CloudOK":     {reason: "the CCM url already has /api2/json", data: map[string]string{"url": srv.URL + "/api2/json", "token_id": "capmox@pve!capi", "token_secret": goodSecret, "region": "r"}, want: "ProbeOK"},
+		"CloudNoPath": {reason: "a bare CCM url misses the API", data: map[string]string{"url": srv.URL, "token_id": "capmox@pve!capi", "token_secret": goodSecret, "region": "r"}, want: "WrongAPIPath"},
+		"Untrusted":   {reason: "TLS is verified: an unknown CA fails", data: map[string]string{"PROXMOX_URL": srv.URL, "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}, client: &http.Client{}, want: "TLSUntrusted"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := tc.client
+			if c == nil {
+				c = srv.Client()
+			}
+			f := credlint.Prober{Client: c}.Probe(context.Background(), credlint.Secret{Name: "s", Data: tc.data})
+			if f.Code != tc.want {
+				t.Errorf("%s: got %s (%s), want %s", tc.reason, f.Code, f.Message, tc.want)
+			}
+			if strings.Contains(f.Message+f.Fix, goodSecret) {
+				t.Errorf("the probe finding carries the secret: %+v", f)
+			}
+		})
+	}
+}
+
+// FuzzReadSecrets: reading never panics, and no finding ever quotes the
+// value of PROXMOX_SECRET, secret or token_secret.
+func FuzzReadSecrets(f *testing.F) {
+	f.Add("apiVersion: v1\nkind: Secret\nmetadata: {name: a}\nstringData: {PROXMOX_URL: 'https://h:8006/api2/json', PROXMOX_TOKEN: 'u@pve!t', PROXMOX_SECRET: 'zz-secret-zz'}\n")
+	f.Add("apiVersion: v1\nkind: Secret\nmetadata: {name: a}\nstringData: {url: 'x', token_id: 'zz-secret-zz', token_secret: 'zz-secret-zz'}\n")
+	f.Add("{}")
+	f.Fuzz(func(t *testing.T, in string) {
+		ss, err := credlint.ReadSecrets(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, fd := range credlint.Lint(ss) {
+			for _, s := range ss {
+				for _, k := range []string{"PROXMOX_SECRET", "secret", "token_secret"} {
+					v := strings.TrimSpace(s.Data[k])
+					quoted := v == strings.TrimSpace(s.Data["url"]) || v == strings.TrimSpace(s.Data["PROXMOX_URL"]) || v == strings.TrimSpace(s.Data["region"])
+					if len(v) >= 8 && !quoted && strings.Contains(fd.Message+fd.Fix, v) {
+						t.Fatalf("finding %+v quotes the %s value", fd, k)
+					}
+				}
+			}
+		}
+	})
+}

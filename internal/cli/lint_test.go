@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const lintSecret = "5f1c1e9a-8d8b-4a5e-9c1b-2f0e6b7a9d31"
+
+func writeSecret(t *testing.T, data map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Secret\nmetadata: {name: pve, namespace: cozy}\nstringData:\n")
+	for k, v := range data {
+		b.WriteString("  " + k + ": '" + v + "'\n")
+	}
+	p := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLintCredentials(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api2/json/version" || r.Header.Get("Authorization") != "PVEAPIToken=capmox@pve!capi="+lintSecret {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{"version":"9.0.3"}}`))
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := writeSecret(t, map[string]string{"PROXMOX_URL": srv.URL, "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": lintSecret})
+	doubled := writeSecret(t, map[string]string{"PROXMOX_URL": srv.URL + "/api2/json", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": lintSecret})
+	cases := map[string]struct {
+		reason string
+		args   []string
+		code   int
+		codes  []string
+	}{
+		"Good":        {reason: "a right Secret exits 0", args: []string{"-f", good}, codes: []string{"OK"}},
+		"GoodProbe":   {reason: "the probe trusts --ca-file", args: []string{"-f", good, "--probe", "--ca-file", ca}, codes: []string{"OK", "ProbeOK"}},
+		"Untrusted":   {reason: "without the CA, TLS verification fails", args: []string{"-f", good, "--probe"}, code: 1, codes: []string{"OK", "TLSUntrusted"}},
+		"Doubled":     {reason: "the doubled /api2/json is named", args: []string{"-f", doubled}, code: 1, codes: []string{"DoubledAPIPath"}},
+		"DoubledBoth": {reason: "lint and probe both see it", args: []string{"-f", doubled, "--probe", "--ca-file", ca}, code: 1, codes: []string{"DoubledAPIPath", "TokenRejected"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"lint", "credentials", "-o", "json"}, tc.args...)
+			out, errOut, code := renderCLI(t, "", args...)
+			if code != tc.code {
+				t.Fatalf("%s: exit %d, want %d (stderr %q)", tc.reason, code, tc.code, errOut)
+			}
+			var fs []struct{ Code string }
+			if err := json.Unmarshal([]byte(out), &fs); err != nil {
+				t.Fatalf("%s: %v in %q", tc.reason, err, out)
+			}
+			var got []string
+			for _, f := range fs {
+				got = append(got, f.Code)
+			}
+			if diff := cmp.Diff(tc.codes, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+			if strings.Contains(out+errOut, lintSecret) {
+				t.Errorf("%s: the secret value was printed", tc.reason)
+			}
+		})
+	}
+}
+
+func TestLintCredentialsTable(t *testing.T) {
+	p := writeSecret(t, map[string]string{"url": "https://pve:8006", "token_id": "ccm", "token_secret": lintSecret, "region": "eu"})
+	out, _, code := renderCLI(t, "", "lint", "credentials", "-f", p)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"SECRET", "cozy/pve", "MissingAPIPath", "set url to https://pve:8006/api2/json", "UserNotToken"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
