@@ -38,14 +38,14 @@ func (x *Index) Allocate(claim Claim) (int, error) {
 }
 
 func (x *Index) allocate(claim Claim) (int, source, error) {
-	if provider, ok := x.elsewhere[claim.Vlan]; ok {
-		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
-			&ProviderMismatchError{Vlan: claim.Vlan, Provider: provider, Want: x.zone.provider})
-	}
 	if v, ok := x.vlans[claim.Vlan]; ok {
+		if v.Provider != x.zone.provider {
+			return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
+				&ProviderMismatchError{Vlan: claim.Vlan, Provider: v.Provider, Want: x.zone.provider})
+		}
 		return x.adopt(claim, v)
 	}
-	if held := x.byNetwork[claim.Network]; len(held) > 0 {
+	if held := x.reservedBy(claim.Network); len(held) > 0 {
 		vid := lowest(held)
 		own := uint32(1)
 		if n, pinned := x.zone.staticByVID[vid]; pinned && n == claim.Network {
@@ -56,7 +56,7 @@ func (x *Index) allocate(claim Claim) (int, source, error) {
 		}
 		return vid, fromReservation, nil
 	}
-	if vid, ok := x.zone.static[claim.Network]; ok {
+	if vid, ok := x.zone.Static(claim.Network); ok {
 		if x.refs[vid] > 1 { // the static pin itself is one holder
 			return 0, 0, x.conflict(vid, claim)
 		}
@@ -85,7 +85,8 @@ func (x *Index) adopt(claim Claim, v Vlan) (int, source, error) {
 		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: Vlan %q carries ID %d: %w", claim.Network, v.Name, v.VID, ErrUnusableVlan)
 	}
 	own := uint32(1) // the Vlan itself
-	r, reserved := x.reservations[v.VID]
+	r := x.res[v.VID]
+	reserved := r != nil
 	if reserved && r.Network == claim.Network {
 		own++
 	}
@@ -110,6 +111,13 @@ func (x *Index) reserve(vid int, claim Claim) {
 	x.observeReservation(Reservation{VID: vid, Zone: x.zone.name, Network: claim.Network, Vlan: claim.Vlan})
 }
 
+func (x *Index) reservedBy(n v1alpha1.NetworkReference) []int {
+	if st, ok := x.nets[n]; ok {
+		return st.reserved
+	}
+	return nil
+}
+
 func lowest(vids []int) int {
 	m := vids[0]
 	for _, v := range vids[1:] {
@@ -123,10 +131,10 @@ func lowest(vids []int) int {
 func (x *Index) Lookup(claim Claim) (int, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if v, ok := x.vlans[claim.Vlan]; ok {
+	if v, ok := x.vlans[claim.Vlan]; ok && v.Provider == x.zone.provider {
 		return v.VID, true
 	}
-	if held := x.byNetwork[claim.Network]; len(held) > 0 {
+	if held := x.reservedBy(claim.Network); len(held) > 0 {
 		return lowest(held), true
 	}
 	return 0, false
@@ -138,10 +146,10 @@ func (x *Index) Lookup(claim Claim) (int, bool) {
 func (x *Index) Release(network v1alpha1.NetworkReference) []Reservation {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	held := append([]int(nil), x.byNetwork[network]...)
+	held := append([]int(nil), x.reservedBy(network)...)
 	out := make([]Reservation, 0, len(held))
 	for _, vid := range held {
-		out = append(out, x.reservations[vid])
+		out = append(out, *x.res[vid])
 		x.forgetReservation(vid)
 	}
 	return out

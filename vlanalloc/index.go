@@ -69,11 +69,20 @@ type Index struct {
 	refs         [idSlots]uint32
 	zoneRefs     [idSlots]uint32
 	allocated    int
-	networks     map[v1alpha1.NetworkReference]int
-	vlans        map[string]Vlan
-	elsewhere    map[string]string
-	reservations map[int]Reservation
-	byNetwork    map[v1alpha1.NetworkReference][]int
+	zoneNetworks int
+	nets         map[v1alpha1.NetworkReference]*netState
+	// vlans holds every observed Vlan, on any provider network; only those
+	// on the zone's provider network hold an ID.
+	vlans map[string]Vlan
+	// res holds the reservation of each ID, nil where there is none.
+	res [idSlots]*Reservation
+}
+
+// netState is what the index knows of one network: how many of its holders
+// belong to this zone, and the IDs it holds reservations for.
+type netState struct {
+	zoneHolds int
+	reserved  []int
 }
 
 // NewIndex builds the index of zone from everything observed: all Kube-OVN
@@ -81,16 +90,13 @@ type Index struct {
 // the reservations on the zone's provider network. It costs O(objects).
 func NewIndex(zone *Zone, vlans []Vlan, reservations []Reservation) *Index {
 	x := &Index{
-		zone:         zone,
-		free:         zone.allocatable,
-		networks:     make(map[v1alpha1.NetworkReference]int, len(reservations)),
-		vlans:        make(map[string]Vlan, len(vlans)),
-		elsewhere:    make(map[string]string),
-		reservations: make(map[int]Reservation, len(reservations)),
-		byNetwork:    make(map[v1alpha1.NetworkReference][]int, len(reservations)),
+		zone:  zone,
+		free:  zone.allocatable,
+		nets:  make(map[v1alpha1.NetworkReference]*netState, len(reservations)),
+		vlans: make(map[string]Vlan, len(vlans)),
 	}
 	for vid := range zone.staticByVID {
-		x.hold(vid, false, v1alpha1.NetworkReference{})
+		x.hold(vid, nil)
 	}
 	for _, v := range vlans {
 		x.observeVlan(v)
@@ -106,7 +112,24 @@ func (x *Index) Zone() *Zone { return x.zone }
 
 func validHold(vid int) bool { return vid > 0 && vid < idSlots }
 
-func (x *Index) hold(vid int, ours bool, network v1alpha1.NetworkReference) {
+func (x *Index) netFor(n v1alpha1.NetworkReference) *netState {
+	st, ok := x.nets[n]
+	if !ok {
+		st = &netState{}
+		x.nets[n] = st
+	}
+	return st
+}
+
+func (x *Index) dropIfIdle(n v1alpha1.NetworkReference, st *netState) {
+	if st.zoneHolds == 0 && len(st.reserved) == 0 {
+		delete(x.nets, n)
+	}
+}
+
+// hold adds a holder of vid; ours is the state of the holding network when
+// the holder belongs to this zone, nil otherwise.
+func (x *Index) hold(vid int, ours *netState) {
 	if !validHold(vid) {
 		return
 	}
@@ -114,16 +137,20 @@ func (x *Index) hold(vid int, ours bool, network v1alpha1.NetworkReference) {
 		x.free.Remove(vid)
 	}
 	x.refs[vid]++
-	if ours {
-		if x.zoneRefs[vid] == 0 {
-			x.allocated++
-		}
-		x.zoneRefs[vid]++
-		x.networks[network]++
+	if ours == nil {
+		return
 	}
+	if x.zoneRefs[vid] == 0 {
+		x.allocated++
+	}
+	x.zoneRefs[vid]++
+	if ours.zoneHolds == 0 {
+		x.zoneNetworks++
+	}
+	ours.zoneHolds++
 }
 
-func (x *Index) unhold(vid int, ours bool, network v1alpha1.NetworkReference) {
+func (x *Index) unhold(vid int, ours *netState) {
 	if !validHold(vid) {
 		return
 	}
@@ -131,14 +158,16 @@ func (x *Index) unhold(vid int, ours bool, network v1alpha1.NetworkReference) {
 	if x.refs[vid] == 0 && x.zone.allocatable.Has(vid) {
 		x.free.Add(vid)
 	}
-	if ours {
-		x.zoneRefs[vid]--
-		if x.zoneRefs[vid] == 0 {
-			x.allocated--
-		}
-		if x.networks[network]--; x.networks[network] == 0 {
-			delete(x.networks, network)
-		}
+	if ours == nil {
+		return
+	}
+	x.zoneRefs[vid]--
+	if x.zoneRefs[vid] == 0 {
+		x.allocated--
+	}
+	ours.zoneHolds--
+	if ours.zoneHolds == 0 {
+		x.zoneNetworks--
 	}
 }
 
@@ -158,13 +187,14 @@ func (x *Index) observeVlan(v Vlan) {
 		}
 		x.forgetVlan(v.Name)
 	}
-	delete(x.elsewhere, v.Name)
-	if v.Provider != x.zone.provider {
-		x.elsewhere[v.Name] = v.Provider
-		return
-	}
 	x.vlans[v.Name] = v
-	x.hold(v.VID, x.vlanIsOurs(v), v.Network)
+	switch {
+	case v.Provider != x.zone.provider:
+	case x.vlanIsOurs(v) && validHold(v.VID):
+		x.hold(v.VID, x.netFor(v.Network))
+	default:
+		x.hold(v.VID, nil)
+	}
 }
 
 // ForgetVlan records that the Vlan named name is gone.
@@ -175,13 +205,20 @@ func (x *Index) ForgetVlan(name string) {
 }
 
 func (x *Index) forgetVlan(name string) {
-	delete(x.elsewhere, name)
 	v, ok := x.vlans[name]
 	if !ok {
 		return
 	}
 	delete(x.vlans, name)
-	x.unhold(v.VID, x.vlanIsOurs(v), v.Network)
+	switch {
+	case v.Provider != x.zone.provider:
+	case x.vlanIsOurs(v) && validHold(v.VID):
+		st := x.nets[v.Network]
+		x.unhold(v.VID, st)
+		x.dropIfIdle(v.Network, st)
+	default:
+		x.unhold(v.VID, nil)
+	}
 }
 
 // ObserveReservation records a reservation on the zone's provider network,
@@ -196,15 +233,20 @@ func (x *Index) observeReservation(r Reservation) {
 	if !validHold(r.VID) {
 		return
 	}
-	if old, ok := x.reservations[r.VID]; ok {
-		if old == r {
+	if old := x.res[r.VID]; old != nil {
+		if *old == r {
 			return
 		}
 		x.forgetReservation(r.VID)
 	}
-	x.reservations[r.VID] = r
-	x.byNetwork[r.Network] = append(x.byNetwork[r.Network], r.VID)
-	x.hold(r.VID, r.Zone == x.zone.name, r.Network)
+	x.res[r.VID] = &r
+	st := x.netFor(r.Network)
+	st.reserved = append(st.reserved, r.VID)
+	if r.Zone == x.zone.name {
+		x.hold(r.VID, st)
+	} else {
+		x.hold(r.VID, nil)
+	}
 }
 
 // ForgetReservation records that the reservation of vid is gone.
@@ -215,33 +257,37 @@ func (x *Index) ForgetReservation(vid int) {
 }
 
 func (x *Index) forgetReservation(vid int) {
-	r, ok := x.reservations[vid]
-	if !ok {
+	if !validHold(vid) || x.res[vid] == nil {
 		return
 	}
-	delete(x.reservations, vid)
-	held := x.byNetwork[r.Network]
-	for i, v := range held {
+	r := *x.res[vid]
+	x.res[vid] = nil
+	st := x.nets[r.Network]
+	for i, v := range st.reserved {
 		if v == vid {
-			held = append(held[:i], held[i+1:]...)
+			st.reserved = append(st.reserved[:i], st.reserved[i+1:]...)
 			break
 		}
 	}
-	if len(held) == 0 {
-		delete(x.byNetwork, r.Network)
+	if r.Zone == x.zone.name {
+		x.unhold(vid, st)
 	} else {
-		x.byNetwork[r.Network] = held
+		x.unhold(vid, nil)
 	}
-	x.unhold(vid, r.Zone == x.zone.name, r.Network)
+	x.dropIfIdle(r.Network, st)
 }
 
 // Reservations returns the reservations of network, lowest ID first.
 func (x *Index) Reservations(network v1alpha1.NetworkReference) []Reservation {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	out := make([]Reservation, 0, len(x.byNetwork[network]))
-	for _, vid := range x.byNetwork[network] {
-		out = append(out, x.reservations[vid])
+	var held []int
+	if st, ok := x.nets[network]; ok {
+		held = st.reserved
+	}
+	out := make([]Reservation, 0, len(held))
+	for _, vid := range held {
+		out = append(out, *x.res[vid])
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VID < out[j].VID })
 	return out
@@ -255,7 +301,7 @@ func (x *Index) Counts() Counts {
 		Total:     x.zone.allocatable.Len(),
 		Allocated: x.allocated,
 		Free:      x.free.Len(),
-		Networks:  len(x.networks),
+		Networks:  x.zoneNetworks,
 	}
 }
 
@@ -286,7 +332,7 @@ func (x *Index) Stranded() []int {
 
 // holderOf describes who other than claim holds vid, for a ConflictError.
 func (x *Index) holderOf(vid int, claim Claim) string {
-	if r, ok := x.reservations[vid]; ok && r.Network != claim.Network {
+	if r := x.res[vid]; r != nil && r.Network != claim.Network {
 		return "network " + r.Network.String()
 	}
 	if n, ok := x.zone.staticByVID[vid]; ok && n != claim.Network {
@@ -294,7 +340,7 @@ func (x *Index) holderOf(vid int, claim Claim) string {
 	}
 	names := make([]string, 0, 1)
 	for name, v := range x.vlans {
-		if v.VID == vid && name != claim.Vlan {
+		if v.Provider == x.zone.provider && v.VID == vid && name != claim.Vlan {
 			names = append(names, name)
 		}
 	}

@@ -131,6 +131,9 @@ func (z *Zone) Allocatable() Set { return z.allocatable }
 
 // Static returns the ID pinned to network, if any.
 func (z *Zone) Static(network v1alpha1.NetworkReference) (int, bool) {
+	if len(z.static) == 0 {
+		return 0, false
+	}
 	vid, ok := z.static[network]
 	return vid, ok
 }
