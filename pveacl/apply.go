@@ -1,0 +1,352 @@
+package pveacl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	proxmox "github.com/luthermonson/go-proxmox"
+)
+
+// Outcome is what applying one change did.
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomeApplied: the API made the change.
+	OutcomeApplied Outcome = "applied"
+	// OutcomePresent: the API answered that the object already exists (or
+	// is already gone), so nothing changed.
+	OutcomePresent Outcome = "present"
+)
+
+// Applied is one change and its outcome.
+type Applied struct {
+	Change  Change  `json:"change"`
+	Outcome Outcome `json:"outcome"`
+}
+
+// StoredSecret says where the secret of a new token went (never the value).
+type StoredSecret struct {
+	TokenID  string `json:"tokenId"`
+	Location string `json:"location"`
+}
+
+// ApplyResult is what a live apply did.
+type ApplyResult struct {
+	Version Version        `json:"version"`
+	Applied []Applied      `json:"applied"`
+	Kept    []Kept         `json:"kept,omitempty"`
+	Secrets []StoredSecret `json:"secrets,omitempty"`
+}
+
+// Progress reports a change about to be made (Outcome empty) or made.
+type Progress struct {
+	Index, Total int
+	Change       Change
+	Outcome      Outcome
+}
+
+// LiveOption adjusts ApplyLive and ApplyChanges.
+type LiveOption func(*liveOptions)
+
+type liveOptions struct {
+	prune    bool
+	sink     SecretSink
+	progress func(Progress)
+	url      string
+	region   string
+	tenants  map[string]string // token id -> tenant
+}
+
+// WithPrune also removes owned users, tokens and pools the specification
+// no longer lists (see PlanPrune).
+func WithPrune() LiveOption { return func(o *liveOptions) { o.prune = true } }
+
+// WithSecretSink stores the secrets of created tokens. Without it an apply
+// that would create a token fails before changing anything.
+func WithSecretSink(s SecretSink) LiveOption { return func(o *liveOptions) { o.sink = s } }
+
+// WithSecretContext sets the url and region written next to each secret.
+func WithSecretContext(apiURL, region string) LiveOption {
+	return func(o *liveOptions) { o.url, o.region = apiURL, region }
+}
+
+// WithProgress calls f before and after each change.
+func WithProgress(f func(Progress)) LiveOption { return func(o *liveOptions) { o.progress = f } }
+
+// ApplyLive makes a cluster match the tenants: it reads the live state
+// (ReadLive), plans for the version the cluster runs (Plan, plus PlanPrune
+// with WithPrune) and performs only the missing changes (ApplyChanges).
+// Applying again plans nothing and sends no changing request.
+func ApplyLive(ctx context.Context, c Client, desired *Tenants, opts ...LiveOption) (ApplyResult, error) {
+	observed, err := ReadLive(ctx, c)
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+	}
+	changes, err := Plan(desired, observed, WithVersion(observed.Version))
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+	}
+	var kept []Kept
+	if o := options(opts); o.prune {
+		var prune []Change
+		if prune, kept, err = PlanPrune(desired, observed); err != nil {
+			return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+		}
+		changes = append(changes, prune...)
+	}
+	opts = append(opts, func(o *liveOptions) { o.tenants = tokenTenants(desired) })
+	res, err := ApplyChanges(ctx, c, changes, opts...)
+	res.Version, res.Kept = observed.Version, kept
+	return res, err
+}
+
+// tokenTenants maps each tenant token id to its tenant's name.
+func tokenTenants(desired *Tenants) map[string]string {
+	spec := *desired
+	spec.Tenants = slices.Clone(desired.Tenants)
+	spec.Default()
+	out := map[string]string{}
+	for _, t := range spec.Tenants {
+		csi, ccm := t.TokenIDs()
+		out[csi], out[ccm] = t.Name, t.Name
+	}
+	return out
+}
+
+func options(opts []LiveOption) liveOptions {
+	var o liveOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// ApplyChanges performs changes in order through the API. Each is
+// idempotent: a create whose object exists (PVE's "already exists"), a
+// delete whose object is gone, members already in a pool, all count as
+// present. Token secrets go to the sink as soon as a token is created; the
+// sink is checked before the first change. It stops at the first error and
+// returns what was done so far.
+func ApplyChanges(ctx context.Context, c Client, changes []Change, opts ...LiveOption) (ApplyResult, error) {
+	o := options(opts)
+	var res ApplyResult
+	if slices.ContainsFunc(changes, func(ch Change) bool { return ch.Op == OpCreateToken }) {
+		if o.sink == nil {
+			return res, fmt.Errorf("cannot apply: %w: pass a secret sink (--secrets-dir or --secret-manifests)", ErrNoSecretSink)
+		}
+		if err := o.sink.Check(); err != nil {
+			return res, fmt.Errorf("cannot apply: %w", err)
+		}
+	}
+	a := &applier{c: c, o: o}
+	for i, ch := range changes {
+		a.report(Progress{Index: i + 1, Total: len(changes), Change: ch})
+		out, err := a.do(ctx, ch, &res)
+		if err != nil {
+			return res, fmt.Errorf("cannot %s (change %d of %d): %w", ch.Op.describe(), i+1, len(changes), err)
+		}
+		res.Applied = append(res.Applied, Applied{Change: ch, Outcome: out})
+		a.report(Progress{Index: i + 1, Total: len(changes), Change: ch, Outcome: out})
+	}
+	return res, nil
+}
+
+type applier struct {
+	c Client
+	o liveOptions
+}
+
+func (a *applier) report(p Progress) {
+	if a.o.progress != nil {
+		a.o.progress(p)
+	}
+}
+
+// describe names an operation, including the prune-only ones.
+func (o Op) describe() string {
+	switch o {
+	case OpDeleteToken:
+		return "delete token"
+	case OpDeleteUser:
+		return "delete user"
+	case OpRemovePoolMembers:
+		return "remove pool members"
+	case OpDeletePool:
+		return "delete pool"
+	}
+	if v := o.verb(); v != "" {
+		return v
+	}
+	return string(o)
+}
+
+func (a *applier) do(ctx context.Context, ch Change, res *ApplyResult) (Outcome, error) {
+	switch ch.Op {
+	case OpCreateRole, OpUpdateRole:
+		return a.role(ctx, ch)
+	case OpCreatePool:
+		return present(a.c.Post(ctx, "/pools", map[string]any{"poolid": ch.Pool, "comment": ch.Comment}, nil), "already exists")
+	case OpCreateUser:
+		return present(a.c.Post(ctx, "/access/users", map[string]any{"userid": ch.User, "enable": 1, "comment": ch.Comment}, nil), "already exists")
+	case OpEnableUser:
+		return applied(a.c.Put(ctx, userPath(ch.User), map[string]any{"enable": 1}, nil))
+	case OpCreateToken:
+		return a.createToken(ctx, ch, res)
+	case OpUpdateToken:
+		return applied(a.c.Put(ctx, tokenPath(ch.User, ch.Token), map[string]any{"privsep": 1}, nil))
+	case OpAddPoolMembers:
+		return a.addMembers(ctx, ch)
+	case OpSetACL, OpDeleteACL:
+		return applied(a.c.Put(ctx, "/access/acl", aclBody(ch), nil))
+	case OpDeleteToken:
+		return present(a.c.Delete(ctx, tokenPath(ch.User, ch.Token), nil), "no such token", "no such user")
+	case OpDeleteUser:
+		return present(a.c.Delete(ctx, userPath(ch.User), nil), "no such user")
+	case OpRemovePoolMembers:
+		body := memberBody(ch)
+		body["delete"] = 1
+		return applied(a.c.Put(ctx, "/pools", body, nil))
+	case OpDeletePool:
+		return present(a.c.Delete(ctx, "/pools?"+url.Values{"poolid": {ch.Pool}}.Encode(), nil), "does not exist")
+	}
+	return "", fmt.Errorf("%w: unknown operation %q", ErrRefused, ch.Op)
+}
+
+func userPath(uid string) string { return "/access/users/" + url.PathEscape(uid) }
+func tokenPath(uid, name string) string {
+	return userPath(uid) + "/token/" + url.PathEscape(name)
+}
+
+func applied(err error) (Outcome, error) {
+	if err != nil {
+		return "", err
+	}
+	return OutcomeApplied, nil
+}
+
+// present maps an API error containing one of the texts to OutcomePresent.
+func present(err error, texts ...string) (Outcome, error) {
+	if err == nil {
+		return OutcomeApplied, nil
+	}
+	if apiMessageHas(err, texts...) {
+		return OutcomePresent, nil
+	}
+	return "", err
+}
+
+// apiMessageHas reports whether PVE's message (or a parameter error) of an
+// API error contains one of the texts.
+func apiMessageHas(err error, texts ...string) bool {
+	var ae *proxmox.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	msgs := []string{ae.Message, ae.Status}
+	for _, m := range ae.Errors {
+		msgs = append(msgs, m)
+	}
+	for _, m := range msgs {
+		for _, t := range texts {
+			if strings.Contains(m, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// role creates the role or, when it exists, sets its privileges (PUT
+// without append replaces the list).
+func (a *applier) role(ctx context.Context, ch Change) (Outcome, error) {
+	privs := strings.Join(ch.Privs, ",")
+	if ch.Op == OpCreateRole {
+		err := a.c.Post(ctx, "/access/roles", map[string]any{"roleid": ch.Role, "privs": privs}, nil)
+		if err == nil || !apiMessageHas(err, "already exists") {
+			return applied(err)
+		}
+	}
+	return applied(a.c.Put(ctx, "/access/roles/"+url.PathEscape(ch.Role), map[string]any{"privs": privs}, nil))
+}
+
+// createToken creates a privilege-separated token and stores its secret.
+func (a *applier) createToken(ctx context.Context, ch Change, res *ApplyResult) (Outcome, error) {
+	var created proxmox.NewAPIToken
+	err := a.c.Post(ctx, tokenPath(ch.User, ch.Token), map[string]any{"privsep": 1, "comment": ch.Comment}, &created)
+	if err != nil {
+		return present(err, "Token already exists.")
+	}
+	id := TokenID(ch.User, ch.Token)
+	loc, err := a.o.sink.Store(TokenSecret{URL: a.o.url, TokenID: id, Secret: Secret(created.Value),
+		Region: a.o.region, Tenant: a.o.tenants[id]})
+	if err != nil {
+		return "", fmt.Errorf("token %s was created but its secret could not be stored (delete the token and apply again): %w", id, err)
+	}
+	res.Secrets = append(res.Secrets, StoredSecret{TokenID: id, Location: loc})
+	return OutcomeApplied, nil
+}
+
+// addMembers adds pool members; when PVE answers that one is already a
+// member, it reads the pool and sends only those still missing.
+func (a *applier) addMembers(ctx context.Context, ch Change) (Outcome, error) {
+	err := a.c.Put(ctx, "/pools", memberBody(ch), nil)
+	if err == nil || !apiMessageHas(err, "already a pool member") {
+		return applied(err)
+	}
+	var pools proxmox.Pools
+	if err := a.c.Get(ctx, "/pools?"+url.Values{"poolid": {ch.Pool}}.Encode(), &pools); err != nil {
+		return "", err
+	}
+	have := map[string]bool{}
+	for _, p := range pools {
+		for _, m := range p.Members {
+			have[m.Type+"/"+strconv.FormatUint(m.VMID, 10)+"/"+m.Storage] = true
+		}
+	}
+	rest := ch
+	rest.VMs, rest.Storages = nil, nil
+	for _, vm := range ch.VMs {
+		if !have["qemu/"+strconv.Itoa(vm)+"/"] && !have["lxc/"+strconv.Itoa(vm)+"/"] {
+			rest.VMs = append(rest.VMs, vm)
+		}
+	}
+	for _, s := range ch.Storages {
+		if !have["storage/0/"+s] {
+			rest.Storages = append(rest.Storages, s)
+		}
+	}
+	if len(rest.VMs)+len(rest.Storages) == 0 {
+		return OutcomePresent, nil
+	}
+	return applied(a.c.Put(ctx, "/pools", memberBody(rest), nil))
+}
+
+func memberBody(ch Change) map[string]any {
+	b := map[string]any{"poolid": ch.Pool}
+	if len(ch.VMs) > 0 {
+		b["vms"] = joinInts(ch.VMs)
+	}
+	if len(ch.Storages) > 0 {
+		b["storage"] = strings.Join(ch.Storages, ",")
+	}
+	if ch.AllowMove {
+		b["allow-move"] = 1
+	}
+	return b
+}
+
+func aclBody(ch Change) map[string]any {
+	b := map[string]any{"path": ch.Path, "roles": strings.Join(ch.Roles, ","), string(ch.Kind) + "s": ch.Subject}
+	if ch.Op == OpDeleteACL {
+		b["delete"] = 1
+	} else {
+		b["propagate"] = b2i(ch.Propagate)
+	}
+	return b
+}

@@ -1,0 +1,187 @@
+package pveacl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	proxmox "github.com/luthermonson/go-proxmox"
+)
+
+// Client is the part of go-proxmox's *proxmox.Client that the live reader
+// and applier use: requests relative to the API base URL (which includes
+// /api2/json), answers decoded from PVE's {"data": ...} envelope, errors
+// as *proxmox.APIError.
+type Client interface {
+	Get(ctx context.Context, path string, v any) error
+	Post(ctx context.Context, path string, data, v any) error
+	Put(ctx context.Context, path string, data, v any) error
+	Delete(ctx context.Context, path string, v any) error
+}
+
+var _ Client = (*proxmox.Client)(nil)
+
+// ErrIncompleteView: the reading token cannot see the whole cluster, so
+// an audit or a plan built from what it sees would be wrong.
+var ErrIncompleteView = errors.New("the token cannot see the whole access-control state")
+
+// ViewError lists the privileges the reading token lacks on / (each must
+// propagate). PVEAuditor on / with propagation grants them all.
+type ViewError struct {
+	Missing []string
+}
+
+func (e *ViewError) Error() string {
+	return fmt.Sprintf("%v: it lacks %s on / with propagation; grant it PVEAuditor on / (propagate) or use an administrator token",
+		ErrIncompleteView, strings.Join(e.Missing, ", "))
+}
+
+// Unwrap returns ErrIncompleteView.
+func (e *ViewError) Unwrap() error { return ErrIncompleteView }
+
+// viewPrivileges are needed on / (propagated) to list every user, ACL
+// entry, pool, guest and storage.
+var viewPrivileges = []string{"Datastore.Audit", "Pool.Audit", "Sys.Audit", "VM.Audit"}
+
+// ReadLive reads the access-control state of a cluster through its API
+// and returns the Config that ParseUserCfg would give for its user.cfg,
+// with Resources filled from GET /cluster/resources. It first checks that
+// the token sees everything (ErrIncompleteView otherwise).
+func ReadLive(ctx context.Context, c Client) (*Config, error) {
+	snap, err := ReadSnapshot(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := BuildConfig(snap)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the live access-control state: %w", err)
+	}
+	return cfg, nil
+}
+
+// ReadSnapshot reads the API answers ReadLive builds its Config from:
+// GET /version, /access/permissions?path=/, /access/users?full=1,
+// /access/groups, /access/roles, /access/acl, /pools and one
+// /pools?poolid=X per pool, and /cluster/resources.
+func ReadSnapshot(ctx context.Context, c Client) (Snapshot, error) {
+	var s Snapshot
+	v, err := readVersion(ctx, c)
+	if err != nil {
+		return s, err
+	}
+	s.Version = v
+	if err := checkView(ctx, c); err != nil {
+		return s, err
+	}
+	reads := []struct {
+		what, path string
+		into       any
+	}{
+		{"users", "/access/users?full=1", &s.Users},
+		{"groups", "/access/groups", &s.Groups},
+		{"roles", "/access/roles", &s.Roles},
+		{"ACL entries", "/access/acl", &s.ACL},
+	}
+	for _, r := range reads {
+		if err := c.Get(ctx, r.path, r.into); err != nil {
+			return s, fmt.Errorf("cannot read the %s (GET %s): %w", r.what, r.path, err)
+		}
+	}
+	if s.Pools, err = readPools(ctx, c); err != nil {
+		return s, err
+	}
+	if s.Resources, err = readResources(ctx, c); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// readVersion returns the major version from GET /version.
+func readVersion(ctx context.Context, c Client) (Version, error) {
+	var v proxmox.Version
+	if err := c.Get(ctx, "/version", &v); err != nil {
+		return 0, fmt.Errorf("cannot read the Proxmox VE version (GET /version): %w", err)
+	}
+	major, err := ParseVersion(v.Version)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the Proxmox VE version: %w", err)
+	}
+	return major, nil
+}
+
+// ParseVersion returns the major version of a PVE version string such as
+// "9.1.1" or "8.4"; it must be a supported one.
+func ParseVersion(s string) (Version, error) {
+	head, _, _ := strings.Cut(strings.TrimSpace(s), ".")
+	n, err := strconv.Atoi(head)
+	if err != nil || head == "" {
+		return 0, fmt.Errorf("%w: version %q does not start with a major number", ErrInvalidVersion, s)
+	}
+	v := Version(n)
+	if err := v.Validate(); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+// checkView asks which privileges the token holds on /.
+func checkView(ctx context.Context, c Client) error {
+	var perms proxmox.Permissions
+	if err := c.Get(ctx, "/access/permissions?path=%2F", &perms); err != nil {
+		return fmt.Errorf("cannot read the token's own permissions (GET /access/permissions?path=/): %w", err)
+	}
+	root := perms["/"]
+	var missing []string
+	for _, p := range viewPrivileges {
+		if prop, ok := root[p]; !ok || !bool(prop) {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return &ViewError{Missing: missing}
+	}
+	return nil
+}
+
+func readPools(ctx context.Context, c Client) ([]SnapshotPool, error) {
+	var list []SnapshotPool
+	if err := c.Get(ctx, "/pools", &list); err != nil {
+		return nil, fmt.Errorf("cannot read the pools (GET /pools): %w", err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].PoolID < list[j].PoolID })
+	out := make([]SnapshotPool, 0, len(list))
+	for _, p := range list {
+		var detail proxmox.Pools
+		path := "/pools?" + url.Values{"poolid": {p.PoolID}}.Encode()
+		if err := c.Get(ctx, path, &detail); err != nil {
+			return nil, fmt.Errorf("cannot read pool %s (GET %s): %w", p.PoolID, path, err)
+		}
+		sp := SnapshotPool{PoolID: p.PoolID, Comment: p.Comment}
+		for _, d := range detail {
+			for _, m := range d.Members {
+				sp.Members = append(sp.Members, SnapshotPoolMember{Type: m.Type, VMID: int(m.VMID), Storage: m.Storage})
+			}
+		}
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+func readResources(ctx context.Context, c Client) ([]SnapshotResource, error) {
+	var rs proxmox.ClusterResources
+	if err := c.Get(ctx, "/cluster/resources", &rs); err != nil {
+		return nil, fmt.Errorf("cannot read the cluster resources (GET /cluster/resources): %w", err)
+	}
+	var out []SnapshotResource
+	for _, r := range rs {
+		switch r.Type {
+		case "qemu", "lxc", "storage":
+			out = append(out, SnapshotResource{Type: r.Type, VMID: int(r.VMID), Storage: r.Storage, Pool: r.Pool})
+		}
+	}
+	return out, nil
+}
