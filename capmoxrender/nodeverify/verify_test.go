@@ -1,0 +1,143 @@
+package nodeverify_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
+)
+
+const (
+	uuidA = "proxmox://6c9a3b2e-1f4d-4d6e-9a1b-2c3d4e5f6a7b"
+	uuidB = "proxmox://0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+)
+
+var topo = map[string]string{nodeverify.LabelRegion: "pve-eu1", nodeverify.LabelZone: "pve1"}
+
+func TestJudge(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		nodes    []nodeverify.Node
+		machines []nodeverify.Machine
+		want     []string // node/machine:problem count
+		failed   bool
+	}{
+		"Healthy": {reason: "matching providerID, labels, no taint",
+			nodes: []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}}, machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
+			want: []string{"w1/m1:ok"}},
+		"DefaultForm": {reason: "the CCM default providerID never matches capmox", failed: true,
+			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: "proxmox://pve-eu1/119", Labels: topo}},
+			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
+			want:     []string{"w1/m1:providerID is in the CCM default form proxmox://<region>/<vmid>|Machine m1 has providerID " + uuidA}},
+		"Uninitialized": {reason: "no providerID, no labels, taint", failed: true,
+			nodes:    []nodeverify.Node{{Name: "w1", Uninitialized: true}},
+			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA}},
+			want:     []string{"w1/:no providerID|no topology.kubernetes.io/region label|no topology.kubernetes.io/zone label|still tainted node.cloudprovider.kubernetes.io/uninitialized", "-/m1:no tenant Node has this providerID"}},
+		"CaseOnly": {reason: "CAPI compares exactly", failed: true,
+			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: "proxmox://6C9A3B2E-1F4D-4D6E-9A1B-2C3D4E5F6A7B", Labels: topo}},
+			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA}},
+			want:     []string{"w1/m1:providerID differs from Machine m1's only in letter case"}},
+		"Provisioning": {reason: "a Machine without providerID is reported", failed: true,
+			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}},
+			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA}, {Name: "m2"}},
+			want:     []string{"w1/m1:ok", "-/m2:Machine has no providerID yet"}},
+		"Foreign": {reason: "a Node of no Machine", failed: true,
+			nodes: []nodeverify.Node{{Name: "w9", ProviderID: uuidB, Labels: topo}},
+			want:  []string{"w9/:no Machine has this providerID"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rows := nodeverify.Judge(tc.nodes, tc.machines)
+			if diff := cmp.Diff(tc.want, summarize(rows)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+			if nodeverify.Failed(rows) != tc.failed {
+				t.Errorf("%s: Failed = %t, want %t", tc.reason, !tc.failed, tc.failed)
+			}
+			for _, r := range rows {
+				if len(r.Problems) != len(r.Fixes) {
+					t.Errorf("every problem needs a fix: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func summarize(rows []nodeverify.Row) []string {
+	var out []string
+	for _, r := range rows {
+		s := r.Node + "/" + r.Machine + ":"
+		if r.OK {
+			s += "ok"
+		}
+		for i, p := range r.Problems {
+			if i > 0 {
+				s += "|"
+			}
+			s += p
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Clients builds fake management and tenant clients; exported for the CLI tests through a helper there.
+func clients(t *testing.T) (client.Reader, client.Reader) {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	node := func(name, pid string, labels map[string]string, taint bool) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: pid}}
+		if taint {
+			n.Spec.Taints = []corev1.Taint{{Key: nodeverify.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		return n
+	}
+	tenant := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		node("w1", uuidA, topo, false),
+		node("w2", "", nil, true),
+	).Build()
+	machine := func(name, cluster, pid, nodeRef string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+			"metadata": map[string]any{"name": name, "namespace": "tenant-a", "labels": map[string]any{nodeverify.LabelClusterName: cluster}},
+			"spec":     map[string]any{"clusterName": cluster, "providerID": pid},
+		}}
+		if nodeRef != "" {
+			_ = unstructured.SetNestedField(u.Object, nodeRef, "status", "nodeRef", "name")
+		}
+		return u
+	}
+	mgmt := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		machine("m1", "kubernetes-prod", uuidA, "w1"),
+		machine("m2", "kubernetes-prod", uuidB, "w2"),
+		machine("other", "kubernetes-dev", "proxmox://ffffffff-ffff-4fff-8fff-ffffffffffff", ""),
+	).Build()
+	return mgmt, tenant
+}
+
+func TestCollect(t *testing.T) {
+	mgmt, tenant := clients(t)
+	rows, err := nodeverify.Collect(context.Background(), mgmt, tenant, "tenant-a", "kubernetes-prod", "v1beta1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"w1/m1:ok",
+		"w2/m2:no providerID|no topology.kubernetes.io/region label|no topology.kubernetes.io/zone label|still tainted node.cloudprovider.kubernetes.io/uninitialized",
+	}
+	if diff := cmp.Diff(want, summarize(rows)); diff != "" {
+		t.Errorf("rows of the kubernetes-prod cluster only (-want +got):\n%s", diff)
+	}
+}
