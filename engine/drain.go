@@ -90,6 +90,7 @@ func (d *drain) take(ctx context.Context, r queueView) (Key, bool) {
 				return Key{}, d.end(fmt.Errorf("cannot drain %s: due keys did not reach the queue within %s", r.Name(), dueWait))
 			}
 			d.mu.Unlock()
+			r.wake()
 			time.Sleep(100 * time.Microsecond)
 			d.mu.Lock()
 		}
@@ -116,8 +117,10 @@ type queueView interface {
 	queueLen() int
 	get() (Key, bool)
 	due() int
+	wake()
 }
 
 func (r *Runner[T]) queueLen() int    { return r.queue.Len() }
 func (r *Runner[T]) get() (Key, bool) { return r.queue.Get() }
 func (r *Runner[T]) due() int         { return r.track.due() }
+func (r *Runner[T]) wake()            { r.nudge() }

@@ -12,18 +12,28 @@ import (
 // Key identifies an object in the queue: its namespace and name.
 type Key = client.ObjectKey
 
+// nudgeKey is never an object's key (names cannot be empty); nudge uses it.
+var nudgeKey = Key{Namespace: "engine.pxsubstrate.io", Name: ""}
+
+// nudgeDelay is far enough that the nudge entry never fires.
+const nudgeDelay = 100 * 365 * 24 * time.Hour
+
 // newQueue builds client-go's rate-limiting queue with two thin decorators
-// that let tracker mirror which keys wait in the delaying layer.
-func newQueue(c clock.WithTicker, limiter workqueue.TypedRateLimiter[Key], t *tracker) workqueue.TypedRateLimitingInterface[Key] {
+// that let tracker mirror which keys wait in the delaying layer. It also
+// returns nudge, which wakes the delaying layer so that it moves every due key
+// into the queue: with a fake clock, a clock step racing with the layer's own
+// timer set-up can leave a due key waiting for the next wake-up.
+func newQueue(c clock.WithTicker, limiter workqueue.TypedRateLimiter[Key], t *tracker) (workqueue.TypedRateLimitingInterface[Key], func()) {
 	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Clock: c})
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[Key]{
 		Clock: c,
 		Queue: trackedQueue{TypedInterface: base, t: t},
 	})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[Key]{
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[Key]{
 		Clock:         c,
 		DelayingQueue: trackedDelaying{TypedDelayingInterface: delaying, t: t},
 	})
+	return q, func() { delaying.AddAfter(nudgeKey, nudgeDelay) }
 }
 
 // tracker mirrors the delaying queue's waiting set: for each key, the

@@ -32,6 +32,7 @@ type Runner[T client.Object] struct {
 	opts      options
 
 	queue   workqueue.TypedRateLimitingInterface[Key]
+	nudge   func()
 	track   *tracker
 	metrics *metrics
 	active  atomic.Int64
@@ -73,7 +74,7 @@ func NewRunner[T client.Object](c client.Client, newObject func() T, step Step[T
 		step: step, status: newStatusAccess(sample), opts: o,
 		track: newTracker(o.clock),
 	}
-	r.queue = newQueue(o.clock, o.limiter, r.track)
+	r.queue, r.nudge = newQueue(o.clock, o.limiter, r.track)
 	if r.metrics, err = newMetrics(o.name, o.registerer, func() float64 { return float64(r.queue.Len()) }); err != nil {
 		return nil, fmt.Errorf("cannot create runner: %w", err)
 	}
@@ -216,6 +217,10 @@ func (r *Runner[T]) next(ctx context.Context) bool {
 // RequeueAfter -> Forget and AddAfter; success -> Forget.
 func (r *Runner[T]) process(ctx context.Context, key Key) {
 	defer r.queue.Done(key)
+	if key == nudgeKey {
+		r.queue.Forget(key)
+		return
+	}
 	start := time.Now()
 	res, err := r.ReconcileKey(ctx, key)
 	outcome := OutcomeSuccess

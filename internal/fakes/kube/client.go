@@ -40,3 +40,16 @@ func NewClient(o ClientOptions) client.WithWatch {
 	}
 	return interceptor.NewClient(c, o.Hooks)
 }
+
+// Direct returns the client under every interceptor of c: it reads and
+// writes the same store without faults or hooks. Tests use it to set up and
+// inspect the world while faults are on.
+func Direct(c client.WithWatch) client.WithWatch {
+	for {
+		u, ok := c.(interface{ Unwrap() client.WithWatch })
+		if !ok {
+			return c
+		}
+		c = u.Unwrap()
+	}
+}

@@ -1,18 +1,19 @@
 package kube
 
 import (
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// Scheme returns a new scheme holding the built-in Kubernetes types (core,
-// coordination and the rest of client-go's scheme) and CustomResourceDefinition.
-// Callers add their own types to it; every call returns a fresh scheme.
+// Scheme returns a new scheme holding the core Kubernetes types (v1) and
+// coordination.k8s.io/v1 (Lease). Callers add their own types to it; every
+// call returns a fresh scheme. It is deliberately small: the fake client
+// builds a REST mapper over every type of its scheme.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
 	return s
 }
