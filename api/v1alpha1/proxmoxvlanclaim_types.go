@@ -20,20 +20,24 @@ type ProxmoxVLANClaimSpec struct {
 	VLAN int32 `json:"vlan"`
 	// Zone is the ProxmoxNetworkZone the ID was allocated from.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Zone string `json:"zone"`
 	// Network is the ProxmoxNetwork holding the ID.
 	Network NetworkReference `json:"network"`
 	// VLANName is the Kube-OVN Vlan (named after the subnet) that carries the
 	// ID once it exists.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	VLANName string `json:"vlanName"`
 }
 
 // NetworkReference names a ProxmoxNetwork.
 type NetworkReference struct {
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }
 
@@ -41,12 +45,12 @@ type NetworkReference struct {
 func (r NetworkReference) String() string { return r.Namespace + "/" + r.Name }
 
 // ProxmoxVLANClaim records that one VLAN ID of one Kube-OVN provider network
-// belongs to one ProxmoxNetwork. Its name is "<providerNetwork>.<vlan>" (see
-// VLANClaimName), and the API server refuses any other name, so two claims
-// for one ID cannot exist at once: a second creator gets AlreadyExists.
+// belongs to one ProxmoxNetwork. Every writer names it
+// "<providerNetwork>.<vlan>", so two claims for one ID cannot exist at once:
+// the API server answers a second create with AlreadyExists. Only the
+// controller writes claims.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=pxvlan
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.providerNetwork + '.' + string(self.spec.vlan)",message="name must be <spec.providerNetwork>.<spec.vlan>"
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.providerNetwork`
 // +kubebuilder:printcolumn:name="VLAN",type=integer,JSONPath=`.spec.vlan`
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zone`

@@ -1,0 +1,18 @@
+package kubestore_test
+
+import (
+	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+)
+
+// TestSplitBrainAPIServer runs the split-brain scenario against a real
+// kube-apiserver with the real Kube-OVN CRDs and this repository's CRDs.
+func TestSplitBrainAPIServer(t *testing.T) {
+	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
+		Scheme:     scheme(),
+		SharedCRDs: []string{"kube-ovn"},
+		CRDPaths:   []string{"../../config/crd/bases"},
+	})
+	splitBrain(t, c, 60)
+}
