@@ -116,7 +116,7 @@ func machineV1(def m, additional ...m) m {
 }
 
 func machineV2(devices ...m) m {
-	var ds l
+	ds := l{} // v1alpha2 requires network.networkDevices, even empty
 	for _, d := range devices {
 		ds = append(ds, d)
 	}

@@ -91,7 +91,7 @@ func machineCases() map[string]pairCase {
 		},
 		"MachineRawBridgeNextToVPC": {
 			reason:   "a raw bridge and VLAN next to a VPC subnet, in a namespace that owns networks",
-			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(own, nicV1("vmbr1", 5, ""))},
+			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(own, nicV1("vmbr1", 5, "subnet-z"))},
 			admitted: input{kind: gvkMachineV1, ns: owning(), obj: machineV1(own, nicV1("vmbr1", 5, "subnet-c"))},
 			policy:   PolicyMachineBinding, message: everyNICMsg,
 		},
