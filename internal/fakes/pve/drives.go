@@ -138,6 +138,24 @@ func (s *state) volNameUsed(st *storage, vmid, n int) bool {
 	return false
 }
 
+// splitBase splits an image name into the base volume a linked clone
+// stands on and its own part: "base-9000-disk-0/vm-101-disk-0" on ZFS or
+// RBD, "9000/base-9000-disk-0.qcow2/101/vm-101-disk-0.qcow2" on a file
+// storage. LVM-thin names carry no base (the thin snapshot keeps it).
+func splitBase(st *storage, name string) (base, own string) {
+	parts := strings.Split(name, "/")
+	switch {
+	case st.fileBased() && len(parts) == 4:
+		return parts[0] + "/" + parts[1], parts[2] + "/" + parts[3]
+	case !st.fileBased() && len(parts) == 2:
+		return parts[0], parts[1]
+	}
+	return "", name
+}
+
+// ownFile is the file name of an image's own part.
+func ownFile(own string) string { return own[strings.LastIndexByte(own, '/')+1:] }
+
 // parseVolid splits "storage:name".
 func parseVolid(volid string) (string, string, bool) {
 	sid, name, ok := strings.Cut(volid, ":")

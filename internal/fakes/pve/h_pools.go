@@ -197,7 +197,7 @@ func (c *call) updateStorages(pools map[string]pveacl.Pool, id string) *apiError
 		case del && !member:
 			return die("Storage '%s' is not a pool member", sid)
 		case del:
-			p.Storages = slices.Delete(p.Storages, i, i+1)
+			p.Storages = nilIfEmpty(slices.Delete(p.Storages, i, i+1))
 		case member:
 			return die("Storage '%s' is already a pool member", sid)
 		default:
@@ -219,7 +219,15 @@ func poolListing(pools map[string]pveacl.Pool, vmid int) string {
 
 func removeInt(s []int, v int) []int {
 	if i, ok := slices.BinarySearch(s, v); ok {
-		return slices.Delete(s, i, i+1)
+		return nilIfEmpty(slices.Delete(s, i, i+1))
+	}
+	return s
+}
+
+// nilIfEmpty keeps empty member lists nil, as a parsed user.cfg has them.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
 	}
 	return s
 }

@@ -174,12 +174,13 @@ func (s *state) linkedCloneable(g *guest, volid string) bool {
 	if !ok || !known || g.conf["template"] != "1" {
 		return false
 	}
-	base := strings.Contains(name, "base-")
+	_, own := splitBase(st, name)
+	base := strings.HasPrefix(ownFile(own), "base-")
 	switch st.typ {
 	case "lvmthin", "rbd", "zfspool":
 		return base
 	}
-	return base && st.fileBased() && strings.HasSuffix(name, ".qcow2")
+	return base && st.fileBased() && strings.HasSuffix(own, ".qcow2")
 }
 
 func (c *call) cloneGuest(g *guest, newid int, node string, full bool, pool string, l *taskLog) error {
@@ -263,16 +264,22 @@ func (c *call) cloneDrive(g *guest, newid int, node, key, value string, full boo
 	return d.String(), volid, nil
 }
 
-func (s *state) linkedVolume(node string, st *storage, baseName string, newid int, src *volume) string {
+// linkedVolume names a linked clone of srcName for newid as the storage's
+// plugin does and records it.
+func (s *state) linkedVolume(node string, st *storage, srcName string, newid int, src *volume) string {
+	_, own := splitBase(st, srcName)
 	for n := 0; ; n++ {
 		if s.volNameUsed(st, newid, n) {
 			continue
 		}
 		var name string
-		if st.fileBased() {
-			name = fmt.Sprintf("%s/%d/vm-%d-disk-%d.qcow2", baseName, newid, newid, n)
-		} else {
-			name = fmt.Sprintf("%s/vm-%d-disk-%d", baseName, newid, n)
+		switch {
+		case st.fileBased():
+			name = fmt.Sprintf("%s/%d/vm-%d-disk-%d.qcow2", own, newid, newid, n)
+		case st.typ == "lvmthin":
+			name = fmt.Sprintf("vm-%d-disk-%d", newid, n)
+		default:
+			name = fmt.Sprintf("%s/vm-%d-disk-%d", own, newid, n)
 		}
 		volid := st.id + ":" + name
 		s.putVolume(node, &volume{volid: volid, storage: st.id, vtype: "images", format: src.format, owner: newid,
@@ -334,18 +341,31 @@ func convertTemplate(c *call) (any, *apiError) {
 	}), nil
 }
 
+// makeBase renames a disk to a base volume (its own part: vm-N- becomes
+// base-N-), as the plugins' create_base does.
 func (c *call) makeBase(g *guest, key string) {
 	d, err := parseDrive(g.conf[key])
 	if err != nil || d.cdrom() || d.cloudinit() {
 		return
 	}
 	vol, ok := c.s.volume(g.node, d.file)
-	if !ok || strings.Contains(d.file, "base-") {
+	sid, name, _ := parseVolid(d.file)
+	st := c.s.stores[sid]
+	if !ok || st == nil {
 		return
 	}
+	base, own := splitBase(st, name)
+	file := ownFile(own)
+	prefix := fmt.Sprintf("vm-%d-", g.vmid)
+	if !strings.HasPrefix(file, prefix) {
+		return
+	}
+	own = own[:len(own)-len(file)] + fmt.Sprintf("base-%d-", g.vmid) + file[len(prefix):]
+	if base != "" {
+		own = base + "/" + own
+	}
 	c.s.dropVolume(g.node, d.file)
-	vol.volid = strings.Replace(d.file, fmt.Sprintf("vm-%d-", g.vmid), fmt.Sprintf("base-%d-", g.vmid), 1)
-	vol.base = true
+	vol.volid, vol.base = sid+":"+own, true
 	c.s.putVolume(g.node, vol)
 	d.file = vol.volid
 	g.conf[key] = d.String()

@@ -159,28 +159,23 @@ func destroyVM(c *call) (any, *apiError) {
 	}), nil
 }
 
-// linkedCloneOf returns a base volume of g that another guest's disk is
-// a linked clone of, or "".
+// linkedCloneOf returns a base volume of g that a linked clone stands on,
+// or "" (volume_is_base_and_used). LVM-thin names carry no base, so there
+// PVE, and this server, let a template go while clones use it.
 func (s *state) linkedCloneOf(g *guest) string {
-	for _, other := range s.vms {
-		if other.vmid == g.vmid {
+	for _, v := range s.volumes {
+		st := s.stores[v.storage]
+		_, name, _ := parseVolid(v.volid)
+		if st == nil || v.owner == g.vmid {
 			continue
 		}
-		for k, v := range other.conf {
-			if !isDriveKey(k) && !unusedRe.MatchString(k) {
-				continue
-			}
-			d, err := parseDrive(v)
-			if err != nil {
-				continue
-			}
-			_, name, _ := parseVolid(d.file)
-			if base, _, ok := strings.Cut(name, "/"); ok && strings.HasPrefix(base, "base-"+strconv.Itoa(g.vmid)+"-") {
-				return base
-			}
-			if parts := strings.Split(name, "/"); len(parts) == 4 && parts[0] == strconv.Itoa(g.vmid) {
-				return parts[0] + "/" + parts[1]
-			}
+		base, _ := splitBase(st, name)
+		if base == "" {
+			continue
+		}
+		file := ownFile(base)
+		if strings.HasPrefix(file, "base-"+strconv.Itoa(g.vmid)+"-") {
+			return base
 		}
 	}
 	return ""

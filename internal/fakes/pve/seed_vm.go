@@ -87,7 +87,8 @@ func seedConfig(s *state, spec VMSpec, node string) (map[string]string, error) {
 		if spec.Template {
 			vol, _ := s.volume(node, volid)
 			s.dropVolume(node, volid)
-			vol.volid = strings.Replace(volid, fmt.Sprintf("vm-%d-", spec.VMID), fmt.Sprintf("base-%d-", spec.VMID), 1)
+			vol.volid = strings.Replace(volid, fmt.Sprintf("/vm-%d-", spec.VMID), fmt.Sprintf("/base-%d-", spec.VMID), 1)
+			vol.volid = strings.Replace(vol.volid, fmt.Sprintf(":vm-%d-", spec.VMID), fmt.Sprintf(":base-%d-", spec.VMID), 1)
 			vol.base = true
 			s.putVolume(node, vol)
 			volid = vol.volid

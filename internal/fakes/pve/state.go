@@ -154,7 +154,7 @@ func (s *state) addToPool(pool string, vmid int) {
 func (s *state) removeFromPools(vmid int) {
 	for name, p := range s.cfg.Pools {
 		if i, ok := slices.BinarySearch(p.VMs, vmid); ok {
-			p.VMs = slices.Delete(slices.Clone(p.VMs), i, i+1)
+			p.VMs = nilIfEmpty(slices.Delete(slices.Clone(p.VMs), i, i+1))
 			s.cfg.Pools[name] = p
 		}
 	}
