@@ -3,8 +3,8 @@ package pve_test
 import (
 	"testing"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
@@ -207,11 +207,13 @@ func TestRoles(t *testing.T) {
 		do     func() error
 		err    string
 	}{
-		"Prefix":     {reason: "the PVE prefix is reserved", do: func() error { return root.NewRole(ctx, "pveX", "VM.Audit") }, err: "roleid: cannot use role ID starting with the (case-insensitive) 'PVE' namespace"},
-		"BadPriv":    {reason: "unknown privileges are refused", do: func() error { return root.NewRole(ctx, "R1", "VM.Audit,Bogus") }, err: "create role failed: invalid privilege 'Bogus'"},
-		"Special":    {reason: "built-in roles cannot change", do: func() error { return root.Put(ctx, "/access/roles/PVEAdmin", map[string]any{"privs": "VM.Audit"}, nil) }, err: "auto-generated role 'PVEAdmin' cannot be modified"},
-		"Create":     {reason: "a custom role", do: func() error { return root.NewRole(ctx, "R2", "VM.Audit") }},
-		"Append":     {reason: "append adds", do: func() error { return root.Put(ctx, "/access/roles/R2", map[string]any{"privs": "VM.Console", "append": 1}, nil) }},
+		"Prefix":  {reason: "the PVE prefix is reserved", do: func() error { return root.NewRole(ctx, "pveX", "VM.Audit") }, err: "roleid: cannot use role ID starting with the (case-insensitive) 'PVE' namespace"},
+		"BadPriv": {reason: "unknown privileges are refused", do: func() error { return root.NewRole(ctx, "R1", "VM.Audit,Bogus") }, err: "create role failed: invalid privilege 'Bogus'"},
+		"Special": {reason: "built-in roles cannot change", do: func() error { return root.Put(ctx, "/access/roles/PVEAdmin", map[string]any{"privs": "VM.Audit"}, nil) }, err: "auto-generated role 'PVEAdmin' cannot be modified"},
+		"Create":  {reason: "a custom role", do: func() error { return root.NewRole(ctx, "R2", "VM.Audit") }},
+		"Append": {reason: "append adds", do: func() error {
+			return root.Put(ctx, "/access/roles/R2", map[string]any{"privs": "VM.Console", "append": 1}, nil)
+		}},
 		"Duplicate":  {reason: "names are unique", do: func() error { return root.NewRole(ctx, "Administrator", "") }, err: "create role failed: role 'Administrator' already exists"},
 		"NotPresent": {reason: "update needs the role", do: func() error { return root.Put(ctx, "/access/roles/R9", map[string]any{"privs": "VM.Audit"}, nil) }, err: "update role failed: role 'R9' does not exist"},
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 )

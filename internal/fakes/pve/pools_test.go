@@ -3,8 +3,8 @@ package pve_test
 import (
 	"testing"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"

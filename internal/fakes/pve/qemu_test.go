@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 )

@@ -9,8 +9,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 )
