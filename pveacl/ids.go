@@ -203,13 +203,7 @@ func SplitList(s string) []string {
 	if strings.IndexByte(s, 0) >= 0 {
 		return perlSplit(s, 0)
 	}
-	s = strings.Map(func(r rune) rune {
-		if r == ',' || r == ';' {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.FieldsFunc(s, isPerlSpace)
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || isPerlSpace(r) })
 }
 
 func isPerlSpace(r rune) bool {

@@ -162,7 +162,7 @@ func (p *parser) group(f []string) {
 	if c := field(f, 3); perlTrue(c) {
 		g.Comment = truthyText(decodeText(c))
 	}
-	for _, m := range SplitList(field(f, 2)) {
+	for _, m := range p.items(field(f, 2)) {
 		if !ValidUserID(m) {
 			p.warn("ignore invalid group member '%s'", m)
 			continue
@@ -196,6 +196,22 @@ func (p *parser) role(f []string) {
 	p.cfg.Roles[id] = r
 }
 
+// items splits a list of names. A NUL-separated list can hold names with a
+// comma, semicolon or space, which the writer's comma-joined list could not
+// carry back; such names are ignored with a warning.
+func (p *parser) items(list string) []string {
+	all := SplitList(list)
+	out := all[:0]
+	for _, it := range all {
+		if strings.ContainsAny(it, ",; \t\n\v\f\r") {
+			p.warn("ignore '%s' - a list item cannot contain a separator", it)
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
 func (p *parser) roleExists(id string) bool {
 	if _, ok := p.cfg.Roles[id]; ok {
 		return true
@@ -220,7 +236,7 @@ func (p *parser) acl(f []string) {
 			p.warn("ignore invalid acl role '%s'", role)
 			continue
 		}
-		for _, s := range SplitList(field(f, 3)) {
+		for _, s := range p.items(field(f, 3)) {
 			p.aclSubject(path, s, role, propagate)
 		}
 	}
