@@ -1,0 +1,26 @@
+package vlanalloctest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/vlanalloctest"
+)
+
+func ExampleReserver() {
+	ctx := context.Background()
+	r := vlanalloctest.NewReserver()
+	one := vlanalloc.Reservation{VID: 7, Network: v1alpha1.NetworkReference{Namespace: "t", Name: "one"}}
+	two := vlanalloc.Reservation{VID: 7, Network: v1alpha1.NetworkReference{Namespace: "t", Name: "two"}}
+	fmt.Println(r.Reserve(ctx, "pxtenant", one))
+	fmt.Println(r.Reserve(ctx, "pxtenant", two))
+	r.FailNext(errors.New("injected"))
+	fmt.Println(r.Release(ctx, "pxtenant", one), len(r.Records("pxtenant")))
+	// Output:
+	// <nil>
+	// VLAN 7 on provider network "pxtenant" is reserved by network t/one
+	// injected 1
+}
