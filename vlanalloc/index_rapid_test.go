@@ -117,114 +117,140 @@ func (m *indexModel) counts() Counts {
 
 var modelNetworks = []string{"a", "b", "c", "d", "e"}
 
+// indexMachine drives an Index and its model through the same steps.
+type indexMachine struct {
+	zone *Zone
+	x    *Index
+	m    *indexModel
+}
+
+func newIndexMachine(t *rapid.T) *indexMachine {
+	lo := rapid.IntRange(1, 8).Draw(t, "lo")
+	hi := rapid.IntRange(lo, 12).Draw(t, "hi")
+	reserved := rapid.SliceOfN(rapid.IntRange(1, 14), 0, 3).Draw(t, "reserved")
+	spec := ZoneSpec{Name: "z", ProviderNetwork: testProvider, Ranges: []string{fmt.Sprintf("%d-%d", lo, hi)}, Reserved: reserved}
+	m := &indexModel{allocatable: map[int]bool{}, static: map[v1alpha1.NetworkReference]int{}, vlans: map[string]Vlan{}, res: map[int]Reservation{}}
+	for vid := lo; vid <= hi; vid++ {
+		m.allocatable[vid] = true
+	}
+	for _, vid := range reserved {
+		delete(m.allocatable, vid)
+	}
+	if rapid.Bool().Draw(t, "static") {
+		vid := rapid.IntRange(1, 14).Draw(t, "staticVID")
+		if !contains(reserved, vid) {
+			spec.Static = []StaticAssignment{{Network: net("e"), VID: vid}}
+			m.static[net("e")] = vid
+		}
+	}
+	zone, err := NewZone(spec)
+	if err != nil {
+		t.Fatalf("NewZone: %v", err)
+	}
+	return &indexMachine{zone: zone, x: NewIndex(zone, nil, nil), m: m}
+}
+
+func (s *indexMachine) Allocate(t *rapid.T) {
+	c := claimFor(rapid.SampledFrom(modelNetworks).Draw(t, "network"))
+	wantVID, wantErr := s.m.allocate(c)
+	vid, err := s.x.Allocate(c)
+	if wantErr != nil {
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("Allocate(%v) = %d, %v; model says %v", c.Network, vid, err, wantErr)
+		}
+		return
+	}
+	if err != nil || vid != wantVID {
+		t.Fatalf("Allocate(%v) = %d, %v; model says %d", c.Network, vid, err, wantVID)
+	}
+	if n := s.m.others(vid, c); n != 0 {
+		t.Fatalf("VLAN %d given to %v while %d others hold it", vid, c.Network, n)
+	}
+}
+
+func (s *indexMachine) CreateVlan(t *rapid.T) {
+	n := rapid.SampledFrom(modelNetworks).Draw(t, "network")
+	vid, ok := s.m.reservedBy(net(n))
+	if !ok {
+		t.Skip("no reservation")
+	}
+	v := ours(n, vid)
+	s.m.vlans[v.Name] = v
+	s.x.ObserveVlan(v)
+}
+
+func (s *indexMachine) ForeignVlan(t *rapid.T) {
+	v := Vlan{
+		Name:     rapid.SampledFrom([]string{"x", "y", "sub-a", "sub-b"}).Draw(t, "name"),
+		VID:      rapid.IntRange(0, 15).Draw(t, "vid"),
+		Provider: rapid.SampledFrom([]string{testProvider, "other"}).Draw(t, "provider"),
+	}
+	s.m.vlans[v.Name] = v
+	s.x.ObserveVlan(v)
+}
+
+func (s *indexMachine) ForgetVlan(t *rapid.T) {
+	name := rapid.SampledFrom([]string{"x", "y", "sub-a", "sub-b", "sub-c"}).Draw(t, "name")
+	delete(s.m.vlans, name)
+	s.x.ForgetVlan(name)
+}
+
+func (s *indexMachine) Release(t *rapid.T) {
+	n := net(rapid.SampledFrom(modelNetworks).Draw(t, "network"))
+	for vid, r := range s.m.res {
+		if r.Network == n {
+			delete(s.m.res, vid)
+		}
+	}
+	s.x.Release(n)
+}
+
+// Restart rebuilds the index from the observed objects, as a new process.
+func (s *indexMachine) Restart(*rapid.T) {
+	var vlans []Vlan
+	for _, v := range s.m.vlans {
+		vlans = append(vlans, v)
+	}
+	var res []Reservation
+	for _, r := range s.m.res {
+		res = append(res, r)
+	}
+	s.x = NewIndex(s.zone, vlans, res)
+}
+
+// Check compares counts, the free set and every network's ID with the model.
+func (s *indexMachine) Check(t *rapid.T) {
+	if diff := cmp.Diff(s.m.counts(), s.x.Counts()); diff != "" {
+		t.Fatalf("counts: -model +index:\n%s", diff)
+	}
+	free := s.x.Free()
+	for vid := range s.m.allocatable {
+		if free.Has(vid) == s.m.used(vid) {
+			t.Fatalf("VLAN %d: free in index %v, used in model %v", vid, free.Has(vid), s.m.used(vid))
+		}
+	}
+	for _, n := range modelNetworks {
+		wantVID, wantOK := s.m.reservedBy(net(n))
+		if v, ok := s.m.vlans["sub-"+n]; ok && v.Provider == testProvider {
+			wantVID, wantOK = v.VID, true
+		}
+		if vid, ok := s.x.Lookup(claimFor(n)); ok != wantOK || vid != wantVID {
+			t.Fatalf("Lookup(%s) = %d, %v; model %d, %v", n, vid, ok, wantVID, wantOK)
+		}
+	}
+}
+
 func TestIndexStateMachine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		lo := rapid.IntRange(1, 8).Draw(t, "lo")
-		hi := rapid.IntRange(lo, 12).Draw(t, "hi")
-		reserved := rapid.SliceOfN(rapid.IntRange(1, 14), 0, 3).Draw(t, "reserved")
-		spec := ZoneSpec{Name: "z", ProviderNetwork: testProvider, Ranges: []string{fmt.Sprintf("%d-%d", lo, hi)}, Reserved: reserved}
-		m := &indexModel{allocatable: map[int]bool{}, static: map[v1alpha1.NetworkReference]int{}, vlans: map[string]Vlan{}, res: map[int]Reservation{}}
-		for vid := lo; vid <= hi; vid++ {
-			m.allocatable[vid] = true
-		}
-		for _, vid := range reserved {
-			delete(m.allocatable, vid)
-		}
-		if rapid.Bool().Draw(t, "static") {
-			vid := rapid.IntRange(1, 14).Draw(t, "staticVID")
-			if !contains(reserved, vid) {
-				spec.Static = []StaticAssignment{{Network: net("e"), VID: vid}}
-				m.static[net("e")] = vid
-			}
-		}
-		zone, err := NewZone(spec)
-		if err != nil {
-			t.Fatalf("NewZone: %v", err)
-		}
-		x := NewIndex(zone, nil, nil)
+		s := newIndexMachine(t)
 		t.Repeat(map[string]func(*rapid.T){
-			"allocate": func(t *rapid.T) {
-				c := claimFor(rapid.SampledFrom(modelNetworks).Draw(t, "network"))
-				wantVID, wantErr := m.allocate(c)
-				vid, err := x.Allocate(c)
-				if wantErr != nil {
-					if !errors.Is(err, wantErr) {
-						t.Fatalf("Allocate(%v) = %d, %v; model says %v", c.Network, vid, err, wantErr)
-					}
-					return
-				}
-				if err != nil || vid != wantVID {
-					t.Fatalf("Allocate(%v) = %d, %v; model says %d", c.Network, vid, err, wantVID)
-				}
-				if n := m.others(vid, c); n != 0 {
-					t.Fatalf("VLAN %d given to %v while %d others hold it", vid, c.Network, n)
-				}
-			},
-			"createVlan": func(t *rapid.T) {
-				n := rapid.SampledFrom(modelNetworks).Draw(t, "network")
-				vid, ok := m.reservedBy(net(n))
-				if !ok {
-					t.Skip("no reservation")
-				}
-				v := ours(n, vid)
-				m.vlans[v.Name] = v
-				x.ObserveVlan(v)
-			},
-			"foreignVlan": func(t *rapid.T) {
-				v := Vlan{
-					Name:     rapid.SampledFrom([]string{"x", "y", "sub-a", "sub-b"}).Draw(t, "name"),
-					VID:      rapid.IntRange(0, 15).Draw(t, "vid"),
-					Provider: rapid.SampledFrom([]string{testProvider, "other"}).Draw(t, "provider"),
-				}
-				m.vlans[v.Name] = v
-				x.ObserveVlan(v)
-			},
-			"forgetVlan": func(t *rapid.T) {
-				name := rapid.SampledFrom([]string{"x", "y", "sub-a", "sub-b", "sub-c"}).Draw(t, "name")
-				delete(m.vlans, name)
-				x.ForgetVlan(name)
-			},
-			"release": func(t *rapid.T) {
-				n := net(rapid.SampledFrom(modelNetworks).Draw(t, "network"))
-				for vid, r := range m.res {
-					if r.Network == n {
-						delete(m.res, vid)
-					}
-				}
-				x.Release(n)
-			},
-			"restart": func(t *rapid.T) {
-				var vlans []Vlan
-				for _, v := range m.vlans {
-					vlans = append(vlans, v)
-				}
-				var res []Reservation
-				for _, r := range m.res {
-					res = append(res, r)
-				}
-				x = NewIndex(zone, vlans, res)
-			},
-			"": func(t *rapid.T) {
-				if diff := cmp.Diff(m.counts(), x.Counts()); diff != "" {
-					t.Fatalf("counts: -model +index:\n%s", diff)
-				}
-				free := x.Free()
-				for vid := range m.allocatable {
-					if free.Has(vid) == m.used(vid) {
-						t.Fatalf("VLAN %d: free in index %v, used in model %v", vid, free.Has(vid), m.used(vid))
-					}
-				}
-				for _, n := range modelNetworks {
-					wantVID, wantOK := m.reservedBy(net(n))
-					if v, ok := m.vlans["sub-"+n]; ok && v.Provider == testProvider {
-						wantVID, wantOK = v.VID, true
-					}
-					vid, ok := x.Lookup(claimFor(n))
-					if ok != wantOK || vid != wantVID {
-						t.Fatalf("Lookup(%s) = %d, %v; model %d, %v", n, vid, ok, wantVID, wantOK)
-					}
-				}
-			},
+			"allocate":    s.Allocate,
+			"createVlan":  s.CreateVlan,
+			"foreignVlan": s.ForeignVlan,
+			"forgetVlan":  s.ForgetVlan,
+			"release":     s.Release,
+			"restart":     s.Restart,
+			"":            s.Check,
 		})
 	})
 }
