@@ -41,9 +41,10 @@ func NewAllocator(index *Index, store Reserver) *Allocator {
 func (a *Allocator) Index() *Index { return a.index }
 
 // Allocate is Index.Allocate with the answer recorded by the Reserver before
-// it is returned. On ErrTaken it learns the holder and tries the next ID, at
-// most once per ID of the zone. An ID the network must have (its Vlan's or
-// its static one) that another network reserved is a *ConflictError.
+// it is returned. On ErrTaken it learns the holder and tries again (a stale
+// reservation of the network is dropped, a free ID skipped), at most once per
+// ID of the zone. An ID the network must have (its Vlan's or its static one)
+// that another network reserved is a *ConflictError.
 func (a *Allocator) Allocate(ctx context.Context, claim Claim) (int, error) {
 	provider := a.index.zone.provider
 	for attempt := 0; attempt <= a.index.zone.allocatable.Len(); attempt++ {
@@ -64,7 +65,7 @@ func (a *Allocator) Allocate(ctx context.Context, claim Claim) (int, error) {
 			return 0, fmt.Errorf("cannot reserve VLAN %d for %s: %w", vid, claim.Network, err)
 		}
 		a.learn(vid, taken.Holder, claim)
-		if src != fromFree {
+		if src == fromVlan || src == fromStatic {
 			return 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
 				&ConflictError{VID: vid, Provider: provider, Network: claim.Network, Holder: holderName(taken.Holder)})
 		}

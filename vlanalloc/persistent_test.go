@@ -178,3 +178,22 @@ func TestAllocatorStoreFailure(t *testing.T) {
 		t.Fatalf("a released ID is reused lowest-first: %d, %v", vid, err)
 	}
 }
+
+func TestAllocatorDropsStaleReservation(t *testing.T) {
+	ctx := context.Background()
+	z := zone(t, "z", "100-101")
+	store := vlanalloctest.NewReserver()
+	// Network 2 holds 100 in the shared record; this replica still remembers
+	// a reservation of 100 by network 1 that was released since.
+	if err := store.Reserve(ctx, provider, vlanalloc.Reservation{VID: 100, Zone: "z", Network: network(2), Vlan: "subnet-2"}); err != nil {
+		t.Fatal(err)
+	}
+	stale := vlanalloc.NewIndex(z, nil, []vlanalloc.Reservation{{VID: 100, Zone: "z", Network: network(1), Vlan: "subnet-1"}})
+	vid, err := vlanalloc.NewAllocator(stale, store).Allocate(ctx, claim(1))
+	if err != nil || vid != 101 {
+		t.Fatalf("got %d, %v; want the next free ID", vid, err)
+	}
+	if diff := cmp.Diff([]vlanalloc.Reservation{{VID: 101, Zone: "z", Network: network(1), Vlan: "subnet-1"}}, stale.Reservations(network(1))); diff != "" {
+		t.Errorf("reservations of network 1: -want +got:\n%s", diff)
+	}
+}
