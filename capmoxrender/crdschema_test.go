@@ -2,10 +2,8 @@ package capmoxrender_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,14 +23,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 )
-
-// sharedCRDs is ../shared/crds seen from the project root.
-var sharedCRDs = filepath.Join("..", "..", "shared", "crds")
 
 // crdVersion validates objects of one served CRD version the way the API
 // server does: prune (any unknown field is an error here, because the
-// server would drop it silently), default, OpenAPI validation, CEL rules.
+// server would drop it silently), default, OpenAPI validation, list sets
+// and maps, CEL rules.
 type crdVersion struct {
 	structural *structuralschema.Structural
 	openapi    validation.SchemaValidator
@@ -46,6 +44,7 @@ func (v *crdVersion) validate(obj map[string]any) error {
 	}
 	defaulting.Default(o, v.structural)
 	errs := validation.ValidateCustomResource(nil, o, v.openapi)
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, v.structural, o)...)
 	if v.cel != nil {
 		celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, o, nil, celconfig.RuntimeCELCostBudget)
 		errs = append(errs, celErrs...)
@@ -73,33 +72,27 @@ var (
 // crdDirs lists the CRD folders of each generation: capmox v0.7.7 with CAPI
 // v1.10.4 (what Cozystack ships), capmox v0.9.0 with CAPI v1.14.2.
 func crdDirs() (map[capmoxrender.Capmox][]string, error) {
-	capi110, err := moduleDir("sigs.k8s.io/cluster-api@v1.10.4")
+	shared, err := kube.SharedDir()
 	if err != nil {
 		return nil, err
 	}
-	capi114, err := moduleDir("sigs.k8s.io/cluster-api@v1.14.2")
+	capi110, err := kube.ModuleCRDDir(capiV110)
 	if err != nil {
 		return nil, err
 	}
+	capi114, err := kube.ModuleCRDDir(kube.CAPIModule)
+	if err != nil {
+		return nil, err
+	}
+	crds := filepath.Join(shared, "crds")
 	return map[capmoxrender.Capmox][]string{
-		capmoxrender.CapmoxV07: {filepath.Join(sharedCRDs, "capmox-v0.7.7"), filepath.Join(capi110, "config", "crd", "bases"), filepath.Join(sharedCRDs, "ipam-in-cluster-v1.0.3")},
-		capmoxrender.CapmoxV08: {filepath.Join(sharedCRDs, "capmox-v0.9.0"), filepath.Join(capi114, "core", "config", "crd", "bases"), filepath.Join(sharedCRDs, "ipam-in-cluster-v1.0.3")},
+		capmoxrender.CapmoxV07: {filepath.Join(crds, "capmox-v0.7.7"), capi110, filepath.Join(crds, "ipam-in-cluster-v1.0.3")},
+		capmoxrender.CapmoxV08: {filepath.Join(crds, "capmox-v0.9.0"), capi114, filepath.Join(crds, "ipam-in-cluster-v1.0.3")},
 	}, nil
 }
 
-// moduleDir finds (downloading when needed) a module's source folder, which
-// carries the CAPI CRDs.
-func moduleDir(mod string) (string, error) {
-	out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
-	if err != nil {
-		return "", fmt.Errorf("cannot download %s for its CRDs: %w", mod, err)
-	}
-	var m struct{ Dir string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return "", fmt.Errorf("cannot locate %s: %v", mod, err)
-	}
-	return m.Dir, nil
-}
+// capiV110 is the Cluster API release Cozystack ships with capmox v0.7.7.
+const capiV110 = "sigs.k8s.io/cluster-api@v1.10.4"
 
 // fataler is what both *testing.T and *rapid.T offer.
 type fataler interface {
