@@ -38,12 +38,12 @@ func (x *Index) Allocate(claim Claim) (int, error) {
 }
 
 func (x *Index) allocate(claim Claim) (int, source, error) {
-	if v, ok := x.vlans[claim.Vlan]; ok {
-		if v.Provider != x.zone.provider {
+	if e, ok := x.vlans[claim.Vlan]; ok {
+		if e.provider != x.zone.provider {
 			return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
-				&ProviderMismatchError{Vlan: claim.Vlan, Provider: v.Provider, Want: x.zone.provider})
+				&ProviderMismatchError{Vlan: claim.Vlan, Provider: e.provider, Want: x.zone.provider})
 		}
-		return x.adopt(claim, v)
+		return x.adopt(claim, e)
 	}
 	if held := x.reservedBy(claim.Network); len(held) > 0 {
 		vid := lowest(held)
@@ -76,30 +76,31 @@ func (x *Index) allocate(claim Claim) (int, source, error) {
 }
 
 // adopt keeps the ID of the network's existing Vlan when nobody else holds it.
-func (x *Index) adopt(claim Claim, v Vlan) (int, source, error) {
-	if v.Network.Name != "" && v.Network != claim.Network {
+func (x *Index) adopt(claim Claim, e vlanEntry) (int, source, error) {
+	if n := e.networkRef(); n.Name != "" && n != claim.Network {
 		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
-			&ConflictError{VID: v.VID, Provider: x.zone.provider, Network: claim.Network, Holder: "network " + v.Network.String()})
+			&ConflictError{VID: e.vid, Provider: x.zone.provider, Network: claim.Network, Holder: "network " + n.String()})
 	}
-	if v.VID < MinVID || v.VID > MaxVID {
-		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: Vlan %q carries ID %d: %w", claim.Network, v.Name, v.VID, ErrUnusableVlan)
+	vid := e.vid
+	if vid < MinVID || vid > MaxVID {
+		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: Vlan %q carries ID %d: %w", claim.Network, claim.Vlan, vid, ErrUnusableVlan)
 	}
 	own := uint32(1) // the Vlan itself
-	r := x.res[v.VID]
+	r := x.res[vid]
 	reserved := r != nil
 	if reserved && r.Network == claim.Network {
 		own++
 	}
-	if n, pinned := x.zone.staticByVID[v.VID]; pinned && n == claim.Network {
+	if n, pinned := x.zone.staticByVID[vid]; pinned && n == claim.Network {
 		own++
 	}
-	if x.refs[v.VID] > own {
-		return 0, 0, x.conflict(v.VID, claim)
+	if x.refs[vid] > own {
+		return 0, 0, x.conflict(vid, claim)
 	}
 	if !reserved {
-		x.reserve(v.VID, claim)
+		x.reserve(vid, claim)
 	}
-	return v.VID, fromVlan, nil
+	return vid, fromVlan, nil
 }
 
 func (x *Index) conflict(vid int, claim Claim) error {
@@ -131,8 +132,8 @@ func lowest(vids []int) int {
 func (x *Index) Lookup(claim Claim) (int, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if v, ok := x.vlans[claim.Vlan]; ok && v.Provider == x.zone.provider {
-		return v.VID, true
+	if e, ok := x.vlans[claim.Vlan]; ok && e.provider == x.zone.provider {
+		return e.vid, true
 	}
 	if held := x.reservedBy(claim.Network); len(held) > 0 {
 		return lowest(held), true

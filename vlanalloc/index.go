@@ -71,29 +71,59 @@ type Index struct {
 	allocated    int
 	zoneNetworks int
 	nets         map[v1alpha1.NetworkReference]*netState
-	// vlans holds every observed Vlan, on any provider network; only those
-	// on the zone's provider network hold an ID.
-	vlans map[string]Vlan
+	// vlans holds every observed Vlan by name, on any provider network; only
+	// those on the zone's provider network hold an ID.
+	vlans map[string]vlanEntry
 	// res holds the reservation of each ID, nil where there is none.
 	res [idSlots]*Reservation
 }
 
 // netState is what the index knows of one network: how many of its holders
-// belong to this zone, and the IDs it holds reservations for.
+// belong to this zone, the IDs it holds reservations for, and how many Vlans
+// are labelled for it.
 type netState struct {
+	ref       v1alpha1.NetworkReference
 	zoneHolds int
 	reserved  []int
+	vlans     int
+}
+
+// vlanEntry is an observed Vlan as the index keeps it.
+type vlanEntry struct {
+	vid      int
+	provider string
+	// ours: labelled for this zone and a network.
+	ours bool
+	// network is the labelled network; nil on a Vlan without labels.
+	network *netState
+}
+
+func (e vlanEntry) networkRef() v1alpha1.NetworkReference {
+	if e.network == nil {
+		return v1alpha1.NetworkReference{}
+	}
+	return e.network.ref
+}
+
+// zoneState is the network to count the Vlan for in this zone, or nil.
+func (e vlanEntry) zoneState() *netState {
+	if e.ours {
+		return e.network
+	}
+	return nil
 }
 
 // NewIndex builds the index of zone from everything observed: all Kube-OVN
 // Vlans (those on other provider networks are remembered only by name) and
 // the reservations on the zone's provider network. It costs O(objects).
 func NewIndex(zone *Zone, vlans []Vlan, reservations []Reservation) *Index {
+	// Sized for a full zone, so that filling it never grows a map.
+	size := max(zone.allocatable.Len(), len(vlans), len(reservations))
 	x := &Index{
 		zone:  zone,
 		free:  zone.allocatable,
-		nets:  make(map[v1alpha1.NetworkReference]*netState, len(reservations)),
-		vlans: make(map[string]Vlan, len(vlans)),
+		nets:  make(map[v1alpha1.NetworkReference]*netState, size),
+		vlans: make(map[string]vlanEntry, size),
 	}
 	for vid := range zone.staticByVID {
 		x.hold(vid, nil)
@@ -115,15 +145,15 @@ func validHold(vid int) bool { return vid > 0 && vid < idSlots }
 func (x *Index) netFor(n v1alpha1.NetworkReference) *netState {
 	st, ok := x.nets[n]
 	if !ok {
-		st = &netState{}
+		st = &netState{ref: n}
 		x.nets[n] = st
 	}
 	return st
 }
 
-func (x *Index) dropIfIdle(n v1alpha1.NetworkReference, st *netState) {
-	if st.zoneHolds == 0 && len(st.reserved) == 0 {
-		delete(x.nets, n)
+func (x *Index) dropIfIdle(st *netState) {
+	if st.zoneHolds == 0 && len(st.reserved) == 0 && st.vlans == 0 {
+		delete(x.nets, st.ref)
 	}
 }
 
@@ -171,8 +201,6 @@ func (x *Index) unhold(vid int, ours *netState) {
 	}
 }
 
-func (x *Index) vlanIsOurs(v Vlan) bool { return v.Zone == x.zone.name && v.Network.Name != "" }
-
 // ObserveVlan records a created or updated Kube-OVN Vlan.
 func (x *Index) ObserveVlan(v Vlan) {
 	x.mu.Lock()
@@ -181,19 +209,20 @@ func (x *Index) ObserveVlan(v Vlan) {
 }
 
 func (x *Index) observeVlan(v Vlan) {
+	e := vlanEntry{vid: v.VID, provider: v.Provider, ours: v.Zone == x.zone.name && v.Network.Name != ""}
 	if old, ok := x.vlans[v.Name]; ok {
-		if old == v {
+		if old.vid == e.vid && old.provider == e.provider && old.ours == e.ours && old.networkRef() == v.Network {
 			return
 		}
 		x.forgetVlan(v.Name)
 	}
-	x.vlans[v.Name] = v
-	switch {
-	case v.Provider != x.zone.provider:
-	case x.vlanIsOurs(v) && validHold(v.VID):
-		x.hold(v.VID, x.netFor(v.Network))
-	default:
-		x.hold(v.VID, nil)
+	if v.Network.Name != "" {
+		e.network = x.netFor(v.Network)
+		e.network.vlans++
+	}
+	x.vlans[v.Name] = e
+	if e.provider == x.zone.provider {
+		x.hold(e.vid, e.zoneState())
 	}
 }
 
@@ -205,19 +234,17 @@ func (x *Index) ForgetVlan(name string) {
 }
 
 func (x *Index) forgetVlan(name string) {
-	v, ok := x.vlans[name]
+	e, ok := x.vlans[name]
 	if !ok {
 		return
 	}
 	delete(x.vlans, name)
-	switch {
-	case v.Provider != x.zone.provider:
-	case x.vlanIsOurs(v) && validHold(v.VID):
-		st := x.nets[v.Network]
-		x.unhold(v.VID, st)
-		x.dropIfIdle(v.Network, st)
-	default:
-		x.unhold(v.VID, nil)
+	if e.provider == x.zone.provider {
+		x.unhold(e.vid, e.zoneState())
+	}
+	if e.network != nil {
+		e.network.vlans--
+		x.dropIfIdle(e.network)
 	}
 }
 
@@ -274,7 +301,7 @@ func (x *Index) forgetReservation(vid int) {
 	} else {
 		x.unhold(vid, nil)
 	}
-	x.dropIfIdle(r.Network, st)
+	x.dropIfIdle(st)
 }
 
 // Reservations returns the reservations of network, lowest ID first.
@@ -339,8 +366,8 @@ func (x *Index) holderOf(vid int, claim Claim) string {
 		return "static assignment of " + n.String()
 	}
 	names := make([]string, 0, 1)
-	for name, v := range x.vlans {
-		if v.Provider == x.zone.provider && v.VID == vid && name != claim.Vlan {
+	for name, e := range x.vlans {
+		if e.provider == x.zone.provider && e.vid == vid && name != claim.Vlan {
 			names = append(names, name)
 		}
 	}
