@@ -88,6 +88,9 @@ func ApplyLive(ctx context.Context, c Client, desired *Tenants, opts ...LiveOpti
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
 	}
+	if err := onCluster(desired, observed); err != nil {
+		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+	}
 	changes, err := Plan(desired, observed, WithVersion(observed.Version))
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
@@ -104,6 +107,32 @@ func ApplyLive(ctx context.Context, c Client, desired *Tenants, opts ...LiveOpti
 	res, err := ApplyChanges(ctx, c, changes, opts...)
 	res.Version, res.Kept = observed.Version, kept
 	return res, err
+}
+
+// ErrNotOnCluster: the specification names storages or guests the cluster
+// does not have. PVE accepts them as pool members but never lists them,
+// so an apply could not converge.
+var ErrNotOnCluster = errors.New("the tenant specification names objects the cluster does not have")
+
+// onCluster checks that every tenant storage and guest exists.
+func onCluster(desired *Tenants, observed *Config) error {
+	var missing []string
+	for _, t := range desired.Tenants {
+		for _, s := range t.AllStorages() {
+			if !slices.Contains(observed.Resources.Storages, s) {
+				missing = append(missing, fmt.Sprintf("storage %s (tenant %s)", s, t.Name))
+			}
+		}
+		for _, vm := range t.VMs {
+			if !slices.Contains(observed.Resources.VMs, vm) {
+				missing = append(missing, fmt.Sprintf("VM %d (tenant %s)", vm, t.Name))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s; create them first or remove them from the specification", ErrNotOnCluster, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // tokenTenants maps each tenant token id to its tenant's name.

@@ -1,0 +1,163 @@
+package pveacl_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+)
+
+// TestApplyConvergesOnRandomState draws tenant sets and a random
+// pre-existing cluster (some of the tenants' users, tokens, pools and
+// roles already there, disabled or wrong; stray entries; guests in other
+// pools; objects nobody manages), applies live through go-proxmox and
+// checks: the next plan is empty, a second apply sends no changing
+// request, unmanaged objects are untouched, and the fake ends where the
+// pure simulator (pveacl.Apply) says PVE ends.
+func TestApplyConvergesOnRandomState(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		srv, err := pve.New(pve.WithVersion(rapid.SampledFrom([]pveacl.Version{pveacl.PVE8, pveacl.PVE9}).Draw(rt, "version")))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer srv.Close()
+		spec := drawTenants(rt)
+		seedState(rt, srv, spec)
+		c := rootClient(srv)
+		before, err := pveacl.ReadLive(ctx, c)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		unmanaged := unmanagedView(srv.AccessConfig())
+		dir, err := os.MkdirTemp("", "secrets")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		res, err := pveacl.ApplyLive(ctx, c, spec, pveacl.WithSecretSink(pveacl.DirSink{Dir: dir}))
+		if err != nil {
+			rt.Fatalf("apply: %v", err)
+		}
+		after, err := pveacl.ReadLive(ctx, c)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if next, err := pveacl.Plan(spec, after, pveacl.WithVersion(after.Version)); err != nil || len(next) != 0 {
+			rt.Fatalf("the plan after apply must be empty: %v %v", next, err)
+		}
+		if diff := cmp.Diff(unmanaged, unmanagedView(srv.AccessConfig())); diff != "" {
+			rt.Fatalf("unmanaged objects changed: -before +after:\n%s", diff)
+		}
+		var changes []pveacl.Change
+		for _, a := range res.Applied {
+			changes = append(changes, a.Change)
+		}
+		model, err := pveacl.Apply(before, changes)
+		if err != nil {
+			rt.Fatalf("the simulator refuses what the fake accepted: %v", err)
+		}
+		opts := []cmp.Option{cmpopts.EquateEmpty(), cmpopts.IgnoreFields(pveacl.Config{}, "Resources")}
+		if diff := cmp.Diff(model, after, opts...); diff != "" {
+			rt.Fatalf("fake and simulator disagree: -simulator +fake:\n%s", diff)
+		}
+		srv.ResetRequests()
+		if _, err := pveacl.ApplyLive(ctx, c, spec, pveacl.WithSecretSink(pveacl.DirSink{Dir: dir})); err != nil {
+			rt.Fatal(err)
+		}
+		if m := srv.MutatingRequests(); len(m) != 0 {
+			rt.Fatalf("a second apply must not change anything: %v", m)
+		}
+	})
+}
+
+func rootClient(srv *pve.Server) pveacl.Client {
+	return (&pveacltest.Server{Server: srv}).Client()
+}
+
+func drawTenants(rt *rapid.T) *pveacl.Tenants {
+	spec := &pveacl.Tenants{}
+	if rapid.Bool().Draw(rt, "capmox") {
+		spec.Platform.Capmox = &pveacl.Credential{User: "capmox@pve", Token: "capi"}
+	}
+	names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"ta", "tb", "tc"}), 1, 3, rapid.ID[string]).Draw(rt, "tenants")
+	vms := rapid.Permutation([]int{100, 101, 102, 103}).Draw(rt, "vms")
+	for i, n := range names {
+		tn := pveacl.Tenant{Name: n, Storage: n + "-disks"}
+		if rapid.Bool().Draw(rt, "customUser") {
+			tn.User = "k8s-" + n + "@pve"
+		}
+		if i < len(vms) && rapid.Bool().Draw(rt, "ownsVM") {
+			tn.VMs = []int{vms[i]}
+		}
+		if spec.Platform.Capmox != nil && rapid.Bool().Draw(rt, "network") {
+			tn.Networks = []pveacl.Network{{Bridge: "vmbr1", VLANs: []int{100 + i}}}
+		}
+		spec.Tenants = append(spec.Tenants, tn)
+	}
+	spec.Default()
+	return spec
+}
+
+// seedState puts a random part of the tenants' objects (some of them
+// wrong) and unmanaged objects on the server.
+func seedState(rt *rapid.T, srv *pve.Server, spec *pveacl.Tenants) {
+	check := func(err error) {
+		if err != nil {
+			rt.Fatal(err)
+		}
+	}
+	check(srv.AddUser("other@pve", pve.UserSpec{Comment: "someone else"}))
+	check(srv.AddPool("otherpool", "", nil, nil))
+	check(srv.SetACL("/pool/otherpool", pveacl.KindUser, "other@pve", true, "PVEVMAdmin"))
+	for _, vm := range []int{100, 101, 102, 103} {
+		pool := rapid.SampledFrom([]string{"", "otherpool"}).Draw(rt, fmt.Sprintf("pool%d", vm))
+		check(srv.AddVM(pve.VMSpec{VMID: vm, Pool: pool}))
+	}
+	if rapid.Bool().Draw(rt, "wrongRole") {
+		check(srv.AddRole(pveacl.RoleCSI, "VM.Audit"))
+	}
+	for _, tn := range spec.Tenants {
+		check(srv.AddStorage(pve.StorageSpec{ID: tn.Storage, Type: "lvmthin", Content: []string{"images"}}))
+		seedTenant(rt, srv, tn, check)
+	}
+}
+
+func seedTenant(rt *rapid.T, srv *pve.Server, tn pveacl.Tenant, check func(error)) {
+	if rapid.Bool().Draw(rt, "poolExists") {
+		check(srv.AddPool(tn.Pool, "", nil, nil))
+	}
+	if !rapid.Bool().Draw(rt, "userExists") {
+		return
+	}
+	check(srv.AddUser(tn.User, pve.UserSpec{Disabled: rapid.Bool().Draw(rt, "disabled")}))
+	csi, _ := tn.TokenIDs()
+	if rapid.Bool().Draw(rt, "tokenExists") {
+		_, err := srv.AddToken(tn.User, tn.Tokens.CSI, pve.TokenSpec{Privsep: rapid.Bool().Draw(rt, "privsep")})
+		check(err)
+		if rapid.Bool().Draw(rt, "strayTokenACL") {
+			check(srv.SetACL("/vms", pveacl.KindToken, csi, true, "PVEVMAdmin"))
+		}
+	}
+	if rapid.Bool().Draw(rt, "strayUserACL") {
+		path := rapid.SampledFrom([]string{"/", "/vms", "/storage", "/pool/otherpool"}).Draw(rt, "strayPath")
+		check(srv.SetACL(path, pveacl.KindUser, tn.User, rapid.Bool().Draw(rt, "strayProp"), "PVEAuditor"))
+	}
+}
+
+// unmanagedView is what an apply must leave alone.
+func unmanagedView(c *pveacl.Config) map[string]any {
+	var acl []pveacl.ACE
+	for _, e := range c.ACEs() {
+		if e.Subject == "other@pve" {
+			acl = append(acl, e)
+		}
+	}
+	return map[string]any{"user": c.Users["other@pve"], "acl": acl, "pool": c.Pools["otherpool"].Comment}
+}
