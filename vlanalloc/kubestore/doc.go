@@ -5,8 +5,9 @@
 // exactly one creates its claim; the other gets AlreadyExists, reads the
 // holder and moves on. No lease, lock or cache freshness is assumed.
 //
-// The package also loads an Index from the API (Load), converts observed
-// objects (ObservedVlan, ObservedClaim), and creates a network's Kube-OVN
+// The package also loads an Index from the API (Load), keeps it current from
+// informers (VlanEvents, ClaimEvents), converts observed objects
+// (ObservedVlan, ObservedClaim), and creates a network's Kube-OVN
 // Vlan only under a claim it holds (BindVlan), which closes the second gap: a
 // network whose two replicas reserved different IDs ends up with the Vlan
 // one of them created, and the other claim is deleted.
