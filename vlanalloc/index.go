@@ -114,9 +114,9 @@ func (e vlanEntry) zoneState() *netState {
 }
 
 // NewIndex builds the index of zone from everything observed: all Kube-OVN
-// Vlans (those on other provider networks only so that a network whose Vlan
-// sits there is refused) and
-// the reservations on the zone's provider network. It costs O(objects).
+// Vlans (those on other provider networks are kept only to refuse a network
+// whose Vlan sits there) and the reservations on the zone's provider
+// network. It costs O(objects).
 func NewIndex(zone *Zone, vlans []Vlan, reservations []Reservation) *Index {
 	// Sized for a full zone, so that filling it never grows a map.
 	size := max(zone.allocatable.Len(), len(vlans), len(reservations))
