@@ -1,0 +1,288 @@
+package network
+
+import (
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
+)
+
+// poolKey names an InClusterIPPool.
+type poolKey struct{ namespace, name string }
+
+// claimInfo is an observed ProxmoxVLANClaim.
+type claimInfo struct {
+	Provider string
+	R        vlanalloc.Reservation
+}
+
+type keySet map[Key]struct{}
+
+func (s keySet) sorted() []Key {
+	out := make([]Key, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// Cache is the controller's in-memory view of the objects it must count or
+// search: Kube-OVN Vlans, VLAN claims, ProxmoxNetworks, IPAddresses and
+// ProxmoxMachines, indexed the way reconciles ask for them, plus one VLAN
+// allocator per zone kept current from the same events. It is fed by
+// Observe and Forget: from informers in a controller process (Watch), from
+// the controller's own client (Feed) and from a full Load at start. It never
+// reads the API itself, so a query costs no request however large the zone.
+// It is safe for concurrent use.
+type Cache struct {
+	mu sync.Mutex
+
+	vlans       map[string]vlanInfo
+	vlansByZone map[string]map[string]struct{}
+	claims      map[string]claimInfo
+
+	networks   map[Key]networkInfo
+	byZone     map[string]keySet
+	byNS       map[string]keySet
+	bySubnet   map[string]keySet
+	byPool     map[poolKey]keySet
+	addresses  map[Key]poolKey
+	addrCount  map[poolKey]int
+	machines   map[Key][]string
+	machCount  map[poolKey]int
+	zones      map[string]*zoneState
+	onChange   func(obj client.Object, gone bool)
+	onChangeMu sync.RWMutex
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{
+		vlans:       map[string]vlanInfo{},
+		vlansByZone: map[string]map[string]struct{}{},
+		claims:      map[string]claimInfo{},
+		networks:    map[Key]networkInfo{},
+		byZone:      map[string]keySet{},
+		byNS:        map[string]keySet{},
+		bySubnet:    map[string]keySet{},
+		byPool:      map[poolKey]keySet{},
+		addresses:   map[Key]poolKey{},
+		addrCount:   map[poolKey]int{},
+		machines:    map[Key][]string{},
+		machCount:   map[poolKey]int{},
+		zones:       map[string]*zoneState{},
+	}
+}
+
+// OnChange sets a function called, outside the cache's lock, after every
+// Observe (gone false) and Forget (gone true) with the object concerned.
+func (c *Cache) OnChange(f func(obj client.Object, gone bool)) {
+	c.onChangeMu.Lock()
+	defer c.onChangeMu.Unlock()
+	c.onChange = f
+}
+
+func (c *Cache) notify(obj client.Object, gone bool) {
+	c.onChangeMu.RLock()
+	f := c.onChange
+	c.onChangeMu.RUnlock()
+	if f != nil {
+		f(obj, gone)
+	}
+}
+
+// Observe records a created or updated object. Kinds the cache does not
+// index are only passed to OnChange.
+func (c *Cache) Observe(obj client.Object) {
+	c.record(obj, false)
+	c.notify(obj, false)
+}
+
+// Forget records that obj is gone.
+func (c *Cache) Forget(obj client.Object) {
+	c.record(obj, true)
+	c.notify(obj, true)
+}
+
+func (c *Cache) record(obj client.Object, gone bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := client.ObjectKeyFromObject(obj)
+	switch o := obj.(type) {
+	case *kubeovnv1.Vlan:
+		c.dropVlan(o.Name)
+		if !gone {
+			c.putVlan(observeVlan(o))
+		}
+	case *v1alpha1.ProxmoxVLANClaim:
+		c.dropClaim(o.Name)
+		if !gone {
+			c.putClaim(o.Name, claimInfo{Provider: o.Spec.ProviderNetwork, R: kubestore.ObservedClaim(o)})
+		}
+	case *v1alpha1.ProxmoxNetwork:
+		c.dropNetwork(key)
+		if !gone {
+			c.putNetwork(observeNetwork(o))
+		}
+	case *capiipam.IPAddress:
+		c.setAddress(key, poolRefOf(o), gone)
+	case *unstructured.Unstructured:
+		switch {
+		case isMachine(o):
+			c.setMachine(key, machinePools(o), gone)
+		case isIPAddress(o):
+			c.setAddress(key, poolRefOfUnstructured(o), gone)
+		}
+	}
+}
+
+func (c *Cache) putVlan(v vlanInfo) {
+	c.vlans[v.Name] = v
+	if v.Zone != "" {
+		addName(c.vlansByZone, v.Zone, v.Name)
+	}
+	av := allocVlan(v)
+	for _, z := range c.zones {
+		if z.alloc != nil {
+			z.alloc.Index().ObserveVlan(av)
+		}
+	}
+}
+
+func (c *Cache) dropVlan(name string) {
+	v, ok := c.vlans[name]
+	if !ok {
+		return
+	}
+	delete(c.vlans, name)
+	if v.Zone != "" {
+		delName(c.vlansByZone, v.Zone, name)
+	}
+	for _, z := range c.zones {
+		if z.alloc != nil {
+			z.alloc.Index().ForgetVlan(name)
+		}
+	}
+}
+
+func allocVlan(v vlanInfo) vlanalloc.Vlan {
+	return vlanalloc.Vlan{Name: v.Name, VID: v.VID, Provider: v.Provider, Zone: v.Zone, Network: v.Network}
+}
+
+func (c *Cache) putClaim(name string, ci claimInfo) {
+	c.claims[name] = ci
+	for _, z := range c.zones {
+		if z.alloc != nil && z.zone.ProviderNetwork() == ci.Provider {
+			z.alloc.Index().ObserveReservation(ci.R)
+		}
+	}
+}
+
+func (c *Cache) dropClaim(name string) {
+	ci, ok := c.claims[name]
+	if !ok {
+		return
+	}
+	delete(c.claims, name)
+	for _, z := range c.zones {
+		if z.alloc != nil && z.zone.ProviderNetwork() == ci.Provider {
+			z.alloc.Index().ForgetReservation(ci.R.VID)
+		}
+	}
+}
+
+func (c *Cache) putNetwork(n networkInfo) {
+	c.networks[n.Key] = n
+	addKey(c.byZone, n.Zone, n.Key)
+	addKey(c.byNS, n.Key.Namespace, n.Key)
+	addKey(c.bySubnet, n.Subnet, n.Key)
+	addKey(c.byPool, poolKey{n.Key.Namespace, n.Pool}, n.Key)
+}
+
+func (c *Cache) dropNetwork(key Key) {
+	n, ok := c.networks[key]
+	if !ok {
+		return
+	}
+	delete(c.networks, key)
+	delKey(c.byZone, n.Zone, key)
+	delKey(c.byNS, key.Namespace, key)
+	delKey(c.bySubnet, n.Subnet, key)
+	delKey(c.byPool, poolKey{key.Namespace, n.Pool}, key)
+}
+
+func (c *Cache) setAddress(key Key, pool string, gone bool) {
+	if old, ok := c.addresses[key]; ok {
+		delete(c.addresses, key)
+		if c.addrCount[old]--; c.addrCount[old] <= 0 {
+			delete(c.addrCount, old)
+		}
+	}
+	if gone || pool == "" {
+		return
+	}
+	pk := poolKey{key.Namespace, pool}
+	c.addresses[key] = pk
+	c.addrCount[pk]++
+}
+
+func (c *Cache) setMachine(key Key, pools []string, gone bool) {
+	for _, p := range c.machines[key] {
+		pk := poolKey{key.Namespace, p}
+		if c.machCount[pk]--; c.machCount[pk] <= 0 {
+			delete(c.machCount, pk)
+		}
+	}
+	delete(c.machines, key)
+	if gone || len(pools) == 0 {
+		return
+	}
+	c.machines[key] = pools
+	for _, p := range pools {
+		c.machCount[poolKey{key.Namespace, p}]++
+	}
+}
+
+func addKey[K comparable](m map[K]keySet, k K, v Key) {
+	s, ok := m[k]
+	if !ok {
+		s = keySet{}
+		m[k] = s
+	}
+	s[v] = struct{}{}
+}
+
+func delKey[K comparable](m map[K]keySet, k K, v Key) {
+	if s, ok := m[k]; ok {
+		delete(s, v)
+		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+func addName(m map[string]map[string]struct{}, k, v string) {
+	s, ok := m[k]
+	if !ok {
+		s = map[string]struct{}{}
+		m[k] = s
+	}
+	s[v] = struct{}{}
+}
+
+func delName(m map[string]map[string]struct{}, k, v string) {
+	if s, ok := m[k]; ok {
+		delete(s, v)
+		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}

@@ -1,0 +1,288 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
+)
+
+// ProtectPoolFinalizer is the in-cluster IPAM provider's finalizer: it stays
+// on a deleted pool until the provider has seen the pool empty.
+const ProtectPoolFinalizer = "ipam.cluster.x-k8s.io/ProtectPool"
+
+// finalize is the delete lifecycle, in the facts' order; it reports true once
+// everything the network held is released and its finalizer may go:
+//
+//  1. held (Ready=False/InUse) while the pool has an address or a
+//     ProxmoxMachine, Terminating or not, has a NIC on it;
+//  2. the network finalizer leaves the Subnet (SubnetDeleting) and the
+//     Subnet must be gone (a live one holds the VLAN: SubnetStillExists);
+//  3. the gateway is released (GatewayReleasePending);
+//  4. Kube-OVN must prune the subnet from Vlan.status.subnets
+//     (SwitchDeleting, SwitchDeleted=False/ListedOnVlan), or the prune
+//     timeout runs out; a live subnet listed there holds the VLAN for good
+//     (VLANStillReferenced);
+//  5. the Vlan is deleted and the VLAN claim released: the ID is back in
+//     the zone.
+func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
+	n := s.Object
+	meta.RemoveStatusCondition(&n.Status.Conditions, v1alpha1.ConditionSwitchDeleted)
+	wait := func(reason, msg string) (bool, error) {
+		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		c.recordNetwork(n, 0)
+		return false, nil
+	}
+	use, protected, err := c.inUse(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	if use.Addresses > 0 || use.Machines > 0 || protected {
+		return wait(v1alpha1.ReasonInUse, fmt.Sprintf("%d address(es) of pool %q are allocated and %d ProxmoxMachine(s) reference it; VLAN %d and subnet %q are kept until they are gone",
+			use.Addresses, n.Spec.IPPool, use.Machines, n.Status.VLAN, n.Spec.Subnet))
+	}
+	if reason, msg, err := c.releaseSubnet(ctx, n); err != nil || reason != "" {
+		if err != nil {
+			return false, err
+		}
+		return wait(reason, msg)
+	}
+	if !isDisabled(c.cfg.Gateway) && n.Status.VLAN != 0 {
+		released, err := c.cfg.Gateway.Release(ctx, c.info(n, "", ""))
+		if err != nil {
+			c.cfg.Metrics.NBErrors.Inc()
+			return wait(v1alpha1.ReasonGatewayReleasePending, fmt.Sprintf("cannot delete the network's HA chassis group from OVN NB: %v", err))
+		}
+		if !released {
+			return wait(v1alpha1.ReasonGatewayReleasePending, "the network's HA chassis group is not released yet")
+		}
+	}
+	if reason, msg, err := c.releaseVlan(ctx, s); err != nil || reason != "" {
+		if err != nil {
+			return false, err
+		}
+		return wait(reason, msg)
+	}
+	if err := c.releaseClaims(ctx, v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}); err != nil {
+		return false, err
+	}
+	if err := c.syncNamespace(ctx, n.Namespace, n, true); err != nil {
+		return false, err
+	}
+	c.cfg.Metrics.forgetNetwork(n.Namespace, n.Name)
+	c.cfg.Log.Info("released network", "network", n.Namespace+"/"+n.Name, "vlan", n.Status.VLAN, "subnet", n.Spec.Subnet)
+	return true, nil
+}
+
+// inUse counts the pool's consumers. The cache answers first; when it sees
+// none, the API reader confirms with a list of the namespace's addresses and
+// machines, so a stale cache never releases a network a VM still sits on.
+// protected reports a deleted pool the IPAM provider still holds.
+func (c *Controller) inUse(ctx context.Context, n *v1alpha1.ProxmoxNetwork) (Usage, bool, error) {
+	pool := &ipamv1alpha2.InClusterIPPool{}
+	protected := false
+	switch err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.IPPool}, pool); {
+	case err == nil:
+		protected = !pool.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(pool, ProtectPoolFinalizer)
+	case !apierrors.IsNotFound(err):
+		return Usage{}, false, fmt.Errorf("cannot get InClusterIPPool %s/%s: %w", n.Namespace, n.Spec.IPPool, err)
+	}
+	use := c.cache.PoolUsage(n.Namespace, n.Spec.IPPool)
+	if use.Addresses > 0 || use.Machines > 0 {
+		return use, protected, nil
+	}
+	var addrs capiipam.IPAddressList
+	if err := c.cfg.APIReader.List(ctx, &addrs, client.InNamespace(n.Namespace)); err != nil && !meta.IsNoMatchError(err) {
+		return Usage{}, false, fmt.Errorf("cannot list IPAddresses in %q: %w", n.Namespace, err)
+	}
+	for i := range addrs.Items {
+		if poolRefOf(&addrs.Items[i]) == n.Spec.IPPool {
+			use.Addresses++
+			c.cache.Observe(&addrs.Items[i])
+		}
+	}
+	machines, err := listMachines(ctx, c.cfg.APIReader, c.cfg.MachineKinds, []client.ListOption{client.InNamespace(n.Namespace)})
+	if err != nil {
+		return Usage{}, false, err
+	}
+	for i := range machines {
+		for _, p := range machinePools(&machines[i]) {
+			if p == n.Spec.IPPool {
+				use.Machines++
+				c.cache.Observe(&machines[i])
+			}
+		}
+	}
+	return use, protected, nil
+}
+
+// releaseSubnet lets the subnet go; it returns a wait reason while the
+// subnet still exists.
+func (c *Controller) releaseSubnet(ctx context.Context, n *v1alpha1.ProxmoxNetwork) (reason, msg string, err error) {
+	sub := &kubeovnv1.Subnet{}
+	if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, sub); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", "", nil
+		}
+		return "", "", fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
+	}
+	if sub.DeletionTimestamp.IsZero() {
+		return ReasonSubnetStillExists, fmt.Sprintf("Subnet %q still exists; VLAN %d is released after it is deleted", sub.Name, n.Status.VLAN), nil
+	}
+	if controllerutil.ContainsFinalizer(sub, v1alpha1.Finalizer) {
+		patch := client.MergeFromWithOptions(sub.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(sub, v1alpha1.Finalizer)
+		if err := c.cfg.Client.Patch(ctx, sub, patch); err != nil && !apierrors.IsNotFound(err) {
+			return "", "", fmt.Errorf("cannot remove finalizer %q from Kube-OVN Subnet %q: %w", v1alpha1.Finalizer, sub.Name, err)
+		}
+	}
+	return v1alpha1.ReasonSubnetDeleting, fmt.Sprintf("waiting for Kube-OVN to delete Subnet %q before VLAN %d is released", sub.Name, n.Status.VLAN), nil
+}
+
+// releaseVlan deletes the network's Vlan once Kube-OVN no longer lists a
+// subnet on it (or the prune timeout ran out); it returns a wait reason
+// until the Vlan is gone.
+func (c *Controller) releaseVlan(ctx context.Context, s *netState) (reason, msg string, err error) {
+	n := s.Object
+	v := &kubeovnv1.Vlan{}
+	if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, v); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", "", nil
+		}
+		return "", "", fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", n.Spec.Subnet, err)
+	}
+	info := observeVlan(v)
+	if info.Network != (v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}) {
+		return "", "", nil // not this network's: leave it alone
+	}
+	reason, msg, err = c.waitForPrune(ctx, v, n.DeletionTimestamp.Time, func(gone []string) {
+		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionSwitchDeleted, metav1.ConditionFalse, v1alpha1.ReasonListedOnVlan,
+			fmt.Sprintf("Kube-OVN still lists deleted subnets %v on the Vlan", gone))
+	})
+	if err != nil || reason != "" {
+		return reason, msg, err
+	}
+	return c.deleteVlan(ctx, v)
+}
+
+// waitForPrune applies the prune rules to a Vlan about to be released: a
+// live subnet Kube-OVN lists on it holds it with no time limit; a deleted
+// one holds it until pruned or until its timer, kept on the Vlan, runs out.
+func (c *Controller) waitForPrune(ctx context.Context, v *kubeovnv1.Vlan, notBefore time.Time, listed func(gone []string)) (reason, msg string, err error) {
+	var live, gone []string
+	for _, name := range v.Status.Subnets {
+		switch err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: name}, &kubeovnv1.Subnet{}); {
+		case err == nil:
+			live = append(live, name)
+		case apierrors.IsNotFound(err):
+			gone = append(gone, name)
+		default:
+			return "", "", fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", name, err)
+		}
+	}
+	now := c.now()
+	value, newest := PruneTimers(v.Annotations[v1alpha1.AnnotationDeletedSubnets], gone, now, notBefore)
+	if err := c.setTimers(ctx, v, value); err != nil {
+		return "", "", err
+	}
+	if len(gone) > 0 && listed != nil {
+		listed(gone)
+	}
+	if len(live) > 0 {
+		return v1alpha1.ReasonVLANStillReferenced, fmt.Sprintf("Kube-OVN still lists subnets %v on Vlan %q", live, v.Name), nil
+	}
+	if len(gone) == 0 {
+		return "", "", nil
+	}
+	deadline := newest.Add(c.cfg.SubnetPruneTimeout)
+	if now.Before(deadline) {
+		return v1alpha1.ReasonSwitchDeleting, fmt.Sprintf("Kube-OVN still lists deleted subnets %v on Vlan %q until it has deleted their logical switches; VLAN %d is released then, or at %s at the latest",
+			gone, v.Name, v.Spec.ID, deadline.UTC().Format(time.RFC3339)), nil
+	}
+	c.cfg.Log.Info(PruneTimeoutLog, "vlan", v.Spec.ID, "name", v.Name, "subnets", gone, "timeout", c.cfg.SubnetPruneTimeout.String())
+	return "", "", nil
+}
+
+// setTimers writes the prune timers annotation when it changed.
+func (c *Controller) setTimers(ctx context.Context, v *kubeovnv1.Vlan, value string) error {
+	if have, ok := v.Annotations[v1alpha1.AnnotationDeletedSubnets]; have == value && ok == (value != "") {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(v.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if value == "" {
+		delete(v.Annotations, v1alpha1.AnnotationDeletedSubnets)
+	} else {
+		if v.Annotations == nil {
+			v.Annotations = map[string]string{}
+		}
+		v.Annotations[v1alpha1.AnnotationDeletedSubnets] = value
+	}
+	if err := c.cfg.Client.Patch(ctx, v, patch); err != nil {
+		return fmt.Errorf("cannot record prune timers on Kube-OVN Vlan %q: %w", v.Name, err)
+	}
+	c.cache.Observe(v)
+	return nil
+}
+
+// deleteVlan removes the network finalizer from the Vlan and deletes it.
+func (c *Controller) deleteVlan(ctx context.Context, v *kubeovnv1.Vlan) (reason, msg string, err error) {
+	if controllerutil.ContainsFinalizer(v, v1alpha1.Finalizer) {
+		patch := client.MergeFromWithOptions(v.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(v, v1alpha1.Finalizer)
+		if err := c.cfg.Client.Patch(ctx, v, patch); err != nil && !apierrors.IsNotFound(err) {
+			return "", "", fmt.Errorf("cannot remove finalizer %q from Kube-OVN Vlan %q: %w", v1alpha1.Finalizer, v.Name, err)
+		}
+	}
+	if v.DeletionTimestamp.IsZero() {
+		if err := c.cfg.Client.Delete(ctx, v); err != nil && !apierrors.IsNotFound(err) {
+			return "", "", fmt.Errorf("cannot delete Kube-OVN Vlan %q: %w", v.Name, err)
+		}
+	}
+	left := &kubeovnv1.Vlan{}
+	switch err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: v.Name}, left); {
+	case apierrors.IsNotFound(err):
+		c.cache.Forget(v)
+		c.cfg.Log.Info("released VLAN", "vlan", v.Spec.ID, "name", v.Name, "provider", v.Spec.Provider)
+		return "", "", nil
+	case err != nil:
+		return "", "", fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", v.Name, err)
+	}
+	c.cache.Observe(left)
+	return v1alpha1.ReasonSwitchDeleting, fmt.Sprintf("waiting for Kube-OVN Vlan %q to be deleted (finalizers %v)", v.Name, left.Finalizers), nil
+}
+
+// releaseClaims deletes every VLAN claim of network, read past the cache.
+// Call it only once the network's Vlan is gone.
+func (c *Controller) releaseClaims(ctx context.Context, network v1alpha1.NetworkReference) error {
+	var claims v1alpha1.ProxmoxVLANClaimList
+	if err := c.cfg.APIReader.List(ctx, &claims, client.MatchingLabels{
+		v1alpha1.LabelNetworkNamespace: network.Namespace, v1alpha1.LabelNetworkName: network.Name,
+	}); err != nil {
+		return fmt.Errorf("cannot list the VLAN claims of %s: %w", network, err)
+	}
+	for i := range claims.Items {
+		cl := &claims.Items[i]
+		if cl.Spec.Network != network {
+			continue
+		}
+		if err := c.store.Release(ctx, cl.Spec.ProviderNetwork, kubestore.ObservedClaim(cl)); err != nil {
+			return fmt.Errorf("cannot release VLAN %d of %s: %w", cl.Spec.VLAN, network, err)
+		}
+		c.cache.Forget(cl)
+	}
+	for _, ci := range c.cache.claimsOf(network) {
+		c.cache.Forget(kubestore.ClaimObject(ci.Provider, ci.R))
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package network
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+)
+
+// checkSubnet reports SubnetReady and copies the subnet's addressing into
+// the status. A subnet bound to the network's Vlan gets the network
+// finalizer, so it outlives the network's last VM.
+func (c *Controller) checkSubnet(ctx context.Context, s *netState, pass *livePass) error {
+	n := s.Object
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionSubnetReady, status, reason, msg)
+	}
+	sub := &kubeovnv1.Subnet{}
+	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, sub); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
+		}
+		set(metav1.ConditionFalse, ReasonSubnetNotFound, fmt.Sprintf("Kube-OVN Subnet %q does not exist", n.Spec.Subnet))
+		return nil
+	}
+	pass.subnet = sub
+	if sub.Spec.Vlan != n.Status.VLANName {
+		set(metav1.ConditionFalse, ReasonSubnetNotBound, fmt.Sprintf("Subnet %q has spec.vlan %q, expected %q", sub.Name, sub.Spec.Vlan, n.Status.VLANName))
+		return nil
+	}
+	pass.subnetBound = true
+	pass.vpc = sub.Spec.Vpc
+	if err := c.holdSubnet(ctx, sub); err != nil {
+		return err
+	}
+	n.Status.CIDR = sub.Spec.CIDRBlock
+	n.Status.Gateway = sub.Spec.Gateway
+	n.Status.Prefix = 0
+	if cidrs, err := SubnetCIDRs(sub.Spec.CIDRBlock); err == nil {
+		n.Status.Prefix = int32(cidrs[0].Bits())
+	}
+	ready, validated := subnetCondition(sub, "Ready"), subnetCondition(sub, "Validated")
+	switch {
+	case validated != nil && validated.Status == string(metav1.ConditionFalse):
+		set(metav1.ConditionFalse, ReasonSubnetInvalid, validated.Message)
+	case ready != nil && ready.Status == string(metav1.ConditionTrue):
+		set(metav1.ConditionTrue, ReasonReady, "Kube-OVN reports the subnet Ready")
+	default:
+		msg := "Kube-OVN has not reported the subnet Ready yet"
+		if ready != nil && ready.Message != "" {
+			msg = ready.Message
+		}
+		set(metav1.ConditionFalse, ReasonSubnetNotReady, msg)
+	}
+	return nil
+}
+
+func subnetCondition(sub *kubeovnv1.Subnet, typ string) *kubeovnv1.SubnetCondition {
+	for i := range sub.Status.Conditions {
+		if sub.Status.Conditions[i].Type == typ {
+			return &sub.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// holdSubnet puts the network finalizer on a live subnet.
+func (c *Controller) holdSubnet(ctx context.Context, sub *kubeovnv1.Subnet) error {
+	if !sub.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(sub, v1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(sub.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(sub, v1alpha1.Finalizer)
+	if err := c.cfg.Client.Patch(ctx, sub, patch); err != nil {
+		return fmt.Errorf("cannot add finalizer %q to Kube-OVN Subnet %q: %w", v1alpha1.Finalizer, sub.Name, err)
+	}
+	return nil
+}
+
+// checkPool reports IPPoolReady and the pool's address counts: total from
+// the pool's spec, used from the IPAddresses of the pool in the cache.
+func (c *Controller) checkPool(ctx context.Context, s *netState, pass *livePass) error {
+	n := s.Object
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionIPPoolReady, status, reason, msg)
+	}
+	pool := &ipamv1alpha2.InClusterIPPool{}
+	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.IPPool}, pool); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cannot get InClusterIPPool %s/%s: %w", n.Namespace, n.Spec.IPPool, err)
+		}
+		n.Status.IPPool = nil
+		set(metav1.ConditionFalse, ReasonPoolNotFound, fmt.Sprintf("InClusterIPPool %q does not exist in this namespace", n.Spec.IPPool))
+		return nil
+	}
+	total, err := PoolTotal(pool.Spec)
+	if err != nil {
+		n.Status.IPPool = nil
+		set(metav1.ConditionFalse, ReasonPoolInvalid, err.Error())
+		return nil
+	}
+	used := int32(c.cache.PoolUsage(n.Namespace, n.Spec.IPPool).Addresses)
+	n.Status.IPPool = &v1alpha1.IPPoolUsage{Total: total, Used: used, Free: max(total-used, 0)}
+	if !pass.subnetBound {
+		set(metav1.ConditionUnknown, v1alpha1.ReasonSubnetUnavailable, "the pool is checked against the subnet once the subnet is bound")
+		return nil
+	}
+	sub := pass.subnet
+	msg, err := CheckPoolSplit(sub.Spec.CIDRBlock, sub.Spec.Gateway, sub.Spec.ExcludeIps, pool.Spec)
+	switch {
+	case err != nil:
+		set(metav1.ConditionFalse, v1alpha1.ReasonPoolOverlapsSubnet, err.Error())
+	case msg != "":
+		set(metav1.ConditionFalse, v1alpha1.ReasonPoolOverlapsSubnet, msg)
+	case total > 0 && n.Status.IPPool.Free == 0:
+		set(metav1.ConditionTrue, v1alpha1.ReasonPoolExhausted, fmt.Sprintf("all %d addresses of the pool are allocated; new machines will wait", total))
+	default:
+		set(metav1.ConditionTrue, ReasonReady, "the pool lies inside the subnet's excludeIps")
+	}
+	return nil
+}
+
+// ensureGateway reports GatewayReady from the Gateway.
+func (c *Controller) ensureGateway(ctx context.Context, s *netState, pass *livePass) {
+	if isDisabled(c.cfg.Gateway) {
+		return
+	}
+	n := s.Object
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionGatewayReady, status, reason, msg)
+	}
+	if !pass.subnetBound {
+		set(metav1.ConditionUnknown, v1alpha1.ReasonSubnetUnavailable, "the router port is looked up once the subnet is bound")
+		return
+	}
+	gs, err := c.cfg.Gateway.Ensure(ctx, c.info(n, pass.zoneProvider, pass.vpc))
+	pass.chassis = gs.Chassis
+	pass.requeue = gs.RequeueAfter
+	if err != nil {
+		c.cfg.Metrics.NBErrors.Inc()
+		pass.requeue = RetryAfter
+		if gs.Reason == "" {
+			set(metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, fmt.Sprintf("cannot bring the gateway up to date: %v", err))
+			return
+		}
+	}
+	set(gs.Status, gs.Reason, gs.Message)
+}
+
+func (c *Controller) info(n *v1alpha1.ProxmoxNetwork, provider, vpc string) NetworkInfo {
+	return NetworkInfo{
+		Namespace: n.Namespace, Name: n.Name, Zone: n.Spec.Zone, ProviderNetwork: provider,
+		VPC: vpc, Subnet: n.Spec.Subnet, VLAN: int(n.Status.VLAN),
+	}
+}

@@ -1,0 +1,179 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
+)
+
+// ensureVLAN gives the network its Kube-OVN Vlan: it adopts the Vlan named
+// after the subnet (keeping its ID), or allocates the zone's lowest free ID
+// under a claim the API server keeps unique and creates the Vlan. It
+// reports false, with VLANAllocated False, when the network cannot have a
+// VLAN now; an error only for API failures worth a retry.
+func (c *Controller) ensureVLAN(ctx context.Context, s *netState, pass *livePass) (bool, error) {
+	n := s.Object
+	notAllocated := func(reason, msg string) (bool, error) {
+		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionFalse, reason, msg)
+		return false, nil
+	}
+	zone := &v1alpha1.ProxmoxNetworkZone{}
+	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Spec.Zone}, zone); err != nil {
+		if apierrors.IsNotFound(err) {
+			return notAllocated(v1alpha1.ReasonZoneNotFound, fmt.Sprintf("ProxmoxNetworkZone %q does not exist", n.Spec.Zone))
+		}
+		return false, fmt.Errorf("cannot get ProxmoxNetworkZone %q: %w", n.Spec.Zone, err)
+	}
+	zs, err := c.cache.allocator(zone, c.store)
+	if err != nil {
+		return notAllocated(ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
+	}
+	pass.zoneProvider = zone.Spec.ProviderNetwork
+	claim := vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}, Vlan: n.Spec.Subnet}
+	if _, held := zs.alloc.Index().Lookup(claim); !held && zone.Spec.NamespaceSelector != nil {
+		ns := &corev1.Namespace{}
+		if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Namespace}, ns); err != nil {
+			return false, fmt.Errorf("cannot get namespace %q: %w", n.Namespace, err)
+		}
+		claim.NamespaceLabels = ns.Labels
+	}
+	vid, err := c.allocate(ctx, zs, claim)
+	if reason, msg, ok := allocationRefusal(err); ok {
+		c.countAllocation(zone.Name, reason)
+		return notAllocated(reason, msg)
+	}
+	if err != nil {
+		return false, err
+	}
+	v, ok := c.cache.vlan(claim.Vlan)
+	if !ok {
+		return false, fmt.Errorf("cannot find Kube-OVN Vlan %q after binding it", claim.Vlan)
+	}
+	if err := c.adoptVlan(ctx, v); err != nil {
+		return false, err
+	}
+	n.Status.VLAN = int32(vid)
+	n.Status.VLANName = v.Name
+	n.Status.Bridge = zone.Spec.Bridge
+	n.Status.MTU = zone.Spec.MTU
+	if v.Conflict {
+		return notAllocated(v1alpha1.ReasonVLANConflict, fmt.Sprintf("Kube-OVN reports VLAN %d on provider network %q as used by another Vlan too", vid, v.Provider))
+	}
+	msg := fmt.Sprintf("VLAN %d on bridge %s", vid, zone.Spec.Bridge)
+	if want, pinned := zs.zone.Static(claim.Network); pinned && want != vid {
+		msg += fmt.Sprintf("; the static assignment asks for VLAN %d, which applies only when the network is recreated", want)
+	}
+	s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionTrue, v1alpha1.ReasonAllocated, msg)
+	return true, nil
+}
+
+// allocate returns the ID of the network's Vlan, creating the Vlan under a
+// fresh claim when it does not exist yet.
+func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanalloc.Claim) (int, error) {
+	for range 3 {
+		vid, err := zs.alloc.Allocate(ctx, claim)
+		if err != nil {
+			return 0, err
+		}
+		if _, exists := c.cache.vlan(claim.Vlan); exists {
+			return vid, nil
+		}
+		got, err := c.store.BindVlan(ctx, zs.zone, claim, vid)
+		if err != nil {
+			return 0, err
+		}
+		if got == vid {
+			c.countAllocation(zs.zone.Name(), v1alpha1.ReasonAllocated)
+			c.cfg.Log.Info("allocated VLAN", "zone", zs.zone.Name(), "vlan", vid, "network", claim.Network.String(), "subnet", claim.Vlan)
+			if _, exists := c.cache.vlan(claim.Vlan); !exists {
+				c.cache.Observe(kubestore.VlanObject(zs.zone, claim, vid))
+			}
+			return vid, nil
+		}
+		// Another pass created the Vlan first, with its own ID: learn it,
+		// and adopt it on the next turn.
+		if err := c.observeFresh(ctx, claim.Vlan); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("cannot bind Kube-OVN Vlan %q: it keeps changing under the controller", claim.Vlan)
+}
+
+// observeFresh reads a Vlan past any cache and records it.
+func (c *Controller) observeFresh(ctx context.Context, name string) error {
+	v := &kubeovnv1.Vlan{}
+	if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: name}, v); err != nil {
+		return fmt.Errorf("cannot read Kube-OVN Vlan %q: %w", name, err)
+	}
+	c.cache.Observe(v)
+	return nil
+}
+
+// allocationRefusal maps an allocation error to a VLANAllocated reason; ok
+// is false for errors that are not refusals (API failures).
+func allocationRefusal(err error) (reason, msg string, ok bool) {
+	switch {
+	case err == nil:
+		return "", "", false
+	case errors.Is(err, vlanalloc.ErrExhausted):
+		reason = v1alpha1.ReasonZoneExhausted
+	case errors.Is(err, vlanalloc.ErrNamespaceNotAllowed):
+		reason = v1alpha1.ReasonNamespaceNotAllowed
+	case errors.Is(err, vlanalloc.ErrConflict), errors.Is(err, vlanalloc.ErrUnusableVlan):
+		reason = v1alpha1.ReasonVLANConflict
+	case errors.Is(err, vlanalloc.ErrProviderMismatch):
+		reason = v1alpha1.ReasonVLANProviderMismatch
+	default:
+		return "", "", false
+	}
+	return reason, err.Error(), true
+}
+
+func (c *Controller) countAllocation(zone, reason string) {
+	result := ""
+	switch reason {
+	case v1alpha1.ReasonAllocated:
+		result = AllocationAllocated
+	case v1alpha1.ReasonZoneExhausted:
+		result = AllocationExhausted
+	case v1alpha1.ReasonVLANConflict, v1alpha1.ReasonVLANProviderMismatch:
+		result = AllocationConflict
+	default:
+		return
+	}
+	c.cfg.Metrics.allocations.WithLabelValues(zone, result).Inc()
+}
+
+// adoptVlan puts the network finalizer on the network's Vlan (unless the Vlan
+// is being deleted) and drops prune timers an earlier network of the same
+// name left on it: a live network waits for no prune.
+func (c *Controller) adoptVlan(ctx context.Context, v vlanInfo) error {
+	if (v.Finalizer || v.Deleting) && !v.Timers {
+		return nil
+	}
+	cur := &kubeovnv1.Vlan{}
+	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: v.Name}, cur); err != nil {
+		return fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", v.Name, err)
+	}
+	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if cur.DeletionTimestamp.IsZero() {
+		controllerutil.AddFinalizer(cur, v1alpha1.Finalizer)
+	}
+	delete(cur.Annotations, v1alpha1.AnnotationDeletedSubnets)
+	if err := c.cfg.Client.Patch(ctx, cur, patch); err != nil {
+		return fmt.Errorf("cannot adopt Kube-OVN Vlan %q: %w", v.Name, err)
+	}
+	c.cache.Observe(cur)
+	return nil
+}

@@ -1,0 +1,163 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/engine"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
+)
+
+// ReasonProviderNetworkNotFound is the zone's Ready=False reason while its
+// Kube-OVN ProviderNetwork does not exist.
+const ReasonProviderNetworkNotFound = "ProviderNetworkNotFound"
+
+type zoneStep = engine.State[*v1alpha1.ProxmoxNetworkZone]
+
+// reconcileZone reports a zone's counts and readiness, and collects the
+// Vlans and claims of networks that are gone (orphans).
+func (c *Controller) reconcileZone(ctx context.Context, s *zoneStep) (engine.Result, error) {
+	z := s.Object
+	st := &z.Status
+	st.ObservedGeneration = z.Generation
+	ready := func(status metav1.ConditionStatus, reason, msg string) {
+		s.SetCondition(&st.Conditions, v1alpha1.ConditionReady, status, reason, msg)
+	}
+	zs, err := c.cache.allocator(z, c.store)
+	if err != nil {
+		ready(metav1.ConditionFalse, ReasonZoneInvalid, err.Error())
+		return engine.Result{RequeueAfter: Resync}, nil
+	}
+	orphans, recheck, err := c.collectOrphans(ctx, z.Name)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	counts := zs.alloc.Index().Counts()
+	st.TotalVLANs, st.AllocatedVLANs, st.FreeVLANs = int32(counts.Total), int32(counts.Allocated), int32(counts.Free)
+	st.Networks = int32(c.cache.ZoneNetworks(z.Name))
+	c.cfg.Metrics.zone(z.Name, counts.Total, counts.Allocated, counts.Free, int(st.Networks), orphans)
+
+	var notes []string
+	if stranded := zs.alloc.Index().Stranded(); len(stranded) > 0 {
+		ids := make([]string, len(stranded))
+		for i, vid := range stranded {
+			ids[i] = strconv.Itoa(vid)
+		}
+		notes = append(notes, "networks keep VLANs outside the zone's ranges: "+strings.Join(ids, ", "))
+	}
+	if orphans > 0 {
+		notes = append(notes, fmt.Sprintf("%d orphaned Vlan(s) wait for Kube-OVN before they are collected", orphans))
+	}
+	suffix := ""
+	if len(notes) > 0 {
+		suffix = "; " + strings.Join(notes, "; ")
+	}
+	pn := &kubeovnv1.ProviderNetwork{}
+	switch err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: z.Spec.ProviderNetwork}, pn); {
+	case apierrors.IsNotFound(err):
+		ready(metav1.ConditionFalse, ReasonProviderNetworkNotFound, fmt.Sprintf("Kube-OVN ProviderNetwork %q does not exist%s", z.Spec.ProviderNetwork, suffix))
+	case err != nil:
+		return engine.Result{}, fmt.Errorf("cannot get Kube-OVN ProviderNetwork %q: %w", z.Spec.ProviderNetwork, err)
+	case !pn.Status.Ready:
+		ready(metav1.ConditionFalse, v1alpha1.ReasonProviderNetworkNotReady, fmt.Sprintf("Kube-OVN ProviderNetwork %q is not ready on every node it selects%s", z.Spec.ProviderNetwork, suffix))
+	default:
+		ready(metav1.ConditionTrue, ReasonReady, fmt.Sprintf("%d of %d VLANs free; trunk ready on %d node(s)%s", counts.Free, counts.Total, len(pn.Status.ReadyNodes), suffix))
+	}
+	after := Resync
+	if recheck > 0 {
+		after = min(after, recheck)
+	}
+	return engine.Result{RequeueAfter: after}, nil
+}
+
+// collectOrphans deletes the Vlans and claims of the zone whose network is
+// gone, once no subnet holds the Vlan (the same prune rules as a deleting
+// network, without a deletion time). It returns how many orphaned Vlans are
+// still held, and when the earliest prune timer runs out.
+func (c *Controller) collectOrphans(ctx context.Context, zone string) (held int, recheck time.Duration, err error) {
+	for _, vi := range c.cache.zoneVlans(zone) {
+		gone, err := c.networkGone(ctx, vi.Network)
+		if err != nil || !gone {
+			if err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		v := &kubeovnv1.Vlan{}
+		if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: vi.Name}, v); err != nil {
+			if apierrors.IsNotFound(err) {
+				c.cache.Forget(&kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: vi.Name}})
+				continue
+			}
+			return 0, 0, fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", vi.Name, err)
+		}
+		reason, _, err := c.waitForPrune(ctx, v, time.Time{}, nil)
+		if err == nil && reason == "" && c.subnetNames(ctx, v.Name) {
+			reason = v1alpha1.ReasonVLANStillReferenced
+		}
+		if err == nil && reason == "" {
+			reason, _, err = c.deleteVlan(ctx, v)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		if reason != "" {
+			held++
+			recheck = RetryAfter
+			continue
+		}
+		c.cfg.Log.Info("collected orphaned VLAN", "vlan", v.Spec.ID, "name", v.Name, "network", vi.Network.String())
+	}
+	for _, ci := range c.cache.zoneClaims(zone) {
+		if _, hasVlan := c.cache.vlan(ci.R.Vlan); hasVlan {
+			continue
+		}
+		gone, err := c.networkGone(ctx, ci.R.Network)
+		if err != nil {
+			return 0, 0, err
+		}
+		if gone {
+			if err := c.store.Release(ctx, ci.Provider, ci.R); err != nil {
+				return 0, 0, fmt.Errorf("cannot release the orphaned claim of VLAN %d: %w", ci.R.VID, err)
+			}
+			c.cache.Forget(kubestore.ClaimObject(ci.Provider, ci.R))
+		}
+	}
+	return held, recheck, nil
+}
+
+// networkGone reports whether network no longer exists, asking the API
+// reader when the cache does not know it (the cache may lag).
+func (c *Controller) networkGone(ctx context.Context, network v1alpha1.NetworkReference) (bool, error) {
+	if network.Name == "" || network.Namespace == "" {
+		return false, nil // not ours: a hand-made Vlan is never collected
+	}
+	key := Key{Namespace: network.Namespace, Name: network.Name}
+	if _, ok := c.cache.network(key); ok {
+		return false, nil
+	}
+	err := c.cfg.APIReader.Get(ctx, key, &v1alpha1.ProxmoxNetwork{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("cannot get ProxmoxNetwork %s: %w", key, err)
+	}
+	return false, nil
+}
+
+// subnetNames reports whether a live subnet's spec.vlan names the Vlan.
+func (c *Controller) subnetNames(ctx context.Context, vlan string) bool {
+	sub := &kubeovnv1.Subnet{}
+	err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: vlan}, sub)
+	return err == nil && sub.Spec.Vlan == vlan
+}

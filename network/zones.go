@@ -1,0 +1,66 @@
+package network
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+)
+
+// zoneState is the allocator of one zone, built from the zone's spec and the
+// cache's Vlans and claims, and rebuilt only when the spec changes.
+type zoneState struct {
+	fingerprint string
+	zone        *vlanalloc.Zone
+	alloc       *vlanalloc.Allocator
+	err         error
+}
+
+// zoneFingerprint identifies the allocation-relevant part of a zone spec.
+func zoneFingerprint(z *v1alpha1.ProxmoxNetworkZone) string {
+	b, err := json.Marshal(struct {
+		UID  string
+		Spec v1alpha1.ProxmoxNetworkZoneSpec
+	}{string(z.UID), z.Spec})
+	if err != nil { // a spec of plain values always marshals
+		return fmt.Sprintf("%s/%d", z.UID, z.Generation)
+	}
+	return string(b)
+}
+
+// allocator returns the allocator of zone obj, building it from the cache's
+// observed Vlans and claims the first time and whenever the spec changed.
+// A spec that does not parse gives its error, with the allocator nil.
+func (c *Cache) allocator(obj *v1alpha1.ProxmoxNetworkZone, store vlanalloc.Reserver) (*zoneState, error) {
+	fp := zoneFingerprint(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if z, ok := c.zones[obj.Name]; ok && z.fingerprint == fp {
+		return z, z.err
+	}
+	z := &zoneState{fingerprint: fp}
+	z.zone, z.err = vlanalloc.ZoneFromAPI(obj)
+	if z.err == nil {
+		vlans := make([]vlanalloc.Vlan, 0, len(c.vlans))
+		for _, v := range c.vlans {
+			vlans = append(vlans, allocVlan(v))
+		}
+		var res []vlanalloc.Reservation
+		for _, ci := range c.claims {
+			if ci.Provider == z.zone.ProviderNetwork() {
+				res = append(res, ci.R)
+			}
+		}
+		z.alloc = vlanalloc.NewAllocator(vlanalloc.NewIndex(z.zone, vlans, res), store)
+	}
+	c.zones[obj.Name] = z
+	return z, z.err
+}
+
+// dropZone forgets the allocator of a zone that is gone.
+func (c *Cache) dropZone(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.zones, name)
+}

@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/network"
+)
+
+// Epoch is the simulated clock's start: 2026-01-01T00:00:00Z.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ErrNotConverged says the simulation did not settle within its budget.
+var ErrNotConverged = errors.New("simulation did not converge")
+
+// Options configure a Harness. Every field is optional.
+type Options struct {
+	// SubnetPruneTimeout is the controller's --subnet-prune-timeout.
+	SubnetPruneTimeout time.Duration
+	// KubeOVNDoesNotPrune makes the simulated Kube-OVN keep deleted subnets
+	// on their Vlan, so only the prune timeout releases the VLAN.
+	KubeOVNDoesNotPrune bool
+	// Gateway builds the gateway of each controller instance; nil means
+	// network.Disabled.
+	Gateway func() network.Gateway
+	// ControllerHooks wrap the controller's client (not the world's): count
+	// its calls or fail them. They sit above the informer feed, so a write
+	// they let through reaches the cache even when they then fail the call.
+	ControllerHooks *interceptor.Funcs
+	// MaxReconciles bounds one Converge; 0 means 100,000.
+	MaxReconciles int
+}
+
+// Harness is a simulated cluster: an in-memory API, a fake clock, the World
+// and one network controller, which Restart replaces with a fresh one that
+// keeps nothing but what the API holds. Every write, the world's and the
+// controller's, reaches the controller's cache at once, as through an
+// informer without lag.
+type Harness struct {
+	opts   Options
+	Clock  *clocktesting.FakeClock
+	World  *World
+	store  client.WithWatch
+	client client.WithWatch
+	target *target
+	ctrl   *network.Controller
+	logs   *LogBook
+}
+
+// target forwards cache events to the current controller's cache.
+type target struct {
+	mu sync.RWMutex
+	c  *network.Cache
+}
+
+func (t *target) set(c *network.Cache) { t.mu.Lock(); t.c = c; t.mu.Unlock() }
+func (t *target) get() *network.Cache  { t.mu.RLock(); defer t.mu.RUnlock(); return t.c }
+
+func (t *target) Observe(o client.Object) {
+	if c := t.get(); c != nil {
+		c.Observe(o)
+	}
+}
+
+func (t *target) Forget(o client.Object) {
+	if c := t.get(); c != nil {
+		c.Forget(o)
+	}
+}
+
+// NewHarness returns a harness over an empty API; objects may be applied
+// before Start.
+func NewHarness(opts Options) *Harness {
+	if opts.MaxReconciles == 0 {
+		opts.MaxReconciles = 100000
+	}
+	h := &Harness{
+		opts:   opts,
+		Clock:  clocktesting.NewFakeClock(Epoch),
+		World:  &World{PruneSubnets: !opts.KubeOVNDoesNotPrune},
+		target: &target{},
+		logs:   &LogBook{},
+	}
+	h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus()})
+	h.client = interceptor.NewClient(h.store, network.Feed(h.target))
+	return h
+}
+
+// Client writes and reads the simulated API as any other actor does; its
+// writes reach the controller's cache.
+func (h *Harness) Client() client.WithWatch { return h.client }
+
+// Store reads and writes the API without feeding the controller's cache.
+func (h *Harness) Store() client.WithWatch { return h.store }
+
+// Controller returns the running controller instance (nil before Start).
+func (h *Harness) Controller() *network.Controller { return h.ctrl }
+
+// Logs returns the controller log lines of every instance so far.
+func (h *Harness) Logs() *LogBook { return h.logs }
+
+// Start builds a controller, loads its cache from the API and enqueues
+// every object. Calling it again is Restart.
+func (h *Harness) Start(ctx context.Context) error {
+	cache := network.NewCache()
+	var c client.Client = h.client
+	if h.opts.ControllerHooks != nil {
+		c = interceptor.NewClient(h.client, *h.opts.ControllerHooks)
+	}
+	cfg := network.Config{
+		Client:             c,
+		Cache:              cache,
+		Clock:              h.Clock,
+		SubnetPruneTimeout: h.opts.SubnetPruneTimeout,
+		Log:                h.logs.Logger(),
+		Resync:             -1,
+	}
+	if h.opts.Gateway != nil {
+		cfg.Gateway = h.opts.Gateway()
+	}
+	ctrl, err := network.New(cfg)
+	if err != nil {
+		return fmt.Errorf("cannot start the controller: %w", err)
+	}
+	h.target.set(nil)
+	if err := ctrl.Load(ctx); err != nil {
+		return fmt.Errorf("cannot start the controller: %w", err)
+	}
+	h.target.set(cache)
+	h.ctrl = ctrl
+	if err := ctrl.Resync(ctx); err != nil {
+		return fmt.Errorf("cannot start the controller: %w", err)
+	}
+	return nil
+}
+
+// Restart drops the controller and everything it kept in memory (cache,
+// allocators, queues) and starts a fresh one.
+func (h *Harness) Restart(ctx context.Context) error { return h.Start(ctx) }
+
+// Converge lets the world react and the controller reconcile until neither
+// has anything left to do at the current simulated time. It returns the
+// number of reconciles.
+func (h *Harness) Converge(ctx context.Context) (int, error) {
+	if h.ctrl == nil {
+		return 0, fmt.Errorf("cannot converge: the controller is not started")
+	}
+	total := 0
+	for round := 0; ; round++ {
+		changed, err := h.World.React(ctx, h.client)
+		if err != nil {
+			return total, err
+		}
+		n, err := h.ctrl.Drain(ctx, h.opts.MaxReconciles-total)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("%w: %w", ErrNotConverged, err)
+		}
+		if n == 0 && !changed {
+			return total, nil
+		}
+		if total >= h.opts.MaxReconciles || round > h.opts.MaxReconciles {
+			return total, fmt.Errorf("%w after %d reconciles", ErrNotConverged, total)
+		}
+	}
+}
+
+// Advance moves the clock forward by d, stopping at every time a delayed
+// reconcile becomes due to converge there, and converges at the end.
+func (h *Harness) Advance(ctx context.Context, d time.Duration) (int, error) {
+	end := h.Clock.Now().Add(d)
+	total := 0
+	for {
+		n, err := h.Converge(ctx)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		next, ok := h.ctrl.NextDue()
+		if !ok || next.After(end) {
+			break
+		}
+		if next.After(h.Clock.Now()) {
+			h.Clock.SetTime(next)
+		}
+	}
+	h.Clock.SetTime(end)
+	n, err := h.Converge(ctx)
+	return total + n, err
+}
+
+// LogBook keeps log lines.
+type LogBook struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// Logger returns a logger writing to the book.
+func (b *LogBook) Logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.lines = append(b.lines, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+// Lines returns the lines so far.
+func (b *LogBook) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.lines...)
+}

@@ -1,0 +1,182 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/network"
+)
+
+// World plays the other controllers of a cluster, reduced to what the
+// network lifecycle depends on:
+//
+//   - Kube-OVN lists on each Vlan the subnets whose spec.vlan names it
+//     (Vlan.status.subnets), prunes a subnet once the Subnet object is gone
+//     (unless PruneSubnets is off, as when a kube-ovn-controller restart
+//     loses the delete), reports a subnet Ready once its Vlan exists, and
+//     marks every Vlan that shares an ID on its provider network with an
+//     older one as conflicting;
+//   - the in-cluster IPAM provider holds each pool with its ProtectPool
+//     finalizer until the pool is deleted and has no IPAddress left.
+//
+// React applies all of it once and reports whether it changed anything.
+type World struct {
+	// PruneSubnets makes Kube-OVN prune deleted subnets from their Vlan.
+	PruneSubnets bool
+}
+
+// React applies one round of the world's behaviour through c.
+func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
+	changed := false
+	for _, f := range []func(context.Context, client.Client) (bool, error){w.vlans, w.subnets, w.pools} {
+		ch, err := f(ctx, c)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || ch
+	}
+	return changed, nil
+}
+
+func (w *World) vlans(ctx context.Context, c client.Client) (bool, error) {
+	var vlans kubeovnv1.VlanList
+	var subnets kubeovnv1.SubnetList
+	if err := c.List(ctx, &vlans); err != nil {
+		return false, fmt.Errorf("cannot list Vlans: %w", err)
+	}
+	if err := c.List(ctx, &subnets); err != nil {
+		return false, fmt.Errorf("cannot list Subnets: %w", err)
+	}
+	exists := map[string]bool{}
+	binds := map[string][]string{}
+	for _, s := range subnets.Items {
+		exists[s.Name] = true
+		if s.Spec.Vlan != "" {
+			binds[s.Spec.Vlan] = append(binds[s.Spec.Vlan], s.Name)
+		}
+	}
+	owner := conflictOwners(vlans.Items)
+	changed := false
+	for i := range vlans.Items {
+		v := &vlans.Items[i]
+		want := v.DeepCopy()
+		for _, s := range binds[v.Name] {
+			if !slices.Contains(want.Status.Subnets, s) {
+				want.Status.Subnets = append(want.Status.Subnets, s)
+			}
+		}
+		if w.PruneSubnets {
+			want.Status.Subnets = slices.DeleteFunc(want.Status.Subnets, func(s string) bool { return !exists[s] })
+		}
+		sort.Strings(want.Status.Subnets)
+		want.Status.Conflict = v.Spec.ID != 0 && owner[idKey(v)] != v.Name
+		if slices.Equal(want.Status.Subnets, v.Status.Subnets) && want.Status.Conflict == v.Status.Conflict {
+			continue
+		}
+		if err := c.Status().Update(ctx, want); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return changed, fmt.Errorf("cannot update the status of Vlan %q: %w", v.Name, err)
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+func idKey(v *kubeovnv1.Vlan) string { return fmt.Sprintf("%s/%d", v.Spec.Provider, v.Spec.ID) }
+
+// conflictOwners picks, per (provider network, ID), the Vlan Kube-OVN keeps:
+// the oldest, then the first by name. ID 0 never conflicts.
+func conflictOwners(vlans []kubeovnv1.Vlan) map[string]string {
+	sorted := append([]kubeovnv1.Vlan(nil), vlans...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i].CreationTimestamp, sorted[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	owner := map[string]string{}
+	for _, v := range sorted {
+		if _, ok := owner[idKey(&v)]; !ok {
+			owner[idKey(&v)] = v.Name
+		}
+	}
+	return owner
+}
+
+func (w *World) subnets(ctx context.Context, c client.Client) (bool, error) {
+	var subnets kubeovnv1.SubnetList
+	if err := c.List(ctx, &subnets); err != nil {
+		return false, fmt.Errorf("cannot list Subnets: %w", err)
+	}
+	changed := false
+	for i := range subnets.Items {
+		s := &subnets.Items[i]
+		status, msg := "True", ""
+		if s.Spec.Vlan != "" {
+			if err := c.Get(ctx, client.ObjectKey{Name: s.Spec.Vlan}, &kubeovnv1.Vlan{}); err != nil {
+				status, msg = "False", fmt.Sprintf("vlan %q not found", s.Spec.Vlan)
+			}
+		}
+		want := []kubeovnv1.SubnetCondition{{Type: "Validated", Status: "True"}, {Type: "Ready", Status: status, Message: msg}}
+		if slices.Equal(want, s.Status.Conditions) {
+			continue
+		}
+		s.Status.Conditions = want
+		if err := c.Status().Update(ctx, s); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return changed, fmt.Errorf("cannot update the status of Subnet %q: %w", s.Name, err)
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+func (w *World) pools(ctx context.Context, c client.Client) (bool, error) {
+	var pools ipamv1alpha2.InClusterIPPoolList
+	var addrs capiipam.IPAddressList
+	if err := c.List(ctx, &pools); err != nil {
+		return false, fmt.Errorf("cannot list InClusterIPPools: %w", err)
+	}
+	if err := c.List(ctx, &addrs); err != nil {
+		return false, fmt.Errorf("cannot list IPAddresses: %w", err)
+	}
+	used := map[client.ObjectKey]bool{}
+	for _, a := range addrs.Items {
+		used[client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.PoolRef.Name}] = true
+	}
+	changed := false
+	for i := range pools.Items {
+		p := &pools.Items[i]
+		has := controllerutil.ContainsFinalizer(p, network.ProtectPoolFinalizer)
+		deleting := !p.DeletionTimestamp.IsZero()
+		want := has
+		switch {
+		case !deleting && !has:
+			want = true
+		case deleting && has && !used[client.ObjectKeyFromObject(p)]:
+			want = false
+		}
+		if want == has {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		if want {
+			controllerutil.AddFinalizer(p, network.ProtectPoolFinalizer)
+		} else {
+			controllerutil.RemoveFinalizer(p, network.ProtectPoolFinalizer)
+		}
+		if err := c.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+			return changed, fmt.Errorf("cannot update the finalizers of pool %s: %w", client.ObjectKeyFromObject(p), err)
+		}
+		changed = true
+	}
+	return changed, nil
+}
