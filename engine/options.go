@@ -66,7 +66,9 @@ func WithWorkers(n int) Option {
 }
 
 // WithResync sets the period of the full resync (list every object and
-// enqueue it); 0 keeps only the resync done when Run starts.
+// enqueue it), which Run also does when it starts. 0 turns resync off: keys
+// then come only from Enqueue, e.g. from Watch, whose informer's initial
+// list enqueues every object.
 func WithResync(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

@@ -145,7 +145,7 @@ func (r *Runner[T]) Resync(ctx context.Context) error {
 }
 
 // Run reconciles until ctx is cancelled: it resyncs at once and then every
-// resync period, and runs the workers. On cancel, workers finish the key in
+// resync period (unless the period is 0), and runs the workers. On cancel, workers finish the key in
 // hand, the queue shuts down and Run returns nil. Run can be called once; it
 // also serves as a controller-runtime Manager Runnable through Start.
 func (r *Runner[T]) Run(ctx context.Context) error {
@@ -174,10 +174,10 @@ func (r *Runner[T]) Start(ctx context.Context) error { return r.Run(ctx) }
 func (r *Runner[T]) NeedLeaderElection() bool { return true }
 
 func (r *Runner[T]) resyncLoop(ctx context.Context) {
-	r.resyncOnce(ctx)
 	if r.opts.resync <= 0 {
 		return
 	}
+	r.resyncOnce(ctx)
 	t := r.opts.clock.NewTicker(r.opts.resync)
 	defer t.Stop()
 	for {

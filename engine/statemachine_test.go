@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -352,5 +351,3 @@ func TestRunnerStateMachine(t *testing.T) {
 		w.converge(t)
 	})
 }
-
-var _ = errors.New
