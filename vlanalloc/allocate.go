@@ -86,7 +86,7 @@ func (x *Index) adopt(claim Claim, e vlanEntry) (int, source, error) {
 		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: Vlan %q carries ID %d: %w", claim.Network, claim.Vlan, vid, ErrUnusableVlan)
 	}
 	own := uint32(1) // the Vlan itself
-	r := x.res[vid]
+	r := x.resAt(vid)
 	reserved := r != nil
 	if reserved && r.Network == claim.Network {
 		own++
@@ -150,7 +150,7 @@ func (x *Index) Release(network v1alpha1.NetworkReference) []Reservation {
 	held := append([]int(nil), x.reservedBy(network)...)
 	out := make([]Reservation, 0, len(held))
 	for _, vid := range held {
-		out = append(out, *x.res[vid])
+		out = append(out, *x.resAt(vid))
 		x.forgetReservation(vid)
 	}
 	return out

@@ -74,8 +74,13 @@ type Index struct {
 	// vlans holds every observed Vlan by name, on any provider network; only
 	// those on the zone's provider network hold an ID.
 	vlans map[string]vlanEntry
-	// res holds the reservation of each ID, nil where there is none.
-	res [idSlots]*Reservation
+	// res[vid] is 1 + the position of vid's reservation in resSlab, 0 where
+	// there is none; resFree lists slab positions to reuse.
+	res     [idSlots]int32
+	resSlab []Reservation
+	resFree []int32
+	// netChunk hands out netStates a chunk at a time.
+	netChunk []netState
 }
 
 // netState is what the index knows of one network: how many of its holders
@@ -86,6 +91,9 @@ type netState struct {
 	zoneHolds int
 	reserved  []int
 	vlans     int
+	// first backs reserved while the network holds one reservation, which
+	// is nearly always.
+	first [1]int
 }
 
 // vlanEntry is an observed Vlan as the index keeps it.
@@ -121,10 +129,11 @@ func NewIndex(zone *Zone, vlans []Vlan, reservations []Reservation) *Index {
 	// Sized for a full zone, so that filling it never grows a map.
 	size := max(zone.allocatable.Len(), len(vlans), len(reservations))
 	x := &Index{
-		zone:  zone,
-		free:  zone.allocatable,
-		nets:  make(map[v1alpha1.NetworkReference]*netState, size),
-		vlans: make(map[string]vlanEntry, size),
+		zone:    zone,
+		free:    zone.allocatable,
+		nets:    make(map[v1alpha1.NetworkReference]*netState, size),
+		vlans:   make(map[string]vlanEntry, size),
+		resSlab: make([]Reservation, 0, size),
 	}
 	for vid := range zone.staticByVID {
 		x.hold(vid, nil)
@@ -146,7 +155,13 @@ func validHold(vid int) bool { return vid > 0 && vid < idSlots }
 func (x *Index) netFor(n v1alpha1.NetworkReference) *netState {
 	st, ok := x.nets[n]
 	if !ok {
-		st = &netState{ref: n}
+		if len(x.netChunk) == 0 {
+			x.netChunk = make([]netState, 64)
+		}
+		st = &x.netChunk[0]
+		x.netChunk = x.netChunk[1:]
+		st.ref = n
+		st.reserved = st.first[:0]
 		x.nets[n] = st
 	}
 	return st
@@ -261,13 +276,13 @@ func (x *Index) observeReservation(r Reservation) {
 	if !validHold(r.VID) {
 		return
 	}
-	if old := x.res[r.VID]; old != nil {
+	if old := x.resAt(r.VID); old != nil {
 		if *old == r {
 			return
 		}
 		x.forgetReservation(r.VID)
 	}
-	x.res[r.VID] = &r
+	x.setRes(r)
 	st := x.netFor(r.Network)
 	st.reserved = append(st.reserved, r.VID)
 	if r.Zone == x.zone.name {
@@ -285,11 +300,11 @@ func (x *Index) ForgetReservation(vid int) {
 }
 
 func (x *Index) forgetReservation(vid int) {
-	if !validHold(vid) || x.res[vid] == nil {
+	if !validHold(vid) || x.res[vid] == 0 {
 		return
 	}
-	r := *x.res[vid]
-	x.res[vid] = nil
+	r := *x.resAt(vid)
+	x.clearRes(vid)
 	st := x.nets[r.Network]
 	for i, v := range st.reserved {
 		if v == vid {
@@ -315,7 +330,7 @@ func (x *Index) Reservations(network v1alpha1.NetworkReference) []Reservation {
 	}
 	out := make([]Reservation, 0, len(held))
 	for _, vid := range held {
-		out = append(out, *x.res[vid])
+		out = append(out, *x.resAt(vid))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VID < out[j].VID })
 	return out
@@ -360,7 +375,7 @@ func (x *Index) Stranded() []int {
 
 // holderOf describes who other than claim holds vid, for a ConflictError.
 func (x *Index) holderOf(vid int, claim Claim) string {
-	if r := x.res[vid]; r != nil && r.Network != claim.Network {
+	if r := x.resAt(vid); r != nil && r.Network != claim.Network {
 		return "network " + r.Network.String()
 	}
 	if n, ok := x.zone.staticByVID[vid]; ok && n != claim.Network {
@@ -377,4 +392,32 @@ func (x *Index) holderOf(vid int, claim Claim) string {
 		return fmt.Sprintf("Vlan %q", names[0])
 	}
 	return "another holder"
+}
+
+// resAt returns the reservation of vid, or nil. The pointer is valid only
+// until the next reservation is recorded.
+func (x *Index) resAt(vid int) *Reservation {
+	if !validHold(vid) || x.res[vid] == 0 {
+		return nil
+	}
+	return &x.resSlab[x.res[vid]-1]
+}
+
+func (x *Index) setRes(r Reservation) {
+	if n := len(x.resFree); n > 0 {
+		pos := x.resFree[n-1]
+		x.resFree = x.resFree[:n-1]
+		x.resSlab[pos] = r
+		x.res[r.VID] = pos + 1
+		return
+	}
+	x.resSlab = append(x.resSlab, r)
+	x.res[r.VID] = int32(len(x.resSlab))
+}
+
+func (x *Index) clearRes(vid int) {
+	pos := x.res[vid] - 1
+	x.resSlab[pos] = Reservation{}
+	x.resFree = append(x.resFree, pos)
+	x.res[vid] = 0
 }

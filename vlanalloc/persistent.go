@@ -84,7 +84,7 @@ func (a *Allocator) pick(claim Claim) (int, source, error) {
 func (a *Allocator) learn(vid int, holder Reservation, claim Claim) {
 	a.index.mu.Lock()
 	defer a.index.mu.Unlock()
-	if r := a.index.res[vid]; r != nil && r.Network == claim.Network {
+	if r := a.index.resAt(vid); r != nil && r.Network == claim.Network {
 		a.index.forgetReservation(vid)
 	}
 	holder.VID = vid
