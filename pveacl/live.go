@@ -185,3 +185,30 @@ func readResources(ctx context.Context, c Client) ([]SnapshotResource, error) {
 	}
 	return out, nil
 }
+
+// ClusterRegion names the cluster for the region written next to token
+// secrets: the cluster name from GET /cluster/status, or on a standalone
+// node the node's name (Proxmox CCM uses one region per cluster).
+func ClusterRegion(ctx context.Context, c Client) (string, error) {
+	var status []struct {
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Local int    `json:"local"`
+	}
+	if err := c.Get(ctx, "/cluster/status", &status); err != nil {
+		return "", fmt.Errorf("cannot read the cluster name (GET /cluster/status) for the region: %w; pass the region explicitly", err)
+	}
+	node := ""
+	for _, s := range status {
+		switch {
+		case s.Type == "cluster" && s.Name != "":
+			return s.Name, nil
+		case s.Type == "node" && (node == "" || s.Local == 1):
+			node = s.Name
+		}
+	}
+	if node == "" {
+		return "", fmt.Errorf("cannot derive the region: GET /cluster/status lists no cluster and no node; pass the region explicitly")
+	}
+	return node, nil
+}

@@ -2,7 +2,10 @@ package pve
 
 import (
 	"crypto/rand"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -112,6 +115,7 @@ func New(opts ...Option) (*Server, error) {
 	}
 	srv.RootTokenID, srv.RootSecret = pveacl.TokenID("root@pam", RootTokenName), secret
 	srv.ts = httptest.NewUnstartedServer(srv)
+	srv.ts.Config.ErrorLog = log.New(io.Discard, "", 0) // a client refusing the certificate is a test's business
 	if c.tls {
 		srv.ts.StartTLS()
 	} else {
@@ -126,6 +130,15 @@ func (srv *Server) Close() { srv.ts.Close() }
 
 // HTTPClient returns a client that trusts the server's certificate.
 func (srv *Server) HTTPClient() *http.Client { return srv.ts.Client() }
+
+// CertificatePEM returns the server's TLS certificate in PEM (nil without
+// WithTLS), for clients that take a CA file.
+func (srv *Server) CertificatePEM() []byte {
+	if srv.ts.Certificate() == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.ts.Certificate().Raw})
+}
 
 // ServeHTTP serves one request: latency, authentication, injected faults,
 // routing, the declared permission check, parameter validation and the

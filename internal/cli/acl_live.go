@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	proxmox "github.com/luthermonson/go-proxmox"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+)
+
+// liveFlags connect to the Proxmox VE API with an API token.
+type liveFlags struct {
+	url, tokenID, tokenSecret, tokenSecretFile, caFile string
+	insecure                                           bool
+}
+
+func (f *liveFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.url, "url", "", "Proxmox VE API address, https://HOST:8006 (/api2/json is appended; a URL that has it is taken as is)")
+	fs.StringVar(&f.tokenID, "token-id", "", "API token id, USER@REALM!TOKEN")
+	fs.StringVar(&f.tokenSecret, "token-secret", "", "API token secret (prefer --token-secret-file: arguments show in process lists)")
+	fs.StringVar(&f.tokenSecretFile, "token-secret-file", "", "file whose first line is the API token secret")
+	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
+	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the API's TLS certificate (anyone in the path can take the token)")
+}
+
+// apiBaseURL turns the address of a node into the API base URL go-proxmox
+// needs: https://HOST:8006 becomes https://HOST:8006/api2/json, and a URL
+// that already ends in /api2/json is kept (never doubled).
+func apiBaseURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", fmt.Errorf("--url %q is not an API address: use https://HOST:8006", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("--url %q carries a query, fragment or user: use https://HOST:8006", raw)
+	}
+	switch strings.TrimRight(u.Path, "/") {
+	case "", "/api2/json":
+	default:
+		return "", fmt.Errorf("--url %q has the path %q: use https://HOST:8006 (/api2/json is appended)", raw, u.Path)
+	}
+	u.Path = "/api2/json"
+	return u.String(), nil
+}
+
+// client builds a go-proxmox client for the flags. It warns on errOut when
+// TLS verification is off; it never prints the secret.
+func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
+	base, err := apiBaseURL(f.url)
+	if err != nil {
+		return nil, "", err
+	}
+	if !pveacl.IsTokenID(f.tokenID) {
+		return nil, "", fmt.Errorf("--token-id %q is not a token id: use USER@REALM!TOKEN", f.tokenID)
+	}
+	secret, err := f.secret()
+	if err != nil {
+		return nil, "", err
+	}
+	opts := []proxmox.Option{proxmox.WithAPIToken(f.tokenID, secret), proxmox.WithLogger(silentLog{}),
+		proxmox.WithTimeout(2 * time.Minute), proxmox.WithUserAgent("pxsubstrate")}
+	switch {
+	case f.insecure && f.caFile != "":
+		return nil, "", errors.New("--ca-file and --insecure-skip-tls-verify exclude each other: keep --ca-file")
+	case f.insecure:
+		fmt.Fprintln(app.ErrOut, "Warning: TLS verification is off (--insecure-skip-tls-verify): whoever answers at "+base+" receives the API token; use --ca-file instead")
+		opts = append(opts, proxmox.WithInsecureSkipVerify())
+	case f.caFile != "":
+		pool, err := caPool(f.caFile)
+		if err != nil {
+			return nil, "", err
+		}
+		opts = append(opts, proxmox.WithRootCAs(pool))
+	}
+	return proxmox.NewClient(base, opts...), base, nil
+}
+
+func (f *liveFlags) secret() (string, error) {
+	switch {
+	case f.tokenSecret != "" && f.tokenSecretFile != "":
+		return "", errors.New("pass the token secret once: --token-secret or --token-secret-file")
+	case f.tokenSecretFile != "":
+		b, err := os.ReadFile(f.tokenSecretFile)
+		if err != nil {
+			return "", fmt.Errorf("cannot read the token secret: %w", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if s := strings.TrimSpace(line); s != "" {
+			return s, nil
+		}
+		return "", fmt.Errorf("cannot read the token secret: %s is empty", f.tokenSecretFile)
+	case f.tokenSecret != "":
+		return f.tokenSecret, nil
+	}
+	return "", errors.New("the token secret is missing: pass --token-secret-file (or --token-secret)")
+}
+
+func caPool(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// readConfig reads the live access-control state (acl audit --url).
+func (f *liveFlags) readConfig(ctx context.Context, app *App) (*pveacl.Config, error) {
+	c, _, err := f.client(app)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pveacl.ReadLive(ctx, c)
+	return cfg, tlsHint(err)
+}
+
+// tlsHint adds what to do when the API's certificate is not trusted.
+func tlsHint(err error) error {
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) {
+		return fmt.Errorf("%w (pass the cluster's CA with --ca-file: /etc/pve/pve-root-ca.pem on any node)", err)
+	}
+	return err
+}
+
+// silentLog drops go-proxmox's log lines: at debug level they carry
+// response bodies, token secrets included.
+type silentLog struct{}
+
+func (silentLog) Debugf(string, ...any) {}
+func (silentLog) Errorf(string, ...any) {}
+func (silentLog) Infof(string, ...any)  {}
+func (silentLog) Warnf(string, ...any)  {}
+
+type applyFlags struct {
+	live                                                   liveFlags
+	tenants, secretsDir, secretManifests, secretNS, region string
+	prune                                                  bool
+}
+
+func newACLApplyCmd(app *App) *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
+		Use:   "apply --tenants F --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--secrets-dir D | --secret-manifests F] [--prune]",
+		Short: "Apply the tenants' users, tokens, roles, pools and ACLs through the API, idempotently",
+		Long: `Reads the live access-control state, plans what the tenants need for the
+Proxmox VE version the cluster runs, and performs only the missing changes; a
+second run changes nothing. Objects it does not own are never touched; with
+--prune, users, tokens and empty pools it created (their comment starts with
+"pxsubstrate ") that the tenants no longer list are removed.
+
+--url is the bare node address, https://HOST:8006; /api2/json is appended. TLS
+is verified against the system roots and --ca-file.
+
+New token secrets are shown by Proxmox VE once. They go to --secrets-dir (one
+0600 JSON file per token) or --secret-manifests (Kubernetes Secret manifests in
+one 0600 YAML file), with the keys url, token_id, token_secret and region; they
+are never printed. The token needs administrator rights (root@pam's token, or
+one with Administrator on /).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runACLApply(cmd.Context(), app, &f) },
+	}
+	fs := cmd.Flags()
+	f.live.bind(fs)
+	fs.StringVar(&f.tenants, "tenants", "", "tenant specification YAML (see docs/pveacl.md)")
+	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory for new token secrets, one <name>.json per token (0600)")
+	fs.StringVar(&f.secretManifests, "secret-manifests", "", "YAML file collecting new token secrets as Kubernetes Secret manifests (0600)")
+	fs.StringVar(&f.secretNS, "secret-namespace", "", "namespace written into the Secret manifests")
+	fs.StringVar(&f.region, "region", "", "region written next to each secret (default: the cluster's name, or the node's on a standalone node)")
+	fs.BoolVar(&f.prune, "prune", false, "also remove owned users, tokens and empty pools the tenants no longer list")
+	for _, name := range []string{"tenants", "url", "token-id"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	cmd.MarkFlagsMutuallyExclusive("secrets-dir", "secret-manifests")
+	return cmd
+}
+
+func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
+	data, err := readInput(app, f.tenants)
+	if err != nil {
+		return err
+	}
+	spec, err := pveacl.LoadTenants(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.tenants, err)
+	}
+	c, base, err := f.live.client(app)
+	if err != nil {
+		return err
+	}
+	opts := []pveacl.LiveOption{pveacl.WithProgress(progress(app))}
+	if f.prune {
+		opts = append(opts, pveacl.WithPrune())
+	}
+	if sink := f.sink(); sink != nil {
+		region := f.region
+		if region == "" {
+			if region, err = pveacl.ClusterRegion(ctx, c); err != nil {
+				return tlsHint(err)
+			}
+		}
+		opts = append(opts, pveacl.WithSecretSink(sink), pveacl.WithSecretContext(base, region))
+	}
+	res, err := pveacl.ApplyLive(ctx, c, spec, opts...)
+	err = tlsHint(err)
+	if perr := app.Print(res, func(w io.Writer) { applyTable(w, res) }); perr != nil && err == nil {
+		err = perr
+	}
+	return err
+}
+
+func (f *applyFlags) sink() pveacl.SecretSink {
+	switch {
+	case f.secretsDir != "":
+		return pveacl.DirSink{Dir: f.secretsDir}
+	case f.secretManifests != "":
+		return pveacl.ManifestSink{Path: f.secretManifests, Namespace: f.secretNS}
+	}
+	return nil
+}
+
+// progress reports each change on standard error when it is a terminal.
+func progress(app *App) func(pveacl.Progress) {
+	f, ok := app.ErrOut.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return func(p pveacl.Progress) {
+		if p.Outcome != "" {
+			fmt.Fprintf(app.ErrOut, "[%d/%d] %s %s: %s\n", p.Index, p.Total, p.Change.Op, changeTarget(p.Change), p.Outcome)
+		}
+	}
+}
+
+func applyTable(w io.Writer, res pveacl.ApplyResult) {
+	fmt.Fprintf(w, "Proxmox VE %d: %d change(s)\n", int(res.Version), len(res.Applied))
+	if len(res.Applied) > 0 {
+		fmt.Fprintln(w, "STEP\tOPERATION\tTARGET\tOUTCOME")
+	}
+	for i, a := range res.Applied {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", i+1, a.Change.Op, changeTarget(a.Change), a.Outcome)
+	}
+	for _, k := range res.Kept {
+		fmt.Fprintf(w, "kept %s: %s\n", k.Object, k.Reason)
+	}
+	for _, s := range res.Secrets {
+		fmt.Fprintf(w, "secret of %s stored in %s\n", s.TokenID, s.Location)
+	}
+}
+
+// changeTarget names what a change acts on.
+func changeTarget(c pveacl.Change) string {
+	switch c.Op {
+	case pveacl.OpCreateRole, pveacl.OpUpdateRole:
+		return c.Role + " [" + strings.Join(c.Privs, ",") + "]"
+	case pveacl.OpCreatePool, pveacl.OpDeletePool:
+		return c.Pool
+	case pveacl.OpAddPoolMembers, pveacl.OpRemovePoolMembers:
+		members := append([]string{}, c.Storages...)
+		for _, vm := range c.VMs {
+			members = append(members, strconv.Itoa(vm))
+		}
+		return c.Pool + " " + strings.Join(members, ",")
+	case pveacl.OpCreateToken, pveacl.OpUpdateToken, pveacl.OpDeleteToken:
+		return pveacl.TokenID(c.User, c.Token)
+	case pveacl.OpSetACL, pveacl.OpDeleteACL:
+		prop := ""
+		if c.Op == pveacl.OpSetACL {
+			prop = fmt.Sprintf(" propagate=%d", map[bool]int{false: 0, true: 1}[c.Propagate])
+		}
+		return fmt.Sprintf("%s %s %s %s%s", c.Path, c.Kind, c.Subject, strings.Join(c.Roles, ","), prop)
+	}
+	return c.User
+}

@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+)
+
+const liveTenants = `tenants:
+  - name: alpha
+    storage: alpha-disks
+  - name: beta
+    storage: beta-disks
+`
+
+// liveEnv is a TLS fake with the tenants' storages and files for the flags.
+type liveEnv struct {
+	srv                       *pveacltest.Server
+	dir, tenants, ca, rootSec string
+	bare                      string // https://127.0.0.1:PORT
+}
+
+func newLiveEnv(t *testing.T) *liveEnv {
+	t.Helper()
+	srv := pveacltest.NewServer(t, pveacltest.WithTLS(), pveacltest.WithCluster("eu-west"))
+	for _, s := range []string{"alpha-disks", "beta-disks"} {
+		if err := srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	e := &liveEnv{srv: srv, dir: dir, tenants: filepath.Join(dir, "tenants.yaml"), ca: filepath.Join(dir, "ca.pem"),
+		rootSec: filepath.Join(dir, "root.secret"), bare: strings.TrimSuffix(srv.URL, "/api2/json")}
+	for path, data := range map[string]string{e.tenants: liveTenants, e.ca: string(srv.CertificatePEM()), e.rootSec: srv.RootSecret + "\n"} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func (e *liveEnv) args(extra ...string) []string {
+	return append([]string{"--tenants", e.tenants, "--url", e.bare, "--token-id", e.srv.RootTokenID,
+		"--token-secret-file", e.rootSec}, extra...)
+}
+
+// runApply executes `acl apply` in-process with the given output format.
+func runApply(t *testing.T, format string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := &App{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Format: format}
+	cmd := newACLApplyCmd(app)
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func TestACLApplyCommand(t *testing.T) {
+	e := newLiveEnv(t)
+	manifests := filepath.Join(e.dir, "secrets.yaml")
+	out, errOut, err := runApply(t, "table", e.args("--ca-file", e.ca, "--secret-manifests", manifests, "--secret-namespace", "tenants")...)
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "create-token") || !strings.Contains(out, "secret of alpha@pve!csi stored in "+manifests+"#proxmox-alpha-pve-csi") {
+		t.Errorf("the table lists the changes and where secrets went:\n%s", out)
+	}
+	data, err := os.ReadFile(manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := credlint.ReadSecrets(bytes.NewReader(data))
+	if err != nil || len(secrets) != 4 {
+		t.Fatalf("four Secret manifests: %d, %v", len(secrets), err)
+	}
+	for _, f := range credlint.Lint(secrets) {
+		if f.Severity == credlint.Error {
+			t.Errorf("a written Secret must pass the credentials lint: %+v", f)
+		}
+	}
+	for _, s := range secrets {
+		if s.Data["url"] != e.srv.URL || s.Data["region"] != "eu-west" {
+			t.Errorf("url is the API base (with /api2/json) and region the cluster name: %v %v", s.Data["url"], s.Data["region"])
+		}
+		if v := s.Data["token_secret"]; v == "" || strings.Contains(out+errOut, v) {
+			t.Errorf("a token secret must never reach the output (secret of %s)", s.Data["token_id"])
+		}
+	}
+	e.srv.ResetRequests()
+	out, _, err = runApply(t, "json", e.args("--ca-file", e.ca, "--secret-manifests", manifests)...)
+	if err != nil || !strings.Contains(out, `"applied": null`) || len(e.srv.MutatingRequests()) != 0 {
+		t.Errorf("a second run changes nothing: %v, mutating %v\n%s", err, e.srv.MutatingRequests(), out)
+	}
+}
+
+func TestACLApplyRefusals(t *testing.T) {
+	e := newLiveEnv(t)
+	cases := map[string]struct {
+		reason string
+		args   []string
+		err    string
+		stderr string
+	}{
+		"NoSink": {reason: "new tokens need a place for their secrets before anything changes",
+			args: e.args("--ca-file", e.ca), err: "new API tokens need a place for their secrets: pass a secret sink (--secrets-dir or --secret-manifests)"},
+		"UnknownCA": {reason: "TLS is verified by default",
+			args: e.args("--secrets-dir", filepath.Join(e.dir, "s")), err: "(pass the cluster's CA with --ca-file"},
+		"Insecure": {reason: "skipping verification works but warns",
+			args: e.args("--insecure-skip-tls-verify", "--secrets-dir", filepath.Join(e.dir, "s")), stderr: "Warning: TLS verification is off"},
+		"BothSinks": {reason: "one sink at a time",
+			args: e.args("--secrets-dir", "a", "--secret-manifests", "b"), err: "none of the others can be"},
+		"BadToken": {reason: "the token id must be USER@REALM!TOKEN",
+			args: []string{"--tenants", e.tenants, "--url", e.bare, "--token-id", "root@pam", "--token-secret", "x"}, err: `--token-id "root@pam" is not a token id`},
+		"BadURL": {reason: "only the node address is accepted",
+			args: []string{"--tenants", e.tenants, "--url", e.bare + "/pve", "--token-id", "a@pve!tk", "--token-secret", "x"}, err: "use https://HOST:8006 (/api2/json is appended)"},
+	}
+	for _, name := range []string{"NoSink", "UnknownCA", "Insecure", "BothSinks", "BadToken", "BadURL"} {
+		tc := cases[name]
+		t.Run(name, func(t *testing.T) {
+			before := len(e.srv.MutatingRequests())
+			_, errOut, err := runApply(t, "table", tc.args...)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if (tc.err == "") != (err == nil) || !strings.Contains(got, tc.err) {
+				t.Errorf("%s: error %q, want %q", tc.reason, got, tc.err)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("%s: stderr %q, want %q", tc.reason, errOut, tc.stderr)
+			}
+			if tc.err != "" && len(e.srv.MutatingRequests()) != before {
+				t.Errorf("%s: a refused apply changes nothing", tc.reason)
+			}
+		})
+	}
+}
+
+func TestAPIBaseURL(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     string
+		want   string
+		err    bool
+	}{
+		"Bare":     {reason: "the node address gets /api2/json", in: "https://pve:8006", want: "https://pve:8006/api2/json"},
+		"Slash":    {reason: "a trailing slash is fine", in: "https://pve:8006/", want: "https://pve:8006/api2/json"},
+		"HasAPI":   {reason: "/api2/json is accepted, not doubled", in: "https://pve:8006/api2/json", want: "https://pve:8006/api2/json"},
+		"HasAPI2":  {reason: "with a trailing slash too", in: "https://pve:8006/api2/json/", want: "https://pve:8006/api2/json"},
+		"OtherDir": {reason: "another path is a mistake", in: "https://pve:8006/pve", err: true},
+		"NoScheme": {reason: "a scheme is needed", in: "pve:8006", err: true},
+		"Query":    {reason: "queries are mistakes", in: "https://pve:8006?x=1", err: true},
+		"UserInfo": {reason: "credentials do not belong in the URL", in: "https://root:pw@pve:8006", err: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := apiBaseURL(tc.in)
+			if got != tc.want || (err != nil) != tc.err {
+				t.Errorf("%s: apiBaseURL(%q) = %q, %v", tc.reason, tc.in, got, err)
+			}
+		})
+	}
+}
+
+func FuzzAPIBaseURL(f *testing.F) {
+	for _, s := range []string{"https://pve:8006", "https://pve:8006/api2/json", "http://[::1]:8006/", "https://pve/api2/json/api2/json", "ftp://x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := apiBaseURL(raw)
+		if err != nil {
+			return
+		}
+		u, perr := url.Parse(got)
+		if perr != nil || u.Path != "/api2/json" || strings.Count(got, "/api2/json") != 1 {
+			t.Fatalf("apiBaseURL(%q) = %q: not one /api2/json path", raw, got)
+		}
+		if again, err := apiBaseURL(got); err != nil || again != got {
+			t.Fatalf("apiBaseURL is not idempotent on %q: %q, %v", got, again, err)
+		}
+	})
+}
+
+func TestChangeTargets(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		change pveacl.Change
+		want   string
+	}{
+		"ACL":     {reason: "path, kind, subject, roles, flag", change: pveacl.Change{Op: pveacl.OpSetACL, Path: "/pool/a", Kind: pveacl.KindToken, Subject: "a@pve!csi", Roles: []string{"CozyCSI"}}, want: "/pool/a token a@pve!csi CozyCSI propagate=0"},
+		"Token":   {reason: "the full token id", change: pveacl.Change{Op: pveacl.OpCreateToken, User: "a@pve", Token: "csi"}, want: "a@pve!csi"},
+		"Members": {reason: "pool and members", change: pveacl.Change{Op: pveacl.OpAddPoolMembers, Pool: "a", VMs: []int{100}, Storages: []string{"s"}}, want: "a s,100"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := changeTarget(tc.change); got != tc.want {
+				t.Errorf("%s: %q, want %q", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
