@@ -6,6 +6,9 @@ test:
 demo:
 	go run ./cmd/pxsubstrate demo
 
+generate:
+	hack/generate.sh
+
 build:
 	go build -o bin/ ./cmd/...
 
