@@ -102,12 +102,14 @@ func (c *Cache) notify(obj client.Object, gone bool) {
 // Observe records a created or updated object. Kinds the cache does not
 // index are only passed to OnChange.
 func (c *Cache) Observe(obj client.Object) {
+	obj = typed(obj)
 	c.record(obj, false)
 	c.notify(obj, false)
 }
 
 // Forget records that obj is gone.
 func (c *Cache) Forget(obj client.Object) {
+	obj = typed(obj)
 	c.record(obj, true)
 	c.notify(obj, true)
 }

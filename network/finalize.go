@@ -48,6 +48,10 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if p := n.Status.IPPool; p != nil {
+		p.Used = int32(use.Addresses)
+		p.Free = max(p.Total-p.Used, 0)
+	}
 	if use.Addresses > 0 || use.Machines > 0 || protected {
 		return wait(v1alpha1.ReasonInUse, fmt.Sprintf("%d address(es) of pool %q are allocated and %d ProxmoxMachine(s) reference it; VLAN %d and subnet %q are kept until they are gone",
 			use.Addresses, n.Spec.IPPool, use.Machines, n.Status.VLAN, n.Spec.Subnet))

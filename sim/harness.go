@@ -17,8 +17,12 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
-// Epoch is the simulated clock's start: 2026-01-01T00:00:00Z.
-var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// Epoch is the simulated clock's start: 2100-01-01T00:00:00Z. The in-memory
+// API stamps deletionTimestamp with the machine's real time, and a
+// controller whose clock runs behind the API server's restarts its prune
+// timers until it catches up, so the simulated clock starts ahead of any
+// real one. Reports print deletion times on the simulated clock.
+var Epoch = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ErrNotConverged says the simulation did not settle within its budget.
 var ErrNotConverged = errors.New("simulation did not converge")
@@ -57,16 +61,41 @@ type Harness struct {
 	logs   *LogBook
 }
 
-// target forwards cache events to the current controller's cache.
+// target forwards cache events to the current controller's cache, and
+// notes when, on the simulated clock, each object was first seen deleting.
 type target struct {
-	mu sync.RWMutex
-	c  *network.Cache
+	mu      sync.RWMutex
+	c       *network.Cache
+	clock   *clocktesting.FakeClock
+	deleted map[string]time.Time
+}
+
+func (t *target) noteDeletion(o client.Object) {
+	if o.GetDeletionTimestamp().IsZero() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := o.GetNamespace() + "/" + o.GetName() + "/" + string(o.GetUID())
+	if _, ok := t.deleted[k]; !ok {
+		t.deleted[k] = t.clock.Now()
+	}
+}
+
+// deletedAt returns the simulated time o was first seen deleting.
+func (t *target) deletedAt(namespace, name, uid string) (time.Time, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	at, ok := t.deleted[namespace+"/"+name+"/"+uid]
+	return at, ok
 }
 
 func (t *target) set(c *network.Cache) { t.mu.Lock(); t.c = c; t.mu.Unlock() }
-func (t *target) get() *network.Cache  { t.mu.RLock(); defer t.mu.RUnlock(); return t.c }
+
+func (t *target) get() *network.Cache { t.mu.RLock(); defer t.mu.RUnlock(); return t.c }
 
 func (t *target) Observe(o client.Object) {
+	t.noteDeletion(o)
 	if c := t.get(); c != nil {
 		c.Observe(o)
 	}
@@ -84,11 +113,12 @@ func NewHarness(opts Options) *Harness {
 	if opts.MaxReconciles == 0 {
 		opts.MaxReconciles = 100000
 	}
+	clk := clocktesting.NewFakeClock(Epoch)
 	h := &Harness{
 		opts:   opts,
-		Clock:  clocktesting.NewFakeClock(Epoch),
+		Clock:  clk,
 		World:  &World{PruneSubnets: !opts.KubeOVNDoesNotPrune},
-		target: &target{},
+		target: &target{clock: clk, deleted: map[string]time.Time{}},
 		logs:   &LogBook{},
 	}
 	h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus()})

@@ -121,4 +121,3 @@ func Machine(ns, name, version, bridge string, vlan int, pool string) *unstructu
 	u.SetName(name)
 	return u
 }
-

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pxsubstrate/pxsubstrate/sim"
+)
+
+func init() { register(newSimCmd) }
+
+func newSimCmd(app *App) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "sim -f SCENARIO",
+		Short: "Run the network controller on an in-memory cluster through a scenario and print the final objects",
+		Long: "Runs the ProxmoxNetwork and zone reconcilers on an in-memory API with a simulated\n" +
+			"Kube-OVN and IPAM provider and a fake clock, through the scenario's steps (apply,\n" +
+			"delete, restart, advance, converge, expect), then prints every object as YAML.\n" +
+			"An expectation that does not hold is printed on stderr and exits 1.\n" +
+			"The scenario format is described in docs/sim.md.",
+		Example: "  pxsubstrate sim -f sim/testdata/lifecycle.yaml\n  pxsubstrate sim -f scenario.yaml -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := readFileFlag(app, file)
+			if err != nil {
+				return err
+			}
+			rep, err := sim.RunFile(cmd.Context(), file, data)
+			if err != nil {
+				return &ExitError{Code: 1, Err: fmt.Errorf("cannot run scenario %s: %w", file, err)}
+			}
+			if err := app.Print(rep.Objects, nil); err != nil {
+				return err
+			}
+			return simFailures(app.ErrOut, rep)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the scenario (YAML; - for stdin)")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+func simFailures(w io.Writer, rep *sim.Report) error {
+	if len(rep.Failures) == 0 {
+		return nil
+	}
+	for _, f := range rep.Failures {
+		fmt.Fprintln(w, "FAIL", f)
+	}
+	return &ExitError{Code: 1, Err: fmt.Errorf("%d expectation(s) of the scenario did not hold", len(rep.Failures))}
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// ErrInvalidScenario says a scenario file cannot be run as written.
+var ErrInvalidScenario = errors.New("invalid scenario")
+
+// Scenario is a simulation script: settings and a list of steps.
+type Scenario struct {
+	// Name is printed in reports.
+	Name string `json:"name,omitempty"`
+	// SubnetPruneTimeout is the controller's --subnet-prune-timeout ("10m").
+	SubnetPruneTimeout string `json:"subnetPruneTimeout,omitempty"`
+	// KubeOVNDoesNotPrune keeps deleted subnets listed on their Vlan.
+	KubeOVNDoesNotPrune bool `json:"kubeOVNDoesNotPrune,omitempty"`
+	// Steps run in order. The controller starts before the first step.
+	Steps []Step `json:"steps"`
+}
+
+// Step does exactly one thing.
+type Step struct {
+	// Name labels the step in reports and failures.
+	Name string `json:"name,omitempty"`
+	// Apply creates the objects, or updates them when they exist.
+	Apply *Apply `json:"apply,omitempty"`
+	// Delete deletes the objects named (finalizers are honoured).
+	Delete []ObjectRef `json:"delete,omitempty"`
+	// Restart drops the controller and all its memory and starts a new one.
+	Restart bool `json:"restart,omitempty"`
+	// Advance moves the clock forward ("30s", "10m"), reconciling at every
+	// moment something is due.
+	Advance string `json:"advance,omitempty"`
+	// Converge runs the world and the controller until nothing is left to
+	// do at the current time.
+	Converge bool `json:"converge,omitempty"`
+	// Expect checks the objects as they are now.
+	Expect []Expectation `json:"expect,omitempty"`
+}
+
+// Apply holds objects as YAML documents, inline or in a file.
+type Apply struct {
+	// Objects is one or more YAML documents separated by "---".
+	Objects string `json:"objects,omitempty"`
+	// File is a YAML file of documents, relative to the scenario file.
+	File string `json:"file,omitempty"`
+}
+
+// ObjectRef names one object.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+func (r ObjectRef) String() string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// Expectation is an assertion on one object.
+type Expectation struct {
+	ObjectRef `json:",inline"`
+	// Absent expects the object not to exist.
+	Absent bool `json:"absent,omitempty"`
+	// Conditions maps a condition type to "Status" or "Status/Reason",
+	// e.g. Ready: False/InUse.
+	Conditions map[string]string `json:"conditions,omitempty"`
+	// Messages maps a condition type to a text its message must contain.
+	Messages map[string]string `json:"messages,omitempty"`
+	// Fields maps a dotted path to the value expected there, printed as
+	// YAML scalars are: status.vlan: "100", metadata.annotations.x: "...".
+	// An empty value expects the field to be absent.
+	Fields map[string]string `json:"fields,omitempty"`
+}
+
+// ParseScenario reads a scenario; dir resolves apply files.
+func ParseScenario(data []byte) (*Scenario, error) {
+	var s Scenario
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	if _, err := s.pruneTimeout(); err != nil {
+		return nil, err
+	}
+	for i, st := range s.Steps {
+		if err := st.validate(); err != nil {
+			return nil, fmt.Errorf("%w: step %d (%s): %w", ErrInvalidScenario, i+1, st.label(), err)
+		}
+	}
+	return &s, nil
+}
+
+func (s *Scenario) pruneTimeout() (time.Duration, error) {
+	if s.SubnetPruneTimeout == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s.SubnetPruneTimeout)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%w: subnetPruneTimeout %q is not a positive duration such as 10m", ErrInvalidScenario, s.SubnetPruneTimeout)
+	}
+	return d, nil
+}
+
+func (st Step) label() string {
+	if st.Name != "" {
+		return st.Name
+	}
+	switch {
+	case st.Apply != nil:
+		return "apply"
+	case st.Delete != nil:
+		return "delete"
+	case st.Restart:
+		return "restart"
+	case st.Advance != "":
+		return "advance " + st.Advance
+	case st.Converge:
+		return "converge"
+	case st.Expect != nil:
+		return "expect"
+	}
+	return "empty"
+}
+
+func (st Step) validate() error {
+	n := 0
+	for _, set := range []bool{st.Apply != nil, st.Delete != nil, st.Restart, st.Advance != "", st.Converge, st.Expect != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("a step does exactly one of apply, delete, restart, advance, converge or expect")
+	}
+	if st.Apply != nil && (st.Apply.Objects == "") == (st.Apply.File == "") {
+		return errors.New("apply needs exactly one of objects or file")
+	}
+	if st.Advance != "" {
+		if d, err := time.ParseDuration(st.Advance); err != nil || d <= 0 {
+			return fmt.Errorf("advance %q is not a positive duration such as 30s or 10m", st.Advance)
+		}
+	}
+	for _, r := range st.Delete {
+		if r.APIVersion == "" || r.Kind == "" || r.Name == "" {
+			return fmt.Errorf("delete %q needs apiVersion, kind and name", r)
+		}
+	}
+	for _, e := range st.Expect {
+		if e.APIVersion == "" || e.Kind == "" || e.Name == "" {
+			return fmt.Errorf("expect %q needs apiVersion, kind and name", e.ObjectRef)
+		}
+	}
+	return nil
+}
+
+// readObjects decodes the YAML documents of an apply step.
+func readObjects(a *Apply, dir string) ([]*unstructured.Unstructured, error) {
+	data := []byte(a.Objects)
+	if a.File != "" {
+		p := a.File
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read apply file: %w", err)
+		}
+		data = b
+	}
+	return DecodeObjects(data)
+}
+
+// DecodeObjects decodes YAML documents into objects; empty documents are
+// skipped, and each document needs apiVersion, kind and metadata.name.
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for i := 1; ; i++ {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%w: document %d: %w", ErrInvalidScenario, i, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%w: document %d needs apiVersion, kind and metadata.name", ErrInvalidScenario, i)
+		}
+		if strings.TrimSpace(u.GetGenerateName()) != "" {
+			return nil, fmt.Errorf("%w: document %d: generateName is not supported; give a name", ErrInvalidScenario, i)
+		}
+		out = append(out, u)
+	}
+}
