@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -102,6 +103,24 @@ func TestApplyThenAuditIsClean(t *testing.T) {
 	must(t, err)
 	if len(again.Applied) != 0 || len(srv.MutatingRequests()) != 0 {
 		t.Errorf("a second apply changes nothing: %d changes, mutating requests %v", len(again.Applied), srv.MutatingRequests())
+	}
+}
+
+func TestApplyOutputsCarryNoSecret(t *testing.T) {
+	srv := cluster(t)
+	sink := dirSink(t)
+	var seen strings.Builder
+	res, err := pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, twoTenants), pveacl.WithSecretSink(sink),
+		pveacl.WithProgress(func(p pveacl.Progress) { fmt.Fprintf(&seen, "%+v\n", p) }))
+	must(t, err)
+	b, err := json.Marshal(res)
+	must(t, err)
+	fmt.Fprintf(&seen, "%s\n%+v\n", b, res)
+	for _, s := range res.Secrets {
+		secret := storedSecret(t, sink, s.TokenID)
+		if secret == "" || strings.Contains(seen.String(), secret) {
+			t.Errorf("the secret of %s must appear in the sink only", s.TokenID)
+		}
 	}
 }
 
