@@ -52,6 +52,13 @@ func (v *crdVersion) validate(obj map[string]any) error {
 	return errs.ToAggregate()
 }
 
+// renderedKinds are the kinds whose schemas are compiled: the others (such
+// as the large ClusterClass) would only cost time.
+var renderedKinds = map[string]bool{
+	"ProxmoxCluster": true, "ProxmoxMachineTemplate": true,
+	"Cluster": true, "MachineDeployment": true, "MachineHealthCheck": true,
+}
+
 // schemaSet holds the CRD versions of one capmox generation and its CAPI core.
 type schemaSet map[schema.GroupVersionKind]*crdVersion
 
@@ -153,7 +160,7 @@ func loadCRD(doc []byte, set schemaSet) error {
 	if err := yaml.Unmarshal(doc, &crd); err != nil {
 		return err
 	}
-	if crd.Kind != "CustomResourceDefinition" {
+	if crd.Kind != "CustomResourceDefinition" || !renderedKinds[crd.Spec.Names.Kind] {
 		return nil
 	}
 	for _, v := range crd.Spec.Versions {

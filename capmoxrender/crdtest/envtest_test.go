@@ -1,4 +1,4 @@
-package capmoxrender_test
+package crdtest_test
 
 import (
 	"context"
