@@ -1,36 +1,25 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 )
 
-// vpcRun runs `render vpc` in-process under the real root command. The vpc
-// command joins the render group when it exists, else a bare one.
+// vpcRun runs `pxsubstrate render vpc` in-process: stdout, and the error
+// as Main reports it (exit code and stderr).
 func vpcRun(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	app := &App{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	root := NewRoot(app)
-	var render *cobra.Command
-	for _, c := range root.Commands() {
-		if c.Name() == "render" {
-			render = c
-		}
+	out, errOut, code := admissionRun(t, args...)
+	if code == 0 {
+		return out, nil
 	}
-	if render == nil {
-		render = &cobra.Command{Use: "render"}
-		root.AddCommand(render)
+	if code != 1 || !strings.HasPrefix(errOut, "Error: ") {
+		t.Fatalf("a render failure exits 1 with Error: on stderr; got exit %d, stderr %q", code, errOut)
 	}
-	render.AddCommand(newRenderVPCCmd(app))
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
+	return out, errors.New(strings.TrimSuffix(strings.TrimPrefix(errOut, "Error: "), "\n"))
 }
 
 const vpcSpec = `namespace: tenant-test
@@ -93,8 +82,7 @@ func TestRenderVPC(t *testing.T) {
 	}
 }
 
-// TestRenderVPCExit checks the exit code and stderr the way Main reports a
-// refusal, with the command wired under a render group.
+// TestRenderVPCExit checks what a wrong file reports.
 func TestRenderVPCExit(t *testing.T) {
 	dir := admissionFiles(t, map[string]string{"vpc.yaml": vpcSpec})
 	_, err := vpcRun(t, "render", "vpc", "-f", filepath.Join(dir, "nope.yaml"))
