@@ -37,40 +37,8 @@ func TestAPIServer(t *testing.T) {
 func testRunnerAPIServer(t *testing.T, cfg *rest.Config, c client.Client) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	informers, err := cache.New(cfg, cache.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var released sync.Map
-	step := engine.WithFinalizer[*widget.Widget]{
-		Finalizer:    fin,
-		RecheckAfter: 200 * time.Millisecond,
-		ReadyToClear: func(_ context.Context, s *engine.State[*widget.Widget]) (bool, error) {
-			_, ok := released.Load(s.Object.Name)
-			return ok, nil
-		},
-		Step: engine.StepFunc[*widget.Widget](func(ctx context.Context, s *engine.State[*widget.Widget]) (engine.Result, error) {
-			s.Object.Status.Mirror = s.Object.Spec.Value
-			s.Object.Status.ObservedGeneration = s.Object.Generation
-			s.SetCondition(&s.Object.Status.Conditions, "Synced", metav1.ConditionTrue, "Mirrored", "")
-			s.SetReady(&s.Object.Status.Conditions, "Synced")
-			return engine.Result{}, nil
-		}),
-	}
-	r, err := engine.NewRunner(c, newWidget, engine.Step[*widget.Widget](step), engine.WithWorkers(2), engine.WithResync(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.Watch(ctx, informers, &widget.Widget{}, r, nil); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	if !informers.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-
+	done := startWatched(t, ctx, cfg, c, releasableMirror(&released))
 	for i := range 3 {
 		if err := c.Create(ctx, widget.New(ns, fmt.Sprintf("w%d", i), "one")); err != nil {
 			t.Fatal(err)
@@ -110,6 +78,50 @@ func testRunnerAPIServer(t *testing.T, cfg *rest.Config, c client.Client) {
 	if err := <-done; err != nil {
 		t.Errorf("Run() = %v", err)
 	}
+}
+
+// releasableMirror mirrors spec into status behind the finalizer, which may
+// go once the object's name is in released.
+func releasableMirror(released *sync.Map) engine.Step[*widget.Widget] {
+	return engine.WithFinalizer[*widget.Widget]{
+		Finalizer:    fin,
+		RecheckAfter: 200 * time.Millisecond,
+		ReadyToClear: func(_ context.Context, s *engine.State[*widget.Widget]) (bool, error) {
+			_, ok := released.Load(s.Object.Name)
+			return ok, nil
+		},
+		Step: engine.StepFunc[*widget.Widget](func(ctx context.Context, s *engine.State[*widget.Widget]) (engine.Result, error) {
+			s.Object.Status.Mirror = s.Object.Spec.Value
+			s.Object.Status.ObservedGeneration = s.Object.Generation
+			s.SetCondition(&s.Object.Status.Conditions, "Synced", metav1.ConditionTrue, "Mirrored", "")
+			s.SetReady(&s.Object.Status.Conditions, "Synced")
+			return engine.Result{}, nil
+		}),
+	}
+}
+
+// startWatched runs step over widgets with two workers, fed only by the
+// events of a controller-runtime cache (no periodic resync).
+func startWatched(t *testing.T, ctx context.Context, cfg *rest.Config, c client.Client, step engine.Step[*widget.Widget]) <-chan error {
+	t.Helper()
+	informers, err := cache.New(cfg, cache.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := engine.NewRunner(c, newWidget, step, engine.WithWorkers(2), engine.WithResync(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Watch(ctx, informers, &widget.Widget{}, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return done
 }
 
 func isReady(w *widget.Widget) bool {
@@ -216,8 +228,12 @@ func testLeaderElection(t *testing.T, cfg *rest.Config, c client.Client) {
 		t.Error("a reconciled after it stopped")
 	}
 
-	// Someone else takes the lease: b cannot renew and must stop within the
-	// renew deadline.
+	expectLeaseLossStops(t, c, b, le)
+}
+
+// expectLeaseLossStops hands the lease to someone else: e cannot renew and
+// must stop within the renew deadline.
+func expectLeaseLossStops(t *testing.T, c client.Client, e *elected, le engine.LeaderElection) {
 	l := &coordinationv1.Lease{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "widgets"}, l); err != nil {
 		t.Fatal(err)
@@ -230,19 +246,19 @@ func testLeaderElection(t *testing.T, cfg *rest.Config, c client.Client) {
 	}
 	taken := time.Now()
 	select {
-	case err := <-b.done:
+	case err := <-e.done:
 		if !errors.Is(err, engine.ErrLeaderLost) {
-			t.Errorf("RunElected(b) = %v after losing the lease, want ErrLeaderLost", err)
+			t.Errorf("RunElected(%s) = %v after losing the lease, want ErrLeaderLost", e.id, err)
 		}
 		if took := time.Since(taken); took > le.RenewDeadline+le.RetryPeriod+time.Second {
-			t.Errorf("b stopped %s after losing the lease; the renew deadline is %s", took, le.RenewDeadline)
+			t.Errorf("%s stopped %s after losing the lease; the renew deadline is %s", e.id, took, le.RenewDeadline)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("RunElected(b) did not return within 10s of losing the lease")
+		t.Fatalf("RunElected(%s) did not return within 10s of losing the lease", e.id)
 	}
-	countB := b.count.Load()
+	count := e.count.Load()
 	time.Sleep(time.Second)
-	if b.count.Load() != countB {
-		t.Error("b reconciled after losing the lease")
+	if e.count.Load() != count {
+		t.Errorf("%s reconciled after losing the lease", e.id)
 	}
 }

@@ -64,64 +64,29 @@ func NewLeaseLock(cs kubernetes.Interface, namespace, name, identity string) (*r
 //   - A runnable fails: the others are stopped, the lease is released and
 //     its error is returned.
 func RunElected(ctx context.Context, le LeaderElection, runs ...Runnable) error {
-	cfg := leaderelection.LeaderElectionConfig{
+	// The elector gets its own context, cancelled only once the runnables
+	// have stopped, so the lease is never released while a step runs.
+	ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer ecancel()
+	e := &election{parent: ctx, runs: runs, stopElector: ecancel, done: make(chan struct{})}
+	stopCampaign := context.AfterFunc(ctx, e.parentDone)
+	defer stopCampaign()
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            le.Lock,
 		LeaseDuration:   orDefault(le.LeaseDuration, DefaultLeaseDuration),
 		RenewDeadline:   orDefault(le.RenewDeadline, DefaultRenewDeadline),
 		RetryPeriod:     orDefault(le.RetryPeriod, DefaultRetryPeriod),
 		ReleaseOnCancel: true,
-	}
-	// The elector gets its own context, cancelled only once the runnables
-	// have stopped, so the lease is never released while a step runs.
-	ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer ecancel()
-	var (
-		mu      sync.Mutex
-		leading bool
-		runErr  error
-		done    = make(chan struct{})
-	)
-	stopCampaign := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !leading {
-			ecancel()
-		}
+		Callbacks:       leaderelection.LeaderCallbacks{OnStartedLeading: e.lead, OnStoppedLeading: func() {}},
 	})
-	defer stopCampaign()
-	cfg.Callbacks = leaderelection.LeaderCallbacks{
-		OnStartedLeading: func(lctx context.Context) {
-			defer close(done)
-			mu.Lock()
-			leading = true
-			mu.Unlock()
-			rctx, rcancel := context.WithCancel(lctx)
-			defer rcancel()
-			stop := context.AfterFunc(ctx, rcancel)
-			defer stop()
-			err := runAll(rctx, runs)
-			mu.Lock()
-			runErr = err
-			mu.Unlock()
-			ecancel()
-		},
-		OnStoppedLeading: func() {},
-	}
-	elector, err := leaderelection.NewLeaderElector(cfg)
 	if err != nil {
 		return fmt.Errorf("cannot start leader election: %w", err)
 	}
 	elector.Run(ectx)
-	mu.Lock()
-	wasLeading := leading
-	mu.Unlock()
-	if !wasLeading {
-		return nil
-	}
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
+	led, runErr := e.wait()
 	switch {
+	case !led:
+		return nil
 	case runErr != nil:
 		return runErr
 	case ctx.Err() != nil:
@@ -129,6 +94,67 @@ func RunElected(ctx context.Context, le LeaderElection, runs ...Runnable) error 
 	default:
 		return fmt.Errorf("cannot keep running: lease %s: %w", le.Lock.Describe(), ErrLeaderLost)
 	}
+}
+
+// election is the state RunElected shares with the elector's callbacks.
+type election struct {
+	parent      context.Context
+	runs        []Runnable
+	stopElector context.CancelFunc
+	done        chan struct{}
+
+	mu      sync.Mutex
+	leading bool
+	closed  bool // RunElected returned without leading: never start
+	runErr  error
+}
+
+// parentDone stops the campaign of a replica that does not lead; a leader
+// stops its runnables first (see lead).
+func (e *election) parentDone() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.leading {
+		e.stopElector()
+	}
+}
+
+// lead runs the runnables until the lease is lost (lctx ends) or the parent
+// context ends, then lets the elector release the lease.
+func (e *election) lead(lctx context.Context) {
+	defer close(e.done)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.leading = true
+	e.mu.Unlock()
+	rctx, rcancel := context.WithCancel(lctx)
+	defer rcancel()
+	stop := context.AfterFunc(e.parent, rcancel)
+	defer stop()
+	err := runAll(rctx, e.runs)
+	e.mu.Lock()
+	e.runErr = err
+	e.mu.Unlock()
+	e.stopElector()
+}
+
+// wait returns whether this replica led and, if so, waits for its runnables
+// to stop and returns their error.
+func (e *election) wait() (bool, error) {
+	e.mu.Lock()
+	led := e.leading
+	e.closed = !led
+	e.mu.Unlock()
+	if !led {
+		return false, nil
+	}
+	<-e.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return true, e.runErr
 }
 
 // runAll runs every runnable until ctx ends or one fails; then it stops the

@@ -1,0 +1,118 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+)
+
+// TestStartAPIServer starts a real kube-apiserver with a shared CRD set and
+// the CRDs of the Cluster API and in-cluster IPAM modules, and checks that
+// they are served and that the built-in coordination API works.
+func TestStartAPIServer(t *testing.T) {
+	s := kube.Scheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
+		Scheme:     s,
+		SharedCRDs: []string{"capmox-v0.9.0"},
+		CAPI:       true,
+		CAPIIPAM:   true,
+	})
+	ctx := context.Background()
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.List(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	for _, crd := range crds.Items {
+		served[crd.Name] = true
+	}
+	for _, want := range []string{
+		"proxmoxclusters.infrastructure.cluster.x-k8s.io",
+		"clusters.cluster.x-k8s.io",
+		"machinedeployments.cluster.x-k8s.io",
+		"inclusterippools.ipam.cluster.x-k8s.io",
+	} {
+		if !served[want] {
+			t.Errorf("CRD %s is not installed", want)
+		}
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "l"}}
+	if err := c.Create(ctx, lease); err != nil {
+		t.Fatalf("cannot create a Lease: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(lease), &coordinationv1.Lease{}); err != nil {
+		t.Fatalf("cannot read the Lease back: %v", err)
+	}
+}
+
+func TestFindAssets(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv("KUBEBUILDER_ASSETS", empty)
+	_, err := kube.FindAssets()
+	if !errors.Is(err, kube.ErrMissingAssets) || !strings.Contains(err.Error(), "run hack/test.sh or hack/kube-assets.sh to build them") ||
+		!strings.Contains(err.Error(), empty) {
+		t.Errorf("FindAssets() with an empty folder = %v; want ErrMissingAssets naming the folder and how to build", err)
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if err := os.WriteFile(filepath.Join(empty, bin), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dir, err := kube.FindAssets(); err != nil || dir != empty {
+		t.Errorf("FindAssets() = %q, %v; want %q", dir, err, empty)
+	}
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("PXSUBSTRATE_CACHE", "/cache-root")
+	if got, want := kube.DefaultAssetsDir(), "/cache-root/kube/1.37.2-etcd3.7.3"; got != want {
+		t.Errorf("DefaultAssetsDir() = %q, want %q", got, want)
+	}
+	t.Setenv("PXSUBSTRATE_CACHE", "")
+	t.Setenv("XDG_CACHE_HOME", "/xdg")
+	if got, want := kube.DefaultAssetsDir(), "/xdg/pxsubstrate/kube/1.37.2-etcd3.7.3"; got != want {
+		t.Errorf("DefaultAssetsDir() = %q, want %q", got, want)
+	}
+}
+
+func TestSharedDir(t *testing.T) {
+	t.Setenv("PXSUBSTRATE_SHARED", "")
+	dir, err := kube.SharedDir()
+	if err != nil {
+		t.Fatalf("SharedDir(): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "crds", "kube-ovn")); err != nil {
+		t.Errorf("SharedDir() = %q has no crds/kube-ovn: %v", dir, err)
+	}
+	t.Setenv("PXSUBSTRATE_SHARED", "/elsewhere")
+	if dir, _ := kube.SharedDir(); dir != "/elsewhere" {
+		t.Errorf("SharedDir() = %q, want the override /elsewhere", dir)
+	}
+}
+
+func TestModuleCRDDir(t *testing.T) {
+	for _, m := range []string{kube.CAPIModule, kube.CAPIIPAMModule} {
+		dir, err := kube.ModuleCRDDir(m)
+		if err != nil {
+			t.Fatalf("ModuleCRDDir(%s): %v", m, err)
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if len(files) == 0 {
+			t.Errorf("ModuleCRDDir(%s) = %s holds no YAML", m, dir)
+		}
+	}
+	if _, err := kube.ModuleCRDDir("sigs.k8s.io/cluster-api@v0.0.0-no-such"); err == nil {
+		t.Error("ModuleCRDDir of a missing version must fail")
+	}
+}
