@@ -5,9 +5,16 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
+	pmv1alpha1 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha1"
+	pmv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha2"
 )
 
 // LabelClusterName selects a cluster's Machines.
@@ -30,13 +37,73 @@ func Collect(ctx context.Context, mgmt, tenant client.Reader, namespace, cluster
 	for _, n := range nodes.Items {
 		ns = append(ns, nodeOf(n))
 	}
+	vms, err := proxmoxMachines(ctx, mgmt, namespace, cluster, capiVersion)
+	if err != nil {
+		return nil, err
+	}
 	ms := make([]Machine, 0, len(ml.Items))
 	for _, m := range ml.Items {
 		pid, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
 		ref, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
-		ms = append(ms, Machine{Name: m.GetName(), ProviderID: pid, NodeRef: ref})
+		infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+		vm := vms[infra]
+		ms = append(ms, Machine{Name: m.GetName(), ProviderID: pid, NodeRef: ref, VMID: vm.id, ProxmoxNode: vm.node})
 	}
 	return Judge(ns, ms), nil
+}
+
+type vmInfo struct {
+	id   int64
+	node string
+}
+
+// proxmoxMachines maps ProxmoxMachine names to their VM id and PVE node,
+// reading the capmox generation that pairs with capiVersion.
+func proxmoxMachines(ctx context.Context, mgmt client.Reader, namespace, cluster, capiVersion string) (map[string]vmInfo, error) {
+	version := "v1alpha1"
+	if capiVersion == "v1beta2" {
+		version = "v1alpha2"
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(schema.GroupVersionKind{Group: capmox.Group, Version: version, Kind: capmox.KindProxmoxMachine + "List"})
+	if err := mgmt.List(ctx, l, client.InNamespace(namespace), client.MatchingLabels{LabelClusterName: cluster}); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return map[string]vmInfo{}, nil
+		}
+		return nil, fmt.Errorf("cannot list the ProxmoxMachines of %s/%s: %w", namespace, cluster, err)
+	}
+	out := map[string]vmInfo{}
+	for _, u := range l.Items {
+		info, err := vmOf(u.Object, version)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read ProxmoxMachine %s: %w", u.GetName(), err)
+		}
+		out[u.GetName()] = info
+	}
+	return out, nil
+}
+
+func vmOf(obj map[string]any, version string) (vmInfo, error) {
+	if version == "v1alpha1" {
+		var m pmv1alpha1.ProxmoxMachine
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &m); err != nil {
+			return vmInfo{}, err
+		}
+		return vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}, nil
+	}
+	var m pmv1alpha2.ProxmoxMachine
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &m); err != nil {
+		return vmInfo{}, err
+	}
+	return vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 func nodeOf(n corev1.Node) Node {

@@ -1,6 +1,7 @@
 package nodeverify
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -32,6 +33,9 @@ type Machine struct {
 	Name       string
 	ProviderID string
 	NodeRef    string
+	// VMID and ProxmoxNode come from the Machine's ProxmoxMachine, when known.
+	VMID        int64
+	ProxmoxNode string
 }
 
 // Row is the verdict on one Node (or on a Machine no Node matches).
@@ -41,6 +45,7 @@ type Row struct {
 	ProviderID string   `json:"providerID"`
 	Region     string   `json:"region"`
 	Zone       string   `json:"zone"`
+	VM         string   `json:"vm,omitempty"`
 	OK         bool     `json:"ok"`
 	Problems   []string `json:"problems,omitempty"`
 	Fixes      []string `json:"fixes,omitempty"`
@@ -90,6 +95,11 @@ func Judge(nodes []Node, machines []Machine) []Row {
 func judgeNode(n Node, byID, byNode map[string]Machine, machines []Machine) Row {
 	r := Row{Node: n.Name, ProviderID: n.ProviderID, Region: n.Labels[LabelRegion], Zone: n.Labels[LabelZone]}
 	checkProviderID(&r, n, byID, byNode, machines)
+	for _, m := range machines {
+		if m.Name == r.Machine {
+			r.VM = vmLabel(m)
+		}
+	}
 	if r.Region == "" {
 		r.fail("no "+LabelRegion+" label", "the CCM sets it when it initialises the Node; without it the CSI node plugin exits with \"Failed to get region or zone for node\" and PVCs never bind: check the <cluster>-pccm Pod")
 	}
@@ -143,7 +153,7 @@ func orphanMachines(machines []Machine, matched map[string]bool) []Row {
 		if matched[m.Name] {
 			continue
 		}
-		r := Row{Node: "-", Machine: m.Name, ProviderID: m.ProviderID}
+		r := Row{Node: "-", Machine: m.Name, ProviderID: m.ProviderID, VM: vmLabel(m)}
 		if m.ProviderID == "" {
 			r.fail("Machine has no providerID yet", "capmox sets it once the VM is provisioned: check the ProxmoxMachine conditions (template not found, waiting for IP)")
 		} else {
@@ -159,4 +169,16 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// vmLabel is "<vmid>@<pve node>" (what `qm config <vmid>` on that node shows),
+// or empty when the ProxmoxMachine has not reported it.
+func vmLabel(m Machine) string {
+	if m.VMID == 0 {
+		return ""
+	}
+	if m.ProxmoxNode == "" {
+		return fmt.Sprint(m.VMID)
+	}
+	return fmt.Sprintf("%d@%s", m.VMID, m.ProxmoxNode)
 }

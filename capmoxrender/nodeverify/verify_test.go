@@ -112,14 +112,21 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
 			"metadata": map[string]any{"name": name, "namespace": "tenant-a", "labels": map[string]any{nodeverify.LabelClusterName: cluster}},
-			"spec":     map[string]any{"clusterName": cluster, "providerID": pid},
+			"spec":     map[string]any{"clusterName": cluster, "providerID": pid, "infrastructureRef": map[string]any{"name": name + "-pm"}},
 		}}
 		if nodeRef != "" {
 			_ = unstructured.SetNestedField(u.Object, nodeRef, "status", "nodeRef", "name")
 		}
 		return u
 	}
+	pm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "ProxmoxMachine",
+		"metadata": map[string]any{"name": "m1-pm", "namespace": "tenant-a", "labels": map[string]any{nodeverify.LabelClusterName: "kubernetes-prod"}},
+		"spec":     map[string]any{"virtualMachineID": int64(119), "providerID": uuidA},
+		"status":   map[string]any{"proxmoxNode": "pve1", "ready": true},
+	}}
 	mgmt := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		pm,
 		machine("m1", "kubernetes-prod", uuidA, "w1"),
 		machine("m2", "kubernetes-prod", uuidB, "w2"),
 		machine("other", "kubernetes-dev", "proxmox://ffffffff-ffff-4fff-8fff-ffffffffffff", ""),
@@ -139,5 +146,8 @@ func TestCollect(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, summarize(rows)); diff != "" {
 		t.Errorf("rows of the kubernetes-prod cluster only (-want +got):\n%s", diff)
+	}
+	if rows[0].VM != "119@pve1" || rows[1].VM != "" {
+		t.Errorf("the VM column comes from the ProxmoxMachine: got %q and %q", rows[0].VM, rows[1].VM)
 	}
 }

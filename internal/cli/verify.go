@@ -102,12 +102,12 @@ application name.`,
 }
 
 func verifyTable(w io.Writer, rows []nodeverify.Row) {
-	fmt.Fprintln(w, "NODE\tMACHINE\tPROVIDERID\tREGION\tZONE\tSTATUS\tFIX")
+	fmt.Fprintln(w, "NODE\tMACHINE\tVM\tPROVIDERID\tREGION\tZONE\tSTATUS\tFIX")
 	for _, r := range rows {
 		status, fix := "ok", "-"
 		if !r.OK {
 			status, fix = strings.Join(r.Problems, "; "), strings.Join(r.Fixes, "; ")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, orDash(r.Machine), orDash(r.ProviderID), orDash(r.Region), orDash(r.Zone), status, fix)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, orDash(r.Machine), orDash(r.VM), orDash(r.ProviderID), orDash(r.Region), orDash(r.Zone), status, fix)
 	}
 }

@@ -67,7 +67,7 @@ func TestVerify(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		want := "NODE  MACHINE  PROVIDERID                                      REGION   ZONE  STATUS  FIX\nw1    m1       " + verifyUUID1 + "  pve-eu1  pve1  ok      -\n"
+		want := "NODE  MACHINE  VM  PROVIDERID                                      REGION   ZONE  STATUS  FIX\nw1    m1       -   " + verifyUUID1 + "  pve-eu1  pve1  ok      -\n"
 		if diff := cmp.Diff(want, out); diff != "" {
 			t.Errorf("table (-want +got):\n%s", diff)
 		}
