@@ -170,3 +170,46 @@ func BenchmarkSchemaCheck(b *testing.B) {
 	b.ReportMetric(float64(code.Nanoseconds())/float64(b.N), "code-ns/op")
 	b.ReportMetric(float64(crd)/float64(code), "crd/code")
 }
+
+// TestMirrorTypesMatchCRDs fills every field of the read-side mirror types
+// (ProxmoxMachine spec and status) and checks that the real CRDs know each
+// JSON name: pruning would drop an unknown one, which the validator reports.
+func TestMirrorTypesMatchCRDs(t *testing.T) {
+	str, node, vmid := "proxmox://6c9a3b2e-1f4d-4d6e-9a1b-2c3d4e5f6a7b", "pve1", int64(119)
+	v1 := pmv1alpha1.ProxmoxMachine{
+		Spec: pmv1alpha1.ProxmoxMachineSpec{ProviderID: &str, VirtualMachineID: &vmid,
+			TemplateSelector: &pmv1alpha1.TemplateSelector{MatchTags: []string{"talos"}}, NumCores: 2, NumSockets: 1, MemoryMiB: 2048,
+			Network: &pmv1alpha1.NetworkSpec{Default: &pmv1alpha1.NetworkDevice{Bridge: "vmbr0"}}},
+		Status: pmv1alpha1.ProxmoxMachineStatus{Ready: true, ProxmoxNode: &node, VMStatus: "ready"},
+	}
+	ready := "ready"
+	v2 := pmv1alpha2.ProxmoxMachine{
+		Spec: pmv1alpha2.ProxmoxMachineSpec{ProviderID: str, VirtualMachineID: &vmid,
+			TemplateSelector: &pmv1alpha2.TemplateSelector{MatchTags: []string{"talos"}},
+			Network:          &pmv1alpha2.NetworkSpec{NetworkDevices: []pmv1alpha2.NetworkDevice{{Name: &[]string{"net0"}[0], Bridge: &[]string{"vmbr0"}[0]}}}},
+		Status: pmv1alpha2.ProxmoxMachineStatus{ProxmoxNode: &node, VMStatus: &ready},
+	}
+	for gen, m := range map[capmoxrender.Capmox]any{capmoxrender.CapmoxV07: v1, capmoxrender.CapmoxV08: v2} {
+		t.Run(string(gen), func(t *testing.T) {
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := json.Unmarshal(b, &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			version := "v1alpha1"
+			if gen == capmoxrender.CapmoxV08 {
+				version = "v1alpha2"
+			}
+			u.SetAPIVersion("infrastructure.cluster.x-k8s.io/" + version)
+			u.SetKind("ProxmoxMachine")
+			u.SetName("m")
+			checked, err := loadSchemas(t)[gen].validate(u)
+			if !checked || err != nil {
+				t.Fatalf("ProxmoxMachine %s mirror does not match the CRD (checked %t): %v", version, checked, err)
+			}
+		})
+	}
+}

@@ -55,7 +55,7 @@ func (v *crdVersion) validate(obj map[string]any) error {
 // renderedKinds are the kinds whose schemas are compiled: the others (such
 // as the large ClusterClass) would only cost time.
 var renderedKinds = map[string]bool{
-	"ProxmoxCluster": true, "ProxmoxMachineTemplate": true,
+	"ProxmoxCluster": true, "ProxmoxMachineTemplate": true, "ProxmoxMachine": true,
 	"Cluster": true, "MachineDeployment": true, "MachineHealthCheck": true,
 }
 
