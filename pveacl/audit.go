@@ -119,14 +119,18 @@ func Audit(cfg *Config, spec *Tenants) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("cannot audit: %w", err)
 	}
-	a := newAuditor(cfg, t)
+	return newAuditor(cfg, t).run(), nil
+}
+
+// run performs every check and returns the report.
+func (a *auditor) run() Report {
 	for i := range a.tenants {
 		a.auditTenant(i)
 	}
 	a.sharedStorages()
 	a.platformToken()
 	sortFindings(a.findings)
-	return Report{Findings: a.findings, Tenants: len(a.tenants), Subjects: a.subjects, Objects: a.objects}, nil
+	return Report{Findings: a.findings, Tenants: len(a.tenants), Subjects: a.subjects, Objects: a.objects}
 }
 
 func sortFindings(fs []Finding) {
@@ -277,7 +281,7 @@ func (a *auditor) platformToken() {
 	}
 	reached := 0
 	for _, tn := range a.tenants {
-		if !a.ev.Permissions(id, poolPath(tn.Pool)).Empty() {
+		if !a.perm.Permissions(id, poolPath(tn.Pool)).Empty() {
 			reached++
 		}
 	}

@@ -13,6 +13,7 @@ type auditor struct {
 	spec         *Tenants
 	tenants      []Tenant
 	ev           *Evaluator
+	perm         permissioner // answers the permission questions (the Evaluator)
 	entries      map[subjectRef][]ACE
 	poolNames    []string            // sorted
 	poolTenant   map[string]int      // tenant pool -> tenant index
@@ -33,7 +34,8 @@ type auditor struct {
 }
 
 func newAuditor(cfg *Config, t *Tenants) *auditor {
-	a := &auditor{cfg: cfg, spec: t, tenants: sortedTenants(t.Tenants), ev: NewEvaluator(cfg),
+	ev := NewEvaluator(cfg)
+	a := &auditor{cfg: cfg, spec: t, tenants: sortedTenants(t.Tenants), ev: ev, perm: ev,
 		entries: map[subjectRef][]ACE{}, poolTenant: map[string]int{}, vmPools: map[int][]string{},
 		storagePools: map[string][]string{}, declaredVM: map[int]int{}, declaredSt: map[string]int{}}
 	for _, s := range t.Platform.SharedStorages {
@@ -135,6 +137,11 @@ func unusedName(base string, taken map[string]bool) string {
 	return name
 }
 
+// permissioner is what the audit asks: the privileges of an auth id on a path.
+type permissioner interface {
+	Permissions(authID, path string) PrivSet
+}
+
 // tenantOfPool returns the tenant owning a pool (its pool or one nested in it).
 func (a *auditor) tenantOfPool(pool string) (int, bool) {
 	for p := pool; p != ""; p = poolParent(p) {
@@ -221,7 +228,7 @@ func (a *auditor) specificStorage(r relevance, s string) bool {
 func (a *auditor) reach(i int, subject string) {
 	r := a.relevance(subject)
 	report := func(path, what string) {
-		p := a.ev.Permissions(subject, path)
+		p := a.perm.Permissions(subject, path)
 		if p.Empty() {
 			return
 		}
@@ -380,7 +387,7 @@ func (a *auditor) broader(i int, token string) {
 	var extra PrivSet
 	first := ""
 	for _, p := range slices.Compact(paths) {
-		if x := a.ev.Permissions(token, p).Minus(allowed); !x.Empty() {
+		if x := a.perm.Permissions(token, p).Minus(allowed); !x.Empty() {
 			extra = extra.Union(x)
 			if first == "" {
 				first = p

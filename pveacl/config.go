@@ -179,16 +179,19 @@ func aceLess(a, b ACLKey) bool {
 }
 
 // pathLess orders paths as a depth-first walk of the ACL tree with sorted
-// children visits them.
+// children visits them: component by component, a parent before its
+// children.
 func pathLess(a, b string) bool {
-	pa, pb := strings.Split(strings.Trim(a, "/"), "/"), strings.Split(strings.Trim(b, "/"), "/")
-	if a == "/" {
-		pa = nil
+	a, b = strings.Trim(a, "/"), strings.Trim(b, "/")
+	for a != "" && b != "" {
+		ca, ra, _ := strings.Cut(a, "/")
+		cb, rb, _ := strings.Cut(b, "/")
+		if ca != cb {
+			return ca < cb
+		}
+		a, b = ra, rb
 	}
-	if b == "/" {
-		pb = nil
-	}
-	return slices.Compare(pa, pb) < 0
+	return a == "" && b != ""
 }
 
 // PoolsOfVM returns the pools that list a VM (one, unless the config was

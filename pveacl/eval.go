@@ -21,7 +21,7 @@ type Evaluator struct {
 	groupsOf map[string][]string  // user -> groups listing it
 	tokens   map[string]tokenInfo // full token id -> token
 	users    map[string]bool      // user ids of the config that are valid
-	poolsOf  map[string][]string  // "/vms/<id>" or "/storage/<id>" -> pools
+	poolsOf  map[string][]string  // "/vms/<id>" or "/storage/<id>" -> paths of its pools
 	admin    PrivSet
 }
 
@@ -75,11 +75,12 @@ func NewEvaluator(cfg *Config) *Evaluator {
 	}
 	for _, name := range sortedKeys(cfg.Pools) {
 		p := cfg.Pools[name]
+		pp := poolPath(name)
 		for _, vm := range p.VMs {
-			e.poolsOf[vmPath(vm)] = append(e.poolsOf[vmPath(vm)], name)
+			e.poolsOf[vmPath(vm)] = append(e.poolsOf[vmPath(vm)], pp)
 		}
 		for _, s := range p.Storages {
-			e.poolsOf[storagePath(s)] = append(e.poolsOf[storagePath(s)], name)
+			e.poolsOf[storagePath(s)] = append(e.poolsOf[storagePath(s)], pp)
 		}
 	}
 	for k, prop := range cfg.ACL {
@@ -211,25 +212,29 @@ func (e *Evaluator) authKind(authID string) (ti tokenInfo, token, valid bool) {
 // what was collected above. NoAccess among the result leaves only NoAccess.
 func (e *Evaluator) walk(subject string, token bool, path string, buf []roleRef) []roleRef {
 	out := buf[:0]
-	if path == "" {
-		return out
+	// Perl's split drops trailing empty fields; "/" alone is the root.
+	end := len(path)
+	for end > 0 && path[end-1] == '/' {
+		end--
 	}
-	parts := perlSplit(path, '/')
 	if path == "/" {
-		parts = []string{""}
+		end = 1
 	}
 	n := e.root
 	var lb [8]roleRef
 	level := lb[:0]
-	for i, part := range parts {
-		final := i == len(parts)-1
-		if part != "" && n != nil {
-			n = n.children[part]
+	for start := 0; start < end; {
+		seg, final := path[start:end], true
+		if path == "/" {
+			seg = ""
+		} else if i := strings.IndexByte(seg, '/'); i >= 0 {
+			seg, final = seg[:i], false
+		}
+		start += len(seg) + 1
+		if seg != "" && n != nil {
+			n = n.children[seg]
 		}
 		if n == nil {
-			if final {
-				break
-			}
 			continue
 		}
 		level = level[:0]
@@ -308,7 +313,7 @@ func (e *Evaluator) compile(subject string, token bool, path string) PrivSet {
 	if pools := e.poolsOf[path]; len(pools) > 0 && !hasRole(regular, e.noAccess) {
 		var poolRoles []roleRef
 		for _, p := range pools {
-			for _, r := range e.walk(subject, token, poolPath(p), b2[:0]) {
+			for _, r := range e.walk(subject, token, p, b2[:0]) {
 				if !hasRole(poolRoles, r.role) {
 					poolRoles = append(poolRoles, roleRef{role: r.role})
 				}

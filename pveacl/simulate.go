@@ -15,15 +15,22 @@ import (
 // PVE's "already exists" answers.
 func Apply(cfg *Config, changes []Change) (*Config, error) {
 	out := cfg.Clone()
+	vmPool := map[int][]string{}
+	for name, p := range out.Pools {
+		for _, vm := range p.VMs {
+			vmPool[vm] = append(vmPool[vm], name)
+		}
+	}
 	for i, c := range changes {
-		if err := applyOne(out, c); err != nil {
+		if err := applyOne(out, c, vmPool); err != nil {
 			return nil, fmt.Errorf("cannot apply change %d of %d: %w", i+1, len(changes), err)
 		}
 	}
 	return out, nil
 }
 
-func applyOne(c *Config, ch Change) error {
+// applyOne applies a change; vmPool (VM -> pools) is kept up to date.
+func applyOne(c *Config, ch Change, vmPool map[int][]string) error {
 	refuse := func(format string, args ...any) error {
 		return &RefusedError{Change: ch, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -61,7 +68,7 @@ func applyOne(c *Config, ch Change) error {
 	case OpCreateToken, OpUpdateToken:
 		return applyToken(c, ch, refuse)
 	case OpAddPoolMembers:
-		return applyMembers(c, ch, refuse)
+		return applyMembers(c, ch, vmPool, refuse)
 	case OpSetACL, OpDeleteACL:
 		return applyACL(c, ch, refuse)
 	default:
@@ -124,13 +131,13 @@ func applyToken(c *Config, ch Change, refuse refuser) error {
 	return nil
 }
 
-func applyMembers(c *Config, ch Change, refuse refuser) error {
+func applyMembers(c *Config, ch Change, vmPool map[int][]string, refuse refuser) error {
 	p, ok := c.Pools[ch.Pool]
 	if !ok {
 		return refuse("pool '%s' does not exist", ch.Pool)
 	}
 	for _, vm := range ch.VMs {
-		for _, other := range c.PoolsOfVM(vm) {
+		for _, other := range vmPool[vm] {
 			if other == ch.Pool {
 				continue
 			}
@@ -142,6 +149,7 @@ func applyMembers(c *Config, ch Change, refuse refuser) error {
 			c.Pools[other] = op
 		}
 		p.VMs = insertSorted(p.VMs, vm)
+		vmPool[vm] = []string{ch.Pool}
 	}
 	for _, s := range ch.Storages {
 		if err := ValidStorageID(s); err != nil {

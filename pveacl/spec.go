@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -238,10 +237,14 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 // nestedPools refuses a tenant pool inside another tenant's pool: the
 // parent's ACLs could propagate into it.
 func (v *validator) nestedPools(ts []Tenant) {
-	for i, a := range ts {
-		for _, b := range ts {
-			if a.Pool != b.Pool && b.Pool != "" && strings.HasPrefix(a.Pool, b.Pool+"/") {
-				v.add(fmt.Sprintf("tenants[%d].pool", i), "pool %q is nested in pool %q of tenant %q; give each tenant a top-level pool", a.Pool, b.Pool, b.Name)
+	owner := map[string]string{}
+	for _, t := range ts {
+		owner[t.Pool] = t.Name
+	}
+	for i, t := range ts {
+		for p := poolParent(t.Pool); p != ""; p = poolParent(p) {
+			if name, ok := owner[p]; ok {
+				v.add(fmt.Sprintf("tenants[%d].pool", i), "pool %q is nested in pool %q of tenant %q; give each tenant a top-level pool", t.Pool, p, name)
 			}
 		}
 	}
