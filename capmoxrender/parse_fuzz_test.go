@@ -1,0 +1,76 @@
+package capmoxrender_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+)
+
+// FuzzRenderNodes feeds arbitrary documents through ParseKubernetesNodes and
+// RenderNodes: nothing panics, every error is one of the package's
+// categories, and an accepted pool always yields a machine template whose
+// sizes pass the schema rules.
+func FuzzRenderNodes(f *testing.F) {
+	for _, p := range []string{"testdata/scenarios/nodes-raw/input.yaml", "testdata/scenarios/nodes-full-storage/input.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: n}\nspec: {cluster: a, substrate: proxmox, resources: {cpu: 1e3, memory: 7}}\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		n, err := capmoxrender.ParseKubernetesNodes(doc)
+		if err != nil {
+			if !errors.Is(err, capmoxrender.ErrInput) {
+				t.Fatalf("parse error outside ErrInput: %v", err)
+			}
+			return
+		}
+		objs, err := capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{})
+		if err != nil {
+			if !errors.Is(err, capmoxrender.ErrRefused) && !errors.Is(err, capmoxrender.ErrSchema) {
+				t.Fatalf("render error outside the categories: %v", err)
+			}
+			return
+		}
+		spec := objs[0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		cores, _ := spec["numCores"].(int64)
+		mem, _ := spec["memoryMiB"].(int64)
+		if cores < 1 || mem < 8 || mem%8 != 0 {
+			t.Fatalf("accepted pool rendered numCores %d memoryMiB %d", cores, mem)
+		}
+	})
+}
+
+// FuzzReadObjects: reading a lookup file never panics, and everything read
+// can be looked up again by kind, namespace and name.
+func FuzzReadObjects(f *testing.F) {
+	b, err := os.ReadFile("testdata/scenarios/cluster-vpc/lookup.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, metadata: {name: c, namespace: n}, spec: {infrastructureRef: {kind: ProxmoxCluster}}}]\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		o, err := capmoxrender.ReadObjectsBytes(doc)
+		if err != nil {
+			return
+		}
+		_, _, _ = o.ClusterInfrastructureKind(context.Background(), "n", "c")
+		o.Add(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+			"metadata": map[string]any{"name": "fz", "namespace": "fz"},
+			"spec":     map[string]any{"infrastructureRef": map[string]any{"kind": "ProxmoxCluster"}},
+		}})
+		kind, found, err := o.ClusterInfrastructureKind(context.Background(), "fz", "fz")
+		if err != nil || !found || kind != "ProxmoxCluster" {
+			t.Fatalf("an added Cluster is not found: %q %t %v", kind, found, err)
+		}
+	})
+}
