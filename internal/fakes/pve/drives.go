@@ -40,7 +40,7 @@ func parseDrive(v string) (drive, error) {
 			return drive{}, fmt.Errorf("unable to parse drive options '%s'", v)
 		}
 	}
-	if d.file == "" {
+	if d.file == "" || strings.ContainsAny(d.file, "=,") {
 		return drive{}, fmt.Errorf("unable to parse drive options '%s': missing volume", v)
 	}
 	return d, nil

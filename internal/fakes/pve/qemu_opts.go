@@ -175,7 +175,7 @@ var tagRe = regexp.MustCompile(`(?i)^[a-z0-9_][a-z0-9_\-+.]*$`)
 // normalizeTags sorts and de-duplicates a tag list and joins it with ';',
 // as get_unique_tags does with the default alphabetical ordering.
 func normalizeTags(tags string) string {
-	list := pveacl.SplitList(tags)
+	list := pveacl.SplitList(strings.ReplaceAll(tags, "\x00", ";")) // a tag never holds NUL
 	slices.Sort(list)
 	return strings.Join(slices.Compact(list), ";")
 }

@@ -9,9 +9,9 @@ import (
 var (
 	// images: [base-X-disk-N/]vm-Y-disk-N on block storages, or
 	// X/base-X-disk-N.fmt[/Y/vm-Y-disk-N.fmt] on file storages.
-	blockImageRe = regexp.MustCompile(`^(?:base-\d+-disk-\d+/)?(?:vm|base)-(\d+)-(?:disk-\d+|cloudinit)$`)
-	fileImageRe  = regexp.MustCompile(`^(?:\d+/base-\d+-disk-\d+\.\w+/)?(\d+)/(?:vm|base)-\d+-(?:disk-\d+|cloudinit)\.\w+$`)
-	backupRe     = regexp.MustCompile(`^backup/vzdump-(?:qemu|lxc)-(\d+)-`)
+	blockImageRe = regexp.MustCompile(`^(?:base-[1-9]\d*-disk-\d+/)?(?:vm|base)-([1-9]\d*)-(?:disk-\d+|cloudinit)$`)
+	fileImageRe  = regexp.MustCompile(`^(?:[1-9]\d*/base-[1-9]\d*-disk-\d+\.\w+/)?([1-9]\d*)/(?:vm|base)-[1-9]\d*-(?:disk-\d+|cloudinit)\.\w+$`)
+	backupRe     = regexp.MustCompile(`^backup/vzdump-(?:qemu|lxc)-([1-9]\d*)-`)
 	contentDirRe = regexp.MustCompile(`^(iso|vztmpl|import|snippets)/[^/]+$`)
 )
 
