@@ -1,0 +1,169 @@
+package ovnadapter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+)
+
+const provider = "pxtenant"
+
+func scheme() *runtime.Scheme {
+	s := kube.Scheme()
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// node is a Node ready on the provider network with chassis "ch-<name>",
+// unless ready is false.
+func node(name string, ready bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-" + name}}}
+	if ready {
+		n.Labels = map[string]string{ovngateway.ReadyLabel(provider): "true"}
+	}
+	return n
+}
+
+func info(name string) network.NetworkInfo {
+	return network.NetworkInfo{Namespace: "tenant-a", Name: name, Zone: "z", ProviderNetwork: provider, VPC: "vpc-a", Subnet: name, VLAN: 100}
+}
+
+// start runs an in-memory NB, a gateway client on it and a fake API
+// holding objs.
+func start(t *testing.T, objs ...client.Object) (*ovnnb.InMemory, *ovngateway.Client, client.WithWatch) {
+	t.Helper()
+	s := ovnnb.StartInMemory(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gc, err := ovngateway.Dial(ctx, ovngateway.Config{Address: s.Endpoint(), MaxBackoff: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(gc.Close)
+	k := kube.NewClient(kube.ClientOptions{Scheme: scheme(), Objects: objs, WithStatus: []client.Object{&v1alpha1.ProxmoxNetwork{}}})
+	return s, gc, k
+}
+
+func TestEnsure(t *testing.T) {
+	type want struct {
+		status  network.GatewayStatus
+		err     bool
+		state   ovnnb.State
+		checked bool
+	}
+	group := func(name string, chassis ...ovnnb.Chassis) ovnnb.Group {
+		return ovnnb.Group{ExternalIDs: map[string]string{ovngateway.OwnerKey: ovngateway.OwnerValue, ovngateway.NetworkKey: "tenant-a/" + name}, Chassis: chassis}
+	}
+	cases := map[string]struct {
+		reason string
+		nodes  []client.Object
+		ports  []string
+		n      network.NetworkInfo
+		want   want
+	}{
+		"ChassisAssigned": {
+			reason: "The router port of a network with two ready trunk nodes gets a group of both, priorities from the VPC's rendezvous order.",
+			nodes:  []client.Object{node("n1", true), node("n2", true), node("n3", false)},
+			ports:  []string{"vpc-a-net1"},
+			n:      info("net1"),
+			want: want{
+				status: network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Chassis: 2, RequeueAfter: ovngateway.ResyncPeriod},
+				state: ovnnb.State{
+					Groups: map[string]ovnnb.Group{"px-vpc-a-net1": group("net1", rank(t, "n1", "n2")...)},
+					Ports:  map[string]ovnnb.Port{"vpc-a-net1": {Group: "px-vpc-a-net1"}},
+				},
+				checked: true,
+			},
+		},
+		"RouterPortMissing": {
+			reason: "Before Kube-OVN creates the router port nothing is written and the network is asked again after RetryAfter.",
+			nodes:  []client.Object{node("n1", true)},
+			n:      info("net1"),
+			want: want{
+				status:  network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRouterPortMissing, RequeueAfter: ovngateway.RetryAfter},
+				state:   ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}},
+				checked: true,
+			},
+		},
+		"NoTrunkNodes": {
+			reason: "Without a Node ready on the provider network no group is created.",
+			nodes:  []client.Object{node("n1", false)},
+			ports:  []string{"vpc-a-net1"},
+			n:      info("net1"),
+			want: want{
+				status:  network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoTrunkNodes, RequeueAfter: ovngateway.ResyncPeriod},
+				state:   ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{"vpc-a-net1": {}}},
+				checked: true,
+			},
+		},
+		"WaitingForVLAN": {
+			reason: "A network without a VLAN is not looked up in the NB.",
+			n:      network.NetworkInfo{Namespace: "tenant-a", Name: "net1", VPC: "vpc-a", Subnet: "net1"},
+			want:   want{status: network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWaitingForVLAN, RequeueAfter: ovngateway.ResyncPeriod}},
+		},
+		"NoVPC": {
+			reason: "A subnet without spec.vpc names no router port.",
+			n:      network.NetworkInfo{Namespace: "tenant-a", Name: "net1", Subnet: "net1", VLAN: 100},
+			want:   want{status: network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonSubnetUnavailable, RequeueAfter: ovngateway.ResyncPeriod}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, gc, k := start(t, tc.nodes...)
+			admin := ovnnb.Connect(t, s.Endpoint())
+			for _, p := range tc.ports {
+				ovnnb.AddRouterPort(t, admin, "vpc-a", p)
+			}
+			gw, err := ovnadapter.New(gc, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := gw.Ensure(context.Background(), tc.n)
+			if (err != nil) != tc.want.err {
+				t.Fatalf("%s\nEnsure(...): error %v, want error %v", tc.reason, err, tc.want.err)
+			}
+			got.Message = ""
+			if diff := cmp.Diff(tc.want.status, got); diff != "" {
+				t.Errorf("%s\nEnsure(...): -want +got:\n%s", tc.reason, diff)
+			}
+			if !tc.want.checked {
+				return
+			}
+			if diff := cmp.Diff(tc.want.state, ovnnb.Dump(t, admin)); diff != "" {
+				t.Errorf("%s\nNB after Ensure: -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// rank is the chassis order ovngateway gives nodes in VPC vpc-a.
+func rank(t *testing.T, nodes ...string) []ovnnb.Chassis {
+	var cands []ovngateway.Candidate
+	for _, n := range nodes {
+		cands = append(cands, ovngateway.Candidate{Node: n, Chassis: "ch-" + n})
+	}
+	members, err := ovngateway.Rank(ovngateway.Key("vpc-a"), cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ovnnb.Chassis
+	for _, m := range members {
+		out = append(out, ovnnb.Chassis{Name: m.Chassis, Priority: m.Priority})
+	}
+	return out
+}
