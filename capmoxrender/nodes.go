@@ -21,8 +21,10 @@ const (
 
 // RenderNodes renders a worker pool on the Proxmox substrate: the
 // hash-named ProxmoxMachineTemplate and TalosConfigTemplate, the
-// MachineDeployment and the MachineHealthCheck. The output is deterministic;
-// a refusal is a *RefusalError.
+// MachineDeployment and the MachineHealthCheck, followed by the pool's
+// earlier machine templates that a MachineSet still references (with
+// Options.Templates). The output is deterministic; a refusal is a
+// *RefusalError.
 func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstructured.Unstructured, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -48,7 +50,11 @@ func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstr
 	if err != nil {
 		return nil, err
 	}
-	return []*unstructured.Unstructured{pmt, tct, md, mhc}, nil
+	kept, err := retainedTemplates(ctx, o.Templates, p, pmt.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return append([]*unstructured.Unstructured{pmt, tct, md, mhc}, kept...), nil
 }
 
 func poolRef(name string) *corev1.TypedLocalObjectReference {

@@ -81,6 +81,9 @@ type Options struct {
 	Guards SubstrateLookup
 	// Networks resolves VPC subnets; nil refuses VPC mode.
 	Networks NetworkLookup
+	// Templates finds earlier machine templates a MachineSet still uses;
+	// nil retains none.
+	Templates TemplateLookup
 	// Images overrides DefaultImages field by field.
 	Images Images
 	// CSIChart overrides DefaultCSIChart field by field.

@@ -31,7 +31,7 @@ type renderFlags struct {
 
 func (f *renderFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "the input object (YAML or JSON; - for stdin)")
-	cmd.Flags().StringVar(&f.lookup, "lookup", "", "live objects the guards and VPC lookups read: Clusters, MachineDeployments, ProxmoxNetworks (YAML stream or List)")
+	cmd.Flags().StringVar(&f.lookup, "lookup", "", "live objects the guards, VPC lookups and template retention read: Clusters, MachineDeployments, MachineSets, ProxmoxMachineTemplates, ProxmoxNetworks (YAML stream or List)")
 	cmd.Flags().StringVar(&f.capmox, "capmox", "v0.7", "capmox release to render for: v0.7 (v1alpha1, CAPI v1beta1) or v0.8 and later (v1alpha2, CAPI v1beta2)")
 	cmd.Flags().StringArrayVar(&f.versions, "kubernetes-version", nil, "map a minor to the patch release rendered for it, e.g. v1.35=v1.35.2 (repeatable)")
 	_ = cmd.MarkFlagRequired("file")
@@ -61,7 +61,7 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("cannot read %s: %w", f.lookup, err)
 	}
-	o.Guards, o.Networks = objs, objs
+	o.Guards, o.Networks, o.Templates = objs, objs, objs
 	return o, nil
 }
 
@@ -104,7 +104,8 @@ func newRenderNodesCmd(app *App) *cobra.Command {
 		Long: `Renders an apps.cozystack.io/v1alpha1 KubernetesNodes with substrate: proxmox
 into the pool's objects. The machine and Talos config templates are named
 after a hash of their spec, so a change rolls the pool. --lookup enables the
-substrate guards and VPC-subnet NICs.
+substrate guards, VPC-subnet NICs and the retention of earlier machine
+templates that a MachineSet still references.
 
 ` + renderOutput,
 		Args: cobra.NoArgs,
