@@ -63,83 +63,94 @@ func TestGuestsStateMachine(t *testing.T) {
 				rt.Fatal(err)
 			}
 		}
-		c := client(srv, srv.RootTokenID, srv.RootSecret)
-		node := c.NodeRef("pve")
 		if err := srv.AddStorage(pve.StorageSpec{ID: "tank", Type: "zfspool", Content: []string{"images"}}); err != nil {
 			rt.Fatal(err)
 		}
-		m := &guestModel{pool: map[int]string{}, template: map[int]bool{}, store: map[int]string{}, parent: map[int]int{}}
-		vmid := rapid.IntRange(100, 112)
-		rt.Repeat(map[string]func(*rapid.T){
-			"create": func(rt *rapid.T) {
-				id, pool := vmid.Draw(rt, "vmid"), rapid.SampledFrom([]string{"", "a", "b"}).Draw(rt, "pool")
-				store := rapid.SampledFrom([]string{"local-lvm", "tank"}).Draw(rt, "storage")
-				opts := []proxmox.VirtualMachineOption{opt("scsi0", store+":1")}
-				if pool != "" {
-					opts = append(opts, opt("pool", pool))
-				}
-				_, exists := m.pool[id]
-				err := wait(node.NewVirtualMachine(ctx, id, opts...))
-				expect(rt, "create", err, !exists)
-				if !exists {
-					m.pool[id], m.store[id] = pool, store
-				}
-			},
-			"template": func(rt *rapid.T) {
-				id, ok := pick(rt, m, func(id int) bool { return !m.template[id] })
-				if !ok {
-					rt.Skip("no plain guest")
-				}
-				expect(rt, "template", wait(node.VirtualMachineRef(id).ConvertToTemplate(ctx)), true)
-				m.template[id] = true
-			},
-			"clone": func(rt *rapid.T) {
-				src, ok := pick(rt, m, func(int) bool { return true })
-				if !ok {
-					rt.Skip("no guest")
-				}
-				newid, full := vmid.Draw(rt, "newid"), rapid.Bool().Draw(rt, "full")
-				var upid proxmox.UPID
-				err := c.Post(ctx, "/nodes/pve/qemu/"+strconv.Itoa(src)+"/clone", map[string]any{"newid": newid, "full": full}, &upid)
-				if err == nil {
-					err = wait(proxmox.NewTask(upid, c), nil)
-				}
-				_, taken := m.pool[newid]
-				expect(rt, "clone", err, !taken && (full || m.template[src]))
-				if err == nil {
-					m.pool[newid], m.store[newid] = "", m.store[src]
-					if !full && m.store[src] == "tank" {
-						m.parent[newid] = src
-					}
-				}
-			},
-			"move": func(rt *rapid.T) {
-				id, ok := pick(rt, m, func(int) bool { return true })
-				if !ok {
-					rt.Skip("no guest")
-				}
-				pool := rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "pool")
-				err := c.Put(ctx, "/pools", map[string]any{"poolid": pool, "vms": id, "allow-move": 1}, nil)
-				expect(rt, "move", err, m.pool[id] != pool)
-				m.pool[id] = pool
-			},
-			"destroy": func(rt *rapid.T) {
-				id, ok := pick(rt, m, func(int) bool { return true })
-				if !ok {
-					rt.Skip("no guest")
-				}
-				err := wait(node.VirtualMachineRef(id).Delete(ctx, nil))
-				expect(rt, "destroy", err, !m.hasClones(id))
-				if err == nil {
-					delete(m.pool, id)
-					delete(m.template, id)
-					delete(m.store, id)
-					delete(m.parent, id)
-				}
-			},
-			"": func(rt *rapid.T) { checkGuests(rt, srv, c, m) },
-		})
+		c := client(srv, srv.RootTokenID, srv.RootSecret)
+		g := &guestMachine{srv: srv, c: c, node: c.NodeRef("pve"), vmid: rapid.IntRange(100, 112),
+			m: &guestModel{pool: map[int]string{}, template: map[int]bool{}, store: map[int]string{}, parent: map[int]int{}}}
+		rt.Repeat(map[string]func(*rapid.T){"create": g.create, "template": g.template, "clone": g.clone,
+			"move": g.move, "destroy": g.destroy, "": func(rt *rapid.T) { checkGuests(rt, srv, c, g.m) }})
 	})
+}
+
+type guestMachine struct {
+	srv  *pve.Server
+	c    *proxmox.Client
+	node *proxmox.Node
+	vmid *rapid.Generator[int]
+	m    *guestModel
+}
+
+func (g *guestMachine) create(rt *rapid.T) {
+	id, pool := g.vmid.Draw(rt, "vmid"), rapid.SampledFrom([]string{"", "a", "b"}).Draw(rt, "pool")
+	store := rapid.SampledFrom([]string{"local-lvm", "tank"}).Draw(rt, "storage")
+	opts := []proxmox.VirtualMachineOption{opt("scsi0", store+":1")}
+	if pool != "" {
+		opts = append(opts, opt("pool", pool))
+	}
+	_, exists := g.m.pool[id]
+	err := wait(g.node.NewVirtualMachine(ctx, id, opts...))
+	expect(rt, "create", err, !exists)
+	if !exists {
+		g.m.pool[id], g.m.store[id] = pool, store
+	}
+}
+
+func (g *guestMachine) template(rt *rapid.T) {
+	id, ok := pick(rt, g.m, func(id int) bool { return !g.m.template[id] })
+	if !ok {
+		rt.Skip("no plain guest")
+	}
+	expect(rt, "template", wait(g.node.VirtualMachineRef(id).ConvertToTemplate(ctx)), true)
+	g.m.template[id] = true
+}
+
+func (g *guestMachine) clone(rt *rapid.T) {
+	src, ok := pick(rt, g.m, func(int) bool { return true })
+	if !ok {
+		rt.Skip("no guest")
+	}
+	newid, full := g.vmid.Draw(rt, "newid"), rapid.Bool().Draw(rt, "full")
+	var upid proxmox.UPID
+	err := g.c.Post(ctx, "/nodes/pve/qemu/"+strconv.Itoa(src)+"/clone", map[string]any{"newid": newid, "full": full}, &upid)
+	if err == nil {
+		err = wait(proxmox.NewTask(upid, g.c), nil)
+	}
+	_, taken := g.m.pool[newid]
+	expect(rt, "clone", err, !taken && (full || g.m.template[src]))
+	if err == nil {
+		g.m.pool[newid], g.m.store[newid] = "", g.m.store[src]
+		if !full && g.m.store[src] == "tank" {
+			g.m.parent[newid] = src
+		}
+	}
+}
+
+func (g *guestMachine) move(rt *rapid.T) {
+	id, ok := pick(rt, g.m, func(int) bool { return true })
+	if !ok {
+		rt.Skip("no guest")
+	}
+	pool := rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "pool")
+	err := g.c.Put(ctx, "/pools", map[string]any{"poolid": pool, "vms": id, "allow-move": 1}, nil)
+	expect(rt, "move", err, g.m.pool[id] != pool)
+	g.m.pool[id] = pool
+}
+
+func (g *guestMachine) destroy(rt *rapid.T) {
+	id, ok := pick(rt, g.m, func(int) bool { return true })
+	if !ok {
+		rt.Skip("no guest")
+	}
+	err := wait(g.node.VirtualMachineRef(id).Delete(ctx, nil))
+	expect(rt, "destroy", err, !g.m.hasClones(id))
+	if err == nil {
+		delete(g.m.pool, id)
+		delete(g.m.template, id)
+		delete(g.m.store, id)
+		delete(g.m.parent, id)
+	}
 }
 
 func pick(rt *rapid.T, m *guestModel, ok func(int) bool) (int, bool) {
