@@ -191,7 +191,7 @@ func allReconciledBy(t *testing.T, c client.Client, id string, n int) bool {
 // reconciles; when it is cancelled it releases the lease and the other takes
 // over; a replica whose lease is taken stops within the renew deadline.
 func testLeaderElection(t *testing.T, cfg *rest.Config, c client.Client) {
-	le := engine.LeaderElection{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	le := engine.LeaderElection{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 500 * time.Millisecond}
 	const n = 4
 	for i := range n {
 		if err := c.Create(context.Background(), widget.New(ns, fmt.Sprintf("e%d", i), "v")); err != nil {
@@ -221,7 +221,7 @@ func testLeaderElection(t *testing.T, cfg *rest.Config, c client.Client) {
 		t.Fatal("RunElected(a) did not return within 10s of cancel")
 	}
 	countA := a.count.Load()
-	waitFor(t, 10*time.Second, "b taking over", func() bool {
+	waitFor(t, 20*time.Second, "b taking over", func() bool {
 		return leaseHolder(t, c) == "b" && allReconciledBy(t, c, "b", n)
 	})
 	if a.count.Load() != countA {
@@ -250,7 +250,7 @@ func expectLeaseLossStops(t *testing.T, c client.Client, e *elected, le engine.L
 		if !errors.Is(err, engine.ErrLeaderLost) {
 			t.Errorf("RunElected(%s) = %v after losing the lease, want ErrLeaderLost", e.id, err)
 		}
-		if took := time.Since(taken); took > le.RenewDeadline+le.RetryPeriod+time.Second {
+		if took := time.Since(taken); took > le.RenewDeadline+le.RetryPeriod+3*time.Second {
 			t.Errorf("%s stopped %s after losing the lease; the renew deadline is %s", e.id, took, le.RenewDeadline)
 		}
 	case <-time.After(10 * time.Second):

@@ -148,4 +148,3 @@ func TestFaultsStateMachine(t *testing.T) {
 		})
 	})
 }
-
