@@ -113,7 +113,7 @@ func TestConstraintsAgreeWithCRDs(t *testing.T) {
 	}
 	scen := map[string]scenario{}
 	for _, s := range loadScenarios(t) {
-		scen[s.name] = s
+		scen[s.Name] = s
 	}
 	for name, tc := range cases {
 		for _, gen := range generations {
@@ -148,7 +148,7 @@ func TestConstraintsAgreeWithCRDs(t *testing.T) {
 func BenchmarkSchemaCheck(b *testing.B) {
 	var obj *unstructured.Unstructured
 	for _, s := range loadScenarios(b) {
-		if s.name == "nodes-vpc" {
+		if s.Name == "nodes-vpc" {
 			obj = renderScenario(b, s, capmoxrender.CapmoxV08)[0]
 		}
 	}

@@ -64,7 +64,7 @@ func TestGoldenAcceptedByAPIServer(t *testing.T) {
 						continue
 					}
 					if err := c.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
-						t.Errorf("%s: %s %s/%s rejected by the API server: %v", s.name, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+						t.Errorf("%s: %s %s/%s rejected by the API server: %v", s.Name, o.GetKind(), o.GetNamespace(), o.GetName(), err)
 					}
 				}
 			}
@@ -91,7 +91,7 @@ func rejectedControl(t *testing.T, c client.Client, gen capmoxrender.Capmox) {
 	t.Helper()
 	objs := renderScenario(t, loadScenarios(t)[0], gen)
 	for _, s := range loadScenarios(t) {
-		if s.name == "nodes-full-storage" {
+		if s.Name == "nodes-full-storage" {
 			objs = renderScenario(t, s, gen)
 		}
 	}

@@ -1,0 +1,69 @@
+// Package scenario loads the render scenarios under capmoxrender/testdata
+// (input.yaml with a Kubernetes or KubernetesNodes object, and an optional
+// lookup.yaml of live objects) and renders them, for the golden and API
+// server tests. It reads files and never writes.
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+)
+
+// Scenario is one folder of testdata/scenarios.
+type Scenario struct {
+	Name   string
+	Input  []byte
+	Lookup *capmoxrender.Objects
+}
+
+// Load reads every scenario folder under dir, in name order.
+func Load(dir string) ([]Scenario, error) {
+	dirs, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list scenarios: %w", err)
+	}
+	var out []Scenario
+	for _, d := range dirs {
+		p := filepath.Join(dir, d.Name())
+		in, err := os.ReadFile(filepath.Join(p, "input.yaml"))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read scenario %s: %w", p, err)
+		}
+		s := Scenario{Name: d.Name(), Input: in}
+		if l, err := os.ReadFile(filepath.Join(p, "lookup.yaml")); err == nil {
+			if s.Lookup, err = capmoxrender.ReadObjectsBytes(l); err != nil {
+				return nil, fmt.Errorf("cannot read the lookup of %s: %w", p, err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Render renders s for one capmox generation, with its lookup (if any) as
+// guards, networks and templates.
+func Render(ctx context.Context, s Scenario, gen capmoxrender.Capmox) ([]*unstructured.Unstructured, error) {
+	opts := capmoxrender.Options{Capmox: gen}
+	if s.Lookup != nil {
+		opts.Guards, opts.Networks, opts.Templates = s.Lookup, s.Lookup, s.Lookup
+	}
+	if bytes.Contains(s.Input, []byte("kind: KubernetesNodes")) {
+		n, err := capmoxrender.ParseKubernetesNodes(s.Input)
+		if err != nil {
+			return nil, err
+		}
+		return capmoxrender.RenderNodes(ctx, n, opts)
+	}
+	k, err := capmoxrender.ParseKubernetes(s.Input)
+	if err != nil {
+		return nil, err
+	}
+	return capmoxrender.RenderCluster(ctx, k, opts)
+}
