@@ -349,6 +349,35 @@ func hasRole(refs []roleRef, role int32) bool {
 	return false
 }
 
+// EffectivePermissions returns what GET /access/permissions answers without
+// a path: the privileges on /, /access, /access/groups, /nodes, /pool, /sdn,
+// /storage, /vms, on every path of the ACL tree (intermediate levels
+// included) and on every pool member, leaving out the empty ones.
+func (e *Evaluator) EffectivePermissions(authID string) map[string]PrivSet {
+	paths := map[string]bool{}
+	for _, p := range []string{"/", "/access", "/access/groups", "/nodes", "/pool", "/sdn", "/storage", "/vms"} {
+		paths[p] = true
+	}
+	var visit func(n *aclNode, path string)
+	visit = func(n *aclNode, path string) {
+		paths[path] = true
+		for name, c := range n.children {
+			visit(c, strings.TrimSuffix(path, "/")+"/"+name)
+		}
+	}
+	visit(e.root, "/")
+	for p := range e.poolsOf {
+		paths[p] = true
+	}
+	out := map[string]PrivSet{}
+	for p := range paths {
+		if s := e.Permissions(authID, p); !s.Empty() {
+			out[p] = s
+		}
+	}
+	return out
+}
+
 // EntryPaths returns the ACL paths that hold entries for a subject, sorted
 // in tree order.
 func (e *Evaluator) EntryPaths(kind SubjectKind, subject string) []string {
@@ -368,11 +397,7 @@ func (e *Evaluator) EntryPaths(kind SubjectKind, subject string) []string {
 			out = append(out, path)
 		}
 		for name, c := range n.children {
-			child := path + "/" + name
-			if path == "/" {
-				child = "/" + name
-			}
-			visit(c, child)
+			visit(c, strings.TrimSuffix(path, "/")+"/"+name)
 		}
 	}
 	visit(e.root, "/")

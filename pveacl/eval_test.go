@@ -142,3 +142,25 @@ func TestRootHoldsEverything(t *testing.T) {
 		}
 	}
 }
+
+func TestEffectivePermissions(t *testing.T) {
+	cfg, _ := ParseUserCfg([]byte(vecTokens), PVE9)
+	got := map[string]map[string]int{}
+	for p, s := range NewEvaluator(cfg).EffectivePermissions("max@pve") {
+		got[p] = s.Map()
+	}
+	admin := map[string]int{}
+	for _, p := range Privileges(PVE9) {
+		admin[p] = 1
+	}
+	want := map[string]map[string]int{
+		"/vms":     {"VM.Allocate": 1, "VM.Audit": 1, "VM.Console": 1},
+		"/vms/100": {"VM.Audit": 1, "VM.PowerMgmt": 1},
+		"/vms/200": {"Datastore.AllocateSpace": 1, "Datastore.Audit": 1},
+		"/vms/300": {"VM.Allocate": 1, "VM.Audit": 1, "VM.Console": 1, "VM.PowerMgmt": 0},
+		"/users":   admin,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the fixed paths, every ACL tree path and every pool member, empty ones left out: -want +got:\n%s", diff)
+	}
+}

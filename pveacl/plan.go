@@ -26,11 +26,16 @@ const (
 )
 
 func (o Op) verb() string {
-	return map[Op]string{OpCreateRole: "create role", OpUpdateRole: "update role", OpCreatePool: "create pool",
-		OpCreateUser: "create user", OpEnableUser: "enable user", OpCreateToken: "create token",
-		OpUpdateToken: "update token", OpAddPoolMembers: "add pool members", OpDeleteACL: "delete ACL entries",
-		OpSetACL: "set ACL entries"}[o]
+	if v, ok := opVerbs[o]; ok {
+		return v
+	}
+	return strings.ReplaceAll(string(o), "-", " ")
 }
+
+var opVerbs = map[Op]string{OpCreateRole: "create role", OpUpdateRole: "update role", OpCreatePool: "create pool",
+	OpCreateUser: "create user", OpEnableUser: "enable user", OpCreateToken: "create token",
+	OpUpdateToken: "update token", OpAddPoolMembers: "add pool members", OpDeleteACL: "delete ACL entries",
+	OpSetACL: "set ACL entries"}
 
 // Change is one idempotent step of a plan: applying it to a state where it
 // already holds changes nothing. The fields used depend on Op:

@@ -1,0 +1,287 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+)
+
+func init() { register(newACLCmd) }
+
+func newACLCmd(app *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "acl",
+		Short: "Proxmox VE tenant isolation: effective permissions, plan, apply and audit",
+		Long: `Users, tokens, roles, pools and ACL entries that isolate tenants on a Proxmox VE
+cluster, with Proxmox VE's own permission semantics. See docs/pveacl.md.`,
+	}
+	cmd.AddCommand(newACLPermsCmd(app), newACLPlanCmd(app), newACLAuditCmd(app), newACLApplyCmd(app))
+	return cmd
+}
+
+// aclVersion reads --pve-version: 0 when unset, else 8 or 9.
+func aclVersion(v int) (pveacl.Version, error) {
+	if v == 0 {
+		return 0, nil
+	}
+	if err := pveacl.Version(v).Validate(); err != nil {
+		return 0, fmt.Errorf("--pve-version: %w", err)
+	}
+	return pveacl.Version(v), nil
+}
+
+// readUserCfg parses a user.cfg file and reports PVE's warnings on errOut.
+func readUserCfg(app *App, name string, v pveacl.Version) (*pveacl.Config, error) {
+	data, err := readInput(app, name)
+	if err != nil {
+		return nil, err
+	}
+	cfg, warnings := pveacl.ParseUserCfg(data, v)
+	for _, w := range warnings {
+		fmt.Fprintf(app.ErrOut, "Warning: %s: %s\n", name, w)
+	}
+	return cfg, nil
+}
+
+// readTenants loads and validates a tenant specification.
+func readTenants(app *App, name string) (*pveacl.Tenants, error) {
+	data, err := readInput(app, name)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := pveacl.LoadTenants(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return spec, nil
+}
+
+func newACLPermsCmd(app *App) *cobra.Command {
+	var userCfg, authID, path string
+	var version int
+	cmd := &cobra.Command{
+		Use:   "perms --user-cfg F --authid ID [--path P] [--pve-version 8|9]",
+		Short: "Effective permissions of a user or token, as GET /access/permissions answers",
+		Long: `Prints what Proxmox VE's GET /access/permissions?userid=ID&path=P returns for the
+cluster whose /etc/pve/user.cfg is F: {"P":{"Priv":1,...}}, where 1 means the
+privilege propagates. Without --path it prints the permissions on every path
+PVE reports (the fixed top-level paths, every ACL path and every pool member).
+-o yaml prints the same map as YAML.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := aclVersion(version)
+			if err != nil {
+				return err
+			}
+			if v == 0 {
+				v = pveacl.DefaultVersion
+			}
+			if !pveacl.ValidAuthID(authID) {
+				return fmt.Errorf("--authid %q is neither a user id (user@realm) nor a token id (user@realm!token)", authID)
+			}
+			cfg, err := readUserCfg(app, userCfg, v)
+			if err != nil {
+				return err
+			}
+			ev := pveacl.NewEvaluator(cfg)
+			body := map[string]map[string]int{}
+			if cmd.Flags().Changed("path") && path != "" {
+				body[path] = ev.Permissions(authID, path).Map()
+			} else {
+				for p, s := range ev.EffectivePermissions(authID) {
+					body[p] = s.Map()
+				}
+			}
+			return printBody(app, body)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&userCfg, "user-cfg", "", "the cluster's /etc/pve/user.cfg (- for standard input)")
+	fs.StringVar(&authID, "authid", "", "user id (user@realm) or token id (user@realm!token)")
+	fs.StringVar(&path, "path", "", "ACL path, e.g. /vms/100 (taken as given, as PVE does)")
+	fs.IntVar(&version, "pve-version", 0, "Proxmox VE major version, 8 or 9 (default 9)")
+	_ = cmd.MarkFlagRequired("user-cfg")
+	_ = cmd.MarkFlagRequired("authid")
+	return cmd
+}
+
+// printBody writes the permissions map as PVE's compact JSON (keys sorted),
+// or as YAML with -o yaml.
+func printBody(app *App, body map[string]map[string]int) error {
+	if app.Format == "yaml" {
+		return app.Print(body, nil)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return fmt.Errorf("cannot render the permissions: %w", err)
+	}
+	_, err := app.Out.Write(b.Bytes())
+	return err
+}
+
+// planOutput is the JSON and YAML form of a plan.
+type planOutput struct {
+	PVEVersion pveacl.Version  `json:"pveVersion"`
+	Changes    []pveacl.Change `json:"changes"`
+}
+
+func newACLPlanCmd(app *App) *cobra.Command {
+	var tenants, userCfg string
+	var version int
+	cmd := &cobra.Command{
+		Use:   "plan --tenants F [--pve-version 8|9] [--user-cfg F] [-o pveum|json|yaml]",
+		Short: "The ordered steps that isolate the tenants, as a pveum program or JSON",
+		Long: `Plans the roles, pools, users, tokens, pool members and ACL entries the tenants
+need, in an order the API accepts (roles before ACL entries, tokens before
+their entries, pools before their members). Without --user-cfg the plan starts
+from an empty cluster; with it, only the missing steps are listed.
+The default output (-o pveum) is a shell program of pveum commands.
+--pve-version overrides platform.pveVersion of the specification.`,
+		Args: cobra.NoArgs,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			switch app.Format {
+			case "table", "pveum", "json", "yaml":
+				return nil
+			}
+			return usageError{fmt.Errorf("unknown output format %q for acl plan: use -o pveum, -o json or -o yaml", app.Format)}
+		},
+		RunE: func(*cobra.Command, []string) error { return runACLPlan(app, tenants, userCfg, version) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&tenants, "tenants", "", "tenant specification YAML (see docs/pveacl.md; - for standard input)")
+	fs.StringVar(&userCfg, "user-cfg", "", "plan against this /etc/pve/user.cfg instead of an empty cluster")
+	fs.IntVar(&version, "pve-version", 0, "Proxmox VE major version, 8 or 9 (default: the specification's, else 9)")
+	_ = cmd.MarkFlagRequired("tenants")
+	return cmd
+}
+
+func runACLPlan(app *App, tenants, userCfg string, version int) error {
+	v, err := aclVersion(version)
+	if err != nil {
+		return err
+	}
+	spec, err := readTenants(app, tenants)
+	if err != nil {
+		return err
+	}
+	if v == 0 {
+		v = spec.Platform.PVEVersion
+	}
+	observed := pveacl.NewConfig(v)
+	if userCfg != "" {
+		if observed, err = readUserCfg(app, userCfg, v); err != nil {
+			return err
+		}
+	}
+	changes, err := pveacl.Plan(spec, observed, pveacl.WithVersion(v))
+	if err != nil {
+		return err
+	}
+	switch app.Format {
+	case "json", "yaml":
+		if changes == nil {
+			changes = []pveacl.Change{}
+		}
+		return app.Print(planOutput{PVEVersion: v, Changes: changes}, nil)
+	}
+	return pveacl.RenderPveum(app.Out, changes, v)
+}
+
+type auditFlags struct {
+	live             liveFlags
+	userCfg, tenants string
+	version          int
+}
+
+func newACLAuditCmd(app *App) *cobra.Command {
+	var f auditFlags
+	cmd := &cobra.Command{
+		Use:   "audit (--user-cfg F | --url https://HOST:8006 --token-id ID --token-secret-file F) --tenants F [-o json]",
+		Short: "Prove that no tenant reaches another tenant's objects; exit 1 on an error-level finding",
+		Long: `Computes, with Proxmox VE's permission semantics, the privileges of every tenant
+user and token on every object foreign to its tenant (other pools, their VMs
+and storages, VMs and storages in no pool, shared storages) and reports any,
+together with configurations one step from a leak. Each finding has a
+severity, a stable code and what to do. The state comes from a user.cfg file
+or from the live API (the token must see everything: PVEAuditor on /).
+Exits 1 when an error-level finding exists.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runACLAudit(cmd, app, &f) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.userCfg, "user-cfg", "", "the cluster's /etc/pve/user.cfg (- for standard input)")
+	fs.StringVar(&f.tenants, "tenants", "", "tenant specification YAML (see docs/pveacl.md)")
+	fs.IntVar(&f.version, "pve-version", 0, "Proxmox VE major version of the user.cfg, 8 or 9 (default: the specification's)")
+	f.live.bind(fs)
+	_ = cmd.MarkFlagRequired("tenants")
+	return cmd
+}
+
+func runACLAudit(cmd *cobra.Command, app *App, f *auditFlags) error {
+	if (f.userCfg == "") == (f.live.url == "") {
+		return usageError{fmt.Errorf("give the state to audit once: --user-cfg FILE or --url https://HOST:8006 with --token-id")}
+	}
+	v, err := aclVersion(f.version)
+	if err != nil {
+		return err
+	}
+	spec, err := readTenants(app, f.tenants)
+	if err != nil {
+		return err
+	}
+	var cfg *pveacl.Config
+	if f.userCfg != "" {
+		if v == 0 {
+			v = spec.Platform.PVEVersion
+		}
+		cfg, err = readUserCfg(app, f.userCfg, v)
+	} else {
+		cfg, err = f.live.readConfig(cmd.Context(), app)
+	}
+	if err != nil {
+		return err
+	}
+	rep, err := pveacl.Audit(cfg, spec)
+	if err != nil {
+		return err
+	}
+	if rep.Findings == nil {
+		rep.Findings = []pveacl.Finding{}
+	}
+	if err := app.Print(rep, func(w io.Writer) { auditTable(w, rep) }); err != nil {
+		return err
+	}
+	if n := rep.Count(pveacl.SeverityError); n > 0 {
+		return &ExitError{Code: 1, Err: fmt.Errorf("the audit found %d error-level finding(s): the tenants are not isolated", n)}
+	}
+	return nil
+}
+
+func auditTable(w io.Writer, rep pveacl.Report) {
+	if len(rep.Findings) > 0 {
+		fmt.Fprintln(w, "SEVERITY\tCODE\tTENANT\tSUBJECT\tPATH\tFINDING\tWHAT TO DO")
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Code, dash(f.Tenant), dash(f.Subject), dash(f.Path),
+			oneLine(f.Message), oneLine(f.Remedy))
+	}
+	fmt.Fprintf(w, "%d error(s), %d warning(s), %d info: checked %d tenant(s), %d user(s) and token(s), %d object(s)\n",
+		rep.Count(pveacl.SeverityError), rep.Count(pveacl.SeverityWarning), rep.Count(pveacl.SeverityInfo),
+		rep.Tenants, rep.Subjects, rep.Objects)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
