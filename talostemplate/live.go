@@ -1,0 +1,284 @@
+package talostemplate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	proxmox "github.com/luthermonson/go-proxmox"
+)
+
+// Client is the part of go-proxmox's *proxmox.Client that Create and
+// LiveResources use: requests relative to the API base URL (which ends in
+// /api2/json), answers decoded from PVE's {"data": ...} envelope, errors as
+// *proxmox.APIError.
+type Client interface {
+	Get(ctx context.Context, path string, v any) error
+	Post(ctx context.Context, path string, data, v any) error
+	Put(ctx context.Context, path string, data, v any) error
+	Delete(ctx context.Context, path string, v any) error
+}
+
+var _ Client = (*proxmox.Client)(nil)
+
+// LiveResources lists the guests of a running cluster through its API
+// (GET /cluster/resources?type=vm). PVE lists only the guests the token
+// holds VM.Audit on, so a selection over them is the one capmox makes with
+// that token: give it capmox's token to see what capmox sees.
+type LiveResources struct {
+	Client Client
+}
+
+var _ ResourceLister = LiveResources{}
+
+// ListVMResources reads the cluster's guests.
+func (l LiveResources) ListVMResources(ctx context.Context) ([]VMResource, error) {
+	var rs []VMResource
+	if err := l.Client.Get(ctx, "/cluster/resources?type=vm", &rs); err != nil {
+		return nil, fmt.Errorf("cannot read the cluster's guests (GET /cluster/resources?type=vm): %w", err)
+	}
+	return rs, nil
+}
+
+// nodeEntry is an item of GET /nodes.
+type nodeEntry struct {
+	Node   string `json:"node"`
+	Status string `json:"status"`
+}
+
+// storageEntry is an item of GET /nodes/{node}/storage.
+type storageEntry struct {
+	Storage string `json:"storage"`
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+func (s storageEntry) has(content string) bool {
+	return slices.Contains(strings.Split(s.Content, ","), content)
+}
+
+// contentEntry is an item of GET /nodes/{node}/storage/{storage}/content.
+type contentEntry struct {
+	VolID string `json:"volid"`
+}
+
+// taskStatus is GET /nodes/{node}/tasks/{upid}/status.
+type taskStatus struct {
+	Status     string `json:"status"`
+	ExitStatus string `json:"exitstatus"`
+	Type       string `json:"type"`
+}
+
+// succeeded is PVE's rule: OK, or WARNINGS: n, which PVE counts as success.
+func (t taskStatus) succeeded() bool {
+	return t.ExitStatus == "OK" || strings.HasPrefix(t.ExitStatus, "WARNINGS:")
+}
+
+// ParseUPIDNode returns the node a UPID ("UPID:node:pid:pstart:start:type:id:user:")
+// names; ok is false when upid is not one.
+func ParseUPIDNode(upid string) (node string, ok bool) {
+	rest, found := strings.CutPrefix(upid, "UPID:")
+	if !found {
+		return "", false
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) != 8 || parts[7] != "" || !matches(nodePattern, parts[0]) {
+		return "", false
+	}
+	for _, p := range parts[1:4] {
+		if _, err := strconv.ParseUint(p, 16, 64); err != nil {
+			return "", false
+		}
+	}
+	return parts[0], true
+}
+
+// nodePattern is a node name as PVE's pve-node format takes it.
+var nodePattern = storagePattern
+
+// taskLogLine is an item of GET .../tasks/{upid}/log.
+type taskLogLine struct {
+	N int    `json:"n"`
+	T string `json:"t"`
+}
+
+// waiter follows PVE tasks to their end.
+type waiter struct {
+	c        Client
+	interval time.Duration
+}
+
+// wait polls the task until it stops and returns an error unless it
+// succeeded: a *TaskError for a failed task. onLog, when set, receives the
+// task's new log lines. running reports whether the task may still be
+// running when wait returns an error.
+func (w waiter) wait(ctx context.Context, node, upid string, onLog func(string)) (running bool, err error) {
+	if n, ok := ParseUPIDNode(upid); ok {
+		node = n
+	}
+	path := taskPath(node, url.PathEscape(upid))
+	seen := 0
+	for {
+		var st taskStatus
+		if err := w.c.Get(ctx, path+"/status", &st); err != nil {
+			return true, fmt.Errorf("cannot read the status of task %s (GET %s/status): %w", upid, path, err)
+		}
+		if onLog != nil {
+			seen = w.follow(ctx, path, seen, onLog)
+		}
+		if st.Status != "running" && st.Status != "" {
+			if st.succeeded() {
+				return false, nil
+			}
+			return false, &TaskError{UPID: upid, Node: node, Type: st.Type, ExitStatus: st.ExitStatus}
+		}
+		select {
+		case <-ctx.Done():
+			return true, fmt.Errorf("stopped waiting for task %s: %w", upid, ctx.Err())
+		case <-time.After(w.interval):
+		}
+	}
+}
+
+// follow passes the log lines after the first seen to onLog and returns
+// the new count. Log lines are a courtesy: a failed read is retried at the
+// next poll.
+func (w waiter) follow(ctx context.Context, path string, seen int, onLog func(string)) int {
+	for {
+		var lines []taskLogLine
+		q := url.Values{"start": {strconv.Itoa(seen)}, "limit": {"500"}}
+		if err := w.c.Get(ctx, path+"/log?"+q.Encode(), &lines); err != nil || len(lines) == 0 {
+			return seen
+		}
+		for _, l := range lines {
+			onLog(l.T)
+		}
+		seen += len(lines)
+		if len(lines) < 500 {
+			return seen
+		}
+	}
+}
+
+// readNodes lists the cluster's nodes.
+func readNodes(ctx context.Context, c Client) ([]string, error) {
+	var ns []nodeEntry
+	if err := c.Get(ctx, "/nodes", &ns); err != nil {
+		return nil, fmt.Errorf("cannot list the nodes (GET /nodes): %w", err)
+	}
+	out := make([]string, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, n.Node)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// readStorages lists the storages enabled on a node that the token sees.
+func readStorages(ctx context.Context, c Client, node string) ([]storageEntry, error) {
+	var ss []storageEntry
+	path := "/nodes/" + node + "/storage?enabled=1"
+	if err := c.Get(ctx, path, &ss); err != nil {
+		return nil, fmt.Errorf("cannot list the storages of node %s (GET %s): %w", node, path, err)
+	}
+	return ss, nil
+}
+
+// checkVMID asks nextid whether vmid is free anywhere in the cluster.
+func checkVMID(ctx context.Context, c Client, vmid int) error {
+	var got json.RawMessage
+	err := c.Get(ctx, "/cluster/nextid?vmid="+strconv.Itoa(vmid), &got)
+	var apiErr *proxmox.APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest && apiErr.Errors["vmid"] != "" {
+		taken := &VMIDTakenError{VMID: vmid, Reason: strings.TrimSpace(apiErr.Errors["vmid"])}
+		var free json.RawMessage
+		if c.Get(ctx, "/cluster/nextid", &free) == nil {
+			if n, err := strconv.Atoi(strings.Trim(string(free), `"`)); err == nil {
+				taken.Free = n
+			}
+		}
+		return taken
+	}
+	if err != nil {
+		return fmt.Errorf("cannot check that VMID %d is free (GET /cluster/nextid?vmid=%d): %w", vmid, vmid, err)
+	}
+	return nil
+}
+
+// checkGuestView makes sure the token sees every guest: VM.Audit on /vms,
+// propagated. Without it /cluster/resources hides guests, and a template
+// with the same tag set could be among them.
+func checkGuestView(ctx context.Context, c Client) error {
+	var perms map[string]map[string]int
+	if err := c.Get(ctx, "/access/permissions?path=%2Fvms", &perms); err != nil {
+		return fmt.Errorf("cannot read the token's own permissions (GET /access/permissions?path=/vms): %w", err)
+	}
+	if perms["/vms"]["VM.Audit"] != 1 {
+		return fmt.Errorf("%w: it lacks VM.Audit on /vms with propagation, so a template with the same tags could hide from the check; "+
+			"grant it PVEAuditor on /vms (propagate) or use an administrator token", ErrIncompleteView)
+	}
+	return nil
+}
+
+// hasVolume reports whether volid is on the storage.
+func hasVolume(ctx context.Context, c Client, node, storage, volid, content string) (bool, error) {
+	var vols []contentEntry
+	path := storagePath(node, storage) + "/content?content=" + url.QueryEscape(content)
+	if err := c.Get(ctx, path, &vols); err != nil {
+		return false, fmt.Errorf("cannot list the volumes of storage %s (GET %s): %w", storage, path, err)
+	}
+	return slices.ContainsFunc(vols, func(v contentEntry) bool { return v.VolID == volid }), nil
+}
+
+// vmState reports whether the VM exists on the node and is a template.
+func vmState(ctx context.Context, c Client, node string, vmid int) (exists, template bool, err error) {
+	var st struct {
+		Template Flag `json:"template"`
+	}
+	path := vmPath(node, vmid) + "/status/current"
+	if err := c.Get(ctx, path, &st); err != nil {
+		if proxmox.IsNotFound(err) {
+			return false, false, nil
+		}
+		return false, false, fmt.Errorf("cannot read VM %d (GET %s): %w", vmid, path, err)
+	}
+	return true, st.Template == 1, nil
+}
+
+// readConfig returns a VM's configuration with every value as text.
+func readConfig(ctx context.Context, c Client, node string, vmid int) (map[string]string, error) {
+	var raw map[string]json.RawMessage
+	path := vmPath(node, vmid) + "/config"
+	if err := c.Get(ctx, path, &raw); err != nil {
+		return nil, fmt.Errorf("cannot read the configuration of VM %d (GET %s): %w", vmid, path, err)
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = string(v) // a number, as PVE sends integer and boolean options
+		}
+		if k != "digest" {
+			out[k] = s
+		}
+	}
+	return out, nil
+}
+
+// permissionError turns PVE's 403 for call into a *PermissionError; other
+// errors pass through.
+func permissionError(call, needs string, err error) error {
+	var apiErr *proxmox.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusForbidden {
+		return err
+	}
+	path, priv, _ := ParsePermissionCheck(apiErr.Message + " " + apiErr.Status)
+	return &PermissionError{Call: call, Path: path, Privilege: priv, Needs: needs, Err: err}
+}
