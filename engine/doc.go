@@ -52,8 +52,10 @@
 // It lists every object at start and every resync period (5 minutes by
 // default) and enqueues their keys; Watch adds informer events as hints. For
 // each key it reads the object (a missing object is dropped), runs the step
-// on a working copy, and writes the status back only when the step changed
-// it. Then it applies the queue discipline: an error is retried with
+// on a working copy, and writes the status back (Status().Update, so a stale
+// copy fails with a Conflict and the key is retried with backoff) only when
+// the step changed it; status is written even when the step failed, so error
+// conditions reach the object. Then it applies the queue discipline: an error is retried with
 // per-key exponential backoff unless terminal; RequeueAfter forgets the
 // backoff and adds the key after the delay; success forgets the key. One key
 // is never reconciled by two workers at once; panics become errors; on

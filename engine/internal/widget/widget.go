@@ -1,6 +1,3 @@
-// Package widget is a small custom resource, Widget (test.pxsubstrate.io/v1),
-// used to exercise the engine against the fake client and a real API server.
-// Its CRD is engine/testdata/crds/widgets.yaml. It has no behaviour of its own.
 package widget
 
 import (

@@ -7,6 +7,8 @@
 // Faults only decides, per call, whether the API answers with an error
 // instead of (or after) doing the work, the way a flaky API server would.
 //
-// StartAPIServer never downloads anything and never skips: when the binaries
-// are missing it fails the test and says how to build them.
+// StartAPIServer never downloads binaries and never skips: when
+// kube-apiserver or etcd is missing it fails the test and says how to build
+// them. CRDs shipped inside Go modules come from the module cache (`go mod
+// download` fetches them through the module proxy when absent).
 package kube
