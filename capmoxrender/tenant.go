@@ -15,7 +15,7 @@ func TenantCSIValues(classes []StorageClass) map[string]any {
 	for _, c := range classes {
 		m := map[string]any{"name": c.Name, "storage": c.Storage, "fstype": c.FSType, "reclaimPolicy": c.ReclaimPolicy}
 		if c.SSD {
-			m["ssd"] = "true"
+			m["ssd"] = true
 		}
 		sc = append(sc, m)
 	}
