@@ -64,10 +64,9 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 	if err := guardNodes(ctx, o.Guards, p); err != nil {
 		return nodesPlan{}, err
 	}
-	if err := refuseKubevirtOnly(s); err != nil {
-		return nodesPlan{}, err
-	}
-	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, planHealth, planReplicas}
+	// The checks run in the chart's order, so an input with several faults
+	// gets the same first refusal.
+	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planTalos, planHealth, planReplicas}
 	for _, step := range steps {
 		if err := step(&p, s, o); err != nil {
 			return nodesPlan{}, err
@@ -120,10 +119,12 @@ func guardNodes(ctx context.Context, l SubstrateLookup, p nodesPlan) error {
 	return nil
 }
 
-func refuseKubevirtOnly(s NodesSpec) error {
+func refuseKubevirtOnly(_ *nodesPlan, s NodesSpec, _ Options) error {
 	switch {
 	case len(s.OSImage) > 0 && string(s.OSImage) != "null" && string(s.OSImage) != "{}":
 		return refuse("osImage", "substrate proxmox does not take osImage: the worker disk is cloned from the Proxmox VM template. Remove osImage and use talos.version / talos.schematicID for the in-guest installer target.")
+	case s.Proxmox.Storage != "" && !s.Proxmox.Full:
+		return refuse("proxmox.storage", "proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage")
 	case len(s.GPUs) > 0:
 		return refuse("gpus", "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead")
 	case s.LogSerialConsole:
@@ -149,7 +150,9 @@ func planSizing(p *nodesPlan, s NodesSpec, _ Options) error {
 	return nil
 }
 
-func planTemplate(p *nodesPlan, s NodesSpec, o Options) error {
+// planTemplate checks, in the chart's order, the template tags, that raw
+// mode names a bridge, and the resolvers.
+func planTemplate(p *nodesPlan, s NodesSpec, _ Options) error {
 	px := s.Proxmox
 	if len(px.TemplateTags) == 0 {
 		return refuse("proxmox.templateTags", "substrate proxmox requires proxmox.templateTags: capmox clones a VM template and has no image URL to fall back on")
@@ -157,17 +160,23 @@ func planTemplate(p *nodesPlan, s NodesSpec, o Options) error {
 	if err := checkTemplateTags(px.TemplateTags); err != nil {
 		return err
 	}
-	if px.Storage != "" && !px.Full {
-		return refuse("proxmox.storage", "proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage")
+	if px.Network.VPC == "" && px.Network.Subnet == "" && px.Network.Bridge == "" {
+		return refuse("proxmox.network.bridge", "substrate proxmox requires proxmox.network.bridge")
 	}
 	var err error
 	if p.dns, err = checkDNSServers("proxmox.dnsServers", px.DNSServers); err != nil {
 		return err
 	}
+	p.tags, p.full, p.storage, p.pool = append([]string(nil), px.TemplateTags...), px.Full, px.Storage, px.Pool
+	return nil
+}
+
+// planTalos resolves the Kubernetes release and the Talos installer target.
+func planTalos(p *nodesPlan, s NodesSpec, o Options) error {
+	var err error
 	if p.version, err = o.kubernetesVersion("version", s.Version); err != nil {
 		return err
 	}
-	p.tags, p.full, p.storage, p.pool = append([]string(nil), px.TemplateTags...), px.Full, px.Storage, px.Pool
 	p.talos = Talos{
 		Version:             or(s.Talos.Version, DefaultTalosVersion),
 		SchematicID:         or(s.Talos.SchematicID, DefaultTalosSchematicID),

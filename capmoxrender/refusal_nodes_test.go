@@ -122,3 +122,39 @@ func TestGuardsOffline(t *testing.T) {
 		t.Fatalf("a failing lookup must be an error, got %v", err)
 	}
 }
+
+// TestNodesRefusalOrder: with every fault at once, the refusals come one by
+// one in the chart's order as each fault is mended.
+func TestNodesRefusalOrder(t *testing.T) {
+	n := validNodes()
+	n.Spec.Resources = capmoxrender.Resources{}
+	n.Spec.Proxmox = capmoxrender.NodesProxmox{Storage: "main-pool"}
+	n.Spec.OSImage = json.RawMessage(`{"builtin":{}}`)
+	n.Spec.GPUs = []json.RawMessage{json.RawMessage(`{}`)}
+	n.Spec.LogSerialConsole = true
+	n.Spec.PodCPULimit = q("1")
+	mends := []struct {
+		want string
+		mend func()
+	}{
+		{"substrate proxmox requires resources.cpu and resources.memory", func() { n.Spec.Resources = validNodes().Spec.Resources }},
+		{"substrate proxmox requires proxmox.templateTags", func() { n.Spec.Proxmox.TemplateTags = []string{"talos"} }},
+		{"substrate proxmox requires proxmox.network.bridge", func() { n.Spec.Proxmox.Network.Bridge = "vmbr0" }},
+		{"substrate proxmox requires proxmox.dnsServers", func() { n.Spec.Proxmox.DNSServers = []string{"1.1.1.1"} }},
+		{"substrate proxmox does not take osImage", func() { n.Spec.OSImage = nil }},
+		{"proxmox.storage needs full: true", func() { n.Spec.Proxmox.Full = true }},
+		{"gpus is a kubevirt-only field", func() { n.Spec.GPUs = nil }},
+		{"logSerialConsole is a kubevirt-only field", func() { n.Spec.LogSerialConsole = false }},
+		{"podCpuLimit/podCpuRequest size the virt-launcher pod", func() { n.Spec.PodCPULimit = nil }},
+	}
+	for _, m := range mends {
+		_, err := capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), m.want) {
+			t.Fatalf("want the refusal starting %q, got %v", m.want, err)
+		}
+		m.mend()
+	}
+	if _, err := capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{}); err != nil {
+		t.Fatalf("with every fault mended the pool renders, got %v", err)
+	}
+}
