@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
 
 // aclRun executes the CLI in-process and returns stdout, stderr and the exit code.
@@ -236,5 +238,47 @@ func TestACLAudit(t *testing.T) {
 		if _, errOut, code := aclRun(t, args...); code != 2 || !strings.Contains(errOut, "--user-cfg FILE or --url") {
 			t.Errorf("%s: a usage error exits 2, got %d (%q)", name, code, errOut)
 		}
+	}
+}
+
+// The audit reads a live cluster through the API: before the tenants are
+// applied it reports what they lack, after `acl apply` it passes, and a
+// leak added through the API fails it.
+func TestACLAuditLive(t *testing.T) {
+	srv := pveacltest.NewServer(t, pveacltest.WithTLS())
+	for _, s := range []string{"alpha-disks", "beta-disks", "iso"} {
+		if err := srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "dir", Content: []string{"images"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	tenants, ca, secret := filepath.Join(dir, "tenants.yaml"), filepath.Join(dir, "ca.pem"), filepath.Join(dir, "secret")
+	spec := "tenants:\n  - {name: alpha, storage: alpha-disks}\n  - {name: beta, storage: beta-disks}\n"
+	for path, data := range map[string]string{tenants: spec, ca: string(srv.CertificatePEM()), secret: srv.RootSecret} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := []string{"--url", strings.TrimSuffix(srv.URL, "/api2/json"), "--token-id", srv.RootTokenID,
+		"--token-secret-file", secret, "--ca-file", ca, "--tenants", tenants}
+	out, errOut, code := aclRun(t, append([]string{"acl", "audit", "-o", "json"}, live...)...)
+	if code != 0 || !strings.Contains(out, `"code": "TenantIncomplete"`) {
+		t.Fatalf("an empty cluster lacks the tenants (warnings, exit 0): exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code := aclRun(t, append([]string{"acl", "apply", "--secrets-dir", t.TempDir()}, live...)...); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, errOut)
+	}
+	out, errOut, code = aclRun(t, append([]string{"acl", "audit"}, live...)...)
+	if code != 0 || !strings.Contains(out, "0 error(s), 0 warning(s), 0 info: checked 2 tenant(s), 6 user(s) and token(s)") {
+		t.Fatalf("after apply the audit passes: exit %d\n%s\n%s", code, out, errOut)
+	}
+	err := srv.Client().Put(context.Background(), "/access/acl",
+		map[string]any{"path": "/storage", "users": "beta@pve", "roles": "PVEDatastoreUser", "propagate": 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = aclRun(t, append([]string{"acl", "audit"}, live...)...)
+	if code != 1 || !strings.Contains(out, "/storage/alpha-disks") || !strings.Contains(errOut, "the audit found") {
+		t.Errorf("a propagating /storage grant reaches alpha's storage: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
