@@ -1,0 +1,57 @@
+package controllertest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/controller"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/network"
+)
+
+// RepoRoot returns the repository root: the first folder above the working
+// directory holding go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatalf("cannot find the repository root above %s", wd)
+		}
+	}
+}
+
+// Scheme is the controller's scheme plus the capmox ProxmoxMachine
+// versions as unstructured objects.
+func Scheme() *runtime.Scheme {
+	s := controller.Scheme()
+	for _, gvk := range network.MachineKinds {
+		s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
+		s.AddKnownTypeWithName(gvk.GroupVersion().WithKind(gvk.Kind+"List"), &unstructured.UnstructuredList{})
+	}
+	return s
+}
+
+// StartAPIServer starts kube-apiserver and etcd with the Kube-OVN, capmox
+// v0.9, in-cluster IPAM, Cluster API and proxmox.cozystack.io CRDs.
+func StartAPIServer(t testing.TB) (*rest.Config, client.Client) {
+	t.Helper()
+	return kube.StartAPIServer(t, kube.APIServerOptions{
+		Scheme:     Scheme(),
+		SharedCRDs: []string{"kube-ovn", "capmox-v0.9.0", "ipam-in-cluster-v1.0.3"},
+		CAPI:       true,
+		CRDPaths:   []string{filepath.Join(RepoRoot(t), "config", "crd", "bases")},
+	})
+}

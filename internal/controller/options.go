@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/pxsubstrate/pxsubstrate/admission"
+	"github.com/pxsubstrate/pxsubstrate/engine"
+	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+)
+
+// Defaults of the flags, as the proxmox-network package sets them.
+const (
+	DefaultNBAddress          = "ssl:ovn-nb.cozy-kubeovn.svc:6641"
+	DefaultTLSSecret          = "cozy-kubeovn/kube-ovn-tls"
+	DefaultMetricsAddress     = ":8080"
+	DefaultProbeAddress       = ":8081"
+	DefaultWebhookPort        = 9443
+	DefaultWebhookCertDir     = "/tmp/k8s-webhook-server/serving-certs"
+	DefaultNamespace          = admission.DefaultReleaseNamespace
+	LeaseName                 = "proxmox-network-controller"
+	DefaultKubeAPIQPS         = 50
+	DefaultKubeAPIBurst       = 100
+	DefaultGracefulShutdown   = 30 * time.Second
+	WebhookPath               = "/validate"
+	namespaceFile             = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+	envPodNamespace           = "POD_NAMESPACE"
+	envPodName                = "POD_NAME"
+	defaultLeaderElectEnabled = true
+)
+
+// ErrFlags marks a command line the controller cannot run with.
+var ErrFlags = errors.New("invalid flags")
+
+// SecretRef names a Secret: <namespace>/<name>.
+type SecretRef struct{ Namespace, Name string }
+
+func (r SecretRef) String() string { return r.Namespace + "/" + r.Name }
+
+// ParseSecretRef parses "<namespace>/<name>"; both parts must be DNS-1123
+// names, as the API server requires of a namespace and a Secret.
+func ParseSecretRef(s string) (SecretRef, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return SecretRef{}, fmt.Errorf("secret %q: %w: want <namespace>/<name>, e.g. %s", s, ErrFlags, DefaultTLSSecret)
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return SecretRef{}, fmt.Errorf("secret %q: %w: namespace %q: %s", s, ErrFlags, ns, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return SecretRef{}, fmt.Errorf("secret %q: %w: name %q: %s", s, ErrFlags, name, strings.Join(errs, "; "))
+	}
+	return SecretRef{Namespace: ns, Name: name}, nil
+}
+
+// Options are the controller's flags.
+type Options struct {
+	Kubeconfig           string
+	ManageGatewayChassis bool
+	OVNNBAddress         string
+	// OVNTLSSecret is "<namespace>/<name>"; empty reads no Secret (tcp:
+	// and unix: endpoints only).
+	OVNTLSSecret        string
+	SubnetPruneTimeout  time.Duration
+	LeaderElect         bool
+	LeaderElectionNS    string
+	LeaseDuration       time.Duration
+	RenewDeadline       time.Duration
+	RetryPeriod         time.Duration
+	MetricsBindAddress  string
+	ProbeBindAddress    string
+	WebhookPort         int
+	WebhookCertDir      string
+	AdmissionConfig     string
+	KubeAPIQPS          float32
+	KubeAPIBurst        int
+	LogLevel            string
+	GracefulShutdown    time.Duration
+	NBInactivityProbe   time.Duration
+	NBReconnectTimeout  time.Duration
+	NBMaxBackoff        time.Duration
+	tlsSecret           SecretRef
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
+		ManageGatewayChassis: true,
+		OVNNBAddress:         DefaultNBAddress,
+		OVNTLSSecret:         DefaultTLSSecret,
+		SubnetPruneTimeout:   network.DefaultSubnetPruneTimeout,
+		LeaderElect:          defaultLeaderElectEnabled,
+		LeaseDuration:        engine.DefaultLeaseDuration,
+		RenewDeadline:        engine.DefaultRenewDeadline,
+		RetryPeriod:          engine.DefaultRetryPeriod,
+		MetricsBindAddress:   DefaultMetricsAddress,
+		ProbeBindAddress:     DefaultProbeAddress,
+		WebhookPort:          DefaultWebhookPort,
+		WebhookCertDir:       DefaultWebhookCertDir,
+		KubeAPIQPS:           DefaultKubeAPIQPS,
+		KubeAPIBurst:         DefaultKubeAPIBurst,
+		LogLevel:             "info",
+		GracefulShutdown:     DefaultGracefulShutdown,
+		NBInactivityProbe:    ovngateway.DefaultInactivityProbe,
+		NBReconnectTimeout:   ovngateway.DefaultReconnectTimeout,
+		NBMaxBackoff:         ovngateway.DefaultMaxBackoff,
+	}
+}
+
+// BindFlags registers the flags on fs, with o's values as defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	fs.BoolVar(&o.ManageGatewayChassis, "manage-gateway-chassis", o.ManageGatewayChassis, "manage the HA_Chassis_Group of each network's OVN router port; false reports GatewayReady=Unknown/Disabled")
+	fs.StringVar(&o.OVNNBAddress, "ovn-nb-address", o.OVNNBAddress, "OVN northbound endpoints, comma-separated (tcp:, ssl: or unix:); writes go to the RAFT leader")
+	fs.StringVar(&o.OVNTLSSecret, "ovn-tls-secret", o.OVNTLSSecret, "Secret <namespace>/<name> with keys cacert, cert and key for ssl: endpoints, read by name; empty reads none")
+	fs.DurationVar(&o.SubnetPruneTimeout, "subnet-prune-timeout", o.SubnetPruneTimeout, "how long a deleted subnet Kube-OVN still lists on its Vlan holds the VLAN")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "reconcile only while holding the coordination.k8s.io Lease "+LeaseName)
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the Lease; default: $POD_NAMESPACE, the service account's namespace, then "+DefaultNamespace)
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a Lease holder keeps it without renewing")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader tries to renew before it stops reconciling")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "how often replicas try to take or renew the Lease")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the /metrics endpoint; 0 turns it off")
+	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", o.ProbeBindAddress, "address of the /healthz and /readyz endpoints; 0 turns them off")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook (HTTPS, path "+WebhookPath+"); 0 turns it off")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "folder holding the webhook's tls.crt and tls.key (reloaded when they change)")
+	fs.StringVar(&o.AdmissionConfig, "admission-config", o.AdmissionConfig, "proxmox-network package values (zones, admission) the webhook judges by; default: every policy on, no zones")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the Kubernetes API")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the Kubernetes API")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info or error; logs are JSON lines on stderr")
+	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long to wait for reconciles and servers to stop after SIGTERM")
+	fs.DurationVar(&o.NBInactivityProbe, "ovn-nb-inactivity-probe", o.NBInactivityProbe, "silence after which the NB connection is checked with an echo")
+	fs.DurationVar(&o.NBReconnectTimeout, "ovn-nb-reconnect-timeout", o.NBReconnectTimeout, "bound of each NB connection attempt; shorter than the inactivity probe")
+	fs.DurationVar(&o.NBMaxBackoff, "ovn-nb-max-backoff", o.NBMaxBackoff, "longest wait between NB connection attempts")
+}
+
+// Validate says what is wrong with o, all at once, and fills the parsed
+// fields.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrFlags}, a...)...)) }
+	if o.ManageGatewayChassis {
+		if _, err := ovngateway.ParseAddress(o.OVNNBAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--ovn-nb-address: %w", err))
+		}
+		if o.OVNTLSSecret != "" {
+			ref, err := ParseSecretRef(o.OVNTLSSecret)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--ovn-tls-secret: %w", err))
+			}
+			o.tlsSecret = ref
+		} else if strings.Contains(o.OVNNBAddress, "ssl:") {
+			bad("--ovn-nb-address %q has ssl: endpoints, so --ovn-tls-secret must name the Secret holding cacert, cert and key", o.OVNNBAddress)
+		}
+	}
+	if o.SubnetPruneTimeout <= 0 {
+		bad("--subnet-prune-timeout %s must be positive", o.SubnetPruneTimeout)
+	}
+	if o.LeaderElect && !(o.RetryPeriod > 0 && o.RenewDeadline > o.RetryPeriod && o.LeaseDuration > o.RenewDeadline) {
+		bad("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)",
+			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
+		bad("--webhook-port %d is not a port (0 turns the webhook off)", o.WebhookPort)
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		bad("--kube-api-qps (%v) and --kube-api-burst (%d) must be positive", o.KubeAPIQPS, o.KubeAPIBurst)
+	}
+	if _, err := parseLevel(o.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if o.GracefulShutdown <= 0 {
+		bad("--graceful-shutdown-timeout %s must be positive", o.GracefulShutdown)
+	}
+	return errors.Join(errs...)
+}
+
+// TLSSecret is the parsed --ovn-tls-secret; ok is false when none is read.
+func (o *Options) TLSSecret() (SecretRef, bool) {
+	return o.tlsSecret, o.ManageGatewayChassis && o.tlsSecret.Name != ""
+}

@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+)
+
+// session is what the leader runs: it builds the network controller (and,
+// when gateways are managed, the NB client, the gateway adapter and the
+// garbage collector), feeds the controller's cache from the informers,
+// fills it from the API once, and reconciles until ctx ends.
+func (p *Process) session(ctx context.Context) error {
+	p.leader.Set(1)
+	defer p.leader.Set(0)
+	p.log.Info("leading: starting the reconcilers")
+	var (
+		gw        network.Gateway
+		collector *ovnadapter.Collector
+	)
+	if p.opts.ManageGatewayChassis {
+		nb, err := p.dialNB(ctx)
+		if err != nil {
+			return err
+		}
+		defer nb.Close()
+		adapter, err := ovnadapter.New(nb, p.mgr.GetClient())
+		if err != nil {
+			return err
+		}
+		gw = adapter
+		collector = &ovnadapter.Collector{NB: nb, Reader: p.mgr.GetAPIReader(), Collected: p.metrics.GroupsCollected,
+			Errors: p.metrics.NBErrors, Log: p.log.WithName("gateway-gc")}
+	}
+	cache := network.NewCache()
+	var c client.Client = interceptor.NewClient(watchless{p.mgr.GetClient()}, network.Feed(cache))
+	if p.deps.Wrap != nil {
+		c = p.deps.Wrap(c)
+	}
+	ctrl, err := network.New(network.Config{
+		Client: c, APIReader: p.mgr.GetAPIReader(), Cache: cache, Gateway: gw,
+		SubnetPruneTimeout: p.opts.SubnetPruneTimeout, Metrics: p.metrics, EngineMetrics: p.deps.Registry,
+		Log: p.log.WithName("network"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.watch(ctx, ctrl, gw != nil); err != nil {
+		return err
+	}
+	if err := ctrl.Load(ctx); err != nil {
+		return fmt.Errorf("cannot load the controller's cache: %w", err)
+	}
+	runs := []func(context.Context) error{ctrl.Run}
+	if collector != nil {
+		runs = append(runs, collector.Run)
+	}
+	return runTogether(ctx, runs...)
+}
+
+// dialNB builds the NB client, with TLS from the Secret named by
+// --ovn-tls-secret. It connects in the background: passes report
+// NBUnavailable until it is up.
+func (p *Process) dialNB(ctx context.Context) (*ovngateway.Client, error) {
+	cfg := ovngateway.Config{
+		Address: p.opts.OVNNBAddress, InactivityProbe: p.opts.NBInactivityProbe,
+		ReconnectTimeout: p.opts.NBReconnectTimeout, MaxBackoff: p.opts.NBMaxBackoff,
+	}
+	if ref, ok := p.opts.TLSSecret(); ok {
+		sec := &corev1.Secret{}
+		if err := p.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, sec); err != nil {
+			return nil, fmt.Errorf("cannot read the OVN TLS Secret %s (--ovn-tls-secret): %w", ref, err)
+		}
+		tlsCfg, err := ovngateway.TLSConfigFromSecret(sec.Data)
+		if err != nil {
+			return nil, fmt.Errorf("cannot use the OVN TLS Secret %s (--ovn-tls-secret): %w", ref, err)
+		}
+		cfg.TLS = tlsCfg
+	}
+	nbLog := p.log.WithName("ovn-nb")
+	cfg.Logger = &nbLog
+	nb, err := ovngateway.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the OVN NB client (--ovn-nb-address %q): %w", p.opts.OVNNBAddress, err)
+	}
+	return nb, nil
+}
+
+// runTogether runs every function until ctx ends or one fails; then it
+// stops the others and returns the errors.
+func runTogether(ctx context.Context, runs ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() {
+			err := run(ctx)
+			cancel()
+			errs <- err
+		}()
+	}
+	var all []error
+	for range runs {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// watchless is the manager's client as a client.WithWatch, so that
+// network.Feed can wrap it; the controller never watches through it.
+type watchless struct{ client.Client }
+
+func (watchless) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("the controller's client does not watch; informers do")
+}
