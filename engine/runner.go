@@ -35,7 +35,6 @@ type Runner[T client.Object] struct {
 	nudge   func()
 	track   *tracker
 	metrics *metrics
-	active  atomic.Int64
 	started atomic.Bool
 }
 
@@ -206,8 +205,6 @@ func (r *Runner[T]) next(ctx context.Context) bool {
 		r.queue.Done(key)
 		return false
 	}
-	r.active.Add(1)
-	defer r.active.Add(-1)
 	r.process(ctx, key)
 	return true
 }
@@ -231,14 +228,15 @@ func (r *Runner[T]) process(ctx context.Context, key Key) {
 		r.logger(ctx).Error(err, "reconcile failed; not retrying", "object", key.String())
 	case err != nil:
 		outcome = OutcomeError
-		var p *PanicError
-		if errors.As(err, &p) {
-			outcome = OutcomePanic
-		}
 		r.queue.AddRateLimited(key)
-		if apierrors.IsConflict(err) {
-			r.logger(ctx).V(1).Info("reconcile hit a conflict; retrying", "object", key.String(), "error", err.Error())
-		} else {
+		var p *PanicError
+		switch {
+		case errors.As(err, &p):
+			outcome = OutcomePanic
+			r.logger(ctx).Error(err, "reconcile panicked; retrying", "object", key.String(), "stack", string(p.Stack))
+		case apierrors.IsConflict(err) || ctx.Err() != nil:
+			r.logger(ctx).V(1).Info("reconcile interrupted; retrying", "object", key.String(), "error", err.Error())
+		default:
 			r.logger(ctx).Error(err, "reconcile failed; retrying", "object", key.String())
 		}
 	case res.RequeueAfter > 0:

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -28,6 +29,8 @@ const (
 	envCache          = "PXSUBSTRATE_CACHE"
 	envShared         = "PXSUBSTRATE_SHARED"
 	sharedCRDsSubpath = "crds"
+	startTimeout      = 2 * time.Minute
+	stopTimeout       = time.Minute
 )
 
 // ErrMissingAssets says kube-apiserver or etcd cannot be found.
@@ -71,6 +74,14 @@ func StartAPIServer(t testing.TB, o APIServerOptions) (*rest.Config, client.Clie
 		BinaryAssetsDirectory: assets,
 		Scheme:                s,
 		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true},
+	}
+	// envtest's 20s defaults are too short on a busy 2-core machine; its
+	// own environment variables still win.
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = startTimeout
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT") == "" {
+		env.ControlPlaneStopTimeout = stopTimeout
 	}
 	cfg, err := env.Start()
 	if err != nil {
