@@ -169,12 +169,15 @@ type templateSelectResult struct {
 
 func newTemplateSelectCmd(app *App) *cobra.Command {
 	var tags, resources, capmox, policy string
+	var live liveFlags
 	cmd := &cobra.Command{
-		Use:   "select --tags a,b --resources FILE",
+		Use:   "select --tags a,b (--resources FILE | --url https://HOST:8006 --token-id ID --token-secret-file F)",
 		Short: "Show which template capmox clones for a tag selector, or its exact error and why",
 		Long: `Replays capmox's template selection over the guests of a cluster, as
 GET /cluster/resources?type=vm lists them (pvesh get /cluster/resources --type vm
 --output-format json), in JSON or YAML, the data array or the whole answer.
+With --url the guests are read from the API with the given token instead, as
+capmox reads them with its own: PVE lists only guests the token may audit.
 --tags is the pool's proxmox.templateTags (templateSelector.matchTags), comma-separated.
 Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 		Args: cobra.NoArgs,
@@ -184,7 +187,11 @@ Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 				return usageError{err}
 			}
 			opts := talostemplate.SelectOptions{Capmox: talostemplate.CapmoxVersion(capmox), Policy: talostemplate.MatchPolicy(policy)}
-			sel, err := talostemplate.SelectFrom(cmd.Context(), talostemplate.ResourcesFile(resources), selector, opts)
+			lister, err := selectLister(app, resources, &live)
+			if err != nil {
+				return err
+			}
+			sel, err := talostemplate.SelectFrom(cmd.Context(), lister, selector, opts)
 			var notFound *talostemplate.NotFoundError
 			if err != nil && !errors.As(err, &notFound) {
 				return err
@@ -206,8 +213,8 @@ Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 	cmd.Flags().StringVar(&resources, "resources", "", "file with the answer of GET /cluster/resources?type=vm (JSON or YAML)")
 	cmd.Flags().StringVar(&capmox, "capmox", string(talostemplate.CapmoxV07), "capmox release line: v0.7 (what Cozystack ships) or v0.8 (v0.8 and later)")
 	cmd.Flags().StringVar(&policy, "match-policy", string(talostemplate.MatchExact), "capmox v0.8 templateSelector.matchPolicy: exact, uniqueSubset or bestSubset")
+	live.bind(cmd.Flags())
 	_ = cmd.MarkFlagRequired("tags")
-	_ = cmd.MarkFlagRequired("resources")
 	return cmd
 }
 
