@@ -155,3 +155,16 @@ func (c *Cache) zonesOn(provider string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// waitingIn returns the networks of a namespace that hold no VLAN yet.
+func (c *Cache) waitingIn(namespace string) []Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Key
+	for _, k := range c.byNS[namespace].sorted() {
+		if n := c.networks[k]; n.VLAN == 0 && !n.Deleting {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -24,7 +24,9 @@ func (c *Controller) enqueueFor(obj client.Object, gone bool) {
 		}
 	case *v1alpha1.ProxmoxNetworkZone:
 		c.EnqueueZone(o.Name)
-		c.enqueueNetworks(c.cache.zoneNetworkKeys(o.Name))
+		if gone || c.cache.zoneSpecChanged(o) {
+			c.enqueueNetworks(c.cache.zoneNetworkKeys(o.Name))
+		}
 		if gone {
 			c.cache.dropZone(o.Name)
 			c.cfg.Metrics.forgetZone(o.Name)
@@ -50,8 +52,10 @@ func (c *Controller) enqueueFor(obj client.Object, gone bool) {
 			c.EnqueueZone(z)
 		}
 	case *corev1.Namespace:
+		// Labels decide only whether a network may get a new VLAN, so a
+		// namespace change concerns the networks still waiting for one.
 		c.namespaces.Enqueue(Key{Name: o.Name})
-		c.enqueueNetworks(c.cache.namespaceNetworks(o.Name))
+		c.enqueueNetworks(c.cache.waitingIn(o.Name))
 	case *unstructured.Unstructured:
 		c.unstructuredChanged(o)
 	}

@@ -45,6 +45,11 @@ func namespaceAnnotation(nets []networkInfo) string {
 // (the network being reconciled, whose status is not written yet) as it is
 // in memory, or left out when released is set.
 func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *v1alpha1.ProxmoxNetwork, released ...bool) error {
+	if self != nil {
+		// What this pass knows of the network is the truth as far as the
+		// controller can tell, written or not: other passes count it too.
+		c.cache.record(self.DeepCopy(), len(released) > 0 && released[0])
+	}
 	nets := c.cache.networksIn(namespace)
 	if self != nil {
 		me := observeNetwork(self)

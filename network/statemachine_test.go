@@ -48,6 +48,7 @@ var rangeChoices = [][]string{{"100-107"}, {"100-103"}, {"102-110"}, {"100-105",
 // every fault-free settle, zone counts equal a recount and every deleted
 // network without consumers is gone.
 func TestLifecycleStateMachine(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
 		faults := kube.NewFaults(rapid.Uint64().Draw(rt, "seed"))
@@ -328,4 +329,3 @@ func findCond(conds []metav1.Condition, typ string) *metav1.Condition {
 	}
 	return nil
 }
-

@@ -218,7 +218,9 @@ func checkZoneCounts(t tb, s snapshot) {
 	}
 }
 
-func hasFinalizer(o client.Object) bool { return controllerutil.ContainsFinalizer(o, v1alpha1.Finalizer) }
+func hasFinalizer(o client.Object) bool {
+	return controllerutil.ContainsFinalizer(o, v1alpha1.Finalizer)
+}
 
 func machine(n netID, name, version string, vlan int) *unstructured.Unstructured {
 	return sim.Machine(n.ns(), name, version, "vmbr1", vlan, n.name())
@@ -232,4 +234,3 @@ func joinKeys(m map[string]bool) string {
 	sort.Strings(out)
 	return strings.Join(out, ",")
 }
-

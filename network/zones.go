@@ -64,3 +64,13 @@ func (c *Cache) dropZone(name string) {
 	defer c.mu.Unlock()
 	delete(c.zones, name)
 }
+
+// zoneSpecChanged reports whether obj's spec differs from the one the zone's
+// allocator was built from (true when none was built yet).
+func (c *Cache) zoneSpecChanged(obj *v1alpha1.ProxmoxNetworkZone) bool {
+	fp := zoneFingerprint(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	z, ok := c.zones[obj.Name]
+	return !ok || z.fingerprint != fp
+}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestDemoCommand(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		args   []string
+		check  func(t *testing.T, out string)
+	}{
+		"Story": {
+			reason: "the default output tells the acts and ends with the invariants table",
+			args:   []string{"demo"},
+			check: func(t *testing.T, out string) {
+				for _, want := range []string{"== Act 1:", "== Act 4:", "== Invariants ==", "zone counts equal a recount  "} {
+					if !strings.Contains(out, want) {
+						t.Errorf("output lacks %q:\n%s", want, out)
+					}
+				}
+				if strings.Contains(out, "FAILED") {
+					t.Errorf("an invariant failed:\n%s", out)
+				}
+			},
+		},
+		"JSON": {
+			reason: "-o json prints the acts and the invariants for scripts",
+			args:   []string{"demo", "-o", "json"},
+			check: func(t *testing.T, out string) {
+				var res struct {
+					Acts       []string `json:"acts"`
+					Invariants []struct {
+						Name  string `json:"name"`
+						Holds bool   `json:"holds"`
+					} `json:"invariants"`
+				}
+				if err := json.Unmarshal([]byte(out), &res); err != nil {
+					t.Fatalf("not JSON: %v\n%s", err, out)
+				}
+				if len(res.Acts) != 4 || len(res.Invariants) < 5 {
+					t.Errorf("acts %v invariants %v", res.Acts, res.Invariants)
+				}
+				for _, inv := range res.Invariants {
+					if !inv.Holds {
+						t.Errorf("invariant %q failed", inv.Name)
+					}
+				}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := runSim(t, "", tc.args...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", tc.reason, code, errOut)
+			}
+			tc.check(t, out)
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pxsubstrate/pxsubstrate/sim"
+)
+
+var uninstallBeta = []sim.ObjectRef{
+	{APIVersion: "proxmox.cozystack.io/v1alpha1", Kind: "ProxmoxNetwork", Namespace: TenantBeta, Name: "subnet-b1"},
+	{APIVersion: "kubeovn.io/v1", Kind: "Subnet", Name: "subnet-b1"},
+	{APIVersion: "ipam.cluster.x-k8s.io/v1alpha2", Kind: "InClusterIPPool", Namespace: TenantBeta, Name: "subnet-b1"},
+}
+
+var vmAddress = sim.ObjectRef{APIVersion: "ipam.cluster.x-k8s.io/v1beta2", Kind: "IPAddress", Namespace: TenantBeta, Name: "worker-0"}
+
+var actHeldDelete = Act{
+	Name: "tenant beta uninstalls its VPC while a VM still holds an address",
+	Play: func(ctx context.Context, s *Stage) error {
+		if err := s.Apply(ctx, sim.IPAddress(TenantBeta, vmAddress.Name, "subnet-b1", "10.2.1.64", 24)); err != nil {
+			return err
+		}
+		for _, r := range uninstallBeta {
+			if err := s.H.Delete(ctx, r); err != nil {
+				return err
+			}
+		}
+		if err := s.Settle(ctx); err != nil {
+			return err
+		}
+		s.Say("worker-0 holds 10.2.1.64 from subnet-b1; helm uninstall deletes the network, subnet and pool")
+		if err := s.Networks(ctx); err != nil {
+			return err
+		}
+		return s.held(ctx)
+	},
+}
+
+// held prints which of beta's objects the finalizers still hold.
+func (s *Stage) held(ctx context.Context) error {
+	objs, err := s.H.Objects(ctx)
+	if err != nil {
+		return err
+	}
+	s.Table([]string{"KIND", "NAME", "STATE"}, func(row func(...any)) {
+		for _, o := range objs {
+			md, _ := o["metadata"].(map[string]any)
+			if md["name"] != "subnet-b1" {
+				continue
+			}
+			state := "live"
+			if _, deleting := md["deletionTimestamp"]; deleting {
+				state = fmt.Sprintf("deleting, held by %v", md["finalizers"])
+			}
+			row(o["kind"], md["name"], state)
+		}
+	})
+	return nil
+}
+
+var actRelease = Act{
+	Name: "the VM gives its address back; the VLAN returns to the zone",
+	Play: func(ctx context.Context, s *Stage) error {
+		if err := s.H.Delete(ctx, vmAddress); err != nil {
+			return err
+		}
+		if err := s.Settle(ctx); err != nil {
+			return err
+		}
+		s.Say("worker-0 is gone: beta's network, subnet, Vlan and claim are released, and alpha's waiting network takes VLAN 3904")
+		if err := s.Networks(ctx); err != nil {
+			return err
+		}
+		if err := s.Zones(ctx); err != nil {
+			return err
+		}
+		return s.Annotations(ctx, TenantAlpha, TenantBeta)
+	},
+}

@@ -1,0 +1,187 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/sim"
+)
+
+// Act is one chapter of the demo.
+type Act struct {
+	// Name is printed as the act's title.
+	Name string
+	// Play acts on the stage and prints what happened.
+	Play func(ctx context.Context, s *Stage) error
+}
+
+// Acts are played in order.
+var Acts = []Act{actZone, actNetworks, actHeldDelete, actRelease}
+
+// Stage is what acts share: the simulated cluster and the output.
+type Stage struct {
+	H   *sim.Harness
+	Out io.Writer
+}
+
+// Result is the outcome of a demo run.
+type Result struct {
+	Acts       []string        `json:"acts"`
+	Invariants []sim.Invariant `json:"invariants"`
+}
+
+// OK reports whether every invariant holds.
+func (r Result) OK() bool {
+	for _, inv := range r.Invariants {
+		if !inv.Holds {
+			return false
+		}
+	}
+	return true
+}
+
+// Run plays every act, printing to out, then checks the invariants and
+// prints them as a table.
+func Run(ctx context.Context, out io.Writer) (Result, error) {
+	s := &Stage{H: sim.NewHarness(sim.Options{}), Out: out}
+	if err := s.H.Start(ctx); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	for i, act := range Acts {
+		fmt.Fprintf(out, "\n== Act %d: %s ==\n", i+1, act.Name)
+		if err := act.Play(ctx, s); err != nil {
+			return res, fmt.Errorf("act %q: %w", act.Name, err)
+		}
+		res.Acts = append(res.Acts, act.Name)
+	}
+	invs, err := sim.CheckInvariants(ctx, s.H.Store())
+	if err != nil {
+		return res, err
+	}
+	res.Invariants = invs
+	fmt.Fprintf(out, "\n== Invariants ==\n")
+	s.Table([]string{"CHECK", "RESULT"}, func(row func(...any)) {
+		for _, inv := range invs {
+			result := "ok"
+			if !inv.Holds {
+				result = "FAILED: " + inv.Detail
+			}
+			row(inv.Name, result)
+		}
+	})
+	return res, nil
+}
+
+// Apply writes objects as a tenant or an admin would.
+func (s *Stage) Apply(ctx context.Context, objs ...client.Object) error {
+	for _, o := range objs {
+		if err := s.H.Client().Create(ctx, o); err != nil {
+			return fmt.Errorf("cannot create %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Settle lets the controller and the world converge.
+func (s *Stage) Settle(ctx context.Context) error {
+	_, err := s.H.Converge(ctx)
+	return err
+}
+
+// Say prints one line.
+func (s *Stage) Say(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
+
+// Table prints an aligned table.
+func (s *Stage) Table(header []string, rows func(row func(...any))) {
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	rows(func(cells ...any) {
+		parts := make([]string, len(cells))
+		for i, c := range cells {
+			parts[i] = fmt.Sprint(c)
+		}
+		fmt.Fprintln(tw, strings.Join(parts, "\t"))
+	})
+	_ = tw.Flush()
+}
+
+// Networks prints every ProxmoxNetwork.
+func (s *Stage) Networks(ctx context.Context) error {
+	var list v1alpha1.ProxmoxNetworkList
+	if err := s.H.Store().List(ctx, &list); err != nil {
+		return err
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	s.Table([]string{"NAMESPACE", "NETWORK", "VLAN", "CIDR", "POOL USED/TOTAL", "READY", "REASON"}, func(row func(...any)) {
+		for _, n := range list.Items {
+			vlan, pool, ready, reason := "-", "-", "Unknown", ""
+			if n.Status.VLAN != 0 {
+				vlan = fmt.Sprint(n.Status.VLAN)
+			}
+			if p := n.Status.IPPool; p != nil {
+				pool = fmt.Sprintf("%d/%d", p.Used, p.Total)
+			}
+			if c := meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+				ready, reason = string(c.Status), c.Reason
+			}
+			if !n.DeletionTimestamp.IsZero() {
+				reason += " (deleting)"
+			}
+			row(n.Namespace, n.Name, vlan, orDash(n.Status.CIDR), pool, ready, reason)
+		}
+	})
+	return nil
+}
+
+// Zones prints every zone's counts.
+func (s *Stage) Zones(ctx context.Context) error {
+	var list v1alpha1.ProxmoxNetworkZoneList
+	if err := s.H.Store().List(ctx, &list); err != nil {
+		return err
+	}
+	s.Table([]string{"ZONE", "BRIDGE", "TOTAL", "ALLOCATED", "FREE", "NETWORKS", "READY"}, func(row func(...any)) {
+		for _, z := range list.Items {
+			ready := "Unknown"
+			if c := meta.FindStatusCondition(z.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+				ready = string(c.Status) + "/" + c.Reason
+			}
+			row(z.Name, z.Spec.Bridge, z.Status.TotalVLANs, z.Status.AllocatedVLANs, z.Status.FreeVLANs, z.Status.Networks, ready)
+		}
+	})
+	return nil
+}
+
+// Annotations prints each tenant namespace's proxmox.cozystack.io/networks.
+func (s *Stage) Annotations(ctx context.Context, namespaces ...string) error {
+	s.Table([]string{"NAMESPACE", v1alpha1.AnnotationNamespaceNetworks}, func(row func(...any)) {
+		for _, name := range namespaces {
+			ns := &corev1.Namespace{}
+			if err := s.H.Store().Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+				row(name, "(cannot read: "+err.Error()+")")
+				continue
+			}
+			row(name, orDash(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]))
+		}
+	})
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
