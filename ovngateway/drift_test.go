@@ -63,9 +63,10 @@ func TestReconcileRepairsDrift(t *testing.T) {
 	}
 	for backend, start := range backends {
 		t.Run(backend, func(t *testing.T) {
+			nb := start(t)
 			for name, tc := range cases {
 				t.Run(name, func(t *testing.T) {
-					nb := start(t)
+					ovnnb.Reset(t, nb.admin)
 					ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
 					c := dial(t, nb.endpoint)
 					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)

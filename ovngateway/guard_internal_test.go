@@ -24,7 +24,11 @@ func staleWrite(t *testing.T, endpoint string, gw Gateway, change func()) error 
 		t.Fatal(err)
 	}
 	defer c.Close()
-	v, err := c.view(ctx, gw.Network)
+	s, err := c.session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.view(ctx, gw.Network)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +36,12 @@ func staleWrite(t *testing.T, endpoint string, gw Gateway, change func()) error 
 	if !p.writes() {
 		t.Fatalf("the stale decision must write, got %+v", p.outcome)
 	}
-	tx, err := c.build(gw, v, p)
+	tx, err := s.build(gw, v, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	change()
-	return c.transact(ctx, tx)
+	return s.transact(ctx, tx)
 }
 
 func guardGateway() Gateway {

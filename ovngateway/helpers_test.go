@@ -38,9 +38,9 @@ func dial(t testing.TB, endpoint string) *ovngateway.Client {
 	defer cancel()
 	c, err := ovngateway.Dial(ctx, ovngateway.Config{
 		Address:          endpoint,
-		InactivityProbe:  2 * time.Second,
-		ReconnectTimeout: time.Second,
-		MaxBackoff:       200 * time.Millisecond,
+		InactivityProbe:  10 * time.Second,
+		ReconnectTimeout: 5 * time.Second,
+		MaxBackoff:       20 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatalf("Dial(%s): %v", endpoint, err)

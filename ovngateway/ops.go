@@ -37,21 +37,21 @@ func (t *txn) add(count int, ops []ovsdb.Operation, err error) error {
 }
 
 // build turns a plan into the operations of one transaction.
-func (c *Client) build(gw Gateway, v view, p plan) (*txn, error) {
+func (s *session) build(gw Gateway, v view, p plan) (*txn, error) {
 	t := &txn{}
 	groupRef := namedGroup
 	var err error
 	if p.create {
-		err = c.createGroup(t, gw)
+		err = s.createGroup(t, gw)
 	} else {
 		groupRef = v.group.UUID
-		err = c.updateGroup(t, gw, v, p)
+		err = s.updateGroup(t, gw, v, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
 	}
 	if p.point {
-		if err := c.pointPort(t, gw.RouterPort, groupRef); err != nil {
+		if err := s.pointPort(t, gw.RouterPort, groupRef); err != nil {
 			return nil, fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
 		}
 	}
@@ -59,12 +59,12 @@ func (c *Client) build(gw Gateway, v view, p plan) (*txn, error) {
 }
 
 // insertMembers adds HA_Chassis rows with named UUIDs and returns the names.
-func (c *Client) insertMembers(t *txn, members []Member) ([]string, error) {
+func (s *session) insertMembers(t *txn, members []Member) ([]string, error) {
 	names := make([]string, len(members))
 	for i, m := range members {
 		names[i] = fmt.Sprintf("pxchassis%d", i)
 		row := &nbdb.HAChassis{UUID: names[i], ChassisName: m.Chassis, Priority: m.Priority}
-		ops, err := c.nb.Create(row)
+		ops, err := s.nb.Create(row)
 		if err := t.add(anyCount, ops, err); err != nil {
 			return nil, err
 		}
@@ -72,8 +72,8 @@ func (c *Client) insertMembers(t *txn, members []Member) ([]string, error) {
 	return names, nil
 }
 
-func (c *Client) createGroup(t *txn, gw Gateway) error {
-	names, err := c.insertMembers(t, gw.Members)
+func (s *session) createGroup(t *txn, gw Gateway) error {
+	names, err := s.insertMembers(t, gw.Members)
 	if err != nil {
 		return err
 	}
@@ -81,37 +81,37 @@ func (c *Client) createGroup(t *txn, gw Gateway) error {
 		UUID: namedGroup, Name: gw.Group(), HaChassis: names,
 		ExternalIDs: map[string]string{OwnerKey: OwnerValue, NetworkKey: gw.ID()},
 	}
-	ops, err := c.nb.Create(g)
+	ops, err := s.nb.Create(g)
 	return t.add(anyCount, ops, err)
 }
 
-func (c *Client) updateGroup(t *txn, gw Gateway, v view, p plan) error {
+func (s *session) updateGroup(t *txn, gw Gateway, v view, p plan) error {
 	g := v.group
 	if p.adopt {
-		if err := c.adopt(t, gw, g); err != nil {
+		if err := s.adopt(t, gw, g); err != nil {
 			return err
 		}
 	}
 	for _, u := range slices.Sorted(maps.Keys(p.update)) {
 		h := &nbdb.HAChassis{UUID: u, Priority: p.update[u]}
-		ops, err := c.nb.Where(h).Update(h, &h.Priority)
+		ops, err := s.nb.Where(h).Update(h, &h.Priority)
 		if err := t.add(1, ops, err); err != nil {
 			return err
 		}
 	}
 	sel := &nbdb.HAChassisGroup{UUID: g.UUID}
 	if len(p.remove) > 0 {
-		ops, err := c.nb.Where(sel).Mutate(sel, model.Mutation{Field: &sel.HaChassis, Mutator: ovsdb.MutateOperationDelete, Value: p.remove})
+		ops, err := s.nb.Where(sel).Mutate(sel, model.Mutation{Field: &sel.HaChassis, Mutator: ovsdb.MutateOperationDelete, Value: p.remove})
 		if err := t.add(1, ops, err); err != nil {
 			return err
 		}
 	}
 	if len(p.insert) > 0 {
-		names, err := c.insertMembers(t, p.insert)
+		names, err := s.insertMembers(t, p.insert)
 		if err != nil {
 			return err
 		}
-		ops, err := c.nb.Where(sel).Mutate(sel, model.Mutation{Field: &sel.HaChassis, Mutator: ovsdb.MutateOperationInsert, Value: names})
+		ops, err := s.nb.Where(sel).Mutate(sel, model.Mutation{Field: &sel.HaChassis, Mutator: ovsdb.MutateOperationInsert, Value: names})
 		if err := t.add(1, ops, err); err != nil {
 			return err
 		}
@@ -121,13 +121,13 @@ func (c *Client) updateGroup(t *txn, gw Gateway, v view, p plan) error {
 
 // adopt tags an untagged group, guarded by a wait that its external_ids are
 // still the ones read, so a tag someone else writes meanwhile is not lost.
-func (c *Client) adopt(t *txn, gw Gateway, g *nbdb.HAChassisGroup) error {
+func (s *session) adopt(t *txn, gw Gateway, g *nbdb.HAChassisGroup) error {
 	zero := 0
 	seen := &nbdb.HAChassisGroup{ExternalIDs: g.ExternalIDs}
 	if seen.ExternalIDs == nil {
 		seen.ExternalIDs = map[string]string{}
 	}
-	ops, err := c.nb.Where(&nbdb.HAChassisGroup{UUID: g.UUID}).Wait(ovsdb.WaitConditionEqual, &zero, seen, &seen.ExternalIDs)
+	ops, err := s.nb.Where(&nbdb.HAChassisGroup{UUID: g.UUID}).Wait(ovsdb.WaitConditionEqual, &zero, seen, &seen.ExternalIDs)
 	if err := t.add(anyCount, ops, err); err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (c *Client) adopt(t *txn, gw Gateway, g *nbdb.HAChassisGroup) error {
 	}
 	ids[OwnerKey], ids[NetworkKey] = OwnerValue, gw.ID()
 	upd := &nbdb.HAChassisGroup{UUID: g.UUID, ExternalIDs: ids}
-	ops, err = c.nb.Where(upd).Update(upd, &upd.ExternalIDs)
+	ops, err = s.nb.Where(upd).Update(upd, &upd.ExternalIDs)
 	return t.add(1, ops, err)
 }
 
@@ -146,16 +146,16 @@ func (c *Client) adopt(t *txn, gw Gateway, g *nbdb.HAChassisGroup) error {
 // has neither an HA_Chassis_Group nor Gateway_Chassis rows. (libovsdb's
 // in-memory server skips empty values when it compares a wait's rows, so
 // only a real ovsdb-server enforces this guard.)
-func (c *Client) pointPort(t *txn, port, groupRef string) error {
+func (s *session) pointPort(t *txn, port, groupRef string) error {
 	zero := 0
 	want := &nbdb.LogicalRouterPort{Name: port}
-	ops, err := c.nb.Where(&nbdb.LogicalRouterPort{Name: port}).
+	ops, err := s.nb.Where(&nbdb.LogicalRouterPort{Name: port}).
 		Wait(ovsdb.WaitConditionEqual, &zero, want, &want.HaChassisGroup, &want.GatewayChassis)
 	if err := t.add(anyCount, ops, err); err != nil {
 		return err
 	}
 	upd := &nbdb.LogicalRouterPort{Name: port, HaChassisGroup: &groupRef}
-	ops, err = c.nb.Where(upd).Update(upd, &upd.HaChassisGroup)
+	ops, err = s.nb.Where(upd).Update(upd, &upd.HaChassisGroup)
 	return t.add(1, ops, err)
 }
 

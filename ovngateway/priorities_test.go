@@ -3,6 +3,7 @@ package ovngateway_test
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"testing"
 
@@ -32,6 +33,25 @@ func TestScoreBitForBit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScoreMatchesHashFNV checks Score against hash/fnv's FNV-1a 64 and the
+// splitmix64 finisher written out step by step.
+func TestScoreMatchesHashFNV(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		key, node := rapid.String().Draw(t, "key"), rapid.String().Draw(t, "node")
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(key))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(node))
+		z := h.Sum64()
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		z ^= z >> 31
+		if got := ovngateway.Score(key, node); got != z {
+			t.Fatalf("Score(%q, %q) = %#x, want %#x", key, node, got, z)
+		}
+	})
 }
 
 func nodeNames(t *rapid.T, min, max int) []string {

@@ -28,10 +28,11 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
 	defer cancel()
-	if err := c.ready(ctx); err != nil {
+	s, err := c.session()
+	if err != nil {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
-	v, err := c.view(ctx, gw.Network)
+	v, err := s.view(ctx, gw.Network)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
@@ -39,35 +40,35 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	if !p.writes() {
 		return p.outcome, nil
 	}
-	t, err := c.build(gw, v, p)
+	t, err := s.build(gw, v, p)
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := c.transact(ctx, t); err != nil {
+	if err := s.transact(ctx, t); err != nil {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
 	p.outcome.Changed = true
-	c.awaitCache(ctx, gw)
+	s.awaitCache(ctx, gw)
 	return p.outcome, nil
 }
 
 // view reads what the cache holds for the network.
-func (c *Client) view(ctx context.Context, n Network) (view, error) {
+func (s *session) view(ctx context.Context, n Network) (view, error) {
 	v := view{members: map[string]nbdb.HAChassis{}}
 	port := &nbdb.LogicalRouterPort{Name: n.RouterPort}
-	if ok, err := c.get(ctx, port); err != nil {
+	if ok, err := s.get(ctx, port); err != nil {
 		return v, err
 	} else if ok {
 		v.port = port
 	}
 	group := &nbdb.HAChassisGroup{Name: n.Group()}
-	if ok, err := c.get(ctx, group); err != nil {
+	if ok, err := s.get(ctx, group); err != nil {
 		return v, err
 	} else if ok {
 		v.group = group
 		for _, u := range group.HaChassis {
 			h := &nbdb.HAChassis{UUID: u}
-			if ok, err := c.get(ctx, h); err != nil {
+			if ok, err := s.get(ctx, h); err != nil {
 				return v, err
 			} else if ok {
 				v.members[u] = *h
@@ -77,7 +78,7 @@ func (c *Client) view(ctx context.Context, n Network) (view, error) {
 	if v.port != nil && v.port.HaChassisGroup != nil && (v.group == nil || *v.port.HaChassisGroup != v.group.UUID) {
 		v.portGroup = *v.port.HaChassisGroup
 		other := &nbdb.HAChassisGroup{UUID: v.portGroup}
-		if ok, err := c.get(ctx, other); err != nil {
+		if ok, err := s.get(ctx, other); err != nil {
 			return v, err
 		} else if ok {
 			v.portGroup = other.Name
@@ -87,8 +88,8 @@ func (c *Client) view(ctx context.Context, n Network) (view, error) {
 }
 
 // get reads m from the cache by its UUID or schema index.
-func (c *Client) get(ctx context.Context, m any) (bool, error) {
-	err := c.nb.Get(ctx, m)
+func (s *session) get(ctx context.Context, m any) (bool, error) {
+	err := s.nb.Get(ctx, m)
 	switch {
 	case err == nil:
 		return true, nil
@@ -99,13 +100,14 @@ func (c *Client) get(ctx context.Context, m any) (bool, error) {
 }
 
 // transact sends t and checks every operation's result and row count.
-func (c *Client) transact(ctx context.Context, t *txn) error {
-	c.txns.Add(1)
-	res, err := c.nb.Transact(ctx, t.ops...)
+func (s *session) transact(ctx context.Context, t *txn) error {
+	s.c.txns.Add(1)
+	res, err := s.nb.Transact(ctx, t.ops...)
 	if err != nil {
+		s.c.connectionLost(s.nb, err)
 		return wrapNB("run the NB transaction", err)
 	}
-	c.touch()
+	s.c.touch()
 	var details []string
 	if opErrs, err := ovsdb.CheckOperationResults(res, t.ops); err != nil {
 		for _, e := range opErrs {
@@ -135,16 +137,16 @@ func (c *Client) transact(ctx context.Context, t *txn) error {
 // settled, so a pass right after this one sees its write. A server that sends
 // monitor updates before the transaction reply (ovsdb-server, libovsdb's
 // server) needs no wait at all.
-func (c *Client) awaitCache(ctx context.Context, gw Gateway) {
+func (s *session) awaitCache(ctx context.Context, gw Gateway) {
 	timer := time.NewTimer(cacheWait)
 	defer timer.Stop()
 	for {
-		v, err := c.view(ctx, gw.Network)
+		v, err := s.view(ctx, gw.Network)
 		if err != nil || !decide(gw, v).writes() {
 			return
 		}
 		select {
-		case <-c.changed:
+		case <-s.c.changed:
 		case <-timer.C:
 			return
 		case <-ctx.Done():

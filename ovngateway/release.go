@@ -31,11 +31,12 @@ func (c *Client) Release(ctx context.Context, n Network) (Released, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
 	defer cancel()
-	if err := c.ready(ctx); err != nil {
+	s, err := c.session()
+	if err != nil {
 		return Released{}, fmt.Errorf("cannot release the gateway of network %q: %w", n.ID(), err)
 	}
 	g := &nbdb.HAChassisGroup{Name: n.Group()}
-	ok, err := c.get(ctx, g)
+	ok, err := s.get(ctx, g)
 	if err != nil || !ok {
 		return Released{}, err
 	}
@@ -46,7 +47,7 @@ func (c *Client) Release(ctx context.Context, n Network) (Released, error) {
 		}
 		return Released{Foreign: msg}, nil
 	}
-	if err := c.deleteGroup(ctx, g); err != nil {
+	if err := s.deleteGroup(ctx, g); err != nil {
 		return Released{}, fmt.Errorf("cannot release the gateway of network %q: %w", n.ID(), err)
 	}
 	return Released{Deleted: true}, nil
@@ -54,18 +55,18 @@ func (c *Client) Release(ctx context.Context, n Network) (Released, error) {
 
 // deleteGroup clears every port that points at g and deletes g, in one
 // transaction.
-func (c *Client) deleteGroup(ctx context.Context, g *nbdb.HAChassisGroup) error {
+func (s *session) deleteGroup(ctx context.Context, g *nbdb.HAChassisGroup) error {
 	t := &txn{}
 	var ports []nbdb.LogicalRouterPort
 	uuid := g.UUID
-	if err := c.nb.Where(&nbdb.LogicalRouterPort{HaChassisGroup: &uuid}).List(ctx, &ports); err != nil {
+	if err := s.nb.Where(&nbdb.LogicalRouterPort{HaChassisGroup: &uuid}).List(ctx, &ports); err != nil {
 		return wrapNB("read the NB cache", err)
 	}
 	slices.SortFunc(ports, func(a, b nbdb.LogicalRouterPort) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range ports {
 		sel := &nbdb.LogicalRouterPort{}
 		upd := &nbdb.LogicalRouterPort{UUID: p.UUID}
-		ops, err := c.nb.WhereAll(sel,
+		ops, err := s.nb.WhereAll(sel,
 			modelCond(&sel.UUID, p.UUID),
 			modelCond(&sel.HaChassisGroup, &uuid),
 		).Update(upd, &upd.HaChassisGroup)
@@ -73,11 +74,11 @@ func (c *Client) deleteGroup(ctx context.Context, g *nbdb.HAChassisGroup) error 
 			return err
 		}
 	}
-	ops, err := c.nb.Where(&nbdb.HAChassisGroup{UUID: g.UUID}).Delete()
+	ops, err := s.nb.Where(&nbdb.HAChassisGroup{UUID: g.UUID}).Delete()
 	if err := t.add(1, ops, err); err != nil {
 		return err
 	}
-	return c.transact(ctx, t)
+	return s.transact(ctx, t)
 }
 
 // Exists says whether the ProxmoxNetwork namespace/name still exists. It
@@ -100,12 +101,13 @@ type Collected struct {
 // that owner are never touched. A failure for one group does not stop the
 // others; the errors are joined.
 func (c *Client) Collect(ctx context.Context, exists Exists) (Collected, error) {
-	if err := c.ready(ctx); err != nil {
+	s, err := c.session()
+	if err != nil {
 		return Collected{}, fmt.Errorf("cannot collect gateway groups: %w", err)
 	}
 	var groups []nbdb.HAChassisGroup
 	owned := &nbdb.HAChassisGroup{ExternalIDs: map[string]string{OwnerKey: OwnerValue}}
-	if err := c.nb.Where(owned).List(ctx, &groups); err != nil {
+	if err := s.nb.Where(owned).List(ctx, &groups); err != nil {
 		return Collected{}, fmt.Errorf("cannot collect gateway groups: %w", wrapNB("read the NB cache", err))
 	}
 	slices.SortFunc(groups, func(a, b nbdb.HAChassisGroup) int { return strings.Compare(a.Name, b.Name) })
@@ -128,7 +130,7 @@ func (c *Client) Collect(ctx context.Context, exists Exists) (Collected, error) 
 		case ok:
 			out.Kept++
 		default:
-			if err := c.deleteGroup(ctx, g); err != nil {
+			if err := s.deleteGroup(ctx, g); err != nil {
 				errs = append(errs, fmt.Errorf("cannot delete group %q of network %s/%s: %w", g.Name, ns, name, err))
 				continue
 			}

@@ -200,9 +200,10 @@ func TestReconcileRules(t *testing.T) {
 	}
 	for backend, start := range backends {
 		t.Run(backend, func(t *testing.T) {
+			nb := start(t)
 			for name, tc := range cases {
 				t.Run(name, func(t *testing.T) {
-					nb := start(t)
+					ovnnb.Reset(t, nb.admin)
 					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", tc.nodes...)
 					tc.seed(t, nb.admin, gw)
 					before := ovnnb.Dump(t, nb.admin)

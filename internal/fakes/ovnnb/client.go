@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
@@ -55,9 +54,15 @@ func Transact(t testing.TB, c client.Client, ops ...ovsdb.Operation) []ovsdb.Ope
 // TransactErr runs ops in one transaction and returns an error unless each
 // of them succeeded.
 func TransactErr(c client.Client, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	return Admin{c}.Transact(context.Background(), ops...)
+}
+
+// Transact runs ops in one transaction, within opTimeout, and returns an
+// error unless each of them succeeded.
+func (a Admin) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	res, err := c.Transact(ctx, ops...)
+	res, err := a.C.Transact(ctx, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot run the NB transaction: %w", err)
 	}
@@ -82,24 +87,19 @@ func Select[T any, PT interface {
 	model.Model
 }](t testing.TB, c client.Client) []T {
 	t.Helper()
-	var zero T
-	if c.Cache() == nil {
-		t.Fatalf("cannot select %T rows: the client lost its connection; connect a new one", zero)
-	}
-	dbModel := c.Cache().DatabaseModel()
-	table := dbModel.FindTable(reflect.TypeOf(PT(&zero)))
-	if table == "" {
-		t.Fatalf("cannot select: %T is not a model of this client", zero)
-	}
-	res := Transact(t, c, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: table, Where: []ovsdb.Condition{}})
-	out := make([]T, 0, len(res[0].Rows))
-	for _, row := range res[0].Rows {
-		u, _ := row["_uuid"].(ovsdb.UUID)
-		m, err := model.CreateModel(dbModel, table, &row, u.GoUUID)
-		if err != nil {
-			t.Fatalf("cannot read a %s row: %v", table, err)
-		}
-		out = append(out, *(m.(PT)))
+	out, err := SelectRows[T, PT](context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
+}
+
+// ReadRows reads Rows in one transaction and fails t on error.
+func ReadRows(t testing.TB, c client.Client) Rows {
+	t.Helper()
+	r, err := Admin{c}.ReadRows(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -186,3 +186,8 @@ func upsertDatabaseRow(ctx context.Context, c client.Client, row *serverdb.Datab
 	}
 	return nil
 }
+
+// OpenInMemory starts an in-memory NB server with its sockets in dir, for
+// programs (a demo, a simulation) that run without a testing.TB. The caller
+// must Close it.
+func OpenInMemory(dir string) (*InMemory, error) { return startInMemory(dir) }

@@ -141,3 +141,22 @@ func TestMissingOVSDBServer(t *testing.T) {
 		}
 	}
 }
+
+func TestReset(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			c := Connect(t, start(t).Endpoint())
+			AddRouterPort(t, c, "r", "p1")
+			SetPortGroup(t, c, "p1", AddGroup(t, c, "g", nil, Chassis{Name: "c", Priority: 1}))
+			AddGatewayChassis(t, c, "p1", "c", 1)
+			Reset(t, c)
+			want := State{Groups: map[string]Group{}, Ports: map[string]Port{}}
+			if diff := cmp.Diff(want, Dump(t, c)); diff != "" {
+				t.Errorf("Reset: -want +got:\n%s", diff)
+			}
+			if n := len(Select[nbmodel.HAChassis](t, c)) + len(Select[nbmodel.GatewayChassis](t, c)); n != 0 {
+				t.Errorf("Reset must leave no chassis rows, %d remain", n)
+			}
+		})
+	}
+}

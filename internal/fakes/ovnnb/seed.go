@@ -1,10 +1,9 @@
 package ovnnb
 
 import (
+	"context"
 	"fmt"
-	"testing"
 
-	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
@@ -14,127 +13,163 @@ import (
 // AddRouterPort creates the Logical_Router router when it does not exist
 // and adds a new Logical_Router_Port named port to it, as Kube-OVN does for
 // a subnet. It returns the port's UUID.
-func AddRouterPort(t testing.TB, c client.Client, router, port string) string {
-	t.Helper()
+func (a Admin) AddRouterPort(ctx context.Context, router, port string) (string, error) {
 	lrp := &nbmodel.LogicalRouterPort{
 		UUID: "newport", Name: port, MAC: "0a:00:00:00:00:01",
 		Networks: []string{"10.0.0.1/24"}, ExternalIDs: map[string]string{"lr": router, "vendor": "kube-ovn"},
 	}
-	ops, err := c.Create(lrp)
+	ops, err := a.C.Create(lrp)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	var routers []nbmodel.LogicalRouter
-	for _, r := range Select[nbmodel.LogicalRouter](t, c) {
-		if r.Name == router {
-			routers = append(routers, r)
-		}
+	rows, err := a.ReadRows(ctx)
+	if err != nil {
+		return "", err
 	}
 	var more []ovsdb.Operation
-	if len(routers) == 0 {
-		more, err = c.Create(&nbmodel.LogicalRouter{Name: router, Ports: []string{lrp.UUID}})
+	idx := -1
+	for i, r := range rows.Routers {
+		if r.Name == router {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		more, err = a.C.Create(&nbmodel.LogicalRouter{Name: router, Ports: []string{lrp.UUID}})
 	} else {
-		r := &routers[0]
-		more, err = c.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationInsert, Value: []string{lrp.UUID}})
+		r := &rows.Routers[idx]
+		more, err = a.C.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationInsert, Value: []string{lrp.UUID}})
 	}
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	res := Transact(t, c, append(ops, more...)...)
-	return res[0].UUID.GoUUID
+	res, err := a.Transact(ctx, append(ops, more...)...)
+	if err != nil {
+		return "", fmt.Errorf("cannot add router port %q: %w", port, err)
+	}
+	return res[0].UUID.GoUUID, nil
 }
 
 // DeleteRouterPort removes the Logical_Router_Port named port from every
 // router; the server then garbage-collects the port row.
-func DeleteRouterPort(t testing.TB, c client.Client, port string) {
-	t.Helper()
+func (a Admin) DeleteRouterPort(ctx context.Context, port string) error {
+	rows, err := a.ReadRows(ctx)
+	if err != nil {
+		return err
+	}
 	var uuid string
-	for _, p := range Select[nbmodel.LogicalRouterPort](t, c) {
+	for _, p := range rows.Ports {
 		if p.Name == port {
 			uuid = p.UUID
 		}
 	}
 	if uuid == "" {
-		t.Fatalf("cannot delete router port %q: it does not exist", port)
+		return fmt.Errorf("cannot delete router port %q: it does not exist", port)
 	}
 	var ops []ovsdb.Operation
-	for _, r := range Select[nbmodel.LogicalRouter](t, c) {
-		r := r
-		op, err := c.Where(&r).Mutate(&r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationDelete, Value: []string{uuid}})
+	for _, r := range rows.Routers {
+		op, err := a.C.Where(&r).Mutate(&r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationDelete, Value: []string{uuid}})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		ops = append(ops, op...)
 	}
-	Transact(t, c, ops...)
+	_, err = a.Transact(ctx, ops...)
+	return err
 }
 
 // AddGroup inserts an HA_Chassis_Group with the given external_ids and one
 // HA_Chassis row per entry of chassis (names may repeat), and returns the
 // group's UUID.
-func AddGroup(t testing.TB, c client.Client, name string, externalIDs map[string]string, chassis ...Chassis) string {
-	t.Helper()
+func (a Admin) AddGroup(ctx context.Context, name string, externalIDs map[string]string, chassis ...Chassis) (string, error) {
 	var ops []ovsdb.Operation
 	g := &nbmodel.HAChassisGroup{UUID: "newgroup", Name: name, ExternalIDs: externalIDs}
 	for i, ch := range chassis {
 		h := &nbmodel.HAChassis{UUID: fmt.Sprintf("newchassis%d", i), ChassisName: ch.Name, Priority: ch.Priority}
-		op, err := c.Create(h)
+		op, err := a.C.Create(h)
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		ops = append(ops, op...)
 		g.HaChassis = append(g.HaChassis, h.UUID)
 	}
-	op, err := c.Create(g)
+	op, err := a.C.Create(g)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	res := Transact(t, c, append(ops, op...)...)
-	return res[len(ops)].UUID.GoUUID
+	res, err := a.Transact(ctx, append(ops, op...)...)
+	if err != nil {
+		return "", fmt.Errorf("cannot add group %q: %w", name, err)
+	}
+	return res[len(ops)].UUID.GoUUID, nil
 }
 
 // GroupUUID returns the UUID of the HA_Chassis_Group named name, or "".
-func GroupUUID(t testing.TB, c client.Client, name string) string {
-	t.Helper()
-	for _, g := range Select[nbmodel.HAChassisGroup](t, c) {
+func (a Admin) GroupUUID(ctx context.Context, name string) (string, error) {
+	rows, err := a.ReadRows(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range rows.Groups {
 		if g.Name == name {
-			return g.UUID
+			return g.UUID, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // SetPortGroup points the router port named port at the group with UUID
 // group; an empty group clears the column.
-func SetPortGroup(t testing.TB, c client.Client, port, group string) {
-	t.Helper()
+func (a Admin) SetPortGroup(ctx context.Context, port, group string) error {
 	p := &nbmodel.LogicalRouterPort{Name: port}
 	if group != "" {
 		p.HaChassisGroup = &group
 	}
-	ops, err := c.Where(p).Update(p, &p.HaChassisGroup)
+	ops, err := a.C.Where(p).Update(p, &p.HaChassisGroup)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	res := Transact(t, c, ops...)
+	res, err := a.Transact(ctx, ops...)
+	if err != nil {
+		return err
+	}
 	if res[0].Count != 1 {
-		t.Fatalf("cannot set the group of router port %q: it does not exist", port)
+		return fmt.Errorf("cannot set the group of router port %q: it does not exist", port)
 	}
+	return nil
 }
 
 // AddGatewayChassis gives the router port named port a Gateway_Chassis row,
 // the legacy way of making it a gateway port.
-func AddGatewayChassis(t testing.TB, c client.Client, port, chassis string, priority int) {
-	t.Helper()
+func (a Admin) AddGatewayChassis(ctx context.Context, port, chassis string, priority int) error {
 	gc := &nbmodel.GatewayChassis{UUID: "newgc", Name: port + "-" + chassis, ChassisName: chassis, Priority: priority}
-	ops, err := c.Create(gc)
+	ops, err := a.C.Create(gc)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	p := &nbmodel.LogicalRouterPort{Name: port}
-	more, err := c.Where(p).Mutate(p, model.Mutation{Field: &p.GatewayChassis, Mutator: ovsdb.MutateOperationInsert, Value: []string{gc.UUID}})
+	more, err := a.C.Where(p).Mutate(p, model.Mutation{Field: &p.GatewayChassis, Mutator: ovsdb.MutateOperationInsert, Value: []string{gc.UUID}})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	Transact(t, c, append(ops, more...)...)
+	_, err = a.Transact(ctx, append(ops, more...)...)
+	return err
+}
+
+// Reset deletes every row of every table of the NB, leaving an empty
+// database, so that one server can serve many test cases.
+func (a Admin) Reset(ctx context.Context) error {
+	s, err := Schema()
+	if err != nil {
+		return err
+	}
+	// libovsdb drops an empty where from a delete, so match every row with
+	// a condition no UUID fails. Every table goes in one transaction, so no
+	// strong reference is left to a deleted row when it commits.
+	all := []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionNotEqual, Value: ovsdb.UUID{GoUUID: "00000000-0000-0000-0000-000000000000"}}}
+	var ops []ovsdb.Operation
+	for name := range s.Tables {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: name, Where: all})
+	}
+	_, err = a.Transact(ctx, ops...)
+	return err
 }

@@ -3,11 +3,6 @@ package ovnnb
 import (
 	"cmp"
 	"slices"
-	"testing"
-
-	"github.com/ovn-kubernetes/libovsdb/client"
-
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
 )
 
 // State is what an NB holds about gateways, without UUIDs, so that tests can
@@ -40,24 +35,23 @@ type Port struct {
 	GatewayChassis []Chassis
 }
 
-// Dump reads the gateway state straight from the server.
-func Dump(t testing.TB, c client.Client) State {
-	t.Helper()
+// State is the UUID-free view of r.
+func (r Rows) State() State {
 	members := map[string]Chassis{}
-	for _, h := range Select[nbmodel.HAChassis](t, c) {
+	for _, h := range r.Chassis {
 		members[h.UUID] = Chassis{Name: h.ChassisName, Priority: h.Priority}
 	}
 	gws := map[string]Chassis{}
-	for _, g := range Select[nbmodel.GatewayChassis](t, c) {
+	for _, g := range r.GatewayChassis {
 		gws[g.UUID] = Chassis{Name: g.ChassisName, Priority: g.Priority}
 	}
 	st := State{Groups: map[string]Group{}, Ports: map[string]Port{}}
 	names := map[string]string{}
-	for _, g := range Select[nbmodel.HAChassisGroup](t, c) {
+	for _, g := range r.Groups {
 		names[g.UUID] = g.Name
 		st.Groups[g.Name] = Group{ExternalIDs: g.ExternalIDs, Chassis: sorted(g.HaChassis, members)}
 	}
-	for _, p := range Select[nbmodel.LogicalRouterPort](t, c) {
+	for _, p := range r.Ports {
 		var port Port
 		if p.HaChassisGroup != nil {
 			port.Group = names[*p.HaChassisGroup]

@@ -1,0 +1,221 @@
+package ovngateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
+)
+
+// Connect waits for the outcome of the next connection attempt, unless the
+// client is already connected, and returns its error.
+func (c *Client) Connect(ctx context.Context) error {
+	c.mu.Lock()
+	start := c.attempts
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		up, closed, done, err, notify := c.nb != nil, c.closed, c.attempts > start, c.lastErr, c.notify
+		c.mu.Unlock()
+		switch {
+		case up:
+			return nil
+		case closed:
+			return fmt.Errorf("cannot connect to the OVN NB: %w: the client is closed", ErrInvalid)
+		case done:
+			return err
+		}
+		select {
+		case <-notify:
+		case <-ctx.Done():
+			return wrapNB("connect to the OVN NB", ctx.Err())
+		}
+	}
+}
+
+// Close stops reconnecting and ends the connection for good.
+func (c *Client) Close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+	c.mu.Unlock()
+	c.done.Wait()
+}
+
+// run owns the connection: it connects, watches the connection until it is
+// lost, and connects again with exponential backoff, until Close.
+func (c *Client) run() {
+	defer c.done.Done()
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = min(100*time.Millisecond, c.timing.maxBackoff)
+	b.MaxInterval = c.timing.maxBackoff
+	b.MaxElapsedTime = 0
+	for {
+		nb, err := c.attempt()
+		c.settle(nb, err)
+		wait := time.Duration(0)
+		if err == nil {
+			b.Reset()
+			c.watch(nb)
+			c.settle(nil, fmt.Errorf("%w: the connection was lost; reconnecting", ErrNBUnavailable))
+			nb.Close()
+		} else {
+			wait = b.NextBackOff()
+		}
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// attempt connects a new libovsdb client to the first endpoint that is up
+// (and leader) and starts the monitor. Close does not cut it short:
+// libovsdb v0.8.1 may still write a monitor reply after its call gave up,
+// so calls are only ever bounded by the reconnect timeout.
+func (c *Client) attempt() (client.Client, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timing.reconnect)
+	defer cancel()
+	nb, err := client.NewOVSDBClient(c.model, c.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the OVN NB client: %w", err)
+	}
+	if err := nb.Connect(ctx); err != nil {
+		nb.Close()
+		return nil, wrapNB("connect to the OVN NB", err)
+	}
+	if _, err := nb.Monitor(ctx, monitor(nb)); err != nil {
+		nb.Close()
+		return nil, wrapNB("monitor the OVN NB", err)
+	}
+	nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, model.Model) { c.poke() },
+		UpdateFunc: func(string, model.Model, model.Model) { c.poke() },
+		DeleteFunc: func(string, model.Model) { c.poke() },
+	})
+	return nb, nil
+}
+
+// monitor asks for the three tables and only the columns the models hold.
+func monitor(nb client.Client) *client.Monitor {
+	var (
+		g nbdb.HAChassisGroup
+		h nbdb.HAChassis
+		p nbdb.LogicalRouterPort
+	)
+	return nb.NewMonitor(
+		client.WithTable(&g, &g.Name, &g.HaChassis, &g.ExternalIDs),
+		client.WithTable(&h, &h.ChassisName, &h.Priority),
+		client.WithTable(&p, &p.Name, &p.GatewayChassis, &p.HaChassisGroup),
+	)
+}
+
+// watch returns when the connection is lost or the client is closed. Loss
+// is libovsdb reporting the disconnect (for example after the leader
+// stepped down), a pass seeing ErrNotConnected, or an echo after a silent
+// probe period going unanswered.
+func (c *Client) watch(nb client.Client) {
+	tick := time.NewTicker(c.timing.probe / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-nb.DisconnectNotify():
+			return
+		case <-c.lost:
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		idle := time.Since(c.contact)
+		c.mu.Unlock()
+		if idle < c.timing.probe {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.timing.probe)
+		err := nb.Echo(ctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		c.touch()
+	}
+}
+
+// settle installs the connection nb (nil when there is none) after an
+// attempt or a loss, and wakes Connect.
+func (c *Client) settle(nb client.Client, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.attempts++
+	if nb != nil {
+		c.contact = time.Now()
+	}
+	c.nb, c.lastErr = nb, err
+	close(c.notify)
+	c.notify = make(chan struct{})
+	// Drop a loss reported for an earlier connection.
+	select {
+	case <-c.lost:
+	default:
+	}
+}
+
+func (c *Client) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) touch() {
+	c.mu.Lock()
+	c.contact = time.Now()
+	c.mu.Unlock()
+}
+
+// session returns the current connection, or fails fast while there is
+// none, so that no pass decides on a cache that may be stale.
+func (c *Client) session() (*session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return nil, fmt.Errorf("%w: the client is closed", ErrNBUnavailable)
+	case c.nb != nil:
+		return &session{c: c, nb: c.nb}, nil
+	case c.lastErr != nil:
+		return nil, c.lastErr
+	}
+	return nil, fmt.Errorf("%w: not connected yet", ErrNBUnavailable)
+}
+
+// connectionLost tells run that a pass found the connection nb gone.
+func (c *Client) connectionLost(nb client.Client, err error) {
+	c.mu.Lock()
+	current := c.nb == nb
+	c.mu.Unlock()
+	if !current || !errors.Is(err, client.ErrNotConnected) {
+		return
+	}
+	select {
+	case c.lost <- struct{}{}:
+	default:
+	}
+}
