@@ -50,21 +50,7 @@ func newAuditor(cfg *Config, t *Tenants) *auditor {
 			a.declaredSt[s] = i
 		}
 	}
-	vms, storages, pools := map[int]bool{}, map[string]bool{}, map[string]bool{}
-	for _, e := range cfg.ACEs() {
-		ref := subjectRef{e.Kind, e.Subject}
-		a.entries[ref] = append(a.entries[ref], e)
-		switch rest, _ := strings.CutPrefix(e.Path, "/"); {
-		case strings.HasPrefix(rest, "vms/"):
-			if id, err := strconv.Atoi(rest[4:]); err == nil && strconv.Itoa(id) == rest[4:] {
-				vms[id] = true
-			}
-		case strings.HasPrefix(rest, "storage/") && !strings.Contains(rest[8:], "/"):
-			storages[rest[8:]] = true
-		case strings.HasPrefix(rest, "pool/"):
-			pools[rest[5:]] = true
-		}
-	}
+	vms, storages, pools := a.indexEntries()
 	a.poolNames = sortedKeys(cfg.Pools)
 	for _, name := range a.poolNames {
 		pools[name] = true
@@ -97,6 +83,27 @@ func newAuditor(cfg *Config, t *Tenants) *auditor {
 	a.poolProbe = unusedName("pxsubstrate-probe", pools)
 	a.objects = len(vms) + len(storages) + len(pools)
 	return a
+}
+
+// indexEntries files the ACL entries by subject and returns the VMs,
+// storages and pools their paths name.
+func (a *auditor) indexEntries() (vms map[int]bool, storages, pools map[string]bool) {
+	vms, storages, pools = map[int]bool{}, map[string]bool{}, map[string]bool{}
+	for _, e := range a.cfg.ACEs() {
+		ref := subjectRef{e.Kind, e.Subject}
+		a.entries[ref] = append(a.entries[ref], e)
+		switch rest, _ := strings.CutPrefix(e.Path, "/"); {
+		case strings.HasPrefix(rest, "vms/"):
+			if id, err := strconv.Atoi(rest[4:]); err == nil && strconv.Itoa(id) == rest[4:] {
+				vms[id] = true
+			}
+		case strings.HasPrefix(rest, "storage/") && !strings.Contains(rest[8:], "/"):
+			storages[rest[8:]] = true
+		case strings.HasPrefix(rest, "pool/"):
+			pools[rest[5:]] = true
+		}
+	}
+	return vms, storages, pools
 }
 
 func addAll(m map[string]bool, lists ...[]string) map[string]bool {
@@ -238,7 +245,12 @@ func (a *auditor) reach(i int, subject string) {
 			Message: fmt.Sprintf("%s holds %s on %s%s, outside tenant %s", subject, p.String(), path, what, tn.Name),
 			Remedy:  fmt.Sprintf("remove the entries that grant this: run pxsubstrate acl perms --authid %s --path %s and look at /, %s and its pool", subject, path, path)})
 	}
-	// Objects the entries single out, each checked on its own.
+	a.reachSingled(i, r, report)
+	a.reachClasses(i, r, report)
+}
+
+// reachSingled checks, one by one, the foreign objects the entries name.
+func (a *auditor) reachSingled(i int, r relevance, report func(path, what string)) {
 	pools := a.specificPools(r)
 	for _, pool := range pools {
 		if !a.ownPool(i, pool) {
@@ -255,9 +267,12 @@ func (a *auditor) reach(i int, subject string) {
 			report(storagePath(s), "")
 		}
 	}
-	// One object of each class the entries do not single out; all objects
-	// of a class hold the same privileges. A never-used id stands in for an
-	// empty class, since such objects can appear at any time.
+}
+
+// reachClasses checks one object of each class the entries do not single
+// out; all objects of a class hold the same privileges. A never-used id
+// stands in for an empty class, since such objects can appear at any time.
+func (a *auditor) reachClasses(i int, r relevance, report func(path, what string)) {
 	firstPool := a.poolProbe
 	for _, p := range a.poolNames {
 		if !a.ownPool(i, p) && !r.specificPool(p) {

@@ -2,6 +2,7 @@ package pveacl
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -23,6 +24,16 @@ const (
 // version. CozyCCM reads the guest agent through VM.Monitor on PVE 8 and
 // VM.GuestAgent.Audit on PVE 9.
 func ManagedRoles(v Version) map[string][]string {
+	out := map[string][]string{}
+	for name, privs := range managedRoles[v] {
+		out[name] = slices.Clone(privs)
+	}
+	return out
+}
+
+var managedRoles = map[Version]map[string][]string{PVE8: managedRolesOf(PVE8), PVE9: managedRolesOf(PVE9)}
+
+func managedRolesOf(v Version) map[string][]string {
 	agent := "VM.GuestAgent.Audit"
 	if v == PVE8 {
 		agent = "VM.Monitor"
@@ -73,59 +84,16 @@ func buildDesired(t *Tenants, v Version) desiredState {
 	d := desiredState{version: v, roles: map[string][]string{}, users: map[string]string{},
 		tokens: map[string]string{}, pools: map[string]desiredPool{}, acl: map[ACLKey]bool{},
 		managed: map[subjectRef]bool{}}
-	all := ManagedRoles(v)
-	grant := func(path string, kind SubjectKind, subject string, propagate bool, roles ...string) {
-		for _, r := range roles {
-			d.acl[ACLKey{Path: path, Kind: kind, Subject: subject, Role: r}] = propagate
-			if privs, ok := all[r]; ok {
-				d.roles[r] = privs
-			}
-		}
-	}
 	if c := t.Platform.Capmox; c != nil {
 		d.users[c.User] = "pxsubstrate platform: cluster-api provider"
 		d.tokens[c.TokenID()] = "pxsubstrate platform: cluster-api provider"
 		d.managed[subjectRef{KindUser, c.User}] = true
 		d.managed[subjectRef{KindToken, c.TokenID()}] = true
-		grant("/", KindUser, c.User, true, RoleCapmox)
-		grant("/", KindToken, c.TokenID(), true, RoleCapmox)
+		d.grant("/", KindUser, c.User, true, RoleCapmox)
+		d.grant("/", KindToken, c.TokenID(), true, RoleCapmox)
 	}
 	for _, tn := range t.Tenants {
-		comment := fmt.Sprintf("pxsubstrate tenant %s", tn.Name)
-		csi, ccm := tn.TokenIDs()
-		d.users[tn.User] = comment
-		d.tokens[csi] = comment + ": CSI controller"
-		d.tokens[ccm] = comment + ": cloud-controller-manager"
-		for _, s := range []subjectRef{{KindUser, tn.User}, {KindToken, csi}, {KindToken, ccm}} {
-			d.managed[s] = true
-		}
-		p := d.pools[tn.Pool]
-		p.comment = comment
-		for _, vm := range tn.VMs {
-			p.vms = insertSorted(p.vms, vm)
-		}
-		for _, s := range tn.AllStorages() {
-			p.storages = insertSorted(p.storages, s)
-		}
-		d.pools[tn.Pool] = p
-		pool := poolPath(tn.Pool)
-		grant(pool, KindUser, tn.User, false, RoleCSI, RoleCCM)
-		grant(pool, KindToken, csi, false, RoleCSI)
-		grant(pool, KindToken, ccm, false, RoleCCM)
-		for _, s := range tn.AllStorages() {
-			grant(storagePath(s), KindUser, tn.User, false, RoleCSIStorage)
-			grant(storagePath(s), KindToken, csi, false, RoleCSIStorage)
-		}
-		grant("/", KindUser, tn.User, false, RoleAuditor)
-		grant("/", KindToken, ccm, false, RoleAuditor)
-		for _, n := range tn.Networks {
-			for _, vlan := range n.VLANs {
-				path := fmt.Sprintf("/sdn/zones/%s/%s/%d", n.Zone, n.Bridge, vlan)
-				c := t.Platform.Capmox
-				grant(path, KindUser, c.User, false, RoleSDNUser)
-				grant(path, KindToken, c.TokenID(), false, RoleSDNUser)
-			}
-		}
+		d.tenant(tn, t.Platform.Capmox)
 	}
 	for pool := range d.pools {
 		for parent := poolParent(pool); parent != ""; parent = poolParent(parent) {
@@ -137,11 +105,62 @@ func buildDesired(t *Tenants, v Version) desiredState {
 	return d
 }
 
+// grant records desired entries, and the managed roles they name.
+func (d *desiredState) grant(path string, kind SubjectKind, subject string, propagate bool, roles ...string) {
+	all := managedRoles[d.version]
+	for _, r := range roles {
+		d.acl[ACLKey{Path: path, Kind: kind, Subject: subject, Role: r}] = propagate
+		if _, have := d.roles[r]; !have {
+			if privs, ok := all[r]; ok {
+				d.roles[r] = slices.Clone(privs)
+			}
+		}
+	}
+}
+
+// tenant records what one tenant needs.
+func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
+	comment := fmt.Sprintf("pxsubstrate tenant %s", tn.Name)
+	csi, ccm := tn.TokenIDs()
+	d.users[tn.User] = comment
+	d.tokens[csi] = comment + ": CSI controller"
+	d.tokens[ccm] = comment + ": cloud-controller-manager"
+	for _, s := range []subjectRef{{KindUser, tn.User}, {KindToken, csi}, {KindToken, ccm}} {
+		d.managed[s] = true
+	}
+	p := d.pools[tn.Pool]
+	p.comment = comment
+	for _, vm := range tn.VMs {
+		p.vms = insertSorted(p.vms, vm)
+	}
+	for _, s := range tn.AllStorages() {
+		p.storages = insertSorted(p.storages, s)
+	}
+	d.pools[tn.Pool] = p
+	pool := poolPath(tn.Pool)
+	d.grant(pool, KindUser, tn.User, false, RoleCSI, RoleCCM)
+	d.grant(pool, KindToken, csi, false, RoleCSI)
+	d.grant(pool, KindToken, ccm, false, RoleCCM)
+	for _, s := range tn.AllStorages() {
+		d.grant(storagePath(s), KindUser, tn.User, false, RoleCSIStorage)
+		d.grant(storagePath(s), KindToken, csi, false, RoleCSIStorage)
+	}
+	d.grant("/", KindUser, tn.User, false, RoleAuditor)
+	d.grant("/", KindToken, ccm, false, RoleAuditor)
+	for _, n := range tn.Networks {
+		for _, vlan := range n.VLANs {
+			path := fmt.Sprintf("/sdn/zones/%s/%s/%d", n.Zone, n.Bridge, vlan)
+			d.grant(path, KindUser, capmox.User, false, RoleSDNUser)
+			d.grant(path, KindToken, capmox.TokenID(), false, RoleSDNUser)
+		}
+	}
+}
+
 // allowedPrivileges returns, per tenant token id, the union of the
 // privileges of the roles the plan grants it: anything beyond is broader
 // than its role.
 func allowedPrivileges(t *Tenants, v Version) map[string]PrivSet {
-	managed := ManagedRoles(v)
+	managed := managedRoles[v]
 	builtin := table(v).builtins
 	set := func(roles []string) PrivSet {
 		var s PrivSet
