@@ -258,7 +258,7 @@ func vmLeftover(node string, vmid int, template bool) Leftover {
 }
 
 func taskLeftover(node, upid string) Leftover {
-	return Leftover{Kind: LeftTask, Node: node, UPID: upid, Command: "(stop it in the task list of node " + node + ")",
+	return Leftover{Kind: LeftTask, Node: node, UPID: upid, Command: "pvesh delete " + taskPath(node, upid),
 		API: "DELETE /api2/json" + taskPath(node, upid)}
 }
 
@@ -277,7 +277,8 @@ func (l Leftover) String() string {
 				l.VMID, l.Command, l.Node, l.API)
 		}
 	case LeftTask:
-		what = fmt.Sprintf("task %s is still running on node %s and may still change it; stop it through the API: %s", l.UPID, l.Node, l.API)
+		what = fmt.Sprintf("task %s is still running on node %s and may still change it; stop it with: %s (on node %s), or through the API: %s",
+			l.UPID, l.Node, l.Command, l.Node, l.API)
 	}
 	if l.Unverified != "" {
 		what += " (not verified: " + l.Unverified + ")"

@@ -331,7 +331,7 @@ func TestCreateInterrupted(t *testing.T) {
 	if diff := cmp.Diff([]talostemplate.LeftoverKind{talostemplate.LeftTask, talostemplate.LeftImage}, kinds); diff != "" {
 		t.Errorf("the running download and its volume are left: -want +got:\n%s\n%v", diff, err)
 	}
-	if !strings.Contains(err.Error(), "is still running on node pve and may still change it; stop it through the API: DELETE /api2/json/nodes/pve/tasks/UPID:pve:") {
+	if !strings.Contains(err.Error(), "is still running on node pve and may still change it; stop it with: pvesh delete /nodes/pve/tasks/UPID:pve:") {
 		t.Errorf("the running task and how to stop it: %v", err)
 	}
 }
