@@ -66,26 +66,26 @@ type Options struct {
 	OVNNBAddress         string
 	// OVNTLSSecret is "<namespace>/<name>"; empty reads no Secret (tcp:
 	// and unix: endpoints only).
-	OVNTLSSecret        string
-	SubnetPruneTimeout  time.Duration
-	LeaderElect         bool
-	LeaderElectionNS    string
-	LeaseDuration       time.Duration
-	RenewDeadline       time.Duration
-	RetryPeriod         time.Duration
-	MetricsBindAddress  string
-	ProbeBindAddress    string
-	WebhookPort         int
-	WebhookCertDir      string
-	AdmissionConfig     string
-	KubeAPIQPS          float32
-	KubeAPIBurst        int
-	LogLevel            string
-	GracefulShutdown    time.Duration
-	NBInactivityProbe   time.Duration
-	NBReconnectTimeout  time.Duration
-	NBMaxBackoff        time.Duration
-	tlsSecret           SecretRef
+	OVNTLSSecret       string
+	SubnetPruneTimeout time.Duration
+	LeaderElect        bool
+	LeaderElectionNS   string
+	LeaseDuration      time.Duration
+	RenewDeadline      time.Duration
+	RetryPeriod        time.Duration
+	MetricsBindAddress string
+	ProbeBindAddress   string
+	WebhookPort        int
+	WebhookCertDir     string
+	AdmissionConfig    string
+	KubeAPIQPS         float32
+	KubeAPIBurst       int
+	LogLevel           string
+	GracefulShutdown   time.Duration
+	NBInactivityProbe  time.Duration
+	NBReconnectTimeout time.Duration
+	NBMaxBackoff       time.Duration
+	tlsSecret          SecretRef
 }
 
 // DefaultOptions are the flags' defaults.
@@ -143,7 +143,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 // fields.
 func (o *Options) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrFlags}, a...)...)) }
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrFlags}, a...)...))
+	}
 	if o.ManageGatewayChassis {
 		if _, err := ovngateway.ParseAddress(o.OVNNBAddress); err != nil {
 			errs = append(errs, fmt.Errorf("--ovn-nb-address: %w", err))

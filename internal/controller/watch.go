@@ -116,8 +116,10 @@ func nodeHandler(r client.Reader, q enqueuer) toolscache.ResourceEventHandlerFun
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { onObject(o, func(m metav1.Object) { on(nil, m) }) },
-		UpdateFunc: func(o, n any) { onObject(o, func(old metav1.Object) { onObject(n, func(m metav1.Object) { on(old, m) }) }) },
+		AddFunc: func(o any) { onObject(o, func(m metav1.Object) { on(nil, m) }) },
+		UpdateFunc: func(o, n any) {
+			onObject(o, func(old metav1.Object) { onObject(n, func(m metav1.Object) { on(old, m) }) })
+		},
 		DeleteFunc: func(o any) { onObject(o, func(m metav1.Object) { on(m, nil) }) },
 	}
 }
@@ -140,4 +142,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
-
