@@ -16,10 +16,17 @@
 //   - which template capmox clones for a tag selector, with capmox's exact
 //     error text, and why ([Select], [Explain]).
 //
-// Every decision is a pure function over plain values. The only I/O seam is
-// [ResourceLister], which yields the answer of PVE's
-// GET /cluster/resources?type=vm; [ResourcesFile] reads it from a file.
+//   - building the template through the Proxmox VE API, without ssh
+//     ([Create], [CreateParams]): download-url of the factory's uncompressed
+//     image, create with import-from, resize, convert to a template.
 //
-// The package never talks to a hypervisor, never runs the program it renders,
-// and never downloads an image.
+// Every decision is a pure function over plain values. I/O goes only through
+// two seams: [ResourceLister], which yields the answer of PVE's
+// GET /cluster/resources?type=vm ([ResourcesFile] reads it from a file,
+// [LiveResources] from the API), and the API client [Create] is given.
+//
+// The package never runs the program it renders, never uses ssh, never turns
+// off certificate checks for download-url, and never rolls back: when
+// [Create] fails it reports exactly what it left on the hypervisor and how to
+// remove it.
 package talostemplate
