@@ -100,6 +100,20 @@ func (m *permMachine) setACL(t *rapid.T) {
 	m.cfg.ACL[k] = rapid.Bool().Draw(t, "propagate")
 }
 
+// denyPool and grantBroad make the subtle cases common: a pool NoAccess
+// meeting a regular grant on the pool's members.
+func (m *permMachine) denyPool(t *rapid.T) {
+	kind, subject := m.subject(t)
+	path := poolPath(rapid.SampledFrom(rPools).Draw(t, "pool"))
+	m.cfg.ACL[ACLKey{Path: path, Kind: kind, Subject: subject, Role: RoleNoAccess}] = rapid.Bool().Draw(t, "propagate")
+}
+
+func (m *permMachine) grantBroad(t *rapid.T) {
+	kind, subject := m.subject(t)
+	path := rapid.SampledFrom([]string{"/", "/vms", "/storage", "/pool"}).Draw(t, "path")
+	m.cfg.ACL[ACLKey{Path: path, Kind: kind, Subject: subject, Role: rapid.SampledFrom([]string{"PVEVMUser", "PVEAuditor", "R1"}).Draw(t, "role")}] = true
+}
+
 func (m *permMachine) deleteACL(t *rapid.T) {
 	aces := m.cfg.ACEs()
 	if len(aces) == 0 {
@@ -122,9 +136,18 @@ func (m *permMachine) authIDs() []string {
 func (m *permMachine) check(t *rapid.T) {
 	ev, naive := NewEvaluator(m.cfg), naiveEvaluator{m.cfg}
 	ids := m.authIDs()
-	for i := 0; i < 25; i++ {
+	paths := append([]string{}, rQueryPaths...)
+	for _, p := range m.cfg.Pools { // pool members twice as likely: pool roles are the subtle part
+		for _, vm := range p.VMs {
+			paths = append(paths, vmPath(vm), vmPath(vm))
+		}
+		for _, s := range p.Storages {
+			paths = append(paths, storagePath(s), storagePath(s))
+		}
+	}
+	for i := 0; i < 12; i++ {
 		id := rapid.SampledFrom(ids).Draw(t, "authid")
-		path := rapid.SampledFrom(rQueryPaths).Draw(t, "query")
+		path := rapid.SampledFrom(paths).Draw(t, "query")
 		got, want := ev.Permissions(id, path), naive.permissions(id, path)
 		if got != want {
 			t.Fatalf("Permissions(%s, %q) differs from the reference: -want +got:\n%s\nconfig:\n%s", id, path,
@@ -158,14 +181,16 @@ func TestPermissionsAgreeWithReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := &permMachine{cfg: NewConfig(PVE9)}
 		t.Repeat(map[string]func(*rapid.T){
-			"addUser":   m.addUser,
-			"addToken":  m.addToken,
-			"joinGroup": m.joinGroup,
-			"addRole":   m.addRole,
-			"addMember": m.addMember,
-			"setACL":    m.setACL,
-			"deleteACL": m.deleteACL,
-			"":          m.check,
+			"addUser":    m.addUser,
+			"addToken":   m.addToken,
+			"joinGroup":  m.joinGroup,
+			"addRole":    m.addRole,
+			"addMember":  m.addMember,
+			"setACL":     m.setACL,
+			"denyPool":   m.denyPool,
+			"grantBroad": m.grantBroad,
+			"deleteACL":  m.deleteACL,
+			"":           m.check,
 		})
 	})
 }
