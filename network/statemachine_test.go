@@ -156,7 +156,7 @@ func TestLifecycleStateMachine(t *testing.T) {
 			},
 			"settle": func(t *rapid.T) {
 				faults.Clear()
-				if _, err := h.Advance(context.Background(), 3*time.Minute); err != nil {
+				if _, err := h.Advance(context.Background(), 70*time.Second); err != nil {
 					t.Fatalf("settle: %v", err)
 				}
 				m.checkSettled(t)

@@ -43,6 +43,10 @@ type Options struct {
 	ControllerHooks *interceptor.Funcs
 	// MaxReconciles bounds one Converge; 0 means 100,000.
 	MaxReconciles int
+	// Store is the API the simulation runs on; nil means a new in-memory
+	// fake. Pass a client of a real API server (envtest) to run the same
+	// world and controller against it.
+	Store client.WithWatch
 }
 
 // Harness is a simulated cluster: an in-memory API, a fake clock, the World
@@ -121,7 +125,10 @@ func NewHarness(opts Options) *Harness {
 		target: &target{clock: clk, deleted: map[string]time.Time{}},
 		logs:   &LogBook{},
 	}
-	h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus()})
+	h.store = opts.Store
+	if h.store == nil {
+		h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus()})
+	}
 	h.client = interceptor.NewClient(h.store, network.Feed(h.target))
 	return h
 }

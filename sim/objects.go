@@ -114,7 +114,10 @@ func Machine(ns, name, version, bridge string, vlan int, pool string) *unstructu
 	} else {
 		net = map[string]any{"default": map[string]any{"bridge": bridge, "vlan": int64(vlan), "ipv4PoolRef": ref}}
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"network": net}}}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"network":          net,
+		"templateSelector": map[string]any{"matchTags": []any{"cozystack", "talos"}},
+	}}}
 	u.SetAPIVersion(capmox.Group + "/" + version)
 	u.SetKind(capmox.KindProxmoxMachine)
 	u.SetNamespace(ns)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -25,12 +26,16 @@ type Act struct {
 }
 
 // Acts are played in order.
-var Acts = []Act{actZone, actNetworks, actHeldDelete, actRelease}
+var Acts = []Act{actACLs, actTemplate, actRender, actZone, actNetworks, actAdmission, actHeldDelete, actRelease}
 
 // Stage is what acts share: the simulated cluster and the output.
 type Stage struct {
 	H   *sim.Harness
 	Out io.Writer
+	// PVE is the Proxmox VE API the platform acts share; Run closes it.
+	PVE *pve.Server
+	// Checks are the invariants the acts add to the final table.
+	Checks []sim.Invariant
 }
 
 // Result is the outcome of a demo run.
@@ -56,6 +61,7 @@ func Run(ctx context.Context, out io.Writer) (Result, error) {
 	if err := s.H.Start(ctx); err != nil {
 		return Result{}, err
 	}
+	defer s.closePVE()
 	var res Result
 	for i, act := range Acts {
 		fmt.Fprintf(out, "\n== Act %d: %s ==\n", i+1, act.Name)
@@ -68,6 +74,7 @@ func Run(ctx context.Context, out io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	invs = append(invs, s.Checks...)
 	res.Invariants = invs
 	fmt.Fprintf(out, "\n== Invariants ==\n")
 	s.Table([]string{"CHECK", "RESULT"}, func(row func(...any)) {
