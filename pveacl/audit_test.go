@@ -1,6 +1,7 @@
 package pveacl
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,8 +153,17 @@ func TestAuditFindings(t *testing.T) {
 			want: []want{{CodeTenantIncomplete, SeverityWarning, "beta", "", ""}},
 		},
 	}
+	clean, err := Audit(converged(t, spec), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			for _, w := range tc.want {
+				if slices.ContainsFunc(clean.Findings, func(f Finding) bool { return f.Code == w.code }) {
+					t.Fatalf("control: the clean cluster already has %s", w.code)
+				}
+			}
 			cfg := converged(t, spec)
 			tc.mutate(cfg)
 			rep, err := Audit(cfg, spec)
