@@ -1,8 +1,6 @@
 package controller_test
 
 import (
-	"bytes"
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -14,10 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
@@ -51,31 +46,9 @@ func TestGeneratedManifests(t *testing.T) {
 	}
 }
 
-// build runs kustomize over dir, relative to the repository root, with the
-// load restrictions of `kubectl kustomize`, and returns its objects.
+// build runs kustomize over dir, relative to the repository root.
 func build(t *testing.T, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(controllertest.RepoRoot(t), dir))
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	y, err := res.AsYaml()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(y), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
-	return out
+	return controllertest.Kustomize(t, dir)
 }
 
 // index lists the objects as "Kind namespace/name".
@@ -191,15 +164,5 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, replicas i
 
 // applyAll applies objs through c, server-side, as a dry run when dryRun.
 func applyAll(t *testing.T, c client.Client, objs []*unstructured.Unstructured, dryRun bool) {
-	t.Helper()
-	for _, o := range objs {
-		o = o.DeepCopy()
-		opts := []client.PatchOption{client.FieldOwner("manifest-test"), client.ForceOwnership}
-		if dryRun {
-			opts = append(opts, client.DryRunAll)
-		}
-		if err := c.Patch(context.Background(), o, client.Apply, opts...); err != nil { //nolint:staticcheck // unstructured apply
-			t.Errorf("apply %s %s/%s (dry run %v): %v", o.GetKind(), o.GetNamespace(), o.GetName(), dryRun, err)
-		}
-	}
+	controllertest.Apply(t, c, objs, dryRun)
 }

@@ -186,3 +186,46 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Dump reads the gateway state from the player's NB connection: the
+// HA_Chassis_Groups with their chassis, and the router ports with the
+// group they point at.
+func (k *KubeOVN) Dump(ctx context.Context) (ovnnb.State, error) {
+	st := ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}}
+	nb, err := k.connect(ctx)
+	if err != nil {
+		return st, err
+	}
+	var (
+		members []nbmodel.HAChassis
+		groups  []nbmodel.HAChassisGroup
+		ports   []nbmodel.LogicalRouterPort
+	)
+	for _, l := range []any{&members, &groups, &ports} {
+		if err := nb.List(ctx, l); err != nil {
+			return st, err
+		}
+	}
+	byUUID := map[string]ovnnb.Chassis{}
+	for _, h := range members {
+		byUUID[h.UUID] = ovnnb.Chassis{Name: h.ChassisName, Priority: h.Priority}
+	}
+	names := map[string]string{}
+	for _, g := range groups {
+		names[g.UUID] = g.Name
+		var ch []ovnnb.Chassis
+		for _, u := range g.HaChassis {
+			ch = append(ch, byUUID[u])
+		}
+		slices.SortFunc(ch, func(a, b ovnnb.Chassis) int { return b.Priority - a.Priority })
+		st.Groups[g.Name] = ovnnb.Group{ExternalIDs: g.ExternalIDs, Chassis: ch}
+	}
+	for _, p := range ports {
+		var port ovnnb.Port
+		if p.HaChassisGroup != nil {
+			port.Group = names[*p.HaChassisGroup]
+		}
+		st.Ports[p.Name] = port
+	}
+	return st, nil
+}

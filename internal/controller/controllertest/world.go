@@ -16,7 +16,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
-// Names of the cluster Setup builds.
+// Names of the cluster Default describes.
 const (
 	Zone            = "zone-a"
 	Bridge          = "vmbr1"
@@ -25,32 +25,46 @@ const (
 	Tenant          = "tenant-a"
 )
 
-// Node is a Node ready on ProviderNetwork with the OVN chassis "ch-<name>".
-func Node(name string) *corev1.Node {
+// Cluster names one zone with its provider network, a VPC and a tenant
+// namespace, so that tests sharing an API server keep apart.
+type Cluster struct {
+	Zone, Bridge, ProviderNetwork, VPC, Tenant string
+	// Ranges are the zone's vlanRanges.
+	Ranges []string
+	// Net is the second octet of the networks' CIDRs (10.<Net>.<i>.0/24).
+	Net int
+}
+
+// Default is the cluster of the package's constants, VLANs 100-1099.
+var Default = Cluster{Zone: Zone, Bridge: Bridge, ProviderNetwork: ProviderNetwork, VPC: VPC, Tenant: Tenant, Ranges: []string{"100-1099"}, Net: 100}
+
+// Node is a Node ready on the provider network with the OVN chassis
+// "ch-<name>".
+func (cl Cluster) Node(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
-		Labels:      map[string]string{ovngateway.ReadyLabel(ProviderNetwork): "true"},
+		Labels:      map[string]string{ovngateway.ReadyLabel(cl.ProviderNetwork): "true"},
 		Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-" + name},
 	}}
 }
 
 // Setup creates what a cluster holds before its first network: the
-// namespaces cozy-proxmox-network (unless it exists), cozy-kubeovn and
-// Tenant, the provider network (ready), the zone with VLANs 100-1099 and
-// the given trunk nodes.
-func Setup(t testing.TB, c client.Client, nodes ...string) {
+// namespaces cozy-proxmox-network, cozy-kubeovn and the tenant's, the
+// provider network (ready), the zone and the given trunk nodes. Objects
+// that exist already are kept.
+func (cl Cluster) Setup(t testing.TB, c client.Client, nodes ...string) {
 	t.Helper()
 	objs := []client.Object{
-		sim.Namespace("cozy-proxmox-network", nil), sim.Namespace("cozy-kubeovn", nil), sim.Namespace(Tenant, nil),
-		sim.Zone(Zone, Bridge, ProviderNetwork, "100-1099"),
+		sim.Namespace("cozy-proxmox-network", nil), sim.Namespace("cozy-kubeovn", nil), sim.Namespace(cl.Tenant, nil),
+		sim.Zone(cl.Zone, cl.Bridge, cl.ProviderNetwork, cl.Ranges...),
 	}
 	for _, n := range nodes {
-		objs = append(objs, Node(n))
+		objs = append(objs, cl.Node(n))
 	}
 	for _, o := range objs {
 		Create(t, c, o)
 	}
-	pn := sim.ProviderNetwork(ProviderNetwork, true)
+	pn := sim.ProviderNetwork(cl.ProviderNetwork, true)
 	status := pn.Status
 	Create(t, c, pn)
 	pn.Status = status
@@ -58,6 +72,9 @@ func Setup(t testing.TB, c client.Client, nodes ...string) {
 		t.Fatalf("cannot set the ProviderNetwork ready: %v", err)
 	}
 }
+
+// Setup is Default.Setup.
+func Setup(t testing.TB, c client.Client, nodes ...string) { Default.Setup(t, c, nodes...) }
 
 // Create creates o; an object that already exists is fine.
 func Create(t testing.TB, c client.Client, o client.Object) {
@@ -67,13 +84,14 @@ func Create(t testing.TB, c client.Client, o client.Object) {
 	}
 }
 
-// AddNetwork creates what the vpc chart writes for network i of Tenant:
-// the Subnet "net-<i>" of VPC with 10.<i/256>.<i%256>.0/24, its pool and
-// its ProxmoxNetwork.
-func AddNetwork(t testing.TB, c client.Client, i int) string {
+// AddNetwork creates what the vpc chart writes for network i of the
+// tenant: the Subnet "<tenant>-net-<i>" of the VPC with
+// 10.<Net+i/256>.<i%256>.0/24, its pool and its ProxmoxNetwork. It
+// returns the name they share.
+func (cl Cluster) AddNetwork(t testing.TB, c client.Client, i int) string {
 	t.Helper()
-	name := NetworkName(i)
-	objs, err := sim.Network(Tenant, name, Zone, VPC, fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256))
+	name := cl.NetworkName(i)
+	objs, err := sim.Network(cl.Tenant, name, cl.Zone, cl.VPC, fmt.Sprintf("10.%d.%d.0/24", cl.Net+i/256, i%256))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,14 +101,23 @@ func AddNetwork(t testing.TB, c client.Client, i int) string {
 	return name
 }
 
-// NetworkName is the name of network i.
-func NetworkName(i int) string { return fmt.Sprintf("net-%d", i) }
+// AddNetwork is Default.AddNetwork.
+func AddNetwork(t testing.TB, c client.Client, i int) string { return Default.AddNetwork(t, c, i) }
+
+// NetworkName is the name of network i: "net-<i>" in Default, else
+// "<tenant>-net-<i>" (Subnets are cluster-scoped).
+func (cl Cluster) NetworkName(i int) string {
+	if cl.Tenant == Tenant {
+		return fmt.Sprintf("net-%d", i)
+	}
+	return fmt.Sprintf("%s-net-%d", cl.Tenant, i)
+}
 
 // DeleteNetwork deletes network name as removing it from the vpc chart
 // does: the ProxmoxNetwork, its pool and its Subnet.
-func DeleteNetwork(t testing.TB, c client.Client, name string) {
+func (cl Cluster) DeleteNetwork(t testing.TB, c client.Client, name string) {
 	t.Helper()
-	objs, err := sim.Network(Tenant, name, Zone, VPC, "10.0.0.0/24")
+	objs, err := sim.Network(cl.Tenant, name, cl.Zone, cl.VPC, "10.0.0.0/24")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +127,9 @@ func DeleteNetwork(t testing.TB, c client.Client, name string) {
 		}
 	}
 }
+
+// DeleteNetwork is Default.DeleteNetwork.
+func DeleteNetwork(t testing.TB, c client.Client, name string) { Default.DeleteNetwork(t, c, name) }
 
 // Eventually calls cond every interval until it reports true, playing
 // step (when not nil) before each call, and fails t with cond's last
@@ -128,11 +158,17 @@ func Eventually(t testing.TB, timeout time.Duration, step func() error, cond fun
 	}
 }
 
-// Ready reports whether the network is Ready, with its conditions as the
-// message otherwise.
+// Ready reports whether network name of Default is Ready, with its
+// conditions as the message otherwise.
 func Ready(ctx context.Context, c client.Client, name string) (bool, string) {
+	return Default.Ready(ctx, c, name)
+}
+
+// Ready reports whether the tenant's network name is Ready, with its
+// conditions as the message otherwise.
+func (cl Cluster) Ready(ctx context.Context, c client.Client, name string) (bool, string) {
 	n := &v1alpha1.ProxmoxNetwork{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: Tenant, Name: name}, n); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Tenant, Name: name}, n); err != nil {
 		return false, err.Error()
 	}
 	for _, cond := range n.Status.Conditions {
