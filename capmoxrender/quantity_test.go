@@ -2,6 +2,8 @@ package capmoxrender_test
 
 import (
 	"math/big"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -94,6 +96,8 @@ func abs(i int) int {
 	return i
 }
 
+var bigExponent = regexp.MustCompile(`[eE][+-]?[0-9]{3,}`)
+
 // FuzzQuantities checks the rounding against exact rational arithmetic: a
 // result is never below what was asked, less than one unit (a core, or 8
 // MiB) above it, and memory is a multiple of 8; anything else is an error.
@@ -102,6 +106,16 @@ func FuzzQuantities(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 40 || bigExponent.MatchString(s) {
+			// Outside the bound the package enforces (resource.ParseQuantity
+			// itself can take unbounded time on such exponents): refused.
+			_, cerr := capmoxrender.Cores(s)
+			_, merr := capmoxrender.MemoryMiB(s)
+			if cerr == nil || merr == nil {
+				t.Fatalf("%q is outside the quantity bound but was accepted", s)
+			}
+			return
+		}
 		q, perr := resource.ParseQuantity(s)
 		cores, cerr := capmoxrender.Cores(s)
 		mem, merr := capmoxrender.MemoryMiB(s)
@@ -129,4 +143,15 @@ func FuzzQuantities(f *testing.F) {
 			t.Fatalf("MemoryMiB(%q) refused an in-range value: %v", s, merr)
 		}
 	})
+}
+
+func TestHugeQuantitiesAreRefusedQuickly(t *testing.T) {
+	for _, q := range []string{"1e999999999", "1e-999999999", "1E+100", "9Ei", "1e18", strings.Repeat("9", 41)} {
+		if _, err := capmoxrender.Cores(q); err == nil {
+			t.Errorf("Cores(%q) must be refused", q)
+		}
+		if _, err := capmoxrender.MemoryMiB(q); err == nil {
+			t.Errorf("MemoryMiB(%q) must be refused", q)
+		}
+	}
 }

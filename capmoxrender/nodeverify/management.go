@@ -1,0 +1,97 @@
+package nodeverify
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AnnotationManagedBy marks a CAPI infrastructure cluster as managed outside
+// Cluster API.
+const AnnotationManagedBy = "cluster.x-k8s.io/managed-by"
+
+// Finding codes of CheckManagement.
+const (
+	CodeIPAMProviderMissing = "IPAMProviderMissing"
+	CodeManagedByAnnotation = "ManagedByAnnotation"
+)
+
+// ManagementFinding is a problem of the management cluster that keeps the
+// workers of a cluster from being created at all.
+type ManagementFinding struct {
+	Code    string `json:"code"`
+	Problem string `json:"problem"`
+	Fix     string `json:"fix"`
+}
+
+// capmoxVersions are the ProxmoxCluster versions capmox serves, newest first.
+var capmoxVersions = []string{"v1alpha2", "v1alpha1"}
+
+// ipamVersions are the InClusterIPPool versions the in-cluster IPAM provider
+// serves.
+var ipamVersions = []string{"v1alpha2", "v1alpha1"}
+
+// CheckManagement looks for the two management-cluster mistakes that stop a
+// Proxmox-backed cluster before any VM exists: no CAPI in-cluster IPAM
+// provider (capmox has no DHCP mode, so the ProxmoxCluster never becomes
+// Ready), and a ProxmoxCluster carrying cluster.x-k8s.io/managed-by (Cluster
+// API then never sets its ownerRef and capmox waits forever). It only reads.
+//
+// mapper says which kinds the API server serves (a client.Client's
+// RESTMapper does discovery).
+func CheckManagement(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace, cluster string) ([]ManagementFinding, error) {
+	var out []ManagementFinding
+	switch _, err := mapper.RESTMapping(schema.GroupKind{Group: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool"}, ipamVersions...); {
+	case err == nil:
+	case meta.IsNoMatchError(err):
+		out = append(out, ManagementFinding{
+			Code:    CodeIPAMProviderMissing,
+			Problem: "the management cluster serves no InClusterIPPool: the CAPI in-cluster IPAM provider is not installed, and capmox has no DHCP mode, so the ProxmoxCluster never becomes Ready",
+			Fix:     "install the cozystack.capi-provider-ipam-in-cluster package (cozystack.capi-provider-infra-proxmox pulls it in)",
+		})
+	default:
+		return nil, fmt.Errorf("cannot ask the API server whether it serves InClusterIPPool: %w", err)
+	}
+	pc, err := proxmoxCluster(ctx, mgmt, mapper, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if pc != nil {
+		if _, ok := pc.GetAnnotations()[AnnotationManagedBy]; ok {
+			out = append(out, ManagementFinding{
+				Code:    CodeManagedByAnnotation,
+				Problem: fmt.Sprintf("ProxmoxCluster %s/%s carries %s: Cluster API never sets its ownerRef, capmox stops at \"Waiting for Cluster Controller to set OwnerRef\" and no Machine gets an address", namespace, cluster, AnnotationManagedBy),
+				Fix:     fmt.Sprintf("kubectl -n %s annotate proxmoxcluster %s %s-", namespace, cluster, AnnotationManagedBy),
+			})
+		}
+	}
+	return out, nil
+}
+
+// proxmoxCluster reads the ProxmoxCluster in whichever version capmox
+// serves; nil when there is none.
+func proxmoxCluster(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace, name string) (*unstructured.Unstructured, error) {
+	gk := schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxCluster"}
+	m, err := mapper.RESTMapping(gk, capmoxVersions...)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot ask the API server whether it serves ProxmoxCluster: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(m.GroupVersionKind)
+	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); {
+	case err == nil:
+		return u, nil
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("cannot read ProxmoxCluster %s/%s: %w", namespace, name, err)
+	}
+}
