@@ -43,6 +43,9 @@ type Options struct {
 	ControllerHooks *interceptor.Funcs
 	// MaxReconciles bounds one Converge; 0 means 100,000.
 	MaxReconciles int
+	// Metrics receives the controller's cozy_proxmox_* series (every
+	// instance records on the same one); nil keeps unregistered ones.
+	Metrics *network.Metrics
 	// Store is the API the simulation runs on; nil means a new in-memory
 	// fake. Pass a client of a real API server (envtest) to run the same
 	// world and controller against it.
@@ -161,6 +164,7 @@ func (h *Harness) Start(ctx context.Context) error {
 		SubnetPruneTimeout: h.opts.SubnetPruneTimeout,
 		Log:                h.logs.Logger(),
 		Resync:             -1,
+		Metrics:            h.opts.Metrics,
 	}
 	if h.opts.Gateway != nil {
 		cfg.Gateway = h.opts.Gateway()

@@ -40,7 +40,7 @@ func TestDemoCommand(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &res); err != nil {
 					t.Fatalf("not JSON: %v\n%s", err, out)
 				}
-				if len(res.Acts) != 4 || len(res.Invariants) < 5 {
+				if len(res.Acts) < 4 || len(res.Invariants) < 5 {
 					t.Errorf("acts %v invariants %v", res.Acts, res.Invariants)
 				}
 				for _, inv := range res.Invariants {

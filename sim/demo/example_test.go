@@ -1,0 +1,15 @@
+package demo_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/pxsubstrate/pxsubstrate/sim/demo"
+)
+
+func ExampleRun() {
+	res, err := demo.Run(context.Background(), io.Discard) // pass os.Stdout to read the story
+	fmt.Println(len(res.Acts) == len(demo.Acts), res.OK(), err)
+	// Output: true true <nil>
+}
