@@ -19,7 +19,7 @@ func init() { register(newVerifyCmd) }
 
 // verifyClients builds the management and tenant readers from kubeconfig
 // paths; tests replace it with fake clients.
-var verifyClients = func(mgmt, tenant string) (client.Reader, client.Reader, error) {
+var verifyClients = func(mgmt, tenant string) (client.Client, client.Reader, error) {
 	m, err := readerFor(mgmt)
 	if err != nil {
 		return nil, nil, err
@@ -31,7 +31,7 @@ var verifyClients = func(mgmt, tenant string) (client.Reader, client.Reader, err
 	return m, t, nil
 }
 
-func readerFor(path string) (client.Reader, error) {
+func readerFor(path string) (client.Client, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
@@ -58,7 +58,10 @@ one Cluster and prints one row per Node: its providerID must equal its
 Machine's (proxmox://<SMBIOS UUID>), it must carry topology.kubernetes.io/region
 and zone, and must have lost the node.cloudprovider.kubernetes.io/uninitialized
 taint. Machines that no Node matches get a row too. Each failure says what to
-do. Exits 1 when a row fails.
+do. First it checks the management cluster for the two mistakes that stop
+workers before any VM exists: no CAPI in-cluster IPAM provider, and a
+ProxmoxCluster carrying cluster.x-k8s.io/managed-by. Exits 1 when a row or
+one of those checks fails.
 
 --cluster takes the Cluster name (kubernetes-<name>) or the Kubernetes
 application name.`,
@@ -74,12 +77,22 @@ application name.`,
 			if !strings.HasPrefix(cluster, "kubernetes-") {
 				cluster = "kubernetes-" + cluster
 			}
+			findings, err := nodeverify.CheckManagement(cmd.Context(), m, m.RESTMapper(), namespace, cluster)
+			if err != nil {
+				return err
+			}
+			for _, f := range findings {
+				fmt.Fprintf(app.ErrOut, "Error: %s: %s\n  fix: %s\n", f.Code, f.Problem, f.Fix)
+			}
 			rows, err := nodeverify.Collect(cmd.Context(), m, t, namespace, cluster, capi)
 			if err != nil {
 				return err
 			}
 			if err := app.Print(rows, func(w io.Writer) { verifyTable(w, rows) }); err != nil {
 				return err
+			}
+			if len(findings) > 0 {
+				return &ExitError{Code: 1, Err: errors.New("the management cluster cannot create these workers: see the errors above")}
 			}
 			if nodeverify.Failed(rows) {
 				return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the FIX column")}

@@ -7,9 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -21,7 +23,13 @@ const (
 )
 
 // withVerifyClients points the verify command at fake clusters for one test.
+// The management cluster serves the IPAM provider's InClusterIPPool.
 func withVerifyClients(t *testing.T, nodes []*corev1.Node, machines []*unstructured.Unstructured) {
+	t.Helper()
+	withVerifyClusters(t, true, nodes, machines)
+}
+
+func withVerifyClusters(t *testing.T, ipam bool, nodes []*corev1.Node, machines []*unstructured.Unstructured) {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -31,12 +39,25 @@ func withVerifyClients(t *testing.T, nodes []*corev1.Node, machines []*unstructu
 	for _, n := range nodes {
 		tb = tb.WithObjects(n)
 	}
-	mb := fake.NewClientBuilder().WithScheme(s)
+	ms := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(ms); err != nil {
+		t.Fatal(err)
+	}
+	if ipam {
+		gvk := schema.GroupVersionKind{Group: "ipam.cluster.x-k8s.io", Version: "v1alpha2", Kind: "InClusterIPPool"}
+		ms.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
+		ms.AddKnownTypeWithName(gvk.GroupVersion().WithKind("InClusterIPPoolList"), &unstructured.UnstructuredList{})
+	}
+	mapper := meta.NewDefaultRESTMapper(ms.PreferredVersionAllGroups())
+	for gvk := range ms.AllKnownTypes() {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	mb := fake.NewClientBuilder().WithScheme(ms).WithRESTMapper(mapper)
 	for _, m := range machines {
 		mb = mb.WithObjects(m)
 	}
 	old := verifyClients
-	verifyClients = func(string, string) (client.Reader, client.Reader, error) { return mb.Build(), tb.Build(), nil }
+	verifyClients = func(string, string) (client.Client, client.Reader, error) { return mb.Build(), tb.Build(), nil }
 	t.Cleanup(func() { verifyClients = old })
 }
 
@@ -114,4 +135,22 @@ func TestVerify(t *testing.T) {
 			t.Fatalf("exit %d, want 2", code)
 		}
 	})
+}
+
+func TestVerifyManagementFindings(t *testing.T) {
+	nodes := []*corev1.Node{verifyNode("w1", verifyUUID1, true)}
+	machines := []*unstructured.Unstructured{verifyMachine("m1", verifyUUID1, "w1")}
+
+	args := []string{"verify", "--tenant-kubeconfig", "t", "-n", "tenant-a", "--cluster", "prod", "--capi-version", "v1beta2"}
+	withVerifyClusters(t, true, nodes, machines)
+	_, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("control: a healthy management cluster must pass, exit %d: %s", code, errOut)
+	}
+
+	withVerifyClusters(t, false, nodes, machines)
+	_, errOut, code = run(t, args...)
+	if code != 1 || !strings.Contains(errOut, "IPAMProviderMissing") || !strings.Contains(errOut, "cozystack.capi-provider-ipam-in-cluster") {
+		t.Fatalf("no IPAM provider must fail with what to install, exit %d: %s", code, errOut)
+	}
 }
