@@ -14,11 +14,11 @@ import (
 
 // machineOn is a ProxmoxMachine whose default NIC sits on the zone bridge
 // with a VLAN and the address pool of a network.
-func machineOn(name string, vlan int, pool string) string {
+func machineOn(name string, nic admission.Triple) string {
 	return fmt.Sprintf(`{"apiVersion":%q,"kind":"ProxmoxMachine","metadata":{"name":%q,"namespace":%q},
-"spec":{"network":{"default":{"bridge":"vmbr1","vlan":%d,
+"spec":{"network":{"default":{"bridge":%q,"vlan":%d,
 "ipv4PoolRef":{"apiGroup":"ipam.cluster.x-k8s.io","kind":"InClusterIPPool","name":%q}}}}}`,
-		pmv1alpha1.GroupVersion.String(), name, TenantAlpha, vlan, pool)
+		pmv1alpha1.GroupVersion.String(), name, TenantAlpha, nic.Bridge, nic.VLAN, nic.Pool)
 }
 
 var actAdmission = Act{
@@ -28,24 +28,28 @@ var actAdmission = Act{
 		if err != nil {
 			return err
 		}
-		ns := &corev1.Namespace{}
-		if err := s.H.Store().Get(ctx, client.ObjectKey{Name: TenantAlpha}, ns); err != nil {
-			return fmt.Errorf("cannot read namespace %s: %w", TenantAlpha, err)
+		alpha, own, err := s.firstNetwork(ctx, TenantAlpha)
+		if err != nil {
+			return err
+		}
+		_, foreign, err := s.firstNetwork(ctx, TenantBeta)
+		if err != nil {
+			return err
 		}
 		cases := []struct {
-			name, pool string
-			vlan       int
-			allow      bool
+			name  string
+			nic   admission.Triple
+			allow bool
 		}{
-			{"steals-beta", "subnet-b1", 3904, false},
-			{"worker-a1", "subnet-a1", 3901, true},
+			{"steals-beta", foreign, false},
+			{"worker-a1", own, true},
 		}
 		holds, detail := true, ""
 		s.Table([]string{"MACHINE", "NIC", "ADMITTED", "POLICY", "MESSAGE"}, func(row func(...any)) {
 			for _, c := range cases {
 				d, err := v.Review(admission.Request{Operation: "CREATE", Namespace: TenantAlpha,
 					Kind:   metav1.GroupVersionKind{Group: pmv1alpha1.GroupVersion.Group, Version: pmv1alpha1.GroupVersion.Version, Kind: "ProxmoxMachine"},
-					Object: []byte(machineOn(c.name, c.vlan, c.pool))}, admission.FromCore(ns))
+					Object: []byte(machineOn(c.name, c.nic))}, alpha)
 				if err != nil {
 					holds, detail = false, fmt.Sprintf("%s: cannot review: %v", c.name, err)
 					continue
@@ -53,10 +57,27 @@ var actAdmission = Act{
 				if d.Allowed != c.allow {
 					holds, detail = false, fmt.Sprintf("%s: admitted=%v, want %v", c.name, d.Allowed, c.allow)
 				}
-				row(c.name, fmt.Sprintf("vmbr1/%d/%s", c.vlan, c.pool), d.Allowed, orDash(d.Policy), orDash(d.Message))
+				row(c.name, c.nic.String(), d.Allowed, orDash(d.Policy), orDash(d.Message))
 			}
 		})
 		s.Check(CheckAdmission, holds, detail)
 		return nil
 	},
+}
+
+// firstNetwork reads a namespace as the controller annotated it and the
+// first network its annotation lists.
+func (s *Stage) firstNetwork(ctx context.Context, name string) (*admission.Namespace, admission.Triple, error) {
+	ns := &corev1.Namespace{}
+	if err := s.H.Store().Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return nil, admission.Triple{}, fmt.Errorf("cannot read namespace %s: %w", name, err)
+	}
+	ts, err := admission.ParseTriples(ns.Annotations[admission.AnnotationProxmoxNetworks])
+	if err != nil {
+		return nil, admission.Triple{}, fmt.Errorf("cannot read the networks of namespace %s: %w", name, err)
+	}
+	if len(ts) == 0 {
+		return nil, admission.Triple{}, fmt.Errorf("namespace %s has no network yet: play the network acts first", name)
+	}
+	return admission.FromCore(ns), ts[0], nil
 }
