@@ -104,13 +104,6 @@ func apiLifecycle(t *testing.T, store client.WithWatch) {
 	}
 }
 
-func converge(t *testing.T, h *sim.Harness) {
-	t.Helper()
-	if _, err := h.Converge(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func wantNet(t *testing.T, c client.Client, name, ready string, vlan int32) {
 	t.Helper()
 	n := &v1alpha1.ProxmoxNetwork{}

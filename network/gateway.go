@@ -44,9 +44,10 @@ type GatewayStatus struct {
 // VLAN is released.
 type Gateway interface {
 	// Ensure brings the gateway of n up to date and reports its condition.
-	// An error means the gateway could not be brought up to date; the
-	// returned status, when it has a reason, is still recorded (a grace
-	// period may keep it True).
+	// An error means the gateway could not be brought up to date: a status
+	// with a reason is still recorded; one without keeps the condition the
+	// network carries (a grace period over NB outages). Either way the
+	// network is looked at again after RetryAfter.
 	Ensure(ctx context.Context, n NetworkInfo) (GatewayStatus, error)
 	// Release removes what Ensure created for n. released is false while
 	// something still holds the release back.

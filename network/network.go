@@ -33,12 +33,16 @@ func (c *Controller) networkStep() engine.Step[*v1alpha1.ProxmoxNetwork] {
 	return engine.StepFunc[*v1alpha1.ProxmoxNetwork](func(ctx context.Context, s *netState) (engine.Result, error) {
 		start := time.Now()
 		defer func() { c.cfg.Metrics.duration.Observe(time.Since(start).Seconds()) }()
-		return engine.WithFinalizer[*v1alpha1.ProxmoxNetwork]{
+		res, err := engine.WithFinalizer[*v1alpha1.ProxmoxNetwork]{
 			Finalizer:    v1alpha1.Finalizer,
 			ReadyToClear: c.finalize,
 			RecheckAfter: RetryAfter,
 			Step:         engine.StepFunc[*v1alpha1.ProxmoxNetwork](c.reconcileLive),
 		}.Reconcile(ctx, s)
+		if err != nil {
+			c.cfg.Metrics.reconcileErrors.WithLabelValues(string(engine.ReasonOf(err))).Inc()
+		}
+		return res, err
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -147,7 +148,11 @@ func (c *Controller) ensureGateway(ctx context.Context, s *netState, pass *liveP
 		c.cfg.Metrics.NBErrors.Inc()
 		pass.requeue = RetryAfter
 		if gs.Reason == "" {
-			set(metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, fmt.Sprintf("cannot bring the gateway up to date: %v", err))
+			// Within the gateway's grace: the condition the network carries
+			// stands; with none yet, the gateway is not known.
+			if meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionGatewayReady) == nil {
+				set(metav1.ConditionUnknown, v1alpha1.ReasonNBUnavailable, fmt.Sprintf("cannot bring the gateway up to date yet: %v", err))
+			}
 			return
 		}
 	}

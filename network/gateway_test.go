@@ -1,0 +1,115 @@
+package network_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/pxsubstrate/pxsubstrate/sim"
+)
+
+// fakeGateway keeps which networks have a gateway, and can fail.
+type fakeGateway struct {
+	mu       sync.Mutex
+	up       map[string]network.NetworkInfo
+	failNB   bool
+	holdBack bool
+}
+
+func (g *fakeGateway) Ensure(_ context.Context, n network.NetworkInfo) (network.GatewayStatus, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failNB {
+		return network.GatewayStatus{}, errors.New("connection refused")
+	}
+	g.up[n.Namespace+"/"+n.Name] = n
+	return network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Message: "2 chassis", Chassis: 2}, nil
+}
+
+func (g *fakeGateway) Release(_ context.Context, n network.NetworkInfo) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failNB {
+		return false, errors.New("connection refused")
+	}
+	if g.holdBack {
+		return false, nil
+	}
+	delete(g.up, n.Namespace+"/"+n.Name)
+	return true, nil
+}
+
+// TestGateway: a managed gateway is part of Ready, an NB outage keeps the
+// condition it had, and the VLAN is held until the gateway is released.
+func TestGateway(t *testing.T) {
+	ctx := context.Background()
+	gw := &fakeGateway{up: map[string]network.NetworkInfo{}}
+	h := sim.NewHarness(sim.Options{Gateway: func() network.Gateway { return gw }})
+	c := h.Client()
+	baseWorld(t, c, map[string][]string{"zone-a": {"100-101"}})
+	createNetwork(t, c, 0, "zone-a")
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, h)
+	n := getNet(t, c, 0)
+	wantCond(t, n, v1alpha1.ConditionGatewayReady, "True/ChassisAssigned")
+	wantCond(t, n, v1alpha1.ConditionReady, "True/Ready")
+	if info := gw.up[netID(0).key().String()]; info.VPC != "vpc-tenant-0" || info.VLAN != 100 || info.ProviderNetwork != provider {
+		t.Errorf("the gateway was asked for %+v", info)
+	}
+
+	gw.failNB = true
+	h.Controller().EnqueueNetwork(netID(0).key())
+	converge(t, h)
+	wantCond(t, getNet(t, c, 0), v1alpha1.ConditionReady, "True/Ready")
+
+	gw.failNB, gw.holdBack = false, true
+	uninstall(t, c, 0)
+	converge(t, h)
+	wantCond(t, getNet(t, c, 0), v1alpha1.ConditionReady, "False/GatewayReleasePending")
+	gw.holdBack = false
+	if _, err := h.Advance(ctx, network.RetryAfter); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, netID(0).key(), &v1alpha1.ProxmoxNetwork{}); err == nil {
+		t.Fatal("the network was not released after its gateway")
+	}
+	if len(gw.up) != 0 {
+		t.Errorf("gateways left: %v", gw.up)
+	}
+}
+
+func converge(t *testing.T, h *sim.Harness) {
+	t.Helper()
+	if _, err := h.Converge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getNet(t *testing.T, c client.Client, n netID) *v1alpha1.ProxmoxNetwork {
+	t.Helper()
+	net := &v1alpha1.ProxmoxNetwork{}
+	if err := c.Get(context.Background(), n.key(), net); err != nil {
+		t.Fatalf("get %s: %v", n.key(), err)
+	}
+	return net
+}
+
+func wantCond(t *testing.T, n *v1alpha1.ProxmoxNetwork, typ, want string) {
+	t.Helper()
+	got := "(absent)"
+	if c := meta.FindStatusCondition(n.Status.Conditions, typ); c != nil {
+		got = string(c.Status) + "/" + c.Reason
+	}
+	if got != want {
+		t.Errorf("%s/%s: %s is %s, want %s", n.Namespace, n.Name, typ, got, want)
+	}
+}
