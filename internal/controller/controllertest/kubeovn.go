@@ -56,7 +56,13 @@ func (k *KubeOVN) React(ctx context.Context, c client.Client) error {
 			want[ovngateway.RouterPortName(s.Spec.Vpc, s.Name)] = s.Spec.Vpc
 		}
 	}
-	return k.syncPorts(ctx, want)
+	if err := k.syncPorts(ctx, want); err != nil {
+		// Reconnect on the next round: a client whose server died may
+		// still say it is connected.
+		k.Close()
+		return err
+	}
+	return nil
 }
 
 // Close ends the NB connection.
@@ -194,6 +200,7 @@ func (k *KubeOVN) Dump(ctx context.Context) (ovnnb.State, error) {
 	st := ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}}
 	nb, err := k.connect(ctx)
 	if err != nil {
+		k.Close()
 		return st, err
 	}
 	var (
