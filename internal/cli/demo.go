@@ -16,10 +16,12 @@ func newDemoCmd(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Play the platform's story in memory and check its invariants",
-		Long: "Runs the network controller on an in-memory cluster: a zone, two tenants, networks\n" +
-			"until the zone is exhausted, a network deleted while a VM address is held, and its\n" +
-			"release once the address is freed. Prints each act as tables and ends with the\n" +
-			"invariants checked on the final world; exits 1 if one fails. No flags needed.",
+		Long: "Plays the platform's story on in-memory stand-ins (a Proxmox VE API, a Kubernetes API):\n" +
+			"two tenants' ACLs planned, applied and audited clean; a Talos template built through the\n" +
+			"API; a tenant cluster and pool rendered for capmox; a zone and the tenants' networks until\n" +
+			"the zone is exhausted; one admission refusal and one admission; a network deleted while a\n" +
+			"VM address is held, and its release once the address is freed. Prints each act as tables\n" +
+			"and ends with the invariants checked on the final world; exits 1 if one fails. No flags.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			story := app.Out
