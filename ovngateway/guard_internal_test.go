@@ -124,3 +124,49 @@ func TestAdoptGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchConflictFallsBack: when the server refuses a batch because one
+// network's rows changed after they were read, every other network of the
+// batch still converges, and the changed one ends as the rows now say.
+func TestBatchConflictFallsBack(t *testing.T) {
+	s := ovnnb.StartReal(t)
+	admin := ovnnb.Connect(t, s.Endpoint())
+	var gws []Gateway
+	for _, sub := range []string{"a", "b", "c"} {
+		port := RouterPortName("vpc1", sub)
+		ovnnb.AddRouterPort(t, admin, "vpc1", port)
+		gws = append(gws, Gateway{
+			Network: Network{Namespace: "tenant", Name: sub, RouterPort: port},
+			Members: []Member{{Node: "n1", Chassis: "ch-n1", Priority: 100}},
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Config{Address: s.Endpoint()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sess, err := c.session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, errs := make([]Outcome, 3), make([]error, 3)
+	tx, pending := sess.planBatch(ctx, gws, outs, errs)
+	// Someone points vpc1-b at their own group before the batch is sent.
+	ovnnb.SetPortGroup(t, admin, "vpc1-b", ovnnb.AddGroup(t, admin, "theirs", nil))
+	sess.commitBatch(ctx, tx, pending, gws, outs, errs)
+	for i, want := range []Reason{ReasonChassisAssigned, ReasonForeignGroup, ReasonChassisAssigned} {
+		if errs[i] != nil || outs[i].Reason != want {
+			t.Errorf("network %s: %+v, %v; want %s", gws[i].Name, outs[i], errs[i], want)
+		}
+	}
+	st := ovnnb.Dump(t, admin)
+	want := map[string]ovnnb.Port{"vpc1-a": {Group: "px-vpc1-a"}, "vpc1-b": {Group: "theirs"}, "vpc1-c": {Group: "px-vpc1-c"}}
+	if diff := cmp.Diff(want, st.Ports); diff != "" {
+		t.Errorf("ports: -want +got:\n%s", diff)
+	}
+	if n := c.Transactions(); n != 3 {
+		t.Errorf("one refused batch and one transaction for each of the two others: want 3, got %d", n)
+	}
+}

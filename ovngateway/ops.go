@@ -11,19 +11,22 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
 )
 
-const (
-	// namedGroup is the named UUID of a group inserted in the transaction.
-	namedGroup = "pxgroup"
-	// anyCount marks an operation whose row count is not checked.
-	anyCount = -1
-)
+// anyCount marks an operation whose row count is not checked.
+const anyCount = -1
 
 // txn is one transaction under construction: its operations and, for each,
 // the number of rows it must touch (anyCount when it does not matter).
 type txn struct {
 	ops    []ovsdb.Operation
 	counts []int
+	// prefix keeps the named UUIDs of each network apart when several
+	// networks share a transaction.
+	prefix string
 }
+
+// named is a named UUID (RFC 7047 5.1) for a row inserted by the network
+// being built.
+func (t *txn) named(what string) string { return "px" + t.prefix + what }
 
 func (t *txn) add(count int, ops []ovsdb.Operation, err error) error {
 	if err != nil {
@@ -39,7 +42,15 @@ func (t *txn) add(count int, ops []ovsdb.Operation, err error) error {
 // build turns a plan into the operations of one transaction.
 func (s *session) build(gw Gateway, v view, p plan) (*txn, error) {
 	t := &txn{}
-	groupRef := namedGroup
+	if err := s.buildInto(t, gw, v, p); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// buildInto appends the operations of a plan to t.
+func (s *session) buildInto(t *txn, gw Gateway, v view, p plan) error {
+	groupRef := t.named("group")
 	var err error
 	if p.create {
 		err = s.createGroup(t, gw)
@@ -48,21 +59,21 @@ func (s *session) build(gw Gateway, v view, p plan) (*txn, error) {
 		err = s.updateGroup(t, gw, v, p)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
+		return fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
 	}
 	if p.point {
 		if err := s.pointPort(t, gw.RouterPort, groupRef); err != nil {
-			return nil, fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
+			return fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // insertMembers adds HA_Chassis rows with named UUIDs and returns the names.
 func (s *session) insertMembers(t *txn, members []Member) ([]string, error) {
 	names := make([]string, len(members))
 	for i, m := range members {
-		names[i] = fmt.Sprintf("pxchassis%d", i)
+		names[i] = t.named(fmt.Sprintf("chassis%d", i))
 		row := &nbdb.HAChassis{UUID: names[i], ChassisName: m.Chassis, Priority: m.Priority}
 		ops, err := s.nb.Create(row)
 		if err := t.add(anyCount, ops, err); err != nil {
@@ -78,7 +89,7 @@ func (s *session) createGroup(t *txn, gw Gateway) error {
 		return err
 	}
 	g := &nbdb.HAChassisGroup{
-		UUID: namedGroup, Name: gw.Group(), HaChassis: names,
+		UUID: t.named("group"), Name: gw.Group(), HaChassis: names,
 		ExternalIDs: map[string]string{OwnerKey: OwnerValue, NetworkKey: gw.ID()},
 	}
 	ops, err := s.nb.Create(g)

@@ -20,24 +20,35 @@ const opTimeout = 10 * time.Second
 // other OVN clients would write and to inspect the result.
 func Connect(t testing.TB, endpoint string, opts ...client.Option) client.Client {
 	t.Helper()
-	m, err := ClientModel()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	c, err := Dial(ctx, endpoint, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Dial is Connect for programs without a testing.TB; the caller closes the
+// client.
+func Dial(ctx context.Context, endpoint string, opts ...client.Option) (client.Client, error) {
+	m, err := ClientModel()
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.NewOVSDBClient(m, append([]client.Option{client.WithEndpoint(endpoint)}, opts...)...)
 	if err != nil {
-		t.Fatalf("cannot create an NB client for %s: %v", endpoint, err)
+		return nil, fmt.Errorf("cannot create an NB client for %s: %w", endpoint, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
 	if err := c.Connect(ctx); err != nil {
-		t.Fatalf("cannot connect to %s: %v", endpoint, err)
+		return nil, fmt.Errorf("cannot connect to %s: %w", endpoint, err)
 	}
-	t.Cleanup(c.Close)
 	if _, err := c.MonitorAll(ctx); err != nil {
-		t.Fatalf("cannot monitor %s: %v", endpoint, err)
+		c.Close()
+		return nil, fmt.Errorf("cannot monitor %s: %w", endpoint, err)
 	}
-	return c
+	return c, nil
 }
 
 // Transact runs ops in one transaction and fails t unless each of them

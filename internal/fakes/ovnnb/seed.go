@@ -14,39 +14,59 @@ import (
 // and adds a new Logical_Router_Port named port to it, as Kube-OVN does for
 // a subnet. It returns the port's UUID.
 func (a Admin) AddRouterPort(ctx context.Context, router, port string) (string, error) {
-	lrp := &nbmodel.LogicalRouterPort{
-		UUID: "newport", Name: port, MAC: "0a:00:00:00:00:01",
-		Networks: []string{"10.0.0.1/24"}, ExternalIDs: map[string]string{"lr": router, "vendor": "kube-ovn"},
-	}
-	ops, err := a.C.Create(lrp)
+	uuids, err := a.AddRouterPorts(ctx, router, port)
 	if err != nil {
 		return "", err
 	}
-	rows, err := a.ReadRows(ctx)
-	if err != nil {
-		return "", err
+	return uuids[0], nil
+}
+
+// AddRouterPorts is AddRouterPort for many ports of one router, in one
+// transaction. It returns the ports' UUIDs in order.
+func (a Admin) AddRouterPorts(ctx context.Context, router string, ports ...string) ([]string, error) {
+	var ops []ovsdb.Operation
+	names := make([]string, len(ports))
+	for i, port := range ports {
+		names[i] = fmt.Sprintf("newport%d", i)
+		lrp := &nbmodel.LogicalRouterPort{
+			UUID: names[i], Name: port, MAC: "0a:00:00:00:00:01",
+			Networks: []string{"10.0.0.1/24"}, ExternalIDs: map[string]string{"lr": router, "vendor": "kube-ovn"},
+		}
+		op, err := a.C.Create(lrp)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op...)
 	}
-	var more []ovsdb.Operation
+	routers, err := SelectRows[nbmodel.LogicalRouter](ctx, a.C)
+	if err != nil {
+		return nil, err
+	}
 	idx := -1
-	for i, r := range rows.Routers {
+	for i, r := range routers {
 		if r.Name == router {
 			idx = i
 		}
 	}
+	var more []ovsdb.Operation
 	if idx < 0 {
-		more, err = a.C.Create(&nbmodel.LogicalRouter{Name: router, Ports: []string{lrp.UUID}})
+		more, err = a.C.Create(&nbmodel.LogicalRouter{Name: router, Ports: names})
 	} else {
-		r := &rows.Routers[idx]
-		more, err = a.C.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationInsert, Value: []string{lrp.UUID}})
+		r := &routers[idx]
+		more, err = a.C.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationInsert, Value: names})
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	res, err := a.Transact(ctx, append(ops, more...)...)
 	if err != nil {
-		return "", fmt.Errorf("cannot add router port %q: %w", port, err)
+		return nil, fmt.Errorf("cannot add router ports %v: %w", ports, err)
 	}
-	return res[0].UUID.GoUUID, nil
+	out := make([]string, len(ports))
+	for i := range ports {
+		out[i] = res[i].UUID.GoUUID
+	}
+	return out, nil
 }
 
 // DeleteRouterPort removes the Logical_Router_Port named port from every

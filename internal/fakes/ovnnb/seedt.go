@@ -17,6 +17,14 @@ func AddRouterPort(t testing.TB, c client.Client, router, port string) string {
 	return u
 }
 
+// AddRouterPorts is Admin.AddRouterPorts for tests.
+func AddRouterPorts(t testing.TB, c client.Client, router string, ports ...string) []string {
+	t.Helper()
+	u, err := Admin{c}.AddRouterPorts(context.Background(), router, ports...)
+	must(t, err)
+	return u
+}
+
 // DeleteRouterPort is Admin.DeleteRouterPort for tests.
 func DeleteRouterPort(t testing.TB, c client.Client, port string) {
 	t.Helper()

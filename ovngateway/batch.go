@@ -1,0 +1,139 @@
+package ovngateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// BatchSize is how many networks' writes ReconcileAll puts in one
+// transaction.
+const BatchSize = 100
+
+// ReconcileAll is Reconcile for many networks at once, for the passes that
+// touch every network of a provider network: start-up, the periodic resync,
+// and a Node change that re-ranks every VPC. It decides each network from
+// the cache like Reconcile, then sends the writes of up to BatchSize
+// networks in one transaction, so each network's change still lands in
+// exactly one transaction, and networks that are right cost nothing. A batch
+// the server refuses (ErrConflict) is retried one network per transaction,
+// so a conflict in one network never holds back the others. Outcomes and
+// errors come back in the order of gws; a router port listed twice is
+// ErrInvalid from its second entry on.
+func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []error) {
+	outs, errs := make([]Outcome, len(gws)), make([]error, len(gws))
+	ports := make(map[string]bool, len(gws))
+	for i, gw := range gws {
+		if ports[gw.RouterPort] {
+			errs[i] = fmt.Errorf("network %q: %w: router port %q is listed twice", gw.ID(), ErrInvalid, gw.RouterPort)
+		}
+		ports[gw.RouterPort] = true
+	}
+	for start := 0; start < len(gws); start += BatchSize {
+		end := min(start+BatchSize, len(gws))
+		c.reconcileBatch(ctx, gws[start:end], outs[start:end], errs[start:end])
+	}
+	return outs, errs
+}
+
+// reconcileBatch fills outs and errs for gws, skipping entries that
+// already have an error.
+func (c *Client) reconcileBatch(ctx context.Context, gws []Gateway, outs []Outcome, errs []error) {
+	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
+	defer cancel()
+	s, err := c.session()
+	if err != nil {
+		for i, gw := range gws {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("network %q: %w", gw.ID(), err)
+			}
+		}
+		return
+	}
+	t, pending := s.planBatch(ctx, gws, outs, errs)
+	s.commitBatch(ctx, t, pending, gws, outs, errs)
+}
+
+// planBatch decides every network from the cache and builds one
+// transaction with the writes of those that need any (pending).
+func (s *session) planBatch(ctx context.Context, gws []Gateway, outs []Outcome, errs []error) (*txn, []int) {
+	t := &txn{}
+	var pending []int
+	for i, gw := range gws {
+		if errs[i] != nil {
+			continue
+		}
+		if errs[i] = gw.Validate(); errs[i] != nil {
+			continue
+		}
+		v, err := s.view(ctx, gw.Network)
+		if err != nil {
+			errs[i] = fmt.Errorf("network %q: %w", gw.ID(), err)
+			continue
+		}
+		p := decide(gw, v)
+		outs[i] = p.outcome
+		if !p.writes() {
+			continue
+		}
+		t.prefix = fmt.Sprintf("n%d", i)
+		if errs[i] = s.buildInto(t, gw, v, p); errs[i] == nil {
+			pending = append(pending, i)
+		}
+	}
+	return t, pending
+}
+
+// commitBatch sends t; when the server refuses it, each pending network is
+// reconciled again on its own.
+func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []Gateway, outs []Outcome, errs []error) {
+	if len(pending) == 0 {
+		return
+	}
+	err := s.transact(ctx, t)
+	switch {
+	case err == nil:
+		for _, i := range pending {
+			outs[i].Changed = true
+		}
+		s.awaitCacheAll(ctx, gws, pending)
+	case errors.Is(err, ErrConflict):
+		for _, i := range pending {
+			outs[i], errs[i] = s.c.Reconcile(ctx, gws[i])
+		}
+	default:
+		for _, i := range pending {
+			errs[i] = fmt.Errorf("network %q: %w", gws[i].ID(), err)
+		}
+	}
+}
+
+// awaitCacheAll is awaitCache for the networks gws[i], i in idx.
+func (s *session) awaitCacheAll(ctx context.Context, gws []Gateway, idx []int) {
+	timer := time.NewTimer(cacheWait)
+	defer timer.Stop()
+	for {
+		settled := true
+		for _, i := range idx {
+			v, err := s.view(ctx, gws[i].Network)
+			if err != nil {
+				return
+			}
+			if decide(gws[i], v).writes() {
+				settled = false
+				break
+			}
+		}
+		if settled {
+			return
+		}
+		select {
+		case <-s.c.changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
