@@ -74,7 +74,11 @@ func PveumCommand(c Change) string {
 			add("--propagate", strconv.Itoa(b2i(c.Propagate)))
 		}
 	default:
-		return "# unknown operation " + shellQuote(string(c.Op))
+		prune := pruneArgs(c)
+		if prune == nil {
+			return "# unknown operation " + shellQuote(string(c.Op))
+		}
+		add(prune...)
 	}
 	for i := 1; i < len(args); i++ {
 		args[i] = shellQuote(args[i])

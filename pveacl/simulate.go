@@ -72,7 +72,7 @@ func applyOne(c *Config, ch Change, vmPool map[int][]string) error {
 	case OpSetACL, OpDeleteACL:
 		return applyACL(c, ch, refuse)
 	default:
-		return refuse("unknown operation %q", ch.Op)
+		return applyPrune(c, ch, vmPool, refuse)
 	}
 	return nil
 }
