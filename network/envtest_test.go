@@ -23,6 +23,7 @@ func startAPIServer(t testing.TB) (*rest.Config, client.WithWatch) {
 		CAPI:       true,
 		CRDPaths:   []string{"../config/crd/bases"},
 	})
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: the server is the one measured
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sim.Scheme()})
 	if err != nil {
 		t.Fatalf("cannot create a client: %v", err)
