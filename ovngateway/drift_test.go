@@ -20,10 +20,40 @@ func converged(gw ovngateway.Gateway) ovnnb.State {
 // TestReconcileRepairsDrift: after someone changes the rows of a converged
 // network, one pass with one transaction repairs them.
 func TestReconcileRepairsDrift(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		drift  func(t *testing.T, c client.Client)
-	}{
+	for backend, start := range backends {
+		t.Run(backend, func(t *testing.T) {
+			nb := start(t)
+			for name, tc := range driftCases() {
+				t.Run(name, func(t *testing.T) {
+					ovnnb.Reset(t, nb.admin)
+					ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
+					c := dial(t, nb.endpoint)
+					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
+					reconcile(t, c, gw)
+					tc.drift(t, nb.admin)
+					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff == "" {
+						t.Fatalf("%s: the drift must change the rows", tc.reason)
+					}
+					before := c.Transactions()
+					if o := reconcile(t, c, gw); !o.Changed || c.Transactions() != before+1 {
+						t.Errorf("%s: the repair must take exactly one transaction: %+v, %d", tc.reason, o, c.Transactions()-before)
+					}
+					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff != "" {
+						t.Errorf("%s: rows after the repair: -want +got:\n%s", tc.reason, diff)
+					}
+				})
+			}
+		})
+	}
+}
+
+type driftCase struct {
+	reason string
+	drift  func(t *testing.T, c client.Client)
+}
+
+func driftCases() map[string]driftCase {
+	return map[string]driftCase{
 		"PortCleared": {
 			reason: "someone cleared the port's ha_chassis_group",
 			drift:  func(t *testing.T, c client.Client) { ovnnb.SetPortGroup(t, c, testPort, "") },
@@ -60,31 +90,6 @@ func TestReconcileRepairsDrift(t *testing.T) {
 				ovnnb.Transact(t, c, ops...)
 			},
 		},
-	}
-	for backend, start := range backends {
-		t.Run(backend, func(t *testing.T) {
-			nb := start(t)
-			for name, tc := range cases {
-				t.Run(name, func(t *testing.T) {
-					ovnnb.Reset(t, nb.admin)
-					ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
-					c := dial(t, nb.endpoint)
-					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
-					reconcile(t, c, gw)
-					tc.drift(t, nb.admin)
-					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff == "" {
-						t.Fatalf("%s: the drift must change the rows", tc.reason)
-					}
-					before := c.Transactions()
-					if o := reconcile(t, c, gw); !o.Changed || c.Transactions() != before+1 {
-						t.Errorf("%s: the repair must take exactly one transaction: %+v, %d", tc.reason, o, c.Transactions()-before)
-					}
-					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff != "" {
-						t.Errorf("%s: rows after the repair: -want +got:\n%s", tc.reason, diff)
-					}
-				})
-			}
-		})
 	}
 }
 

@@ -37,13 +37,35 @@ type ruleWant struct {
 	state func(gw ovngateway.Gateway) ovnnb.State
 }
 
+type ruleCase struct {
+	reason string
+	nodes  []string
+	seed   func(t *testing.T, c client.Client, gw ovngateway.Gateway)
+	want   ruleWant
+}
+
+// TestReconcileRules runs every ownership and reconcile rule on both NBs.
 func TestReconcileRules(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		nodes  []string
-		seed   func(t *testing.T, c client.Client, gw ovngateway.Gateway)
-		want   ruleWant
-	}{
+	for backend, start := range backends {
+		t.Run(backend, func(t *testing.T) {
+			nb := start(t)
+			for name, tc := range ruleCases() {
+				t.Run(name, func(t *testing.T) {
+					ovnnb.Reset(t, nb.admin)
+					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", tc.nodes...)
+					tc.seed(t, nb.admin, gw)
+					before := ovnnb.Dump(t, nb.admin)
+					c := dial(t, nb.endpoint)
+					got := reconcile(t, c, gw)
+					checkRule(t, tc.reason, tc.want, gw, got, before, nb, c)
+				})
+			}
+		})
+	}
+}
+
+func ruleCases() map[string]ruleCase {
+	return map[string]ruleCase{
 		"Create": {
 			reason: "a port without a group gets a new owned group with every chassis, and points at it",
 			nodes:  threeNodes,
@@ -197,22 +219,6 @@ func TestReconcileRules(t *testing.T) {
 			},
 			want: ruleWant{reason: ovngateway.ReasonChassisAssigned},
 		},
-	}
-	for backend, start := range backends {
-		t.Run(backend, func(t *testing.T) {
-			nb := start(t)
-			for name, tc := range cases {
-				t.Run(name, func(t *testing.T) {
-					ovnnb.Reset(t, nb.admin)
-					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", tc.nodes...)
-					tc.seed(t, nb.admin, gw)
-					before := ovnnb.Dump(t, nb.admin)
-					c := dial(t, nb.endpoint)
-					got := reconcile(t, c, gw)
-					checkRule(t, tc.reason, tc.want, gw, got, before, nb, c)
-				})
-			}
-		})
 	}
 }
 
