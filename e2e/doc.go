@@ -1,0 +1,15 @@
+// Package e2e runs the proxmox-network-controller binary, built with go
+// build, as separate processes against a real kube-apiserver (envtest, with
+// the Kube-OVN, capmox, in-cluster IPAM, Cluster API and proxmox.cozystack.io
+// CRDs and the RBAC of config/) and a real ovsdb-server with the OVN
+// northbound schema.
+//
+// Kube-OVN itself does not run: the tests play its part through
+// controllertest.KubeOVN (listing and pruning subnets on their Vlan,
+// reporting Subnets Ready, creating each subnet's logical router port in
+// the NB and removing it with the Subnet), and the in-cluster IPAM
+// provider's pool finalizer.
+//
+// The processes run as the manifests' ServiceAccount (impersonated through
+// their kubeconfig), so every call they make must be granted by config/rbac.
+package e2e
