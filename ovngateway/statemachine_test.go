@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"pgregory.net/rapid"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
@@ -188,17 +189,25 @@ func (m *gatewayMachine) unforeign(n *smNetwork) {
 		if n.foreign == "portgroup" {
 			uuid = *m.rows().ports[n.port()].HaChassisGroup
 		}
-		for _, p := range m.rows().ports {
+		// Clear every port row that points at the group and delete it, in
+		// one transaction.
+		var ops []ovsdb.Operation
+		for _, p := range m.rows().allPorts {
 			if p.HaChassisGroup != nil && *p.HaChassisGroup == uuid {
-				ovnnb.SetPortGroup(m.outer, a, p.Name, "")
+				clear := &nbmodel.LogicalRouterPort{UUID: p.UUID}
+				op, err := a.Where(clear).Update(clear, &clear.HaChassisGroup)
+				if err != nil {
+					m.outer.Fatal(err)
+				}
+				ops = append(ops, op...)
 			}
 		}
 		g := &nbmodel.HAChassisGroup{UUID: uuid}
-		ops, err := a.Where(g).Delete()
+		op, err := a.Where(g).Delete()
 		if err != nil {
 			m.outer.Fatal(err)
 		}
-		ovnnb.Transact(m.outer, a, ops...)
+		ovnnb.Transact(m.outer, a, append(ops, op...)...)
 		delete(m.foreign, "group:"+uuid)
 	case "gwchassis":
 		p := &nbmodel.LogicalRouterPort{Name: n.port()}
@@ -323,9 +332,10 @@ func (m *gatewayMachine) converge(t *rapid.T) {
 
 // nbRows is what the NB holds, read straight from the server.
 type nbRows struct {
-	groups  map[string]nbmodel.HAChassisGroup
-	chassis map[string]nbmodel.HAChassis
-	ports   map[string]nbmodel.LogicalRouterPort
+	groups   map[string]nbmodel.HAChassisGroup
+	chassis  map[string]nbmodel.HAChassis
+	ports    map[string]nbmodel.LogicalRouterPort
+	allPorts []nbmodel.LogicalRouterPort
 }
 
 func (m *gatewayMachine) rows() nbRows {
@@ -340,6 +350,7 @@ func (m *gatewayMachine) rows() nbRows {
 	for _, p := range all.Ports {
 		r.ports[p.Name] = p
 	}
+	r.allPorts = all.Ports
 	return r
 }
 
