@@ -83,14 +83,7 @@ func testLifecycle(t *testing.T, e *env) {
 	controllertest.Eventually(t, 30*time.Second, nil, checkGroups(k, cl, names, []string{"ch-l-node-1", "ch-l-node-2"}))
 
 	// l-node-2 leaves the trunk: every group drops its chassis at once.
-	node := cl.Node("l-node-2")
-	if err := e.admin.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
-		t.Fatal(err)
-	}
-	delete(node.Labels, ovngateway.ReadyLabel(cl.ProviderNetwork))
-	if err := e.admin.Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	leaveTrunk(t, e.admin, cl, "l-node-2")
 	controllertest.Eventually(t, 30*time.Second, nil, checkGroups(k, cl, names, []string{"ch-l-node-1"}))
 
 	hook.check(t, e.admin, cl)
@@ -199,14 +192,7 @@ func testNBCrash(t *testing.T, e *env) {
 	for i := 5; i < 10; i++ {
 		after = append(after, cl.AddNetwork(t, e.admin, i))
 	}
-	node := cl.Node("n-node-2")
-	if err := e.admin.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
-		t.Fatal(err)
-	}
-	delete(node.Labels, ovngateway.ReadyLabel(cl.ProviderNetwork))
-	if err := e.admin.Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	leaveTrunk(t, e.admin, cl, "n-node-2")
 	// Let the controller meet the outage: the Node change makes it try.
 	controllertest.Eventually(t, 60*time.Second, step, func() (bool, string) {
 		got, err := p.metric("cozy_proxmox_gateway_nb_errors_total")
@@ -228,5 +214,20 @@ func testNBCrash(t *testing.T, e *env) {
 	checkVLANs(t, e.admin, cl, all)
 	if code := p.stop(t); code != 0 {
 		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+}
+
+// leaveTrunk removes the provider network's ready label from a Node, as
+// Kube-OVN does when the Node's trunk interface goes down.
+func leaveTrunk(t *testing.T, c client.Client, cl controllertest.Cluster, name string) {
+	t.Helper()
+	ctx := context.Background()
+	node := cl.Node(name)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	delete(node.Labels, ovngateway.ReadyLabel(cl.ProviderNetwork))
+	if err := c.Update(ctx, node); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,19 +11,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestExamples(t *testing.T) {
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./vlanalloc", "./ovngateway", "./enginestep")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cases := map[string]struct {
-		reason string
-		want   string
-	}{
-		"vlanalloc": {
-			reason: "Two allocators sharing only a file-based record never hand out an ID twice, and a full zone says so.",
-			want: `zone-a allocates 100-101,103-104 (102 is reserved)
+// cases are what each example prints.
+var cases = map[string]struct {
+	reason string
+	want   string
+}{
+	"vlanalloc": {
+		reason: "Two allocators sharing only a file-based record never hand out an ID twice, and a full zone says so.",
+		want: `zone-a allocates 100-101,103-104 (102 is reserved)
 replica a: web gets VLAN 100
 replica b: db gets VLAN 101
 replica a: cache gets VLAN 103
@@ -34,10 +29,10 @@ replica b: mail gets VLAN 101
 replica a: extra: cannot allocate a VLAN for tenant-a/extra in zone "zone-a": no free VLAN left in the zone (exhausted: true)
 reservation files: pxtenant-100.json pxtenant-101.json pxtenant-103.json pxtenant-104.json
 `,
-		},
-		"ovngateway": {
-			reason: "Both ports of a VPC get the same chassis order, a settled pass writes nothing, a leaving node costs one transaction per port.",
-			want: `three trunk nodes (both ports of the VPC share one active chassis):
+	},
+	"ovngateway": {
+		reason: "Both ports of a VPC get the same chassis order, a settled pass writes nothing, a leaving node costs one transaction per port.",
+		want: `three trunk nodes (both ports of the VPC share one active chassis):
   vpc-a-web: ChassisAssigned, group px-vpc-a-web, active ch-2, ch-2=100 ch-3=90 ch-1=80, 1 transaction(s)
   vpc-a-db: ChassisAssigned, group px-vpc-a-db, active ch-2, ch-2=100 ch-3=90 ch-1=80, 1 transaction(s)
 the same again (nothing to write):
@@ -48,10 +43,10 @@ pve-2 leaves the trunk:
   vpc-a-db: ChassisAssigned, group px-vpc-a-db, active ch-3, ch-3=100 ch-1=90, 1 transaction(s)
 released tenant-a/db: group deleted true
 `,
-		},
-		"enginestep": {
-			reason: "The custom step allocates, refuses a bad request for good, waits on a full zone and is woken by a release.",
-			want: `after the first pass:
+	},
+	"enginestep": {
+		reason: "The custom step allocates, refuses a bad request for good, waits on a full zone and is woken by a release.",
+		want: `after the first pass:
   broken: vlan none, finalizers []
   db: vlan 200, finalizers [example.com/vlan]
   web: vlan 201, finalizers [example.com/vlan]
@@ -65,7 +60,14 @@ web is deleted; its VLAN goes to cache:
   cache: vlan 201, finalizers [example.com/vlan]
   db: vlan 200, finalizers [example.com/vlan]
 `,
-		},
+	},
+}
+
+func TestExamples(t *testing.T) {
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./vlanalloc", "./ovngateway", "./enginestep")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

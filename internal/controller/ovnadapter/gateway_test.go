@@ -59,29 +59,34 @@ func start(t *testing.T, objs ...client.Object) (*ovnnb.InMemory, *ovngateway.Cl
 	return s, gc, k
 }
 
-func TestEnsure(t *testing.T) {
-	type want struct {
-		status  network.GatewayStatus
-		err     bool
-		state   ovnnb.State
-		checked bool
-	}
+// ensureCase is one Ensure case: the Nodes, the router ports Kube-OVN
+// made, the network, and what Ensure must report and leave in the NB.
+type ensureCase struct {
+	reason string
+	nodes  []client.Object
+	ports  []string
+	n      network.NetworkInfo
+	want   ensureWant
+}
+
+type ensureWant struct {
+	status  network.GatewayStatus
+	err     bool
+	state   ovnnb.State
+	checked bool
+}
+
+func ensureCases(t *testing.T) map[string]ensureCase {
 	group := func(name string, chassis ...ovnnb.Chassis) ovnnb.Group {
 		return ovnnb.Group{ExternalIDs: map[string]string{ovngateway.OwnerKey: ovngateway.OwnerValue, ovngateway.NetworkKey: "tenant-a/" + name}, Chassis: chassis}
 	}
-	cases := map[string]struct {
-		reason string
-		nodes  []client.Object
-		ports  []string
-		n      network.NetworkInfo
-		want   want
-	}{
+	return map[string]ensureCase{
 		"ChassisAssigned": {
 			reason: "The router port of a network with two ready trunk nodes gets a group of both, priorities from the VPC's rendezvous order.",
 			nodes:  []client.Object{node("n1", true), node("n2", true), node("n3", false)},
 			ports:  []string{"vpc-a-net1"},
 			n:      info("net1"),
-			want: want{
+			want: ensureWant{
 				status: network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Chassis: 2, RequeueAfter: ovngateway.ResyncPeriod},
 				state: ovnnb.State{
 					Groups: map[string]ovnnb.Group{"px-vpc-a-net1": group("net1", rank(t, "n1", "n2")...)},
@@ -94,7 +99,7 @@ func TestEnsure(t *testing.T) {
 			reason: "Before Kube-OVN creates the router port nothing is written and the network is asked again after RetryAfter.",
 			nodes:  []client.Object{node("n1", true)},
 			n:      info("net1"),
-			want: want{
+			want: ensureWant{
 				status:  network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRouterPortMissing, RequeueAfter: ovngateway.RetryAfter},
 				state:   ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}},
 				checked: true,
@@ -105,7 +110,7 @@ func TestEnsure(t *testing.T) {
 			nodes:  []client.Object{node("n1", false)},
 			ports:  []string{"vpc-a-net1"},
 			n:      info("net1"),
-			want: want{
+			want: ensureWant{
 				status:  network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoTrunkNodes, RequeueAfter: ovngateway.ResyncPeriod},
 				state:   ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{"vpc-a-net1": {}}},
 				checked: true,
@@ -114,14 +119,18 @@ func TestEnsure(t *testing.T) {
 		"WaitingForVLAN": {
 			reason: "A network without a VLAN is not looked up in the NB.",
 			n:      network.NetworkInfo{Namespace: "tenant-a", Name: "net1", VPC: "vpc-a", Subnet: "net1"},
-			want:   want{status: network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWaitingForVLAN, RequeueAfter: ovngateway.ResyncPeriod}},
+			want:   ensureWant{status: network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWaitingForVLAN, RequeueAfter: ovngateway.ResyncPeriod}},
 		},
 		"NoVPC": {
 			reason: "A subnet without spec.vpc names no router port.",
 			n:      network.NetworkInfo{Namespace: "tenant-a", Name: "net1", Subnet: "net1", VLAN: 100},
-			want:   want{status: network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonSubnetUnavailable, RequeueAfter: ovngateway.ResyncPeriod}},
+			want:   ensureWant{status: network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonSubnetUnavailable, RequeueAfter: ovngateway.ResyncPeriod}},
 		},
 	}
+}
+
+func TestEnsure(t *testing.T) {
+	cases := ensureCases(t)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s, gc, k := start(t, tc.nodes...)
