@@ -7,15 +7,22 @@ import (
 	"time"
 )
 
-// BatchSize is how many networks' writes ReconcileAll puts in one
-// transaction.
-const BatchSize = 100
+const (
+	// BatchSize is how many networks' writes ReconcileAll puts in one
+	// transaction.
+	BatchSize = 100
+	// batchTimePerNetwork extends PassTimeout for each network a batch
+	// writes: a healthy NB commits 100 networks in well under a second,
+	// but a busy RAFT leader (or a test server) may need longer.
+	batchTimePerNetwork = 100 * time.Millisecond
+)
 
 // ReconcileAll is Reconcile for many networks at once, for the passes that
 // touch every network of a provider network: start-up, the periodic resync,
 // and a Node change that re-ranks every VPC. It decides each network from
 // the cache like Reconcile, then sends the writes of up to BatchSize
-// networks in one transaction, so each network's change still lands in
+// networks in one transaction (within PassTimeout plus 100ms per network of
+// the batch), so each network's change still lands in
 // exactly one transaction, and networks that are right cost nothing. A batch
 // the server refuses (ErrConflict) is retried one network per transaction,
 // so a conflict in one network never holds back the others. Outcomes and
@@ -40,7 +47,7 @@ func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []
 // reconcileBatch fills outs and errs for gws, skipping entries that
 // already have an error.
 func (c *Client) reconcileBatch(ctx context.Context, gws []Gateway, outs []Outcome, errs []error) {
-	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
+	ctx, cancel := context.WithTimeout(ctx, PassTimeout+time.Duration(len(gws))*batchTimePerNetwork)
 	defer cancel()
 	s, err := c.session()
 	if err != nil {

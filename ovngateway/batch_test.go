@@ -12,11 +12,11 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
 
-// TestReconcileAll: 150 networks converge in two transactions (batches of
+// TestReconcileAll: 110 networks converge in two transactions (batches of
 // 100); a second pass sends none; a Node change re-ranks every VPC in two
 // more; a router port listed twice is refused without holding back others.
 func TestReconcileAll(t *testing.T) {
-	const n = 150
+	const n = 110
 	for backend, start := range backends {
 		t.Run(backend, func(t *testing.T) {
 			nb := start(t)

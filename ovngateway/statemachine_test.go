@@ -384,7 +384,7 @@ func (r nbRows) port(name string) any {
 // machineChecks is how many random runs each machine gets unless
 // -rapid.checks says otherwise: every run starts a server or empties one,
 // and kills it now and then.
-const machineChecks = "30"
+const machineChecks = "25"
 
 // runGatewayMachine runs the machine; open gives each check its backend
 // and a fresh client, and returns a function that releases them.
