@@ -11,15 +11,20 @@
 //
 //   - Candidates picks the chassis set from Nodes; Rank orders it with
 //     rendezvous hashing keyed on the VPC ("vpc/<vpc>") and assigns
-//     priorities 10·n … 10 (at least 100 on top). Both are pure.
+//     priorities from max(100, 10·n) down in steps of 10. Both are pure.
 //   - Client.Reconcile makes the port named in a Gateway use the group
 //     "px-<port>" tagged owner=proxmox-network and network=<ns>/<name>, with
 //     exactly the wanted HA_Chassis rows. It reads only from a monitored
 //     cache; a network that is already right costs no transaction and a
 //     change costs exactly one, whose operation results are checked.
+//   - Client.ReconcileAll does the same for many networks, with the writes
+//     of up to BatchSize networks in one transaction.
 //   - Client.Release deletes a network's own group and clears the ports that
 //     point at it; Client.Collect does so for every owned group whose
 //     network is gone.
+//   - New connects in the background, only to the RAFT leader of a
+//     clustered NB, and reconnects with backoff; while it is disconnected
+//     every pass fails fast with ErrNBUnavailable.
 //   - Condition, RequeueAfter and Grace map outcomes and errors to the
 //     GatewayReady condition and its timing; they are pure or in-memory.
 //
