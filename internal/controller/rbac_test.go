@@ -1,12 +1,14 @@
 package controller_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,7 +116,12 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := controller.New(sa, o, controller.Deps{Registry: prometheus.NewRegistry(), Identity: "rbac-test"})
+	logs := &syncBuffer{}
+	log, err := controller.NewLogger(logs, "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := controller.New(sa, o, controller.Deps{Log: log, Registry: prometheus.NewRegistry(), Identity: "rbac-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +137,32 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 		t.Errorf("the API server refused the controller: %v", denied)
 	}
 	checkGrants(t, install, rec.used())
+	for _, secret := range [][]byte{cliKey, []byte("PRIVATE KEY"), []byte("must-not-be-readable")} {
+		if strings.Contains(logs.String(), string(secret)) {
+			t.Errorf("the controller's log holds secret material %.20q", secret)
+		}
+	}
+	if !strings.Contains(logs.String(), "leading: starting the reconcilers") {
+		t.Errorf("the controller's log lacks its start lines; got %d bytes", len(logs.String()))
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // lifecycle creates a network, waits for it to be Ready with its gateway,

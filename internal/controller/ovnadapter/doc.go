@@ -11,9 +11,10 @@
 //     reader), reconciles the router port "<vpc>-<subnet>" and reports
 //     GatewayReady: True/ChassisAssigned, or False with the reason
 //     ovngateway found. While the northbound database fails, a network
-//     keeps the GatewayReady condition it carries for ovngateway.NBGrace
-//     (Unknown/NBUnavailable when it carries none), then turns
-//     False/NBUnavailable. Errors are returned with the status, so the
+//     keeps the GatewayReady condition an earlier pass decided for
+//     ovngateway.NBGrace, then turns False/NBUnavailable; a network whose
+//     gateway was never decided is False/NBUnavailable at once, so it does
+//     not become Ready without a gateway. Errors are returned with the status, so the
 //     network reconciler counts them and retries after RetryAfter.
 //   - Release deletes every HA_Chassis_Group tagged owner=proxmox-network
 //     and network=<namespace>/<name>, so it needs neither the VPC nor the

@@ -115,12 +115,13 @@ func (g *Gateway) Ensure(ctx context.Context, n network.NetworkInfo) (network.Ga
 }
 
 // carried is the status of a network within its NB grace period: the
-// GatewayReady condition it carries now, or Unknown/NBUnavailable when it
-// carries none.
+// GatewayReady condition it carries now, decided by an earlier pass, or
+// False/NBUnavailable for a network whose gateway was never decided (a
+// network that never had a gateway does not become Ready without one).
 func (g *Gateway) carried(ctx context.Context, n network.NetworkInfo, err error) network.GatewayStatus {
 	st := network.GatewayStatus{
-		Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonNBUnavailable,
-		Message:      fmt.Sprintf("the OVN northbound database does not answer; GatewayReady is decided once it does (or after %s): %v", ovngateway.NBGrace, err),
+		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNBUnavailable,
+		Message:      fmt.Sprintf("the OVN northbound database does not answer, so the router port's gateway cannot be set up yet: %v", err),
 		RequeueAfter: ovngateway.RetryAfter,
 	}
 	cur := &v1alpha1.ProxmoxNetwork{}

@@ -34,8 +34,8 @@ func pxnet(name string, status metav1.ConditionStatus, reason string) *v1alpha1.
 }
 
 // TestGrace: while the NB is down a network keeps the GatewayReady it
-// carries, one without a condition waits as Unknown/NBUnavailable, and past
-// the grace both turn False/NBUnavailable.
+// carries, one whose gateway was never decided is False/NBUnavailable at
+// once, and past the grace both are False/NBUnavailable.
 func TestGrace(t *testing.T) {
 	s, gc, k := start(t, node("n1", true),
 		pxnet("up", metav1.ConditionTrue, v1alpha1.ReasonChassisAssigned), pxnet("fresh", "", ""))
@@ -67,7 +67,7 @@ func TestGrace(t *testing.T) {
 	within := map[string]got{"up": ensure("up"), "fresh": ensure("fresh")}
 	wantWithin := map[string]got{
 		"up":    {metav1.ConditionTrue, v1alpha1.ReasonChassisAssigned, 1, true},
-		"fresh": {metav1.ConditionUnknown, v1alpha1.ReasonNBUnavailable, 0, true},
+		"fresh": {metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, 0, true},
 	}
 	if diff := cmp.Diff(wantWithin, within); diff != "" {
 		t.Errorf("within the grace: -want +got:\n%s", diff)
