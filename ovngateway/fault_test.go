@@ -80,6 +80,22 @@ func TestKillNB(t *testing.T) {
 		t.Fatalf("%d passes failed before the kill", failed)
 	}
 	s.Kill()
+	// The client learns of the lost connection asynchronously; until it
+	// does, an up-to-date network is answered from the cache. Wait for that
+	// before judging conditions, without recording any.
+	waitUntil := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := f.c.Reconcile(ctx, f.gws[0])
+		cancel()
+		if err != nil {
+			break
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatal("the client never noticed the killed ovsdb-server")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if failed := f.pass(n/2, n); failed != n/2 {
 		t.Fatalf("with the NB killed, %d of %d passes failed", failed, n/2)
 	}
