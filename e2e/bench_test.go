@@ -43,7 +43,7 @@ func readyCount(ctx context.Context, c client.Client, cl controllertest.Cluster)
 // ProxmoxNetwork): converge/create is how many times that the whole
 // controller loop costs.
 //
-//	go test ./e2e -run '^$' -bench Converge -benchtime 1x [-networks 1000]
+//	go test ./e2e -run '^$' -bench Converge -benchtime 1x [-networks 1000]   # test flags after the package
 func BenchmarkConverge(b *testing.B) {
 	e := newEnv(b)
 	ctx := context.Background()
