@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -12,13 +11,9 @@ const (
 	// BatchSize is how many networks' writes ReconcileAll puts in one
 	// transaction.
 	BatchSize = 100
-	// batchesInFlight is how many batch transactions ReconcileAll keeps
-	// outstanding at once, so the server commits one while the client
-	// decodes the monitor update of another.
-	batchesInFlight = 4
-	// batchTimePerNetwork extends PassTimeout for each network of a
-	// ReconcileAll call: a healthy NB commits 100 networks in well under a
-	// second, but a busy RAFT leader (or a test server) may need longer.
+	// batchTimePerNetwork extends PassTimeout for each network a batch
+	// writes: a healthy NB commits 100 networks in well under a second,
+	// but a busy RAFT leader (or a test server) may need longer.
 	batchTimePerNetwork = 100 * time.Millisecond
 )
 
@@ -26,13 +21,13 @@ const (
 // touch every network of a provider network: start-up, the periodic resync,
 // and a Node change that re-ranks every VPC. It decides each network from
 // the cache like Reconcile, then sends the writes of up to BatchSize
-// networks per transaction, a few transactions at a time, so each network's
-// change still lands in exactly one transaction and networks that are right
-// cost nothing. The call has PassTimeout plus 100ms per network. A batch the
-// server refuses (ErrConflict) is retried one network per transaction, so a
-// conflict in one network never holds back the others. Outcomes and errors
-// come back in the order of gws; a router port listed twice is ErrInvalid
-// from its second entry on.
+// networks in one transaction (within PassTimeout plus 100ms per network of
+// the batch), so each network's change still lands in
+// exactly one transaction, and networks that are right cost nothing. A batch
+// the server refuses (ErrConflict) is retried one network per transaction,
+// so a conflict in one network never holds back the others. Outcomes and
+// errors come back in the order of gws; a router port listed twice is
+// ErrInvalid from its second entry on.
 func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []error) {
 	outs, errs := make([]Outcome, len(gws)), make([]error, len(gws))
 	ports := make(map[string]bool, len(gws))
@@ -42,6 +37,16 @@ func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []
 		}
 		ports[gw.RouterPort] = true
 	}
+	for start := 0; start < len(gws); start += BatchSize {
+		end := min(start+BatchSize, len(gws))
+		c.reconcileBatch(ctx, gws[start:end], outs[start:end], errs[start:end])
+	}
+	return outs, errs
+}
+
+// reconcileBatch fills outs and errs for gws, skipping entries that
+// already have an error.
+func (c *Client) reconcileBatch(ctx context.Context, gws []Gateway, outs []Outcome, errs []error) {
 	ctx, cancel := context.WithTimeout(ctx, PassTimeout+time.Duration(len(gws))*batchTimePerNetwork)
 	defer cancel()
 	s, err := c.session()
@@ -51,37 +56,10 @@ func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []
 				errs[i] = fmt.Errorf("network %q: %w", gw.ID(), err)
 			}
 		}
-		return outs, errs
+		return
 	}
-	var (
-		wg      sync.WaitGroup
-		slots   = make(chan struct{}, batchesInFlight)
-		mu      sync.Mutex
-		written []int
-	)
-	for start := 0; start < len(gws); start += BatchSize {
-		end := min(start+BatchSize, len(gws))
-		b, o, e := gws[start:end], outs[start:end], errs[start:end]
-		t, pending := s.planBatch(ctx, b, o, e)
-		if len(pending) == 0 {
-			continue
-		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if s.commitBatch(ctx, t, pending, b, o, e) {
-				mu.Lock()
-				for _, i := range pending {
-					written = append(written, start+i)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	s.awaitCacheAll(ctx, gws, written)
-	return outs, errs
+	t, pending := s.planBatch(ctx, gws, outs, errs)
+	s.commitBatch(ctx, t, pending, gws, outs, errs)
 }
 
 // planBatch decides every network from the cache and builds one
@@ -114,11 +92,11 @@ func (s *session) planBatch(ctx context.Context, gws []Gateway, outs []Outcome, 
 	return t, pending
 }
 
-// commitBatch sends t and reports whether it committed; when the server
-// refuses it, each pending network is reconciled again on its own.
-func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []Gateway, outs []Outcome, errs []error) bool {
+// commitBatch sends t; when the server refuses it, each pending network is
+// reconciled again on its own.
+func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []Gateway, outs []Outcome, errs []error) {
 	if len(pending) == 0 {
-		return false
+		return
 	}
 	err := s.transact(ctx, t)
 	switch {
@@ -126,7 +104,7 @@ func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []
 		for _, i := range pending {
 			outs[i].Changed = true
 		}
-		return true
+		s.awaitCacheAll(ctx, gws, pending)
 	case errors.Is(err, ErrConflict):
 		for _, i := range pending {
 			outs[i], errs[i] = s.c.Reconcile(ctx, gws[i])
@@ -136,14 +114,10 @@ func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []
 			errs[i] = fmt.Errorf("network %q: %w", gws[i].ID(), err)
 		}
 	}
-	return false
 }
 
 // awaitCacheAll is awaitCache for the networks gws[i], i in idx.
 func (s *session) awaitCacheAll(ctx context.Context, gws []Gateway, idx []int) {
-	if len(idx) == 0 {
-		return
-	}
 	timer := time.NewTimer(cacheWait)
 	defer timer.Stop()
 	for {
