@@ -106,6 +106,14 @@ func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []
 		}
 		s.awaitCacheAll(ctx, gws, pending)
 	case errors.Is(err, ErrConflict):
+		// The cache was behind the rows that refused the batch; catch up
+		// before deciding each network again.
+		if err := s.sync(ctx); err != nil {
+			for _, i := range pending {
+				errs[i] = fmt.Errorf("network %q: %w", gws[i].ID(), err)
+			}
+			return
+		}
 		for _, i := range pending {
 			outs[i], errs[i] = s.c.Reconcile(ctx, gws[i])
 		}

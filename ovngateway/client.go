@@ -197,7 +197,7 @@ func (c *Client) Endpoint() string {
 	c.mu.Lock()
 	nb := c.nb
 	c.mu.Unlock()
-	if nb == nil {
+	if nb == nil || !alive(nb) {
 		return ""
 	}
 	return nb.CurrentEndpoint()

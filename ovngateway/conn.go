@@ -130,7 +130,7 @@ func monitor(nb client.Client) *client.Monitor {
 // stepped down), a pass seeing ErrNotConnected, or an echo after a silent
 // probe period going unanswered.
 func (c *Client) watch(nb client.Client) {
-	tick := time.NewTicker(c.timing.probe / 2)
+	tick := time.NewTicker(min(time.Second, c.timing.probe/2))
 	defer tick.Stop()
 	for {
 		select {
@@ -141,6 +141,11 @@ func (c *Client) watch(nb client.Client) {
 		case <-c.lost:
 			return
 		case <-tick.C:
+		}
+		// libovsdb's disconnect notice is dropped when nobody is waiting
+		// for it at that instant; its state says the same thing.
+		if !alive(nb) {
+			return
 		}
 		c.mu.Lock()
 		idle := time.Since(c.contact)
@@ -194,16 +199,34 @@ func (c *Client) touch() {
 // none, so that no pass decides on a cache that may be stale.
 func (c *Client) session() (*session, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	nb, closed, lastErr := c.nb, c.closed, c.lastErr
+	c.mu.Unlock()
 	switch {
-	case c.closed:
+	case closed:
 		return nil, fmt.Errorf("%w: the client is closed", ErrNBUnavailable)
-	case c.nb != nil:
-		return &session{c: c, nb: c.nb}, nil
-	case c.lastErr != nil:
-		return nil, c.lastErr
+	case nb != nil && alive(nb):
+		return &session{c: c, nb: nb}, nil
+	case nb != nil:
+		c.signalLost()
+		return nil, fmt.Errorf("%w: the connection was lost; reconnecting", ErrNBUnavailable)
+	case lastErr != nil:
+		return nil, lastErr
 	}
 	return nil, fmt.Errorf("%w: not connected yet", ErrNBUnavailable)
+}
+
+// alive reports whether nb still has its connection: libovsdb drops its
+// RPC client when the server goes away, and marks the client disconnected
+// when the leader it uses steps down.
+func alive(nb client.Client) bool {
+	return nb.Connected() && nb.CurrentEndpoint() != ""
+}
+
+func (c *Client) signalLost() {
+	select {
+	case c.lost <- struct{}{}:
+	default:
+	}
 }
 
 // connectionLost tells run that a pass found the connection nb gone.
@@ -214,8 +237,27 @@ func (c *Client) connectionLost(nb client.Client, err error) {
 	if !current || !errors.Is(err, client.ErrNotConnected) {
 		return
 	}
-	select {
-	case c.lost <- struct{}{}:
-	default:
+	c.signalLost()
+}
+
+// Sync waits until the cache holds every change the server had committed
+// when Sync was called, such as rows another client just wrote. It costs
+// one echo round trip: ovsdb-server (and libovsdb's server) send the
+// monitor updates they owe a connection before they answer it, and the
+// client applies them in order.
+func (c *Client) Sync(ctx context.Context) error {
+	s, err := c.session()
+	if err != nil {
+		return err
 	}
+	return s.sync(ctx)
+}
+
+func (s *session) sync(ctx context.Context) error {
+	if err := s.nb.Echo(ctx); err != nil {
+		s.c.connectionLost(s.nb, err)
+		return wrapNB("sync with the OVN NB", err)
+	}
+	s.c.touch()
+	return nil
 }

@@ -31,6 +31,9 @@ func TestReconcileRepairsDrift(t *testing.T) {
 					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
 					reconcile(t, c, gw)
 					tc.drift(t, nb.admin)
+					if err := c.Sync(context.Background()); err != nil {
+						t.Fatal(err)
+					}
 					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff == "" {
 						t.Fatalf("%s: the drift must change the rows", tc.reason)
 					}
@@ -141,6 +144,9 @@ func TestRelease(t *testing.T) {
 			ovnnb.SetPortGroup(t, nb.admin, "vpc1-sub2", ovnnb.GroupUUID(t, nb.admin, testGroup))
 			foreign := ovnnb.AddGroup(t, nb.admin, "px-vpc1-sub3", map[string]string{ovngateway.OwnerKey: "kube-ovn"})
 			ovnnb.SetPortGroup(t, nb.admin, "vpc1-sub3", foreign)
+			if err := c.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
 
 			r, err := c.Release(ctx, gw.Network)
 			if err != nil || !r.Deleted {

@@ -76,6 +76,9 @@ func TestKillNB(t *testing.T) {
 		want.Ports[port] = ovnnb.Port{Group: gw.Group()}
 	}
 
+	if err := f.c.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if failed := f.pass(0, n/2); failed != 0 {
 		t.Fatalf("%d passes failed before the kill", failed)
 	}
