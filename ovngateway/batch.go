@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -11,6 +12,10 @@ const (
 	// BatchSize is how many networks' writes ReconcileAll puts in one
 	// transaction.
 	BatchSize = 100
+	// batchesInFlight is how many batch transactions ReconcileAll keeps
+	// outstanding: while the server commits one batch, the client decides
+	// and encodes the next and decodes the monitor update of the last.
+	batchesInFlight = 3
 	// batchTimePerNetwork extends PassTimeout for each network a batch
 	// writes: a healthy NB commits 100 networks in well under a second,
 	// but a busy RAFT leader (or a test server) may need longer.
@@ -22,12 +27,13 @@ const (
 // and a Node change that re-ranks every VPC. It decides each network from
 // the cache like Reconcile, then sends the writes of up to BatchSize
 // networks in one transaction (within PassTimeout plus 100ms per network of
-// the batch), so each network's change still lands in
-// exactly one transaction, and networks that are right cost nothing. A batch
-// the server refuses (ErrConflict) is retried one network per transaction,
-// so a conflict in one network never holds back the others. Outcomes and
-// errors come back in the order of gws; a router port listed twice is
-// ErrInvalid from its second entry on.
+// the batch), so each network's change still lands in exactly one
+// transaction, and networks that are right cost nothing. Three batches are in
+// flight at a time; the networks of one call are disjoint, so no batch
+// depends on another. A batch the server refuses (ErrConflict) is retried
+// one network per transaction, so a conflict in one network never holds
+// back the others. Outcomes and errors come back in the order of gws; a
+// router port listed twice is ErrInvalid from its second entry on.
 func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []error) {
 	outs, errs := make([]Outcome, len(gws)), make([]error, len(gws))
 	ports := make(map[string]bool, len(gws))
@@ -37,18 +43,6 @@ func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []
 		}
 		ports[gw.RouterPort] = true
 	}
-	for start := 0; start < len(gws); start += BatchSize {
-		end := min(start+BatchSize, len(gws))
-		c.reconcileBatch(ctx, gws[start:end], outs[start:end], errs[start:end])
-	}
-	return outs, errs
-}
-
-// reconcileBatch fills outs and errs for gws, skipping entries that
-// already have an error.
-func (c *Client) reconcileBatch(ctx context.Context, gws []Gateway, outs []Outcome, errs []error) {
-	ctx, cancel := context.WithTimeout(ctx, PassTimeout+time.Duration(len(gws))*batchTimePerNetwork)
-	defer cancel()
 	s, err := c.session()
 	if err != nil {
 		for i, gw := range gws {
@@ -56,10 +50,40 @@ func (c *Client) reconcileBatch(ctx context.Context, gws []Gateway, outs []Outco
 				errs[i] = fmt.Errorf("network %q: %w", gw.ID(), err)
 			}
 		}
-		return
+		return outs, errs
 	}
-	t, pending := s.planBatch(ctx, gws, outs, errs)
-	s.commitBatch(ctx, t, pending, gws, outs, errs)
+	var (
+		wg      sync.WaitGroup
+		slots   = make(chan struct{}, batchesInFlight)
+		mu      sync.Mutex
+		written []int
+	)
+	for start := 0; start < len(gws); start += BatchSize {
+		end := min(start+BatchSize, len(gws))
+		b, o, e := gws[start:end], outs[start:end], errs[start:end]
+		slots <- struct{}{}
+		bctx, cancel := context.WithTimeout(ctx, PassTimeout+time.Duration(len(b))*batchTimePerNetwork)
+		t, pending := s.planBatch(bctx, b, o, e)
+		if len(pending) == 0 {
+			cancel()
+			<-slots
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { cancel(); <-slots; wg.Done() }()
+			if s.commitBatch(bctx, t, pending, b, o, e) {
+				mu.Lock()
+				for _, i := range pending {
+					written = append(written, start+i)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	s.awaitCacheAll(ctx, gws, written)
+	return outs, errs
 }
 
 // planBatch decides every network from the cache and builds one
@@ -92,19 +116,16 @@ func (s *session) planBatch(ctx context.Context, gws []Gateway, outs []Outcome, 
 	return t, pending
 }
 
-// commitBatch sends t; when the server refuses it, each pending network is
-// reconciled again on its own.
-func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []Gateway, outs []Outcome, errs []error) {
-	if len(pending) == 0 {
-		return
-	}
+// commitBatch sends t and reports whether it committed; when the server
+// refuses it, each pending network is reconciled again on its own.
+func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []Gateway, outs []Outcome, errs []error) bool {
 	err := s.transact(ctx, t)
 	switch {
 	case err == nil:
 		for _, i := range pending {
 			outs[i].Changed = true
 		}
-		s.awaitCacheAll(ctx, gws, pending)
+		return true
 	case errors.Is(err, ErrConflict):
 		// The cache was behind the rows that refused the batch; catch up
 		// before deciding each network again.
@@ -112,7 +133,7 @@ func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []
 			for _, i := range pending {
 				errs[i] = fmt.Errorf("network %q: %w", gws[i].ID(), err)
 			}
-			return
+			return false
 		}
 		for _, i := range pending {
 			outs[i], errs[i] = s.c.Reconcile(ctx, gws[i])
@@ -122,6 +143,7 @@ func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []
 			errs[i] = fmt.Errorf("network %q: %w", gws[i].ID(), err)
 		}
 	}
+	return false
 }
 
 // awaitCacheAll is awaitCache for the networks gws[i], i in idx.

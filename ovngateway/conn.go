@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
 )
@@ -99,7 +101,7 @@ func (c *Client) attempt() (client.Client, error) {
 		nb.Close()
 		return nil, wrapNB("connect to the OVN NB", err)
 	}
-	if _, err := nb.Monitor(ctx, monitor(nb)); err != nil {
+	if _, err := nb.Monitor(ctx, monitor()); err != nil {
 		nb.Close()
 		return nil, wrapNB("monitor the OVN NB", err)
 	}
@@ -112,17 +114,36 @@ func (c *Client) attempt() (client.Client, error) {
 }
 
 // monitor asks for the three tables and only the columns the models hold.
-func monitor(nb client.Client) *client.Monitor {
-	var (
-		g nbdb.HAChassisGroup
-		h nbdb.HAChassis
-		p nbdb.LogicalRouterPort
-	)
-	return nb.NewMonitor(
-		client.WithTable(&g, &g.Name, &g.HaChassis, &g.ExternalIDs),
-		client.WithTable(&h, &h.ChassisName, &h.Priority),
-		client.WithTable(&p, &p.Name, &p.GatewayChassis, &p.HaChassisGroup),
-	)
+// The request is built from the models' tags rather than with the client's
+// monitor options: those read the client's database model without its lock,
+// which races with libovsdb clearing that model when the server drops the
+// connection right after Connect.
+func monitor() *client.Monitor {
+	return &client.Monitor{
+		Method:            ovsdb.ConditionalMonitorSinceRPC,
+		LastTransactionID: noTransaction,
+		Tables: []client.TableMonitor{
+			{Table: nbdb.HAChassisGroupTable, Fields: modelColumns(nbdb.HAChassisGroup{})},
+			{Table: nbdb.HAChassisTable, Fields: modelColumns(nbdb.HAChassis{})},
+			{Table: nbdb.LogicalRouterPortTable, Fields: modelColumns(nbdb.LogicalRouterPort{})},
+		},
+	}
+}
+
+// noTransaction is the last-transaction id of a monitor that starts from
+// nothing (RFC 7047 extension monitor_cond_since).
+const noTransaction = "00000000-0000-0000-0000-000000000000"
+
+// modelColumns lists the columns of a model's ovsdb tags, without _uuid.
+func modelColumns(m any) []string {
+	t := reflect.TypeOf(m)
+	var cols []string
+	for i := range t.NumField() {
+		if c := t.Field(i).Tag.Get("ovsdb"); c != "" && c != "_uuid" {
+			cols = append(cols, c)
+		}
+	}
+	return cols
 }
 
 // watch returns when the connection is lost or the client is closed. Loss

@@ -62,7 +62,7 @@ func (s *session) buildInto(t *txn, gw Gateway, v view, p plan) error {
 		return fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
 	}
 	if p.point {
-		if err := s.pointPort(t, gw.RouterPort, groupRef); err != nil {
+		if err := s.pointPort(t, v.port.UUID, groupRef); err != nil {
 			return fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
 		}
 	}
@@ -152,20 +152,24 @@ func (s *session) adopt(t *txn, gw Gateway, g *nbdb.HAChassisGroup) error {
 	return t.add(1, ops, err)
 }
 
-// pointPort sets the port's ha_chassis_group to groupRef. A wait in the
-// same transaction makes the server refuse the write unless the port still
-// has neither an HA_Chassis_Group nor Gateway_Chassis rows. (libovsdb's
-// in-memory server skips empty values when it compares a wait's rows, so
-// only a real ovsdb-server enforces this guard.)
-func (s *session) pointPort(t *txn, port, groupRef string) error {
+// pointPort sets the ha_chassis_group of the port row portUUID to groupRef.
+// A wait in the same transaction makes the server refuse the write unless
+// that row still exists and has neither an HA_Chassis_Group nor
+// Gateway_Chassis rows; a port deleted and created again under the same
+// name is a new row, so a decision on the old one is refused too. Both
+// operations select the row by UUID, which the server looks up directly
+// instead of scanning the table by name. (libovsdb's in-memory server skips
+// empty values when it compares a wait's rows, so only a real ovsdb-server
+// enforces this guard.)
+func (s *session) pointPort(t *txn, portUUID, groupRef string) error {
 	zero := 0
-	want := &nbdb.LogicalRouterPort{Name: port}
-	ops, err := s.nb.Where(&nbdb.LogicalRouterPort{Name: port}).
+	want := &nbdb.LogicalRouterPort{UUID: portUUID}
+	ops, err := s.nb.Where(&nbdb.LogicalRouterPort{UUID: portUUID}).
 		Wait(ovsdb.WaitConditionEqual, &zero, want, &want.HaChassisGroup, &want.GatewayChassis)
 	if err := t.add(anyCount, ops, err); err != nil {
 		return err
 	}
-	upd := &nbdb.LogicalRouterPort{Name: port, HaChassisGroup: &groupRef}
+	upd := &nbdb.LogicalRouterPort{UUID: portUUID, HaChassisGroup: &groupRef}
 	ops, err = s.nb.Where(upd).Update(upd, &upd.HaChassisGroup)
 	return t.add(1, ops, err)
 }

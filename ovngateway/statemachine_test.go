@@ -26,6 +26,13 @@ type smBackend struct {
 	up              func()
 	// adminWhileDown says whether seeding rows works during an outage.
 	adminWhileDown bool
+	// syncBeforePass makes each random pass wait until the client's cache
+	// holds every row committed so far. libovsdb's in-memory server skips
+	// empty values when it compares a wait's rows, so it cannot refuse the
+	// pointer write of a pass that decided on a cache still missing a
+	// foreign group the port was just given; ovsdb-server refuses it, and
+	// there the passes run on whatever the cache holds.
+	syncBeforePass bool
 }
 
 // smNetwork is one network of the model.
@@ -189,8 +196,11 @@ func (m *gatewayMachine) unforeign(n *smNetwork) {
 		if n.foreign == "portgroup" {
 			uuid = *m.rows().ports[n.port()].HaChassisGroup
 		}
-		// Clear every port row that points at the group and delete it, in
-		// one transaction.
+		// Clear every port row that points at the group and retire the
+		// group, in one transaction: it is renamed and left to its foreign
+		// owner, so it stays as a foreign row that must never be written.
+		// (Deleting it instead trips libovsdb's in-memory server, whose
+		// reference index can keep a port row that no longer exists.)
 		var ops []ovsdb.Operation
 		for _, p := range m.rows().allPorts {
 			if p.HaChassisGroup != nil && *p.HaChassisGroup == uuid {
@@ -202,13 +212,14 @@ func (m *gatewayMachine) unforeign(n *smNetwork) {
 				ops = append(ops, op...)
 			}
 		}
-		g := &nbmodel.HAChassisGroup{UUID: uuid}
-		op, err := a.Where(g).Delete()
+		m.seq++
+		g := &nbmodel.HAChassisGroup{UUID: uuid, Name: fmt.Sprintf("retired-%d", m.seq), ExternalIDs: map[string]string{ovngateway.OwnerKey: "kube-ovn"}}
+		op, err := a.Where(g).Update(g, &g.Name, &g.ExternalIDs)
 		if err != nil {
 			m.outer.Fatal(err)
 		}
 		ovnnb.Transact(m.outer, a, append(ops, op...)...)
-		delete(m.foreign, "group:"+uuid)
+		m.foreign["group:"+uuid] = m.rows().group(uuid)
 	case "gwchassis":
 		p := &nbmodel.LogicalRouterPort{Name: n.port()}
 		ops, err := a.Where(p).Update(p, &p.GatewayChassis)
@@ -223,6 +234,11 @@ func (m *gatewayMachine) unforeign(n *smNetwork) {
 
 func (m *gatewayMachine) Reconcile(t *rapid.T) {
 	n := rapid.SampledFrom(m.nets).Draw(t, "net")
+	if m.be.syncBeforePass && !m.isDown {
+		// An error here means the client is still reconnecting; the pass
+		// below then fails the same way.
+		_ = m.c.Sync(context.Background())
+	}
 	_, err := m.c.Reconcile(context.Background(), m.wanted(t, n))
 	if err != nil && !m.isDown {
 		// A pass may fail right after an outage while the client reconnects.
@@ -428,7 +444,7 @@ func TestGatewayStateMachineInMemory(t *testing.T) {
 		s := ovnnb.StartInMemory(t)
 		c := dial(t, s.Endpoint())
 		be := smBackend{
-			endpoint: s.Endpoint(), admin: s.DirectEndpoint(), adminWhileDown: true,
+			endpoint: s.Endpoint(), admin: s.DirectEndpoint(), adminWhileDown: true, syncBeforePass: true,
 			down: s.Down,
 			up: func() {
 				if err := s.Up(); err != nil {

@@ -13,4 +13,4 @@
 // files by hand.
 package nbdb
 
-//go:generate go run github.com/ovn-kubernetes/libovsdb/cmd/modelgen -p nbdb -o . gateway.ovsschema
+//go:generate go run github.com/ovn-kubernetes/libovsdb/cmd/modelgen -extended -p nbdb -o . gateway.ovsschema

@@ -3,6 +3,8 @@
 
 package nbdb
 
+import "github.com/ovn-kubernetes/libovsdb/model"
+
 const HAChassisTable = "HA_Chassis"
 
 // HAChassis defines an object in HA_Chassis table
@@ -11,3 +13,48 @@ type HAChassis struct {
 	ChassisName string `ovsdb:"chassis_name"`
 	Priority    int    `ovsdb:"priority" validate:"min=0,max=32767"`
 }
+
+func (a *HAChassis) GetUUID() string {
+	return a.UUID
+}
+
+func (a *HAChassis) GetChassisName() string {
+	return a.ChassisName
+}
+
+func (a *HAChassis) GetPriority() int {
+	return a.Priority
+}
+
+func (a *HAChassis) DeepCopyInto(b *HAChassis) {
+	*b = *a
+}
+
+func (a *HAChassis) DeepCopy() *HAChassis {
+	b := new(HAChassis)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *HAChassis) CloneModelInto(b model.Model) {
+	c := b.(*HAChassis)
+	a.DeepCopyInto(c)
+}
+
+func (a *HAChassis) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *HAChassis) Equals(b *HAChassis) bool {
+	return a.UUID == b.UUID &&
+		a.ChassisName == b.ChassisName &&
+		a.Priority == b.Priority
+}
+
+func (a *HAChassis) EqualsModel(b model.Model) bool {
+	c := b.(*HAChassis)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &HAChassis{}
+var _ model.ComparableModel = &HAChassis{}

@@ -3,6 +3,8 @@
 
 package nbdb
 
+import "github.com/ovn-kubernetes/libovsdb/model"
+
 const LogicalRouterPortTable = "Logical_Router_Port"
 
 // LogicalRouterPort defines an object in Logical_Router_Port table
@@ -12,3 +14,97 @@ type LogicalRouterPort struct {
 	HaChassisGroup *string  `ovsdb:"ha_chassis_group"`
 	Name           string   `ovsdb:"name"`
 }
+
+func (a *LogicalRouterPort) GetUUID() string {
+	return a.UUID
+}
+
+func (a *LogicalRouterPort) GetGatewayChassis() []string {
+	return a.GatewayChassis
+}
+
+func copyLogicalRouterPortGatewayChassis(a []string) []string {
+	if a == nil {
+		return nil
+	}
+	b := make([]string, len(a))
+	copy(b, a)
+	return b
+}
+
+func equalLogicalRouterPortGatewayChassis(a, b []string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if b[i] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *LogicalRouterPort) GetHaChassisGroup() *string {
+	return a.HaChassisGroup
+}
+
+func copyLogicalRouterPortHaChassisGroup(a *string) *string {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalLogicalRouterPortHaChassisGroup(a, b *string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
+func (a *LogicalRouterPort) GetName() string {
+	return a.Name
+}
+
+func (a *LogicalRouterPort) DeepCopyInto(b *LogicalRouterPort) {
+	*b = *a
+	b.GatewayChassis = copyLogicalRouterPortGatewayChassis(a.GatewayChassis)
+	b.HaChassisGroup = copyLogicalRouterPortHaChassisGroup(a.HaChassisGroup)
+}
+
+func (a *LogicalRouterPort) DeepCopy() *LogicalRouterPort {
+	b := new(LogicalRouterPort)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *LogicalRouterPort) CloneModelInto(b model.Model) {
+	c := b.(*LogicalRouterPort)
+	a.DeepCopyInto(c)
+}
+
+func (a *LogicalRouterPort) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *LogicalRouterPort) Equals(b *LogicalRouterPort) bool {
+	return a.UUID == b.UUID &&
+		equalLogicalRouterPortGatewayChassis(a.GatewayChassis, b.GatewayChassis) &&
+		equalLogicalRouterPortHaChassisGroup(a.HaChassisGroup, b.HaChassisGroup) &&
+		a.Name == b.Name
+}
+
+func (a *LogicalRouterPort) EqualsModel(b model.Model) bool {
+	c := b.(*LogicalRouterPort)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &LogicalRouterPort{}
+var _ model.ComparableModel = &LogicalRouterPort{}
