@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -35,8 +36,13 @@ type Options struct {
 	// on their Vlan, so only the prune timeout releases the VLAN.
 	KubeOVNDoesNotPrune bool
 	// Gateway builds the gateway of each controller instance; nil means
-	// network.Disabled.
+	// network.Disabled. With a gateway, a Node change re-reconciles the
+	// networks of the zones whose provider network it concerns, as the
+	// controller's Node watch does.
 	Gateway func() network.Gateway
+	// NB is the OVN northbound database the simulated Kube-OVN keeps router
+	// ports in (see World); nil means there is none.
+	NB RouterPorts
 	// ControllerHooks wrap the controller's client (not the world's): count
 	// its calls or fail them. They sit above the informer feed, so a write
 	// they let through reaches the cache even when they then fail the call.
@@ -66,6 +72,9 @@ type Harness struct {
 	target *target
 	ctrl   *network.Controller
 	logs   *LogBook
+	// watchErr holds what went wrong mapping Node changes to networks,
+	// returned by the next Converge.
+	watchErr []error
 }
 
 // target forwards cache events to the current controller's cache, and
@@ -75,6 +84,9 @@ type target struct {
 	c       *network.Cache
 	clock   *clocktesting.FakeClock
 	deleted map[string]time.Time
+	// nodes are the Nodes last seen, for onNode; nil when no one listens.
+	nodes  map[string]*metav1.ObjectMeta
+	onNode func(old, updated metav1.Object, known bool)
 }
 
 func (t *target) noteDeletion(o client.Object) {
@@ -106,12 +118,22 @@ func (t *target) Observe(o client.Object) {
 	if c := t.get(); c != nil {
 		c.Observe(o)
 	}
+	t.node(o, false)
 }
 
 func (t *target) Forget(o client.Object) {
 	if c := t.get(); c != nil {
 		c.Forget(o)
 	}
+	t.node(o, true)
+}
+
+// node passes a Node change to onNode.
+func (t *target) node(o client.Object, gone bool) {
+	if t.onNode == nil || !isNode(o) {
+		return
+	}
+	t.onNode(t.noteNode(o, gone))
 }
 
 // NewHarness returns a harness over an empty API; objects may be applied
@@ -124,13 +146,19 @@ func NewHarness(opts Options) *Harness {
 	h := &Harness{
 		opts:   opts,
 		Clock:  clk,
-		World:  &World{PruneSubnets: !opts.KubeOVNDoesNotPrune},
+		World:  &World{PruneSubnets: !opts.KubeOVNDoesNotPrune, NB: opts.NB},
 		target: &target{clock: clk, deleted: map[string]time.Time{}},
 		logs:   &LogBook{},
 	}
 	h.store = opts.Store
 	if h.store == nil {
 		h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus()})
+	}
+	if opts.Gateway != nil {
+		h.target.nodes = map[string]*metav1.ObjectMeta{}
+		h.target.onNode = func(old, updated metav1.Object, known bool) {
+			h.nodeChanged(context.Background(), old, updated, known)
+		}
 	}
 	h.client = interceptor.NewClient(h.store, network.Feed(h.target))
 	return h
@@ -198,6 +226,9 @@ func (h *Harness) Converge(ctx context.Context) (int, error) {
 	}
 	total := 0
 	for round := 0; ; round++ {
+		if err := h.takeWatchErr(); err != nil {
+			return total, err
+		}
 		changed, err := h.World.React(ctx, h.client)
 		if err != nil {
 			return total, err

@@ -25,6 +25,9 @@ import (
 //     loses the delete), reports a subnet Ready once its Vlan exists, and
 //     marks every Vlan that shares an ID on its provider network with an
 //     older one as conflicting;
+//   - with an NB, Kube-OVN also keeps, for every Subnet of a VPC, the VPC's
+//     Logical_Router and the subnet's Logical_Router_Port "<vpc>-<subnet>"
+//     from the moment the Subnet exists until it is gone;
 //   - the in-cluster IPAM provider holds each pool with its ProtectPool
 //     finalizer until the pool is deleted and has no IPAddress left.
 //
@@ -32,12 +35,15 @@ import (
 type World struct {
 	// PruneSubnets makes Kube-OVN prune deleted subnets from their Vlan.
 	PruneSubnets bool
+	// NB is the OVN northbound database Kube-OVN writes router ports to;
+	// nil means the world has none.
+	NB RouterPorts
 }
 
 // React applies one round of the world's behaviour through c.
 func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
 	changed := false
-	for _, f := range []func(context.Context, client.Client) (bool, error){w.vlans, w.subnets, w.pools} {
+	for _, f := range []func(context.Context, client.Client) (bool, error){w.routerPorts, w.vlans, w.subnets, w.pools} {
 		ch, err := f(ctx, c)
 		if err != nil {
 			return changed, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -60,20 +62,34 @@ func (s *Stage) held(ctx context.Context) error {
 }
 
 var actRelease = Act{
-	Name: "the VM gives its address back; the VLAN returns to the zone",
+	Name: "the VM gives its address back during an OVN NB outage; the group is released before the VLAN",
 	Play: func(ctx context.Context, s *Stage) error {
+		restore := s.nb.outage()
 		if err := s.H.Delete(ctx, vmAddress); err != nil {
 			return err
 		}
 		if err := s.Settle(ctx); err != nil {
 			return err
 		}
-		s.Say("worker-0 is gone: beta's network, subnet, Vlan and claim are released, and alpha's waiting network takes VLAN 3904")
+		s.Say("worker-0 is gone and Kube-OVN removed beta's router port, but the controller cannot reach the OVN NB:")
+		s.Say("beta's network keeps its HA chassis group and VLAN 3904 until the group is released")
 		if err := s.Networks(ctx); err != nil {
 			return err
 		}
-		if err := s.Zones(ctx); err != nil {
+		if err := s.Gateways(ctx); err != nil {
 			return err
+		}
+		if err := restore(ctx); err != nil {
+			return err
+		}
+		if _, err := s.H.Advance(ctx, ovngateway.RetryAfter); err != nil {
+			return err
+		}
+		s.Say("the NB is back; %s later the retry deletes beta's group, then its Vlan and claim, and alpha's waiting network takes VLAN 3904", ovngateway.RetryAfter)
+		for _, show := range []func(context.Context) error{s.Networks, s.Gateways, s.Zones} {
+			if err := show(ctx); err != nil {
+				return err
+			}
 		}
 		return s.Annotations(ctx, TenantAlpha, TenantBeta)
 	},

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
@@ -13,18 +14,27 @@ const (
 )
 
 var actZone = Act{
-	Name: "an admin creates a zone of three VLANs; two tenants arrive",
+	Name: "an admin creates a zone of three VLANs on a trunk of three nodes; two tenants arrive",
 	Play: func(ctx context.Context, s *Stage) error {
-		zone := sim.Zone("zone-a", "vmbr1", "pxtenant", "3901-3904")
+		zone := sim.Zone("zone-a", "vmbr1", providerNetwork, "3901-3904")
 		zone.Spec.ReservedVLANs = []int32{3902}
-		if err := s.Apply(ctx, sim.ProviderNetwork("pxtenant", true), zone,
-			sim.Namespace(TenantAlpha, nil), sim.Namespace(TenantBeta, nil)); err != nil {
+		objs := append(trunk(), zone, sim.Namespace(TenantAlpha, nil), sim.Namespace(TenantBeta, nil))
+		if err := s.Apply(ctx, objs...); err != nil {
 			return err
 		}
 		if err := s.Settle(ctx); err != nil {
 			return err
 		}
-		s.Say("zone-a: bridge vmbr1, provider network pxtenant, VLANs 3901-3904, 3902 reserved")
+		s.Say("zone-a: bridge vmbr1, provider network %s ready on %s, VLANs 3901-3904, 3902 reserved", providerNetwork, trunkList())
 		return s.Zones(ctx)
 	},
+}
+
+// trunkList names the trunk nodes and their chassis.
+func trunkList() string {
+	parts := make([]string, len(trunkNodes))
+	for i, t := range trunkNodes {
+		parts[i] = t.node + " (" + t.chassis + ")"
+	}
+	return strings.Join(parts, ", ")
 }

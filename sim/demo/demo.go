@@ -26,7 +26,7 @@ type Act struct {
 }
 
 // Acts are played in order.
-var Acts = []Act{actACLs, actTemplate, actRender, actZone, actNetworks, actAdmission, actHeldDelete, actRelease}
+var Acts = []Act{actACLs, actTemplate, actRender, actZone, actNetworks, actGateways, actAdmission, actHeldDelete, actRelease}
 
 // Stage is what acts share: the simulated cluster and the output.
 type Stage struct {
@@ -36,6 +36,8 @@ type Stage struct {
 	PVE *pve.Server
 	// Checks are the invariants the acts add to the final table.
 	Checks []sim.Invariant
+	// nb is the OVN northbound database; Run closes it.
+	nb *northbound
 }
 
 // Result is the outcome of a demo run.
@@ -56,25 +58,34 @@ func (r Result) OK() bool {
 
 // Run plays every act, printing to out, then checks the invariants and
 // prints them as a table.
-func Run(ctx context.Context, out io.Writer) (Result, error) {
-	s := &Stage{H: sim.NewHarness(sim.Options{}), Out: out}
+func Run(ctx context.Context, out io.Writer) (Result, error) { return play(ctx, out, Acts) }
+
+// play runs acts on a new stage: an in-memory API and OVN NB, and the
+// controller with gateways over that NB.
+func play(ctx context.Context, out io.Writer, acts []Act) (Result, error) {
+	nb, err := openNB(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer nb.close()
+	s := &Stage{Out: out, nb: nb}
+	s.H = sim.NewHarness(sim.Options{Gateway: s.gateway, NB: sim.NewOVNNB(nb.admin)})
 	if err := s.H.Start(ctx); err != nil {
 		return Result{}, err
 	}
 	defer s.closePVE()
 	var res Result
-	for i, act := range Acts {
+	for i, act := range acts {
 		fmt.Fprintf(out, "\n== Act %d: %s ==\n", i+1, act.Name)
 		if err := act.Play(ctx, s); err != nil {
 			return res, fmt.Errorf("act %q: %w", act.Name, err)
 		}
 		res.Acts = append(res.Acts, act.Name)
 	}
-	invs, err := sim.CheckInvariants(ctx, s.H.Store())
+	invs, err := s.invariants(ctx)
 	if err != nil {
 		return res, err
 	}
-	invs = append(invs, s.Checks...)
 	res.Invariants = invs
 	fmt.Fprintf(out, "\n== Invariants ==\n")
 	s.Table([]string{"CHECK", "RESULT"}, func(row func(...any)) {
@@ -87,6 +98,21 @@ func Run(ctx context.Context, out io.Writer) (Result, error) {
 		}
 	})
 	return res, nil
+}
+
+// invariants judges the final world: the simulator's invariants, the
+// gateway's, then those the acts recorded.
+func (s *Stage) invariants(ctx context.Context) ([]sim.Invariant, error) {
+	invs, err := sim.CheckInvariants(ctx, s.H.Store())
+	if err != nil {
+		return nil, err
+	}
+	w, err := readGatewayWorld(ctx, s.H.Store(), s.nb)
+	if err != nil {
+		return nil, err
+	}
+	invs = append(invs, w.checks()...)
+	return append(invs, s.Checks...), nil
 }
 
 // Apply writes objects as a tenant or an admin would.
