@@ -1,7 +1,8 @@
 package network
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,12 +26,22 @@ type claimInfo struct {
 
 type keySet map[Key]struct{}
 
+// sorted returns the keys in the order of their "<namespace>/<name>"
+// strings, building each string once rather than in every comparison.
 func (s keySet) sorted() []Key {
-	out := make([]Key, 0, len(s))
-	for k := range s {
-		out = append(out, k)
+	type named struct {
+		k Key
+		s string
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	all := make([]named, 0, len(s))
+	for k := range s {
+		all = append(all, named{k, k.String()})
+	}
+	slices.SortFunc(all, func(a, b named) int { return strings.Compare(a.s, b.s) })
+	out := make([]Key, len(all))
+	for i, n := range all {
+		out[i] = n.k
+	}
 	return out
 }
 
@@ -49,36 +60,43 @@ type Cache struct {
 	vlansByZone map[string]map[string]struct{}
 	claims      map[string]claimInfo
 
-	networks   map[Key]networkInfo
-	byZone     map[string]keySet
-	byNS       map[string]keySet
-	bySubnet   map[string]keySet
-	byPool     map[poolKey]keySet
-	addresses  map[Key]poolKey
-	addrCount  map[poolKey]int
-	machines   map[Key][]string
-	machCount  map[poolKey]int
-	zones      map[string]*zoneState
-	onChange   func(obj client.Object, gone bool)
-	onChangeMu sync.RWMutex
+	networks map[Key]networkInfo
+	byZone   map[string]keySet
+	byNS     map[string]keySet
+	// nsTriples counts, per namespace, the networks behind each triple of
+	// its annotation; nsAnnotation memoises the annotation until a triple
+	// comes or goes.
+	nsTriples    map[string]map[string]int
+	nsAnnotation map[string]string
+	bySubnet     map[string]keySet
+	byPool       map[poolKey]keySet
+	addresses    map[Key]poolKey
+	addrCount    map[poolKey]int
+	machines     map[Key][]string
+	machCount    map[poolKey]int
+	zones        map[string]*zoneState
+	onChange     func(obj client.Object, gone bool)
+	onChangeMu   sync.RWMutex
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
 	return &Cache{
-		vlans:       map[string]vlanInfo{},
-		vlansByZone: map[string]map[string]struct{}{},
-		claims:      map[string]claimInfo{},
-		networks:    map[Key]networkInfo{},
-		byZone:      map[string]keySet{},
-		byNS:        map[string]keySet{},
-		bySubnet:    map[string]keySet{},
-		byPool:      map[poolKey]keySet{},
-		addresses:   map[Key]poolKey{},
-		addrCount:   map[poolKey]int{},
-		machines:    map[Key][]string{},
-		machCount:   map[poolKey]int{},
-		zones:       map[string]*zoneState{},
+		vlans:        map[string]vlanInfo{},
+		vlansByZone:  map[string]map[string]struct{}{},
+		claims:       map[string]claimInfo{},
+		networks:     map[Key]networkInfo{},
+		byZone:       map[string]keySet{},
+		byNS:         map[string]keySet{},
+		nsTriples:    map[string]map[string]int{},
+		nsAnnotation: map[string]string{},
+		bySubnet:     map[string]keySet{},
+		byPool:       map[poolKey]keySet{},
+		addresses:    map[Key]poolKey{},
+		addrCount:    map[poolKey]int{},
+		machines:     map[Key][]string{},
+		machCount:    map[poolKey]int{},
+		zones:        map[string]*zoneState{},
 	}
 }
 
@@ -205,6 +223,7 @@ func (c *Cache) putNetwork(n networkInfo) {
 	c.networks[n.Key] = n
 	addKey(c.byZone, n.Zone, n.Key)
 	addKey(c.byNS, n.Key.Namespace, n.Key)
+	c.countTriple(n, 1)
 	addKey(c.bySubnet, n.Subnet, n.Key)
 	addKey(c.byPool, poolKey{n.Key.Namespace, n.Pool}, n.Key)
 }
@@ -217,6 +236,7 @@ func (c *Cache) dropNetwork(key Key) {
 	delete(c.networks, key)
 	delKey(c.byZone, n.Zone, key)
 	delKey(c.byNS, key.Namespace, key)
+	c.countTriple(n, -1)
 	delKey(c.bySubnet, n.Subnet, key)
 	delKey(c.byPool, poolKey{key.Namespace, n.Pool}, key)
 }

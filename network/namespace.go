@@ -3,9 +3,7 @@ package network
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,27 +18,6 @@ func Triple(bridge string, vlan int32, pool string) string {
 	return bridge + "/" + strconv.Itoa(int(vlan)) + "/" + pool
 }
 
-// NamespaceAnnotation is the value of proxmox.cozystack.io/networks for a
-// namespace's networks: the sorted, comma-separated triples of every network
-// that holds a VLAN and is live or still draining (being deleted while it
-// carries the network finalizer).
-func namespaceAnnotation(nets []networkInfo) string {
-	entries := make([]string, 0, len(nets))
-	seen := map[string]bool{}
-	for _, n := range nets {
-		if n.VLAN == 0 || n.Bridge == "" || (n.Deleting && !n.Held) {
-			continue
-		}
-		t := Triple(n.Bridge, n.VLAN, n.Pool)
-		if !seen[t] {
-			seen[t] = true
-			entries = append(entries, t)
-		}
-	}
-	sort.Strings(entries)
-	return strings.Join(entries, ",")
-}
-
 // syncNamespace writes the namespace annotation from the cache, with self
 // (the network being reconciled, whose status is not written yet) as it is
 // in memory, or left out when released is set.
@@ -48,23 +25,11 @@ func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *
 	if self != nil {
 		// What this pass knows of the network is the truth as far as the
 		// controller can tell, written or not: other passes count it too.
+		// Recording it (or dropping it once released) also updates the
+		// cache's annotation index.
 		c.cache.record(self.DeepCopy(), len(released) > 0 && released[0])
 	}
-	nets := c.cache.networksIn(namespace)
-	if self != nil {
-		me := observeNetwork(self)
-		kept := nets[:0]
-		for _, n := range nets {
-			if n.Key != me.Key {
-				kept = append(kept, n)
-			}
-		}
-		nets = kept
-		if len(released) == 0 || !released[0] {
-			nets = append(nets, me)
-		}
-	}
-	want := namespaceAnnotation(nets)
+	want := c.cache.namespaceAnnotationOf(namespace)
 	ns := &corev1.Namespace{}
 	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
