@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -52,6 +53,11 @@ type Config struct {
 	Metrics *Metrics
 	// EngineMetrics, when set, registers the engine's runner metrics.
 	EngineMetrics prometheus.Registerer
+	// Recorder receives the events.k8s.io Events the controller emits on
+	// ProxmoxNetworks (the Event* reasons), once per transition; nil emits
+	// none. A controller process passes a recorder of an events
+	// broadcaster; tests pass events.FakeRecorder.
+	Recorder events.EventRecorder
 	// Log receives the controller's log lines. Default: discard.
 	Log logr.Logger
 	// MachineKinds are the ProxmoxMachine versions listed on the delete

@@ -32,6 +32,7 @@ type Controller struct {
 	networks   *engine.Runner[*v1alpha1.ProxmoxNetwork]
 	zones      *engine.Runner[*v1alpha1.ProxmoxNetworkZone]
 	namespaces *engine.Runner[*corev1.Namespace]
+	memo       eventMemo
 }
 
 // New builds a Controller; it reads nothing yet.

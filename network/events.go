@@ -21,6 +21,7 @@ func (c *Controller) enqueueFor(obj client.Object, gone bool) {
 		c.namespaces.Enqueue(Key{Name: o.Namespace})
 		if gone {
 			c.cfg.Metrics.forgetNetwork(o.Namespace, o.Name)
+			c.memo.forget(keyOf(o))
 		}
 	case *v1alpha1.ProxmoxNetworkZone:
 		c.EnqueueZone(o.Name)

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -38,6 +39,7 @@ const ProtectPoolFinalizer = "ipam.cluster.x-k8s.io/ProtectPool"
 //     the zone.
 func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	n := s.Object
+	prevReady := condition(n.Status.Conditions, v1alpha1.ConditionReady)
 	meta.RemoveStatusCondition(&n.Status.Conditions, v1alpha1.ConditionSwitchDeleted)
 	wait := func(reason, msg string) (bool, error) {
 		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
@@ -53,33 +55,34 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 		p.Free = max(p.Total-p.Used, 0)
 	}
 	if use.Addresses > 0 || use.Machines > 0 || protected {
-		return wait(v1alpha1.ReasonInUse, fmt.Sprintf("%d address(es) of pool %q are allocated and %d ProxmoxMachine(s) reference it; VLAN %d and subnet %q are kept until they are gone",
-			use.Addresses, n.Spec.IPPool, use.Machines, n.Status.VLAN, n.Spec.Subnet))
+		msg := fmt.Sprintf("%d address(es) of pool %q are allocated and %d ProxmoxMachine(s) reference it; VLAN %d and subnet %q are kept until they are gone",
+			use.Addresses, n.Spec.IPPool, use.Machines, n.Status.VLAN, n.Spec.Subnet)
+		c.heldEvent(n, prevReady, msg)
+		return wait(v1alpha1.ReasonInUse, msg)
 	}
+	c.memo.clear(n, memoHeld)
 	if reason, msg, err := c.releaseSubnet(ctx, n); err != nil || reason != "" {
 		if err != nil {
 			return false, err
 		}
 		return wait(reason, msg)
 	}
-	if !isDisabled(c.cfg.Gateway) && n.Status.VLAN != 0 {
-		released, err := c.cfg.Gateway.Release(ctx, c.info(n, "", ""))
-		if err != nil {
-			c.cfg.Metrics.NBErrors.Inc()
-			return wait(v1alpha1.ReasonGatewayReleasePending, fmt.Sprintf("cannot delete the network's HA chassis group from OVN NB: %v", err))
-		}
-		if !released {
-			return wait(v1alpha1.ReasonGatewayReleasePending, "the network's HA chassis group is not released yet")
-		}
+	if reason, msg := c.releaseGateway(ctx, n, prevReady); reason != "" {
+		return wait(reason, msg)
 	}
-	if reason, msg, err := c.releaseVlan(ctx, s); err != nil || reason != "" {
+	reason, msg, vid, err := c.releaseVlan(ctx, s)
+	if err != nil || reason != "" {
 		if err != nil {
 			return false, err
 		}
 		return wait(reason, msg)
 	}
-	if err := c.releaseClaims(ctx, v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}); err != nil {
+	claimed, err := c.releaseClaims(ctx, v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name})
+	if err != nil {
 		return false, err
+	}
+	if vid = cmp.Or(vid, claimed); vid != 0 {
+		c.releasedEvent(n, vid)
 	}
 	if err := c.syncNamespace(ctx, n.Namespace, n, true); err != nil {
 		return false, err
@@ -87,6 +90,24 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	c.cfg.Metrics.forgetNetwork(n.Namespace, n.Name)
 	c.cfg.Log.Info("released network", "network", n.Namespace+"/"+n.Name, "vlan", n.Status.VLAN, "subnet", n.Spec.Subnet)
 	return true, nil
+}
+
+// releaseGateway releases the network's gateway, when gateways are managed
+// and the network got a VLAN; it returns a wait reason until that is done.
+func (c *Controller) releaseGateway(ctx context.Context, n *v1alpha1.ProxmoxNetwork, prevReady *metav1.Condition) (reason, msg string) {
+	if isDisabled(c.cfg.Gateway) || n.Status.VLAN == 0 {
+		return "", ""
+	}
+	released, err := c.cfg.Gateway.Release(ctx, c.info(n, "", ""))
+	if err != nil {
+		c.cfg.Metrics.NBErrors.Inc()
+		return v1alpha1.ReasonGatewayReleasePending, fmt.Sprintf("cannot delete the network's HA chassis group from OVN NB: %v", err)
+	}
+	if !released {
+		return v1alpha1.ReasonGatewayReleasePending, "the network's HA chassis group is not released yet"
+	}
+	c.gatewayEvent(n, prevReady)
+	return "", ""
 }
 
 // inUse counts the pool's consumers. The cache answers first; when it sees
@@ -156,28 +177,36 @@ func (c *Controller) releaseSubnet(ctx context.Context, n *v1alpha1.ProxmoxNetwo
 
 // releaseVlan deletes the network's Vlan once Kube-OVN no longer lists a
 // subnet on it (or the prune timeout ran out); it returns a wait reason
-// until the Vlan is gone.
-func (c *Controller) releaseVlan(ctx context.Context, s *netState) (reason, msg string, err error) {
+// until the Vlan is gone, and the Vlan's ID when this pass saw it go.
+func (c *Controller) releaseVlan(ctx context.Context, s *netState) (reason, msg string, released int, err error) {
 	n := s.Object
 	v := &kubeovnv1.Vlan{}
 	if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, v); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", "", nil
+			return "", "", 0, nil
 		}
-		return "", "", fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", n.Spec.Subnet, err)
+		return "", "", 0, fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", n.Spec.Subnet, err)
 	}
 	info := observeVlan(v)
 	if info.Network != (v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}) {
-		return "", "", nil // not this network's: leave it alone
+		return "", "", 0, nil // not this network's: leave it alone
 	}
+	var listed []string
 	reason, msg, err = c.waitForPrune(ctx, v, n.DeletionTimestamp.Time, func(gone []string) {
+		listed = gone
 		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionSwitchDeleted, metav1.ConditionFalse, v1alpha1.ReasonListedOnVlan,
 			fmt.Sprintf("Kube-OVN still lists deleted subnets %v on the Vlan", gone))
 	})
 	if err != nil || reason != "" {
-		return reason, msg, err
+		return reason, msg, 0, err
 	}
-	return c.deleteVlan(ctx, v)
+	if len(listed) > 0 && v.DeletionTimestamp.IsZero() {
+		c.pruneTimeoutEvent(n, v.Name, v.Spec.ID, listed) // released although still listed: the timeout ran out
+	}
+	if reason, msg, err = c.deleteVlan(ctx, v); err != nil || reason != "" {
+		return reason, msg, 0, err
+	}
+	return "", "", v.Spec.ID, nil
 }
 
 // waitForPrune applies the prune rules to a Vlan about to be released: a
@@ -266,27 +295,30 @@ func (c *Controller) deleteVlan(ctx context.Context, v *kubeovnv1.Vlan) (reason,
 	return v1alpha1.ReasonSwitchDeleting, fmt.Sprintf("waiting for Kube-OVN Vlan %q to be deleted (finalizers %v)", v.Name, left.Finalizers), nil
 }
 
-// releaseClaims deletes every VLAN claim of network, read past the cache.
-// Call it only once the network's Vlan is gone.
-func (c *Controller) releaseClaims(ctx context.Context, network v1alpha1.NetworkReference) error {
+// releaseClaims deletes every VLAN claim of network, read past the cache,
+// and returns the VLAN of one it deleted (0 for none). Call it only once
+// the network's Vlan is gone.
+func (c *Controller) releaseClaims(ctx context.Context, network v1alpha1.NetworkReference) (int, error) {
 	var claims v1alpha1.ProxmoxVLANClaimList
 	if err := c.cfg.APIReader.List(ctx, &claims, client.MatchingLabels{
 		v1alpha1.LabelNetworkNamespace: network.Namespace, v1alpha1.LabelNetworkName: network.Name,
 	}); err != nil {
-		return fmt.Errorf("cannot list the VLAN claims of %s: %w", network, err)
+		return 0, fmt.Errorf("cannot list the VLAN claims of %s: %w", network, err)
 	}
+	released := 0
 	for i := range claims.Items {
 		cl := &claims.Items[i]
 		if cl.Spec.Network != network {
 			continue
 		}
 		if err := c.store.Release(ctx, cl.Spec.ProviderNetwork, kubestore.ObservedClaim(cl)); err != nil {
-			return fmt.Errorf("cannot release VLAN %d of %s: %w", cl.Spec.VLAN, network, err)
+			return 0, fmt.Errorf("cannot release VLAN %d of %s: %w", cl.Spec.VLAN, network, err)
 		}
 		c.cache.Forget(cl)
+		released = int(cl.Spec.VLAN)
 	}
 	for _, ci := range c.cache.claimsOf(network) {
 		c.cache.Forget(kubestore.ClaimObject(ci.Provider, ci.R))
 	}
-	return nil
+	return released, nil
 }

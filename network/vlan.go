@@ -24,6 +24,7 @@ import (
 // VLAN now; an error only for API failures worth a retry.
 func (c *Controller) ensureVLAN(ctx context.Context, s *netState, pass *livePass) (bool, error) {
 	n := s.Object
+	prevVLAN, prevCond := n.Status.VLAN, condition(n.Status.Conditions, v1alpha1.ConditionVLANAllocated)
 	notAllocated := func(reason, msg string) (bool, error) {
 		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionFalse, reason, msg)
 		return false, nil
@@ -48,9 +49,10 @@ func (c *Controller) ensureVLAN(ctx context.Context, s *netState, pass *livePass
 		}
 		claim.NamespaceLabels = ns.Labels
 	}
-	vid, err := c.allocate(ctx, zs, claim)
+	vid, created, err := c.allocate(ctx, zs, claim)
 	if reason, msg, ok := allocationRefusal(err); ok {
 		c.countAllocation(zone.Name, reason)
+		c.refusalEvent(n, prevCond, reason, msg)
 		return notAllocated(reason, msg)
 	}
 	if err != nil {
@@ -67,6 +69,7 @@ func (c *Controller) ensureVLAN(ctx context.Context, s *netState, pass *livePass
 	n.Status.VLANName = v.Name
 	n.Status.Bridge = zone.Spec.Bridge
 	n.Status.MTU = zone.Spec.MTU
+	c.vlanEvent(n, created, prevVLAN, vid)
 	if v.Conflict {
 		return notAllocated(v1alpha1.ReasonVLANConflict, fmt.Sprintf("Kube-OVN reports VLAN %d on provider network %q as used by another Vlan too", vid, v.Provider))
 	}
@@ -79,19 +82,19 @@ func (c *Controller) ensureVLAN(ctx context.Context, s *netState, pass *livePass
 }
 
 // allocate returns the ID of the network's Vlan, creating the Vlan under a
-// fresh claim when it does not exist yet.
-func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanalloc.Claim) (int, error) {
+// fresh claim when it does not exist yet (created reports that it did).
+func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanalloc.Claim) (vid int, created bool, err error) {
 	for range 3 {
 		vid, err := zs.alloc.Allocate(ctx, claim)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if _, exists := c.cache.vlan(claim.Vlan); exists {
-			return vid, nil
+			return vid, false, nil
 		}
 		got, err := c.store.BindVlan(ctx, zs.zone, claim, vid)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if got == vid {
 			c.countAllocation(zs.zone.Name(), v1alpha1.ReasonAllocated)
@@ -99,15 +102,15 @@ func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanallo
 			if _, exists := c.cache.vlan(claim.Vlan); !exists {
 				c.cache.Observe(kubestore.VlanObject(zs.zone, claim, vid))
 			}
-			return vid, nil
+			return vid, true, nil
 		}
 		// Another pass created the Vlan first, with its own ID: learn it,
 		// and adopt it on the next turn.
 		if err := c.observeFresh(ctx, claim.Vlan); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
-	return 0, fmt.Errorf("cannot bind Kube-OVN Vlan %q: it keeps changing under the controller", claim.Vlan)
+	return 0, false, fmt.Errorf("cannot bind Kube-OVN Vlan %q: it keeps changing under the controller", claim.Vlan)
 }
 
 // observeFresh reads a Vlan past any cache and records it.

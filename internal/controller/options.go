@@ -17,14 +17,17 @@ import (
 
 // Defaults of the flags, as the proxmox-network package sets them.
 const (
-	DefaultNBAddress          = "ssl:ovn-nb.cozy-kubeovn.svc:6641"
-	DefaultTLSSecret          = "cozy-kubeovn/kube-ovn-tls"
-	DefaultMetricsAddress     = ":8080"
-	DefaultProbeAddress       = ":8081"
-	DefaultWebhookPort        = 9443
-	DefaultWebhookCertDir     = "/tmp/k8s-webhook-server/serving-certs"
-	DefaultNamespace          = admission.DefaultReleaseNamespace
-	LeaseName                 = "proxmox-network-controller"
+	DefaultNBAddress      = "ssl:ovn-nb.cozy-kubeovn.svc:6641"
+	DefaultTLSSecret      = "cozy-kubeovn/kube-ovn-tls"
+	DefaultMetricsAddress = ":8080"
+	DefaultProbeAddress   = ":8081"
+	DefaultWebhookPort    = 9443
+	DefaultWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
+	DefaultNamespace      = admission.DefaultReleaseNamespace
+	LeaseName             = "proxmox-network-controller"
+	// ReportingController is the reportingController of the
+	// events.k8s.io Events the controller emits.
+	ReportingController       = "proxmox-network-controller"
 	DefaultKubeAPIQPS         = 50
 	DefaultKubeAPIBurst       = 100
 	DefaultGracefulShutdown   = 30 * time.Second

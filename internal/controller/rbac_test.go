@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
 
@@ -69,6 +71,7 @@ var unusedOnPurpose = map[string]string{
 
 	"get proxmox.cozystack.io/proxmoxnetworks":   "orphan collection and gateway garbage collection confirm a network is gone with an uncached read",
 	"get proxmox.cozystack.io/proxmoxvlanclaims": "an allocation whose claim already exists reads it back uncached",
+	"patch events.k8s.io/events":                 "the event broadcaster patches an event into a series when the same event repeats within minutes",
 }
 
 // TestAgainstAPIServer applies every manifest to a real API server (dry
@@ -128,7 +131,11 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Start(runCtx) }()
-	lifecycle(t, admin, nb.Endpoint())
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifecycle(t, admin, cs, nb.Endpoint())
 	stop()
 	if err := <-done; err != nil {
 		t.Errorf("Start returned %v after a graceful stop, want nil", err)
@@ -167,7 +174,7 @@ func (b *syncBuffer) String() string {
 
 // lifecycle creates a network, waits for it to be Ready with its gateway,
 // deletes it and waits for everything it held to be released.
-func lifecycle(t *testing.T, admin client.Client, nbEndpoint string) {
+func lifecycle(t *testing.T, admin client.Client, cs kubernetes.Interface, nbEndpoint string) {
 	ctx := context.Background()
 	k := controllertest.NewKubeOVN(nbEndpoint)
 	defer k.Close()
@@ -181,6 +188,7 @@ func lifecycle(t *testing.T, admin client.Client, nbEndpoint string) {
 	if n.Status.VLAN != 100 {
 		t.Errorf("the first network got VLAN %d, want 100 (the zone's lowest)", n.Status.VLAN)
 	}
+	waitForEvents(t, cs, name, networkEvent(name, corev1.EventTypeNormal, network.EventVLANAllocated, "Allocate", "allocated VLAN 100 on zone "+controllertest.Zone))
 	state := ovnnb.Dump(t, ovnnb.Connect(t, nbEndpoint))
 	if got := state.Ports[ovngateway.RouterPortName(controllertest.VPC, name)].Group; got != "px-vpc-a-net-1" {
 		t.Errorf("router port group = %q, want px-vpc-a-net-1", got)
@@ -197,6 +205,9 @@ func lifecycle(t *testing.T, admin client.Client, nbEndpoint string) {
 	if groups := ovnnb.Dump(t, ovnnb.Connect(t, nbEndpoint)).Groups; len(groups) != 0 {
 		t.Errorf("HA_Chassis_Groups left after the network was released: %v", groups)
 	}
+	waitForEvents(t, cs, name,
+		networkEvent(name, corev1.EventTypeNormal, network.EventGatewayReleased, "Release", fmt.Sprintf("released the HA chassis group of subnet %q in OVN NB", name)),
+		networkEvent(name, corev1.EventTypeNormal, network.EventVLANReleased, "Release", "released VLAN 100 to zone "+controllertest.Zone))
 }
 
 // checkSecretsClosed: as the ServiceAccount, no Secret can be listed and

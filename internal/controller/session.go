@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -41,6 +43,11 @@ func (p *Process) session(ctx context.Context) error {
 		collector = &ovnadapter.Collector{NB: nb, Reader: p.mgr.GetAPIReader(), Collected: p.metrics.GroupsCollected,
 			Errors: p.metrics.NBErrors, Log: p.log.WithName("gateway-gc")}
 	}
+	rec, stopEvents, err := p.eventRecorder()
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 	cache := network.NewCache()
 	var c client.Client = interceptor.NewClient(watchless{p.mgr.GetClient()}, network.Feed(cache))
 	if p.deps.Wrap != nil {
@@ -49,7 +56,7 @@ func (p *Process) session(ctx context.Context) error {
 	ctrl, err := network.New(network.Config{
 		Client: c, APIReader: p.mgr.GetAPIReader(), Cache: cache, Gateway: gw,
 		SubnetPruneTimeout: p.opts.SubnetPruneTimeout, Metrics: p.metrics, EngineMetrics: p.deps.Registry,
-		Log: p.log.WithName("network"),
+		Log: p.log.WithName("network"), Recorder: rec,
 	})
 	if err != nil {
 		return err
@@ -65,6 +72,24 @@ func (p *Process) session(ctx context.Context) error {
 		runs = append(runs, collector.Run)
 	}
 	return runTogether(ctx, runs...)
+}
+
+// eventRecorder starts an events.k8s.io broadcaster to the API server for
+// one session, reporting as ReportingController. stop delivers the events
+// already queued, then stops the broadcaster's goroutines; call it after
+// the reconcilers have returned.
+func (p *Process) eventRecorder() (rec events.EventRecorder, stop func(), err error) {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: p.cs.EventsV1()})
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), p.log.WithName("events")))
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("cannot start recording events: %w", err)
+	}
+	stop = func() {
+		b.Shutdown()
+		cancel()
+	}
+	return b.NewRecorder(p.mgr.GetScheme(), ReportingController), stop, nil
 }
 
 // dialNB builds the NB client, with TLS from the Secret named by
