@@ -16,12 +16,15 @@ func newDemoCmd(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Play the platform's story in memory and check its invariants",
-		Long: "Plays the platform's story on in-memory stand-ins (a Proxmox VE API, a Kubernetes API):\n" +
-			"two tenants' ACLs planned, applied and audited clean; a Talos template built through the\n" +
-			"API; a tenant cluster and pool rendered for capmox; a zone and the tenants' networks until\n" +
-			"the zone is exhausted; one admission refusal and one admission; a network deleted while a\n" +
-			"VM address is held, and its release once the address is freed. Prints each act as tables\n" +
-			"and ends with the invariants checked on the final world; exits 1 if one fails. No flags.",
+		Long: "Plays the platform's story on in-memory stand-ins (a Proxmox VE API, libovsdb's OVN\n" +
+			"northbound database, a Kubernetes API): two tenants' ACLs planned, applied and audited\n" +
+			"clean; a Talos template built through the API; a tenant cluster and pool rendered for\n" +
+			"capmox; a zone and the tenants' networks until the zone is exhausted; every router port\n" +
+			"given an HA chassis group of the trunk nodes, then one trunk node leaving; one admission\n" +
+			"refusal and one admission; a network deleted while a VM address is held, and its release\n" +
+			"once the address is freed, through an NB outage (the group goes before the VLAN). Prints\n" +
+			"each act as tables and ends with the invariants checked on the final world; exits 1 if\n" +
+			"one fails. No flags.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			story := app.Out

@@ -16,7 +16,8 @@ func TestDemoCommand(t *testing.T) {
 			reason: "the default output tells the acts and ends with the invariants table",
 			args:   []string{"demo"},
 			check: func(t *testing.T, out string) {
-				for _, want := range []string{"== Act 1:", "== Act 4:", "== Invariants ==", "zone counts equal a recount  "} {
+				for _, want := range []string{"== Act 1:", "== Act 4:", "== Invariants ==", "zone counts equal a recount  ",
+					"HA_CHASSIS_GROUP", "True/ChassisAssigned", "GatewayReady is True/ChassisAssigned on every live network  "} {
 					if !strings.Contains(out, want) {
 						t.Errorf("output lacks %q:\n%s", want, out)
 					}

@@ -4,7 +4,16 @@
 // lives in its own file and adds itself to Acts in order; a later concern
 // adds its act the same way.
 //
+// The controller runs with gateways: Run starts libovsdb's in-memory OVN
+// northbound database on unix sockets in a temporary directory (removed at
+// the end), the simulated Kube-OVN writes each VPC subnet's router port
+// there, and the controller gives every port an HA_Chassis_Group of the
+// trunk Nodes through ovngateway and network/ovnadapter. The gateway
+// invariants are judged on rows read back from that database.
+//
 // The demo needs no flags and no cluster: everything runs in memory with a
-// fake clock. It never reads the machine's environment and never touches a
-// network.
+// fake clock. It reads no configuration from the machine's environment,
+// opens no TCP connection, and while the NB runs it silences the standard
+// library logger, where libovsdb's server reports the connection the demo
+// cuts on purpose.
 package demo
