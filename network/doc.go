@@ -33,6 +33,17 @@
 // and claims of networks that vanished otherwise and counts them as
 // orphaned while it waits.
 //
+// # Events
+//
+// With Config.Recorder set, a network gets an events.k8s.io Event for each
+// transition, never for a pass that changes nothing: VLANAllocated or
+// VLANAdopted, ZoneExhausted (Warning) while it waits for a VLAN,
+// DeletionHeld (Warning) while its delete is held, then GatewayReleased,
+// SubnetPruneTimeout (Warning) and VLANReleased. The network's status says
+// what changed; the controller also remembers what it announced, so a pass
+// on a stale copy of the network or after a failed status write repeats
+// nothing.
+//
 // # Cache
 //
 // Counting and searching (Vlans per provider network, addresses and

@@ -20,7 +20,10 @@
 // by --ovn-tls-secret through the API, by name, connects to the endpoints
 // of --ovn-nb-address (the RAFT leader), runs the ovnadapter Gateway and
 // its garbage collector, and re-reconciles the networks of a provider
-// network when one of its Nodes changes. Losing the Lease stops the
+// network when one of its Nodes changes. The network controller's Events
+// go to the API server through an events.k8s.io broadcaster, reporting as
+// ReportingController, started with the session and shut down after its
+// reconcilers. Losing the Lease stops the
 // process with an error (Kubernetes restarts it); SIGTERM stops the
 // reconcilers, releases the Lease and the servers, and exits 0.
 //

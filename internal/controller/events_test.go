@@ -48,6 +48,25 @@ func waitForEvents(t *testing.T, cs kubernetes.Interface, name string, want ...a
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events.k8s.io Events regarding ProxmoxNetwork %s: -want +got:\n%s", name, diff)
 	}
+	core, err := cs.CoreV1().Events(controllertest.Tenant).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=ProxmoxNetwork,involvedObject.name=" + name,
+	})
+	if err != nil {
+		t.Fatalf("cannot list the core events of ProxmoxNetwork %s: %v", name, err)
+	}
+	var wantReasons, coreReasons []string
+	for _, w := range want {
+		wantReasons = append(wantReasons, w.Reason)
+		for _, e := range core.Items {
+			if e.Reason == w.Reason {
+				coreReasons = append(coreReasons, e.Reason)
+				break
+			}
+		}
+	}
+	if diff := cmp.Diff(wantReasons, coreReasons); diff != "" {
+		t.Errorf("the same Events through the core API (kubectl describe): reasons -want +got:\n%s", diff)
+	}
 }
 
 // byReason returns, in the order of want, the first Event of each wanted
