@@ -79,6 +79,48 @@ func TestDemoGatewayEndState(t *testing.T) {
 	}
 }
 
+// firstPriority sets the priority of the first HA_Chassis row the NB lists.
+func firstPriority(p int) func(ctx context.Context, a ovnnb.Admin) error {
+	return func(ctx context.Context, a ovnnb.Admin) error {
+		rows, err := a.ReadRows(ctx)
+		if err != nil {
+			return err
+		}
+		h := rows.Chassis[0]
+		h.Priority = p
+		ops, err := a.C.Where(&h).Update(&h, &h.Priority)
+		if err != nil {
+			return err
+		}
+		_, err = a.Transact(ctx, ops...)
+		return err
+	}
+}
+
+// retag tags the owned group named group for network id.
+func retag(group, id string) func(ctx context.Context, a ovnnb.Admin) error {
+	return func(ctx context.Context, a ovnnb.Admin) error {
+		g := &nbmodel.HAChassisGroup{Name: group, ExternalIDs: map[string]string{"owner": "proxmox-network", "network": id}}
+		ops, err := a.C.Where(g).Update(g, &g.ExternalIDs)
+		if err != nil {
+			return err
+		}
+		_, err = a.Transact(ctx, ops...)
+		return err
+	}
+}
+
+// failedInvariants maps each invariant that does not hold to its detail.
+func failedInvariants(res Result) map[string]string {
+	failed := map[string]string{}
+	for _, inv := range res.Invariants {
+		if !inv.Holds {
+			failed[inv.Name] = inv.Detail
+		}
+	}
+	return failed
+}
+
 // TestDemoReportsABrokenGateway corrupts the NB after the last act and
 // checks that the final table reports the matching invariant as FAILED.
 func TestDemoReportsABrokenGateway(t *testing.T) {
@@ -90,20 +132,7 @@ func TestDemoReportsABrokenGateway(t *testing.T) {
 	}{
 		"PriorityChanged": {
 			reason: "a chassis priority other than the ranked one breaks the group invariant",
-			tamper: func(ctx context.Context, a ovnnb.Admin) error {
-				rows, err := a.ReadRows(ctx)
-				if err != nil {
-					return err
-				}
-				h := rows.Chassis[0]
-				h.Priority = 5
-				ops, err := a.C.Where(&h).Update(&h, &h.Priority)
-				if err != nil {
-					return err
-				}
-				_, err = a.Transact(ctx, ops...)
-				return err
-			},
+			tamper: firstPriority(5),
 			failed: map[string]string{CheckGatewayGroups: ":5"},
 		},
 		"PortCleared": {
@@ -115,15 +144,7 @@ func TestDemoReportsABrokenGateway(t *testing.T) {
 		},
 		"ForeignTag": {
 			reason: "a group retagged for a network that does not exist breaks both the group and the release invariants",
-			tamper: func(ctx context.Context, a ovnnb.Admin) error {
-				g := &nbmodel.HAChassisGroup{Name: "px-vpc-tenant-alpha-subnet-a3", ExternalIDs: map[string]string{"owner": "proxmox-network", "network": "tenant-beta/x"}}
-				ops, err := a.C.Where(g).Update(g, &g.ExternalIDs)
-				if err != nil {
-					return err
-				}
-				_, err = a.Transact(ctx, ops...)
-				return err
-			},
+			tamper: retag("px-vpc-tenant-alpha-subnet-a3", "tenant-beta/x"),
 			failed: map[string]string{
 				CheckGatewayGroups:   `network="tenant-beta/x"`,
 				CheckGatewayReleased: `belongs to network "tenant-beta/x", which is gone`,
@@ -151,12 +172,7 @@ func TestDemoReportsABrokenGateway(t *testing.T) {
 			if res.OK() {
 				t.Fatalf("%s: every invariant holds:\n%s", tc.reason, out.String())
 			}
-			failed := map[string]string{}
-			for _, inv := range res.Invariants {
-				if !inv.Holds {
-					failed[inv.Name] = inv.Detail
-				}
-			}
+			failed := failedInvariants(res)
 			if diff := cmp.Diff(slices.Sorted(maps.Keys(tc.failed)), slices.Sorted(maps.Keys(failed))); diff != "" {
 				t.Errorf("%s: failed invariants -want +got:\n%s", tc.reason, diff)
 			}
