@@ -12,8 +12,9 @@
 // invariants are judged on rows read back from that database.
 //
 // The demo needs no flags and no cluster: everything runs in memory with a
-// fake clock. It reads no configuration from the machine's environment,
-// opens no TCP connection, and while the NB runs it silences the standard
-// library logger, where libovsdb's server reports the connection the demo
-// cuts on purpose.
+// fake clock. It reads no configuration from the machine's environment and
+// talks to nothing outside the process: the Proxmox VE API listens on
+// loopback and the NB on unix sockets. While the NB runs it silences the
+// standard library logger, where libovsdb's server reports the connection
+// the demo cuts on purpose.
 package demo
