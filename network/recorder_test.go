@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -82,7 +83,7 @@ func (s *switchTarget) Forget(o client.Object) {
 // eventRig is a simulated cluster (sim's World over an in-memory API) with
 // one network controller that records its events.
 type eventRig struct {
-	t      *testing.T
+	t      tb
 	client client.WithWatch
 	clock  *clocktesting.FakeClock
 	world  *sim.World
@@ -91,7 +92,7 @@ type eventRig struct {
 	ctrl   *network.Controller
 }
 
-func newEventRig(t *testing.T, prune bool) *eventRig {
+func newEventRig(t tb, prune bool) *eventRig {
 	store := kube.NewClient(kube.ClientOptions{Scheme: sim.Scheme(), WithStatus: []client.Object{
 		&v1alpha1.ProxmoxNetwork{}, &v1alpha1.ProxmoxNetworkZone{}, &kubeovnv1.Vlan{}, &kubeovnv1.Subnet{},
 		&kubeovnv1.ProviderNetwork{}, &ipamv1alpha2.InClusterIPPool{},
@@ -119,16 +120,16 @@ func (r *eventRig) start(rec events.EventRecorder, hooks *interceptor.Funcs) {
 	}
 	ctrl, err := network.New(cfg)
 	if err != nil {
-		r.t.Fatal(err)
+		r.t.Fatalf("%v", err)
 	}
 	r.target.set(nil)
 	if err := ctrl.Load(ctx); err != nil {
-		r.t.Fatal(err)
+		r.t.Fatalf("%v", err)
 	}
 	r.target.set(cache)
 	r.ctrl = ctrl
 	if err := ctrl.Resync(ctx); err != nil {
-		r.t.Fatal(err)
+		r.t.Fatalf("%v", err)
 	}
 }
 
@@ -140,17 +141,17 @@ func (r *eventRig) converge() {
 	for range 1000 {
 		changed, err := r.world.React(ctx, r.client)
 		if err != nil {
-			r.t.Fatal(err)
+			r.t.Fatalf("%v", err)
 		}
 		n, err := r.ctrl.Drain(ctx, 10000)
 		if err != nil {
-			r.t.Fatal(err)
+			r.t.Fatalf("%v", err)
 		}
 		if n == 0 && !changed {
 			return
 		}
 	}
-	r.t.Fatal("the simulation did not converge")
+	r.t.Fatalf("the simulation did not converge")
 }
 
 // advance moves the clock by d, converging at every due reconcile.
@@ -175,7 +176,7 @@ func (r *eventRig) advance(d time.Duration) {
 func (r *eventRig) resyncAll() {
 	r.t.Helper()
 	if err := r.ctrl.Resync(context.Background()); err != nil {
-		r.t.Fatal(err)
+		r.t.Fatalf("%v", err)
 	}
 	r.converge()
 }
@@ -393,4 +394,57 @@ func TestEventsStaleRead(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("passes on stale copies of the networks: event reasons -want +got:\n%s", diff)
 	}
+}
+
+// TestEventsStateMachine: whatever resyncs, clock jumps and controller
+// restarts come between the steps of a network's life, the events are
+// exactly one per transition, in order.
+func TestEventsStateMachine(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		ctx := context.Background()
+		r := newEventRig(rt, true)
+		r.gw = &fakeGateway{up: map[string]network.NetworkInfo{}}
+		rec := &keptEvents{}
+		baseWorld(rt, r.client, map[string][]string{"zone-a": {"100-101"}})
+		r.start(rec, nil)
+		addr := sim.IPAddress(netID(0).ns(), "vm-0", netID(0).name(), "10.10.0.70", 24)
+		steps := []func(){
+			func() { createNetwork(rt, r.client, 0, "zone-a"); mustCreate(rt, r.client, addr.DeepCopy()) },
+			func() { uninstall(rt, r.client, 0) },
+			func() {
+				if err := r.client.Delete(ctx, addr.DeepCopy()); err != nil {
+					rt.Fatalf("%v", err)
+				}
+			},
+		}
+		// want[i] are the reasons once steps[:i] ran and the world settled.
+		want := [][]string{nil, {"VLANAllocated"}, {"VLANAllocated", "DeletionHeld"},
+			{"VLANAllocated", "DeletionHeld", "GatewayReleased", "VLANReleased"}}
+		done := 0
+		var got []string
+		rt.Repeat(map[string]func(*rapid.T){
+			"step": func(rt *rapid.T) {
+				if done == len(steps) {
+					rt.Skip("the network's life is over")
+				}
+				steps[done]()
+				done++
+				r.advance(network.RetryAfter)
+			},
+			"resync":  func(*rapid.T) { r.resyncAll() },
+			"restart": func(*rapid.T) { r.start(rec, nil); r.converge() },
+			"advance": func(rt *rapid.T) {
+				r.advance(time.Duration(rapid.IntRange(1, 20).Draw(rt, "minutes")) * time.Minute)
+			},
+			"": func(rt *rapid.T) {
+				for _, e := range rec.take() {
+					got = append(got, e.Reason)
+				}
+				if diff := cmp.Diff(want[done], got); diff != "" {
+					rt.Fatalf("after %d steps: reasons -want +got:\n%s", done, diff)
+				}
+			},
+		})
+	})
 }
