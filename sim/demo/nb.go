@@ -10,9 +10,9 @@ import (
 
 	libovsdb "github.com/ovn-kubernetes/libovsdb/client"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/network"
-	"github.com/pxsubstrate/pxsubstrate/network/ovnadapter"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
 
@@ -116,10 +116,17 @@ func (nb *northbound) outage() (restore func(context.Context) error) {
 	}
 }
 
-// gateway builds the controller's gateway over the NB: ovnadapter, with the
-// simulated cluster's Nodes and clock.
+// gateway builds the controller's gateway over the NB: the adapter the
+// proxmox-network-controller runs, with the simulated cluster's Nodes and
+// clock.
 func (s *Stage) gateway() network.Gateway {
-	return ovnadapter.New(synced{s.nb.client}, s.H.Store(), s.H.Clock)
+	g, err := ovnadapter.New(synced{s.nb.client}, s.H.Store(), ovnadapter.WithClock(s.H.Clock))
+	if err != nil {
+		// New refuses only a nil client or reader, and both exist before
+		// the harness starts a controller.
+		panic(err)
+	}
+	return g
 }
 
 // synced makes every pass see the rows Kube-OVN committed before it, as
@@ -135,13 +142,6 @@ func (s synced) Reconcile(ctx context.Context, gw ovngateway.Gateway) (ovngatewa
 		return ovngateway.Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
 	return s.c.Reconcile(ctx, gw)
-}
-
-func (s synced) Release(ctx context.Context, n ovngateway.Network) (ovngateway.Released, error) {
-	if err := s.c.Sync(ctx); err != nil {
-		return ovngateway.Released{}, fmt.Errorf("network %q: %w", n.ID(), err)
-	}
-	return s.c.Release(ctx, n)
 }
 
 func (s synced) Collect(ctx context.Context, exists ovngateway.Exists) (ovngateway.Collected, error) {
