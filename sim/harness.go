@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -52,6 +53,9 @@ type Options struct {
 	// Metrics receives the controller's cozy_proxmox_* series (every
 	// instance records on the same one); nil keeps unregistered ones.
 	Metrics *network.Metrics
+	// Recorder receives the Events the controller emits (every instance
+	// records on the same one); nil emits none.
+	Recorder events.EventRecorder
 	// Store is the API the simulation runs on; nil means a new in-memory
 	// fake. Pass a client of a real API server (envtest) to run the same
 	// world and controller against it.
@@ -193,6 +197,7 @@ func (h *Harness) Start(ctx context.Context) error {
 		Log:                h.logs.Logger(),
 		Resync:             -1,
 		Metrics:            h.opts.Metrics,
+		Recorder:           h.opts.Recorder,
 	}
 	if h.opts.Gateway != nil {
 		cfg.Gateway = h.opts.Gateway()

@@ -91,6 +91,11 @@ var actRelease = Act{
 				return err
 			}
 		}
-		return s.Annotations(ctx, TenantAlpha, TenantBeta)
+		if err := s.Annotations(ctx, TenantAlpha, TenantBeta); err != nil {
+			return err
+		}
+		s.Say("the Events of the two networks whose story this was (kubectl get events --field-selector regarding.name=...):")
+		s.Events([2]string{TenantBeta, "subnet-b1"}, [2]string{TenantAlpha, "subnet-a3"})
+		return nil
 	},
 }

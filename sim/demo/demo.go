@@ -38,6 +38,8 @@ type Stage struct {
 	Checks []sim.Invariant
 	// nb is the OVN northbound database; Run closes it.
 	nb *northbound
+	// events keeps the Events the controller emits.
+	events *eventLog
 }
 
 // Result is the outcome of a demo run.
@@ -68,8 +70,8 @@ func play(ctx context.Context, out io.Writer, acts []Act) (Result, error) {
 		return Result{}, err
 	}
 	defer nb.close()
-	s := &Stage{Out: out, nb: nb}
-	s.H = sim.NewHarness(sim.Options{Gateway: s.gateway, NB: sim.NewOVNNB(nb.admin)})
+	s := &Stage{Out: out, nb: nb, events: &eventLog{}}
+	s.H = sim.NewHarness(sim.Options{Gateway: s.gateway, NB: sim.NewOVNNB(nb.admin), Recorder: s.events})
 	if err := s.H.Start(ctx); err != nil {
 		return Result{}, err
 	}

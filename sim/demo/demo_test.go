@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/pxsubstrate/pxsubstrate/sim/demo"
 )
 
@@ -31,5 +33,39 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the demo output lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestDemoEvents: the release act ends with each network's Events, once per
+// transition and in order: beta's network allocated, held, its gateway and
+// VLAN released; alpha's waiting network refused, then given the VLAN.
+func TestDemoEvents(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := demo.Run(context.Background(), &out); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	at := strings.Index(text, "the Events of the two networks")
+	if at < 0 {
+		t.Fatalf("the demo prints no Events:\n%s", text)
+	}
+	var got []string
+	for _, line := range strings.Split(text[at:], "\n")[2:] {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			break
+		}
+		got = append(got, f[0]+" "+f[1]+" "+f[2])
+	}
+	want := []string{
+		"tenant-beta/subnet-b1 Normal VLANAllocated",
+		"tenant-beta/subnet-b1 Warning DeletionHeld",
+		"tenant-beta/subnet-b1 Normal GatewayReleased",
+		"tenant-beta/subnet-b1 Normal VLANReleased",
+		"tenant-alpha/subnet-a3 Warning ZoneExhausted",
+		"tenant-alpha/subnet-a3 Normal VLANAllocated",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Events -want +got:\n%s", diff)
 	}
 }
