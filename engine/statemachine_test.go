@@ -158,10 +158,16 @@ func (w *toyWorld) hint(t *rapid.T, name string) {
 }
 
 func (w *toyWorld) create(t *rapid.T) {
-	name := rapid.SampledFrom(toyNames).Draw(t, "name")
-	if _, ok := w.model[name]; ok {
-		t.Skip("exists")
+	var free []string
+	for _, n := range toyNames {
+		if _, ok := w.model[n]; !ok {
+			free = append(free, n)
+		}
 	}
+	if len(free) == 0 {
+		return // every name exists
+	}
+	name := rapid.SampledFrom(free).Draw(t, "name")
 	value := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "value")
 	if err := w.direct.Create(w.ctx, widget.New(ns, name, value)); err != nil {
 		t.Fatalf("Create: %v", err)
@@ -173,7 +179,9 @@ func (w *toyWorld) create(t *rapid.T) {
 	w.hint(t, name)
 }
 
-func (w *toyWorld) pick(t *rapid.T, live bool) string {
+// pick draws a modelled name (only those not being deleted if live); ok is
+// false when there is none.
+func (w *toyWorld) pick(t *rapid.T, live bool) (string, bool) {
 	var names []string
 	for n, m := range w.model {
 		if !live || !m.deleting {
@@ -181,14 +189,17 @@ func (w *toyWorld) pick(t *rapid.T, live bool) string {
 		}
 	}
 	if len(names) == 0 {
-		t.Skip("nothing to pick")
+		return "", false
 	}
 	sort.Strings(names)
-	return rapid.SampledFrom(names).Draw(t, "name")
+	return rapid.SampledFrom(names).Draw(t, "name"), true
 }
 
 func (w *toyWorld) update(t *rapid.T) {
-	name := w.pick(t, true)
+	name, ok := w.pick(t, true)
+	if !ok {
+		return // no live widget
+	}
 	value := rapid.SampledFrom([]string{"a", "b", "c", "d"}).Draw(t, "value")
 	obj := &widget.Widget{}
 	if err := w.direct.Get(w.ctx, key(name), obj); err != nil {
@@ -203,7 +214,10 @@ func (w *toyWorld) update(t *rapid.T) {
 }
 
 func (w *toyWorld) delete(t *rapid.T) {
-	name := w.pick(t, true)
+	name, ok := w.pick(t, true)
+	if !ok {
+		return // no live widget
+	}
 	if err := w.direct.Delete(w.ctx, widget.New(ns, name, "")); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
@@ -213,7 +227,10 @@ func (w *toyWorld) delete(t *rapid.T) {
 }
 
 func (w *toyWorld) release(t *rapid.T) {
-	name := w.pick(t, false)
+	name, ok := w.pick(t, false)
+	if !ok {
+		return // no widget
+	}
 	w.mu.Lock()
 	w.released[name] = true
 	w.mu.Unlock()

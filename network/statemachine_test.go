@@ -65,27 +65,42 @@ func TestLifecycleStateMachine(t *testing.T) {
 		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"create": func(t *rapid.T) {
-				n := netID(rapid.IntRange(0, 11).Draw(t, "net"))
-				if m.exists(t, n) {
-					t.Skip("exists")
+				var free []netID
+				for n := netID(0); n <= 11; n++ {
+					if !m.exists(t, n) {
+						free = append(free, n)
+					}
 				}
+				if len(free) == 0 {
+					return // every network exists
+				}
+				n := rapid.SampledFrom(free).Draw(t, "net")
 				createNetwork(t, m.c, n, rapid.SampledFrom([]string{"zone-a", "zone-b"}).Draw(t, "zone"))
 				m.live[n] = true
 			},
 			"uninstall": func(t *rapid.T) {
-				n := m.pickLive(t)
+				n, ok := m.pickLive(t)
+				if !ok {
+					return // no live network
+				}
 				uninstall(t, m.c, n)
 				delete(m.live, n)
 			},
 			"addAddress": func(t *rapid.T) {
-				n := m.pickLive(t)
+				n, ok := m.pickLive(t)
+				if !ok {
+					return // no live network
+				}
 				m.serial++
 				name := fmt.Sprintf("%s-ip-%d", n.name(), m.serial)
 				mustCreate(t, m.c, sim.IPAddress(n.ns(), name, n.name(), "10.0.0.70", 24))
 				m.addrs[n] = append(m.addrs[n], name)
 			},
 			"removeAddress": func(t *rapid.T) {
-				n := m.pickConsumed(t, true)
+				n, ok := m.pickConsumed(t, true)
+				if !ok {
+					return // no network with an address
+				}
 				i := rapid.IntRange(0, len(m.addrs[n])-1).Draw(t, "addr")
 				a := sim.IPAddress(n.ns(), m.addrs[n][i], n.name(), "10.0.0.70", 24)
 				if err := m.c.Get(context.Background(), client.ObjectKeyFromObject(a), a); err != nil {
@@ -97,14 +112,20 @@ func TestLifecycleStateMachine(t *testing.T) {
 				m.addrs[n] = append(m.addrs[n][:i], m.addrs[n][i+1:]...)
 			},
 			"addMachine": func(t *rapid.T) {
-				n := m.pickLive(t)
+				n, ok := m.pickLive(t)
+				if !ok {
+					return // no live network
+				}
 				m.serial++
 				mc := machine(n, fmt.Sprintf("vm-%d", m.serial), rapid.SampledFrom([]string{"v1alpha1", "v1alpha2"}).Draw(t, "version"), 100)
 				mustCreate(t, m.c, mc)
 				m.machines[n] = append(m.machines[n], mc)
 			},
 			"removeMachine": func(t *rapid.T) {
-				n := m.pickConsumed(t, false)
+				n, ok := m.pickConsumed(t, false)
+				if !ok {
+					return // no network with a machine
+				}
 				i := rapid.IntRange(0, len(m.machines[n])-1).Draw(t, "machine")
 				if err := m.c.Delete(context.Background(), m.machines[n][i].DeepCopy()); err != nil {
 					t.Fatalf("delete machine: %v", err)
@@ -112,18 +133,26 @@ func TestLifecycleStateMachine(t *testing.T) {
 				m.machines[n] = append(m.machines[n][:i], m.machines[n][i+1:]...)
 			},
 			"foreignVlan": func(t *rapid.T) {
-				vid := rapid.IntRange(98, 112).Draw(t, "vid")
 				s := read(t, m.c)
+				taken := map[int]bool{}
 				for _, v := range s.vlans {
-					if v.Spec.Provider == provider && v.Spec.ID == vid {
-						t.Skip("ID in use")
+					if v.Spec.Provider == provider {
+						taken[v.Spec.ID] = true
 					}
 				}
 				for _, c := range s.claims {
-					if int(c.Spec.VLAN) == vid {
-						t.Skip("ID claimed")
+					taken[int(c.Spec.VLAN)] = true
+				}
+				var free []int
+				for vid := 98; vid <= 112; vid++ {
+					if !taken[vid] {
+						free = append(free, vid)
 					}
 				}
+				if len(free) == 0 {
+					return // every ID in use or claimed
+				}
+				vid := rapid.SampledFrom(free).Draw(t, "vid")
 				m.foreign++
 				mustCreate(t, m.c, &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("foreign-%d", m.foreign)},
 					Spec: kubeovnv1.VlanSpec{ID: vid, Provider: provider}})
@@ -187,19 +216,22 @@ func (m *lifecycleModel) exists(t *rapid.T, n netID) bool {
 	return m.c.Get(context.Background(), client.ObjectKey{Name: n.name()}, &kubeovnv1.Subnet{}) == nil
 }
 
-func (m *lifecycleModel) pickLive(t *rapid.T) netID {
+// pickLive draws a live network; ok is false when there is none.
+func (m *lifecycleModel) pickLive(t *rapid.T) (netID, bool) {
 	var live []netID
 	for n := range m.live {
 		live = append(live, n)
 	}
 	if len(live) == 0 {
-		t.Skip("no live network")
+		return 0, false
 	}
 	sortIDs(live)
-	return rapid.SampledFrom(live).Draw(t, "live")
+	return rapid.SampledFrom(live).Draw(t, "live"), true
 }
 
-func (m *lifecycleModel) pickConsumed(t *rapid.T, addrs bool) netID {
+// pickConsumed draws a network with an address (addrs) or a machine; ok is
+// false when there is none.
+func (m *lifecycleModel) pickConsumed(t *rapid.T, addrs bool) (netID, bool) {
 	var ids []netID
 	for n := range m.addrs {
 		if addrs && len(m.addrs[n]) > 0 {
@@ -212,10 +244,10 @@ func (m *lifecycleModel) pickConsumed(t *rapid.T, addrs bool) netID {
 		}
 	}
 	if len(ids) == 0 {
-		t.Skip("no consumer")
+		return 0, false
 	}
 	sortIDs(ids)
-	return rapid.SampledFrom(ids).Draw(t, "consumed")
+	return rapid.SampledFrom(ids).Draw(t, "consumed"), true
 }
 
 func sortIDs(ids []netID) {

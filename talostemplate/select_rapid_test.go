@@ -106,11 +106,12 @@ func (m *clusterMachine) draw(t *rapid.T, template bool) (guestModel, string) {
 	return guestModel{template: template, set: set, emptyEntry: empty}, tags
 }
 
-func (m *clusterMachine) pick(t *rapid.T) int {
+// pick draws a listed guest; ok is false when the cluster is empty.
+func (m *clusterMachine) pick(t *rapid.T) (int, bool) {
 	if len(m.listing) == 0 {
-		t.Skip("empty cluster")
+		return 0, false
 	}
-	return rapid.SampledFrom(m.listing).Draw(t, "guest").VMID
+	return rapid.SampledFrom(m.listing).Draw(t, "guest").VMID, true
 }
 
 func (m *clusterMachine) Add(t *rapid.T) {
@@ -120,19 +121,28 @@ func (m *clusterMachine) Add(t *rapid.T) {
 }
 
 func (m *clusterMachine) Remove(t *rapid.T) {
-	id := m.pick(t)
+	id, ok := m.pick(t)
+	if !ok {
+		return // empty cluster
+	}
 	delete(m.model, id)
 	m.listing = slices.DeleteFunc(m.listing, func(r VMResource) bool { return r.VMID == id })
 }
 
 func (m *clusterMachine) Retag(t *rapid.T) {
-	id := m.pick(t)
+	id, ok := m.pick(t)
+	if !ok {
+		return // empty cluster
+	}
 	g, tags := m.draw(t, m.model[id].template)
 	m.put(id, g, tags)
 }
 
 func (m *clusterMachine) Convert(t *rapid.T) {
-	id := m.pick(t)
+	id, ok := m.pick(t)
+	if !ok {
+		return // empty cluster
+	}
 	i := slices.IndexFunc(m.listing, func(r VMResource) bool { return r.VMID == id })
 	g := m.model[id]
 	g.template = true

@@ -169,11 +169,17 @@ func (s *indexMachine) Allocate(t *rapid.T) {
 }
 
 func (s *indexMachine) CreateVlan(t *rapid.T) {
-	n := rapid.SampledFrom(modelNetworks).Draw(t, "network")
-	vid, ok := s.m.reservedBy(net(n))
-	if !ok {
-		t.Skip("no reservation")
+	var reserved []string
+	for _, n := range modelNetworks {
+		if _, ok := s.m.reservedBy(net(n)); ok {
+			reserved = append(reserved, n)
+		}
 	}
+	if len(reserved) == 0 {
+		return // no reservation yet
+	}
+	n := rapid.SampledFrom(reserved).Draw(t, "network")
+	vid, _ := s.m.reservedBy(net(n))
 	v := ours(n, vid)
 	s.m.vlans[v.Name] = v
 	s.x.ObserveVlan(v)
