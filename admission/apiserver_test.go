@@ -2,16 +2,10 @@ package admission
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -28,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 )
 
 // Labels and finalizers the API server tests put on stored objects.
@@ -360,7 +355,7 @@ func (e *apiEnv) webhookRoundTrip(ctx context.Context, t *testing.T) {
 		t.Errorf("the webhook served %d reviews for %d pairs", calls.Load(), len(names))
 	}
 
-	untrusted := selfSignedCA(t)
+	untrusted := pki.New(t, "untrusted test CA").PEM // signed nothing the test server presents
 	for i := range wc.Webhooks {
 		wc.Webhooks[i].ClientConfig.CABundle = untrusted
 	}
@@ -380,28 +375,4 @@ func (e *apiEnv) webhookRoundTrip(ctx context.Context, t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// selfSignedCA returns the PEM of a fresh CA certificate that signed
-// nothing the test server presents.
-func selfSignedCA(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "untrusted test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

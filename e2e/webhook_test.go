@@ -23,6 +23,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -37,8 +38,8 @@ type webhook struct {
 func newWebhook(t *testing.T, cl controllertest.Cluster) *webhook {
 	t.Helper()
 	dir := t.TempDir()
-	pki := controllertest.NewPKI(t, "webhook-ca")
-	cert, key := pki.Issue("proxmox-network-controller-webhook", x509.ExtKeyUsageServerAuth, "localhost")
+	ca := pki.New(t, "webhook-ca")
+	cert, key := ca.Issue("proxmox-network-controller-webhook", pki.Leaf{EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, DNSNames: []string{"localhost"}, IPs: pki.Loopback})
 	values := fmt.Sprintf("zones:\n  - name: %s\n    bridge: %s\n", cl.Zone, cl.Bridge)
 	for name, data := range map[string][]byte{"tls.crt": cert, "tls.key": key, "values.yaml": []byte(values)} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
@@ -48,7 +49,7 @@ func newWebhook(t *testing.T, cl controllertest.Cluster) *webhook {
 	addr := freeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pki.CAPEM)
+	pool.AppendCertsFromPEM(ca.PEM)
 	return &webhook{addr: "127.0.0.1:" + port, ca: pool, args: []string{
 		"--webhook-port=" + port, "--webhook-cert-dir=" + dir, "--admission-config=" + filepath.Join(dir, "values.yaml"),
 	}}

@@ -2,84 +2,29 @@ package ovngateway_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
 
-// pki is a certificate authority that issues test certificates.
-type pki struct {
-	cert  *x509.Certificate
-	key   *ecdsa.PrivateKey
-	pem   []byte
-	t     testing.TB
-	count int64
-}
-
-func newPKI(t testing.TB, cn string) *pki {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &pki{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), t: t, count: 1}
-}
-
-// issue returns a PEM certificate and key for cn with the given extended
-// key usages (none at all when ekus is nil) and no subject alternative name,
-// like Kube-OVN's NB certificate.
-func (p *pki) issue(cn string, ekus ...x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	p.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.count++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.count), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: ekus,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+// issue returns a certificate and key for cn from ca with the given
+// extended key usages (none at all when ekus is nil) and no subject
+// alternative name, like Kube-OVN's NB certificate.
+func issue(ca *pki.CA, cn string, ekus ...x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
+	return ca.Issue(cn, pki.Leaf{EKUs: ekus})
 }
 
 // TestTLSAgainstOVSDBServer runs the handshake against a real ovsdb-server
 // listening on ssl:127.0.0.1 with a certificate for CN "ovn" and no SAN.
 func TestTLSAgainstOVSDBServer(t *testing.T) {
-	ca := newPKI(t, "ovn-ca")
-	clientCert, clientKey := ca.issue("ovn-client", x509.ExtKeyUsageClientAuth)
+	ca := pki.New(t, "ovn-ca")
+	clientCert, clientKey := issue(ca, "ovn-client", x509.ExtKeyUsageClientAuth)
 	cases := map[string]struct {
 		reason    string
 		serverEKU []x509.ExtKeyUsage
@@ -89,29 +34,29 @@ func TestTLSAgainstOVSDBServer(t *testing.T) {
 		"Trusted": {
 			reason:    "a chain to cacert with serverAuth is accepted although the host name does not match",
 			serverEKU: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			trust:     ca.pem,
+			trust:     ca.PEM,
 		},
 		"NoExtendedKeyUsage": {
 			reason: "a certificate without extended key usage allows every usage",
-			trust:  ca.pem,
+			trust:  ca.PEM,
 		},
 		"WrongCA": {
 			reason:    "a chain to another CA is refused",
 			serverEKU: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			trust:     newPKI(t, "other-ca").pem,
+			trust:     pki.New(t, "other-ca").PEM,
 			wantErr:   ovngateway.ErrUntrustedServer,
 		},
 		"ClientAuthOnly": {
 			reason:    "a certificate that does not allow server authentication is refused",
 			serverEKU: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-			trust:     ca.pem,
+			trust:     ca.PEM,
 			wantErr:   ovngateway.ErrUntrustedServer,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			serverCert, serverKey := ca.issue("ovn", tc.serverEKU...)
-			s := ovnnb.StartReal(t, ovnnb.WithSSL(serverKey, serverCert, ca.pem))
+			serverCert, serverKey := issue(ca, "ovn", tc.serverEKU...)
+			s := ovnnb.StartReal(t, ovnnb.WithSSL(serverKey, serverCert, ca.PEM))
 			admin := ovnnb.Connect(t, s.Endpoint())
 			ovnnb.AddRouterPort(t, admin, "vpc1", testPort)
 			cfg, err := ovngateway.TLSConfig(tc.trust, clientCert, clientKey)
@@ -143,17 +88,17 @@ func TestTLSAgainstOVSDBServer(t *testing.T) {
 }
 
 func TestTLSConfigRefusesBadSecrets(t *testing.T) {
-	ca := newPKI(t, "ca")
-	cert, key := ca.issue("client", x509.ExtKeyUsageClientAuth)
-	_, otherKey := ca.issue("other")
+	ca := pki.New(t, "ca")
+	cert, key := issue(ca, "client", x509.ExtKeyUsageClientAuth)
+	_, otherKey := issue(ca, "other")
 	cases := map[string]struct {
 		data    map[string][]byte
 		wantErr string
 	}{
 		"MissingCACert": {map[string][]byte{"cert": cert, "key": key}, `key "cacert" is missing or empty`},
-		"MissingKey":    {map[string][]byte{"cacert": ca.pem, "cert": cert}, `key "key" is missing or empty`},
+		"MissingKey":    {map[string][]byte{"cacert": ca.PEM, "cert": cert}, `key "key" is missing or empty`},
 		"GarbageCACert": {map[string][]byte{"cacert": []byte("nope"), "cert": cert, "key": key}, `TLS secret key "cacert": invalid input: it holds no PEM certificate`},
-		"KeyMismatch":   {map[string][]byte{"cacert": ca.pem, "cert": cert, "key": otherKey}, `TLS secret keys "cert" and "key": invalid input`},
+		"KeyMismatch":   {map[string][]byte{"cacert": ca.PEM, "cert": cert, "key": otherKey}, `TLS secret keys "cert" and "key": invalid input`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -163,7 +108,7 @@ func TestTLSConfigRefusesBadSecrets(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ovngateway.TLSConfigFromSecret(map[string][]byte{"cacert": ca.pem, "cert": cert, "key": key}); err != nil {
+	if _, err := ovngateway.TLSConfigFromSecret(map[string][]byte{"cacert": ca.PEM, "cert": cert, "key": key}); err != nil {
 		t.Errorf("a complete secret must work: %v", err)
 	}
 }
@@ -171,11 +116,11 @@ func TestTLSConfigRefusesBadSecrets(t *testing.T) {
 // FuzzTLSConfig: any bytes give either ErrInvalid or a configuration that
 // verifies servers itself.
 func FuzzTLSConfig(f *testing.F) {
-	ca := newPKI(f, "ca")
-	cert, key := ca.issue("client")
-	f.Add(ca.pem, cert, key)
+	ca := pki.New(f, "ca")
+	cert, key := issue(ca, "client")
+	f.Add(ca.PEM, cert, key)
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"), cert, key)
-	f.Add(ca.pem, key, cert)
+	f.Add(ca.PEM, key, cert)
 	f.Fuzz(func(t *testing.T, caPEM, certPEM, keyPEM []byte) {
 		cfg, err := ovngateway.TLSConfig(caPEM, certPEM, keyPEM)
 		if err != nil {

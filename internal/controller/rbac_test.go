@@ -32,6 +32,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
@@ -94,12 +95,12 @@ func TestAgainstAPIServer(t *testing.T) {
 
 func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*unstructured.Unstructured) {
 	ctx := context.Background()
-	pki := controllertest.NewPKI(t, "ovn-ca")
-	srvCert, srvKey := pki.Issue("ovn", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := pki.Issue("proxmox-network-controller", x509.ExtKeyUsageClientAuth)
-	nb := ovnnb.StartReal(t, ovnnb.WithSSL(srvKey, srvCert, pki.CAPEM))
+	ca := pki.New(t, "ovn-ca")
+	srvCert, srvKey := ca.Issue("ovn", pki.Leaf{EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPs: pki.Loopback})
+	cliCert, cliKey := ca.Issue("proxmox-network-controller", pki.Leaf{EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, IPs: pki.Loopback})
+	nb := ovnnb.StartReal(t, ovnnb.WithSSL(srvKey, srvCert, ca.PEM))
 	for name, data := range map[string]map[string][]byte{
-		"kube-ovn-tls": {ovngateway.SecretKeyCACert: pki.CAPEM, ovngateway.SecretKeyCert: cliCert, ovngateway.SecretKeyKey: cliKey},
+		"kube-ovn-tls": {ovngateway.SecretKeyCACert: ca.PEM, ovngateway.SecretKeyCert: cliCert, ovngateway.SecretKeyKey: cliKey},
 		"decoy":        {"token": []byte("must-not-be-readable")},
 	} {
 		controllertest.Create(t, admin, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "cozy-kubeovn", Name: name}, Data: data})
