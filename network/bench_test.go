@@ -87,26 +87,6 @@ func createMany(b *testing.B, c client.Client, objs []client.Object) {
 }
 
 // naiveAllocate is the reconciler the index replaces: it lists every Vlan
-// from the API server, rebuilds the used set and creates the lowest free.
-func naiveAllocate(ctx context.Context, c client.Client, provider, name string) error {
-	var list kubeovnv1.VlanList
-	if err := c.List(ctx, &list); err != nil {
-		return err
-	}
-	used := map[int]bool{}
-	for _, v := range list.Items {
-		if v.Spec.Provider == provider {
-			used[v.Spec.ID] = true
-		}
-	}
-	for vid := 1; vid <= 4094; vid++ {
-		if !used[vid] {
-			return c.Create(ctx, &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeovnv1.VlanSpec{ID: vid, Provider: provider}})
-		}
-	}
-	return fmt.Errorf("no free VLAN")
-}
-
 // BenchmarkConvergeZoneAPIServer converges 4,094 networks of one zone
 // through the reconcilers against a real kube-apiserver and counts the
 // objects the controller reads from it per allocation, for the first 256
@@ -169,7 +149,7 @@ func BenchmarkConvergeZoneAPIServer(b *testing.B) {
 		np := fmt.Sprintf("pxn%d", it)
 		nstart := time.Now()
 		for i := range 256 {
-			if err := naiveAllocate(ctx, nc, np, fmt.Sprintf("naive%d-a%d", it, i)); err != nil {
+			if err := sim.NaiveAllocate(ctx, nc, np, fmt.Sprintf("naive%d-a%d", it, i)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -182,7 +162,7 @@ func BenchmarkConvergeZoneAPIServer(b *testing.B) {
 		base := naive.allocs
 		nstart = time.Now()
 		for i := range 256 {
-			if err := naiveAllocate(ctx, nc, np, fmt.Sprintf("naive%d-z%d", it, i)); err != nil {
+			if err := sim.NaiveAllocate(ctx, nc, np, fmt.Sprintf("naive%d-z%d", it, i)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -39,26 +37,6 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 
 // naiveAllocation lists every Vlan of the store, rebuilds the used set and
 // creates the lowest free ID: the cost per allocation of a reconciler
-// without an index, measured here at the same fill.
-func naiveAllocation(ctx context.Context, c client.Client, provider, name string) error {
-	var list kubeovnv1.VlanList
-	if err := c.List(ctx, &list); err != nil {
-		return err
-	}
-	used := map[int]bool{}
-	for _, v := range list.Items {
-		if v.Spec.Provider == provider {
-			used[v.Spec.ID] = true
-		}
-	}
-	for vid := 1; vid <= 4094; vid++ {
-		if !used[vid] {
-			return c.Create(ctx, &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kubeovnv1.VlanSpec{ID: vid, Provider: provider}})
-		}
-	}
-	return fmt.Errorf("no free VLAN on %s", provider)
-}
-
 // BenchmarkSimulator10k converges 10,000 networks over 4 zones (2,500 each,
 // on 4 provider networks) in the simulator, world included, from an empty
 // controller, and reports the time, the peak heap and the reconciles. In the
@@ -117,7 +95,7 @@ func BenchmarkSimulator10k(b *testing.B) {
 		const samples = 20
 		nstart := time.Now()
 		for i := range samples {
-			if err := naiveAllocation(ctx, h.Store(), "px0", fmt.Sprintf("naive-%d-%d", it, i)); err != nil {
+			if err := sim.NaiveAllocate(ctx, h.Store(), "px0", fmt.Sprintf("naive-%d-%d", it, i)); err != nil {
 				b.Fatal(err)
 			}
 		}
