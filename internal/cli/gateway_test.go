@@ -1,18 +1,10 @@
 package cli
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-func runGateway(args ...string) (string, string, int) {
-	var out, errOut bytes.Buffer
-	code := Main(append([]string{"gateway"}, args...), strings.NewReader(""), &out, &errOut)
-	return out.String(), errOut.String(), code
-}
 
 func TestGatewayPriorities(t *testing.T) {
 	type want struct {
@@ -63,7 +55,7 @@ func TestGatewayPriorities(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, errOut, code := runGateway(tc.args...)
+			out, errOut, code := run(t, append([]string{"gateway"}, tc.args...)...)
 			if diff := cmp.Diff(tc.want, want{code: code, out: out, errOut: errOut}, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\ngateway %v: -want +got:\n%s", tc.reason, tc.args, diff)
 			}

@@ -1,19 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-func runVLAN(args ...string) (string, string, int) {
-	var out, errOut bytes.Buffer
-	code := Main(append([]string{"vlan"}, args...), strings.NewReader(""), &out, &errOut)
-	return out.String(), errOut.String(), code
-}
 
 func TestVLANRanges(t *testing.T) {
 	type want struct {
@@ -69,7 +61,7 @@ func TestVLANRanges(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, errOut, code := runVLAN(tc.args...)
+			out, errOut, code := run(t, append([]string{"vlan"}, tc.args...)...)
 			if diff := cmp.Diff(tc.want, want{code: code, out: out, errOut: errOut}, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
 			}
@@ -78,7 +70,7 @@ func TestVLANRanges(t *testing.T) {
 }
 
 func TestVLANRangesWholeSpace(t *testing.T) {
-	out, _, code := runVLAN("ranges", "1-4094", "-o", "json")
+	out, _, code := run(t, "vlan", "ranges", "1-4094", "-o", "json")
 	var got vlanRanges
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v", code, err)
