@@ -146,7 +146,8 @@ func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []
 	return false
 }
 
-// awaitCacheAll is awaitCache for the networks gws[i], i in idx.
+// awaitCacheAll waits, up to cacheWait, until the cache shows every
+// network gws[i], i in idx, as settled.
 func (s *session) awaitCacheAll(ctx context.Context, gws []Gateway, idx []int) {
 	timer := time.NewTimer(cacheWait)
 	defer timer.Stop()

@@ -138,19 +138,5 @@ func (s *session) transact(ctx context.Context, t *txn) error {
 // monitor updates before the transaction reply (ovsdb-server, libovsdb's
 // server) needs no wait at all.
 func (s *session) awaitCache(ctx context.Context, gw Gateway) {
-	timer := time.NewTimer(cacheWait)
-	defer timer.Stop()
-	for {
-		v, err := s.view(ctx, gw.Network)
-		if err != nil || !decide(gw, v).writes() {
-			return
-		}
-		select {
-		case <-s.c.changed:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+	s.awaitCacheAll(ctx, []Gateway{gw}, []int{0})
 }

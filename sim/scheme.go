@@ -4,7 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
@@ -20,10 +19,7 @@ import (
 // versions as unstructured objects.
 func Scheme() *runtime.Scheme {
 	s := kube.Scheme()
-	utilruntime.Must(v1alpha1.AddToScheme(s))
-	utilruntime.Must(kubeovnv1.AddToScheme(s))
-	utilruntime.Must(ipamv1alpha2.AddToScheme(s))
-	utilruntime.Must(capiipam.AddToScheme(s))
+	utilruntime.Must(network.AddToScheme(s))
 	for _, gvk := range network.MachineKinds {
 		s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
 		s.AddKnownTypeWithName(gvk.GroupVersion().WithKind(gvk.Kind+"List"), &unstructured.UnstructuredList{})

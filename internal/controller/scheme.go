@@ -5,11 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 
-	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
-	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
 // Scheme returns the kinds the controller reads and writes as typed
@@ -20,9 +17,6 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(coordinationv1.AddToScheme(s))
-	utilruntime.Must(v1alpha1.AddToScheme(s))
-	utilruntime.Must(kubeovnv1.AddToScheme(s))
-	utilruntime.Must(ipamv1alpha2.AddToScheme(s))
-	utilruntime.Must(capiipam.AddToScheme(s))
+	utilruntime.Must(network.AddToScheme(s))
 	return s
 }
