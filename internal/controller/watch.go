@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,7 +100,7 @@ func nodeHandler(r client.Reader, q enqueuer) toolscache.ResourceEventHandlerFun
 			providers[z.Spec.ProviderNetwork] = append(providers[z.Spec.ProviderNetwork], z.Name)
 		}
 		var affected []string
-		for _, p := range ovnadapter.ChangedProviders(sortedKeys(providers), old, updated) {
+		for _, p := range ovnadapter.ChangedProviders(slices.Sorted(maps.Keys(providers)), old, updated) {
 			affected = append(affected, providers[p]...)
 		}
 		if len(affected) == 0 {
@@ -132,13 +133,4 @@ func onObject(o any, f func(metav1.Object)) {
 	if m, err := meta.Accessor(o); err == nil {
 		f(m)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

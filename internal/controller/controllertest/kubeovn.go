@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -154,7 +155,7 @@ func (k *KubeOVN) addPorts(nb ovsclient.Client, routers []nbmodel.LogicalRouter,
 	var ops []ovsdb.Operation
 	newPorts := map[string][]string{}
 	n := 0
-	for _, port := range sortedKeys(want) {
+	for _, port := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := have[port]; ok {
 			continue
 		}
@@ -168,7 +169,7 @@ func (k *KubeOVN) addPorts(nb ovsclient.Client, routers []nbmodel.LogicalRouter,
 		ops = append(ops, op...)
 		newPorts[want[port]] = append(newPorts[want[port]], lrp.UUID)
 	}
-	for i, name := range sortedKeys(newPorts) {
+	for i, name := range slices.Sorted(maps.Keys(newPorts)) {
 		var op []ovsdb.Operation
 		var err error
 		if r, ok := byName[name]; ok {
@@ -182,15 +183,6 @@ func (k *KubeOVN) addPorts(nb ovsclient.Client, routers []nbmodel.LogicalRouter,
 		ops = append(ops, op...)
 	}
 	return ops, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Dump reads the gateway state from the player's NB connection: the
