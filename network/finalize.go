@@ -320,5 +320,6 @@ func (c *Controller) releaseClaims(ctx context.Context, network v1alpha1.Network
 	for _, ci := range c.cache.claimsOf(network) {
 		c.cache.Forget(kubestore.ClaimObject(ci.Provider, ci.R))
 	}
+	c.cache.dropReservations(network)
 	return released, nil
 }

@@ -45,8 +45,9 @@ var rangeChoices = [][]string{{"100-107"}, {"100-103"}, {"102-110"}, {"100-105",
 // faults, and checks after every step: no VLAN shared on the provider
 // network, no VLAN change while a network exists (restarts included), no
 // Vlan or Subnet of a network released while it has a consumer; and after
-// every fault-free settle, zone counts equal a recount and every deleted
-// network without consumers is gone.
+// every fault-free settle, zone counts equal a recount, every deleted
+// network without consumers is gone, and every live network with a VLAN
+// holds exactly the claim of that VLAN.
 func TestLifecycleStateMachine(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -337,10 +338,17 @@ func (m *lifecycleModel) checkSettled(t *rapid.T) {
 			t.Fatalf("Vlan %q of gone network %s leaked", v.Name, ref)
 		}
 	}
+	claimed := map[client.ObjectKey][]int32{}
 	for _, c := range s.claims {
 		ref := client.ObjectKey{Namespace: c.Spec.Network.Namespace, Name: c.Spec.Network.Name}
 		if _, ok := s.networks[ref]; !ok {
 			t.Fatalf("claim %q of gone network %s leaked", c.Name, ref)
+		}
+		claimed[ref] = append(claimed[ref], c.Spec.VLAN)
+	}
+	for key, n := range s.networks {
+		if n.DeletionTimestamp.IsZero() && n.Status.VLAN != 0 && (len(claimed[key]) != 1 || claimed[key][0] != n.Status.VLAN) {
+			t.Fatalf("live network %s carries VLAN %d and holds claims %v, want exactly that one", key, n.Status.VLAN, claimed[key])
 		}
 	}
 }

@@ -65,6 +65,11 @@ func (c *Controller) ensureVLAN(ctx context.Context, s *netState, pass *livePass
 	if err := c.adoptVlan(ctx, v); err != nil {
 		return false, err
 	}
+	if released, err := zs.alloc.ReleaseOthers(ctx, claim.Network, vid); err != nil {
+		return false, err
+	} else if released > 0 {
+		c.cfg.Log.Info("released surplus VLAN claims", "zone", zone.Name, "vlan", vid, "released", released, "network", claim.Network.String())
+	}
 	n.Status.VLAN = int32(vid)
 	n.Status.VLANName = v.Name
 	n.Status.Bridge = zone.Spec.Bridge

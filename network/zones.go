@@ -74,3 +74,16 @@ func (c *Cache) zoneSpecChanged(obj *v1alpha1.ProxmoxNetworkZone) bool {
 	z, ok := c.zones[obj.Name]
 	return !ok || z.fingerprint != fp
 }
+
+// dropReservations forgets the reservations of network in every zone's
+// allocator. Call it once the network's claims are deleted: what is left is
+// a reservation whose write failed, which no claim backs.
+func (c *Cache) dropReservations(network v1alpha1.NetworkReference) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, z := range c.zones {
+		if z.alloc != nil {
+			z.alloc.Index().Release(network)
+		}
+	}
+}

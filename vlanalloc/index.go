@@ -320,6 +320,16 @@ func (x *Index) forgetReservation(vid int) {
 	x.dropIfIdle(st)
 }
 
+// forget drops the reservation of r.VID if it is still r (a replica may
+// have learned another holder meanwhile).
+func (x *Index) forget(r Reservation) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if cur := x.resAt(r.VID); cur != nil && *cur == r {
+		x.forgetReservation(r.VID)
+	}
+}
+
 // Reservations returns the reservations of network, lowest ID first.
 func (x *Index) Reservations(network v1alpha1.NetworkReference) []Reservation {
 	x.mu.Lock()

@@ -44,7 +44,10 @@ func (a *Allocator) Index() *Index { return a.index }
 // it is returned. On ErrTaken it learns the holder and tries again (a stale
 // reservation of the network is dropped, a free ID skipped), at most once per
 // ID of the zone. An ID the network must have (its Vlan's or its static one)
-// that another network reserved is a *ConflictError.
+// that another network reserved is a *ConflictError. Any other error leaves
+// the reservation in the index, because the Reserver may have recorded it
+// before failing; the ID stays the network's until it allocates again (and
+// gets the same ID) or is released.
 func (a *Allocator) Allocate(ctx context.Context, claim Claim) (int, error) {
 	provider := a.index.zone.provider
 	for attempt := 0; attempt <= a.index.zone.allocatable.Len(); attempt++ {
@@ -59,9 +62,10 @@ func (a *Allocator) Allocate(ctx context.Context, claim Claim) (int, error) {
 		}
 		var taken *TakenError
 		if !errors.As(err, &taken) {
-			if src != fromVlan && src != fromReservation {
-				a.index.ForgetReservation(vid)
-			}
+			// The record may have been written before the answer was lost
+			// (a timeout after commit), so the index keeps the reservation:
+			// the network's next Allocate records the same ID again, and
+			// Release deletes it if the network goes first.
 			return 0, fmt.Errorf("cannot reserve VLAN %d for %s: %w", vid, claim.Network, err)
 		}
 		a.learn(vid, taken.Holder, claim)
@@ -101,6 +105,27 @@ func holderName(r Reservation) string {
 	return "network " + r.Network.String()
 }
 
+// ReleaseOthers deletes every reservation of network except the one of
+// keep, from the Reserver and then from the index. A network that holds its
+// Vlan needs no other ID; extra reservations come from answers that were
+// lost, or from two replicas that allocated for the same network at once.
+// It returns how many it released.
+func (a *Allocator) ReleaseOthers(ctx context.Context, network v1alpha1.NetworkReference, keep int) (int, error) {
+	provider := a.index.zone.provider
+	released := 0
+	for _, r := range a.index.Reservations(network) {
+		if r.VID == keep {
+			continue
+		}
+		if err := a.store.Release(ctx, provider, r); err != nil {
+			return released, fmt.Errorf("cannot release VLAN %d of %s: %w", r.VID, network, err)
+		}
+		a.index.forget(r)
+		released++
+	}
+	return released, nil
+}
+
 // Release deletes every reservation of network from the Reserver and then
 // from the index. Call it only once the network's Vlan is gone: the Vlan
 // keeps its ID used in the index either way, but another replica trusts the
@@ -111,7 +136,7 @@ func (a *Allocator) Release(ctx context.Context, network v1alpha1.NetworkReferen
 		if err := a.store.Release(ctx, provider, r); err != nil {
 			return fmt.Errorf("cannot release VLAN %d of %s: %w", r.VID, network, err)
 		}
-		a.index.ForgetReservation(r.VID)
+		a.index.forget(r)
 	}
 	return nil
 }

@@ -145,18 +145,24 @@ func TestAllocatorStaticTakenElsewhere(t *testing.T) {
 	}
 }
 
+// TestAllocatorStoreFailure: a reservation whose write failed stays in the
+// index, because the allocator cannot tell a refused write from a lost
+// answer. Another network gets the next ID; the retry gets the same one.
 func TestAllocatorStoreFailure(t *testing.T) {
 	ctx := context.Background()
 	store := vlanalloctest.NewReserver()
-	a := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone(t, "z", "100-101"), nil, nil), store)
+	a := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone(t, "z", "100-102"), nil, nil), store)
 	boom := errors.New("etcdserver: request timed out")
 	store.FailNext(boom)
 	_, err := a.Allocate(ctx, claim(1))
 	if !errors.Is(err, boom) || err.Error() != "cannot reserve VLAN 100 for tenant-1/net-1: etcdserver: request timed out" {
 		t.Fatalf("got %v", err)
 	}
-	if _, held := a.Index().Lookup(claim(1)); held {
-		t.Fatal("a failed reservation must not stay in the index")
+	if vid, held := a.Index().Lookup(claim(1)); !held || vid != 100 {
+		t.Fatalf("after a failed write the index must keep 100 for network 1: %d, %v", vid, held)
+	}
+	if vid, err := a.Allocate(ctx, claim(2)); err != nil || vid != 101 {
+		t.Fatalf("another network while 100 is pending: %d, %v", vid, err)
 	}
 	if vid, err := a.Allocate(ctx, claim(1)); err != nil || vid != 100 {
 		t.Fatalf("retry: %d, %v", vid, err)
@@ -165,18 +171,105 @@ func TestAllocatorStoreFailure(t *testing.T) {
 	if err := a.Release(ctx, network(1)); !errors.Is(err, boom) {
 		t.Fatalf("release: %v", err)
 	}
-	if len(store.Records(provider)) != 1 {
+	if len(store.Records(provider)) != 2 {
 		t.Fatal("a failed release must keep the record")
 	}
 	if err := a.Release(ctx, network(1)); err != nil {
 		t.Fatal(err)
 	}
-	if len(store.Records(provider)) != 0 {
-		t.Fatalf("records left: %v", store.Records(provider))
+	if diff := cmp.Diff([]int{101}, recordedIDs(store)); diff != "" {
+		t.Fatalf("records -want +got:\n%s", diff)
 	}
-	if vid, err := a.Allocate(ctx, claim(2)); err != nil || vid != 100 {
+	if vid, err := a.Allocate(ctx, claim(3)); err != nil || vid != 100 {
 		t.Fatalf("a released ID is reused lowest-first: %d, %v", vid, err)
 	}
+}
+
+// TestAllocatorLostAnswer: the write landed but its answer was lost. The
+// index agrees with the record: the ID is not free for another network,
+// the retry writes nothing new, and Release deletes the record.
+func TestAllocatorLostAnswer(t *testing.T) {
+	ctx := context.Background()
+	store := vlanalloctest.NewReserver()
+	a := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone(t, "z", "100-101"), nil, nil), store)
+	boom := errors.New("http2: client connection lost")
+	store.LoseNext(boom)
+	if _, err := a.Allocate(ctx, claim(1)); !errors.Is(err, boom) {
+		t.Fatalf("got %v", err)
+	}
+	if diff := cmp.Diff([]int{100}, recordedIDs(store)); diff != "" {
+		t.Fatalf("records -want +got:\n%s", diff)
+	}
+	if got := a.Index().Counts(); got.Allocated != 1 || got.Free != 1 {
+		t.Fatalf("counts after a lost answer %+v, want 1 allocated and 1 free like the records", got)
+	}
+	if vid, err := a.Allocate(ctx, claim(2)); err != nil || vid != 101 {
+		t.Fatalf("another network: %d, %v", vid, err)
+	}
+	if vid, err := a.Allocate(ctx, claim(1)); err != nil || vid != 100 {
+		t.Fatalf("retry: %d, %v", vid, err)
+	}
+	store.LoseNext(boom)
+	if err := a.Release(ctx, network(1)); !errors.Is(err, boom) {
+		t.Fatalf("release: %v", err)
+	}
+	if err := a.Release(ctx, network(1)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{101}, recordedIDs(store)); diff != "" {
+		t.Fatalf("records -want +got:\n%s", diff)
+	}
+	if got := a.Index().Counts(); got.Allocated != 1 || got.Free != 1 {
+		t.Fatalf("counts after release %+v", got)
+	}
+}
+
+// TestAllocatorReleaseOthers: a network that holds more than one ID keeps
+// only the one it names; a failed release keeps the record and the index's
+// copy of it.
+func TestAllocatorReleaseOthers(t *testing.T) {
+	ctx := context.Background()
+	store := vlanalloctest.NewReserver()
+	var held []vlanalloc.Reservation
+	for _, vid := range []int{100, 101, 102} {
+		r := vlanalloc.Reservation{VID: vid, Zone: "z", Network: network(1), Vlan: "subnet-1"}
+		if err := store.Reserve(ctx, provider, r); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, r)
+	}
+	a := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone(t, "z", "100-103"), nil, held), store)
+	boom := errors.New("etcdserver: request timed out")
+	store.FailNext(boom)
+	if n, err := a.ReleaseOthers(ctx, network(1), 101); !errors.Is(err, boom) || n != 0 {
+		t.Fatalf("failed release: %d, %v", n, err)
+	}
+	if got := len(a.Index().Reservations(network(1))); got != 3 || len(store.Records(provider)) != 3 {
+		t.Fatalf("a failed release dropped something: index %d, records %d", got, len(store.Records(provider)))
+	}
+	if n, err := a.ReleaseOthers(ctx, network(1), 101); err != nil || n != 2 {
+		t.Fatalf("release: %d, %v", n, err)
+	}
+	if diff := cmp.Diff([]int{101}, recordedIDs(store)); diff != "" {
+		t.Fatalf("records -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]vlanalloc.Reservation{held[1]}, a.Index().Reservations(network(1))); diff != "" {
+		t.Fatalf("index -want +got:\n%s", diff)
+	}
+	if got := a.Index().Counts(); got.Allocated != 1 || got.Free != 3 {
+		t.Fatalf("counts %+v", got)
+	}
+	if n, err := a.ReleaseOthers(ctx, network(1), 101); err != nil || n != 0 {
+		t.Fatalf("nothing left to release: %d, %v", n, err)
+	}
+}
+
+func recordedIDs(store *vlanalloctest.Reserver) []int {
+	var ids []int
+	for _, r := range store.Records(provider) {
+		ids = append(ids, r.VID)
+	}
+	return ids
 }
 
 func TestAllocatorDropsStaleReservation(t *testing.T) {

@@ -19,8 +19,12 @@ func ExampleReserver() {
 	fmt.Println(r.Reserve(ctx, "pxtenant", two))
 	r.FailNext(errors.New("injected"))
 	fmt.Println(r.Release(ctx, "pxtenant", one), len(r.Records("pxtenant")))
+	// the write lands, the answer is lost
+	r.LoseNext(errors.New("timeout"))
+	fmt.Println(r.Reserve(ctx, "pxtenant", vlanalloc.Reservation{VID: 8, Network: two.Network}), len(r.Records("pxtenant")))
 	// Output:
 	// <nil>
 	// VLAN 7 on provider network "pxtenant" is reserved by network t/one
 	// injected 1
+	// timeout 2
 }

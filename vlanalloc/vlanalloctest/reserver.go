@@ -13,7 +13,14 @@ import (
 type Reserver struct {
 	mu      sync.Mutex
 	records map[key]vlanalloc.Reservation
-	fail    []error
+	fail    []injection
+}
+
+// injection is an error the next call returns; applied says whether the
+// call changes the records first, as a request whose answer was lost.
+type injection struct {
+	err     error
+	applied bool
 }
 
 type key struct {
@@ -28,28 +35,54 @@ func NewReserver() *Reserver { return &Reserver{records: map[key]vlanalloc.Reser
 
 // FailNext makes the next calls (Reserve or Release), one per error, fail
 // with these errors without changing any record.
-func (r *Reserver) FailNext(errs ...error) {
+func (r *Reserver) FailNext(errs ...error) { r.inject(false, errs) }
+
+// LoseNext makes the next calls (Reserve or Release), one per error, change
+// the records as usual and then fail with these errors: the write happened
+// but its answer was lost, as with a timeout after commit.
+func (r *Reserver) LoseNext(errs ...error) { r.inject(true, errs) }
+
+func (r *Reserver) inject(applied bool, errs []error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fail = append(r.fail, errs...)
+	for _, err := range errs {
+		r.fail = append(r.fail, injection{err: err, applied: applied})
+	}
 }
 
-func (r *Reserver) injected() error {
+// ClearFaults drops the injected errors no call has taken yet.
+func (r *Reserver) ClearFaults() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = nil
+}
+
+// next pops the injection of this call; ok is false when there is none.
+func (r *Reserver) next() (injection, bool) {
 	if len(r.fail) == 0 {
-		return nil
+		return injection{}, false
 	}
-	err := r.fail[0]
+	in := r.fail[0]
 	r.fail = r.fail[1:]
-	return err
+	return in, true
 }
 
 // Reserve records res unless another network holds res.VID on provider.
 func (r *Reserver) Reserve(_ context.Context, provider string, res vlanalloc.Reservation) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.injected(); err != nil {
-		return err
+	in, injected := r.next()
+	if injected && !in.applied {
+		return in.err
 	}
+	err := r.reserve(provider, res)
+	if injected {
+		return in.err
+	}
+	return err
+}
+
+func (r *Reserver) reserve(provider string, res vlanalloc.Reservation) error {
 	k := key{provider, res.VID}
 	if cur, ok := r.records[k]; ok {
 		if cur.Network == res.Network {
@@ -65,12 +98,16 @@ func (r *Reserver) Reserve(_ context.Context, provider string, res vlanalloc.Res
 func (r *Reserver) Release(_ context.Context, provider string, res vlanalloc.Reservation) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.injected(); err != nil {
-		return err
+	in, injected := r.next()
+	if injected && !in.applied {
+		return in.err
 	}
 	k := key{provider, res.VID}
 	if cur, ok := r.records[k]; ok && cur.Network == res.Network {
 		delete(r.records, k)
+	}
+	if injected {
+		return in.err
 	}
 	return nil
 }

@@ -1,0 +1,153 @@
+package network_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
+)
+
+func claimIDs(s snapshot) []int32 {
+	var ids []int32
+	for _, c := range s.claims {
+		ids = append(ids, c.Spec.VLAN)
+	}
+	return ids
+}
+
+// TestLostClaimAnswer: the API server records a network's claim but the
+// answer is lost, and a lower ID becomes free before the retry. The network
+// still gets the ID it claimed, holds one claim, and the zone counts agree
+// with the objects.
+func TestLostClaimAnswer(t *testing.T) {
+	ctx := context.Background()
+	faults := kube.NewFaults(1)
+	if err := faults.Set(kube.Fault{Verbs: []kube.Verb{kube.VerbCreate}, Err: kube.Timeout, After: true, Times: 1,
+		Match: func(call kube.Call) bool { return call.GVK.Kind == "ProxmoxVLANClaim" }}); err != nil {
+		t.Fatal(err)
+	}
+	foreign := &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: kubeovnv1.VlanSpec{ID: 100, Provider: provider}}
+	hooks := faults.Funcs()
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		err := create(ctx, c, obj, opts...)
+		if _, claim := obj.(*v1alpha1.ProxmoxVLANClaim); claim && apierrors.IsTimeout(err) {
+			// the foreign Vlan goes before the controller retries
+			if err := c.Delete(ctx, foreign.DeepCopy()); err != nil {
+				t.Errorf("delete the foreign Vlan: %v", err)
+			}
+		}
+		return err
+	}
+	h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
+	c := h.Client()
+	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
+	mustCreate(t, c, foreign.DeepCopy())
+	createNetwork(t, c, 0, "zone-a")
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Advance(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if faults.Injected() != 1 {
+		t.Fatalf("the lost answer was injected %d times, want once", faults.Injected())
+	}
+	s := read(t, c)
+	if got := claimIDs(s); len(got) != 1 || got[0] != 101 {
+		t.Errorf("claims %v, want [101]", got)
+	}
+	if got := getNet(t, c, 0).Status.VLAN; got != 101 {
+		t.Errorf("network VLAN %d, want the 101 it claimed", got)
+	}
+	checkZoneCounts(t, s)
+}
+
+// TestSurplusClaimsReleased: a network holds claims for IDs its Vlan does
+// not carry (left by a lost answer or by two replicas at once). The
+// controller keeps the claim of its Vlan's ID and releases the others.
+func TestSurplusClaimsReleased(t *testing.T) {
+	ctx := context.Background()
+	h := sim.NewHarness(sim.Options{})
+	c := h.Client()
+	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
+	createNetwork(t, c, 0, "zone-a")
+	z, err := vlanalloc.NewZone(vlanalloc.ZoneSpec{Name: "zone-a", ProviderNetwork: provider, Ranges: []string{"100-103"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := netID(0)
+	ref := v1alpha1.NetworkReference{Namespace: n.ns(), Name: n.name()}
+	mustCreate(t, c, kubestore.VlanObject(z, vlanalloc.Claim{Network: ref, Vlan: n.name()}, 100))
+	for _, vid := range []int{102, 103} {
+		mustCreate(t, c, kubestore.ClaimObject(provider, vlanalloc.Reservation{VID: vid, Zone: "zone-a", Network: ref, Vlan: n.name()}))
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, h)
+	s := read(t, c)
+	if got := claimIDs(s); len(got) != 1 || got[0] != 100 {
+		t.Errorf("claims %v, want only the 100 the Vlan carries", got)
+	}
+	if got := getNet(t, c, 0).Status.VLAN; got != 100 {
+		t.Errorf("network VLAN %d, want 100", got)
+	}
+	checkZoneCounts(t, s)
+	zone := s.zones[0]
+	if zone.Status.AllocatedVLANs != 1 || zone.Status.FreeVLANs != 3 {
+		t.Errorf("zone allocated/free %d/%d, want 1/3", zone.Status.AllocatedVLANs, zone.Status.FreeVLANs)
+	}
+}
+
+// TestRefusedClaimThenDelete: a network's claim is refused (nothing is
+// written) and the network is uninstalled before the retry. The ID it had
+// picked returns to the zone.
+func TestRefusedClaimThenDelete(t *testing.T) {
+	ctx := context.Background()
+	faults := kube.NewFaults(1)
+	if err := faults.Set(kube.Fault{Verbs: []kube.Verb{kube.VerbCreate}, Err: kube.Unavailable, Times: 1,
+		Match: func(call kube.Call) bool { return call.GVK.Kind == "ProxmoxVLANClaim" }}); err != nil {
+		t.Fatal(err)
+	}
+	hooks := faults.Funcs()
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		err := create(ctx, c, obj, opts...)
+		if _, claim := obj.(*v1alpha1.ProxmoxVLANClaim); claim && apierrors.IsServiceUnavailable(err) {
+			uninstall(t, c, 0) // the tenant goes before the controller retries
+		}
+		return err
+	}
+	h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
+	c := h.Client()
+	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
+	createNetwork(t, c, 0, "zone-a")
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Advance(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if faults.Injected() != 1 {
+		t.Fatalf("the refusal was injected %d times, want once", faults.Injected())
+	}
+	s := read(t, c)
+	if len(s.networks) != 0 || len(s.claims) != 0 || len(s.vlans) != 0 {
+		t.Fatalf("left behind: networks %d, claims %d, Vlans %d", len(s.networks), len(s.claims), len(s.vlans))
+	}
+	checkZoneCounts(t, s)
+	if z := s.zones[0]; z.Status.AllocatedVLANs != 0 || z.Status.FreeVLANs != 4 {
+		t.Errorf("zone allocated/free %d/%d, want 0/4", z.Status.AllocatedVLANs, z.Status.FreeVLANs)
+	}
+}
