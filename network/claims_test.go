@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,34 +24,34 @@ func claimIDs(s snapshot) []int32 {
 	return ids
 }
 
-// TestLostClaimAnswer: the API server records a network's claim but the
-// answer is lost, and a lower ID becomes free before the retry. The network
-// still gets the ID it claimed, holds one claim, and the zone counts agree
-// with the objects.
-func TestLostClaimAnswer(t *testing.T) {
+// claimFault runs network 0 in zone-a (IDs 100-103) with the first create
+// of a VLAN claim failing with kind, after the write when after is set;
+// then runs, with the world's client, right after that failure and before
+// the controller retries. setup runs before the controller starts. It
+// returns the world's client once a minute has passed.
+func claimFault(t *testing.T, kind kube.ErrorKind, after bool, setup, then func(c client.WithWatch)) client.WithWatch {
+	t.Helper()
 	ctx := context.Background()
 	faults := kube.NewFaults(1)
-	if err := faults.Set(kube.Fault{Verbs: []kube.Verb{kube.VerbCreate}, Err: kube.Timeout, After: true, Times: 1,
+	if err := faults.Set(kube.Fault{Verbs: []kube.Verb{kube.VerbCreate}, Err: kind, After: after, Times: 1,
 		Match: func(call kube.Call) bool { return call.GVK.Kind == "ProxmoxVLANClaim" }}); err != nil {
 		t.Fatal(err)
 	}
-	foreign := &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: kubeovnv1.VlanSpec{ID: 100, Provider: provider}}
 	hooks := faults.Funcs()
 	create := hooks.Create
+	fired := false
 	hooks.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 		err := create(ctx, c, obj, opts...)
-		if _, claim := obj.(*v1alpha1.ProxmoxVLANClaim); claim && apierrors.IsTimeout(err) {
-			// the foreign Vlan goes before the controller retries
-			if err := c.Delete(ctx, foreign.DeepCopy()); err != nil {
-				t.Errorf("delete the foreign Vlan: %v", err)
-			}
+		if faults.Injected() == 1 && !fired {
+			fired = true
+			then(c)
 		}
 		return err
 	}
 	h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
 	c := h.Client()
 	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
-	mustCreate(t, c, foreign.DeepCopy())
+	setup(c)
 	createNetwork(t, c, 0, "zone-a")
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -61,8 +60,25 @@ func TestLostClaimAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if faults.Injected() != 1 {
-		t.Fatalf("the lost answer was injected %d times, want once", faults.Injected())
+		t.Fatalf("the fault was injected %d times, want once", faults.Injected())
 	}
+	return c
+}
+
+// TestLostClaimAnswer: the API server records a network's claim but the
+// answer is lost, and a lower ID becomes free before the retry. The network
+// still gets the ID it claimed, holds one claim, and the zone counts agree
+// with the objects.
+func TestLostClaimAnswer(t *testing.T) {
+	foreign := &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: kubeovnv1.VlanSpec{ID: 100, Provider: provider}}
+	c := claimFault(t, kube.Timeout, true,
+		func(c client.WithWatch) { mustCreate(t, c, foreign.DeepCopy()) },
+		func(c client.WithWatch) {
+			// the foreign Vlan goes before the controller retries
+			if err := c.Delete(context.Background(), foreign.DeepCopy()); err != nil {
+				t.Errorf("delete the foreign Vlan: %v", err)
+			}
+		})
 	s := read(t, c)
 	if got := claimIDs(s); len(got) != 1 || got[0] != 101 {
 		t.Errorf("claims %v, want [101]", got)
@@ -114,34 +130,8 @@ func TestSurplusClaimsReleased(t *testing.T) {
 // written) and the network is uninstalled before the retry. The ID it had
 // picked returns to the zone.
 func TestRefusedClaimThenDelete(t *testing.T) {
-	ctx := context.Background()
-	faults := kube.NewFaults(1)
-	if err := faults.Set(kube.Fault{Verbs: []kube.Verb{kube.VerbCreate}, Err: kube.Unavailable, Times: 1,
-		Match: func(call kube.Call) bool { return call.GVK.Kind == "ProxmoxVLANClaim" }}); err != nil {
-		t.Fatal(err)
-	}
-	hooks := faults.Funcs()
-	create := hooks.Create
-	hooks.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		err := create(ctx, c, obj, opts...)
-		if _, claim := obj.(*v1alpha1.ProxmoxVLANClaim); claim && apierrors.IsServiceUnavailable(err) {
-			uninstall(t, c, 0) // the tenant goes before the controller retries
-		}
-		return err
-	}
-	h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
-	c := h.Client()
-	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
-	createNetwork(t, c, 0, "zone-a")
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Advance(ctx, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if faults.Injected() != 1 {
-		t.Fatalf("the refusal was injected %d times, want once", faults.Injected())
-	}
+	c := claimFault(t, kube.Unavailable, false, func(client.WithWatch) {},
+		func(c client.WithWatch) { uninstall(t, c, 0) }) // the tenant goes before the controller retries
 	s := read(t, c)
 	if len(s.networks) != 0 || len(s.claims) != 0 || len(s.vlans) != 0 {
 		t.Fatalf("left behind: networks %d, claims %d, Vlans %d", len(s.networks), len(s.claims), len(s.vlans))
