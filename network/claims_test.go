@@ -141,3 +141,41 @@ func TestRefusedClaimThenDelete(t *testing.T) {
 		t.Errorf("zone allocated/free %d/%d, want 0/4", z.Status.AllocatedVLANs, z.Status.FreeVLANs)
 	}
 }
+
+// TestOverlappingZonesCountClaims: two zones on one provider network share
+// IDs 102-103. A network of zone-b claims 102 but cannot create its Vlan
+// yet, and later goes away; zone-a counts 102 used while the claim exists
+// and free once it is gone.
+func TestOverlappingZonesCountClaims(t *testing.T) {
+	ctx := context.Background()
+	faults := kube.NewFaults(1)
+	hooks := faults.Funcs()
+	h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
+	c := h.Client()
+	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}, "zone-b": {"102-105"}})
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, h)
+	if err := faults.Set(kube.Fault{Verbs: []kube.Verb{kube.VerbCreate}, Err: kube.Unavailable,
+		Match: func(call kube.Call) bool { return call.GVK.Kind == "Vlan" }}); err != nil {
+		t.Fatal(err)
+	}
+	createNetwork(t, c, 0, "zone-b")
+	converge(t, h)
+	s := read(t, c)
+	if got := claimIDs(s); len(got) != 1 || got[0] != 102 || len(s.vlans) != 0 {
+		t.Fatalf("claims %v and %d Vlans, want the claim on 102 and no Vlan", got, len(s.vlans))
+	}
+	checkZoneCounts(t, s)
+	faults.Clear()
+	uninstall(t, c, 0)
+	if _, err := h.Advance(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	s = read(t, c)
+	if len(s.claims) != 0 || len(s.networks) != 0 {
+		t.Fatalf("left behind: claims %v, networks %d", claimIDs(s), len(s.networks))
+	}
+	checkZoneCounts(t, s)
+}

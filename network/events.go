@@ -35,9 +35,15 @@ func (c *Controller) enqueueFor(obj client.Object, gone bool) {
 	case *kubeovnv1.Vlan:
 		c.vlanChanged(observeVlan(o), gone)
 	case *v1alpha1.ProxmoxVLANClaim:
+		// A claim holds its ID in every zone on the provider network, whose
+		// ranges may overlap, so each of them counts it.
 		c.EnqueueZone(o.Spec.Zone)
+		zones := c.cache.zonesOn(o.Spec.ProviderNetwork)
+		for _, z := range zones {
+			c.EnqueueZone(z)
+		}
 		if gone {
-			c.enqueueNetworks(c.cache.waitingNetworks(c.cache.zonesOn(o.Spec.ProviderNetwork)))
+			c.enqueueNetworks(c.cache.waitingNetworks(zones))
 		}
 	case *kubeovnv1.Subnet:
 		c.enqueueNetworks(c.cache.subnetNetworks(o.Name))
