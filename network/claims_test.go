@@ -79,14 +79,22 @@ func TestLostClaimAnswer(t *testing.T) {
 				t.Errorf("delete the foreign Vlan: %v", err)
 			}
 		})
+	holdsOnly(t, c, 101)
+}
+
+// holdsOnly checks that network 0 carries vid and holds its claim alone,
+// and that the zones' counts equal a recount; it returns the snapshot.
+func holdsOnly(t *testing.T, c client.Client, vid int32) snapshot {
+	t.Helper()
 	s := read(t, c)
-	if got := claimIDs(s); len(got) != 1 || got[0] != 101 {
-		t.Errorf("claims %v, want [101]", got)
+	if got := claimIDs(s); len(got) != 1 || got[0] != vid {
+		t.Errorf("claims %v, want only the %d the network carries", got, vid)
 	}
-	if got := getNet(t, c, 0).Status.VLAN; got != 101 {
-		t.Errorf("network VLAN %d, want the 101 it claimed", got)
+	if got := getNet(t, c, 0).Status.VLAN; got != vid {
+		t.Errorf("network VLAN %d, want %d", got, vid)
 	}
 	checkZoneCounts(t, s)
+	return s
 }
 
 // TestSurplusClaimsReleased: a network holds claims for IDs its Vlan does
@@ -112,15 +120,7 @@ func TestSurplusClaimsReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	converge(t, h)
-	s := read(t, c)
-	if got := claimIDs(s); len(got) != 1 || got[0] != 100 {
-		t.Errorf("claims %v, want only the 100 the Vlan carries", got)
-	}
-	if got := getNet(t, c, 0).Status.VLAN; got != 100 {
-		t.Errorf("network VLAN %d, want 100", got)
-	}
-	checkZoneCounts(t, s)
-	zone := s.zones[0]
+	zone := holdsOnly(t, c, 100).zones[0]
 	if zone.Status.AllocatedVLANs != 1 || zone.Status.FreeVLANs != 3 {
 		t.Errorf("zone allocated/free %d/%d, want 1/3", zone.Status.AllocatedVLANs, zone.Status.FreeVLANs)
 	}
