@@ -105,12 +105,27 @@ func (c *Client) attempt() (client.Client, error) {
 		nb.Close()
 		return nil, wrapNB("monitor the OVN NB", err)
 	}
-	nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(string, model.Model) { c.poke() },
-		UpdateFunc: func(string, model.Model, model.Model) { c.poke() },
-		DeleteFunc: func(string, model.Model) { c.poke() },
-	})
+	if err := onChange(nb, c.poke); err != nil {
+		nb.Close()
+		return nil, wrapNB("monitor the OVN NB", err)
+	}
 	return nb, nil
+}
+
+// onChange calls f after every change the monitor brings into nb's cache.
+// libovsdb drops the cache when the server closes the connection, which
+// may happen right after the monitor started: that is ErrNotConnected.
+func onChange(nb client.Client, f func()) error {
+	tc := nb.Cache()
+	if tc == nil {
+		return client.ErrNotConnected
+	}
+	tc.AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, model.Model) { f() },
+		UpdateFunc: func(string, model.Model, model.Model) { f() },
+		DeleteFunc: func(string, model.Model) { f() },
+	})
+	return nil
 }
 
 // monitor asks for the three tables and only the columns the models hold.

@@ -1,9 +1,15 @@
 package ovngateway
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
 )
 
@@ -30,5 +36,56 @@ func TestMonitorColumns(t *testing.T) {
 				t.Errorf("table %s: column %q is not in the schema", tm.Table, c)
 			}
 		}
+	}
+}
+
+// TestOnChange: a monitored client reports every change to its cache; one
+// whose connection the server closed (libovsdb then drops the cache) is
+// ErrNotConnected instead of a crash.
+func TestOnChange(t *testing.T) {
+	s := ovnnb.StartInMemory(t)
+	m, err := Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := client.NewOVSDBClient(m, client.WithEndpoint(s.Endpoint()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nb.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := nb.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nb.Monitor(ctx, monitor()); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 1)
+	if err := onChange(nb, func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}); err != nil {
+		t.Fatalf("connected client: %v", err)
+	}
+	ovnnb.AddRouterPort(t, ovnnb.Connect(t, s.DirectEndpoint()), "vpc1", "vpc1-sub1")
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no change reported after a router port was added")
+	}
+
+	s.Down()
+	for nb.Cache() != nil {
+		select {
+		case <-ctx.Done():
+			t.Fatal("libovsdb kept the cache after the server closed the connection")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := onChange(nb, func() {}); !errors.Is(err, client.ErrNotConnected) {
+		t.Fatalf("disconnected client: got %v, want ErrNotConnected", err)
 	}
 }
