@@ -2,7 +2,9 @@
 # The project's test command: installs what the tests need, then runs the
 # whole suite with the race detector.
 #
-#   hack/test.sh [go test flags...]     e.g. hack/test.sh -run TestRunner ./engine/...
+#   hack/test.sh [go test flags...] [packages]   e.g. hack/test.sh -run TestRunner ./engine/...
+#
+# Without packages it tests ./... (flags alone, like -count=1, included).
 #
 # What it provides:
 #   - a real ovsdb-server (Debian package ovn-central), installed with apt-get
@@ -30,7 +32,14 @@ KUBEBUILDER_ASSETS="$(hack/kube-assets.sh)"
 export KUBEBUILDER_ASSETS
 say "envtest binaries: $KUBEBUILDER_ASSETS"
 
-if [[ $# -eq 0 ]]; then
-	set -- ./...
+# Flags alone (hack/test.sh -count=1) still mean the whole suite.
+packages=false
+for arg in "$@"; do
+	case "$arg" in
+	. | ./* | ../* | all | github.com/*) packages=true ;;
+	esac
+done
+if ! $packages; then
+	set -- "$@" ./...
 fi
 exec go test -race -timeout 25m "$@"
