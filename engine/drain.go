@@ -66,6 +66,10 @@ func (d *drain) take(ctx context.Context, r queueView) (Key, bool) {
 	defer d.mu.Unlock()
 	var waitingSince time.Time
 	for {
+		// Due keys are counted before the queue is looked at: a key moving
+		// from the delaying layer counts as due until it is in the queue,
+		// so no key slips between the two reads.
+		due := r.due()
 		switch {
 		case d.stop:
 			return Key{}, false
@@ -81,7 +85,7 @@ func (d *drain) take(ctx context.Context, r queueView) (Key, bool) {
 			return key, true
 		case d.active > 0:
 			d.cond.Wait()
-		case r.due() == 0:
+		case due == 0:
 			return Key{}, d.end(nil)
 		default:
 			if waitingSince.IsZero() {

@@ -44,6 +44,9 @@ type tracker struct {
 	clock   clock.PassiveClock
 	waiting map[Key]time.Time
 	direct  map[Key]int
+	// moving counts adds between leaving the tracker and entering the
+	// queue; they count as due, so Drain never sees such a key nowhere.
+	moving int
 }
 
 func newTracker(c clock.PassiveClock) *tracker {
@@ -68,11 +71,14 @@ func (t *tracker) immediate(k Key) {
 	t.direct[k]++
 }
 
-// arrived is called for every add that reaches the queue; an add that was
-// not announced as immediate is a delayed one firing.
+// arrived is called for every add before it enters the queue (moved is
+// called once it has); an add that was not announced as immediate is a
+// delayed one firing. A delayed entry goes only when it is due: a plain Add
+// leaves a later delayed add of the same key waiting.
 func (t *tracker) arrived(k Key) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.moving++
 	if n := t.direct[k]; n > 0 {
 		if n == 1 {
 			delete(t.direct, k)
@@ -81,14 +87,24 @@ func (t *tracker) arrived(k Key) {
 		}
 		return
 	}
-	delete(t.waiting, k)
+	if at, ok := t.waiting[k]; ok && !at.After(t.clock.Now()) {
+		delete(t.waiting, k)
+	}
 }
 
-// due counts delayed keys whose time has come.
+// moved is called when an add that arrived is in the queue.
+func (t *tracker) moved() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.moving--
+}
+
+// due counts delayed keys whose time has come, and adds on their way into
+// the queue.
 func (t *tracker) due() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now, n := t.clock.Now(), 0
+	now, n := t.clock.Now(), t.moving
 	for _, at := range t.waiting {
 		if !at.After(now) {
 			n++
@@ -115,9 +131,13 @@ type trackedQueue struct {
 	t *tracker
 }
 
+// Add tells the tracker before k enters the queue, so that a worker that
+// takes k and delays it again cannot be overtaken by the tracker forgetting
+// the entry that fired; until k is in the queue it counts as due.
 func (q trackedQueue) Add(k Key) {
 	q.t.arrived(k)
 	q.TypedInterface.Add(k)
+	q.t.moved()
 }
 
 type trackedDelaying struct {
