@@ -224,31 +224,13 @@ func readDecision(err error) (apiDecision, error) {
 	return apiDecision{}, err
 }
 
-// agree compares the Go decision with the API server's. Refused entries of
-// an attachment policy may come in any order from CEL's map iteration, so
-// messages are compared as multisets of their ", "-separated pieces.
+// agree compares the Go decision with the API server's: the same outcome,
+// and for a refusal the same policy and the same message, byte for byte.
 func agree(d Decision, a apiDecision) bool {
 	if d.Allowed || a.allowed {
 		return d.Allowed == a.allowed
 	}
-	if d.Policy != a.policy {
-		return false
-	}
-	if d.Message == a.message {
-		return true
-	}
-	if d.Policy == PolicyMachineBinding {
-		return false
-	}
-	px, rx, okx := strings.Cut(d.Message, "refused: ")
-	py, ry, oky := strings.Cut(a.message, "refused: ")
-	if !okx || !oky || px != py {
-		return false
-	}
-	x, y := strings.Split(rx, ", "), strings.Split(ry, ", ")
-	sort.Strings(x)
-	sort.Strings(y)
-	return strings.Join(x, "\x00") == strings.Join(y, "\x00")
+	return d.Policy == a.policy && d.Message == a.message
 }
 
 // rename gives a pair case a fresh namespace for tenant-a, so its

@@ -12,8 +12,11 @@ const (
 	msgPod = "a pod may attach only network attachment definitions and Kube-OVN subnets of its own namespace"
 )
 
+// composedAttachmentMessage is the refusal as the API server shows the
+// policy's messageExpression: without trailing whitespace, which a refused
+// value may end with.
 func composedAttachmentMessage(static, ns string, refused []string) string {
-	return static + " (" + ns + "; a multus default network as " + ns + "/<name>); refused: " + strings.Join(refused, ", ")
+	return strings.TrimSpace(static + " (" + ns + "; a multus default network as " + ns + "/<name>); refused: " + strings.Join(refused, ", "))
 }
 
 // multusNetwork is a KubeVirt network of type multus.

@@ -45,7 +45,8 @@ const celDefaultSwitches = `namespaceObject != null && has(namespaceObject.metad
 	`? namespaceObject.metadata.annotations['ovn.kubernetes.io/logical_switch'].split(',') : []`
 
 // celRefusedAnnotations filters the new or changed annotations that reach
-// outside the namespace (refusedAnnotations). pins is a CEL condition under
+// outside the namespace (refusedAnnotations), sorted like the Go validator's
+// keys: a CEL map has no order of its own. pins is a CEL condition under
 // which subnet pins are judged.
 func celRefusedAnnotations(pins string) string {
 	const v = "variables.annotations[k]"
@@ -53,7 +54,7 @@ func celRefusedAnnotations(pins string) string {
 		`!(k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.annotations[k]) && ` +
 		`(k == 'k8s.v1.cni.cncf.io/networks' ? ` + celForeignNetworks(v) +
 		` : k == 'v1.multus-cni.io/default-network' ? ` + celForeignDefaultNetwork(v) +
-		` : ` + pins + ` && ` + celRefusedPin("k", v) + `))`
+		` : ` + pins + ` && ` + celRefusedPin("k", v) + `)).sort()`
 }
 
 // celAttachmentMessage composes the refusal of an attachment policy
