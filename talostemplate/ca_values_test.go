@@ -1,45 +1,18 @@
 package talostemplate
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 )
 
-// testCA returns a fresh self-signed CA certificate and its key, both as PEM.
-func testCA(t *testing.T) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "factory CA"},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-}
-
 func TestFactoryCA(t *testing.T) {
-	cert, key := testCA(t)
-	cert2, _ := testCA(t)
+	ca := pki.New(t, "factory CA")
+	cert, key, cert2 := string(ca.PEM), string(ca.KeyPEM()), string(pki.New(t, "factory CA").PEM)
 	cases := map[string]struct {
 		reason  string
 		factory string

@@ -89,3 +89,14 @@ func (ca *CA) Issue(cn string, leaf Leaf) (certPEM, keyPEM []byte) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
+
+// KeyPEM returns the CA's own private key as an "EC PRIVATE KEY" block, for
+// tests that must refuse a key where only certificates belong.
+func (ca *CA) KeyPEM() []byte {
+	ca.t.Helper()
+	der, err := x509.MarshalECPrivateKey(ca.key)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+}

@@ -44,3 +44,14 @@ func TestIssue(t *testing.T) {
 		t.Errorf("a zero Leaf got usages %v, DNS %v, IPs %v", l.ExtKeyUsage, l.DNSNames, l.IPAddresses)
 	}
 }
+
+// TestKeyPEM: the CA's key block is the key of the CA's certificate.
+func TestKeyPEM(t *testing.T) {
+	ca := pki.New(t, "ca")
+	if _, err := tls.X509KeyPair(ca.PEM, ca.KeyPEM()); err != nil {
+		t.Fatalf("the CA certificate and KeyPEM do not pair: %v", err)
+	}
+	if other := pki.New(t, "other"); slices.Equal(other.KeyPEM(), ca.KeyPEM()) {
+		t.Fatal("two CAs share a key")
+	}
+}
