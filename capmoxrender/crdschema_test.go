@@ -79,7 +79,15 @@ var (
 // crdDirs lists the CRD folders of each generation: capmox v0.7.7 with CAPI
 // v1.10.4 (what Cozystack ships), capmox v0.9.0 with CAPI v1.14.2.
 func crdDirs() (map[capmoxrender.Capmox][]string, error) {
-	shared, err := kube.SharedDir()
+	v07, err := kube.UpstreamCRDDir("capmox-v0.7.7")
+	if err != nil {
+		return nil, err
+	}
+	v09, err := kube.UpstreamCRDDir("capmox-v0.9.0")
+	if err != nil {
+		return nil, err
+	}
+	ipam, err := kube.ModuleCRDDir(kube.CAPIIPAMModule)
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +99,9 @@ func crdDirs() (map[capmoxrender.Capmox][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds := filepath.Join(shared, "crds")
 	return map[capmoxrender.Capmox][]string{
-		capmoxrender.CapmoxV07: {filepath.Join(crds, "capmox-v0.7.7"), capi110, filepath.Join(crds, "ipam-in-cluster-v1.0.3")},
-		capmoxrender.CapmoxV08: {filepath.Join(crds, "capmox-v0.9.0"), capi114, filepath.Join(crds, "ipam-in-cluster-v1.0.3")},
+		capmoxrender.CapmoxV07: {v07, capi110, ipam},
+		capmoxrender.CapmoxV08: {v09, capi114, ipam},
 	}, nil
 }
 
@@ -128,7 +135,7 @@ func loadSchemas(t fataler) map[capmoxrender.Capmox]schemaSet {
 		}
 	})
 	if schemasErr != nil {
-		t.Fatalf("cannot load the upstream CRDs (../shared/crds and the CAPI modules must be present): %v", schemasErr)
+		t.Fatalf("cannot load the upstream CRDs (third_party/crds and the CAPI modules): %v", schemasErr)
 	}
 	return schemas
 }

@@ -18,10 +18,11 @@ import (
 func startAPIServer(t testing.TB) (*rest.Config, client.WithWatch) {
 	t.Helper()
 	cfg, _ := kube.StartAPIServer(t, kube.APIServerOptions{
-		Scheme:     sim.Scheme(),
-		SharedCRDs: []string{"kube-ovn", "ipam-in-cluster-v1.0.3", "capmox-v0.9.0"},
-		CAPI:       true,
-		CRDPaths:   []string{"../config/crd/bases"},
+		Scheme:       sim.Scheme(),
+		UpstreamCRDs: []string{"kube-ovn-v1.15.24", "capmox-v0.9.0"},
+		CAPIIPAM:     true,
+		CAPI:         true,
+		CRDPaths:     []string{"../config/crd/bases"},
 	})
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: the server is the one measured
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sim.Scheme()})

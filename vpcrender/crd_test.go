@@ -22,8 +22,9 @@ import (
 // must hold every value rendered, so nothing was pruned or rewritten.
 func TestRenderAcceptedByRealCRDs(t *testing.T) {
 	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
-		SharedCRDs: []string{"kube-ovn", "ipam-in-cluster-v1.0.3"},
-		CRDPaths:   []string{filepath.Join("..", "config", "crd", "bases", "proxmox.cozystack.io_proxmoxnetworks.yaml"), filepath.Join("testdata", "crds")},
+		UpstreamCRDs: []string{"kube-ovn-v1.15.24"},
+		CAPIIPAM:     true,
+		CRDPaths:     []string{filepath.Join("..", "config", "crd", "bases", "proxmox.cozystack.io_proxmoxnetworks.yaml"), filepath.Join("testdata", "crds")},
 	})
 	ctx := context.Background()
 	for _, ns := range []string{"tenant-a", "tenant-test", "cozy-proxmox-network"} {

@@ -35,10 +35,11 @@ func scheme() *runtime.Scheme {
 // Kube-OVN's, the in-cluster IPAM provider's, Cluster API's and ours.
 func TestAPIServer(t *testing.T) {
 	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
-		Scheme:     scheme(),
-		SharedCRDs: []string{"kube-ovn", "ipam-in-cluster-v1.0.3"},
-		CAPI:       true,
-		CRDPaths:   []string{"../../config/crd/bases"},
+		Scheme:       scheme(),
+		UpstreamCRDs: []string{"kube-ovn-v1.15.24"},
+		CAPIIPAM:     true,
+		CAPI:         true,
+		CRDPaths:     []string{"../../config/crd/bases"},
 	})
 	t.Run("MirrorsRoundTrip", func(t *testing.T) { testMirrorsRoundTrip(t, c) })
 	t.Run("ProxmoxCRDs", func(t *testing.T) { testProxmoxCRDs(t, c) })

@@ -22,7 +22,7 @@ import (
 func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // noUpstreamCRD are the kinds rendered next to the capmox objects whose CRDs
-// (Kamaji, the Talos bootstrap provider, Flux) are neither in ../shared/crds
+// (Kamaji, the Talos bootstrap provider, Flux) are neither in third_party/crds
 // nor in a served Go module; the API server cannot judge them.
 var noUpstreamCRD = map[string]bool{"KamajiControlPlane": true, "TalosConfigTemplate": true, "HelmRelease": true}
 
@@ -32,16 +32,16 @@ var noUpstreamCRD = map[string]bool{"KamajiControlPlane": true, "TalosConfigTemp
 // define the same CRD names, so each needs its own server.
 func apiServer(t *testing.T, gen capmoxrender.Capmox) client.Client {
 	t.Helper()
-	o := kube.APIServerOptions{SharedCRDs: []string{"ipam-in-cluster-v1.0.3"}}
+	o := kube.APIServerOptions{CAPIIPAM: true}
 	if gen == capmoxrender.CapmoxV07 {
 		dir, err := kube.ModuleCRDDir(capiV110)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.SharedCRDs = append(o.SharedCRDs, "capmox-v0.7.7")
+		o.UpstreamCRDs = append(o.UpstreamCRDs, "capmox-v0.7.7")
 		o.CRDPaths = []string{dir}
 	} else {
-		o.SharedCRDs = append(o.SharedCRDs, "capmox-v0.9.0")
+		o.UpstreamCRDs = append(o.UpstreamCRDs, "capmox-v0.9.0")
 		o.CAPI = true
 	}
 	_, c := kube.StartAPIServer(t, o)

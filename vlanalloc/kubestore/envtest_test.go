@@ -11,7 +11,7 @@ import (
 func TestSplitBrainAPIServer(t *testing.T) {
 	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
 		Scheme:     scheme(),
-		SharedCRDs: []string{"kube-ovn"},
+		UpstreamCRDs: []string{"kube-ovn-v1.15.24"},
 		CRDPaths:   []string{"../../config/crd/bases"},
 	})
 	splitBrain(t, c, 60)

@@ -49,9 +49,10 @@ func Scheme() *runtime.Scheme {
 func StartAPIServer(t testing.TB) (*rest.Config, client.Client) {
 	t.Helper()
 	return kube.StartAPIServer(t, kube.APIServerOptions{
-		Scheme:     Scheme(),
-		SharedCRDs: []string{"kube-ovn", "capmox-v0.9.0", "ipam-in-cluster-v1.0.3"},
-		CAPI:       true,
-		CRDPaths:   []string{filepath.Join(RepoRoot(t), "config", "crd", "bases")},
+		Scheme:       Scheme(),
+		UpstreamCRDs: []string{"kube-ovn-v1.15.24", "capmox-v0.9.0"},
+		CAPIIPAM:     true,
+		CAPI:         true,
+		CRDPaths:     []string{filepath.Join(RepoRoot(t), "config", "crd", "bases")},
 	})
 }

@@ -20,17 +20,16 @@ import (
 
 // Versions of the envtest binaries and of the modules whose CRDs tests load.
 const (
-	KubeVersion       = "1.37.2"
-	EtcdVersion       = "3.7.3"
-	CAPIModule        = "sigs.k8s.io/cluster-api@v1.14.2"
-	CAPIIPAMModule    = "sigs.k8s.io/cluster-api-ipam-provider-in-cluster@v1.0.3"
-	assetsHint        = "run hack/test.sh or hack/kube-assets.sh to build them"
-	envAssets         = "KUBEBUILDER_ASSETS"
-	envCache          = "PXSUBSTRATE_CACHE"
-	envShared         = "PXSUBSTRATE_SHARED"
-	sharedCRDsSubpath = "crds"
-	startTimeout      = 2 * time.Minute
-	stopTimeout       = time.Minute
+	KubeVersion     = "1.37.2"
+	EtcdVersion     = "3.7.3"
+	CAPIModule      = "sigs.k8s.io/cluster-api@v1.14.2"
+	CAPIIPAMModule  = "sigs.k8s.io/cluster-api-ipam-provider-in-cluster@v1.0.3"
+	assetsHint      = "run hack/test.sh or hack/kube-assets.sh to build them"
+	envAssets       = "KUBEBUILDER_ASSETS"
+	envCache        = "PXSUBSTRATE_CACHE"
+	upstreamCRDsDir = "third_party/crds"
+	startTimeout    = 2 * time.Minute
+	stopTimeout     = time.Minute
 )
 
 // ErrMissingAssets says kube-apiserver or etcd cannot be found.
@@ -40,10 +39,10 @@ var ErrMissingAssets = errors.New("envtest binaries are missing")
 type APIServerOptions struct {
 	// Scheme is used by the returned client; nil means Scheme().
 	Scheme *runtime.Scheme
-	// SharedCRDs names folders under the shared CRD tree (../shared/crds from
-	// the repository root, or $PXSUBSTRATE_SHARED/crds), e.g. "capmox-v0.9.0",
-	// "ipam-in-cluster-v1.0.3", "kube-ovn".
-	SharedCRDs []string
+	// UpstreamCRDs names folders under the repository's third_party/crds,
+	// e.g. "capmox-v0.9.0", "kube-ovn-v1.15.24" (third_party/crds/README.md
+	// says where each comes from).
+	UpstreamCRDs []string
 	// CAPI installs the Cluster API core CRDs shipped in CAPIModule.
 	CAPI bool
 	// CAPIIPAM installs the in-cluster IPAM provider CRDs shipped in CAPIIPAMModule.
@@ -133,18 +132,12 @@ func DefaultAssetsDir() string {
 
 func crdPaths(o APIServerOptions) ([]string, error) {
 	var paths []string
-	if len(o.SharedCRDs) > 0 {
-		shared, err := SharedDir()
+	for _, name := range o.UpstreamCRDs {
+		p, err := UpstreamCRDDir(name)
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range o.SharedCRDs {
-			p := filepath.Join(shared, sharedCRDsSubpath, name)
-			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("cannot find shared CRD set %q at %s: %w", name, p, err)
-			}
-			paths = append(paths, p)
-		}
+		paths = append(paths, p)
 	}
 	if o.CAPI {
 		p, err := ModuleCRDDir(CAPIModule)
@@ -163,30 +156,42 @@ func crdPaths(o APIServerOptions) ([]string, error) {
 	return append(paths, o.CRDPaths...), nil
 }
 
-// SharedDir returns the shared tree: $PXSUBSTRATE_SHARED, else ../shared next
-// to the repository root found by walking up from the working directory to go.mod.
-func SharedDir() (string, error) {
-	if d := os.Getenv(envShared); d != "" {
-		return d, nil
+// UpstreamCRDDir returns the folder third_party/crds/<name> of this
+// repository, found by walking up from the working directory to the go.mod of
+// this module, so that it works from any package's tests and from a clone
+// placed anywhere.
+func UpstreamCRDDir(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
 	}
+	p := filepath.Join(root, upstreamCRDsDir, name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("cannot find the upstream CRD set %q: %w (the folders are listed in %s/README.md)",
+			name, err, upstreamCRDsDir)
+	}
+	return p, nil
+}
+
+// RepoRoot returns the folder of this module's go.mod, the first one found
+// walking up from the working directory.
+func RepoRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("cannot find the shared folder: %w", err)
+		return "", fmt.Errorf("cannot find the repository root: %w", err)
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			shared := filepath.Join(filepath.Dir(dir), "shared")
-			if _, err := os.Stat(shared); err != nil {
-				return "", fmt.Errorf("cannot find the shared folder next to the repository (%s); set %s: %w",
-					shared, envShared, err)
-			}
-			return shared, nil
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
+			return dir, nil
 		}
 		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("cannot find the shared folder: no go.mod above %s; set %s", wd, envShared)
+			return "", fmt.Errorf("cannot find the repository root: no go.mod of %s above %s", modulePath, wd)
 		}
 	}
 }
+
+// modulePath is this repository's module.
+const modulePath = "github.com/pxsubstrate/pxsubstrate"
 
 var moduleDirs sync.Map // module@version -> string
 

@@ -25,10 +25,10 @@ func TestStartAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
-		Scheme:     s,
-		SharedCRDs: []string{"capmox-v0.9.0"},
-		CAPI:       true,
-		CAPIIPAM:   true,
+		Scheme:       s,
+		UpstreamCRDs: []string{"capmox-v0.9.0"},
+		CAPI:         true,
+		CAPIIPAM:     true,
 	})
 	ctx := context.Background()
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
@@ -86,18 +86,49 @@ func TestFindAssets(t *testing.T) {
 	}
 }
 
-func TestSharedDir(t *testing.T) {
-	t.Setenv("PXSUBSTRATE_SHARED", "")
-	dir, err := kube.SharedDir()
+func TestUpstreamCRDDir(t *testing.T) {
+	for _, name := range []string{"capmox-v0.7.7", "capmox-v0.9.0", "kube-ovn-v1.15.24"} {
+		dir, err := kube.UpstreamCRDDir(name)
+		if err != nil {
+			t.Fatalf("UpstreamCRDDir(%q): %v", name, err)
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if len(files) == 0 {
+			t.Errorf("UpstreamCRDDir(%q) = %q holds no YAML", name, dir)
+		}
+	}
+	_, err := kube.UpstreamCRDDir("capmox-v0.0.0")
+	if err == nil || !strings.Contains(err.Error(), `"capmox-v0.0.0"`) || !strings.Contains(err.Error(), "third_party/crds/README.md") {
+		t.Errorf("UpstreamCRDDir of a missing set: %v, want an error naming the set and the README", err)
+	}
+}
+
+// TestRepoRootFromElsewhere runs in a copy of this module's go.mod placed in
+// a folder with nothing beside it, as a clone anywhere would be.
+func TestRepoRootFromElsewhere(t *testing.T) {
+	root, err := kube.RepoRoot()
 	if err != nil {
-		t.Fatalf("SharedDir(): %v", err)
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "crds", "kube-ovn")); err != nil {
-		t.Errorf("SharedDir() = %q has no crds/kube-ovn: %v", dir, err)
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Setenv("PXSUBSTRATE_SHARED", "/elsewhere")
-	if dir, _ := kube.SharedDir(); dir != "/elsewhere" {
-		t.Errorf("SharedDir() = %q, want the override /elsewhere", dir)
+	clone := t.TempDir()
+	sub := filepath.Join(clone, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(clone, "go.mod"), mod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A nested module of another path does not stop the walk.
+	if err := os.WriteFile(filepath.Join(clone, "a", "go.mod"), []byte("module example.com/other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	if got, err := kube.RepoRoot(); err != nil || got != clone {
+		t.Errorf("RepoRoot() from %s = %q, %v; want %q", sub, got, err, clone)
 	}
 }
 
