@@ -7,8 +7,9 @@
 # Without packages it tests ./... (flags alone, like -count=1, included).
 #
 # What it provides:
-#   - a real ovsdb-server (Debian package ovn-central), installed with apt-get
-#     when missing;
+#   - a real ovsdb-server (Debian package ovn-central) and the OVN data plane
+#     (ovn-host, openvswitch-switch, iproute2, iputils-ping), installed with
+#     apt-get when missing; the data-plane tests also need root;
 #   - kube-apiserver and etcd for envtest, built once from the Go module proxy
 #     into ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}
 #     (about 5 minutes on 2 cores the first time, instant afterwards).
@@ -17,15 +18,25 @@ cd "$(dirname "$0")/.."
 
 say() { echo "test.sh: $*" >&2; }
 
-if ! command -v ovsdb-server >/dev/null || [[ ! -f /usr/share/ovn/ovn-nb.ovsschema ]]; then
-	say "installing ovn-central for a real ovsdb-server"
+# Debian packages the tests run: a real ovsdb-server (ovn-central) for the NB
+# tests, and the whole OVN data plane (ovn-host, openvswitch-switch) with the
+# tools the data-plane lab drives (iproute2, iputils-ping).
+need=()
+have() { command -v "$1" >/dev/null || [[ -x /usr/sbin/$1 || -x /sbin/$1 ]]; }
+have ovsdb-server && have ovn-northd && [[ -f /usr/share/ovn/ovn-nb.ovsschema ]] || need+=(ovn-central)
+have ovn-controller || need+=(ovn-host)
+have ovs-vswitchd && have ovs-vsctl && [[ -f /usr/share/openvswitch/vswitch.ovsschema ]] || need+=(openvswitch-switch)
+have ip || need+=(iproute2)
+have ping || need+=(iputils-ping)
+if ((${#need[@]})); then
+	say "installing ${need[*]}"
 	sudo=""
 	if [[ $(id -u) -ne 0 ]]; then
-		command -v sudo >/dev/null || { say "ovn-central is missing and this user cannot install it: run 'apt-get install ovn-central' as root"; exit 1; }
+		command -v sudo >/dev/null || { say "${need[*]} missing and this user cannot install them: run 'apt-get install ${need[*]}' as root"; exit 1; }
 		sudo=sudo
 	fi
 	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends ovn-central >/dev/null
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 KUBEBUILDER_ASSETS="$(hack/kube-assets.sh)"

@@ -1,0 +1,398 @@
+package ovnlab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Schemas of the databases the lab creates, as Debian installs them.
+const (
+	nbSchema      = "/usr/share/ovn/ovn-nb.ovsschema"
+	sbSchema      = "/usr/share/ovn/ovn-sb.ovsschema"
+	vswitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
+)
+
+// commandTimeout bounds every control command (ovs-vsctl, ovn-nbctl, ip, ...).
+const commandTimeout = 30 * time.Second
+
+// requirements maps every program and schema the lab uses to the Debian
+// package that provides it.
+var requirements = []struct{ file, pkg string }{
+	{"ip", "iproute2"},
+	{"ovsdb-server", "openvswitch-common"},
+	{"ovsdb-tool", "openvswitch-common"},
+	{"ovs-vsctl", "openvswitch-switch"},
+	{"ovs-appctl", "openvswitch-common"},
+	{"ovs-vswitchd", "openvswitch-switch"},
+	{"ovn-northd", "ovn-central"},
+	{"ovn-nbctl", "ovn-common"},
+	{"ovn-sbctl", "ovn-common"},
+	{"ovn-appctl", "ovn-common"},
+	{"ovn-controller", "ovn-host"},
+	{"ping", "iputils-ping"},
+	{nbSchema, "ovn-common"},
+	{sbSchema, "ovn-common"},
+	{vswitchSchema, "openvswitch-common"},
+}
+
+// sbinDirs are searched after PATH: Debian installs the daemons there.
+var sbinDirs = []string{"/usr/sbin", "/sbin", "/usr/bin"}
+
+// Check reports what the lab needs and this machine lacks: root, and the
+// programs of the Debian packages named in the error.
+func Check() error {
+	var missing []string
+	pkgs := map[string]bool{}
+	var order []string
+	for _, r := range requirements {
+		if _, err := find(r.file); err != nil {
+			missing = append(missing, r.file)
+			if !pkgs[r.pkg] {
+				pkgs[r.pkg] = true
+				order = append(order, r.pkg)
+			}
+		}
+	}
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("the OVN data-plane lab needs %s: run hack/test.sh, which installs them, or `apt-get install %s`",
+			strings.Join(missing, ", "), strings.Join(order, " ")))
+	}
+	if os.Geteuid() != 0 {
+		errs = append(errs, errors.New("the OVN data-plane lab needs root (it creates network namespaces and veth pairs): run the tests as root, as CI does"))
+	}
+	return errors.Join(errs...)
+}
+
+// find resolves a program through PATH and the sbin directories, or checks
+// that an absolute file exists.
+func find(name string) (string, error) {
+	if filepath.IsAbs(name) {
+		_, err := os.Stat(name)
+		return name, err
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, d := range sbinDirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found", name)
+}
+
+// run executes a program and returns its combined output.
+func run(env []string, name string, args ...string) (string, error) {
+	p, err := find(name)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// ChassisSpec describes one chassis of a lab.
+type ChassisSpec struct {
+	// Name is the chassis name (external_ids:system-id), e.g. "ch1".
+	Name string
+	// Trunk gives the chassis a provider bridge on the hypervisor trunk,
+	// mapped to the lab's provider network with ovn-bridge-mappings.
+	Trunk bool
+}
+
+// Options configures New.
+type Options struct {
+	// Chassis to start, in order; encapsulation addresses are 192.0.2.<i+1>.
+	Chassis []ChassisSpec
+	// ProviderNetwork is the localnet network_name; "provider" when empty.
+	ProviderNetwork string
+}
+
+// Lab is a running OVN deployment with its chassis, hypervisor bridge and
+// hosts.
+type Lab struct {
+	t        testing.TB
+	dir      string
+	prefix   string
+	provider string
+
+	// NB and SB are the ovsdb-servers of OVN_Northbound and OVN_Southbound.
+	NB, SB *Daemon
+	// Northd is ovn-northd.
+	Northd *Daemon
+	// Hypervisor holds the VLAN-aware bridge of the VMs (vmbr0) and the
+	// underlay bridge of the tunnels (a Linux bridge, ul0).
+	Hypervisor *Switch
+	// Chassis are the OVN chassis in the order of Options.Chassis.
+	Chassis []*Chassis
+
+	namespaces []string
+	hosts      []*Host
+	nextMAC    int
+}
+
+// New starts a lab and stops it on cleanup. It fails t when a requirement
+// is missing or a daemon does not start.
+func New(t testing.TB, opts Options) *Lab {
+	t.Helper()
+	if err := Check(); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "ovnlab")
+	if err != nil {
+		t.Fatalf("cannot create the lab directory: %v", err)
+	}
+	l := &Lab{t: t, dir: dir, prefix: randomPrefix(), provider: opts.ProviderNetwork}
+	if l.provider == "" {
+		l.provider = "provider"
+	}
+	t.Cleanup(l.teardown)
+	if err := l.start(opts); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func randomPrefix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "ol" + hex.EncodeToString(b)
+}
+
+func (l *Lab) start(opts Options) error {
+	var err error
+	if l.NB, err = l.startDB("nb", nbSchema, "the OVN northbound ovsdb-server"); err != nil {
+		return err
+	}
+	if l.SB, err = l.startDB("sb", sbSchema, "the OVN southbound ovsdb-server"); err != nil {
+		return err
+	}
+	if err := l.startNorthd(); err != nil {
+		return err
+	}
+	if l.Hypervisor, err = l.newSwitch("hv", "the hypervisor"); err != nil {
+		return err
+	}
+	if err := l.Hypervisor.vsctl("add-br", "vmbr0", "--", "set", "bridge", "vmbr0", "datapath_type=netdev"); err != nil {
+		return err
+	}
+	if err := l.ip("-n", l.Hypervisor.NS, "link", "add", "ul0", "type", "bridge"); err != nil {
+		return err
+	}
+	if err := l.ip("-n", l.Hypervisor.NS, "link", "set", "ul0", "up"); err != nil {
+		return err
+	}
+	for i, spec := range opts.Chassis {
+		c, err := l.startChassis(i, spec)
+		if err != nil {
+			return err
+		}
+		l.Chassis = append(l.Chassis, c)
+	}
+	_, err = l.nbctl("--wait=hv", "sync")
+	return err
+}
+
+// startDB creates a database from schema and serves it on <dir>/<name>.sock.
+func (l *Lab) startDB(name, schema, what string) (*Daemon, error) {
+	db := filepath.Join(l.dir, name+".db")
+	if _, err := run(nil, "ovsdb-tool", "create", db, schema); err != nil {
+		return nil, fmt.Errorf("cannot create the database of %s: %w", what, err)
+	}
+	sock := filepath.Join(l.dir, name+".sock")
+	d := &Daemon{
+		Name: what, Log: filepath.Join(l.dir, name+".log"), Pidfile: filepath.Join(l.dir, name+".pid"),
+		dir: l.dir,
+		args: []string{db, "--remote=punix:" + sock, "--unixctl=" + filepath.Join(l.dir, name+".ctl"),
+			"--pidfile=" + filepath.Join(l.dir, name+".pid"), "--log-file=" + filepath.Join(l.dir, name+".log")},
+		ready: func() error { return dial(sock) },
+	}
+	var err error
+	if d.path, err = find("ovsdb-server"); err != nil {
+		return nil, err
+	}
+	return d, d.start()
+}
+
+func dial(sock string) error {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func (l *Lab) startNorthd() error {
+	ctl := filepath.Join(l.dir, "northd.ctl")
+	d := &Daemon{
+		Name: "ovn-northd", Log: filepath.Join(l.dir, "northd.log"), Pidfile: filepath.Join(l.dir, "northd.pid"),
+		dir: l.dir,
+		args: []string{"--ovnnb-db=unix:" + l.socket("nb"), "--ovnsb-db=unix:" + l.socket("sb"),
+			"--unixctl=" + ctl, "--pidfile=" + filepath.Join(l.dir, "northd.pid"),
+			"--log-file=" + filepath.Join(l.dir, "northd.log")},
+		ready: func() error {
+			out, err := run(nil, "ovn-appctl", "-t", ctl, "status")
+			if err == nil && !strings.Contains(out, "active") {
+				err = fmt.Errorf("status %q", strings.TrimSpace(out))
+			}
+			return err
+		},
+	}
+	var err error
+	if d.path, err = find("ovn-northd"); err != nil {
+		return err
+	}
+	l.Northd = d
+	return d.start()
+}
+
+func (l *Lab) socket(name string) string { return filepath.Join(l.dir, name+".sock") }
+
+// NBEndpoint is the northbound database's OVSDB address, "unix:<path>".
+func (l *Lab) NBEndpoint() string { return "unix:" + l.socket("nb") }
+
+// SBEndpoint is the southbound database's OVSDB address.
+func (l *Lab) SBEndpoint() string { return "unix:" + l.socket("sb") }
+
+// Dir is the directory of every database, socket, pid file and log.
+func (l *Lab) Dir() string { return l.dir }
+
+// Prefix starts the name of every network namespace of the lab.
+func (l *Lab) Prefix() string { return l.prefix }
+
+func (l *Lab) nbctl(args ...string) (string, error) {
+	return run(nil, "ovn-nbctl", append([]string{"--db=" + l.NBEndpoint(), "--timeout=20"}, args...)...)
+}
+
+func (l *Lab) sbctl(args ...string) (string, error) {
+	return run(nil, "ovn-sbctl", append([]string{"--db=" + l.SBEndpoint(), "--timeout=20"}, args...)...)
+}
+
+// NBCtl runs ovn-nbctl against the lab's NB and fails t on error.
+func (l *Lab) NBCtl(args ...string) string {
+	l.t.Helper()
+	out, err := l.nbctl(args...)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}
+
+// SBCtl runs ovn-sbctl against the lab's SB and fails t on error.
+func (l *Lab) SBCtl(args ...string) string {
+	l.t.Helper()
+	out, err := l.sbctl(args...)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}
+
+// SyncHV waits until every chassis has applied the NB's current contents
+// (ovn-nbctl --wait=hv sync). Every chassis' ovn-controller must run.
+func (l *Lab) SyncHV() {
+	l.t.Helper()
+	l.NBCtl("--wait=hv", "sync")
+}
+
+func (l *Lab) ip(args ...string) error {
+	_, err := run(nil, "ip", args...)
+	return err
+}
+
+// addNamespace creates the network namespace <prefix>-<name> with lo up.
+func (l *Lab) addNamespace(name string) (string, error) {
+	ns := l.prefix + "-" + name
+	if err := l.ip("netns", "add", ns); err != nil {
+		return "", err
+	}
+	l.namespaces = append(l.namespaces, ns)
+	return ns, l.ip("-n", ns, "link", "set", "lo", "up")
+}
+
+// veth creates a veth pair with one end in each namespace, both up.
+func (l *Lab) veth(nsA, nameA, nsB, nameB string) error {
+	if err := l.ip("link", "add", "name", nameA, "netns", nsA, "type", "veth", "peer", "name", nameB, "netns", nsB); err != nil {
+		return err
+	}
+	if err := l.ip("-n", nsA, "link", "set", nameA, "up"); err != nil {
+		return err
+	}
+	return l.ip("-n", nsB, "link", "set", nameB, "up")
+}
+
+// teardown stops every daemon by pid, deletes the namespaces (and with them
+// every veth) and the directory. After a failure it logs the daemons' tails.
+func (l *Lab) teardown() {
+	if l.t.Failed() {
+		l.dump()
+	}
+	for _, c := range l.Chassis {
+		c.Controller.Stop()
+	}
+	var switches []*Switch
+	for _, c := range l.Chassis {
+		switches = append(switches, &c.Switch)
+	}
+	if l.Hypervisor != nil {
+		switches = append(switches, l.Hypervisor)
+	}
+	for _, s := range switches {
+		s.VSwitchd.Stop()
+		s.DB.Stop()
+	}
+	for _, d := range []*Daemon{l.Northd, l.SB, l.NB} {
+		if d != nil {
+			d.Stop()
+		}
+	}
+	for _, ns := range l.namespaces {
+		if err := l.ip("netns", "delete", ns); err != nil {
+			l.t.Errorf("cannot delete network namespace %s: %v", ns, err)
+		}
+	}
+	_ = os.RemoveAll(l.dir)
+}
+
+// dump logs every daemon's log tail and the SB's view, for a failed test.
+func (l *Lab) dump() {
+	var ds []*Daemon
+	for _, d := range []*Daemon{l.NB, l.SB, l.Northd} {
+		if d != nil {
+			ds = append(ds, d)
+		}
+	}
+	if l.Hypervisor != nil {
+		ds = append(ds, l.Hypervisor.DB, l.Hypervisor.VSwitchd)
+	}
+	for _, c := range l.Chassis {
+		ds = append(ds, c.DB, c.VSwitchd, c.Controller)
+	}
+	for _, d := range ds {
+		if d != nil && d.path != "" {
+			l.t.Logf("--- %s (pid %d, running %v):\n%s", d.Name, d.Pid(), d.Running(), d.Tail(20))
+		}
+	}
+	if out, err := l.sbctl("show"); err == nil {
+		l.t.Logf("--- ovn-sbctl show:\n%s", out)
+	}
+}
