@@ -187,8 +187,16 @@ func (l *Lab) startChassis(i int, spec ChassisSpec) (*Chassis, error) {
 	return c, c.Controller.start()
 }
 
-// registered reports nil once the chassis is in the SB.
+// registered reports nil once ovn-controller is connected to the SB and the
+// chassis is there (a restarted ovn-controller finds its old row).
 func (c *Chassis) registered() error {
+	status, err := run(nil, "ovn-appctl", "-t", c.controllerCtl(), "connection-status")
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(status) != "connected" {
+		return fmt.Errorf("ovn-controller of chassis %s is %q to the SB", c.Name, strings.TrimSpace(status))
+	}
 	out, err := c.lab.sbctl("--bare", "--columns=name", "find", "Chassis", "name="+c.Name)
 	if err != nil {
 		return err
@@ -229,6 +237,17 @@ func (c *Chassis) Crash() {
 func (c *Chassis) Start() error {
 	if !c.VSwitchd.Running() {
 		if err := c.VSwitchd.start(); err != nil {
+			return err
+		}
+		// br-phy's internal port is a tap device that ended with the old
+		// ovs-vswitchd, and with it the encapsulation address.
+		if err := c.vsctl("--may-exist", "add-br", "br-phy"); err != nil {
+			return err
+		}
+		if err := c.lab.ip("-n", c.NS, "addr", "replace", c.EncapIP+"/24", "dev", "br-phy"); err != nil {
+			return err
+		}
+		if err := c.lab.ip("-n", c.NS, "link", "set", "br-phy", "up"); err != nil {
 			return err
 		}
 	}
