@@ -116,7 +116,15 @@ func TestGatewayDataPlane(t *testing.T) {
 	pod1 := g.AddPod(ovnlab.Pod{Name: "pod1", Chassis: g.Chassis[0], Subnet: *g.pods, Addr: prefix("10.0.1.11/24")})
 	g.AddPod(ovnlab.Pod{Name: "pod2", Chassis: g.Chassis[1], Subnet: *g.pods, Addr: prefix("10.0.1.12/24")})
 	g.SyncHV()
-	if n := arpReplies(t, g.vm1, gw1, g.sub1.MAC); n != 2 {
+	// A reply delayed past the probe's second on a loaded machine is not a
+	// different answer: up to three requests, each must get 2 or fewer.
+	n := 0
+	for try := 0; try < 3 && n != 2; try++ {
+		if n = arpReplies(t, g.vm1, gw1, g.sub1.MAC); n > 2 {
+			break
+		}
+	}
+	if n != 2 {
 		t.Errorf("without a group, with the VPC on both trunk chassis: %d ARP replies, want 2 (one per chassis)", n)
 	}
 	arpRsp := g.LogicalFlows("sub1", "ls_in_arp_rsp")
@@ -142,7 +150,7 @@ func TestGatewayDataPlane(t *testing.T) {
 	// While the chassis move from the distributed port to the gateway port,
 	// both may still answer; the end state is one reply per request.
 	deadline := time.Now().Add(10 * time.Second)
-	n := arpReplies(t, g.vm1, gw1, g.sub1.MAC)
+	n = arpReplies(t, g.vm1, gw1, g.sub1.MAC)
 	for ; n != 1 && time.Now().Before(deadline); n = arpReplies(t, g.vm1, gw1, g.sub1.MAC) {
 		t.Logf("with the group, while the chassis converge: %d ARP replies", n)
 	}
