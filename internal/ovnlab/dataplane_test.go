@@ -180,6 +180,7 @@ func TestGatewayDataPlane(t *testing.T) {
 	}
 
 	checkMTU(t, g)
+	checkGatewayMTU(t, g)
 	checkFailover(t, g, active, standby)
 }
 

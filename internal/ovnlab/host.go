@@ -139,3 +139,12 @@ func (h *Host) Neighbor(addr netip.Addr) string {
 	}
 	return strings.TrimSpace(out)
 }
+
+// Run runs a program inside the host's namespace and returns its output.
+func (h *Host) Run(name string, args ...string) (string, error) {
+	p, err := find(name)
+	if err != nil {
+		return "", err
+	}
+	return run(nil, "ip", append([]string{"netns", "exec", h.NS, p}, args...)...)
+}

@@ -54,3 +54,40 @@ func checkMTU(t *testing.T, g *gatewayLab) {
 		t.Logf("MTU, %s: %d-byte DF packets pass, larger ones up to the VM's %d are dropped without an ICMP error", c.what, c.limit, g.vm1.MTU)
 	}
 }
+
+// checkGatewayMTU: with options:gateway_mtu on a gateway port (a router port
+// with the group), OVN answers an oversize don't-fragment packet routed out
+// of that port with ICMP "fragmentation needed" instead of losing it.
+func checkGatewayMTU(t *testing.T, g *gatewayLab) {
+	t.Helper()
+	port := g.sub2.RouterPort()
+	g.NBCtl("set", "Logical_Router_Port", port, "options:gateway_mtu=1400")
+	g.SyncHV()
+	dst := g.vm2.Addr.Addr()
+	out, err := g.vm1.Ping(dst, 1401, true, time.Second)
+	if err == nil || !strings.Contains(out, "Frag needed and DF set (mtu = 1400)") {
+		t.Errorf("with gateway_mtu=1400 on %s, a 1401-byte DF packet must be answered with ICMP fragmentation needed (mtu 1400): %v\n%s", port, err, out)
+	}
+	if !dfPasses(t, g.vm1, dst, 1400) {
+		t.Errorf("with gateway_mtu=1400 on %s, a 1400-byte DF packet must pass", port)
+	}
+	t.Logf("MTU, gateway_mtu=1400 on %s: 1400 bytes pass, 1401 get ICMP fragmentation needed: %s", port, firstLine(out, "Frag"))
+	g.NBCtl("remove", "Logical_Router_Port", port, "options", "gateway_mtu")
+	g.SyncHV()
+	// Forget the path MTU the ICMP error taught the VM.
+	if _, err := g.vm1.Run("ip", "route", "flush", "cache"); err != nil {
+		t.Fatal(err)
+	}
+	if !dfPasses(t, g.vm1, dst, 1500) {
+		t.Errorf("without gateway_mtu again, a 1500-byte DF packet to %s must pass", dst)
+	}
+}
+
+func firstLine(out, with string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, with) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
