@@ -49,7 +49,7 @@ func (l *Lab) newSwitch(name, what string) (*Switch, error) {
 	if s.DB.path, err = find("ovsdb-server"); err != nil {
 		return nil, err
 	}
-	if err := s.DB.start(); err != nil {
+	if err := l.launch(s.DB); err != nil {
 		return nil, err
 	}
 	if _, err := run(nil, "ovs-vsctl", "--db=unix:"+s.socket(), "--no-wait", "init"); err != nil {
@@ -73,7 +73,7 @@ func (l *Lab) newSwitch(name, what string) (*Switch, error) {
 	if s.VSwitchd.path, err = find("ip"); err != nil {
 		return nil, err
 	}
-	return s, s.VSwitchd.start()
+	return s, l.launch(s.VSwitchd)
 }
 
 func (s *Switch) socket() string { return filepath.Join(s.dir, "db.sock") }
@@ -184,7 +184,7 @@ func (l *Lab) startChassis(i int, spec ChassisSpec) (*Chassis, error) {
 	if c.Controller.path, err = find("ip"); err != nil {
 		return nil, err
 	}
-	return c, c.Controller.start()
+	return c, l.launch(c.Controller)
 }
 
 // registered reports nil once ovn-controller is connected to the SB and the

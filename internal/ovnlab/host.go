@@ -91,9 +91,7 @@ func (l *Lab) newHost(name string, addr netip.Prefix, mtu int) *Host {
 	}
 	ns, err := l.addNamespace(name)
 	l.must(err)
-	h := &Host{Name: name, NS: ns, Addr: addr, MTU: mtu, lab: l}
-	l.hosts = append(l.hosts, h)
-	return h
+	return &Host{Name: name, NS: ns, Addr: addr, MTU: mtu, lab: l}
 }
 
 func (h *Host) configure(gw netip.Addr) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +147,7 @@ type Lab struct {
 	Chassis []*Chassis
 
 	namespaces []string
-	hosts      []*Host
+	daemons    []*Daemon
 	nextMAC    int
 }
 
@@ -230,7 +231,14 @@ func (l *Lab) startDB(name, schema, what string) (*Daemon, error) {
 	if d.path, err = find("ovsdb-server"); err != nil {
 		return nil, err
 	}
-	return d, d.start()
+	return d, l.launch(d)
+}
+
+// launch starts d and remembers it, so that teardown stops it even when a
+// later step of the lab fails.
+func (l *Lab) launch(d *Daemon) error {
+	l.daemons = append(l.daemons, d)
+	return d.start()
 }
 
 func dial(sock string) error {
@@ -262,7 +270,7 @@ func (l *Lab) startNorthd() error {
 		return err
 	}
 	l.Northd = d
-	return d.start()
+	return l.launch(d)
 }
 
 func (l *Lab) socket(name string) string { return filepath.Join(l.dir, name+".sock") }
@@ -346,24 +354,8 @@ func (l *Lab) teardown() {
 	if l.t.Failed() {
 		l.dump()
 	}
-	for _, c := range l.Chassis {
-		c.Controller.Stop()
-	}
-	var switches []*Switch
-	for _, c := range l.Chassis {
-		switches = append(switches, &c.Switch)
-	}
-	if l.Hypervisor != nil {
-		switches = append(switches, l.Hypervisor)
-	}
-	for _, s := range switches {
-		s.VSwitchd.Stop()
-		s.DB.Stop()
-	}
-	for _, d := range []*Daemon{l.Northd, l.SB, l.NB} {
-		if d != nil {
-			d.Stop()
-		}
+	for _, d := range slices.Backward(l.daemons) {
+		d.Stop()
 	}
 	for _, ns := range l.namespaces {
 		if err := l.ip("netns", "delete", ns); err != nil {
@@ -375,22 +367,8 @@ func (l *Lab) teardown() {
 
 // dump logs every daemon's log tail and the SB's view, for a failed test.
 func (l *Lab) dump() {
-	var ds []*Daemon
-	for _, d := range []*Daemon{l.NB, l.SB, l.Northd} {
-		if d != nil {
-			ds = append(ds, d)
-		}
-	}
-	if l.Hypervisor != nil {
-		ds = append(ds, l.Hypervisor.DB, l.Hypervisor.VSwitchd)
-	}
-	for _, c := range l.Chassis {
-		ds = append(ds, c.DB, c.VSwitchd, c.Controller)
-	}
-	for _, d := range ds {
-		if d != nil && d.path != "" {
-			l.t.Logf("--- %s (pid %d, running %v):\n%s", d.Name, d.Pid(), d.Running(), d.Tail(20))
-		}
+	for _, d := range l.daemons {
+		l.t.Logf("--- %s (pid %d, running %v):\n%s", d.Name, d.Pid(), d.Running(), d.Tail(20))
 	}
 	if out, err := l.sbctl("show"); err == nil {
 		l.t.Logf("--- ovn-sbctl show:\n%s", out)
