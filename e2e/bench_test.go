@@ -12,7 +12,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 var networks = flag.Int("networks", 1000, "networks BenchmarkConverge creates")
@@ -51,7 +51,7 @@ func BenchmarkConverge(b *testing.B) {
 	for i := range b.N {
 		cl := cluster(fmt.Sprintf("b%d", i), 0)
 		cl.Setup(b, e.admin, fmt.Sprintf("b%d-node-1", i), fmt.Sprintf("b%d-node-2", i))
-		nb := ovnnb.StartReal(b)
+		nb := ovngatewaytest.StartReal(b)
 		k := controllertest.NewKubeOVN(nb.Endpoint())
 		p := start(b, fmt.Sprintf("bench-%d", i), e.kubeconfig, append(append(nbArgs(nb), leaseFlags...),
 			"--webhook-port=0", "--kube-api-qps=500", "--kube-api-burst=1000")...)

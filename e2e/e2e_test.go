@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // TestE2E shares one API server between its parts; each part has a zone,
@@ -26,7 +26,7 @@ func TestE2E(t *testing.T) {
 }
 
 // nbArgs points a controller at nb without TLS, reconnecting fast.
-func nbArgs(nb *ovnnb.Real) []string {
+func nbArgs(nb *ovngatewaytest.Real) []string {
 	return []string{"--ovn-nb-address=" + nb.Endpoint(), "--ovn-tls-secret=", "--ovn-nb-max-backoff=1s"}
 }
 
@@ -55,7 +55,7 @@ func testLifecycle(t *testing.T, e *env) {
 	ctx := context.Background()
 	cl := cluster("l", 50)
 	cl.Setup(t, e.admin, "l-node-1", "l-node-2")
-	nb := ovnnb.StartReal(t)
+	nb := ovngatewaytest.StartReal(t)
 	k := controllertest.NewKubeOVN(nb.Endpoint())
 	t.Cleanup(k.Close)
 	step := func() error { return k.React(ctx, e.admin) }
@@ -133,7 +133,7 @@ func testFailover(t *testing.T, e *env) {
 	ctx := context.Background()
 	cl := cluster("f", 60)
 	cl.Setup(t, e.admin, "f-node-1")
-	nb := ovnnb.StartReal(t)
+	nb := ovngatewaytest.StartReal(t)
 	k := controllertest.NewKubeOVN(nb.Endpoint())
 	t.Cleanup(k.Close)
 	step := func() error { return k.React(ctx, e.admin) }
@@ -175,7 +175,7 @@ func testNBCrash(t *testing.T, e *env) {
 	ctx := context.Background()
 	cl := cluster("n", 70)
 	cl.Setup(t, e.admin, "n-node-1", "n-node-2")
-	nb := ovnnb.StartReal(t)
+	nb := ovngatewaytest.StartReal(t)
 	k := controllertest.NewKubeOVN(nb.Endpoint())
 	t.Cleanup(k.Close)
 	step := func() error { return k.React(ctx, e.admin) }

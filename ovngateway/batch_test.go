@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // TestReconcileAll: 110 networks converge in two transactions (batches of
@@ -28,7 +28,7 @@ func TestReconcileAll(t *testing.T) {
 				gws = append(gws, gateway(t, "tenant", fmt.Sprintf("net%d", i), vpc, fmt.Sprintf("sub%d", i), threeNodes...))
 			}
 			for vpc, ps := range ports {
-				ovnnb.AddRouterPorts(t, nb.admin, vpc, ps...)
+				ovngatewaytest.AddRouterPorts(t, nb.admin, vpc, ps...)
 			}
 			c := dial(t, nb.endpoint)
 			check := func(step string, gws []ovngateway.Gateway, wantTxns uint64, wantChanged bool) {
@@ -43,12 +43,12 @@ func TestReconcileAll(t *testing.T) {
 				if got := c.Transactions() - before; got != wantTxns {
 					t.Errorf("%s: %d transactions, want %d", step, got, wantTxns)
 				}
-				want := ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}}
+				want := ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{}}
 				for _, gw := range gws {
 					want.Groups[gw.Group()] = wantGroup(gw, nil)
-					want.Ports[gw.RouterPort] = ovnnb.Port{Group: gw.Group()}
+					want.Ports[gw.RouterPort] = ovngatewaytest.Port{Group: gw.Group()}
 				}
-				if diff := cmp.Diff(want, ovnnb.Dump(t, nb.admin)); diff != "" {
+				if diff := cmp.Diff(want, ovngatewaytest.Dump(t, nb.admin)); diff != "" {
 					t.Errorf("%s: rows: -want +got:\n%s", step, diff)
 				}
 			}

@@ -12,9 +12,9 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 const benchNetworks = 1000
@@ -22,14 +22,14 @@ const benchNetworks = 1000
 // benchWorld is a real ovsdb-server holding benchNetworks router ports on
 // 50 VPC routers, and the gateway each network wants.
 type benchWorld struct {
-	server *ovnnb.Real
+	server *ovngatewaytest.Real
 	admin  client.Client
 	gws    []Gateway
 }
 
 func newBenchWorld(b *testing.B) *benchWorld {
 	b.Helper()
-	s := ovnnb.StartReal(b)
+	s := ovngatewaytest.StartReal(b)
 	w := &benchWorld{server: s, admin: unmonitored(b, s.Endpoint())}
 	var ops []ovsdb.Operation
 	ports := map[string][]string{}
@@ -57,7 +57,7 @@ func newBenchWorld(b *testing.B) *benchWorld {
 		}
 		ops = append(ops, op...)
 	}
-	ovnnb.Transact(b, w.admin, ops...)
+	ovngatewaytest.Transact(b, w.admin, ops...)
 	return w
 }
 
@@ -66,7 +66,7 @@ func newBenchWorld(b *testing.B) *benchWorld {
 // the approaches are timed.
 func unmonitored(b *testing.B, endpoint string) client.Client {
 	b.Helper()
-	m, err := ovnnb.ClientModel()
+	m, err := ovngatewaytest.ClientModel()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func unmonitored(b *testing.B, endpoint string) client.Client {
 func (w *benchWorld) reset(b *testing.B) {
 	b.Helper()
 	var ops []ovsdb.Operation
-	for _, p := range ovnnb.ReadRows(b, w.admin).Ports {
+	for _, p := range ovngatewaytest.ReadRows(b, w.admin).Ports {
 		if p.HaChassisGroup != nil {
 			p := nbmodel.LogicalRouterPort{UUID: p.UUID}
 			op, err := w.admin.Where(&p).Update(&p, &p.HaChassisGroup)
@@ -96,7 +96,7 @@ func (w *benchWorld) reset(b *testing.B) {
 			ops = append(ops, op...)
 		}
 	}
-	for _, g := range ovnnb.ReadRows(b, w.admin).Groups {
+	for _, g := range ovngatewaytest.ReadRows(b, w.admin).Groups {
 		g := g
 		op, err := w.admin.Where(&g).Delete()
 		if err != nil {
@@ -105,14 +105,14 @@ func (w *benchWorld) reset(b *testing.B) {
 		ops = append(ops, op...)
 	}
 	if len(ops) > 0 {
-		ovnnb.Transact(b, w.admin, ops...)
+		ovngatewaytest.Transact(b, w.admin, ops...)
 	}
 }
 
 // converged fails b unless every port uses its own group with 3 chassis.
 func (w *benchWorld) converged(b *testing.B, who string) {
 	b.Helper()
-	st := ovnnb.Dump(b, w.admin)
+	st := ovngatewaytest.Dump(b, w.admin)
 	for _, gw := range w.gws {
 		if st.Ports[gw.RouterPort].Group != gw.Group() || len(st.Groups[gw.Group()].Chassis) != 3 {
 			b.Fatalf("%s left network %s unconverged: %+v", who, gw.ID(), st.Ports[gw.RouterPort])

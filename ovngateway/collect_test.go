@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // TestCollect: only owned groups whose network is gone are deleted, after
@@ -30,16 +30,16 @@ func TestCollect(t *testing.T) {
 			nb := start(t)
 			a := nb.admin
 			for _, p := range []string{"vpc1-live", "vpc1-gone", "vpc1-unowned"} {
-				ovnnb.AddRouterPort(t, a, "vpc1", p)
+				ovngatewaytest.AddRouterPort(t, a, "vpc1", p)
 			}
-			ch := ovnnb.Chassis{Name: "ch-1", Priority: 100}
-			ovnnb.SetPortGroup(t, a, "vpc1-live", ovnnb.AddGroup(t, a, "px-vpc1-live", owned("tenant-a/live"), ch))
-			ovnnb.SetPortGroup(t, a, "vpc1-gone", ovnnb.AddGroup(t, a, "px-vpc1-gone", owned("tenant-a/gone"), ch))
-			ovnnb.SetPortGroup(t, a, "vpc1-unowned", ovnnb.AddGroup(t, a, "px-vpc1-unowned", nil, ch))
-			ovnnb.AddGroup(t, a, "px-foreign", map[string]string{ovngateway.OwnerKey: "kube-ovn", ovngateway.NetworkKey: "tenant-a/gone"})
-			ovnnb.AddGroup(t, a, "px-garbled", owned("no-slash"))
-			ovnnb.AddGroup(t, a, "px-unknown", owned("tenant-b/unknown"))
-			before := ovnnb.Dump(t, a)
+			ch := ovngatewaytest.Chassis{Name: "ch-1", Priority: 100}
+			ovngatewaytest.SetPortGroup(t, a, "vpc1-live", ovngatewaytest.AddGroup(t, a, "px-vpc1-live", owned("tenant-a/live"), ch))
+			ovngatewaytest.SetPortGroup(t, a, "vpc1-gone", ovngatewaytest.AddGroup(t, a, "px-vpc1-gone", owned("tenant-a/gone"), ch))
+			ovngatewaytest.SetPortGroup(t, a, "vpc1-unowned", ovngatewaytest.AddGroup(t, a, "px-vpc1-unowned", nil, ch))
+			ovngatewaytest.AddGroup(t, a, "px-foreign", map[string]string{ovngateway.OwnerKey: "kube-ovn", ovngateway.NetworkKey: "tenant-a/gone"})
+			ovngatewaytest.AddGroup(t, a, "px-garbled", owned("no-slash"))
+			ovngatewaytest.AddGroup(t, a, "px-unknown", owned("tenant-b/unknown"))
+			before := ovngatewaytest.Dump(t, a)
 
 			c := dial(t, nb.endpoint)
 			got, err := c.Collect(context.Background(), exists)
@@ -52,8 +52,8 @@ func TestCollect(t *testing.T) {
 			}
 			wantState := before
 			delete(wantState.Groups, "px-vpc1-gone")
-			wantState.Ports["vpc1-gone"] = ovnnb.Port{}
-			if diff := cmp.Diff(wantState, ovnnb.Dump(t, a)); diff != "" {
+			wantState.Ports["vpc1-gone"] = ovngatewaytest.Port{}
+			if diff := cmp.Diff(wantState, ovngatewaytest.Dump(t, a)); diff != "" {
 				t.Errorf("rows after Collect: -want +got:\n%s", diff)
 			}
 			if n := c.Transactions(); n != 1 {

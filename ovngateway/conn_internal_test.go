@@ -9,8 +9,8 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // TestMonitorColumns: the monitor asks for exactly the columns the models
@@ -43,7 +43,7 @@ func TestMonitorColumns(t *testing.T) {
 // whose connection the server closed (libovsdb then drops the cache) is
 // ErrNotConnected instead of a crash.
 func TestOnChange(t *testing.T) {
-	s := ovnnb.StartInMemory(t)
+	s := ovngatewaytest.StartInMemory(t)
 	m, err := Model()
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestOnChange(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("connected client: %v", err)
 	}
-	ovnnb.AddRouterPort(t, ovnnb.Connect(t, s.DirectEndpoint()), "vpc1", "vpc1-sub1")
+	ovngatewaytest.AddRouterPort(t, ovngatewaytest.Connect(t, s.DirectEndpoint()), "vpc1", "vpc1-sub1")
 	select {
 	case <-changed:
 	case <-ctx.Done():

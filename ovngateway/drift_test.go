@@ -7,14 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // converged is the state one network on testPort must reach.
-func converged(gw ovngateway.Gateway) ovnnb.State {
-	return ovnnb.State{Groups: map[string]ovnnb.Group{testGroup: wantGroup(gw, nil)}, Ports: map[string]ovnnb.Port{testPort: {Group: testGroup}}}
+func converged(gw ovngateway.Gateway) ovngatewaytest.State {
+	return ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{testGroup: wantGroup(gw, nil)}, Ports: map[string]ovngatewaytest.Port{testPort: {Group: testGroup}}}
 }
 
 // TestReconcileRepairsDrift: after someone changes the rows of a converged
@@ -25,8 +25,8 @@ func TestReconcileRepairsDrift(t *testing.T) {
 			nb := start(t)
 			for name, tc := range driftCases() {
 				t.Run(name, func(t *testing.T) {
-					ovnnb.Reset(t, nb.admin)
-					ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
+					ovngatewaytest.Reset(t, nb.admin)
+					ovngatewaytest.AddRouterPort(t, nb.admin, "vpc1", testPort)
 					c := dial(t, nb.endpoint)
 					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
 					reconcile(t, c, gw)
@@ -34,14 +34,14 @@ func TestReconcileRepairsDrift(t *testing.T) {
 					if err := c.Sync(context.Background()); err != nil {
 						t.Fatal(err)
 					}
-					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff == "" {
+					if diff := cmp.Diff(converged(gw), ovngatewaytest.Dump(t, nb.admin)); diff == "" {
 						t.Fatalf("%s: the drift must change the rows", tc.reason)
 					}
 					before := c.Transactions()
 					if o := reconcile(t, c, gw); !o.Changed || c.Transactions() != before+1 {
 						t.Errorf("%s: the repair must take exactly one transaction: %+v, %d", tc.reason, o, c.Transactions()-before)
 					}
-					if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff != "" {
+					if diff := cmp.Diff(converged(gw), ovngatewaytest.Dump(t, nb.admin)); diff != "" {
 						t.Errorf("%s: rows after the repair: -want +got:\n%s", tc.reason, diff)
 					}
 				})
@@ -59,38 +59,38 @@ func driftCases() map[string]driftCase {
 	return map[string]driftCase{
 		"PortCleared": {
 			reason: "someone cleared the port's ha_chassis_group",
-			drift:  func(t *testing.T, c client.Client) { ovnnb.SetPortGroup(t, c, testPort, "") },
+			drift:  func(t *testing.T, c client.Client) { ovngatewaytest.SetPortGroup(t, c, testPort, "") },
 		},
 		"PortRecreated": {
 			reason: "Kube-OVN deleted and recreated the router port without a group",
 			drift: func(t *testing.T, c client.Client) {
-				ovnnb.DeleteRouterPort(t, c, testPort)
-				ovnnb.AddRouterPort(t, c, "vpc1", testPort)
+				ovngatewaytest.DeleteRouterPort(t, c, testPort)
+				ovngatewaytest.AddRouterPort(t, c, "vpc1", testPort)
 			},
 		},
 		"PriorityChanged": {
 			reason: "someone changed a member's priority",
 			drift: func(t *testing.T, c client.Client) {
-				rows := ovnnb.Select[nbmodel.HAChassis](t, c)
+				rows := ovngatewaytest.Select[nbmodel.HAChassis](t, c)
 				h := &rows[0]
 				h.Priority = 1
 				ops, err := c.Where(h).Update(h, &h.Priority)
 				if err != nil {
 					t.Fatal(err)
 				}
-				ovnnb.Transact(t, c, ops...)
+				ovngatewaytest.Transact(t, c, ops...)
 			},
 		},
 		"MemberRemoved": {
 			reason: "someone removed a member from the group",
 			drift: func(t *testing.T, c client.Client) {
-				g := &ovnnb.Select[nbmodel.HAChassisGroup](t, c)[0]
+				g := &ovngatewaytest.Select[nbmodel.HAChassisGroup](t, c)[0]
 				g.HaChassis = g.HaChassis[1:]
 				ops, err := c.Where(g).Update(g, &g.HaChassis)
 				if err != nil {
 					t.Fatal(err)
 				}
-				ovnnb.Transact(t, c, ops...)
+				ovngatewaytest.Transact(t, c, ops...)
 			},
 		},
 	}
@@ -110,7 +110,7 @@ func TestReconcileFollowsTrunkNodes(t *testing.T) {
 	for backend, start := range backends {
 		t.Run(backend, func(t *testing.T) {
 			nb := start(t)
-			ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
+			ovngatewaytest.AddRouterPort(t, nb.admin, "vpc1", testPort)
 			c := dial(t, nb.endpoint)
 			for i, nodes := range steps {
 				gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", nodes...)
@@ -119,7 +119,7 @@ func TestReconcileFollowsTrunkNodes(t *testing.T) {
 				if !o.Changed || c.Transactions() != before+1 {
 					t.Errorf("step %d %v: want one write transaction, got %+v after %d", i, nodes, o, c.Transactions()-before)
 				}
-				if diff := cmp.Diff(converged(gw), ovnnb.Dump(t, nb.admin)); diff != "" {
+				if diff := cmp.Diff(converged(gw), ovngatewaytest.Dump(t, nb.admin)); diff != "" {
 					t.Errorf("step %d %v: -want +got:\n%s", i, nodes, diff)
 				}
 			}
@@ -133,17 +133,17 @@ func TestRelease(t *testing.T) {
 	for backend, start := range backends {
 		t.Run(backend, func(t *testing.T) {
 			nb := start(t)
-			ovnnb.AddRouterPort(t, nb.admin, "vpc1", testPort)
-			ovnnb.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub2")
-			ovnnb.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub3")
+			ovngatewaytest.AddRouterPort(t, nb.admin, "vpc1", testPort)
+			ovngatewaytest.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub2")
+			ovngatewaytest.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub3")
 			c := dial(t, nb.endpoint)
 			ctx := context.Background()
 			gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
 			reconcile(t, c, gw)
 			// Someone pointed a second port at our group; release clears it too.
-			ovnnb.SetPortGroup(t, nb.admin, "vpc1-sub2", ovnnb.GroupUUID(t, nb.admin, testGroup))
-			foreign := ovnnb.AddGroup(t, nb.admin, "px-vpc1-sub3", map[string]string{ovngateway.OwnerKey: "kube-ovn"})
-			ovnnb.SetPortGroup(t, nb.admin, "vpc1-sub3", foreign)
+			ovngatewaytest.SetPortGroup(t, nb.admin, "vpc1-sub2", ovngatewaytest.GroupUUID(t, nb.admin, testGroup))
+			foreign := ovngatewaytest.AddGroup(t, nb.admin, "px-vpc1-sub3", map[string]string{ovngateway.OwnerKey: "kube-ovn"})
+			ovngatewaytest.SetPortGroup(t, nb.admin, "vpc1-sub3", foreign)
 			if err := c.Sync(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -161,11 +161,11 @@ func TestRelease(t *testing.T) {
 			if err != nil || r.Deleted || r.Foreign != `OVN HA_Chassis_Group "px-vpc1-sub3" belongs to "kube-ovn"` {
 				t.Errorf("Release(foreign): %+v, %v", r, err)
 			}
-			want := ovnnb.State{
-				Groups: map[string]ovnnb.Group{"px-vpc1-sub3": {ExternalIDs: map[string]string{ovngateway.OwnerKey: "kube-ovn"}}},
-				Ports:  map[string]ovnnb.Port{testPort: {}, "vpc1-sub2": {}, "vpc1-sub3": {Group: "px-vpc1-sub3"}},
+			want := ovngatewaytest.State{
+				Groups: map[string]ovngatewaytest.Group{"px-vpc1-sub3": {ExternalIDs: map[string]string{ovngateway.OwnerKey: "kube-ovn"}}},
+				Ports:  map[string]ovngatewaytest.Port{testPort: {}, "vpc1-sub2": {}, "vpc1-sub3": {Group: "px-vpc1-sub3"}},
 			}
-			if diff := cmp.Diff(want, ovnnb.Dump(t, nb.admin)); diff != "" {
+			if diff := cmp.Diff(want, ovngatewaytest.Dump(t, nb.admin)); diff != "" {
 				t.Errorf("rows after Release: -want +got:\n%s", diff)
 			}
 		})

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 func ExampleRank() {
@@ -74,19 +74,19 @@ func ExampleClient_Reconcile() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	nb, err := ovnnb.OpenInMemory(dir)
+	nb, err := ovngatewaytest.OpenInMemory(dir)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer nb.Close()
-	kubeOVN, err := ovnnb.Dial(ctx, nb.Endpoint())
+	kubeOVN, err := ovngatewaytest.Dial(ctx, nb.Endpoint())
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer kubeOVN.Close()
-	if _, err := (ovnnb.Admin{C: kubeOVN}).AddRouterPort(ctx, "vpc1", "vpc1-sub1"); err != nil {
+	if _, err := (ovngatewaytest.Admin{C: kubeOVN}).AddRouterPort(ctx, "vpc1", "vpc1-sub1"); err != nil {
 		fmt.Println(err)
 		return
 	}

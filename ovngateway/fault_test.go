@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // fleet is a set of networks and the GatewayReady condition each carries,
@@ -60,20 +60,20 @@ func (f *fleet) reasons() map[string]int {
 // converges after the restart.
 func TestKillNB(t *testing.T) {
 	const n = 20
-	s := ovnnb.StartReal(t)
-	admin := ovnnb.Connect(t, s.Endpoint())
+	s := ovngatewaytest.StartReal(t)
+	admin := ovngatewaytest.Connect(t, s.Endpoint())
 	f := &fleet{c: dial(t, s.Endpoint()), conds: map[string][]metav1.Condition{}}
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	f.grace = ovngateway.NewGrace(clk, ovngateway.NBGrace)
-	want := ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}}
+	want := ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{}}
 	for i := range n {
 		subnet := fmt.Sprintf("sub%d", i)
 		port := ovngateway.RouterPortName("vpc1", subnet)
-		ovnnb.AddRouterPort(t, admin, "vpc1", port)
+		ovngatewaytest.AddRouterPort(t, admin, "vpc1", port)
 		gw := gateway(t, "tenant-a", fmt.Sprintf("net%d", i), "vpc1", subnet, threeNodes...)
 		f.gws = append(f.gws, gw)
 		want.Groups[gw.Group()] = wantGroup(gw, nil)
-		want.Ports[port] = ovnnb.Port{Group: gw.Group()}
+		want.Ports[port] = ovngatewaytest.Port{Group: gw.Group()}
 	}
 
 	if err := f.c.Sync(context.Background()); err != nil {
@@ -130,8 +130,8 @@ func TestKillNB(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"True/ChassisAssigned": n}, f.reasons()); diff != "" {
 		t.Errorf("after the restart every network is up again: -want +got:\n%s", diff)
 	}
-	admin = ovnnb.Connect(t, s.Endpoint())
-	if diff := cmp.Diff(want, ovnnb.Dump(t, admin)); diff != "" {
+	admin = ovngatewaytest.Connect(t, s.Endpoint())
+	if diff := cmp.Diff(want, ovngatewaytest.Dump(t, admin)); diff != "" {
 		t.Errorf("rows after the restart: -want +got:\n%s", diff)
 	}
 	before := f.c.Transactions()

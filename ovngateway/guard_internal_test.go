@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // staleWrite decides on what the cache holds, lets change alter the NB
@@ -62,30 +62,30 @@ func TestPointerGuard(t *testing.T) {
 		"PortGotAGroup": {
 			reason: "someone pointed the port at their group meanwhile",
 			change: func(t *testing.T, admin client.Client) {
-				ovnnb.SetPortGroup(t, admin, "vpc1-sub1", ovnnb.AddGroup(t, admin, "theirs", nil))
+				ovngatewaytest.SetPortGroup(t, admin, "vpc1-sub1", ovngatewaytest.AddGroup(t, admin, "theirs", nil))
 			},
 		},
 		"PortGotGatewayChassis": {
 			reason: "someone gave the port gateway_chassis meanwhile",
 			change: func(t *testing.T, admin client.Client) {
-				ovnnb.AddGatewayChassis(t, admin, "vpc1-sub1", "ch-x", 10)
+				ovngatewaytest.AddGatewayChassis(t, admin, "vpc1-sub1", "ch-x", 10)
 			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := ovnnb.StartReal(t)
-			admin := ovnnb.Connect(t, s.Endpoint())
-			ovnnb.AddRouterPort(t, admin, "vpc1", "vpc1-sub1")
-			var after ovnnb.State
+			s := ovngatewaytest.StartReal(t)
+			admin := ovngatewaytest.Connect(t, s.Endpoint())
+			ovngatewaytest.AddRouterPort(t, admin, "vpc1", "vpc1-sub1")
+			var after ovngatewaytest.State
 			err := staleWrite(t, s.Endpoint(), guardGateway(), func() {
 				tc.change(t, admin)
-				after = ovnnb.Dump(t, admin)
+				after = ovngatewaytest.Dump(t, admin)
 			})
 			if !errors.Is(err, ErrConflict) {
 				t.Fatalf("%s: the stale write must fail with ErrConflict, got %v", tc.reason, err)
 			}
-			if diff := cmp.Diff(after, ovnnb.Dump(t, admin)); diff != "" {
+			if diff := cmp.Diff(after, ovngatewaytest.Dump(t, admin)); diff != "" {
 				t.Errorf("%s: the refused transaction must change nothing: -want +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -96,29 +96,29 @@ func TestPointerGuard(t *testing.T) {
 // write keeps their tag.
 func TestAdoptGuard(t *testing.T) {
 	starts := map[string]func(t *testing.T) string{
-		"InMemory": func(t *testing.T) string { return ovnnb.StartInMemory(t).Endpoint() },
-		"Real":     func(t *testing.T) string { return ovnnb.StartReal(t).Endpoint() },
+		"InMemory": func(t *testing.T) string { return ovngatewaytest.StartInMemory(t).Endpoint() },
+		"Real":     func(t *testing.T) string { return ovngatewaytest.StartReal(t).Endpoint() },
 	}
 	for name, start := range starts {
 		t.Run(name, func(t *testing.T) {
 			endpoint := start(t)
-			admin := ovnnb.Connect(t, endpoint)
-			ovnnb.AddRouterPort(t, admin, "vpc1", "vpc1-sub1")
-			uuid := ovnnb.AddGroup(t, admin, "px-vpc1-sub1", map[string]string{"note": "x"})
-			var after ovnnb.State
+			admin := ovngatewaytest.Connect(t, endpoint)
+			ovngatewaytest.AddRouterPort(t, admin, "vpc1", "vpc1-sub1")
+			uuid := ovngatewaytest.AddGroup(t, admin, "px-vpc1-sub1", map[string]string{"note": "x"})
+			var after ovngatewaytest.State
 			err := staleWrite(t, endpoint, guardGateway(), func() {
 				g := &nbmodel.HAChassisGroup{UUID: uuid, ExternalIDs: map[string]string{"note": "x", OwnerKey: "someone"}}
 				ops, err := admin.Where(g).Update(g, &g.ExternalIDs)
 				if err != nil {
 					t.Fatal(err)
 				}
-				ovnnb.Transact(t, admin, ops...)
-				after = ovnnb.Dump(t, admin)
+				ovngatewaytest.Transact(t, admin, ops...)
+				after = ovngatewaytest.Dump(t, admin)
 			})
 			if !errors.Is(err, ErrConflict) {
 				t.Fatalf("the stale adoption must fail with ErrConflict, got %v", err)
 			}
-			if diff := cmp.Diff(after, ovnnb.Dump(t, admin)); diff != "" {
+			if diff := cmp.Diff(after, ovngatewaytest.Dump(t, admin)); diff != "" {
 				t.Errorf("the refused adoption must change nothing: -want +got:\n%s", diff)
 			}
 		})
@@ -129,12 +129,12 @@ func TestAdoptGuard(t *testing.T) {
 // network's rows changed after they were read, every other network of the
 // batch still converges, and the changed one ends as the rows now say.
 func TestBatchConflictFallsBack(t *testing.T) {
-	s := ovnnb.StartReal(t)
-	admin := ovnnb.Connect(t, s.Endpoint())
+	s := ovngatewaytest.StartReal(t)
+	admin := ovngatewaytest.Connect(t, s.Endpoint())
 	var gws []Gateway
 	for _, sub := range []string{"a", "b", "c"} {
 		port := RouterPortName("vpc1", sub)
-		ovnnb.AddRouterPort(t, admin, "vpc1", port)
+		ovngatewaytest.AddRouterPort(t, admin, "vpc1", port)
 		gws = append(gws, Gateway{
 			Network: Network{Namespace: "tenant", Name: sub, RouterPort: port},
 			Members: []Member{{Node: "n1", Chassis: "ch-n1", Priority: 100}},
@@ -154,15 +154,15 @@ func TestBatchConflictFallsBack(t *testing.T) {
 	outs, errs := make([]Outcome, 3), make([]error, 3)
 	tx, pending := sess.planBatch(ctx, gws, outs, errs)
 	// Someone points vpc1-b at their own group before the batch is sent.
-	ovnnb.SetPortGroup(t, admin, "vpc1-b", ovnnb.AddGroup(t, admin, "theirs", nil))
+	ovngatewaytest.SetPortGroup(t, admin, "vpc1-b", ovngatewaytest.AddGroup(t, admin, "theirs", nil))
 	sess.commitBatch(ctx, tx, pending, gws, outs, errs)
 	for i, want := range []Reason{ReasonChassisAssigned, ReasonForeignGroup, ReasonChassisAssigned} {
 		if errs[i] != nil || outs[i].Reason != want {
 			t.Errorf("network %s: %+v, %v; want %s", gws[i].Name, outs[i], errs[i], want)
 		}
 	}
-	st := ovnnb.Dump(t, admin)
-	want := map[string]ovnnb.Port{"vpc1-a": {Group: "px-vpc1-a"}, "vpc1-b": {Group: "theirs"}, "vpc1-c": {Group: "px-vpc1-c"}}
+	st := ovngatewaytest.Dump(t, admin)
+	want := map[string]ovngatewaytest.Port{"vpc1-a": {Group: "px-vpc1-a"}, "vpc1-b": {Group: "theirs"}, "vpc1-c": {Group: "px-vpc1-c"}}
 	if diff := cmp.Diff(want, st.Ports); diff != "" {
 		t.Errorf("ports: -want +got:\n%s", diff)
 	}

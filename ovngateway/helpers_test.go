@@ -7,8 +7,8 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // nb is one northbound server under test and an admin client that sees
@@ -22,12 +22,12 @@ type nb struct {
 // real ovsdb-server.
 var backends = map[string]func(t *testing.T) nb{
 	"InMemory": func(t *testing.T) nb {
-		s := ovnnb.StartInMemory(t)
-		return nb{endpoint: s.Endpoint(), admin: ovnnb.Connect(t, s.Endpoint())}
+		s := ovngatewaytest.StartInMemory(t)
+		return nb{endpoint: s.Endpoint(), admin: ovngatewaytest.Connect(t, s.Endpoint())}
 	},
 	"Real": func(t *testing.T) nb {
-		s := ovnnb.StartReal(t)
-		return nb{endpoint: s.Endpoint(), admin: ovnnb.Connect(t, s.Endpoint())}
+		s := ovngatewaytest.StartReal(t)
+		return nb{endpoint: s.Endpoint(), admin: ovngatewaytest.Connect(t, s.Endpoint())}
 	},
 }
 
@@ -69,14 +69,14 @@ func gateway(t testing.TB, ns, name, vpc, subnet string, nodes ...string) ovngat
 }
 
 // wantGroup is the group Reconcile must leave for gw.
-func wantGroup(gw ovngateway.Gateway, extra map[string]string) ovnnb.Group {
+func wantGroup(gw ovngateway.Gateway, extra map[string]string) ovngatewaytest.Group {
 	ids := map[string]string{ovngateway.OwnerKey: ovngateway.OwnerValue, ovngateway.NetworkKey: gw.ID()}
 	for k, v := range extra {
 		ids[k] = v
 	}
-	g := ovnnb.Group{ExternalIDs: ids}
+	g := ovngatewaytest.Group{ExternalIDs: ids}
 	for _, m := range gw.Members {
-		g.Chassis = append(g.Chassis, ovnnb.Chassis{Name: m.Chassis, Priority: m.Priority})
+		g.Chassis = append(g.Chassis, ovngatewaytest.Chassis{Name: m.Chassis, Priority: m.Priority})
 	}
 	return g
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // TestWritesGoToTheLeader: with a comma-separated list of clustered NB
@@ -14,10 +14,10 @@ import (
 func TestWritesGoToTheLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, b := ovnnb.StartInMemory(t), ovnnb.StartInMemory(t)
-	adminA, adminB := ovnnb.Connect(t, a.DirectEndpoint()), ovnnb.Connect(t, b.DirectEndpoint())
-	ovnnb.AddRouterPort(t, adminA, "vpc1", testPort)
-	ovnnb.AddRouterPort(t, adminB, "vpc1", testPort)
+	a, b := ovngatewaytest.StartInMemory(t), ovngatewaytest.StartInMemory(t)
+	adminA, adminB := ovngatewaytest.Connect(t, a.DirectEndpoint()), ovngatewaytest.Connect(t, b.DirectEndpoint())
+	ovngatewaytest.AddRouterPort(t, adminA, "vpc1", testPort)
+	ovngatewaytest.AddRouterPort(t, adminB, "vpc1", testPort)
 	if err := a.SetLeader(ctx, false); err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +30,10 @@ func TestWritesGoToTheLeader(t *testing.T) {
 	}
 	gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
 	reconcile(t, c, gw)
-	if got := ovnnb.Dump(t, adminB).Ports[testPort].Group; got != testGroup {
+	if got := ovngatewaytest.Dump(t, adminB).Ports[testPort].Group; got != testGroup {
 		t.Errorf("the leader must hold the write, its port has group %q", got)
 	}
-	if got := ovnnb.Dump(t, adminA).Ports[testPort].Group; got != "" {
+	if got := ovngatewaytest.Dump(t, adminA).Ports[testPort].Group; got != "" {
 		t.Errorf("the follower must not be written, its port has group %q", got)
 	}
 
@@ -54,7 +54,7 @@ func TestWritesGoToTheLeader(t *testing.T) {
 	if o := reconcile(t, c, gw); !o.Changed {
 		t.Errorf("the new leader has no group yet, so the pass must write: %+v", o)
 	}
-	if got := ovnnb.Dump(t, adminA).Ports[testPort].Group; got != testGroup {
+	if got := ovngatewaytest.Dump(t, adminA).Ports[testPort].Group; got != testGroup {
 		t.Errorf("the new leader must hold the write, its port has group %q", got)
 	}
 }

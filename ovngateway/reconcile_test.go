@@ -6,15 +6,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 func TestReconcileCreates(t *testing.T) {
 	for name, start := range backends {
 		t.Run(name, func(t *testing.T) {
 			nb := start(t)
-			ovnnb.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub1")
+			ovngatewaytest.AddRouterPort(t, nb.admin, "vpc1", "vpc1-sub1")
 			c := dial(t, nb.endpoint)
 			gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", "node-1", "node-2", "node-3")
 			got := reconcile(t, c, gw)
@@ -22,11 +22,11 @@ func TestReconcileCreates(t *testing.T) {
 			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(ovngateway.Outcome{}, "Message")); diff != "" {
 				t.Errorf("first Reconcile: -want +got:\n%s", diff)
 			}
-			wantState := ovnnb.State{
-				Groups: map[string]ovnnb.Group{"px-vpc1-sub1": wantGroup(gw, nil)},
-				Ports:  map[string]ovnnb.Port{"vpc1-sub1": {Group: "px-vpc1-sub1"}},
+			wantState := ovngatewaytest.State{
+				Groups: map[string]ovngatewaytest.Group{"px-vpc1-sub1": wantGroup(gw, nil)},
+				Ports:  map[string]ovngatewaytest.Port{"vpc1-sub1": {Group: "px-vpc1-sub1"}},
 			}
-			if diff := cmp.Diff(wantState, ovnnb.Dump(t, nb.admin)); diff != "" {
+			if diff := cmp.Diff(wantState, ovngatewaytest.Dump(t, nb.admin)); diff != "" {
 				t.Errorf("rows after the first Reconcile: -want +got:\n%s", diff)
 			}
 			if n := c.Transactions(); n != 1 {
@@ -36,7 +36,7 @@ func TestReconcileCreates(t *testing.T) {
 			if again.Changed || c.Transactions() != 1 {
 				t.Errorf("a second Reconcile must write nothing: changed=%v transactions=%d", again.Changed, c.Transactions())
 			}
-			if diff := cmp.Diff(wantState, ovnnb.Dump(t, nb.admin)); diff != "" {
+			if diff := cmp.Diff(wantState, ovngatewaytest.Dump(t, nb.admin)); diff != "" {
 				t.Errorf("rows after the second Reconcile: -want +got:\n%s", diff)
 			}
 		})

@@ -14,9 +14,9 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"pgregory.net/rapid"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // smBackend is an NB the state machine can take down and bring back.
@@ -69,7 +69,7 @@ type gatewayMachine struct {
 
 func newGatewayMachine(outer *testing.T, be smBackend, c *ovngateway.Client) *gatewayMachine {
 	m := &gatewayMachine{outer: outer, be: be, c: c, foreign: map[string]any{}, nodes: map[string]*smNode{}}
-	ovnnb.Reset(outer, m.admin())
+	ovngatewaytest.Reset(outer, m.admin())
 	for i, spec := range [][2]string{{"vpc1", "sub0"}, {"vpc1", "sub1"}, {"vpc2", "sub2"}, {"vpc2", "sub3"}} {
 		m.nets = append(m.nets, &smNetwork{ns: fmt.Sprintf("tenant-%d", i%2), name: fmt.Sprintf("net%d", i), vpc: spec[0], subnet: spec[1]})
 	}
@@ -82,7 +82,7 @@ func newGatewayMachine(outer *testing.T, be smBackend, c *ovngateway.Client) *ga
 // admin returns a client that sees every table, reconnecting after a kill.
 func (m *gatewayMachine) admin() client.Client {
 	if m.adminC == nil || m.adminC.CurrentEndpoint() == "" || m.adminC.Cache() == nil {
-		m.adminC = ovnnb.Connect(m.outer, m.be.admin)
+		m.adminC = ovngatewaytest.Connect(m.outer, m.be.admin)
 	}
 	return m.adminC
 }
@@ -127,13 +127,13 @@ func (m *gatewayMachine) Port(t *rapid.T) {
 	}
 	n := rapid.SampledFrom(m.nets).Draw(t, "net")
 	if n.hasPort {
-		ovnnb.DeleteRouterPort(m.outer, m.admin(), n.port())
+		ovngatewaytest.DeleteRouterPort(m.outer, m.admin(), n.port())
 		delete(m.foreign, "port:"+n.port())
 		if n.foreign == "gwchassis" || n.foreign == "portgroup" {
 			n.foreign = ""
 		}
 	} else {
-		ovnnb.AddRouterPort(m.outer, m.admin(), n.vpc, n.port())
+		ovngatewaytest.AddRouterPort(m.outer, m.admin(), n.vpc, n.port())
 	}
 	n.hasPort = !n.hasPort
 }
@@ -159,25 +159,25 @@ func (m *gatewayMachine) Foreign(t *rapid.T) {
 		if kind == "network" {
 			ids = map[string]string{ovngateway.OwnerKey: ovngateway.OwnerValue, ovngateway.NetworkKey: "other/net"}
 		}
-		uuid := ovnnb.GroupUUID(m.outer, a, n.group())
+		uuid := ovngatewaytest.GroupUUID(m.outer, a, n.group())
 		if uuid == "" {
-			uuid = ovnnb.AddGroup(m.outer, a, n.group(), ids, ovnnb.Chassis{Name: "ch-theirs", Priority: 7})
+			uuid = ovngatewaytest.AddGroup(m.outer, a, n.group(), ids, ovngatewaytest.Chassis{Name: "ch-theirs", Priority: 7})
 		} else {
 			g := &nbmodel.HAChassisGroup{UUID: uuid, ExternalIDs: ids}
 			ops, err := a.Where(g).Update(g, &g.ExternalIDs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ovnnb.Transact(m.outer, a, ops...)
+			ovngatewaytest.Transact(m.outer, a, ops...)
 		}
 		m.foreign["group:"+uuid] = m.rows().group(uuid)
 	case "gwchassis":
-		ovnnb.AddGatewayChassis(m.outer, a, n.port(), "ch-theirs", 5)
+		ovngatewaytest.AddGatewayChassis(m.outer, a, n.port(), "ch-theirs", 5)
 		m.foreign["port:"+n.port()] = m.rows().port(n.port())
 	case "portgroup":
 		m.seq++
-		uuid := ovnnb.AddGroup(m.outer, a, fmt.Sprintf("theirs-%d", m.seq), map[string]string{ovngateway.OwnerKey: "kube-ovn"})
-		ovnnb.SetPortGroup(m.outer, a, n.port(), uuid)
+		uuid := ovngatewaytest.AddGroup(m.outer, a, fmt.Sprintf("theirs-%d", m.seq), map[string]string{ovngateway.OwnerKey: "kube-ovn"})
+		ovngatewaytest.SetPortGroup(m.outer, a, n.port(), uuid)
 		r := m.rows()
 		m.foreign["group:"+uuid] = r.group(uuid)
 		m.foreign["port:"+n.port()] = r.port(n.port())
@@ -190,7 +190,7 @@ func (m *gatewayMachine) unforeign(n *smNetwork) {
 	a := m.admin()
 	switch n.foreign {
 	case "owner", "network", "portgroup":
-		uuid := ovnnb.GroupUUID(m.outer, a, n.group())
+		uuid := ovngatewaytest.GroupUUID(m.outer, a, n.group())
 		if n.foreign == "portgroup" {
 			uuid = *m.rows().ports[n.port()].HaChassisGroup
 		}
@@ -216,7 +216,7 @@ func (m *gatewayMachine) unforeign(n *smNetwork) {
 		if err != nil {
 			m.outer.Fatal(err)
 		}
-		ovnnb.Transact(m.outer, a, append(ops, op...)...)
+		ovngatewaytest.Transact(m.outer, a, append(ops, op...)...)
 		m.foreign["group:"+uuid] = m.rows().group(uuid)
 	case "gwchassis":
 		p := &nbmodel.LogicalRouterPort{Name: n.port()}
@@ -224,7 +224,7 @@ func (m *gatewayMachine) unforeign(n *smNetwork) {
 		if err != nil {
 			m.outer.Fatal(err)
 		}
-		ovnnb.Transact(m.outer, a, ops...)
+		ovngatewaytest.Transact(m.outer, a, ops...)
 	}
 	delete(m.foreign, "port:"+n.port())
 	n.foreign = ""
@@ -328,7 +328,7 @@ func (m *gatewayMachine) converge(t *rapid.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	m.Check(t)
-	state := ovnnb.Dump(m.outer, m.admin())
+	state := ovngatewaytest.Dump(m.outer, m.admin())
 	for _, n := range m.nets {
 		gw := m.wanted(t, n)
 		if !n.hasPort || n.foreign != "" || len(gw.Members) == 0 {
@@ -353,7 +353,7 @@ type nbRows struct {
 }
 
 func (m *gatewayMachine) rows() nbRows {
-	all := ovnnb.ReadRows(m.outer, m.admin())
+	all := ovngatewaytest.ReadRows(m.outer, m.admin())
 	r := nbRows{groups: map[string]nbmodel.HAChassisGroup{}, chassis: map[string]nbmodel.HAChassis{}, ports: map[string]nbmodel.LogicalRouterPort{}}
 	for _, g := range all.Groups {
 		r.groups[g.UUID] = g
@@ -439,7 +439,7 @@ func runGatewayMachine(t *testing.T, open func() (smBackend, *ovngateway.Client,
 // would slow down with every outage.
 func TestGatewayStateMachineInMemory(t *testing.T) {
 	runGatewayMachine(t, func() (smBackend, *ovngateway.Client, func()) {
-		s := ovnnb.StartInMemory(t)
+		s := ovngatewaytest.StartInMemory(t)
 		c := dial(t, s.Endpoint())
 		be := smBackend{
 			endpoint: s.Endpoint(), admin: s.DirectEndpoint(), adminWhileDown: true, syncBeforePass: true,
@@ -457,7 +457,7 @@ func TestGatewayStateMachineInMemory(t *testing.T) {
 // TestGatewayStateMachineReal shares one ovsdb-server between checks and
 // empties it before each.
 func TestGatewayStateMachineReal(t *testing.T) {
-	s := ovnnb.StartReal(t)
+	s := ovngatewaytest.StartReal(t)
 	be := smBackend{
 		endpoint: s.Endpoint(), admin: s.Endpoint(),
 		down: s.Kill,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // issue returns a certificate and key for cn from ca with the given
@@ -56,9 +56,9 @@ func TestTLSAgainstOVSDBServer(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			serverCert, serverKey := issue(ca, "ovn", tc.serverEKU...)
-			s := ovnnb.StartReal(t, ovnnb.WithSSL(serverKey, serverCert, ca.PEM))
-			admin := ovnnb.Connect(t, s.Endpoint())
-			ovnnb.AddRouterPort(t, admin, "vpc1", testPort)
+			s := ovngatewaytest.StartReal(t, ovngatewaytest.WithSSL(serverKey, serverCert, ca.PEM))
+			admin := ovngatewaytest.Connect(t, s.Endpoint())
+			ovngatewaytest.AddRouterPort(t, admin, "vpc1", testPort)
 			cfg, err := ovngateway.TLSConfig(tc.trust, clientCert, clientKey)
 			if err != nil {
 				t.Fatal(err)
@@ -80,7 +80,7 @@ func TestTLSAgainstOVSDBServer(t *testing.T) {
 			}
 			defer c.Close()
 			gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
-			if o := reconcile(t, c, gw); !o.Changed || ovnnb.Dump(t, admin).Ports[testPort].Group != testGroup {
+			if o := reconcile(t, c, gw); !o.Changed || ovngatewaytest.Dump(t, admin).Ports[testPort].Group != testGroup {
 				t.Errorf("%s: a reconcile over TLS must write the group: %+v", tc.reason, o)
 			}
 		})

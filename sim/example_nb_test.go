@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -22,13 +22,13 @@ func ExampleNewOVNNB() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	srv, err := ovnnb.OpenInMemory(dir)
+	srv, err := ovngatewaytest.OpenInMemory(dir)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer srv.Close()
-	admin, err := ovnnb.Dial(ctx, srv.Endpoint())
+	admin, err := ovngatewaytest.Dial(ctx, srv.Endpoint())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -19,9 +19,9 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -161,9 +161,9 @@ func TestWorldWithoutNB(t *testing.T) {
 // with their Subnet; rows another client wrote are left alone.
 func TestOVNNBRouterPorts(t *testing.T) {
 	ctx := context.Background()
-	srv := ovnnb.StartInMemory(t)
-	admin := ovnnb.Connect(t, srv.Endpoint())
-	if _, err := (ovnnb.Admin{C: admin}).AddGroup(ctx, "foreign", nil); err != nil {
+	srv := ovngatewaytest.StartInMemory(t)
+	admin := ovngatewaytest.Connect(t, srv.Endpoint())
+	if _, err := (ovngatewaytest.Admin{C: admin}).AddGroup(ctx, "foreign", nil); err != nil {
 		t.Fatal(err)
 	}
 	h := sim.NewHarness(sim.Options{NB: sim.NewOVNNB(admin)})
@@ -171,7 +171,7 @@ func TestOVNNBRouterPorts(t *testing.T) {
 	if _, err := h.World.React(ctx, h.Client()); err != nil {
 		t.Fatal(err)
 	}
-	rows := ovnnb.ReadRows(t, admin)
+	rows := ovngatewaytest.ReadRows(t, admin)
 	got := map[string][]string{}
 	names := map[string]string{}
 	for _, p := range rows.Ports {
@@ -200,7 +200,7 @@ func TestOVNNBRouterPorts(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"vpc-a-s2": "vpc-a", "vpc-b-s3": "vpc-b"}, ports); diff != "" {
 		t.Errorf("after deleting s1: -want +got:\n%s", diff)
 	}
-	if st := ovnnb.ReadRows(t, admin).State(); len(st.Groups) != 1 {
+	if st := ovngatewaytest.ReadRows(t, admin).State(); len(st.Groups) != 1 {
 		t.Errorf("the foreign group was touched: %+v", st.Groups)
 	}
 }

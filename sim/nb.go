@@ -9,9 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // RouterPorts is the part of an OVN northbound database the simulated
@@ -32,20 +32,20 @@ type RouterPorts interface {
 const kubeOVNVendor = "kube-ovn"
 
 // OVNNB is RouterPorts over a real northbound database, written through a
-// libovsdb client that holds the full NB model (see ovnnb.Dial). It reads
+// libovsdb client that holds the full NB model (see ovngatewaytest.Dial). It reads
 // straight from the server, never from the client's cache.
 type OVNNB struct {
-	admin ovnnb.Admin
+	admin ovngatewaytest.Admin
 }
 
 var _ RouterPorts = OVNNB{}
 
 // NewOVNNB returns the Kube-OVN side of the NB that c reaches.
-func NewOVNNB(c libovsdb.Client) OVNNB { return OVNNB{admin: ovnnb.Admin{C: c}} }
+func NewOVNNB(c libovsdb.Client) OVNNB { return OVNNB{admin: ovngatewaytest.Admin{C: c}} }
 
 // RouterPorts lists the Logical_Router_Port rows tagged vendor=kube-ovn.
 func (n OVNNB) RouterPorts(ctx context.Context) (map[string]string, error) {
-	ports, err := ovnnb.SelectRows[nbmodel.LogicalRouterPort](ctx, n.admin.C)
+	ports, err := ovngatewaytest.SelectRows[nbmodel.LogicalRouterPort](ctx, n.admin.C)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the router ports: %w", err)
 	}

@@ -31,10 +31,10 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 const watchList = "informers list where the API server does not stream lists through watches"
@@ -98,7 +98,7 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 	ca := pki.New(t, "ovn-ca")
 	srvCert, srvKey := ca.Issue("ovn", pki.Leaf{EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPs: pki.Loopback})
 	cliCert, cliKey := ca.Issue("proxmox-network-controller", pki.Leaf{EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, IPs: pki.Loopback})
-	nb := ovnnb.StartReal(t, ovnnb.WithSSL(srvKey, srvCert, ca.PEM))
+	nb := ovngatewaytest.StartReal(t, ovngatewaytest.WithSSL(srvKey, srvCert, ca.PEM))
 	for name, data := range map[string]map[string][]byte{
 		"kube-ovn-tls": {ovngateway.SecretKeyCACert: ca.PEM, ovngateway.SecretKeyCert: cliCert, ovngateway.SecretKeyKey: cliKey},
 		"decoy":        {"token": []byte("must-not-be-readable")},
@@ -190,7 +190,7 @@ func lifecycle(t *testing.T, admin client.Client, cs kubernetes.Interface, nbEnd
 		t.Errorf("the first network got VLAN %d, want 100 (the zone's lowest)", n.Status.VLAN)
 	}
 	waitForEvents(t, cs, name, networkEvent(name, corev1.EventTypeNormal, network.EventVLANAllocated, "Allocate", "allocated VLAN 100 on zone "+controllertest.Zone))
-	state := ovnnb.Dump(t, ovnnb.Connect(t, nbEndpoint))
+	state := ovngatewaytest.Dump(t, ovngatewaytest.Connect(t, nbEndpoint))
 	if got := state.Ports[ovngateway.RouterPortName(controllertest.VPC, name)].Group; got != "px-vpc-a-net-1" {
 		t.Errorf("router port group = %q, want px-vpc-a-net-1", got)
 	}
@@ -203,7 +203,7 @@ func lifecycle(t *testing.T, admin client.Client, cs kubernetes.Interface, nbEnd
 		err = admin.Get(ctx, client.ObjectKey{Name: name}, &kubeovnv1.Vlan{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("Vlan %s still there (%v)", name, err)
 	})
-	if groups := ovnnb.Dump(t, ovnnb.Connect(t, nbEndpoint)).Groups; len(groups) != 0 {
+	if groups := ovngatewaytest.Dump(t, ovngatewaytest.Connect(t, nbEndpoint)).Groups; len(groups) != 0 {
 		t.Errorf("HA_Chassis_Groups left after the network was released: %v", groups)
 	}
 	waitForEvents(t, cs, name,

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // TestSchemaIsACutOfTheFullSchema: every table and column of
@@ -13,7 +13,7 @@ import (
 // test, and the tables keep their root flag and indexes, so the generated
 // models match what an ovsdb-server serves.
 func TestSchemaIsACutOfTheFullSchema(t *testing.T) {
-	full, err := ovnnb.Schema()
+	full, err := ovngatewaytest.Schema()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestNB(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			nb := start(t)
 			nb.AddRouterPort(t, "vpc1", "vpc1-sub1")
-			c := nb.Dial(t)
+			c := dial(t, nb.Endpoint())
 			n := ovngateway.Network{Namespace: "tenant-a", Name: "net1", RouterPort: "vpc1-sub1"}
 			gw, err := ovngateway.NewGateway(n, "vpc1", "pxtenant", []ovngateway.Candidate{{Node: "node-1", Chassis: "ch-1"}})
 			if err != nil {
@@ -67,4 +67,21 @@ func TestNB(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dial connects an ovngateway client to endpoint with short timeouts, as an
+// embedder's test would, and closes it on cleanup.
+func dial(t testing.TB, endpoint string) *ovngateway.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ovngateway.Dial(ctx, ovngateway.Config{
+		Address: endpoint, InactivityProbe: 10 * time.Second,
+		ReconnectTimeout: 5 * time.Second, MaxBackoff: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("cannot dial the test NB: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

@@ -12,8 +12,8 @@ import (
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -99,18 +99,18 @@ func routerPortOf(w gatewayWorld, n v1alpha1.ProxmoxNetwork) string {
 }
 
 // groupOf finds the owned group tagged with the network id.
-func groupOf(st ovnnb.State, id string) (string, ovnnb.Group, bool) {
+func groupOf(st ovngatewaytest.State, id string) (string, ovngatewaytest.Group, bool) {
 	for _, name := range sortedGroups(st) {
 		g := st.Groups[name]
 		if g.ExternalIDs[ovngateway.OwnerKey] == ovngateway.OwnerValue && g.ExternalIDs[ovngateway.NetworkKey] == id {
 			return name, g, true
 		}
 	}
-	return "", ovnnb.Group{}, false
+	return "", ovngatewaytest.Group{}, false
 }
 
 // activeFor returns the Node and chassis active for a network's group.
-func (s *Stage) activeFor(ctx context.Context, st ovnnb.State, namespace, name string) (node, chassis string, err error) {
+func (s *Stage) activeFor(ctx context.Context, st ovngatewaytest.State, namespace, name string) (node, chassis string, err error) {
 	group, g, ok := groupOf(st, namespace+"/"+name)
 	if !ok || len(g.Chassis) == 0 {
 		return "", "", fmt.Errorf("network %s/%s has no HA chassis group with a chassis in the OVN NB", namespace, name)
@@ -153,7 +153,7 @@ func (s *Stage) dropTrunk(ctx context.Context, name string) error {
 
 // changedGroups prints the groups whose chassis changed, with the active
 // chassis before and after.
-func (s *Stage) changedGroups(before, after ovnnb.State, leaving string) {
+func (s *Stage) changedGroups(before, after ovngatewaytest.State, leaving string) {
 	changed := 0
 	s.Table([]string{"HA_CHASSIS_GROUP", "BEFORE", "AFTER", "ACTIVE"}, func(row func(...any)) {
 		for _, name := range sortedGroups(before) {
@@ -174,8 +174,8 @@ func (s *Stage) changedGroups(before, after ovnnb.State, leaving string) {
 	s.Say("%s left %d of %d groups; only the %d it was active in moved to their next chassis", leaving, changed, len(before.Groups), active)
 }
 
-func activeChange(was, now []ovnnb.Chassis) string {
-	first := func(cs []ovnnb.Chassis) string {
+func activeChange(was, now []ovngatewaytest.Chassis) string {
+	first := func(cs []ovngatewaytest.Chassis) string {
 		if len(cs) == 0 {
 			return "(none)"
 		}

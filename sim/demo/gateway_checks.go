@@ -13,8 +13,8 @@ import (
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -33,7 +33,7 @@ type gatewayWorld struct {
 	subnets  map[string]kubeovnv1.Subnet
 	zones    map[string]v1alpha1.ProxmoxNetworkZone
 	nodes    []*corev1.Node
-	nb       ovnnb.State
+	nb       ovngatewaytest.State
 }
 
 // readGatewayWorld reads the API through c and the NB rows from the server.
@@ -126,7 +126,7 @@ func (w gatewayWorld) group(n *v1alpha1.ProxmoxNetwork) string {
 
 // wantChassis ranks the trunk Nodes of the zone's provider network for the
 // VPC, as the facts define the chassis set and its priorities.
-func (w gatewayWorld) wantChassis(zone, vpc string) ([]ovnnb.Chassis, error) {
+func (w gatewayWorld) wantChassis(zone, vpc string) ([]ovngatewaytest.Chassis, error) {
 	z, ok := w.zones[zone]
 	if !ok {
 		return nil, fmt.Errorf("zone %q does not exist", zone)
@@ -138,9 +138,9 @@ func (w gatewayWorld) wantChassis(zone, vpc string) ([]ovnnb.Chassis, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("provider network %q of zone %q has no trunk Node", z.Spec.ProviderNetwork, zone)
 	}
-	out := make([]ovnnb.Chassis, len(members))
+	out := make([]ovngatewaytest.Chassis, len(members))
 	for i, m := range members {
-		out[i] = ovnnb.Chassis{Name: m.Chassis, Priority: m.Priority}
+		out[i] = ovngatewaytest.Chassis{Name: m.Chassis, Priority: m.Priority}
 	}
 	return out, nil
 }
@@ -184,7 +184,7 @@ func (w gatewayWorld) ready() sim.Invariant {
 // failover judges how the groups changed when the trunk node with chassis
 // left: it is gone from every group, the others keep their order, and the
 // active chassis changed only in the groups it was active in.
-func failover(before, after ovnnb.State, chassis string) sim.Invariant {
+func failover(before, after ovngatewaytest.State, chassis string) sim.Invariant {
 	var bad []string
 	for _, name := range sortedGroups(before) {
 		was := before.Groups[name]
@@ -193,7 +193,7 @@ func failover(before, after ovnnb.State, chassis string) sim.Invariant {
 			bad = append(bad, fmt.Sprintf("group %q is gone", name))
 			continue
 		}
-		var rest []ovnnb.Chassis
+		var rest []ovngatewaytest.Chassis
 		for _, c := range was.Chassis {
 			if c.Name != chassis {
 				rest = append(rest, c)
@@ -206,7 +206,7 @@ func failover(before, after ovnnb.State, chassis string) sim.Invariant {
 	return verdict(CheckGatewayFailover, bad)
 }
 
-func chassisNames(cs []ovnnb.Chassis) []string {
+func chassisNames(cs []ovngatewaytest.Chassis) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.Name
@@ -215,7 +215,7 @@ func chassisNames(cs []ovnnb.Chassis) []string {
 }
 
 // chassisList prints chassis with their priorities, highest first.
-func chassisList(cs []ovnnb.Chassis) string {
+func chassisList(cs []ovngatewaytest.Chassis) string {
 	if len(cs) == 0 {
 		return "(none)"
 	}
@@ -226,7 +226,7 @@ func chassisList(cs []ovnnb.Chassis) string {
 	return strings.Join(parts, " ")
 }
 
-func sortedGroups(st ovnnb.State) []string {
+func sortedGroups(st ovngatewaytest.State) []string {
 	out := make([]string, 0, len(st.Groups))
 	for name := range st.Groups {
 		out = append(out, name)

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -23,8 +23,8 @@ func finally(name string, play func(ctx context.Context, s *Stage) error) []Act 
 }
 
 // owned is the group of network id with the ranked chassis.
-func owned(id string, chassis ...ovnnb.Chassis) ovnnb.Group {
-	return ovnnb.Group{ExternalIDs: map[string]string{"owner": "proxmox-network", "network": id}, Chassis: chassis}
+func owned(id string, chassis ...ovngatewaytest.Chassis) ovngatewaytest.Group {
+	return ovngatewaytest.Group{ExternalIDs: map[string]string{"owner": "proxmox-network", "network": id}, Chassis: chassis}
 }
 
 // TestDemoGatewayEndState reads the NB rows the demo leaves behind: the
@@ -33,7 +33,7 @@ func owned(id string, chassis ...ovnnb.Chassis) ovnnb.Group {
 // vpc/vpc-tenant-alpha (node-b 100, node-c 90), and nothing of tenant
 // beta's released network is left.
 func TestDemoGatewayEndState(t *testing.T) {
-	var got ovnnb.State
+	var got ovngatewaytest.State
 	var out bytes.Buffer
 	res, err := play(context.Background(), &out, finally("read the NB", func(ctx context.Context, s *Stage) error {
 		var err error
@@ -49,14 +49,14 @@ func TestDemoGatewayEndState(t *testing.T) {
 	if !slices.Contains(res.Acts, actGateways.Name) {
 		t.Errorf("the gateway act did not run: %v", res.Acts)
 	}
-	top := []ovnnb.Chassis{{Name: "chassis-b", Priority: 100}, {Name: "chassis-c", Priority: 90}}
-	want := ovnnb.State{
-		Groups: map[string]ovnnb.Group{
+	top := []ovngatewaytest.Chassis{{Name: "chassis-b", Priority: 100}, {Name: "chassis-c", Priority: 90}}
+	want := ovngatewaytest.State{
+		Groups: map[string]ovngatewaytest.Group{
 			"px-vpc-tenant-alpha-subnet-a1": owned("tenant-alpha/subnet-a1", top...),
 			"px-vpc-tenant-alpha-subnet-a2": owned("tenant-alpha/subnet-a2", top...),
 			"px-vpc-tenant-alpha-subnet-a3": owned("tenant-alpha/subnet-a3", top...),
 		},
-		Ports: map[string]ovnnb.Port{
+		Ports: map[string]ovngatewaytest.Port{
 			"vpc-tenant-alpha-subnet-a1": {Group: "px-vpc-tenant-alpha-subnet-a1"},
 			"vpc-tenant-alpha-subnet-a2": {Group: "px-vpc-tenant-alpha-subnet-a2"},
 			"vpc-tenant-alpha-subnet-a3": {Group: "px-vpc-tenant-alpha-subnet-a3"},
@@ -80,8 +80,8 @@ func TestDemoGatewayEndState(t *testing.T) {
 }
 
 // firstPriority sets the priority of the first HA_Chassis row the NB lists.
-func firstPriority(p int) func(ctx context.Context, a ovnnb.Admin) error {
-	return func(ctx context.Context, a ovnnb.Admin) error {
+func firstPriority(p int) func(ctx context.Context, a ovngatewaytest.Admin) error {
+	return func(ctx context.Context, a ovngatewaytest.Admin) error {
 		rows, err := a.ReadRows(ctx)
 		if err != nil {
 			return err
@@ -98,8 +98,8 @@ func firstPriority(p int) func(ctx context.Context, a ovnnb.Admin) error {
 }
 
 // retag tags the owned group named group for network id.
-func retag(group, id string) func(ctx context.Context, a ovnnb.Admin) error {
-	return func(ctx context.Context, a ovnnb.Admin) error {
+func retag(group, id string) func(ctx context.Context, a ovngatewaytest.Admin) error {
+	return func(ctx context.Context, a ovngatewaytest.Admin) error {
 		g := &nbmodel.HAChassisGroup{Name: group, ExternalIDs: map[string]string{"owner": "proxmox-network", "network": id}}
 		ops, err := a.C.Where(g).Update(g, &g.ExternalIDs)
 		if err != nil {
@@ -126,7 +126,7 @@ func failedInvariants(res Result) map[string]string {
 func TestDemoReportsABrokenGateway(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		tamper func(ctx context.Context, a ovnnb.Admin) error
+		tamper func(ctx context.Context, a ovngatewaytest.Admin) error
 		// failed are the invariants that must fail, with text of their detail.
 		failed map[string]string
 	}{
@@ -137,7 +137,7 @@ func TestDemoReportsABrokenGateway(t *testing.T) {
 		},
 		"PortCleared": {
 			reason: "a router port without its group breaks the group invariant",
-			tamper: func(ctx context.Context, a ovnnb.Admin) error {
+			tamper: func(ctx context.Context, a ovngatewaytest.Admin) error {
 				return a.SetPortGroup(ctx, "vpc-tenant-alpha-subnet-a2", "")
 			},
 			failed: map[string]string{CheckGatewayGroups: `router port "vpc-tenant-alpha-subnet-a2" uses group "", want "px-vpc-tenant-alpha-subnet-a2"`},
@@ -152,9 +152,9 @@ func TestDemoReportsABrokenGateway(t *testing.T) {
 		},
 		"GroupLeftBehind": {
 			reason: "an owned group of a network that is gone breaks the release invariant",
-			tamper: func(ctx context.Context, a ovnnb.Admin) error {
+			tamper: func(ctx context.Context, a ovngatewaytest.Admin) error {
 				_, err := a.AddGroup(ctx, "px-vpc-tenant-beta-subnet-b1",
-					map[string]string{"owner": "proxmox-network", "network": "tenant-beta/subnet-b1"}, ovnnb.Chassis{Name: "chassis-b", Priority: 100})
+					map[string]string{"owner": "proxmox-network", "network": "tenant-beta/subnet-b1"}, ovngatewaytest.Chassis{Name: "chassis-b", Priority: 100})
 				return err
 			},
 			failed: map[string]string{CheckGatewayReleased: `group "px-vpc-tenant-beta-subnet-b1" belongs to network "tenant-beta/subnet-b1", which is gone`},
@@ -164,7 +164,7 @@ func TestDemoReportsABrokenGateway(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer
 			res, err := play(context.Background(), &out, finally("corrupt the NB", func(ctx context.Context, s *Stage) error {
-				return tc.tamper(ctx, ovnnb.Admin{C: s.nb.admin})
+				return tc.tamper(ctx, ovngatewaytest.Admin{C: s.nb.admin})
 			}))
 			if err != nil {
 				t.Fatalf("demo: %v\n%s", err, out.String())
@@ -239,42 +239,42 @@ func TestGatewayReadyCheck(t *testing.T) {
 
 // TestFailoverCheck judges how groups changed when a chassis left.
 func TestFailoverCheck(t *testing.T) {
-	ch := func(names ...string) []ovnnb.Chassis {
-		out := make([]ovnnb.Chassis, len(names))
+	ch := func(names ...string) []ovngatewaytest.Chassis {
+		out := make([]ovngatewaytest.Chassis, len(names))
 		for i, n := range names {
-			out[i] = ovnnb.Chassis{Name: n, Priority: 100 - 10*i}
+			out[i] = ovngatewaytest.Chassis{Name: n, Priority: 100 - 10*i}
 		}
 		return out
 	}
-	state := func(groups map[string][]ovnnb.Chassis) ovnnb.State {
-		st := ovnnb.State{Groups: map[string]ovnnb.Group{}}
+	state := func(groups map[string][]ovngatewaytest.Chassis) ovngatewaytest.State {
+		st := ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}}
 		for name, cs := range groups {
-			st.Groups[name] = ovnnb.Group{Chassis: cs}
+			st.Groups[name] = ovngatewaytest.Group{Chassis: cs}
 		}
 		return st
 	}
-	before := state(map[string][]ovnnb.Chassis{"g1": ch("a", "b", "c"), "g2": ch("b", "a", "c")})
+	before := state(map[string][]ovngatewaytest.Chassis{"g1": ch("a", "b", "c"), "g2": ch("b", "a", "c")})
 	cases := map[string]struct {
 		reason string
-		after  ovnnb.State
+		after  ovngatewaytest.State
 		holds  bool
 	}{
 		"OnlyItsGroupsMove": {
 			reason: "a leaves; the others keep their order",
-			after:  state(map[string][]ovnnb.Chassis{"g1": ch("b", "c"), "g2": ch("b", "c")}),
+			after:  state(map[string][]ovngatewaytest.Chassis{"g1": ch("b", "c"), "g2": ch("b", "c")}),
 			holds:  true,
 		},
 		"Reordered": {
 			reason: "a group whose remaining chassis changed order moved more than the leaving node",
-			after:  state(map[string][]ovnnb.Chassis{"g1": ch("b", "c"), "g2": ch("c", "b")}),
+			after:  state(map[string][]ovngatewaytest.Chassis{"g1": ch("b", "c"), "g2": ch("c", "b")}),
 		},
 		"StillThere": {
 			reason: "the leaving chassis must be gone",
-			after:  state(map[string][]ovnnb.Chassis{"g1": ch("a", "b", "c"), "g2": ch("b", "c")}),
+			after:  state(map[string][]ovngatewaytest.Chassis{"g1": ch("a", "b", "c"), "g2": ch("b", "c")}),
 		},
 		"GroupGone": {
 			reason: "a group must not vanish",
-			after:  state(map[string][]ovnnb.Chassis{"g1": ch("b", "c")}),
+			after:  state(map[string][]ovngatewaytest.Chassis{"g1": ch("b", "c")}),
 		},
 	}
 	for name, tc := range cases {

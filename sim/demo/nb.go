@@ -11,9 +11,9 @@ import (
 	libovsdb "github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // nbBackoff caps the controller's NB reconnect backoff, so the demo's NB
@@ -35,7 +35,7 @@ type northbound struct {
 	// runs and close gives it back.
 	logOut io.Writer
 	dir    string
-	server *ovnnb.InMemory
+	server *ovngatewaytest.InMemory
 	admin  libovsdb.Client
 	client *ovngateway.Client
 }
@@ -53,10 +53,10 @@ func openNB(ctx context.Context) (_ *northbound, err error) {
 			nb.close()
 		}
 	}()
-	if nb.server, err = ovnnb.OpenInMemory(dir); err != nil {
+	if nb.server, err = ovngatewaytest.OpenInMemory(dir); err != nil {
 		return nil, fmt.Errorf("cannot start the in-memory OVN NB: %w", err)
 	}
-	if nb.admin, err = ovnnb.Dial(ctx, nb.server.DirectEndpoint()); err != nil {
+	if nb.admin, err = ovngatewaytest.Dial(ctx, nb.server.DirectEndpoint()); err != nil {
 		return nil, fmt.Errorf("cannot connect Kube-OVN's client to the OVN NB: %w", err)
 	}
 	nb.client, err = ovngateway.Dial(ctx, ovngateway.Config{Address: nb.server.Endpoint(), MaxBackoff: nbBackoff})
@@ -82,10 +82,10 @@ func (nb *northbound) close() {
 }
 
 // state reads the gateway rows straight from the server.
-func (nb *northbound) state(ctx context.Context) (ovnnb.State, error) {
-	st, err := ovnnb.Admin{C: nb.admin}.State(ctx)
+func (nb *northbound) state(ctx context.Context) (ovngatewaytest.State, error) {
+	st, err := ovngatewaytest.Admin{C: nb.admin}.State(ctx)
 	if err != nil {
-		return ovnnb.State{}, fmt.Errorf("cannot read the OVN NB: %w", err)
+		return ovngatewaytest.State{}, fmt.Errorf("cannot read the OVN NB: %w", err)
 	}
 	return st, nil
 }

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -79,7 +79,7 @@ func (k *KubeOVN) connect(ctx context.Context) (ovsclient.Client, error) {
 		return k.nb, nil
 	}
 	k.Close()
-	m, err := ovnnb.ClientModel()
+	m, err := ovngatewaytest.ClientModel()
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (k *KubeOVN) syncPorts(ctx context.Context, want map[string]string) error {
 	if ops = append(ops, add...); len(ops) == 0 {
 		return nil
 	}
-	_, err = ovnnb.TransactErr(nb, ops...)
+	_, err = ovngatewaytest.TransactErr(nb, ops...)
 	return err
 }
 
@@ -188,8 +188,8 @@ func (k *KubeOVN) addPorts(nb ovsclient.Client, routers []nbmodel.LogicalRouter,
 // Dump reads the gateway state from the player's NB connection: the
 // HA_Chassis_Groups with their chassis, and the router ports with the
 // group they point at.
-func (k *KubeOVN) Dump(ctx context.Context) (ovnnb.State, error) {
-	st := ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}}
+func (k *KubeOVN) Dump(ctx context.Context) (ovngatewaytest.State, error) {
+	st := ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{}}
 	nb, err := k.connect(ctx)
 	if err != nil {
 		k.Close()
@@ -205,22 +205,22 @@ func (k *KubeOVN) Dump(ctx context.Context) (ovnnb.State, error) {
 			return st, err
 		}
 	}
-	byUUID := map[string]ovnnb.Chassis{}
+	byUUID := map[string]ovngatewaytest.Chassis{}
 	for _, h := range members {
-		byUUID[h.UUID] = ovnnb.Chassis{Name: h.ChassisName, Priority: h.Priority}
+		byUUID[h.UUID] = ovngatewaytest.Chassis{Name: h.ChassisName, Priority: h.Priority}
 	}
 	names := map[string]string{}
 	for _, g := range groups {
 		names[g.UUID] = g.Name
-		var ch []ovnnb.Chassis
+		var ch []ovngatewaytest.Chassis
 		for _, u := range g.HaChassis {
 			ch = append(ch, byUUID[u])
 		}
-		slices.SortFunc(ch, func(a, b ovnnb.Chassis) int { return b.Priority - a.Priority })
-		st.Groups[g.Name] = ovnnb.Group{ExternalIDs: g.ExternalIDs, Chassis: ch}
+		slices.SortFunc(ch, func(a, b ovngatewaytest.Chassis) int { return b.Priority - a.Priority })
+		st.Groups[g.Name] = ovngatewaytest.Group{ExternalIDs: g.ExternalIDs, Chassis: ch}
 	}
 	for _, p := range ports {
-		var port ovnnb.Port
+		var port ovngatewaytest.Port
 		if p.HaChassisGroup != nil {
 			port.Group = names[*p.HaChassisGroup]
 		}

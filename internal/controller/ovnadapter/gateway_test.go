@@ -15,9 +15,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 const provider = "pxtenant"
@@ -45,9 +45,9 @@ func info(name string) network.NetworkInfo {
 
 // start runs an in-memory NB, a gateway client on it and a fake API
 // holding objs.
-func start(t *testing.T, objs ...client.Object) (*ovnnb.InMemory, *ovngateway.Client, client.WithWatch) {
+func start(t *testing.T, objs ...client.Object) (*ovngatewaytest.InMemory, *ovngateway.Client, client.WithWatch) {
 	t.Helper()
-	s := ovnnb.StartInMemory(t)
+	s := ovngatewaytest.StartInMemory(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	gc, err := ovngateway.Dial(ctx, ovngateway.Config{Address: s.Endpoint(), MaxBackoff: 100 * time.Millisecond})
@@ -72,13 +72,13 @@ type ensureCase struct {
 type ensureWant struct {
 	status  network.GatewayStatus
 	err     bool
-	state   ovnnb.State
+	state   ovngatewaytest.State
 	checked bool
 }
 
 func ensureCases(t *testing.T) map[string]ensureCase {
-	group := func(name string, chassis ...ovnnb.Chassis) ovnnb.Group {
-		return ovnnb.Group{ExternalIDs: map[string]string{ovngateway.OwnerKey: ovngateway.OwnerValue, ovngateway.NetworkKey: "tenant-a/" + name}, Chassis: chassis}
+	group := func(name string, chassis ...ovngatewaytest.Chassis) ovngatewaytest.Group {
+		return ovngatewaytest.Group{ExternalIDs: map[string]string{ovngateway.OwnerKey: ovngateway.OwnerValue, ovngateway.NetworkKey: "tenant-a/" + name}, Chassis: chassis}
 	}
 	return map[string]ensureCase{
 		"ChassisAssigned": {
@@ -88,9 +88,9 @@ func ensureCases(t *testing.T) map[string]ensureCase {
 			n:      info("net1"),
 			want: ensureWant{
 				status: network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Chassis: 2, RequeueAfter: ovngateway.ResyncPeriod},
-				state: ovnnb.State{
-					Groups: map[string]ovnnb.Group{"px-vpc-a-net1": group("net1", rank(t, "n1", "n2")...)},
-					Ports:  map[string]ovnnb.Port{"vpc-a-net1": {Group: "px-vpc-a-net1"}},
+				state: ovngatewaytest.State{
+					Groups: map[string]ovngatewaytest.Group{"px-vpc-a-net1": group("net1", rank(t, "n1", "n2")...)},
+					Ports:  map[string]ovngatewaytest.Port{"vpc-a-net1": {Group: "px-vpc-a-net1"}},
 				},
 				checked: true,
 			},
@@ -101,7 +101,7 @@ func ensureCases(t *testing.T) map[string]ensureCase {
 			n:      info("net1"),
 			want: ensureWant{
 				status:  network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRouterPortMissing, RequeueAfter: ovngateway.RetryAfter},
-				state:   ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{}},
+				state:   ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{}},
 				checked: true,
 			},
 		},
@@ -112,7 +112,7 @@ func ensureCases(t *testing.T) map[string]ensureCase {
 			n:      info("net1"),
 			want: ensureWant{
 				status:  network.GatewayStatus{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoTrunkNodes, RequeueAfter: ovngateway.ResyncPeriod},
-				state:   ovnnb.State{Groups: map[string]ovnnb.Group{}, Ports: map[string]ovnnb.Port{"vpc-a-net1": {}}},
+				state:   ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{"vpc-a-net1": {}}},
 				checked: true,
 			},
 		},
@@ -134,9 +134,9 @@ func TestEnsure(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s, gc, k := start(t, tc.nodes...)
-			admin := ovnnb.Connect(t, s.Endpoint())
+			admin := ovngatewaytest.Connect(t, s.Endpoint())
 			for _, p := range tc.ports {
-				ovnnb.AddRouterPort(t, admin, "vpc-a", p)
+				ovngatewaytest.AddRouterPort(t, admin, "vpc-a", p)
 			}
 			gw, err := ovnadapter.New(gc, k)
 			if err != nil {
@@ -153,7 +153,7 @@ func TestEnsure(t *testing.T) {
 			if !tc.want.checked {
 				return
 			}
-			if diff := cmp.Diff(tc.want.state, ovnnb.Dump(t, admin)); diff != "" {
+			if diff := cmp.Diff(tc.want.state, ovngatewaytest.Dump(t, admin)); diff != "" {
 				t.Errorf("%s\nNB after Ensure: -want +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -161,7 +161,7 @@ func TestEnsure(t *testing.T) {
 }
 
 // rank is the chassis order ovngateway gives nodes in VPC vpc-a.
-func rank(t *testing.T, nodes ...string) []ovnnb.Chassis {
+func rank(t *testing.T, nodes ...string) []ovngatewaytest.Chassis {
 	var cands []ovngateway.Candidate
 	for _, n := range nodes {
 		cands = append(cands, ovngateway.Candidate{Node: n, Chassis: "ch-" + n})
@@ -170,9 +170,9 @@ func rank(t *testing.T, nodes ...string) []ovnnb.Chassis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []ovnnb.Chassis
+	var out []ovngatewaytest.Chassis
 	for _, m := range members {
-		out = append(out, ovnnb.Chassis{Name: m.Chassis, Priority: m.Priority})
+		out = append(out, ovngatewaytest.Chassis{Name: m.Chassis, Priority: m.Priority})
 	}
 	return out
 }

@@ -17,9 +17,9 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // pxnet is a ProxmoxNetwork carrying a GatewayReady condition (none when
@@ -39,8 +39,8 @@ func pxnet(name string, status metav1.ConditionStatus, reason string) *v1alpha1.
 func TestGrace(t *testing.T) {
 	s, gc, k := start(t, node("n1", true),
 		pxnet("up", metav1.ConditionTrue, v1alpha1.ReasonChassisAssigned), pxnet("fresh", "", ""))
-	admin := ovnnb.Connect(t, s.Endpoint())
-	ovnnb.AddRouterPort(t, admin, "vpc-a", "vpc-a-up")
+	admin := ovngatewaytest.Connect(t, s.Endpoint())
+	ovngatewaytest.AddRouterPort(t, admin, "vpc-a", "vpc-a-up")
 	clk := clocktesting.NewFakeClock(time.Now())
 	gw, err := ovnadapter.New(gc, k, ovnadapter.WithClock(clk))
 	if err != nil {
@@ -87,12 +87,12 @@ func TestGrace(t *testing.T) {
 // and clears the port; another network's group and a foreign one stay.
 func TestRelease(t *testing.T) {
 	s, gc, k := start(t, node("n1", true))
-	admin := ovnnb.Connect(t, s.Endpoint())
+	admin := ovngatewaytest.Connect(t, s.Endpoint())
 	for _, p := range []string{"vpc-a-net1", "vpc-a-net2"} {
-		ovnnb.AddRouterPort(t, admin, "vpc-a", p)
+		ovngatewaytest.AddRouterPort(t, admin, "vpc-a", p)
 	}
 	foreign := map[string]string{ovngateway.OwnerKey: "someone-else", ovngateway.NetworkKey: "tenant-a/net1"}
-	ovnnb.AddGroup(t, admin, "other", foreign, ovnnb.Chassis{Name: "ch-x", Priority: 1})
+	ovngatewaytest.AddGroup(t, admin, "other", foreign, ovngatewaytest.Chassis{Name: "ch-x", Priority: 1})
 	gw, err := ovnadapter.New(gc, k)
 	if err != nil {
 		t.Fatal(err)
@@ -108,13 +108,13 @@ func TestRelease(t *testing.T) {
 	if err != nil || !released {
 		t.Fatalf("Release(net1) = %v, %v; want true, nil", released, err)
 	}
-	st := ovnnb.Dump(t, admin)
-	want := ovnnb.State{
-		Groups: map[string]ovnnb.Group{
-			"other":         {ExternalIDs: foreign, Chassis: []ovnnb.Chassis{{Name: "ch-x", Priority: 1}}},
+	st := ovngatewaytest.Dump(t, admin)
+	want := ovngatewaytest.State{
+		Groups: map[string]ovngatewaytest.Group{
+			"other":         {ExternalIDs: foreign, Chassis: []ovngatewaytest.Chassis{{Name: "ch-x", Priority: 1}}},
 			"px-vpc-a-net2": st.Groups["px-vpc-a-net2"],
 		},
-		Ports: map[string]ovnnb.Port{"vpc-a-net1": {}, "vpc-a-net2": {Group: "px-vpc-a-net2"}},
+		Ports: map[string]ovngatewaytest.Port{"vpc-a-net1": {}, "vpc-a-net2": {Group: "px-vpc-a-net2"}},
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("NB after Release(net1): -want +got:\n%s", diff)
@@ -132,9 +132,9 @@ func TestRelease(t *testing.T) {
 // has and counts them.
 func TestCollector(t *testing.T) {
 	s, gc, k := start(t, node("n1", true), pxnet("live", "", ""))
-	admin := ovnnb.Connect(t, s.Endpoint())
+	admin := ovngatewaytest.Connect(t, s.Endpoint())
 	for _, p := range []string{"vpc-a-live", "vpc-a-gone"} {
-		ovnnb.AddRouterPort(t, admin, "vpc-a", p)
+		ovngatewaytest.AddRouterPort(t, admin, "vpc-a", p)
 	}
 	gw, err := ovnadapter.New(gc, k)
 	if err != nil {
@@ -162,13 +162,13 @@ func TestCollector(t *testing.T) {
 	if got := m.GetCounter().GetValue(); got != 1 {
 		t.Errorf("collected counter = %v, want 1", got)
 	}
-	if _, ok := ovnnb.Dump(t, admin).Groups["px-vpc-a-live"]; !ok {
+	if _, ok := ovngatewaytest.Dump(t, admin).Groups["px-vpc-a-live"]; !ok {
 		t.Errorf("the group of the live network was deleted")
 	}
 }
 
 // down takes the NB down and waits until the gateway client has noticed.
-func down(t *testing.T, s *ovnnb.InMemory, gc *ovngateway.Client) {
+func down(t *testing.T, s *ovngatewaytest.InMemory, gc *ovngateway.Client) {
 	t.Helper()
 	s.Down()
 	deadline := time.Now().Add(10 * time.Second)

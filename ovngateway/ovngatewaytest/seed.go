@@ -1,4 +1,4 @@
-package ovnnb
+package ovngatewaytest
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // AddRouterPort creates the Logical_Router router when it does not exist

@@ -1,4 +1,4 @@
-package ovnnb
+package ovngatewaytest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package ovnnb
+package ovngatewaytest
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // Admin seeds and inspects an NB the way other OVN clients (Kube-OVN, an

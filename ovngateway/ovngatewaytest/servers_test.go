@@ -1,4 +1,4 @@
-package ovnnb
+package ovngatewaytest
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // server is what both NB flavours offer to a test.

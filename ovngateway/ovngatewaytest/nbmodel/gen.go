@@ -4,7 +4,7 @@
 // table it stores; tests use it to seed and inspect rows any OVN client could
 // write.
 //
-// Regenerate with `go generate ./internal/fakes/ovnnb/nbmodel`; never edit
+// Regenerate with `go generate ./ovngateway/ovngatewaytest/nbmodel`; never edit
 // the generated files by hand.
 package nbmodel
 

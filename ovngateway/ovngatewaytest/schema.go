@@ -1,4 +1,4 @@
-package ovnnb
+package ovngatewaytest
 
 import (
 	_ "embed"
@@ -8,7 +8,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/ovnnb/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 )
 
 // schemaJSON is /usr/share/ovn/ovn-nb.ovsschema from Debian's ovn-central
