@@ -102,6 +102,7 @@ func hasFlow(flows []string, parts ...string) bool {
 // and the MTU limits.
 func TestGatewayDataPlane(t *testing.T) {
 	g := newGatewayLab(t)
+	checkDocVersion(t, g.Lab)
 	gw1 := g.sub1.Gateway.Addr()
 
 	// Without a group, the router port is distributed: a chassis answers

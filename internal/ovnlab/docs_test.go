@@ -5,7 +5,25 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/ovnlab"
 )
+
+// checkDocVersion fails t unless docs/ovngateway.md names the OVN version
+// this machine runs (the first line of `ovn-nbctl --version`), since its
+// flows and figures were measured on that version.
+func checkDocVersion(t *testing.T, lab *ovnlab.Lab) {
+	t.Helper()
+	first, _, _ := strings.Cut(lab.NBCtl("--version"), "\n")
+	version := strings.TrimSpace(strings.TrimPrefix(first, "ovn-nbctl"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "ovngateway.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version == "" || !strings.Contains(string(b), "OVN "+version+" (`ovn-nbctl --version`)") {
+		t.Errorf("docs/ovngateway.md records the data plane of another OVN than this machine's %q: measure again and update it", first)
+	}
+}
 
 // docFlows returns the logical flows docs/ovngateway.md shows in the text
 // block that follows the marker "<!-- lflows:<name> -->".
