@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,12 +100,12 @@ func (w *benchWorld) wait(b *testing.B) {
 	}
 }
 
-// runEngine reconciles every widget with an engine Runner.
-func runEngine(b *testing.B, w *benchWorld) time.Duration {
+// runEngine reconciles every widget with an engine Runner running step.
+func runEngine(b *testing.B, w *benchWorld, step engine.Step[*widget.Widget]) time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	r, err := engine.NewRunner(w.c, newWidget, engine.Step[*widget.Widget](mirror),
+	r, err := engine.NewRunner(w.c, newWidget, step,
 		engine.WithWorkers(benchWorkers), engine.WithResync(0))
 	if err != nil {
 		b.Fatal(err)
@@ -170,22 +171,56 @@ func runControllerRuntime(b *testing.B, w *benchWorld, name string) time.Duratio
 // client, with 2 workers, through an engine Runner and through a
 // controller-runtime controller running the same step, in the same run.
 func BenchmarkRunner(b *testing.B) {
-	compare(b, newBenchWorld)
+	compare(b, newBenchWorld, mirror)
 }
 
 // BenchmarkRunnerOverhead is BenchmarkRunner over a map-backed client, so
 // that the queue, metrics and bookkeeping of each loop dominate.
 func BenchmarkRunnerOverhead(b *testing.B) {
-	compare(b, newCheapWorld)
+	compare(b, newCheapWorld, mirror)
 }
 
-func compare(b *testing.B, world func(*testing.B) *benchWorld) {
+// BenchmarkRunnerComposed is BenchmarkRunnerOverhead with the step composed
+// the way the network controller composes its own (Measured, WithFinalizer,
+// Live, WithPass, a PassSequence with lifted steps), against
+// controller-runtime running the bare step: the price of the composition.
+func BenchmarkRunnerComposed(b *testing.B) {
+	type w = *widget.Widget
+	duration := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bench_duration_seconds"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bench_errors_total"}, []string{engine.LabelReason})
+	step := engine.Measured[w]{Duration: duration, Errors: errs, Step: engine.WithFinalizer[w]{
+		Finalizer:    "test.pxsubstrate.io/bench",
+		ReadyToClear: func(context.Context, *engine.State[w]) (bool, error) { return true, nil },
+		Step: engine.Live[w]{Step: engine.WithPass[w, string]{
+			Init: func(s *engine.State[w]) string { return s.Object.Spec.Value },
+			Step: engine.PassSequence[w, string]{
+				engine.Lift[w, string](engine.ObserveGeneration[w]{Field: func(o w) *int64 { return &o.Status.ObservedGeneration }}),
+				engine.PassFunc[w, string](func(_ context.Context, p *engine.Pass[w, string]) (engine.Result, error) {
+					p.Object.Status.Mirror = p.Data
+					return engine.Result{}, nil
+				}),
+			},
+		}},
+	}}
+	// The widgets already hold the finalizer, as live objects do after
+	// their first pass.
+	withFinalizer := func(b *testing.B) *benchWorld {
+		w := newCheapWorld(b)
+		for _, o := range w.objs {
+			o.Finalizers = []string{"test.pxsubstrate.io/bench"}
+		}
+		return w
+	}
+	compare(b, withFinalizer, step)
+}
+
+func compare(b *testing.B, world func(*testing.B) *benchWorld, step engine.Step[*widget.Widget]) {
 	var ours, theirs time.Duration
 	for i := range b.N {
 		b.StopTimer()
 		w := world(b)
 		b.StartTimer()
-		ours += runEngine(b, w)
+		ours += runEngine(b, w, step)
 		b.StopTimer()
 		w = world(b)
 		b.StartTimer()

@@ -46,17 +46,34 @@ func setCondition(conds *[]metav1.Condition, now time.Time, generation int64, ty
 }
 
 func setReady(conds *[]metav1.Condition, now time.Time, generation int64, subTypes []string) bool {
-	status, reason, message := metav1.ConditionTrue, ReasonReady, ""
-	for _, typ := range subTypes {
+	return summarize(conds, now, generation, summary{subTypes: subTypes})
+}
+
+// summary is how Ready is derived from sub-conditions: SetReady's rules
+// with SummarizeReady's adjustments.
+type summary struct {
+	subTypes []string
+	skip     func(metav1.Condition) bool
+	notReady metav1.ConditionStatus
+	message  string
+}
+
+func summarize(conds *[]metav1.Condition, now time.Time, generation int64, sum summary) bool {
+	status, reason, message := metav1.ConditionTrue, ReasonReady, sum.message
+	for _, typ := range sum.subTypes {
 		c := meta.FindStatusCondition(*conds, typ)
 		if c == nil {
 			status, reason, message = metav1.ConditionUnknown, ReasonPending, "condition "+typ+" has not been reported yet"
 			break
 		}
-		if c.Status != metav1.ConditionTrue {
-			status, reason, message = c.Status, c.Reason, c.Message
-			break
+		if c.Status == metav1.ConditionTrue || (sum.skip != nil && sum.skip(*c)) {
+			continue
 		}
+		status, reason, message = c.Status, c.Reason, c.Message
+		if sum.notReady != "" {
+			status = sum.notReady
+		}
+		break
 	}
 	return setCondition(conds, now, generation, ConditionReady, status, reason, message)
 }

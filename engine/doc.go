@@ -37,8 +37,20 @@
 // Sequence runs steps in order, stops at the first error and merges results
 // (the smallest non-zero RequeueAfter wins). WithFinalizer adds its finalizer
 // before the guarded step runs on a live object and removes it, during
-// deletion, only when ReadyToClear says so. SetCondition and SetReady keep
-// status conditions with k8s.io/apimachinery/pkg/api/meta.
+// deletion, only when ReadyToClear says so; Live runs its step only on an
+// object that is not being deleted. SetCondition and SetReady keep status
+// conditions with k8s.io/apimachinery/pkg/api/meta; the steps
+// ObserveGeneration and SummarizeReady stamp status.observedGeneration and
+// derive Ready from sub-conditions.
+//
+// Steps of one reconcile that share what they learned do so through a Pass:
+// WithPass gives every reconcile a fresh Pass[T, P], the State plus a value
+// of the caller's type P, and runs a PassStep (a PassSequence of them,
+// typically) on it. Lift puts a plain Step into a pass. Measured records
+// each reconcile of a step (duration, failures by reason) in the caller's
+// metrics. A step tree is a value: build it once and give it to NewRunner,
+// which validates all of it before the first reconcile. docs/engine.md
+// walks through the network controller, which is built this way.
 //
 // # Usage
 //

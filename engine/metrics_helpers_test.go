@@ -1,14 +1,18 @@
 package engine_test
 
 import (
-	"testing"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// failer is what metricValue needs of a *testing.T or a *rapid.T.
+type failer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // metricValue returns the value of the series name{labels...} in reg, and
 // whether it exists.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+func metricValue(t failer, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
