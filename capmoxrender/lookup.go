@@ -2,9 +2,9 @@ package capmoxrender
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
 // SubstrateLookup answers the live questions of the substrate guards. A nil
@@ -45,31 +45,13 @@ type Condition struct {
 	Message string
 }
 
-// VPCID is the id Cozystack derives for a VPC application:
-// "vpc-" + the first 6 hex characters of sha256("<ns>/virtualprivatecloud-<vpc>").
-func VPCID(namespace, vpc string) string {
-	return "vpc-" + shortHash(namespace+"/virtualprivatecloud-"+vpc, 6)
-}
-
-// SubnetID is the id shared by the Kube-OVN Subnet, the Vlan, the
-// InClusterIPPool and the ProxmoxNetwork of a VPC subnet:
-// "subnet-" + the first 8 hex characters of sha256("<ns>/<vpcId>/<subnet>").
-func SubnetID(namespace, vpc, subnet string) string {
-	return "subnet-" + shortHash(namespace+"/"+VPCID(namespace, vpc)+"/"+subnet, 8)
-}
-
-func shortHash(s string, n int) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:n]
-}
-
 // resolveNetwork looks a VPC subnet up and refuses it unless it is
 // Proxmox-backed and Ready. field prefixes every message.
 func resolveNetwork(ctx context.Context, l NetworkLookup, field, ns string, ref SubnetRef) (ProxmoxNetwork, string, error) {
 	if ref.VPC == "" || ref.Subnet == "" {
 		return ProxmoxNetwork{}, "", refuse(field, "%s: set both vpc and subnet", field)
 	}
-	id := SubnetID(ns, ref.VPC, ref.Subnet)
+	id := string(cozyid.Subnet(ns, cozyid.VPC(ns, cozyid.VPCName(ref.VPC)), cozyid.SubnetName(ref.Subnet)))
 	if l == nil {
 		return ProxmoxNetwork{}, "", refuse(field, "%s: cannot resolve VPC %q subnet %q without a live lookup: pass the live ProxmoxNetwork %s/%s (--lookup) or render against the management cluster", field, ref.VPC, ref.Subnet, ns, id)
 	}

@@ -68,7 +68,7 @@ func TestNodesRefusals(t *testing.T) {
 		"ExtraNotReady": {reason: "extra NIC subnet must be Ready", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
 			vpc(n, o)
 			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net1", VPC: "net", Subnet: "data"}}
-		}, want: `proxmox.additionalNetworks[net1]: Proxmox network tenant-e2e/` + capmoxrender.SubnetID("tenant-e2e", "net", "data") + ` (VPC "net" subnet "data") is not Ready: Pending: the controller has not reported yet`},
+		}, want: `proxmox.additionalNetworks[net1]: Proxmox network tenant-e2e/` + subnetID("tenant-e2e", "net", "data") + ` (VPC "net" subnet "data") is not Ready: Pending: the controller has not reported yet`},
 		"PoolSwitch": {reason: "a live KubeVirt pool must not switch", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
 			l := &capmoxrender.Objects{}
 			l.Add(liveMD(n.Namespace, "kubernetes-k8s-e2e-md0", "KubevirtMachineTemplate"))

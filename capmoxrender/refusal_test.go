@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
 func validCluster() capmoxrender.Kubernetes {
@@ -43,9 +44,14 @@ func networks(t *testing.T) *capmoxrender.Objects {
 	t.Helper()
 	ns := "tenant-e2e"
 	o := &capmoxrender.Objects{}
-	o.Add(pxnet(ns, capmoxrender.SubnetID(ns, "net", "private"), true))
-	o.Add(pxnet(ns, capmoxrender.SubnetID(ns, "net", "data"), false))
+	o.Add(pxnet(ns, subnetID(ns, "net", "private"), true))
+	o.Add(pxnet(ns, subnetID(ns, "net", "data"), false))
 	return o
+}
+
+// subnetID is the ProxmoxNetwork name of subnet of VPC vpc in ns.
+func subnetID(ns, vpc, subnet string) string {
+	return string(cozyid.Subnet(ns, cozyid.VPC(ns, cozyid.VPCName(vpc)), cozyid.SubnetName(subnet)))
 }
 
 func pxnet(ns, name string, ready bool) *unstructured.Unstructured {
@@ -132,12 +138,12 @@ func TestClusterRefusals(t *testing.T) {
 			k.Spec.Proxmox.IPv4Config = capmoxrender.IPv4Config{}
 			k.Spec.Proxmox.Network = capmoxrender.SubnetRef{VPC: "net", Subnet: "other"}
 			o.Networks = networks(t)
-		}, want: `proxmox.network: subnet "other" of VPC "net" is not Proxmox-backed (no ProxmoxNetwork ` + capmoxrender.SubnetID("tenant-e2e", "net", "other") + ` in tenant-e2e); add proxmox: {} to the subnet in the VPC application`},
+		}, want: `proxmox.network: subnet "other" of VPC "net" is not Proxmox-backed (no ProxmoxNetwork ` + subnetID("tenant-e2e", "net", "other") + ` in tenant-e2e); add proxmox: {} to the subnet in the VPC application`},
 		"VPCNotReady": {reason: "the network must be Ready", mutate: func(k *capmoxrender.Kubernetes, o *capmoxrender.Options) {
 			k.Spec.Proxmox.IPv4Config = capmoxrender.IPv4Config{}
 			k.Spec.Proxmox.Network = capmoxrender.SubnetRef{VPC: "net", Subnet: "data"}
 			o.Networks = networks(t)
-		}, want: `proxmox.network: Proxmox network tenant-e2e/` + capmoxrender.SubnetID("tenant-e2e", "net", "data") + ` (VPC "net" subnet "data") is not Ready: Pending: the controller has not reported yet`},
+		}, want: `proxmox.network: Proxmox network tenant-e2e/` + subnetID("tenant-e2e", "net", "data") + ` (VPC "net" subnet "data") is not Ready: Pending: the controller has not reported yet`},
 		"VPCHalf": {reason: "both vpc and subnet", mutate: func(k *capmoxrender.Kubernetes, o *capmoxrender.Options) {
 			k.Spec.Proxmox.IPv4Config = capmoxrender.IPv4Config{}
 			k.Spec.Proxmox.Network = capmoxrender.SubnetRef{VPC: "net"}

@@ -6,12 +6,6 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 
-func ExampleVPCID() {
-	vpc := vpcrender.VPCID("tenant-test", "net")
-	fmt.Println(vpc, vpcrender.SubnetID("tenant-test", vpc, "private"))
-	// Output: vpc-a40741 subnet-b10ab7f7
-}
-
 func ExampleRender() {
 	r, err := vpcrender.Render(vpcrender.Spec{
 		Namespace: "tenant-test",

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
 // subnetPlan is a subnet whose input has been checked and parsed.
@@ -35,14 +37,15 @@ func checkIdentity(s Spec, rf *refusals) {
 		rf.add("name", "name: set the VPC's name")
 		return
 	}
-	if msgs := validation.IsDNS1123Label(ReleasePrefix + s.Name); len(msgs) > 0 {
-		rf.add("name", fmt.Sprintf("name %q: %s%s must be a DNS label: %s", s.Name, ReleasePrefix, s.Name, strings.Join(msgs, "; ")))
+	release := cozyid.Release(cozyid.VPCName(s.Name))
+	if msgs := validation.IsDNS1123Label(release); len(msgs) > 0 {
+		rf.add("name", fmt.Sprintf("name %q: %s must be a DNS label: %s", s.Name, release, strings.Join(msgs, "; ")))
 	}
 }
 
 // planSubnets checks every subnet and parses its addresses. Subnets that are
 // refused are left out of the result, so later checks see only good ones.
-func planSubnets(s Spec, vpcID string, rf *refusals) []subnetPlan {
+func planSubnets(s Spec, vpcID cozyid.VPCID, rf *refusals) []subnetPlan {
 	seen := map[string]bool{}
 	var out []subnetPlan
 	for i, sub := range s.Subnets {
@@ -56,7 +59,7 @@ func planSubnets(s Spec, vpcID string, rf *refusals) []subnetPlan {
 			continue
 		}
 		seen[sub.Name] = true
-		p := subnetPlan{index: i, spec: sub, id: SubnetID(s.Namespace, vpcID, sub.Name)}
+		p := subnetPlan{index: i, spec: sub, id: string(cozyid.Subnet(s.Namespace, vpcID, cozyid.SubnetName(sub.Name)))}
 		var ok bool
 		if sub.Proxmox != nil {
 			p.proxmox, ok = planProxmox(sub, s.Zones, rf)

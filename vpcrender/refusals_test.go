@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
 var (
@@ -276,12 +278,12 @@ func TestRefusals(t *testing.T) {
 // TestPeeringLinkClash finds two peers whose links land in the same /30 of
 // one VPC and checks the refusal, and that either peer alone is accepted.
 func TestPeeringLinkClash(t *testing.T) {
-	self := VPCID("tenant-test", "myvpc")
+	self := cozyid.VPC("tenant-test", "myvpc")
 	seen := map[string]Peer{}
 	var a, b Peer
 	for i := 0; ; i++ {
 		p := Peer{VPCName: fmt.Sprintf("p%d", i), TenantNamespace: "tenant-x"}
-		key := linkNetwork(PeeringLink(self, VPCID(p.TenantNamespace, p.VPCName))).String()
+		key := linkNetwork(PeeringLink(self, cozyid.VPC(p.TenantNamespace, cozyid.VPCName(p.VPCName)))).String()
 		if prev, ok := seen[key]; ok {
 			a, b = prev, p
 			break
@@ -295,7 +297,7 @@ func TestPeeringLinkClash(t *testing.T) {
 	}
 	_, err := Render(base(peers(a, b)))
 	rs := Refusals(err)
-	link := linkNetwork(PeeringLink(self, VPCID(a.TenantNamespace, a.VPCName)))
+	link := linkNetwork(PeeringLink(self, cozyid.VPC(a.TenantNamespace, cozyid.VPCName(a.VPCName))))
 	want := fmt.Sprintf("peers %s and %s derive the same link network %s, which one router cannot hold twice; drop one of the two peerings", peerString(a), peerString(b), link)
 	if len(rs) != 1 || rs[0].Message != want {
 		t.Errorf("got %v, want %q", err, want)

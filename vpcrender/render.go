@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
 // Render checks s and returns the VPC's objects. Every refusal found is
@@ -13,7 +15,7 @@ import (
 func Render(s Spec) (Rendering, error) {
 	var rf refusals
 	checkIdentity(s, &rf)
-	vpcID := VPCID(s.Namespace, s.Name)
+	vpcID := cozyid.VPC(s.Namespace, cozyid.VPCName(s.Name))
 	plans := planSubnets(s, vpcID, &rf)
 	peerings := planPeerings(s, vpcID, &rf)
 	routes := checkRoutes(s, plans, &rf)
@@ -22,7 +24,7 @@ func Render(s Spec) (Rendering, error) {
 	if err := rf.err(); err != nil {
 		return Rendering{}, err
 	}
-	b := builder{ns: s.Namespace, vpcID: vpcID, release: ReleasePrefix + s.Name}
+	b := builder{ns: s.Namespace, vpcID: string(vpcID), release: cozyid.Release(cozyid.VPCName(s.Name))}
 	vpc := b.vpc(peerings, routes)
 	if egress != nil {
 		vpc.Spec.PolicyRoutes = egressPolicyRoutes(routes)
@@ -40,7 +42,7 @@ func Render(s Spec) (Rendering, error) {
 		}
 		objs = append(objs, b.egressGateway(egress))
 	}
-	return Rendering{VPCID: vpcID, Objects: objs}, nil
+	return Rendering{VPCID: string(vpcID), Objects: objs}, nil
 }
 
 type builder struct {

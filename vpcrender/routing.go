@@ -5,14 +5,16 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
 // linkLocal is where peering links live; a route may point into it when the
 // VPC declares peers.
 var linkLocal = netip.MustParsePrefix("169.254.0.0/16")
 
-func planPeerings(s Spec, vpcID string, rf *refusals) []VpcPeering {
-	seen := map[string]bool{}
+func planPeerings(s Spec, vpcID cozyid.VPCID, rf *refusals) []VpcPeering {
+	seen := map[cozyid.VPCID]bool{}
 	links := map[netip.Prefix]string{}
 	var out []VpcPeering
 	for i, p := range s.Peers {
@@ -21,7 +23,7 @@ func planPeerings(s Spec, vpcID string, rf *refusals) []VpcPeering {
 			rf.add(field, fmt.Sprintf("peers[%d]: set both vpcName and tenantNamespace", i))
 			continue
 		}
-		remote := VPCID(p.TenantNamespace, p.VPCName)
+		remote := cozyid.VPC(p.TenantNamespace, cozyid.VPCName(p.VPCName))
 		if remote == vpcID {
 			rf.add(field, fmt.Sprintf("peers[%d]: peer %s is this VPC; a VPC cannot peer with itself", i, peerString(p)))
 			continue
@@ -38,7 +40,7 @@ func planPeerings(s Spec, vpcID string, rf *refusals) []VpcPeering {
 			continue
 		}
 		links[linkNetwork(link)] = peerString(p)
-		out = append(out, VpcPeering{RemoteVpc: remote, LocalConnectIP: link.String()})
+		out = append(out, VpcPeering{RemoteVpc: string(remote), LocalConnectIP: link.String()})
 	}
 	return out
 }
@@ -132,7 +134,7 @@ func egressPolicyRoutes(routes []parsedRoute) []PolicyRoute {
 // keeps the switch's localnet port tagged with the VLAN for as long as the
 // switch exists, so the VLAN could never be released), or one removed while
 // VMs still hold addresses on it.
-func checkReleasable(s Spec, vpcID string, plans []subnetPlan, rf *refusals) {
+func checkReleasable(s Spec, vpcID cozyid.VPCID, plans []subnetPlan, rf *refusals) {
 	keep := map[string]bool{}
 	listed := map[string]bool{}
 	for _, sub := range s.Subnets {
@@ -144,7 +146,7 @@ func checkReleasable(s Spec, vpcID string, plans []subnetPlan, rf *refusals) {
 		}
 	}
 	for _, n := range s.Previous {
-		if n.VPCID != vpcID || keep[n.Name] {
+		if n.VPCID != string(vpcID) || keep[n.Name] {
 			continue
 		}
 		name := n.SubnetName
@@ -183,7 +185,7 @@ type egressPlan struct {
 	replicas     int32
 }
 
-func planEgress(s Spec, vpcID string, plans []subnetPlan, rf *refusals) *egressPlan {
+func planEgress(s Spec, vpcID cozyid.VPCID, plans []subnetPlan, rf *refusals) *egressPlan {
 	if s.Egress == nil || !s.Egress.Enabled {
 		return nil
 	}
@@ -227,7 +229,7 @@ func planEgress(s Spec, vpcID string, plans []subnetPlan, rf *refusals) *egressP
 		if !checkInternalCIDR(c, plans, rf) {
 			return nil
 		}
-		plan.internalID, plan.internalCIDR = EgressSubnetID(s.Namespace, vpcID), c
+		plan.internalID, plan.internalCIDR = string(cozyid.Egress(s.Namespace, vpcID)), c
 	}
 	return plan
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
+
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
 // upgradeMachine plays a tenant editing its VPC release over time: each
@@ -43,9 +45,9 @@ func (m *upgradeMachine) cidrOf(name string) string {
 func (m *upgradeMachine) propose(t *rapid.T, next []VPCSubnet) {
 	s := m.spec
 	s.Subnets = next
-	vpcID := VPCID(s.Namespace, s.Name)
+	vpcID := cozyid.VPC(s.Namespace, cozyid.VPCName(s.Name))
 	for name, used := range m.used {
-		s.Previous = append(s.Previous, Network{Name: SubnetID(s.Namespace, vpcID, name), VPCID: vpcID, SubnetName: name, UsedAddresses: used})
+		s.Previous = append(s.Previous, Network{Name: string(cozyid.Subnet(s.Namespace, vpcID, cozyid.SubnetName(name))), VPCID: string(vpcID), SubnetName: name, UsedAddresses: used})
 	}
 	sort.Slice(s.Previous, func(i, j int) bool { return s.Previous[i].Name < s.Previous[j].Name })
 	wantRefused := false
