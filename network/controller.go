@@ -60,7 +60,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("cannot build the network controller: %w", err)
 	}
 	if c.zones, err = engine.NewRunner(cfg.Client, func() *v1alpha1.ProxmoxNetworkZone { return &v1alpha1.ProxmoxNetworkZone{} },
-		engine.Step[*v1alpha1.ProxmoxNetworkZone](engine.StepFunc[*v1alpha1.ProxmoxNetworkZone](c.reconcileZone)), opts(ZoneRunner)...); err != nil {
+		c.zoneReconciler(), opts(ZoneRunner)...); err != nil {
 		return nil, fmt.Errorf("cannot build the network controller: %w", err)
 	}
 	if c.namespaces, err = engine.NewRunner(cfg.Client, func() *corev1.Namespace { return &corev1.Namespace{} },

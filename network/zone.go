@@ -14,6 +14,7 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/engine"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
 
@@ -21,45 +22,91 @@ import (
 // Kube-OVN ProviderNetwork does not exist.
 const ReasonProviderNetworkNotFound = "ProviderNetworkNotFound"
 
-type zoneStep = engine.State[*v1alpha1.ProxmoxNetworkZone]
+// zonePass is what one pass over a zone learned for its later steps.
+type zonePass struct {
+	// zs is the zone's allocator, built from its spec and the cache.
+	zs *zoneState
+	// orphans counts the orphaned Vlans that wait for Kube-OVN.
+	orphans int
+	// counts are the zone's VLAN counts once the orphans are collected.
+	counts vlanalloc.Counts
+	// notes are added to the Ready condition's message.
+	notes []string
+}
 
-// reconcileZone reports a zone's counts and readiness, and collects the
-// Vlans and claims of networks that are gone (orphans).
-func (c *Controller) reconcileZone(ctx context.Context, s *zoneStep) (engine.Result, error) {
-	z := s.Object
-	st := &z.Status
-	st.ObservedGeneration = z.Generation
-	ready := func(status metav1.ConditionStatus, reason, msg string) {
-		s.SetCondition(&st.Conditions, v1alpha1.ConditionReady, status, reason, msg)
-	}
-	zs, err := c.cache.allocator(z, c.store)
+type (
+	zonePassState = engine.Pass[*v1alpha1.ProxmoxNetworkZone, zonePass]
+	zoneStep      = engine.PassFunc[*v1alpha1.ProxmoxNetworkZone, zonePass]
+)
+
+// zoneReconciler is the whole reconcile of one ProxmoxNetworkZone: it
+// reports the zone's counts and readiness, and collects the Vlans and
+// claims of networks that are gone (orphans).
+func (c *Controller) zoneReconciler() engine.Step[*v1alpha1.ProxmoxNetworkZone] {
+	type z = *v1alpha1.ProxmoxNetworkZone
+	return engine.WithPass[z, zonePass]{Step: engine.PassSequence[z, zonePass]{
+		engine.Lift[z, zonePass](engine.ObserveGeneration[z]{Field: func(o z) *int64 { return &o.Status.ObservedGeneration }}),
+		zoneStep(c.zoneAllocator),
+		zoneStep(c.zoneOrphans),
+		zoneStep(c.zoneCounts),
+		zoneStep(c.zoneReady),
+	}}
+}
+
+// zoneAllocator builds the zone's allocator; a zone that cannot allocate is
+// Ready=False/ZoneInvalid and the pass stops there.
+func (c *Controller) zoneAllocator(_ context.Context, p *zonePassState) (engine.Result, error) {
+	zs, err := c.cache.allocator(p.Object, c.store)
 	if err != nil {
-		ready(metav1.ConditionFalse, ReasonZoneInvalid, err.Error())
-		return engine.Result{RequeueAfter: Resync}, nil
+		p.SetCondition(&p.Object.Status.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonZoneInvalid, err.Error())
+		return engine.Result{RequeueAfter: Resync}, engine.ErrHalt
 	}
-	orphans, recheck, err := c.collectOrphans(ctx, z.Name)
+	p.Data.zs = zs
+	return engine.Result{}, nil
+}
+
+// zoneOrphans collects the zone's orphans and looks again soon while some
+// wait for Kube-OVN.
+func (c *Controller) zoneOrphans(ctx context.Context, p *zonePassState) (engine.Result, error) {
+	orphans, recheck, err := c.collectOrphans(ctx, p.Object.Name)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	counts := zs.alloc.Index().Counts()
+	p.Data.orphans = orphans
+	return engine.Result{RequeueAfter: recheck}, nil
+}
+
+// zoneCounts writes the zone's VLAN and network counts to its status and
+// metrics, and notes stranded VLANs and waiting orphans.
+func (c *Controller) zoneCounts(_ context.Context, p *zonePassState) (engine.Result, error) {
+	z, st, index := p.Object, &p.Object.Status, p.Data.zs.alloc.Index()
+	counts := index.Counts()
+	p.Data.counts = counts
 	st.TotalVLANs, st.AllocatedVLANs, st.FreeVLANs = int32(counts.Total), int32(counts.Allocated), int32(counts.Free)
 	st.Networks = int32(c.cache.ZoneNetworks(z.Name))
-	c.cfg.Metrics.zone(z.Name, counts.Total, counts.Allocated, counts.Free, int(st.Networks), orphans)
-
-	var notes []string
-	if stranded := zs.alloc.Index().Stranded(); len(stranded) > 0 {
+	c.cfg.Metrics.zone(z.Name, counts.Total, counts.Allocated, counts.Free, int(st.Networks), p.Data.orphans)
+	if stranded := index.Stranded(); len(stranded) > 0 {
 		ids := make([]string, len(stranded))
 		for i, vid := range stranded {
 			ids[i] = strconv.Itoa(vid)
 		}
-		notes = append(notes, "networks keep VLANs outside the zone's ranges: "+strings.Join(ids, ", "))
+		p.Data.notes = append(p.Data.notes, "networks keep VLANs outside the zone's ranges: "+strings.Join(ids, ", "))
 	}
-	if orphans > 0 {
-		notes = append(notes, fmt.Sprintf("%d orphaned Vlan(s) wait for Kube-OVN before they are collected", orphans))
+	if p.Data.orphans > 0 {
+		p.Data.notes = append(p.Data.notes, fmt.Sprintf("%d orphaned Vlan(s) wait for Kube-OVN before they are collected", p.Data.orphans))
+	}
+	return engine.Result{}, nil
+}
+
+// zoneReady sets Ready from the zone's Kube-OVN ProviderNetwork.
+func (c *Controller) zoneReady(ctx context.Context, p *zonePassState) (engine.Result, error) {
+	z := p.Object
+	ready := func(status metav1.ConditionStatus, reason, msg string) {
+		p.SetCondition(&z.Status.Conditions, v1alpha1.ConditionReady, status, reason, msg)
 	}
 	suffix := ""
-	if len(notes) > 0 {
-		suffix = "; " + strings.Join(notes, "; ")
+	if len(p.Data.notes) > 0 {
+		suffix = "; " + strings.Join(p.Data.notes, "; ")
 	}
 	pn := &kubeovnv1.ProviderNetwork{}
 	switch err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: z.Spec.ProviderNetwork}, pn); {
@@ -70,13 +117,9 @@ func (c *Controller) reconcileZone(ctx context.Context, s *zoneStep) (engine.Res
 	case !pn.Status.Ready:
 		ready(metav1.ConditionFalse, v1alpha1.ReasonProviderNetworkNotReady, fmt.Sprintf("Kube-OVN ProviderNetwork %q is not ready on every node it selects%s", z.Spec.ProviderNetwork, suffix))
 	default:
-		ready(metav1.ConditionTrue, ReasonReady, fmt.Sprintf("%d of %d VLANs free; trunk ready on %d node(s)%s", counts.Free, counts.Total, len(pn.Status.ReadyNodes), suffix))
+		ready(metav1.ConditionTrue, ReasonReady, fmt.Sprintf("%d of %d VLANs free; trunk ready on %d node(s)%s", p.Data.counts.Free, p.Data.counts.Total, len(pn.Status.ReadyNodes), suffix))
 	}
-	after := Resync
-	if recheck > 0 {
-		after = min(after, recheck)
-	}
-	return engine.Result{RequeueAfter: after}, nil
+	return engine.Result{RequeueAfter: Resync}, nil
 }
 
 // collectOrphans deletes the Vlans and claims of the zone whose network is
