@@ -56,7 +56,7 @@ func New(cfg Config) (*Controller, error) {
 		return o
 	}
 	if c.networks, err = engine.NewRunner(cfg.Client, func() *v1alpha1.ProxmoxNetwork { return &v1alpha1.ProxmoxNetwork{} },
-		c.networkStep(), opts(NetworkRunner)...); err != nil {
+		c.networkReconciler(), opts(NetworkRunner)...); err != nil {
 		return nil, fmt.Errorf("cannot build the network controller: %w", err)
 	}
 	if c.zones, err = engine.NewRunner(cfg.Client, func() *v1alpha1.ProxmoxNetworkZone { return &v1alpha1.ProxmoxNetworkZone{} },

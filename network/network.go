@@ -2,7 +2,6 @@ package network
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,117 +26,101 @@ const (
 
 type netState = engine.State[*v1alpha1.ProxmoxNetwork]
 
-// networkStep is the whole reconcile of one ProxmoxNetwork: the finalizer
-// guards both the live pass and the delete lifecycle (finalize).
-func (c *Controller) networkStep() engine.Step[*v1alpha1.ProxmoxNetwork] {
-	return engine.StepFunc[*v1alpha1.ProxmoxNetwork](func(ctx context.Context, s *netState) (engine.Result, error) {
-		start := time.Now()
-		defer func() { c.cfg.Metrics.duration.Observe(time.Since(start).Seconds()) }()
-		res, err := engine.WithFinalizer[*v1alpha1.ProxmoxNetwork]{
+// livePass is what one live pass over a network learned for its later
+// steps; the engine hands a fresh one to every pass.
+type livePass struct {
+	// allocated reports that the network holds its VLAN.
+	allocated bool
+	// zoneProvider is the zone's Kube-OVN provider network.
+	zoneProvider string
+	// subnet is the Kube-OVN Subnet bound to the network's Vlan; nil while
+	// it is missing or bound to another Vlan.
+	subnet *kubeovnv1.Subnet
+	// chassis is the number of chassis the gateway reported.
+	chassis int
+}
+
+type (
+	netPass = engine.Pass[*v1alpha1.ProxmoxNetwork, livePass]
+	netStep = engine.PassFunc[*v1alpha1.ProxmoxNetwork, livePass]
+)
+
+// networkReconciler is the whole reconcile of one ProxmoxNetwork, built
+// once: the finalizer guards the live pass and the delete lifecycle
+// (finalize), and Measured records each reconcile in the cozy_proxmox
+// metrics.
+func (c *Controller) networkReconciler() engine.Step[*v1alpha1.ProxmoxNetwork] {
+	type n = *v1alpha1.ProxmoxNetwork
+	return engine.Measured[n]{
+		Duration: c.cfg.Metrics.duration,
+		Errors:   c.cfg.Metrics.reconcileErrors,
+		Step: engine.WithFinalizer[n]{
 			Finalizer:    v1alpha1.Finalizer,
 			ReadyToClear: c.finalize,
 			RecheckAfter: RetryAfter,
-			Step:         engine.StepFunc[*v1alpha1.ProxmoxNetwork](c.reconcileLive),
-		}.Reconcile(ctx, s)
-		if err != nil {
-			c.cfg.Metrics.reconcileErrors.WithLabelValues(string(engine.ReasonOf(err))).Inc()
-		}
-		return res, err
-	})
+			Step: engine.Live[n]{Step: engine.WithPass[n, livePass]{Step: engine.PassSequence[n, livePass]{
+				engine.Lift[n, livePass](engine.ObserveGeneration[n]{Field: func(o n) *int64 { return &o.Status.ObservedGeneration }}),
+				netStep(c.startLive),
+				netStep(c.ensureVLAN),
+				netStep(c.checkSubnet),
+				netStep(c.checkPool),
+				netStep(c.ensureGateway),
+				engine.Lift[n, livePass](engine.SummarizeReady[n]{
+					Conditions: func(o n) *[]metav1.Condition { return &o.Status.Conditions },
+					SubTypes: []string{v1alpha1.ConditionVLANAllocated, v1alpha1.ConditionSubnetReady,
+						v1alpha1.ConditionIPPoolReady, v1alpha1.ConditionGatewayReady},
+					Skip:     gatewayNotManaged,
+					NotReady: metav1.ConditionFalse,
+					Message:  "the subnet is usable from Proxmox",
+				}),
+				netStep(c.publish),
+			}}},
+		},
+	}
 }
 
-// reconcileLive runs on a network that is not being deleted: VLAN, subnet,
-// pool, gateway, Ready, the namespace annotation and the metrics.
-func (c *Controller) reconcileLive(ctx context.Context, s *netState) (engine.Result, error) {
-	if !s.Object.DeletionTimestamp.IsZero() {
-		return engine.Result{}, nil // finalize does the work
-	}
-	st := &s.Object.Status
-	st.ObservedGeneration = s.Object.Generation
-	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSwitchDeleted)
+// startLive drops SwitchDeleted, which only a deleting network carries, and
+// reports a gateway the controller does not manage.
+func (c *Controller) startLive(ctx context.Context, p *netPass) (engine.Result, error) {
+	conds := &p.Object.Status.Conditions
+	meta.RemoveStatusCondition(conds, v1alpha1.ConditionSwitchDeleted)
 	if isDisabled(c.cfg.Gateway) {
 		gw, _ := Disabled{}.Ensure(ctx, NetworkInfo{})
-		s.SetCondition(&st.Conditions, v1alpha1.ConditionGatewayReady, gw.Status, gw.Reason, gw.Message)
+		p.SetCondition(conds, v1alpha1.ConditionGatewayReady, gw.Status, gw.Reason, gw.Message)
 	}
-	pass := &livePass{}
-	ok, err := c.ensureVLAN(ctx, s, pass)
-	if err != nil {
+	return engine.Result{}, nil
+}
+
+// gatewayNotManaged says that GatewayReady does not hold Ready: Unknown
+// because gateways are not managed (Disabled) or because the OVN NB is out
+// of reach within the gateway's grace period (NBUnavailable).
+func gatewayNotManaged(cond metav1.Condition) bool {
+	return cond.Type == v1alpha1.ConditionGatewayReady && cond.Status == metav1.ConditionUnknown &&
+		(cond.Reason == v1alpha1.ReasonDisabled || cond.Reason == v1alpha1.ReasonNBUnavailable)
+}
+
+// publish writes the namespace annotation (before Ready reaches the API)
+// and the network's gauges, and says when to look again: after the
+// resync, or after RetryAfter while the network is not Ready.
+func (c *Controller) publish(ctx context.Context, p *netPass) (engine.Result, error) {
+	if err := c.syncNamespace(ctx, p.Object.Namespace, p.Object); err != nil {
 		return engine.Result{}, err
 	}
-	if ok {
-		if err := c.checkSubnet(ctx, s, pass); err != nil {
-			return engine.Result{}, err
-		}
-		if err := c.checkPool(ctx, s, pass); err != nil {
-			return engine.Result{}, err
-		}
-		c.ensureGateway(ctx, s, pass)
-	} else {
-		c.waitForVLAN(s)
+	c.recordNetwork(p.Object, p.Data.chassis)
+	if !meta.IsStatusConditionTrue(p.Object.Status.Conditions, v1alpha1.ConditionReady) {
+		return engine.Result{RequeueAfter: RetryAfter}, nil
 	}
-	c.summarize(s)
-	if err := c.syncNamespace(ctx, s.Object.Namespace, s.Object); err != nil {
-		return engine.Result{}, err
-	}
-	c.recordNetwork(s.Object, pass.chassis)
-	return c.liveRequeue(s, pass), nil
+	return engine.Result{RequeueAfter: Resync}, nil
 }
 
-// livePass carries what one live pass learned for its later steps.
-type livePass struct {
-	zoneProvider string
-	subnetBound  bool
-	vpc          string
-	subnet       *kubeovnv1.Subnet
-	chassis      int
-	requeue      time.Duration
-}
-
-func (c *Controller) liveRequeue(s *netState, pass *livePass) engine.Result {
-	after := Resync
-	if !meta.IsStatusConditionTrue(s.Object.Status.Conditions, v1alpha1.ConditionReady) {
-		after = RetryAfter
+// waitingForVLAN sets cond Unknown/WaitingForVLAN when the network holds no
+// VLAN yet, and reports whether it did.
+func waitingForVLAN(p *netPass, cond string) bool {
+	if p.Data.allocated {
+		return false
 	}
-	if pass.requeue > 0 {
-		after = min(after, pass.requeue)
-	}
-	return engine.Result{RequeueAfter: after}
-}
-
-// waitForVLAN marks every condition after VLANAllocated as waiting.
-func (c *Controller) waitForVLAN(s *netState) {
-	conds := []string{v1alpha1.ConditionSubnetReady, v1alpha1.ConditionIPPoolReady}
-	if !isDisabled(c.cfg.Gateway) {
-		conds = append(conds, v1alpha1.ConditionGatewayReady)
-	}
-	for _, t := range conds {
-		s.SetCondition(&s.Object.Status.Conditions, t, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForVLAN, "waits for a VLAN to be allocated")
-	}
-}
-
-// summarize sets Ready from VLANAllocated, SubnetReady, IPPoolReady and,
-// while gateways are managed, GatewayReady: True when all are True, else the
-// first that is not. GatewayReady Unknown/Disabled never holds Ready, and
-// neither does Unknown/NBUnavailable (a gateway in its NB grace period).
-func (c *Controller) summarize(s *netState) {
-	conds := &s.Object.Status.Conditions
-	for _, t := range []string{v1alpha1.ConditionVLANAllocated, v1alpha1.ConditionSubnetReady,
-		v1alpha1.ConditionIPPoolReady, v1alpha1.ConditionGatewayReady} {
-		cond := meta.FindStatusCondition(*conds, t)
-		if t == v1alpha1.ConditionGatewayReady && cond != nil && cond.Status == metav1.ConditionUnknown &&
-			(cond.Reason == v1alpha1.ReasonDisabled || cond.Reason == v1alpha1.ReasonNBUnavailable) {
-			continue
-		}
-		if cond == nil {
-			s.SetCondition(conds, v1alpha1.ConditionReady, metav1.ConditionUnknown, engine.ReasonPending, "condition "+t+" has not been reported yet")
-			return
-		}
-		if cond.Status != metav1.ConditionTrue {
-			s.SetCondition(conds, v1alpha1.ConditionReady, metav1.ConditionFalse, cond.Reason, cond.Message)
-			return
-		}
-	}
-	s.SetCondition(conds, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady, "the subnet is usable from Proxmox")
+	p.SetCondition(&p.Object.Status.Conditions, cond, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForVLAN, "waits for a VLAN to be allocated")
+	return true
 }
 
 // recordNetwork updates the network gauges from its status.

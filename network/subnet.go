@@ -13,33 +13,35 @@ import (
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/engine"
 )
 
 // checkSubnet reports SubnetReady and copies the subnet's addressing into
 // the status. A subnet bound to the network's Vlan gets the network
 // finalizer, so it outlives the network's last VM.
-func (c *Controller) checkSubnet(ctx context.Context, s *netState, pass *livePass) error {
-	n := s.Object
+func (c *Controller) checkSubnet(ctx context.Context, p *netPass) (engine.Result, error) {
+	if waitingForVLAN(p, v1alpha1.ConditionSubnetReady) {
+		return engine.Result{}, nil
+	}
+	n := p.Object
 	set := func(status metav1.ConditionStatus, reason, msg string) {
-		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionSubnetReady, status, reason, msg)
+		p.SetCondition(&n.Status.Conditions, v1alpha1.ConditionSubnetReady, status, reason, msg)
 	}
 	sub := &kubeovnv1.Subnet{}
 	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, sub); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
+			return engine.Result{}, fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
 		}
 		set(metav1.ConditionFalse, ReasonSubnetNotFound, fmt.Sprintf("Kube-OVN Subnet %q does not exist", n.Spec.Subnet))
-		return nil
+		return engine.Result{}, nil
 	}
-	pass.subnet = sub
 	if sub.Spec.Vlan != n.Status.VLANName {
 		set(metav1.ConditionFalse, ReasonSubnetNotBound, fmt.Sprintf("Subnet %q has spec.vlan %q, expected %q", sub.Name, sub.Spec.Vlan, n.Status.VLANName))
-		return nil
+		return engine.Result{}, nil
 	}
-	pass.subnetBound = true
-	pass.vpc = sub.Spec.Vpc
+	p.Data.subnet = sub
 	if err := c.holdSubnet(ctx, sub); err != nil {
-		return err
+		return engine.Result{}, err
 	}
 	n.Status.CIDR = sub.Spec.CIDRBlock
 	n.Status.Gateway = sub.Spec.Gateway
@@ -60,7 +62,7 @@ func (c *Controller) checkSubnet(ctx context.Context, s *netState, pass *livePas
 		}
 		set(metav1.ConditionFalse, ReasonSubnetNotReady, msg)
 	}
-	return nil
+	return engine.Result{}, nil
 }
 
 func subnetCondition(sub *kubeovnv1.Subnet, typ string) *kubeovnv1.SubnetCondition {
@@ -87,33 +89,36 @@ func (c *Controller) holdSubnet(ctx context.Context, sub *kubeovnv1.Subnet) erro
 
 // checkPool reports IPPoolReady and the pool's address counts: total from
 // the pool's spec, used from the IPAddresses of the pool in the cache.
-func (c *Controller) checkPool(ctx context.Context, s *netState, pass *livePass) error {
-	n := s.Object
+func (c *Controller) checkPool(ctx context.Context, p *netPass) (engine.Result, error) {
+	if waitingForVLAN(p, v1alpha1.ConditionIPPoolReady) {
+		return engine.Result{}, nil
+	}
+	n := p.Object
 	set := func(status metav1.ConditionStatus, reason, msg string) {
-		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionIPPoolReady, status, reason, msg)
+		p.SetCondition(&n.Status.Conditions, v1alpha1.ConditionIPPoolReady, status, reason, msg)
 	}
 	pool := &ipamv1alpha2.InClusterIPPool{}
 	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.IPPool}, pool); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("cannot get InClusterIPPool %s/%s: %w", n.Namespace, n.Spec.IPPool, err)
+			return engine.Result{}, fmt.Errorf("cannot get InClusterIPPool %s/%s: %w", n.Namespace, n.Spec.IPPool, err)
 		}
 		n.Status.IPPool = nil
 		set(metav1.ConditionFalse, ReasonPoolNotFound, fmt.Sprintf("InClusterIPPool %q does not exist in this namespace", n.Spec.IPPool))
-		return nil
+		return engine.Result{}, nil
 	}
 	total, err := PoolTotal(pool.Spec)
 	if err != nil {
 		n.Status.IPPool = nil
 		set(metav1.ConditionFalse, ReasonPoolInvalid, err.Error())
-		return nil
+		return engine.Result{}, nil
 	}
 	used := int32(c.cache.PoolUsage(n.Namespace, n.Spec.IPPool).Addresses)
 	n.Status.IPPool = &v1alpha1.IPPoolUsage{Total: total, Used: used, Free: max(total-used, 0)}
-	if !pass.subnetBound {
+	sub := p.Data.subnet
+	if sub == nil {
 		set(metav1.ConditionUnknown, v1alpha1.ReasonSubnetUnavailable, "the pool is checked against the subnet once the subnet is bound")
-		return nil
+		return engine.Result{}, nil
 	}
-	sub := pass.subnet
 	msg, err := CheckPoolSplit(sub.Spec.CIDRBlock, sub.Spec.Gateway, sub.Spec.ExcludeIps, pool.Spec)
 	switch {
 	case err != nil:
@@ -125,38 +130,41 @@ func (c *Controller) checkPool(ctx context.Context, s *netState, pass *livePass)
 	default:
 		set(metav1.ConditionTrue, ReasonReady, "the pool lies inside the subnet's excludeIps")
 	}
-	return nil
+	return engine.Result{}, nil
 }
 
-// ensureGateway reports GatewayReady from the Gateway.
-func (c *Controller) ensureGateway(ctx context.Context, s *netState, pass *livePass) {
-	if isDisabled(c.cfg.Gateway) {
-		return
+// ensureGateway reports GatewayReady from the Gateway, and looks again as
+// soon as the gateway asks (RetryAfter when it failed).
+func (c *Controller) ensureGateway(ctx context.Context, p *netPass) (engine.Result, error) {
+	if isDisabled(c.cfg.Gateway) || waitingForVLAN(p, v1alpha1.ConditionGatewayReady) {
+		return engine.Result{}, nil
 	}
-	n := s.Object
+	n := p.Object
 	set := func(status metav1.ConditionStatus, reason, msg string) {
-		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionGatewayReady, status, reason, msg)
+		p.SetCondition(&n.Status.Conditions, v1alpha1.ConditionGatewayReady, status, reason, msg)
 	}
-	if !pass.subnetBound {
+	sub := p.Data.subnet
+	if sub == nil {
 		set(metav1.ConditionUnknown, v1alpha1.ReasonSubnetUnavailable, "the router port is looked up once the subnet is bound")
-		return
+		return engine.Result{}, nil
 	}
-	gs, err := c.cfg.Gateway.Ensure(ctx, c.info(n, pass.zoneProvider, pass.vpc))
-	pass.chassis = gs.Chassis
-	pass.requeue = gs.RequeueAfter
+	gs, err := c.cfg.Gateway.Ensure(ctx, c.info(n, p.Data.zoneProvider, sub.Spec.Vpc))
+	p.Data.chassis = gs.Chassis
 	if err != nil {
 		c.cfg.Metrics.NBErrors.Inc()
-		pass.requeue = RetryAfter
 		if gs.Reason == "" {
 			// Within the gateway's grace: the condition the network carries
 			// stands; with none yet, the gateway is not known.
 			if meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionGatewayReady) == nil {
 				set(metav1.ConditionUnknown, v1alpha1.ReasonNBUnavailable, fmt.Sprintf("cannot bring the gateway up to date yet: %v", err))
 			}
-			return
+			return engine.Result{RequeueAfter: RetryAfter}, nil
 		}
+		set(gs.Status, gs.Reason, gs.Message)
+		return engine.Result{RequeueAfter: RetryAfter}, nil
 	}
 	set(gs.Status, gs.Reason, gs.Message)
+	return engine.Result{RequeueAfter: gs.RequeueAfter}, nil
 }
 
 func (c *Controller) info(n *v1alpha1.ProxmoxNetwork, provider, vpc string) NetworkInfo {

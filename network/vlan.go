@@ -13,16 +13,24 @@ import (
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
 
 // ensureVLAN gives the network its Kube-OVN Vlan: it adopts the Vlan named
 // after the subnet (keeping its ID), or allocates the zone's lowest free ID
-// under a claim the API server keeps unique and creates the Vlan. It
-// reports false, with VLANAllocated False, when the network cannot have a
-// VLAN now; an error only for API failures worth a retry.
-func (c *Controller) ensureVLAN(ctx context.Context, s *netState, pass *livePass) (bool, error) {
+// under a claim the API server keeps unique and creates the Vlan. When the
+// network cannot have a VLAN now, VLANAllocated is False and the pass goes
+// on with allocated unset; an error only for API failures worth a retry.
+func (c *Controller) ensureVLAN(ctx context.Context, p *netPass) (engine.Result, error) {
+	ok, err := c.bindVLAN(ctx, p.State, &p.Data)
+	p.Data.allocated = ok
+	return engine.Result{}, err
+}
+
+// bindVLAN is ensureVLAN; it reports whether the network holds its VLAN.
+func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) (bool, error) {
 	n := s.Object
 	prevVLAN, prevCond := n.Status.VLAN, condition(n.Status.Conditions, v1alpha1.ConditionVLANAllocated)
 	notAllocated := func(reason, msg string) (bool, error) {
