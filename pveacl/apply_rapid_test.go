@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
@@ -22,7 +21,7 @@ import (
 // pure simulator (pveacl.Apply) says PVE ends.
 func TestApplyConvergesOnRandomState(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		srv, err := pve.New(pve.WithVersion(rapid.SampledFrom([]pveacl.Version{pveacl.PVE8, pveacl.PVE9}).Draw(rt, "version")))
+		srv, err := pveacltest.New(pveacltest.WithVersion(rapid.SampledFrom([]pveacl.Version{pveacl.PVE8, pveacl.PVE9}).Draw(rt, "version")))
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -81,8 +80,8 @@ func (m memSink) Store(s pveacl.TokenSecret) (string, error) {
 	return "memory", nil
 }
 
-func rootClient(srv *pve.Server) pveacl.Client {
-	return (&pveacltest.Server{Server: srv}).Client()
+func rootClient(srv *pveacltest.Server) pveacl.Client {
+	return srv.Client()
 }
 
 func drawTenants(rt *rapid.T) *pveacl.Tenants {
@@ -111,39 +110,39 @@ func drawTenants(rt *rapid.T) *pveacl.Tenants {
 
 // seedState puts a random part of the tenants' objects (some of them
 // wrong) and unmanaged objects on the server.
-func seedState(rt *rapid.T, srv *pve.Server, spec *pveacl.Tenants) {
+func seedState(rt *rapid.T, srv *pveacltest.Server, spec *pveacl.Tenants) {
 	check := func(err error) {
 		if err != nil {
 			rt.Fatal(err)
 		}
 	}
-	check(srv.AddUser("other@pve", pve.UserSpec{Comment: "someone else"}))
+	check(srv.AddUser("other@pve", pveacltest.UserSpec{Comment: "someone else"}))
 	check(srv.AddPool("otherpool", "", nil, nil))
 	check(srv.SetACL("/pool/otherpool", pveacl.KindUser, "other@pve", true, "PVEVMAdmin"))
 	for _, vm := range []int{100, 101, 102, 103} {
 		pool := rapid.SampledFrom([]string{"", "otherpool"}).Draw(rt, fmt.Sprintf("pool%d", vm))
-		check(srv.AddVM(pve.VMSpec{VMID: vm, Pool: pool}))
+		check(srv.AddVM(pveacltest.VMSpec{VMID: vm, Pool: pool}))
 	}
 	if rapid.Bool().Draw(rt, "wrongRole") {
 		check(srv.AddRole(pveacl.RoleCSI, "VM.Audit"))
 	}
 	for _, tn := range spec.Tenants {
-		check(srv.AddStorage(pve.StorageSpec{ID: tn.Storage, Type: "lvmthin", Content: []string{"images"}}))
+		check(srv.AddStorage(pveacltest.StorageSpec{ID: tn.Storage, Type: "lvmthin", Content: []string{"images"}}))
 		seedTenant(rt, srv, tn, check)
 	}
 }
 
-func seedTenant(rt *rapid.T, srv *pve.Server, tn pveacl.Tenant, check func(error)) {
+func seedTenant(rt *rapid.T, srv *pveacltest.Server, tn pveacl.Tenant, check func(error)) {
 	if rapid.Bool().Draw(rt, "poolExists") {
 		check(srv.AddPool(tn.Pool, "", nil, nil))
 	}
 	if !rapid.Bool().Draw(rt, "userExists") {
 		return
 	}
-	check(srv.AddUser(tn.User, pve.UserSpec{Disabled: rapid.Bool().Draw(rt, "disabled")}))
+	check(srv.AddUser(tn.User, pveacltest.UserSpec{Disabled: rapid.Bool().Draw(rt, "disabled")}))
 	csi, _ := tn.TokenIDs()
 	if rapid.Bool().Draw(rt, "tokenExists") {
-		_, err := srv.AddToken(tn.User, tn.Tokens.CSI, pve.TokenSpec{Privsep: rapid.Bool().Draw(rt, "privsep")})
+		_, err := srv.AddToken(tn.User, tn.Tokens.CSI, pveacltest.TokenSpec{Privsep: rapid.Bool().Draw(rt, "privsep")})
 		check(err)
 		if rapid.Bool().Draw(rt, "strayTokenACL") {
 			check(srv.SetACL("/vms", pveacl.KindToken, csi, true, "PVEVMAdmin"))

@@ -13,7 +13,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
@@ -46,12 +45,12 @@ func TestCreateStateMachine(t *testing.T) {
 	factory := newFactory(t)
 	fewerChecks(t, 30)
 	rapid.Check(t, func(rt *rapid.T) {
-		fake, err := pve.New()
+		fake, err := pveacltest.New()
 		if err != nil {
 			rt.Fatal(err)
 		}
 		defer fake.Close()
-		srv := &pveacltest.Server{Server: fake}
+		srv := fake
 		c := srv.Client()
 		m := &createModel{templates: map[int]string{}, broken: map[int]bool{}}
 		rt.Repeat(map[string]func(*rapid.T){
@@ -171,7 +170,7 @@ func (m *createModel) expectErr(rt *rapid.T, err, want error) {
 }
 
 // check compares the fake with the model.
-func (m *createModel) check(rt *rapid.T, fake *pve.Server) {
+func (m *createModel) check(rt *rapid.T, fake *pveacltest.Server) {
 	got := map[string]string{}
 	seen := map[string]int{}
 	for id := 9000; id <= 9004; id++ {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
@@ -49,11 +48,11 @@ func TestCreate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	got := snapshot(srv.Server, 9000)
+	got := snapshot(srv, 9000)
 	if diff := cmp.Diff(wantTemplate(defaultTags), got.VMs[9000]); diff != "" {
 		t.Errorf("template 9000 on the fake: -want +got:\n%s", diff)
 	}
-	wantVolumes := []pve.VolumeInfo{
+	wantVolumes := []pveacltest.VolumeInfo{
 		{Node: "pve", VolID: "local-lvm:base-9000-disk-0", Content: "images", Format: "raw", Owner: 9000, Size: 1 << 30},
 		{Node: "pve", VolID: "local-lvm:base-9000-disk-1", Content: "images", Format: "raw", Owner: 9000, Size: 20 << 30},
 	}
@@ -135,12 +134,14 @@ func TestCreateRefusals(t *testing.T) {
 	}{
 		"SameTags": {reason: "a template with the same tag set anywhere in the cluster stops the build", vmid: 9001,
 			seed: func(t *testing.T, srv *pveacltest.Server) {
-				mustAddVM(t, srv, pve.VMSpec{VMID: 8000, Name: "old", Template: true, Tags: []string{"Talos", "cozystack", "talos-v1.13.6", "schematic-ce4c9805"}})
+				mustAddVM(t, srv, pveacltest.VMSpec{VMID: 8000, Name: "old", Template: true, Tags: []string{"Talos", "cozystack", "talos-v1.13.6", "schematic-ce4c9805"}})
 			},
 			is: talostemplate.ErrTagSetTaken, msg: "a template already carries the tags " + defaultTags + ": 8000 (old) on pve"},
 		"VMIDTaken": {reason: "nextid refuses a VMID in use", vmid: 8000,
-			seed: func(t *testing.T, srv *pveacltest.Server) { mustAddVM(t, srv, pve.VMSpec{VMID: 8000, Name: "vm"}) },
-			is:   talostemplate.ErrVMIDTaken, msg: "VMID 8000 cannot be used: VM 8000 already exists (GET /cluster/nextid?vmid=8000); choose a free VMID, such as 100"},
+			seed: func(t *testing.T, srv *pveacltest.Server) {
+				mustAddVM(t, srv, pveacltest.VMSpec{VMID: 8000, Name: "vm"})
+			},
+			is: talostemplate.ErrVMIDTaken, msg: "VMID 8000 cannot be used: VM 8000 already exists (GET /cluster/nextid?vmid=8000); choose a free VMID, such as 100"},
 		"ImageThere": {reason: "an image left by an earlier run is not overwritten", vmid: 9000,
 			seed: func(t *testing.T, srv *pveacltest.Server) {
 				if _, err := srv.AddVolume(pveacltest.VolumeSpec{Storage: "local", Content: "import", Name: "import/talos-v1.13.6-ce4c9805-nocloud-amd64.raw", Size: 1, Format: "raw"}); err != nil {
@@ -164,7 +165,7 @@ func TestCreateRefusals(t *testing.T) {
 			if tc.seed != nil {
 				tc.seed(t, srv)
 			}
-			before := snapshot(srv.Server, 8000, tc.vmid)
+			before := snapshot(srv, 8000, tc.vmid)
 			srv.ResetRequests()
 			opts := fastOpts()
 			if tc.opts != nil {
@@ -180,14 +181,14 @@ func TestCreateRefusals(t *testing.T) {
 			if m := srv.MutatingRequests(); len(m) != 0 {
 				t.Errorf("%s: a refusal writes nothing, sent %v", tc.reason, m)
 			}
-			if diff := cmp.Diff(before, snapshot(srv.Server, 8000, tc.vmid)); diff != "" {
+			if diff := cmp.Diff(before, snapshot(srv, 8000, tc.vmid)); diff != "" {
 				t.Errorf("the fake changed: -before +after:\n%s", diff)
 			}
 		})
 	}
 }
 
-func mustAddVM(t *testing.T, srv *pveacltest.Server, spec pve.VMSpec) {
+func mustAddVM(t *testing.T, srv *pveacltest.Server, spec pveacltest.VMSpec) {
 	t.Helper()
 	if err := srv.AddVM(spec); err != nil {
 		t.Fatal(err)
@@ -212,7 +213,7 @@ func TestCreateReuseImage(t *testing.T) {
 			t.Errorf("a reused image is not downloaded again")
 		}
 	}
-	if diff := cmp.Diff(wantTemplate(defaultTags), snapshot(srv.Server, 9000).VMs[9000]); diff != "" {
+	if diff := cmp.Diff(wantTemplate(defaultTags), snapshot(srv, 9000).VMs[9000]); diff != "" {
 		t.Errorf("template from the reused image: -want +got:\n%s", diff)
 	}
 }
@@ -236,7 +237,7 @@ func TestCreateTaskFailure(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			srv := pveacltest.NewServer(t)
-			before := snapshot(srv.Server, 9000)
+			before := snapshot(srv, 9000)
 			srv.FailNextTask(tc.task, "injected failure of "+tc.task)
 			_, err := talostemplate.Create(context.Background(), srv.Client(), testSpec(t, factory.URL, 9000, ""), fastOpts())
 			var ce *talostemplate.CreateError
@@ -260,13 +261,13 @@ func TestCreateTaskFailure(t *testing.T) {
 			if len(tc.left) == 0 && !strings.Contains(err.Error(), "nothing was left on the hypervisor") {
 				t.Errorf("say that nothing is left: %v", err)
 			}
-			assertLeft(t, srv.Server, ce.Left)
+			assertLeft(t, srv, ce.Left)
 			for _, l := range ce.Left {
 				if err := removeLeftover(context.Background(), srv.Client(), l); err != nil {
 					t.Fatalf("following %q: %v", l.API, err)
 				}
 			}
-			if diff := cmp.Diff(before, snapshot(srv.Server, 9000)); diff != "" {
+			if diff := cmp.Diff(before, snapshot(srv, 9000)); diff != "" {
 				t.Errorf("after removing what the error names the fake is as before: -before +after:\n%s", diff)
 			}
 		})
@@ -275,7 +276,7 @@ func TestCreateTaskFailure(t *testing.T) {
 
 // assertLeft checks that the fake holds exactly the reported leftovers
 // beyond its seeded volumes: VM 9000 and the image, or not.
-func assertLeft(t *testing.T, srv *pve.Server, left []talostemplate.Leftover) {
+func assertLeft(t *testing.T, srv *pveacltest.Server, left []talostemplate.Leftover) {
 	t.Helper()
 	var wantVM, wantImage bool
 	for _, l := range left {

@@ -11,14 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
 // selectGuests are seeded into the fake; selectFile is the same cluster as
 // pvesh get /cluster/resources --type vm --output-format json prints it.
-var selectGuests = []pve.VMSpec{
+var selectGuests = []pveacltest.VMSpec{
 	{VMID: 100, Name: "worker-a", Node: "pve1", Tags: []string{"cozystack", "talos"}},
 	{VMID: 9000, Name: "talos-old", Node: "pve1", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.12.0"}},
 	{VMID: 9001, Name: "talos-new", Node: "pve2", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.13.6"}},

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
@@ -122,7 +121,7 @@ func TestTemplateCreateFailures(t *testing.T) {
 	}{
 		"VMIDTaken": {reason: "nextid refuses a VMID in use", none: true,
 			setup: func(t *testing.T, e *tplEnv) []string {
-				if err := e.srv.AddVM(pve.VMSpec{VMID: 9000}); err != nil {
+				if err := e.srv.AddVM(pveacltest.VMSpec{VMID: 9000}); err != nil {
 					t.Fatal(err)
 				}
 				return e.createArgs("9000")
@@ -257,7 +256,7 @@ func TestCreateProgressTerminal(t *testing.T) {
 
 func TestTemplateSelectLive(t *testing.T) {
 	e := newTplEnv(t)
-	for _, g := range []pve.VMSpec{
+	for _, g := range []pveacltest.VMSpec{
 		{VMID: 100, Name: "worker", Tags: []string{"cozystack", "talos"}},
 		{VMID: 9000, Name: "a", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.13.6"}},
 		{VMID: 9001, Name: "b", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.13.6", "pool-a"}},

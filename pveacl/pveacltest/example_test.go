@@ -3,50 +3,35 @@ package pveacltest_test
 import (
 	"context"
 	"fmt"
-	"testing"
+	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
 
-// Example shows a tenant token that PVE would refuse: it may read the
-// guest in its pool, not the other tenant's.
-func Example() {
-	t := &exampleT{}
-	defer t.cleanup()
-	srv := pveacltest.NewServer(t)
-	_ = srv.AddPool("alpha", "", nil, nil)
-	_ = srv.AddPool("beta", "", nil, nil)
-	_ = srv.AddVM(pveacltest.VMSpec{VMID: 100, Pool: "alpha"})
-	_ = srv.AddVM(pveacltest.VMSpec{VMID: 200, Pool: "beta"})
-	_ = srv.AddUser("alpha@pve", pveacltest.UserSpec{})
-	secret, _ := srv.AddToken("alpha@pve", "ccm", pveacltest.TokenSpec{Privsep: true})
-	_ = srv.SetACL("/pool/alpha", pveacl.KindUser, "alpha@pve", false, "PVEAuditor")
-	_ = srv.SetACL("/pool/alpha", pveacl.KindToken, "alpha@pve!ccm", false, "PVEAuditor")
-
-	c := srv.TokenClient("alpha@pve!ccm", secret)
-	for _, vmid := range []int{100, 200} {
-		_, err := c.NodeRef("pve").VirtualMachine(context.Background(), vmid)
-		fmt.Printf("VM %d: %v forbidden=%v\n", vmid, err, proxmox.IsForbidden(err))
+// ExampleNew starts the fake, imports a disk image into a new VM through
+// go-proxmox, and reads the task that did it.
+func ExampleNew() {
+	srv, err := pveacltest.New()
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
+	defer srv.Close()
+	_, _ = srv.AddVolume(pveacltest.VolumeSpec{Storage: "local", Content: "import", Name: "import/talos.raw", Size: 1 << 30, Format: "raw"})
+	c := proxmox.NewClient(srv.URL, proxmox.WithHTTPClient(srv.HTTPClient()), proxmox.WithAPIToken(srv.RootTokenID, srv.RootSecret))
+	ctx := context.Background()
+	task, err := c.NodeRef("pve").NewVirtualMachine(ctx, 9000,
+		proxmox.VirtualMachineOption{Name: "scsi0", Value: "local-lvm:0,import-from=local:import/talos.raw"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(task.Type, task.ID, task.Wait(ctx, time.Millisecond, time.Second), task.ExitStatus)
+	conf, _, _ := srv.VMConfig(9000)
+	fmt.Println(conf["scsi0"])
 	// Output:
-	// VM 100: <nil> forbidden=false
-	// VM 200: not authorized to access endpoint: 403 Permission check failed (/vms/200, VM.Audit) forbidden=true
-}
-
-type exampleT struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (t *exampleT) Helper()                        {}
-func (t *exampleT) Cleanup(f func())               { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
-
-func (t *exampleT) cleanup() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
+	// qmcreate 9000 <nil> OK
+	// local-lvm:vm-9000-disk-0,size=1G
 }

@@ -8,8 +8,8 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -125,13 +125,13 @@ func (s *Stage) Check(name string, holds bool, detail string) {
 // disk storages, and returns a client holding the root token.
 func (s *Stage) proxmox() (*proxmox.Client, error) {
 	if s.PVE == nil {
-		srv, err := pve.New(pve.WithDownloader(factoryImages{}))
+		srv, err := pveacltest.New(pveacltest.WithDownloader(factoryImages{}))
 		if err != nil {
 			return nil, err
 		}
 		s.PVE = srv
 		for _, id := range []string{"alpha-disks", "beta-disks"} {
-			if err := srv.AddStorage(pve.StorageSpec{ID: id, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+			if err := srv.AddStorage(pveacltest.StorageSpec{ID: id, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 				return nil, fmt.Errorf("cannot add storage %s to the Proxmox VE API: %w", id, err)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pve"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -33,7 +33,7 @@ type Stage struct {
 	H   *sim.Harness
 	Out io.Writer
 	// PVE is the Proxmox VE API the platform acts share; Run closes it.
-	PVE *pve.Server
+	PVE *pveacltest.Server
 	// Checks are the invariants the acts add to the final table.
 	Checks []sim.Invariant
 	// nb is the OVN northbound database; Run closes it.

@@ -1,0 +1,182 @@
+package pveacltest
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+)
+
+// updateConfig is PUT (sync) and POST (async, a qmconfig task) of
+// /nodes/{node}/qemu/{vmid}/config.
+func updateConfig(c *call, sync bool) (any, *apiError) {
+	g, err := c.loadGuest()
+	if err != nil {
+		return nil, err
+	}
+	if c.p.flag("skiplock", false) && !c.isRoot() {
+		return nil, paramErr("skiplock", "Only root may use this option.")
+	}
+	conf := configParams(c.p)
+	deletes, err := deleteList(c.p["delete"], conf)
+	if err != nil {
+		return nil, err
+	}
+	if len(conf) == 0 && len(deletes) == 0 && c.p["revert"] == "" {
+		return nil, die("no options specified")
+	}
+	if err := c.checkModifyConfigPerm(g.vmid, "", deletes); err != nil {
+		return nil, err
+	}
+	if err := c.configChecks(g.vmid, "", conf, ""); err != nil {
+		return nil, err
+	}
+	if d := c.p["digest"]; d != "" && d != g.digest() {
+		return nil, die("detected modified configuration - file changed by other user? Try again.")
+	}
+	if l := g.conf["lock"]; l != "" {
+		return nil, die("VM is locked (%s)", l)
+	}
+	work := func(l *taskLog) error { return c.applyConfig(g, conf, deletes, l) }
+	if sync {
+		if err := work(&taskLog{}); err != nil {
+			return nil, die("%v", err)
+		}
+		return nil, nil
+	}
+	return c.startTask("qmconfig", strconv.Itoa(g.vmid), work), nil
+}
+
+func deleteList(list string, conf map[string]string) ([]string, *apiError) {
+	var out []string
+	for _, k := range pveacl.SplitList(list) {
+		if k == "cdrom" {
+			k = "ide2"
+		}
+		if _, both := conf[k]; both {
+			return nil, paramErr("delete", "you can't use '-%s' and -delete %s' at the same time", k, k)
+		}
+		if !isConfigKey(k) {
+			return nil, paramErr("delete", "unknown option '%s'", k)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// applyConfig writes the options: new disks are allocated, a deleted disk
+// becomes unusedN, a deleted unusedN frees its volume.
+func (c *call) applyConfig(g *guest, conf map[string]string, deletes []string, l *taskLog) error {
+	built, err := c.buildConfig(g.vmid, conf, "", l)
+	if err != nil {
+		return err
+	}
+	for _, k := range deletes {
+		c.deleteOption(g, k)
+	}
+	for k, v := range built {
+		if isDriveKey(k) {
+			if old, ok := g.conf[k]; ok && old != v {
+				c.detach(g, old)
+			}
+		}
+		g.conf[k] = v
+	}
+	l.printf("update VM %d: %s", g.vmid, strings.Join(sortedKeys(built), ","))
+	return nil
+}
+
+func (c *call) deleteOption(g *guest, k string) {
+	v, ok := g.conf[k]
+	if !ok {
+		return
+	}
+	delete(g.conf, k)
+	if unusedRe.MatchString(k) {
+		if d, err := parseDrive(v); err == nil {
+			if vol, ok := c.s.volume(g.node, d.file); ok && vol.owner == g.vmid {
+				c.s.dropVolume(g.node, d.file)
+			}
+		}
+		return
+	}
+	if isDriveKey(k) {
+		c.detach(g, v)
+	}
+}
+
+// detach keeps a replaced or removed disk of the guest as unusedN.
+func (c *call) detach(g *guest, value string) {
+	d, err := parseDrive(value)
+	if err != nil || d.cdrom() || d.cloudinit() {
+		return
+	}
+	if vol, ok := c.s.volume(g.node, d.file); ok && vol.owner == g.vmid {
+		for n := 0; ; n++ {
+			k := fmt.Sprintf("unused%d", n)
+			if _, taken := g.conf[k]; !taken {
+				g.conf[k] = d.file
+				return
+			}
+		}
+	}
+}
+
+// destroyVM is DELETE /nodes/{node}/qemu/{vmid}: a qmdestroy worker frees
+// the guest's volumes, removes its ACL entries and pool membership.
+func destroyVM(c *call) (any, *apiError) {
+	g, err := c.loadGuest()
+	if err != nil {
+		return nil, err
+	}
+	if c.p.flag("skiplock", false) && !c.isRoot() {
+		return nil, paramErr("skiplock", "Only root may use this option.")
+	}
+	if g.conf["protection"] == "1" {
+		return nil, die("can't remove VM %d - protection mode enabled", g.vmid)
+	}
+	if g.running {
+		return nil, die("VM %d is running - destroy failed", g.vmid)
+	}
+	return c.startTask("qmdestroy", strconv.Itoa(g.vmid), func(l *taskLog) error {
+		if g.conf["lock"] != "" && !c.p.flag("skiplock", false) {
+			return fmt.Errorf("VM is locked (%s)", g.conf["lock"])
+		}
+		if user := c.s.linkedCloneOf(g); user != "" {
+			return fmt.Errorf("base volume '%s' is still in use by linked clones", user)
+		}
+		for k, v := range c.s.volumes {
+			if v.owner == g.vmid && (k.node == "" || k.node == g.node) {
+				delete(c.s.volumes, k)
+				l.printf("Removing image: 100%% complete...done.")
+			}
+		}
+		delete(c.s.vms, g.vmid)
+		c.s.dropACLUnder(vmPath(g.vmid))
+		c.s.removeFromPools(g.vmid)
+		return nil
+	}), nil
+}
+
+// linkedCloneOf returns a base volume of g that a linked clone stands on,
+// or "" (volume_is_base_and_used). LVM-thin names carry no base, so there
+// PVE, and this server, let a template go while clones use it.
+func (s *state) linkedCloneOf(g *guest) string {
+	for _, v := range s.volumes {
+		st := s.stores[v.storage]
+		_, name, _ := parseVolid(v.volid)
+		if st == nil || v.owner == g.vmid {
+			continue
+		}
+		base, _ := splitBase(st, name)
+		if base == "" {
+			continue
+		}
+		file := ownFile(base)
+		if strings.HasPrefix(file, "base-"+strconv.Itoa(g.vmid)+"-") {
+			return base
+		}
+	}
+	return ""
+}
