@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Outcome is what applying one change did.
@@ -83,7 +85,7 @@ func WithProgress(f func(Progress)) LiveOption { return func(o *liveOptions) { o
 // (ReadLive), plans for the version the cluster runs (Plan, plus PlanPrune
 // with WithPrune) and performs only the missing changes (ApplyChanges).
 // Applying again plans nothing and sends no changing request.
-func ApplyLive(ctx context.Context, c Client, desired *Tenants, opts ...LiveOption) (ApplyResult, error) {
+func ApplyLive(ctx context.Context, c pveapi.Client, desired *Tenants, opts ...LiveOption) (ApplyResult, error) {
 	observed, err := ReadLive(ctx, c)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
@@ -162,7 +164,7 @@ func options(opts []LiveOption) liveOptions {
 // present. Token secrets go to the sink as soon as a token is created; the
 // sink is checked before the first change. It stops at the first error and
 // returns what was done so far.
-func ApplyChanges(ctx context.Context, c Client, changes []Change, opts ...LiveOption) (ApplyResult, error) {
+func ApplyChanges(ctx context.Context, c pveapi.Client, changes []Change, opts ...LiveOption) (ApplyResult, error) {
 	o := options(opts)
 	var res ApplyResult
 	if slices.ContainsFunc(changes, func(ch Change) bool { return ch.Op == OpCreateToken }) {
@@ -187,7 +189,7 @@ func ApplyChanges(ctx context.Context, c Client, changes []Change, opts ...LiveO
 }
 
 type applier struct {
-	c Client
+	c pveapi.Client
 	o liveOptions
 }
 

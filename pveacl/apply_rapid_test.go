@@ -10,6 +10,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // TestApplyConvergesOnRandomState draws tenant sets and a random
@@ -80,7 +81,7 @@ func (m memSink) Store(s pveacl.TokenSecret) (string, error) {
 	return "memory", nil
 }
 
-func rootClient(srv *pveacltest.Server) pveacl.Client {
+func rootClient(srv *pveacltest.Server) pveapi.Client {
 	return srv.Client()
 }
 

@@ -23,7 +23,7 @@
 // The state comes in as plain values: ParseUserCfg for a file, or
 // BuildConfig for a Snapshot of API answers (the seam any API client
 // fills in). The package decides; it does no I/O of its own except through
-// the small Client interface of the live reader and applier, never logs,
+// pveapi.Client in the live reader and applier, never logs,
 // never holds a token secret in a Config, Change or Finding, and imports no
 // Kubernetes package.
 package pveacl

@@ -10,20 +10,9 @@ import (
 	"strings"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
-
-// Client is the part of go-proxmox's *proxmox.Client that the live reader
-// and applier use: requests relative to the API base URL (which includes
-// /api2/json), answers decoded from PVE's {"data": ...} envelope, errors
-// as *proxmox.APIError.
-type Client interface {
-	Get(ctx context.Context, path string, v any) error
-	Post(ctx context.Context, path string, data, v any) error
-	Put(ctx context.Context, path string, data, v any) error
-	Delete(ctx context.Context, path string, v any) error
-}
-
-var _ Client = (*proxmox.Client)(nil)
 
 // ErrIncompleteView: the reading token cannot see the whole cluster, so
 // an audit or a plan built from what it sees would be wrong.
@@ -51,7 +40,7 @@ var viewPrivileges = []string{"Datastore.Audit", "Pool.Audit", "Sys.Audit", "VM.
 // and returns the Config that ParseUserCfg would give for its user.cfg,
 // with Resources filled from GET /cluster/resources. It first checks that
 // the token sees everything (ErrIncompleteView otherwise).
-func ReadLive(ctx context.Context, c Client) (*Config, error) {
+func ReadLive(ctx context.Context, c pveapi.Client) (*Config, error) {
 	snap, err := ReadSnapshot(ctx, c)
 	if err != nil {
 		return nil, err
@@ -67,7 +56,7 @@ func ReadLive(ctx context.Context, c Client) (*Config, error) {
 // GET /version, /access/permissions?path=/, /access/users?full=1,
 // /access/groups, /access/roles, /access/acl, /pools and one
 // /pools?poolid=X per pool, and /cluster/resources.
-func ReadSnapshot(ctx context.Context, c Client) (Snapshot, error) {
+func ReadSnapshot(ctx context.Context, c pveapi.Client) (Snapshot, error) {
 	var s Snapshot
 	v, err := readVersion(ctx, c)
 	if err != nil {
@@ -101,7 +90,7 @@ func ReadSnapshot(ctx context.Context, c Client) (Snapshot, error) {
 }
 
 // readVersion returns the major version from GET /version.
-func readVersion(ctx context.Context, c Client) (Version, error) {
+func readVersion(ctx context.Context, c pveapi.Client) (Version, error) {
 	var v proxmox.Version
 	if err := c.Get(ctx, "/version", &v); err != nil {
 		return 0, fmt.Errorf("cannot read the Proxmox VE version (GET /version): %w", err)
@@ -129,7 +118,7 @@ func ParseVersion(s string) (Version, error) {
 }
 
 // checkView asks which privileges the token holds on /.
-func checkView(ctx context.Context, c Client) error {
+func checkView(ctx context.Context, c pveapi.Client) error {
 	var perms proxmox.Permissions
 	if err := c.Get(ctx, "/access/permissions?path=%2F", &perms); err != nil {
 		return fmt.Errorf("cannot read the token's own permissions (GET /access/permissions?path=/): %w", err)
@@ -147,7 +136,7 @@ func checkView(ctx context.Context, c Client) error {
 	return nil
 }
 
-func readPools(ctx context.Context, c Client) ([]SnapshotPool, error) {
+func readPools(ctx context.Context, c pveapi.Client) ([]SnapshotPool, error) {
 	var list []SnapshotPool
 	if err := c.Get(ctx, "/pools", &list); err != nil {
 		return nil, fmt.Errorf("cannot read the pools (GET /pools): %w", err)
@@ -171,7 +160,7 @@ func readPools(ctx context.Context, c Client) ([]SnapshotPool, error) {
 	return out, nil
 }
 
-func readResources(ctx context.Context, c Client) ([]SnapshotResource, error) {
+func readResources(ctx context.Context, c pveapi.Client) ([]SnapshotResource, error) {
 	var rs proxmox.ClusterResources
 	if err := c.Get(ctx, "/cluster/resources", &rs); err != nil {
 		return nil, fmt.Errorf("cannot read the cluster resources (GET /cluster/resources): %w", err)
@@ -189,7 +178,7 @@ func readResources(ctx context.Context, c Client) ([]SnapshotResource, error) {
 // ClusterRegion names the cluster for the region written next to token
 // secrets: the cluster name from GET /cluster/status, or on a standalone
 // node the node's name (Proxmox CCM uses one region per cluster).
-func ClusterRegion(ctx context.Context, c Client) (string, error) {
+func ClusterRegion(ctx context.Context, c pveapi.Client) (string, error) {
 	var status []struct {
 		Type  string `json:"type"`
 		Name  string `json:"name"`

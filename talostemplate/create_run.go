@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // errFactoryCA refuses a private factory CA in create mode.
@@ -32,7 +34,7 @@ const observeTimeout = 30 * time.Second
 // from the hypervisor after the failure, every volume, VM and running task
 // the run left, with the command and the API call that remove each. The
 // result holds what was done so far. Nothing is rolled back.
-func Create(ctx context.Context, c Client, s Spec, opts CreateOptions) (CreateResult, error) {
+func Create(ctx context.Context, c pveapi.Client, s Spec, opts CreateOptions) (CreateResult, error) {
 	if err := s.Validate(); err != nil {
 		return CreateResult{Spec: s}, fmt.Errorf("cannot create the template: %w", err)
 	}
@@ -55,7 +57,7 @@ func Create(ctx context.Context, c Client, s Spec, opts CreateOptions) (CreateRe
 
 // creator carries one run of Create.
 type creator struct {
-	c    Client
+	c    pveapi.Client
 	spec Spec
 	opts CreateOptions
 	w    waiter

@@ -13,27 +13,16 @@ import (
 	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
-
-// Client is the part of go-proxmox's *proxmox.Client that Create and
-// LiveResources use: requests relative to the API base URL (which ends in
-// /api2/json), answers decoded from PVE's {"data": ...} envelope, errors as
-// *proxmox.APIError.
-type Client interface {
-	Get(ctx context.Context, path string, v any) error
-	Post(ctx context.Context, path string, data, v any) error
-	Put(ctx context.Context, path string, data, v any) error
-	Delete(ctx context.Context, path string, v any) error
-}
-
-var _ Client = (*proxmox.Client)(nil)
 
 // LiveResources lists the guests of a running cluster through its API
 // (GET /cluster/resources?type=vm). PVE lists only the guests the token
 // holds VM.Audit on, so a selection over them is the one capmox makes with
 // that token: give it capmox's token to see what capmox sees.
 type LiveResources struct {
-	Client Client
+	Client pveapi.Client
 }
 
 var _ ResourceLister = LiveResources{}
@@ -111,7 +100,7 @@ type taskLogLine struct {
 
 // waiter follows PVE tasks to their end.
 type waiter struct {
-	c        Client
+	c        pveapi.Client
 	interval time.Duration
 }
 
@@ -168,7 +157,7 @@ func (w waiter) follow(ctx context.Context, path string, seen int, onLog func(st
 }
 
 // readNodes lists the cluster's nodes.
-func readNodes(ctx context.Context, c Client) ([]string, error) {
+func readNodes(ctx context.Context, c pveapi.Client) ([]string, error) {
 	var ns []nodeEntry
 	if err := c.Get(ctx, "/nodes", &ns); err != nil {
 		return nil, fmt.Errorf("cannot list the nodes (GET /nodes): %w", err)
@@ -182,7 +171,7 @@ func readNodes(ctx context.Context, c Client) ([]string, error) {
 }
 
 // readStorages lists the storages enabled on a node that the token sees.
-func readStorages(ctx context.Context, c Client, node string) ([]storageEntry, error) {
+func readStorages(ctx context.Context, c pveapi.Client, node string) ([]storageEntry, error) {
 	var ss []storageEntry
 	path := "/nodes/" + node + "/storage?enabled=1"
 	if err := c.Get(ctx, path, &ss); err != nil {
@@ -192,7 +181,7 @@ func readStorages(ctx context.Context, c Client, node string) ([]storageEntry, e
 }
 
 // checkVMID asks nextid whether vmid is free anywhere in the cluster.
-func checkVMID(ctx context.Context, c Client, vmid int) error {
+func checkVMID(ctx context.Context, c pveapi.Client, vmid int) error {
 	var got json.RawMessage
 	err := c.Get(ctx, "/cluster/nextid?vmid="+strconv.Itoa(vmid), &got)
 	var apiErr *proxmox.APIError
@@ -215,7 +204,7 @@ func checkVMID(ctx context.Context, c Client, vmid int) error {
 // checkGuestView makes sure the token sees every guest: VM.Audit on /vms,
 // propagated. Without it /cluster/resources hides guests, and a template
 // with the same tag set could be among them.
-func checkGuestView(ctx context.Context, c Client) error {
+func checkGuestView(ctx context.Context, c pveapi.Client) error {
 	var perms map[string]map[string]int
 	if err := c.Get(ctx, "/access/permissions?path=%2Fvms", &perms); err != nil {
 		return fmt.Errorf("cannot read the token's own permissions (GET /access/permissions?path=/vms): %w", err)
@@ -228,7 +217,7 @@ func checkGuestView(ctx context.Context, c Client) error {
 }
 
 // hasVolume reports whether volid is on the storage.
-func hasVolume(ctx context.Context, c Client, node, storage, volid, content string) (bool, error) {
+func hasVolume(ctx context.Context, c pveapi.Client, node, storage, volid, content string) (bool, error) {
 	var vols []contentEntry
 	path := storagePath(node, storage) + "/content?content=" + url.QueryEscape(content)
 	if err := c.Get(ctx, path, &vols); err != nil {
@@ -238,7 +227,7 @@ func hasVolume(ctx context.Context, c Client, node, storage, volid, content stri
 }
 
 // vmState reports whether the VM exists on the node and is a template.
-func vmState(ctx context.Context, c Client, node string, vmid int) (exists, template bool, err error) {
+func vmState(ctx context.Context, c pveapi.Client, node string, vmid int) (exists, template bool, err error) {
 	var st struct {
 		Template Flag `json:"template"`
 	}
@@ -253,7 +242,7 @@ func vmState(ctx context.Context, c Client, node string, vmid int) (exists, temp
 }
 
 // readConfig returns a VM's configuration with every value as text.
-func readConfig(ctx context.Context, c Client, node string, vmid int) (map[string]string, error) {
+func readConfig(ctx context.Context, c pveapi.Client, node string, vmid int) (map[string]string, error) {
 	var raw map[string]json.RawMessage
 	path := vmPath(node, vmid) + "/config"
 	if err := c.Get(ctx, path, &raw); err != nil {

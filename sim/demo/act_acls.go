@@ -10,6 +10,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -63,7 +64,7 @@ var actACLs = Act{
 
 // audit reads the live access control back, audits it, plans again and
 // records whether both are clean.
-func (s *Stage) audit(ctx context.Context, c pveacl.Client, spec *pveacl.Tenants) error {
+func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *pveacl.Tenants) error {
 	live, err := pveacl.ReadLive(ctx, c)
 	if err != nil {
 		return fmt.Errorf("cannot read the access control back: %w", err)
