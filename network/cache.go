@@ -169,10 +169,9 @@ func (c *Cache) putVlan(v vlanInfo) {
 	if v.Zone != "" {
 		addName(c.vlansByZone, v.Zone, v.Name)
 	}
-	av := allocVlan(v)
 	for _, z := range c.zones {
 		if z.alloc != nil {
-			z.alloc.Index().ObserveVlan(av)
+			z.alloc.Index().ObserveVlan(v.Vlan)
 		}
 	}
 }
@@ -191,10 +190,6 @@ func (c *Cache) dropVlan(name string) {
 			z.alloc.Index().ForgetVlan(name)
 		}
 	}
-}
-
-func allocVlan(v vlanInfo) vlanalloc.Vlan {
-	return vlanalloc.Vlan{Name: v.Name, VID: v.VID, Provider: v.Provider, Zone: v.Zone, Network: v.Network}
 }
 
 func (c *Cache) putClaim(name string, ci claimInfo) {

@@ -10,6 +10,8 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
 
 // Key names a namespaced object.
@@ -22,13 +24,10 @@ var MachineKinds = []schema.GroupVersionKind{
 	{Group: capmox.Group, Version: "v1alpha2", Kind: capmox.KindProxmoxMachine},
 }
 
-// vlanInfo is an observed Kube-OVN Vlan, reduced to what decisions need.
+// vlanInfo is an observed Kube-OVN Vlan: what the allocator reads
+// (kubestore.ObservedVlan) and what the network's decisions add.
 type vlanInfo struct {
-	Name      string
-	VID       int
-	Provider  string
-	Zone      string
-	Network   v1alpha1.NetworkReference
+	vlanalloc.Vlan
 	Finalizer bool
 	Timers    bool
 	Deleting  bool
@@ -38,14 +37,7 @@ type vlanInfo struct {
 func observeVlan(v *kubeovnv1.Vlan) vlanInfo {
 	_, timers := v.Annotations[v1alpha1.AnnotationDeletedSubnets]
 	return vlanInfo{
-		Name:     v.Name,
-		VID:      v.Spec.ID,
-		Provider: v.Spec.Provider,
-		Zone:     v.Labels[v1alpha1.LabelZone],
-		Network: v1alpha1.NetworkReference{
-			Namespace: v.Labels[v1alpha1.LabelNetworkNamespace],
-			Name:      v.Labels[v1alpha1.LabelNetworkName],
-		},
+		Vlan:      kubestore.ObservedVlan(v),
 		Finalizer: controllerutil.ContainsFinalizer(v, v1alpha1.Finalizer),
 		Timers:    timers,
 		Deleting:  !v.DeletionTimestamp.IsZero(),

@@ -44,7 +44,7 @@ func (c *Cache) allocator(obj *v1alpha1.ProxmoxNetworkZone, store vlanalloc.Rese
 	if z.err == nil {
 		vlans := make([]vlanalloc.Vlan, 0, len(c.vlans))
 		for _, v := range c.vlans {
-			vlans = append(vlans, allocVlan(v))
+			vlans = append(vlans, v.Vlan)
 		}
 		var res []vlanalloc.Reservation
 		for _, ci := range c.claims {
