@@ -53,7 +53,7 @@ func BenchmarkConverge(b *testing.B) {
 		cl.Setup(b, e.admin, fmt.Sprintf("b%d-node-1", i), fmt.Sprintf("b%d-node-2", i))
 		nb := ovngatewaytest.StartReal(b)
 		k := controllertest.NewKubeOVN(nb.Endpoint())
-		p := start(b, fmt.Sprintf("bench-%d", i), e.kubeconfig, append(append(nbArgs(nb), leaseFlags...),
+		p := e.start(b, fmt.Sprintf("bench-%d", i), append(append(nbArgs(nb), leaseFlags...),
 			"--webhook-port=0", "--kube-api-qps=500", "--kube-api-burst=1000")...)
 		waitLeader(b, e.admin, fmt.Sprintf("bench-%d", i))
 		t0 := time.Now()

@@ -60,7 +60,7 @@ func testLifecycle(t *testing.T, e *env) {
 	t.Cleanup(k.Close)
 	step := func() error { return k.React(ctx, e.admin) }
 	hook := newWebhook(t, cl)
-	p := start(t, "solo", e.kubeconfig, append(append(nbArgs(nb), leaseFlags...), hook.args...)...)
+	p := e.start(t, "solo", append(append(nbArgs(nb), leaseFlags...), hook.args...)...)
 
 	controllertest.Eventually(t, 60*time.Second, nil, func() (bool, string) {
 		for _, path := range []string{"/healthz", "/readyz"} {
@@ -138,7 +138,7 @@ func testFailover(t *testing.T, e *env) {
 	t.Cleanup(k.Close)
 	step := func() error { return k.React(ctx, e.admin) }
 	args := append(append(nbArgs(nb), leaseFlags...), "--webhook-port=0")
-	procs := map[string]*proc{"alpha": start(t, "alpha", e.kubeconfig, args...), "beta": start(t, "beta", e.kubeconfig, args...)}
+	procs := map[string]*proc{"alpha": e.start(t, "alpha", args...), "beta": e.start(t, "beta", args...)}
 	leader := waitLeader(t, e.admin, "alpha", "beta")
 	other := map[string]string{"alpha": "beta", "beta": "alpha"}[leader]
 
@@ -179,7 +179,7 @@ func testNBCrash(t *testing.T, e *env) {
 	k := controllertest.NewKubeOVN(nb.Endpoint())
 	t.Cleanup(k.Close)
 	step := func() error { return k.React(ctx, e.admin) }
-	p := start(t, "solo", e.kubeconfig, append(append(nbArgs(nb), leaseFlags...), "--webhook-port=0")...)
+	p := e.start(t, "solo", append(append(nbArgs(nb), leaseFlags...), "--webhook-port=0")...)
 	waitLeader(t, e.admin, "solo")
 	var before []string
 	for i := range 5 {

@@ -7,8 +7,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +31,9 @@ type env struct {
 	cfg        *rest.Config
 	admin      client.Client
 	kubeconfig string
+	// scrapeToken is a token of a ServiceAccount bound to the metrics
+	// reader role of config/rbac.
+	scrapeToken string
 }
 
 func newEnv(t testing.TB) *env {
@@ -42,7 +50,7 @@ func newEnv(t testing.TB) *env {
 	if t.Failed() {
 		t.FailNow()
 	}
-	return &env{cfg: cfg, admin: admin, kubeconfig: writeKubeconfig(t, cfg)}
+	return &env{cfg: cfg, admin: admin, kubeconfig: writeKubeconfig(t, cfg), scrapeToken: scrapeToken(t, cfg, admin)}
 }
 
 // cluster returns a cluster of its own for test id.
@@ -154,4 +162,27 @@ func waitGone(t *testing.T, c client.Client, cl controllertest.Cluster, name str
 		err := c.Get(ctx, client.ObjectKey{Name: name}, &kubeovnv1.Vlan{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("Vlan %s still there (%v)", name, err)
 	})
+}
+
+// scrapeToken creates the ServiceAccount monitoring/prometheus, binds it
+// to the metrics reader role of config/rbac, and returns a token of it.
+func scrapeToken(t testing.TB, cfg *rest.Config, admin client.Client) string {
+	t.Helper()
+	ctx := context.Background()
+	controllertest.Create(t, admin, sim.Namespace("monitoring", nil))
+	controllertest.Create(t, admin, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "prometheus"}})
+	controllertest.Create(t, admin, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-proxmox-network-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "proxmox-network-controller-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}},
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, "prometheus", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }

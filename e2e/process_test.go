@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -52,10 +53,12 @@ func writeKubeconfig(t testing.TB, cfg *rest.Config) string {
 // proc is one controller process.
 type proc struct {
 	name, metrics, probes string
-	cmd                   *exec.Cmd
-	logPath               string
-	done                  chan struct{}
-	exit                  int
+	// token authenticates the metrics scrapes (--metrics-secure).
+	token   string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	exit    int
 }
 
 // freeAddr returns 127.0.0.1:<a free port>.
@@ -69,12 +72,13 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// start runs the controller as replica name with the kubeconfig and args,
+// start runs the controller as replica name with e's kubeconfig and args,
 // metrics and probes on free ports; it is killed on cleanup, and its log
 // is printed when the test failed.
-func start(t testing.TB, name, kubeconfig string, args ...string) *proc {
+func (e *env) start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, metrics: freeAddr(t), probes: freeAddr(t), done: make(chan struct{}),
+	kubeconfig := e.kubeconfig
+	p := &proc{name: name, metrics: freeAddr(t), probes: freeAddr(t), token: e.scrapeToken, done: make(chan struct{}),
 		logPath: filepath.Join(t.TempDir(), name+".log")}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
@@ -137,13 +141,24 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-// get fetches path from the metrics (metrics=true) or probe server.
+// get fetches path from the metrics (metrics=true, over HTTPS with the
+// scrape token) or probe server.
 func (p *proc) get(path string, metrics bool) (int, string, error) {
-	addr := p.probes
+	url := "http://" + p.probes + path
+	c := http.DefaultClient
 	if metrics {
-		addr = p.metrics
+		url = "https://" + p.metrics + path
+		// The metrics certificate is self-signed without --metrics-cert-dir.
+		c = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	}
-	resp, err := http.Get("http://" + addr + path)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if metrics {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, "", err
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Generates the deep-copy functions of api/v1alpha1, api/kubeovn and api/ipam and the
-# CRD manifests of our own group into config/crd/bases, with controller-gen.
+# CRD manifests of our own group into config/crd/bases (and the templates of
+# charts/proxmox-network-crds), with controller-gen.
 #
 #   hack/generate.sh           regenerate in place
 #   hack/generate.sh --check   exit 1 when the committed files are stale
@@ -23,6 +24,9 @@ generate() { # $1: module root to generate in
 
 if [[ "${1:-}" != "--check" ]]; then
 	generate .
+	# The CRDs chart carries the same files (its tests compare them).
+	rm -f charts/proxmox-network-crds/templates/*.yaml
+	cp config/crd/bases/*.yaml charts/proxmox-network-crds/templates/
 	exit 0
 fi
 

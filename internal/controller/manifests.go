@@ -22,8 +22,9 @@ const (
 	WebhookConfigManifest = "config/webhook/validatingwebhookconfiguration.yaml"
 )
 
-// GeneratedManifests renders the manifests under config/ that come from
-// the admission package, keyed by their path in the repository: the
+// GeneratedManifests renders the manifests under config/ and the chart
+// templates that come from the admission package, keyed by their path in
+// the repository: the
 // ValidatingAdmissionPolicies and bindings of the package defaults, and the
 // ValidatingWebhookConfiguration that sends the same requests to the
 // controller's webhook Service instead (its CA bundle is injected by
@@ -38,21 +39,38 @@ func GeneratedManifests() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := WebhookPath
-	port := int32(443)
-	vwc, err := admission.WebhookConfiguration(WebhookConfigName, cfg, admissionregistrationv1.WebhookClientConfig{
-		Service: &admissionregistrationv1.ServiceReference{Namespace: DefaultNamespace, Name: WebhookServiceName, Path: &path, Port: &port},
-	})
+	vwc, err := WebhookConfiguration(cfg, DefaultNamespace)
 	if err != nil {
 		return nil, err
 	}
-	vwc.Annotations = map[string]string{injectCAAnnotation: DefaultNamespace + "/" + WebhookServiceName}
 	hooks, err := yaml.Marshal(vwc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot render the webhook configuration: %w", err)
 	}
+	chartPolicies, chartWebhook, err := chartTemplates()
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
 		PoliciesManifest:      append([]byte(generatedHeader), policies...),
 		WebhookConfigManifest: append([]byte(generatedHeader), hooks...),
+		ChartPoliciesTemplate: chartPolicies,
+		ChartWebhookTemplate:  chartWebhook,
 	}, nil
+}
+
+// WebhookConfiguration is the ValidatingWebhookConfiguration that sends
+// what the policies of cfg judge to the webhook Service in namespace, its
+// CA bundle injected by cert-manager from the webhook's Certificate.
+func WebhookConfiguration(cfg admission.Config, namespace string) (admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	path := WebhookPath
+	port := int32(443)
+	vwc, err := admission.WebhookConfiguration(WebhookConfigName, cfg, admissionregistrationv1.WebhookClientConfig{
+		Service: &admissionregistrationv1.ServiceReference{Namespace: namespace, Name: WebhookServiceName, Path: &path, Port: &port},
+	})
+	if err != nil {
+		return vwc, err
+	}
+	vwc.Annotations = map[string]string{injectCAAnnotation: namespace + "/" + WebhookServiceName}
+	return vwc, nil
 }

@@ -64,7 +64,11 @@ func index(objs []*unstructured.Unstructured) []string {
 func TestKustomizeBuilds(t *testing.T) {
 	common := []string{
 		"ClusterRole /proxmox-network-controller",
+		"ClusterRole /proxmox-network-controller-metrics-reader",
 		"ClusterRoleBinding /proxmox-network-controller",
+		"CustomResourceDefinition /proxmoxnetworks.proxmox.cozystack.io",
+		"CustomResourceDefinition /proxmoxnetworkzones.proxmox.cozystack.io",
+		"CustomResourceDefinition /proxmoxvlanclaims.proxmox.cozystack.io",
 		"Deployment cozy-proxmox-network/proxmox-network-controller",
 		"Namespace /cozy-proxmox-network",
 		"Role cozy-kubeovn/proxmox-network-controller-ovn-tls",
@@ -85,9 +89,6 @@ func TestKustomizeBuilds(t *testing.T) {
 			reason: "config holds the CRDs, the controller and the admission policies",
 			dir:    "config",
 			extra: []string{
-				"CustomResourceDefinition /proxmoxnetworks.proxmox.cozystack.io",
-				"CustomResourceDefinition /proxmoxnetworkzones.proxmox.cozystack.io",
-				"CustomResourceDefinition /proxmoxvlanclaims.proxmox.cozystack.io",
 				"ValidatingAdmissionPolicy /proxmox-network-machine-binding",
 				"ValidatingAdmissionPolicy /proxmox-network-pod-attachments",
 				"ValidatingAdmissionPolicy /proxmox-network-vm-attachments",
@@ -98,13 +99,20 @@ func TestKustomizeBuilds(t *testing.T) {
 			replicas: 1,
 		},
 		"Webhook": {
-			reason:   "config/webhook judges through two replicas' webhook instead of the policies",
-			dir:      "config/webhook",
-			extra:    []string{"Service cozy-proxmox-network/proxmox-network-controller-webhook", "ValidatingWebhookConfiguration /proxmox-network-controller"},
+			reason: "config/webhook judges through two replicas' webhook instead of the policies; it carries the CRDs too",
+			dir:    "config/webhook",
+			extra: []string{"ConfigMap cozy-proxmox-network/proxmox-network-controller-admission",
+				"Service cozy-proxmox-network/proxmox-network-controller-webhook", "ValidatingWebhookConfiguration /proxmox-network-controller"},
 			replicas: 2,
 			webhook:  true,
 		},
 	}
+	t.Run("CRDs", func(t *testing.T) {
+		// kubectl kustomize config/crd: the CRDs alone.
+		if diff := cmp.Diff(common[3:6], index(build(t, "config/crd"))); diff != "" {
+			t.Errorf("config/crd: -want +got:\n%s", diff)
+		}
+	})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			objs := build(t, tc.dir)
@@ -147,6 +155,7 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, replicas i
 		"liveness /healthz":        c.LivenessProbe != nil && c.LivenessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet.Path == "/healthz",
 		"readiness /readyz":        c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.ReadinessProbe.HTTPGet.Path == "/readyz",
 		"leader election":          strings.Contains(args, "--leader-elect=true"),
+		"authenticated metrics":    strings.Contains(args, "--metrics-secure=true"),
 		"TLS secret by name":       strings.Contains(args, "--ovn-tls-secret=cozy-kubeovn/kube-ovn-tls"),
 		"webhook as configured":    strings.Contains(args, "--webhook-port=0") != webhook,
 		"grace after shutdown":     spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds > 30,

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,7 +89,23 @@ type Options struct {
 	NBInactivityProbe  time.Duration
 	NBReconnectTimeout time.Duration
 	NBMaxBackoff       time.Duration
-	tlsSecret          SecretRef
+	// MetricsSecure serves /metrics over HTTPS, to callers the API
+	// server authenticates (TokenReview) and authorizes (a
+	// SubjectAccessReview for get on the non-resource URL /metrics).
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key;
+	// empty: a self-signed certificate made at start.
+	MetricsCertDir string
+	// EnableHTTP2 lets the metrics and webhook servers speak HTTP/2;
+	// off, they offer only HTTP/1.1 (HTTP/2 rapid reset and stream
+	// cancellation attacks stay out of reach).
+	EnableHTTP2 bool
+	// TLSMinVersion is the lowest TLS version the metrics and webhook
+	// servers accept: "1.2" or "1.3".
+	TLSMinVersion string
+	// LogFormat is "json" or "text".
+	LogFormat string
+	tlsSecret SecretRef
 }
 
 // DefaultOptions are the flags' defaults.
@@ -113,6 +130,9 @@ func DefaultOptions() Options {
 		NBInactivityProbe:    ovngateway.DefaultInactivityProbe,
 		NBReconnectTimeout:   ovngateway.DefaultReconnectTimeout,
 		NBMaxBackoff:         ovngateway.DefaultMaxBackoff,
+		MetricsSecure:        true,
+		TLSMinVersion:        "1.2",
+		LogFormat:            "json",
 	}
 }
 
@@ -129,13 +149,18 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader tries to renew before it stops reconciling")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "how often replicas try to take or renew the Lease")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the /metrics endpoint; 0 turns it off")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "folder holding the metrics server's tls.crt and tls.key; empty: a self-signed certificate made at start")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "let the metrics and webhook servers speak HTTP/2; off they offer only HTTP/1.1")
+	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "lowest TLS version of the metrics and webhook servers: 1.2 or 1.3")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", o.ProbeBindAddress, "address of the /healthz and /readyz endpoints; 0 turns them off")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook (HTTPS, path "+WebhookPath+"); 0 turns it off")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "folder holding the webhook's tls.crt and tls.key (reloaded when they change)")
 	fs.StringVar(&o.AdmissionConfig, "admission-config", o.AdmissionConfig, "proxmox-network package values (zones, admission) the webhook judges by; default: every policy on, no zones")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the Kubernetes API")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the Kubernetes API")
-	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info or error; logs are JSON lines on stderr")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info or error")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json (one object a line) or text (key=value); logs go to stderr")
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long to wait for reconciles and servers to stop after SIGTERM")
 	fs.DurationVar(&o.NBInactivityProbe, "ovn-nb-inactivity-probe", o.NBInactivityProbe, "silence after which the NB connection is checked with an echo")
 	fs.DurationVar(&o.NBReconnectTimeout, "ovn-nb-reconnect-timeout", o.NBReconnectTimeout, "bound of each NB connection attempt; shorter than the inactivity probe")
@@ -179,6 +204,15 @@ func (o *Options) Validate() error {
 	if _, err := parseLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if o.LogFormat != "json" && o.LogFormat != "text" {
+		bad("--log-format %q: use json or text", o.LogFormat)
+	}
+	if _, ok := tlsVersions[o.TLSMinVersion]; !ok {
+		bad("--tls-min-version %q: use 1.2 or 1.3", o.TLSMinVersion)
+	}
+	if o.MetricsCertDir != "" && !o.MetricsSecure {
+		bad("--metrics-cert-dir is set but --metrics-secure=false serves plain HTTP; drop one of them")
+	}
 	if o.GracefulShutdown <= 0 {
 		bad("--graceful-shutdown-timeout %s must be positive", o.GracefulShutdown)
 	}
@@ -188,4 +222,21 @@ func (o *Options) Validate() error {
 // TLSSecret is the parsed --ovn-tls-secret; ok is false when none is read.
 func (o *Options) TLSSecret() (SecretRef, bool) {
 	return o.tlsSecret, o.ManageGatewayChassis && o.tlsSecret.Name != ""
+}
+
+// tlsVersions are the values of --tls-min-version.
+var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
+
+// TLSOptions are the settings of the metrics and webhook servers' TLS:
+// the lowest version of --tls-min-version, and HTTP/1.1 only unless
+// --enable-http2. o must have passed Validate.
+func (o *Options) TLSOptions() []func(*tls.Config) {
+	minVersion := tlsVersions[o.TLSMinVersion]
+	http2 := o.EnableHTTP2
+	return []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion = minVersion
+		if !http2 {
+			c.NextProtos = []string{"http/1.1"}
+		}
+	}}
 }

@@ -80,11 +80,13 @@ func TestDefaultFlags(t *testing.T) {
 	got := map[string]any{
 		"manage-gateway-chassis": o.ManageGatewayChassis, "ovn-nb-address": o.OVNNBAddress, "ovn-tls-secret": o.OVNTLSSecret,
 		"subnet-prune-timeout": o.SubnetPruneTimeout, "leader-elect": o.LeaderElect, "metrics-bind-address": o.MetricsBindAddress,
-		"webhook-port": o.WebhookPort,
+		"webhook-port": o.WebhookPort, "metrics-secure": o.MetricsSecure, "enable-http2": o.EnableHTTP2, "tls-min-version": o.TLSMinVersion,
+		"log-format": o.LogFormat,
 	}
 	want := map[string]any{
 		"manage-gateway-chassis": true, "ovn-nb-address": "ssl:ovn-nb.cozy-kubeovn.svc:6641", "ovn-tls-secret": "cozy-kubeovn/kube-ovn-tls",
 		"subnet-prune-timeout": 10 * time.Minute, "leader-elect": true, "metrics-bind-address": ":8080", "webhook-port": 9443,
+		"metrics-secure": true, "enable-http2": false, "tls-min-version": "1.2", "log-format": "json",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults: -want +got:\n%s", diff)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -109,7 +110,7 @@ func (p *Process) managerOptions() manager.Options {
 	o := manager.Options{
 		Scheme:                  Scheme(),
 		Logger:                  p.log,
-		Metrics:                 metricsserver.Options{BindAddress: p.opts.MetricsBindAddress},
+		Metrics:                 p.metricsOptions(),
 		HealthProbeBindAddress:  p.opts.ProbeBindAddress,
 		GracefulShutdownTimeout: &shutdown,
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
@@ -121,7 +122,21 @@ func (p *Process) managerOptions() manager.Options {
 		LeaderElection: false,
 	}
 	if p.opts.WebhookPort != 0 {
-		o.WebhookServer = webhook.NewServer(webhook.Options{Port: p.opts.WebhookPort, CertDir: p.opts.WebhookCertDir})
+		o.WebhookServer = webhook.NewServer(webhook.Options{Port: p.opts.WebhookPort, CertDir: p.opts.WebhookCertDir, TLSOpts: p.opts.TLSOptions()})
+	}
+	return o
+}
+
+// metricsOptions serve /metrics over HTTPS to callers the API server
+// authenticates and authorizes (--metrics-secure, the default), or over
+// plain HTTP to anyone.
+func (p *Process) metricsOptions() metricsserver.Options {
+	o := metricsserver.Options{BindAddress: p.opts.MetricsBindAddress}
+	if p.opts.MetricsSecure {
+		o.SecureServing = true
+		o.CertDir = p.opts.MetricsCertDir
+		o.TLSOpts = p.opts.TLSOptions()
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	return o
 }
@@ -152,7 +167,9 @@ func (p *Process) addChecks() error {
 func (p *Process) Start(ctx context.Context) error {
 	p.log.Info("starting proxmox-network-controller", "identity", p.identity, "leaderElect", p.opts.LeaderElect,
 		"leaseNamespace", p.ns, "manageGatewayChassis", p.opts.ManageGatewayChassis, "ovnNBAddress", p.opts.OVNNBAddress,
-		"ovnTLSSecret", p.opts.OVNTLSSecret, "subnetPruneTimeout", p.opts.SubnetPruneTimeout.String(), "webhookPort", p.opts.WebhookPort)
+		"ovnTLSSecret", p.opts.OVNTLSSecret, "subnetPruneTimeout", p.opts.SubnetPruneTimeout.String(), "webhookPort", p.opts.WebhookPort,
+		"metricsBindAddress", p.opts.MetricsBindAddress, "metricsSecure", p.opts.MetricsSecure, "enableHTTP2", p.opts.EnableHTTP2, "tlsMinVersion", p.opts.TLSMinVersion,
+		"version", version())
 	if err := p.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("the controller stopped: %w", err)
 	}

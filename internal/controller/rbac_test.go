@@ -114,14 +114,14 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 
 	o := controller.DefaultOptions()
 	o.OVNNBAddress = nb.SSLEndpoint()
-	o.MetricsBindAddress, o.ProbeBindAddress, o.WebhookPort = "0", "0", 0
+	o.MetricsBindAddress, o.ProbeBindAddress, o.WebhookPort = freeAddr(t), "0", 0
 	o.LeaderElectionNS = "cozy-proxmox-network"
 	o.SubnetPruneTimeout = time.Minute
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	log, err := controller.NewLogger(logs, "debug")
+	log, err := controller.NewLogger(logs, "debug", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,7 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 		t.Fatal(err)
 	}
 	lifecycle(t, admin, cs, nb.Endpoint())
+	t.Run("Metrics", func(t *testing.T) { checkMetricsServer(t, admin, cs, o.MetricsBindAddress) })
 	stop()
 	if err := <-done; err != nil {
 		t.Errorf("Start returned %v after a graceful stop, want nil", err)

@@ -3,6 +3,7 @@ package controllertest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,15 +17,16 @@ import (
 )
 
 // RepoRoot returns the repository root: the first folder above the working
-// directory holding go.mod.
+// directory holding the go.mod of module github.com/pxsubstrate/pxsubstrate.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The root's go.mod, not a nested module's (charts/, hack/tools/).
 	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/pxsubstrate/pxsubstrate\n") {
 			return dir
 		}
 		if filepath.Dir(dir) == dir {

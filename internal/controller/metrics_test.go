@@ -1,0 +1,118 @@
+package controller_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/controller"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
+)
+
+// metricsReader is the ClusterRole of config/rbac a scraper is bound to.
+const metricsReader = "proxmox-network-controller-metrics-reader"
+
+// freeAddr returns 127.0.0.1:<a free port>.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// ScrapeToken creates the ServiceAccount namespace/name, binds it to the
+// metrics reader role when reader, and returns a token for it.
+func scrapeToken(t *testing.T, admin client.Client, cs kubernetes.Interface, name string, reader bool) string {
+	t.Helper()
+	ctx := context.Background()
+	const ns = "monitoring"
+	if err := admin.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
+		controllertest.Create(t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	controllertest.Create(t, admin, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	if reader {
+		controllertest.Create(t, admin, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReader},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+		})
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// scrape GETs https://addr/metrics with token (none when empty) and
+// returns the status code and body.
+func scrape(addr, token string, tlsConfig *tls.Config) (int, string, error) {
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}}
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.ProtoMajor != 1 {
+		return 0, "", fmt.Errorf("the metrics server answered over %s without --enable-http2", resp.Proto)
+	}
+	return resp.StatusCode, string(b), err
+}
+
+// checkMetricsServer: with the defaults, /metrics answers over HTTPS
+// (TLS 1.2 or newer, HTTP/1.1) only to a caller the API server
+// authenticates and allows to get /metrics.
+func checkMetricsServer(t *testing.T, admin client.Client, cs kubernetes.Interface, addr string) {
+	insecure := &tls.Config{InsecureSkipVerify: true} // the certificate is self-signed without --metrics-cert-dir
+	reader := scrapeToken(t, admin, cs, "prometheus", true)
+	stranger := scrapeToken(t, admin, cs, "stranger", false)
+	controllertest.Eventually(t, 30*time.Second, nil, func() (bool, string) {
+		code, body, err := scrape(addr, reader, insecure)
+		if err != nil {
+			return false, err.Error()
+		}
+		return code == http.StatusOK && strings.Contains(body, controller.MetricLeader+" 1"), fmt.Sprintf("%d: %.200s", code, body)
+	})
+	for name, tc := range map[string]struct {
+		token string
+		code  int
+	}{"NoToken": {"", http.StatusUnauthorized}, "BadToken": {"not-a-token", http.StatusUnauthorized}, "NotAllowed": {stranger, http.StatusForbidden}} {
+		if code, body, err := scrape(addr, tc.token, insecure); err != nil || code != tc.code {
+			t.Errorf("%s: scrape answered %d %q (%v), want %d", name, code, body, err, tc.code)
+		}
+	}
+	if _, _, err := scrape(addr, reader, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11}); err == nil {
+		t.Errorf("the metrics server accepted TLS 1.1")
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("the metrics server answered plain HTTP")
+		}
+	}
+}
