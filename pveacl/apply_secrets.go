@@ -98,7 +98,7 @@ func (d DirSink) Store(s TokenSecret) (string, error) {
 		return "", fmt.Errorf("cannot encode the secret of %s: %w", s.TokenID, err)
 	}
 	path := filepath.Join(d.Dir, SecretName(s.TokenID)+".json")
-	if err := WriteFileAtomic(path, append(body, '\n')); err != nil {
+	if err := writeFileAtomic(path, append(body, '\n')); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -171,7 +171,7 @@ func (m ManifestSink) Store(s TokenSecret) (string, error) {
 		}
 		buf.Write(b)
 	}
-	if err := WriteFileAtomic(m.Path, buf.Bytes()); err != nil {
+	if err := writeFileAtomic(m.Path, buf.Bytes()); err != nil {
 		return "", err
 	}
 	return m.Path + "#" + name, nil
@@ -207,10 +207,10 @@ func splitYAMLDocs(data []byte) [][]byte {
 	return out
 }
 
-// WriteFileAtomic writes data to path with mode 0600: a temporary file in
+// writeFileAtomic writes data to path with mode 0600: a temporary file in
 // the same directory is written, synced and renamed over path, so readers
 // see the old content or the new one, never a part.
-func WriteFileAtomic(path string, data []byte) (err error) {
+func writeFileAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
