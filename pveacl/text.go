@@ -1,6 +1,7 @@
 package pveacl
 
 import (
+	"encoding/hex"
 	"strings"
 	"unicode/utf8"
 )
@@ -10,15 +11,15 @@ import (
 // high-bit bytes, '%' and ':') become %XX. A leading or trailing space is
 // escaped too, so that the line's trimming cannot eat it.
 func encodeText(s string) string {
-	const hex = "0123456789ABCDEF"
+	const digits = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		edgeSpace := c == ' ' && (i == 0 || i == len(s)-1)
 		if c < 0x20 || c == '%' || c == ':' || c > 0x7e || edgeSpace {
 			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
+			b.WriteByte(digits[c>>4])
+			b.WriteByte(digits[c&15])
 			continue
 		}
 		b.WriteByte(c)
@@ -34,28 +35,16 @@ func decodeText(s string) string {
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-			continue
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := hex.DecodeString(s[i+1 : i+3]); err == nil {
+				b.WriteByte(v[0])
+				i += 2
+				continue
+			}
 		}
 		b.WriteByte(s[i])
 	}
 	return strings.ToValidUTF8(b.String(), "\uFFFD")
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
-	}
-	return c - '0'
 }
 
 // perlTrue is Perl's truth of a string: only "" and "0" are false.
