@@ -10,9 +10,9 @@ import (
 // kube-apiserver with the real Kube-OVN CRDs and this repository's CRDs.
 func TestSplitBrainAPIServer(t *testing.T) {
 	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
-		Scheme:     scheme(),
+		Scheme:       scheme(),
 		UpstreamCRDs: []string{"kube-ovn-v1.15.24"},
-		CRDPaths:   []string{"../../config/crd/bases"},
+		CRDPaths:     []string{"../../config/crd/bases"},
 	})
 	splitBrain(t, c, 60)
 }
