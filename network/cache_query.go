@@ -103,7 +103,7 @@ func (c *Cache) claimsOf(network v1alpha1.NetworkReference) []claimInfo {
 	defer c.mu.Unlock()
 	var out []claimInfo
 	for _, ci := range c.claims {
-		if ci.R.Network == network {
+		if v1alpha1.NetworkReference(ci.R.Network) == network {
 			out = append(out, ci)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
@@ -111,7 +110,7 @@ func TestSurplusClaimsReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := netID(0)
-	ref := v1alpha1.NetworkReference{Namespace: n.ns(), Name: n.name()}
+	ref := vlanalloc.NetworkRef{Namespace: n.ns(), Name: n.name()}
 	mustCreate(t, c, kubestore.VlanObject(z, vlanalloc.Claim{Network: ref, Vlan: n.name()}, 100))
 	for _, vid := range []int{102, 103} {
 		mustCreate(t, c, kubestore.ClaimObject(provider, vlanalloc.Reservation{VID: vid, Zone: "zone-a", Network: ref, Vlan: n.name()}))

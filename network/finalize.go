@@ -16,6 +16,7 @@ import (
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
 
@@ -188,7 +189,7 @@ func (c *Controller) releaseVlan(ctx context.Context, s *netState) (reason, msg 
 		return "", "", 0, fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", n.Spec.Subnet, err)
 	}
 	info := observeVlan(v)
-	if info.Network != (v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}) {
+	if info.Network != (vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}) {
 		return "", "", 0, nil // not this network's: leave it alone
 	}
 	var listed []string

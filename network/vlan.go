@@ -49,7 +49,7 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 		return notAllocated(ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
 	}
 	pass.zoneProvider = zone.Spec.ProviderNetwork
-	claim := vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}, Vlan: n.Spec.Subnet}
+	claim := vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}, Vlan: n.Spec.Subnet}
 	if _, held := zs.alloc.Index().Lookup(claim); !held && zone.Spec.NamespaceSelector != nil {
 		ns := &corev1.Namespace{}
 		if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Namespace}, ns); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
 
 const provider = "pxtenant"
@@ -157,7 +158,7 @@ func checkUniqueIDs(t tb, s snapshot) {
 // reconciler must report them.
 func recount(t tb, s snapshot, z v1alpha1.ProxmoxNetworkZone) vlanalloc.Counts {
 	t.Helper()
-	zone, err := vlanalloc.ZoneFromAPI(&z)
+	zone, err := kubestore.ZoneFromAPI(&z)
 	if err != nil {
 		t.Fatalf("zone %s: %v", z.Name, err)
 	}

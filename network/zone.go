@@ -180,7 +180,7 @@ func (c *Controller) collectOrphans(ctx context.Context, zone string) (held int,
 
 // networkGone reports whether network no longer exists, asking the API
 // reader when the cache does not know it (the cache may lag).
-func (c *Controller) networkGone(ctx context.Context, network v1alpha1.NetworkReference) (bool, error) {
+func (c *Controller) networkGone(ctx context.Context, network vlanalloc.NetworkRef) (bool, error) {
 	if network.Name == "" || network.Namespace == "" {
 		return false, nil // not ours: a hand-made Vlan is never collected
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
 
 // zoneState is the allocator of one zone, built from the zone's spec and the
@@ -40,7 +41,7 @@ func (c *Cache) allocator(obj *v1alpha1.ProxmoxNetworkZone, store vlanalloc.Rese
 		return z, z.err
 	}
 	z := &zoneState{fingerprint: fp}
-	z.zone, z.err = vlanalloc.ZoneFromAPI(obj)
+	z.zone, z.err = kubestore.ZoneFromAPI(obj)
 	if z.err == nil {
 		vlans := make([]vlanalloc.Vlan, 0, len(c.vlans))
 		for _, v := range c.vlans {
@@ -83,7 +84,7 @@ func (c *Cache) dropReservations(network v1alpha1.NetworkReference) {
 	defer c.mu.Unlock()
 	for _, z := range c.zones {
 		if z.alloc != nil {
-			z.alloc.Index().Release(network)
+			z.alloc.Index().Release(vlanalloc.NetworkRef(network))
 		}
 	}
 }

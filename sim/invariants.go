@@ -14,7 +14,7 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/network"
-	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
 
 // Invariant is one property of the world and whether it holds.
@@ -117,7 +117,7 @@ func (w world) networksMatchVlans() Invariant {
 func (w world) zoneCounts() Invariant {
 	var bad []string
 	for _, z := range w.zones {
-		zone, err := vlanalloc.ZoneFromAPI(&z)
+		zone, err := kubestore.ZoneFromAPI(&z)
 		if err != nil {
 			continue
 		}

@@ -1,10 +1,6 @@
 package vlanalloc
 
-import (
-	"fmt"
-
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-)
+import "fmt"
 
 // source says where an allocation's ID came from.
 type source int
@@ -112,7 +108,7 @@ func (x *Index) reserve(vid int, claim Claim) {
 	x.observeReservation(Reservation{VID: vid, Zone: x.zone.name, Network: claim.Network, Vlan: claim.Vlan})
 }
 
-func (x *Index) reservedBy(n v1alpha1.NetworkReference) []int {
+func (x *Index) reservedBy(n NetworkRef) []int {
 	if st, ok := x.nets[n]; ok {
 		return st.reserved
 	}
@@ -144,7 +140,7 @@ func (x *Index) Lookup(claim Claim) (int, bool) {
 // Release drops every reservation of network from the index and returns
 // them. It does not touch Vlans: an existing Vlan keeps its ID used until it
 // is observed gone.
-func (x *Index) Release(network v1alpha1.NetworkReference) []Reservation {
+func (x *Index) Release(network NetworkRef) []Reservation {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	held := append([]int(nil), x.reservedBy(network)...)

@@ -17,7 +17,7 @@ func benchZone(b *testing.B, size int) (*Zone, []Claim) {
 	z := mustZone(b, ZoneSpec{Ranges: []string{fmt.Sprintf("1-%d", size)}})
 	claims := make([]Claim, size)
 	for i := range claims {
-		claims[i] = Claim{Network: v1alpha1.NetworkReference{Namespace: fmt.Sprintf("t%d", i%50), Name: fmt.Sprintf("n%d", i)}, Vlan: fmt.Sprintf("s%d", i)}
+		claims[i] = Claim{Network: NetworkRef{Namespace: fmt.Sprintf("t%d", i%50), Name: fmt.Sprintf("n%d", i)}, Vlan: fmt.Sprintf("s%d", i)}
 	}
 	return z, claims
 }

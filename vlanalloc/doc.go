@@ -1,8 +1,11 @@
 // Package vlanalloc decides which 802.1Q ID (1-4094) a Proxmox-backed VPC
 // subnet gets from its ProxmoxNetworkZone, and when the ID counts as used.
+// It imports only the standard library: the zone, the network and the
+// observed objects are plain values (ZoneSpec, NetworkRef, Vlan,
+// Reservation), and package kubestore converts the Kubernetes objects.
 //
-// A Zone is a ProxmoxNetworkZone parsed once: its ranges minus reserved IDs,
-// its static assignments and its namespace selector. An Index is the zone's
+// A Zone is a ZoneSpec parsed once: its ranges minus reserved IDs, its
+// static assignments and which namespaces it admits. An Index is the zone's
 // allocation state, rebuilt on start from the observed Kube-OVN Vlans and
 // reservations (NewIndex) and then kept current by Observe and Forget calls.
 // "Used" means every Vlan on the zone's provider network, foreign ones
@@ -21,7 +24,8 @@
 //
 // Errors wrap one of ErrInvalidRange, ErrInvalidZone, ErrExhausted,
 // ErrNamespaceNotAllowed, ErrConflict, ErrProviderMismatch, ErrUnusableVlan
-// or ErrTaken; range errors read exactly `vlan range "<r>": <n> is outside
+// or ErrTaken, which a caller maps to its own condition reasons with
+// errors.Is; range errors read exactly `vlan range "<r>": <n> is outside
 // 1-4094`, `vlan range "<r>": "<x>" is not a number` or
 // `vlan range "<r>" ends before it starts`.
 //

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
 // Categories. Every error this package returns wraps exactly one of them, so
@@ -80,7 +78,7 @@ type ConflictError struct {
 	// Provider is the provider network it is contested on.
 	Provider string
 	// Network is the network that asked.
-	Network v1alpha1.NetworkReference
+	Network NetworkRef
 	// Holder describes the other holder: `Vlan "x"`, `network ns/name` or
 	// `static assignment of ns/name`.
 	Holder string

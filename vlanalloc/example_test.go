@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/vlanalloctest"
 )
@@ -29,8 +28,8 @@ func ExampleIndex_Allocate() {
 	}
 	// A Vlan someone else created on the same provider network is used too.
 	idx := vlanalloc.NewIndex(zone, []vlanalloc.Vlan{{Name: "legacy", VID: 100, Provider: "pxtenant"}}, nil)
-	web := vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: "tenant-a", Name: "web"}, Vlan: "web-subnet"}
-	db := vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: "tenant-a", Name: "db"}, Vlan: "db-subnet"}
+	web := vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: "tenant-a", Name: "web"}, Vlan: "web-subnet"}
+	db := vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: "tenant-a", Name: "db"}, Vlan: "db-subnet"}
 	vid, _ := idx.Allocate(web)
 	fmt.Println("web:", vid)
 	_, err = idx.Allocate(db)
@@ -49,8 +48,8 @@ func ExampleAllocator() {
 	// Two replicas whose caches were both empty when they started.
 	a := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone, nil, nil), shared)
 	b := vlanalloc.NewAllocator(vlanalloc.NewIndex(zone, nil, nil), shared)
-	first, _ := a.Allocate(ctx, vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: "t", Name: "one"}, Vlan: "one"})
-	second, _ := b.Allocate(ctx, vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: "t", Name: "two"}, Vlan: "two"})
+	first, _ := a.Allocate(ctx, vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: "t", Name: "one"}, Vlan: "one"})
+	second, _ := b.Allocate(ctx, vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: "t", Name: "two"}, Vlan: "two"})
 	fmt.Println(first, second)
 	// Output: 100 101
 }

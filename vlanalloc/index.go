@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
 // Vlan is an observed Kube-OVN Vlan, reduced to what allocation needs.
@@ -16,7 +14,7 @@ type Vlan struct {
 	// Zone is the zone label; empty on Vlans the controller did not create.
 	Zone string
 	// Network is the holder from the network labels; zero on foreign Vlans.
-	Network v1alpha1.NetworkReference
+	Network NetworkRef
 }
 
 // Reservation is a recorded hold of one ID by one network: a
@@ -25,14 +23,14 @@ type Vlan struct {
 type Reservation struct {
 	VID     int
 	Zone    string
-	Network v1alpha1.NetworkReference
+	Network NetworkRef
 	// Vlan is the Kube-OVN Vlan (named after the subnet) that will carry VID.
 	Vlan string
 }
 
 // Claim asks for a VLAN for one network.
 type Claim struct {
-	Network v1alpha1.NetworkReference
+	Network NetworkRef
 	// Vlan is the name of the network's Kube-OVN Vlan, which is the name of
 	// its subnet.
 	Vlan string
@@ -70,7 +68,7 @@ type Index struct {
 	zoneRefs     [idSlots]uint32
 	allocated    int
 	zoneNetworks int
-	nets         map[v1alpha1.NetworkReference]*netState
+	nets         map[NetworkRef]*netState
 	// vlans holds every observed Vlan by name, on any provider network; only
 	// those on the zone's provider network hold an ID.
 	vlans map[string]vlanEntry
@@ -87,7 +85,7 @@ type Index struct {
 // belong to this zone, the IDs it holds reservations for, and how many Vlans
 // are labelled for it.
 type netState struct {
-	ref       v1alpha1.NetworkReference
+	ref       NetworkRef
 	zoneHolds int
 	reserved  []int
 	vlans     int
@@ -106,9 +104,9 @@ type vlanEntry struct {
 	network *netState
 }
 
-func (e vlanEntry) networkRef() v1alpha1.NetworkReference {
+func (e vlanEntry) networkRef() NetworkRef {
 	if e.network == nil {
-		return v1alpha1.NetworkReference{}
+		return NetworkRef{}
 	}
 	return e.network.ref
 }
@@ -131,7 +129,7 @@ func NewIndex(zone *Zone, vlans []Vlan, reservations []Reservation) *Index {
 	x := &Index{
 		zone:    zone,
 		free:    zone.allocatable,
-		nets:    make(map[v1alpha1.NetworkReference]*netState, size),
+		nets:    make(map[NetworkRef]*netState, size),
 		vlans:   make(map[string]vlanEntry, size),
 		resSlab: make([]Reservation, 0, size),
 	}
@@ -152,7 +150,7 @@ func (x *Index) Zone() *Zone { return x.zone }
 
 func validHold(vid int) bool { return vid > 0 && vid < idSlots }
 
-func (x *Index) netFor(n v1alpha1.NetworkReference) *netState {
+func (x *Index) netFor(n NetworkRef) *netState {
 	st, ok := x.nets[n]
 	if !ok {
 		if len(x.netChunk) == 0 {
@@ -331,7 +329,7 @@ func (x *Index) forget(r Reservation) {
 }
 
 // Reservations returns the reservations of network, lowest ID first.
-func (x *Index) Reservations(network v1alpha1.NetworkReference) []Reservation {
+func (x *Index) Reservations(network NetworkRef) []Reservation {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var held []int

@@ -7,15 +7,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
-
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
 // indexModel is the trivial model of an Index: plain maps, and every answer
 // recomputed from scratch by scanning all IDs.
 type indexModel struct {
 	allocatable map[int]bool
-	static      map[v1alpha1.NetworkReference]int
+	static      map[NetworkRef]int
 	vlans       map[string]Vlan
 	res         map[int]Reservation
 }
@@ -42,7 +40,7 @@ func (m *indexModel) used(vid int) bool {
 	return m.others(vid, Claim{Vlan: "\x00"}) > 0 || m.res[vid].Network.Name != ""
 }
 
-func (m *indexModel) reservedBy(n v1alpha1.NetworkReference) (int, bool) {
+func (m *indexModel) reservedBy(n NetworkRef) (int, bool) {
 	for vid := 1; vid < idSlots; vid++ {
 		if r, ok := m.res[vid]; ok && r.Network == n {
 			return vid, true
@@ -100,7 +98,7 @@ func (m *indexModel) counts() Counts {
 		}
 	}
 	held := map[int]bool{}
-	nets := map[v1alpha1.NetworkReference]bool{}
+	nets := map[NetworkRef]bool{}
 	for _, v := range m.vlans {
 		if v.Provider == testProvider && v.Zone == "z" && v.Network.Name != "" && v.VID > 0 {
 			held[v.VID], nets[v.Network] = true, true
@@ -129,7 +127,7 @@ func newIndexMachine(t *rapid.T) *indexMachine {
 	hi := rapid.IntRange(lo, 12).Draw(t, "hi")
 	reserved := rapid.SliceOfN(rapid.IntRange(1, 14), 0, 3).Draw(t, "reserved")
 	spec := ZoneSpec{Name: "z", ProviderNetwork: testProvider, Ranges: []string{fmt.Sprintf("%d-%d", lo, hi)}, Reserved: reserved}
-	m := &indexModel{allocatable: map[int]bool{}, static: map[v1alpha1.NetworkReference]int{}, vlans: map[string]Vlan{}, res: map[int]Reservation{}}
+	m := &indexModel{allocatable: map[int]bool{}, static: map[NetworkRef]int{}, vlans: map[string]Vlan{}, res: map[int]Reservation{}}
 	for vid := lo; vid <= hi; vid++ {
 		m.allocatable[vid] = true
 	}

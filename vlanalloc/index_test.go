@@ -5,15 +5,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
 const testProvider = "pxtenant"
 
-func net(name string) v1alpha1.NetworkReference {
-	return v1alpha1.NetworkReference{Namespace: "tenant-" + name, Name: name}
+func net(name string) NetworkRef {
+	return NetworkRef{Namespace: "tenant-" + name, Name: name}
 }
 
 func claimFor(name string) Claim { return Claim{Network: net(name), Vlan: "sub-" + name} }
@@ -40,7 +37,7 @@ func mustZone(t testing.TB, spec ZoneSpec) *Zone {
 }
 
 func TestIndexAllocate(t *testing.T) {
-	gold, _ := labels.Parse("tier=gold")
+	gold := func(namespaceLabels map[string]string) bool { return namespaceLabels["tier"] == "gold" }
 	type want struct {
 		vid int
 		err string
@@ -80,7 +77,7 @@ func TestIndexAllocate(t *testing.T) {
 		"AdoptUnlabelledVlan": {reason: "a Vlan named after the subnet is adopted after a crash",
 			zone: ZoneSpec{Ranges: []string{"100-102"}}, vlans: []Vlan{foreign("sub-a", 101)}, claim: claimFor("a"), want: want{vid: 101}},
 		"AdoptWhenNamespaceNoLongerSelected": {reason: "the selector gates new IDs only; a held one is kept",
-			zone:  ZoneSpec{Ranges: []string{"100-102"}, NamespaceSelector: gold},
+			zone:  ZoneSpec{Ranges: []string{"100-102"}, AdmitNamespace: gold},
 			vlans: []Vlan{ours("a", 100)}, claim: claimFor("a"), want: want{vid: 100}},
 		"VlanOfAnotherNetwork": {reason: "a Vlan labelled for another network is not adopted",
 			zone:  ZoneSpec{Ranges: []string{"100-102"}},
@@ -103,10 +100,10 @@ func TestIndexAllocate(t *testing.T) {
 			zone: ZoneSpec{Ranges: []string{"100-101"}}, vlans: []Vlan{foreign("x", 100), ours("b", 101)}, claim: claimFor("a"),
 			want: want{is: ErrExhausted, err: `cannot allocate a VLAN for tenant-a/a in zone "z": no free VLAN left in the zone`}},
 		"NamespaceNotAllowed": {reason: "a namespace the selector does not match gets no new ID",
-			zone: ZoneSpec{Ranges: []string{"100-101"}, NamespaceSelector: gold}, claim: claimFor("a"),
+			zone: ZoneSpec{Ranges: []string{"100-101"}, AdmitNamespace: gold}, claim: claimFor("a"),
 			want: want{is: ErrNamespaceNotAllowed, err: `cannot allocate a VLAN for tenant-a/a: namespace "tenant-a" is not selected by zone "z": namespace not allowed in the zone`}},
 		"NamespaceAllowed": {reason: "a matching namespace gets an ID",
-			zone:  ZoneSpec{Ranges: []string{"100-101"}, NamespaceSelector: gold},
+			zone:  ZoneSpec{Ranges: []string{"100-101"}, AdmitNamespace: gold},
 			claim: Claim{Network: net("a"), Vlan: "sub-a", NamespaceLabels: map[string]string{"tier": "gold"}}, want: want{vid: 100}},
 	}
 	for name, tc := range cases {

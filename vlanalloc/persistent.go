@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
 // Reserver records reservations somewhere every controller replica shares,
@@ -93,7 +91,7 @@ func (a *Allocator) learn(vid int, holder Reservation, claim Claim) {
 	}
 	holder.VID = vid
 	if holder.Network.Name == "" {
-		holder.Network = v1alpha1.NetworkReference{Name: "(unknown holder)"}
+		holder.Network = NetworkRef{Name: "(unknown holder)"}
 	}
 	a.index.observeReservation(holder)
 }
@@ -110,7 +108,7 @@ func holderName(r Reservation) string {
 // Vlan needs no other ID; extra reservations come from answers that were
 // lost, or from two replicas that allocated for the same network at once.
 // It returns how many it released.
-func (a *Allocator) ReleaseOthers(ctx context.Context, network v1alpha1.NetworkReference, keep int) (int, error) {
+func (a *Allocator) ReleaseOthers(ctx context.Context, network NetworkRef, keep int) (int, error) {
 	provider := a.index.zone.provider
 	released := 0
 	for _, r := range a.index.Reservations(network) {
@@ -130,7 +128,7 @@ func (a *Allocator) ReleaseOthers(ctx context.Context, network v1alpha1.NetworkR
 // from the index. Call it only once the network's Vlan is gone: the Vlan
 // keeps its ID used in the index either way, but another replica trusts the
 // shared record alone.
-func (a *Allocator) Release(ctx context.Context, network v1alpha1.NetworkReference) error {
+func (a *Allocator) Release(ctx context.Context, network NetworkRef) error {
 	provider := a.index.zone.provider
 	for _, r := range a.index.Reservations(network) {
 		if err := a.store.Release(ctx, provider, r); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/vlanalloctest"
 )
@@ -20,7 +19,7 @@ type replicasMachine struct {
 	zone     *vlanalloc.Zone
 	store    *vlanalloctest.Reserver
 	replicas []*vlanalloc.Allocator
-	told     map[v1alpha1.NetworkReference]int
+	told     map[vlanalloc.NetworkRef]int
 }
 
 func (s *replicasMachine) pick(t *rapid.T) (*vlanalloc.Allocator, int) {
@@ -65,8 +64,8 @@ func (s *replicasMachine) Refresh(t *rapid.T) {
 // Check: no two networks were last told the same ID, and each network's ID
 // is recorded for it.
 func (s *replicasMachine) Check(t *rapid.T) {
-	owner := map[int]v1alpha1.NetworkReference{}
-	recorded := map[int]v1alpha1.NetworkReference{}
+	owner := map[int]vlanalloc.NetworkRef{}
+	recorded := map[int]vlanalloc.NetworkRef{}
 	for _, r := range s.store.Records(provider) {
 		recorded[r.VID] = r.Network
 	}
@@ -88,7 +87,7 @@ func TestReplicasStateMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &replicasMachine{zone: z, store: vlanalloctest.NewReserver(), told: map[v1alpha1.NetworkReference]int{}}
+		s := &replicasMachine{zone: z, store: vlanalloctest.NewReserver(), told: map[vlanalloc.NetworkRef]int{}}
 		for range 3 {
 			s.replicas = append(s.replicas, vlanalloc.NewAllocator(vlanalloc.NewIndex(s.zone, nil, nil), s.store))
 		}
@@ -108,8 +107,8 @@ func TestReplicasStateMachine(t *testing.T) {
 type faultsMachine struct {
 	store   *vlanalloctest.Reserver
 	a       *vlanalloc.Allocator
-	told    map[v1alpha1.NetworkReference]int
-	pending map[v1alpha1.NetworkReference]bool
+	told    map[vlanalloc.NetworkRef]int
+	pending map[vlanalloc.NetworkRef]bool
 }
 
 var errInjected = errors.New("injected: etcdserver: request timed out")
@@ -128,7 +127,7 @@ func (s *faultsMachine) inject(t *rapid.T) bool {
 }
 
 // settle records the outcome of a call for n.
-func (s *faultsMachine) settle(t *rapid.T, n v1alpha1.NetworkReference, err error) bool {
+func (s *faultsMachine) settle(t *rapid.T, n vlanalloc.NetworkRef, err error) bool {
 	s.store.ClearFaults()
 	switch {
 	case errors.Is(err, errInjected):
@@ -185,7 +184,7 @@ func (s *faultsMachine) ReleaseOthers(t *rapid.T) {
 // failed; a network holds at most one ID; what a network was told is
 // recorded for it; and the counts are those of the index's holders.
 func (s *faultsMachine) Check(t *rapid.T) {
-	recorded := map[v1alpha1.NetworkReference][]vlanalloc.Reservation{}
+	recorded := map[vlanalloc.NetworkRef][]vlanalloc.Reservation{}
 	for _, r := range s.store.Records(provider) {
 		recorded[r.Network] = append(recorded[r.Network], r)
 	}
@@ -221,7 +220,7 @@ func TestAllocatorFaultsStateMachine(t *testing.T) {
 		}
 		store := vlanalloctest.NewReserver()
 		s := &faultsMachine{store: store, a: vlanalloc.NewAllocator(vlanalloc.NewIndex(z, nil, nil), store),
-			told: map[v1alpha1.NetworkReference]int{}, pending: map[v1alpha1.NetworkReference]bool{}}
+			told: map[vlanalloc.NetworkRef]int{}, pending: map[vlanalloc.NetworkRef]bool{}}
 		t.Repeat(map[string]func(*rapid.T){
 			"allocate":      s.Allocate,
 			"release":       s.Release,

@@ -9,15 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/vlanalloctest"
 )
 
 const provider = "pxtenant"
 
-func network(i int) v1alpha1.NetworkReference {
-	return v1alpha1.NetworkReference{Namespace: fmt.Sprintf("tenant-%d", i%7), Name: fmt.Sprintf("net-%d", i)}
+func network(i int) vlanalloc.NetworkRef {
+	return vlanalloc.NetworkRef{Namespace: fmt.Sprintf("tenant-%d", i%7), Name: fmt.Sprintf("net-%d", i)}
 }
 
 func claim(i int) vlanalloc.Claim {
@@ -35,9 +34,9 @@ func zone(t testing.TB, name string, ranges ...string) *vlanalloc.Zone {
 
 // assertNoSharedVLAN fails when two different networks were told the same
 // ID, or when an ID a network was told is not recorded for it.
-func assertNoSharedVLAN(t *testing.T, told map[v1alpha1.NetworkReference]map[int]bool, records []vlanalloc.Reservation, foreign map[int]bool) {
+func assertNoSharedVLAN(t *testing.T, told map[vlanalloc.NetworkRef]map[int]bool, records []vlanalloc.Reservation, foreign map[int]bool) {
 	t.Helper()
-	owner := map[int]v1alpha1.NetworkReference{}
+	owner := map[int]vlanalloc.NetworkRef{}
 	for n, vids := range told {
 		for vid := range vids {
 			if other, ok := owner[vid]; ok && other != n {
@@ -49,7 +48,7 @@ func assertNoSharedVLAN(t *testing.T, told map[v1alpha1.NetworkReference]map[int
 			owner[vid] = n
 		}
 	}
-	recorded := map[int]v1alpha1.NetworkReference{}
+	recorded := map[int]vlanalloc.NetworkRef{}
 	for _, r := range records {
 		recorded[r.VID] = r.Network
 	}
@@ -71,7 +70,7 @@ func TestAllocatorSplitBrainInMemory(t *testing.T) {
 		vlanalloc.NewAllocator(vlanalloc.NewIndex(z, foreignVlans, nil), store),
 	}
 	var mu sync.Mutex
-	told := map[v1alpha1.NetworkReference]map[int]bool{}
+	told := map[vlanalloc.NetworkRef]map[int]bool{}
 	var wg sync.WaitGroup
 	for r, a := range replicas {
 		wg.Add(1)

@@ -3,16 +3,26 @@ package vlanalloc
 import (
 	"fmt"
 	"sort"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
+
+// NetworkRef names the network an ID is allocated for: in the controller,
+// the namespace and name of a ProxmoxNetwork.
+type NetworkRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// String returns "<namespace>/<name>".
+func (r NetworkRef) String() string { return r.Namespace + "/" + r.Name }
+
+// AdmitFunc reports whether a network in a namespace with these labels may
+// get a new VLAN. It must be safe for concurrent use and must not modify the
+// map.
+type AdmitFunc func(namespaceLabels map[string]string) bool
 
 // StaticAssignment pins VID to one network.
 type StaticAssignment struct {
-	Network v1alpha1.NetworkReference
+	Network NetworkRef
 	VID     int
 }
 
@@ -31,9 +41,10 @@ type ZoneSpec struct {
 	// Static assignments may lie outside Ranges but not on a reserved ID,
 	// and no two may share an ID.
 	Static []StaticAssignment
-	// NamespaceSelector selects the namespaces whose networks may get a
-	// new VLAN; nil selects every namespace.
-	NamespaceSelector labels.Selector
+	// AdmitNamespace decides which namespaces' networks may get a new
+	// VLAN; nil admits every namespace. Package kubestore builds it from a
+	// zone's namespaceSelector.
+	AdmitNamespace AdmitFunc
 }
 
 // Zone is a parsed, validated ZoneSpec. It is immutable and safe to share;
@@ -43,9 +54,9 @@ type Zone struct {
 	provider    string
 	allocatable Set
 	reserved    Set
-	static      map[v1alpha1.NetworkReference]int
-	staticByVID map[int]v1alpha1.NetworkReference
-	selector    labels.Selector
+	static      map[NetworkRef]int
+	staticByVID map[int]NetworkRef
+	admit       AdmitFunc
 }
 
 // NewZone parses and validates spec once; allocations never parse again.
@@ -61,9 +72,9 @@ func NewZone(spec ZoneSpec) (*Zone, error) {
 		name:        spec.Name,
 		provider:    spec.ProviderNetwork,
 		allocatable: allocatable,
-		static:      make(map[v1alpha1.NetworkReference]int, len(spec.Static)),
-		staticByVID: make(map[int]v1alpha1.NetworkReference, len(spec.Static)),
-		selector:    spec.NamespaceSelector,
+		static:      make(map[NetworkRef]int, len(spec.Static)),
+		staticByVID: make(map[int]NetworkRef, len(spec.Static)),
+		admit:       spec.AdmitNamespace,
 	}
 	for _, vid := range spec.Reserved {
 		z.reserved.Add(vid)
@@ -93,32 +104,6 @@ func (z *Zone) addStatic(s StaticAssignment) error {
 	return nil
 }
 
-// ZoneFromAPI builds the Zone of a ProxmoxNetworkZone.
-func ZoneFromAPI(obj *v1alpha1.ProxmoxNetworkZone) (*Zone, error) {
-	spec := ZoneSpec{
-		Name:            obj.Name,
-		ProviderNetwork: obj.Spec.ProviderNetwork,
-		Ranges:          obj.Spec.VLANRanges,
-	}
-	for _, vid := range obj.Spec.ReservedVLANs {
-		spec.Reserved = append(spec.Reserved, int(vid))
-	}
-	for _, s := range obj.Spec.StaticAssignments {
-		spec.Static = append(spec.Static, StaticAssignment{
-			Network: v1alpha1.NetworkReference{Namespace: s.Namespace, Name: s.Name},
-			VID:     int(s.VLAN),
-		})
-	}
-	if obj.Spec.NamespaceSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(obj.Spec.NamespaceSelector)
-		if err != nil {
-			return nil, fmt.Errorf("cannot build VLAN zone %q: %w: namespaceSelector: %w", obj.Name, ErrInvalidZone, err)
-		}
-		spec.NamespaceSelector = sel
-	}
-	return NewZone(spec)
-}
-
 // Name is the zone's name.
 func (z *Zone) Name() string { return z.name }
 
@@ -130,7 +115,7 @@ func (z *Zone) ProviderNetwork() string { return z.provider }
 func (z *Zone) Allocatable() Set { return z.allocatable }
 
 // Static returns the ID pinned to network, if any.
-func (z *Zone) Static(network v1alpha1.NetworkReference) (int, bool) {
+func (z *Zone) Static(network NetworkRef) (int, bool) {
 	if len(z.static) == 0 {
 		return 0, false
 	}
@@ -151,5 +136,5 @@ func (z *Zone) StaticAssignments() []StaticAssignment {
 // Admits reports whether a network in a namespace with these labels may get
 // a new VLAN from the zone.
 func (z *Zone) Admits(namespaceLabels map[string]string) bool {
-	return z.selector == nil || z.selector.Matches(labels.Set(namespaceLabels))
+	return z.admit == nil || z.admit(namespaceLabels)
 }

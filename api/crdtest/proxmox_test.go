@@ -132,7 +132,7 @@ func testImmutability(t *testing.T, c client.Client) {
 		"Subnet": {reason: "a network never changes its subnet", obj: pn, mutate: func(o client.Object) { o.(*v1alpha1.ProxmoxNetwork).Spec.Subnet = "subnet-b" }, want: "subnet is immutable"},
 		"IPPool": {reason: "the pool may change", obj: pn, mutate: func(o client.Object) { o.(*v1alpha1.ProxmoxNetwork).Spec.IPPool = "pool-b" }},
 	}
-	claim := kubestore.ClaimObject("pxtenant", vlanalloc.Reservation{VID: 120, Zone: "zone-a", Network: v1alpha1.NetworkReference{Namespace: "default", Name: "net-a"}, Vlan: "subnet-a"})
+	claim := kubestore.ClaimObject("pxtenant", vlanalloc.Reservation{VID: 120, Zone: "zone-a", Network: vlanalloc.NetworkRef{Namespace: "default", Name: "net-a"}, Vlan: "subnet-a"})
 	if err := c.Create(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func testImmutability(t *testing.T, c client.Client) {
 		})
 	}
 	t.Run("SecondClaim", func(t *testing.T) {
-		second := kubestore.ClaimObject("pxtenant", vlanalloc.Reservation{VID: 120, Zone: "zone-b", Network: v1alpha1.NetworkReference{Namespace: "other", Name: "net-b"}, Vlan: "subnet-b"})
+		second := kubestore.ClaimObject("pxtenant", vlanalloc.Reservation{VID: 120, Zone: "zone-b", Network: vlanalloc.NetworkRef{Namespace: "other", Name: "net-b"}, Vlan: "subnet-b"})
 		if err := c.Create(ctx, second); !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("the API server must refuse a second claim on one ID, got %v", err)
 		}

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
@@ -118,7 +117,7 @@ type allocator struct {
 }
 
 func claimOf(o cm) vlanalloc.Claim {
-	return vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: o.Namespace, Name: o.Name}, Vlan: o.Data["network"]}
+	return vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: o.Namespace, Name: o.Name}, Vlan: o.Data["network"]}
 }
 
 // allocate gives a live request its VLAN (the lowest free, or the one it

@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
 
@@ -58,7 +57,7 @@ func run(dir string) error {
 	}
 	ctx := context.Background()
 	allocate := func(replica, network string) {
-		claim := vlanalloc.Claim{Network: v1alpha1.NetworkReference{Namespace: "tenant-a", Name: network}, Vlan: network}
+		claim := vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: "tenant-a", Name: network}, Vlan: network}
 		vid, err := replicas[replica].Allocate(ctx, claim)
 		if err != nil {
 			fmt.Printf("replica %s: %s: %v (exhausted: %v)\n", replica, network, err, errors.Is(err, vlanalloc.ErrExhausted))
@@ -73,7 +72,7 @@ func run(dir string) error {
 	allocate("a", "cache")
 	allocate("b", "web") // asking again for a network gives the same ID
 	allocate("a", "queue")
-	if err := replicas["b"].Release(ctx, v1alpha1.NetworkReference{Namespace: "tenant-a", Name: "db"}); err != nil {
+	if err := replicas["b"].Release(ctx, vlanalloc.NetworkRef{Namespace: "tenant-a", Name: "db"}); err != nil {
 		return err
 	}
 	fmt.Println("replica b: released db")

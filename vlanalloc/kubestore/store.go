@@ -57,7 +57,7 @@ func ClaimObject(provider string, r vlanalloc.Reservation) *v1alpha1.ProxmoxVLAN
 			ProviderNetwork: provider,
 			VLAN:            int32(r.VID),
 			Zone:            r.Zone,
-			Network:         r.Network,
+			Network:         v1alpha1.NetworkReference(r.Network),
 			VLANName:        r.Vlan,
 		},
 	}
@@ -81,7 +81,7 @@ func (s *Store) Reserve(ctx context.Context, provider string, r vlanalloc.Reserv
 			continue // released in between: try again
 		case err != nil:
 			return fmt.Errorf("cannot read ProxmoxVLANClaim %q: %w", v1alpha1.VLANClaimName(provider, r.VID), err)
-		case cur.Spec.Network == r.Network:
+		case vlanalloc.NetworkRef(cur.Spec.Network) == r.Network:
 			return nil
 		}
 		return &vlanalloc.TakenError{Provider: provider, Holder: ObservedClaim(&cur)}
@@ -103,7 +103,7 @@ func (s *Store) Release(ctx context.Context, provider string, r vlanalloc.Reserv
 		if err != nil {
 			return fmt.Errorf("cannot read ProxmoxVLANClaim %q: %w", name, err)
 		}
-		if cur.Spec.Network != r.Network {
+		if vlanalloc.NetworkRef(cur.Spec.Network) != r.Network {
 			return nil
 		}
 		err = s.client.Delete(ctx, &cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion})
@@ -122,7 +122,7 @@ func ObservedClaim(c *v1alpha1.ProxmoxVLANClaim) vlanalloc.Reservation {
 	return vlanalloc.Reservation{
 		VID:     int(c.Spec.VLAN),
 		Zone:    c.Spec.Zone,
-		Network: c.Spec.Network,
+		Network: vlanalloc.NetworkRef(c.Spec.Network),
 		Vlan:    c.Spec.VLANName,
 	}
 }
@@ -135,7 +135,7 @@ func ObservedVlan(v *kubeovnv1.Vlan) vlanalloc.Vlan {
 		VID:      v.Spec.ID,
 		Provider: v.Spec.Provider,
 		Zone:     v.Labels[v1alpha1.LabelZone],
-		Network: v1alpha1.NetworkReference{
+		Network: vlanalloc.NetworkRef{
 			Namespace: v.Labels[v1alpha1.LabelNetworkNamespace],
 			Name:      v.Labels[v1alpha1.LabelNetworkName],
 		},

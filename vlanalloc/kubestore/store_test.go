@@ -29,8 +29,8 @@ func scheme() *runtime.Scheme {
 	return s
 }
 
-func network(i int) v1alpha1.NetworkReference {
-	return v1alpha1.NetworkReference{Namespace: fmt.Sprintf("tenant-%d", i%5), Name: fmt.Sprintf("net-%d", i)}
+func network(i int) vlanalloc.NetworkRef {
+	return vlanalloc.NetworkRef{Namespace: fmt.Sprintf("tenant-%d", i%5), Name: fmt.Sprintf("net-%d", i)}
 }
 
 func claim(i int) vlanalloc.Claim {

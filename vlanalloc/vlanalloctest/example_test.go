@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/vlanalloctest"
 )
@@ -13,8 +12,8 @@ import (
 func ExampleReserver() {
 	ctx := context.Background()
 	r := vlanalloctest.NewReserver()
-	one := vlanalloc.Reservation{VID: 7, Network: v1alpha1.NetworkReference{Namespace: "t", Name: "one"}}
-	two := vlanalloc.Reservation{VID: 7, Network: v1alpha1.NetworkReference{Namespace: "t", Name: "two"}}
+	one := vlanalloc.Reservation{VID: 7, Network: vlanalloc.NetworkRef{Namespace: "t", Name: "one"}}
+	two := vlanalloc.Reservation{VID: 7, Network: vlanalloc.NetworkRef{Namespace: "t", Name: "two"}}
 	fmt.Println(r.Reserve(ctx, "pxtenant", one))
 	fmt.Println(r.Reserve(ctx, "pxtenant", two))
 	r.FailNext(errors.New("injected"))
