@@ -12,6 +12,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
@@ -226,7 +227,7 @@ func leaveTrunk(t *testing.T, c client.Client, cl controllertest.Cluster, name s
 	if err := c.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
 		t.Fatal(err)
 	}
-	delete(node.Labels, ovngateway.ReadyLabel(cl.ProviderNetwork))
+	delete(node.Labels, kubegateway.ReadyLabel(cl.ProviderNetwork))
 	if err := c.Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@
 //
 // # Contract
 //
-//   - Candidates picks the chassis set from Nodes; Rank orders it with
+//   - Rank orders a chassis set (package kubegateway picks it from Nodes) with
 //     rendezvous hashing keyed on the VPC ("vpc/<vpc>") and assigns
-//     priorities from max(100, 10·n) down in steps of 10. Both are pure.
+//     priorities from max(100, 10·n) down in steps of 10. It is pure.
 //   - Client.Reconcile makes the port named in a Gateway use the group
 //     "px-<port>" tagged owner=proxmox-network and network=<ns>/<name>, with
 //     exactly the wanted HA_Chassis rows. It reads only from a monitored
@@ -25,8 +25,8 @@
 //   - New connects in the background, only to the RAFT leader of a
 //     clustered NB, and reconnects with backoff; while it is disconnected
 //     every pass fails fast with ErrNBUnavailable.
-//   - Condition, RequeueAfter and Grace map outcomes and errors to the
-//     GatewayReady condition and its timing; they are pure or in-memory.
+//   - RequeueAfter says when to pass again; package kubegateway maps
+//     outcomes and errors to the GatewayReady condition (Condition, Grace).
 //
 // # What it never does
 //
@@ -36,6 +36,7 @@
 // group of another owner or another network, a port with gateway_chassis, a
 // port that already uses another group, and groups without the owner tag
 // (outside adoption of the network's own name) are left alone. It never
-// creates or deletes router ports, never talks to Kubernetes, never trusts a
-// server certificate it did not verify, and never logs.
+// creates or deletes router ports, never talks to Kubernetes (it imports
+// only libovsdb and the standard library), never trusts a server
+// certificate it did not verify, and never logs.
 package ovngateway

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
@@ -28,30 +25,6 @@ func ExampleRank() {
 	// node-1 100
 	// node-2 90
 	// node-3 80
-}
-
-func ExampleCandidates() {
-	ready := map[string]string{ovngateway.ReadyLabel("pxtenant"): "true"}
-	nodes := []*corev1.Node{
-		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: ready, Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-shared"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: ready, Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-shared"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-c"}}},
-	}
-	fmt.Println(ovngateway.Candidates("pxtenant", nodes))
-	// Output:
-	// [{a ch-shared}]
-}
-
-func ExampleCondition() {
-	nbDown := fmt.Errorf("dial: %w", ovngateway.ErrNBUnavailable)
-	if _, ok := ovngateway.Condition(ovngateway.Outcome{}, nbDown, false); !ok {
-		fmt.Println("within the grace: keep the condition the object carries")
-	}
-	c, _ := ovngateway.Condition(ovngateway.Outcome{}, nbDown, true)
-	fmt.Println(c.Status, c.Reason)
-	// Output:
-	// within the grace: keep the condition the object carries
-	// False NBUnavailable
 }
 
 func ExampleParseAddress() {

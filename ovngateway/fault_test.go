@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
@@ -20,7 +21,7 @@ import (
 // the condition.
 type fleet struct {
 	c     *ovngateway.Client
-	grace *ovngateway.Grace
+	grace *kubegateway.Grace
 	gws   []ovngateway.Gateway
 	conds map[string][]metav1.Condition
 }
@@ -32,7 +33,7 @@ func (f *fleet) pass(from, to int) (failed int) {
 		if err != nil {
 			failed++
 		}
-		if cond, ok := ovngateway.Condition(o, err, f.grace.Observe(gw.ID(), err)); ok {
+		if cond, ok := kubegateway.Condition(o, err, f.grace.Observe(gw.ID(), err)); ok {
 			conds := f.conds[gw.ID()]
 			meta.SetStatusCondition(&conds, cond)
 			f.conds[gw.ID()] = conds
@@ -46,7 +47,7 @@ func (f *fleet) reasons() map[string]int {
 	out := map[string]int{}
 	for _, gw := range f.gws {
 		reason := ""
-		if c := meta.FindStatusCondition(f.conds[gw.ID()], ovngateway.ConditionGatewayReady); c != nil {
+		if c := meta.FindStatusCondition(f.conds[gw.ID()], kubegateway.ConditionGatewayReady); c != nil {
 			reason = string(c.Status) + "/" + c.Reason
 		}
 		out[reason]++
@@ -64,7 +65,7 @@ func TestKillNB(t *testing.T) {
 	admin := ovngatewaytest.Connect(t, s.Endpoint())
 	f := &fleet{c: dial(t, s.Endpoint()), conds: map[string][]metav1.Condition{}}
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f.grace = ovngateway.NewGrace(clk, ovngateway.NBGrace)
+	f.grace = kubegateway.NewGrace(clk, ovngateway.NBGrace)
 	want := ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{}}
 	for i := range n {
 		subnet := fmt.Sprintf("sub%d", i)

@@ -17,6 +17,13 @@ const (
 	MaxChassis = maxPriority / priorityStep
 )
 
+// Candidate is a Node that can carry gateway traffic and its OVN chassis.
+// Package kubegateway picks them from Kubernetes Nodes (Candidates).
+type Candidate struct {
+	Node    string `json:"node"`
+	Chassis string `json:"chassis"`
+}
+
 // Member is one HA_Chassis of a group: a chassis and its priority. The
 // highest priority that is up is the active gateway.
 type Member struct {

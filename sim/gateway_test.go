@@ -21,6 +21,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
@@ -220,7 +221,7 @@ func (g chassisGateway) Ensure(ctx context.Context, n network.NetworkInfo) (netw
 		ptrs[i] = &list.Items[i]
 	}
 	var names []string
-	for _, c := range ovngateway.Candidates(n.ProviderNetwork, ptrs) {
+	for _, c := range kubegateway.Candidates(n.ProviderNetwork, ptrs) {
 		names = append(names, c.Chassis)
 	}
 	return network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned,
@@ -261,7 +262,7 @@ func TestNodeChangeReconcilesNetworks(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Name: "node-1"}, n); err != nil {
 				return err
 			}
-			delete(n.Labels, ovngateway.ReadyLabel("pxtenant"))
+			delete(n.Labels, kubegateway.ReadyLabel("pxtenant"))
 			return c.Update(ctx, n)
 		}, "ch-2,ch-3"},
 		{"delete", func() error { return c.Delete(ctx, sim.TrunkNode("node-2", "", "")) }, "ch-3"},
@@ -288,11 +289,11 @@ func TestNodeChangeReconcilesNetworks(t *testing.T) {
 // TestTrunkNode checks the labels and annotation Candidates looks for.
 func TestTrunkNode(t *testing.T) {
 	n := sim.TrunkNode("node-1", "pxtenant", "ch-1")
-	got := ovngateway.Candidates("pxtenant", []*corev1.Node{n})
+	got := kubegateway.Candidates("pxtenant", []*corev1.Node{n})
 	if diff := cmp.Diff([]ovngateway.Candidate{{Node: "node-1", Chassis: "ch-1"}}, got); diff != "" {
 		t.Errorf("Candidates: -want +got:\n%s", diff)
 	}
-	if got := ovngateway.Candidates("other", []*corev1.Node{n}); len(got) != 0 {
+	if got := kubegateway.Candidates("other", []*corev1.Node{n}); len(got) != 0 {
 		t.Errorf("a trunk node of pxtenant is a candidate of another provider network: %v", got)
 	}
 }

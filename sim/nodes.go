@@ -13,7 +13,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/network"
-	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
 // TrunkNode returns a Node that carries the trunk of providerNetwork as
@@ -22,8 +22,8 @@ import (
 func TrunkNode(name, providerNetwork, chassis string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
-		Labels:      map[string]string{ovngateway.ReadyLabel(providerNetwork): "true"},
-		Annotations: map[string]string{ovngateway.ChassisAnnotation: chassis},
+		Labels:      map[string]string{kubegateway.ReadyLabel(providerNetwork): "true"},
+		Annotations: map[string]string{kubegateway.ChassisAnnotation: chassis},
 	}}
 }
 
@@ -97,7 +97,7 @@ func (h *Harness) nodeChanged(ctx context.Context, old, updated metav1.Object, k
 // chassisSetMayChange reports whether a Node event (old or updated nil for a
 // Node that appears or goes) can change the chassis set of provider.
 func chassisSetMayChange(provider string, old, updated metav1.Object) bool {
-	ready := func(n metav1.Object) bool { return n.GetLabels()[ovngateway.ReadyLabel(provider)] == "true" }
+	ready := func(n metav1.Object) bool { return n.GetLabels()[kubegateway.ReadyLabel(provider)] == "true" }
 	switch {
 	case old == nil && updated == nil:
 		return false
@@ -106,7 +106,7 @@ func chassisSetMayChange(provider string, old, updated metav1.Object) bool {
 	case updated == nil:
 		return ready(old)
 	}
-	return ovngateway.NodeChanged(provider, old, updated)
+	return kubegateway.NodeChanged(provider, old, updated)
 }
 
 func nameOf(old, updated metav1.Object) string {

@@ -13,6 +13,7 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
@@ -121,7 +122,7 @@ func (s *Stage) activeFor(ctx context.Context, st ovngatewaytest.State, namespac
 		return "", "", fmt.Errorf("cannot list Nodes: %w", err)
 	}
 	for _, n := range nodes.Items {
-		if n.Annotations[ovngateway.ChassisAnnotation] == chassis {
+		if n.Annotations[kubegateway.ChassisAnnotation] == chassis {
 			return n.Name, chassis, nil
 		}
 	}
@@ -136,7 +137,7 @@ func (s *Stage) dropTrunk(ctx context.Context, name string) error {
 	if err := s.H.Client().Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return fmt.Errorf("cannot read Node %s: %w", name, err)
 	}
-	delete(node.Labels, ovngateway.ReadyLabel(providerNetwork))
+	delete(node.Labels, kubegateway.ReadyLabel(providerNetwork))
 	if err := s.H.Client().Update(ctx, node); err != nil {
 		return fmt.Errorf("cannot remove the trunk label of Node %s: %w", name, err)
 	}

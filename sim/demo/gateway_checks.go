@@ -14,6 +14,7 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
@@ -131,7 +132,7 @@ func (w gatewayWorld) wantChassis(zone, vpc string) ([]ovngatewaytest.Chassis, e
 	if !ok {
 		return nil, fmt.Errorf("zone %q does not exist", zone)
 	}
-	members, err := ovngateway.Rank(ovngateway.Key(vpc), ovngateway.Candidates(z.Spec.ProviderNetwork, w.nodes))
+	members, err := ovngateway.Rank(ovngateway.Key(vpc), kubegateway.Candidates(z.Spec.ProviderNetwork, w.nodes))
 	if err != nil {
 		return nil, fmt.Errorf("cannot rank the trunk Nodes of zone %q: %w", zone, err)
 	}

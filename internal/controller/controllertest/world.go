@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
@@ -43,8 +43,8 @@ var Default = Cluster{Zone: Zone, Bridge: Bridge, ProviderNetwork: ProviderNetwo
 func (cl Cluster) Node(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
-		Labels:      map[string]string{ovngateway.ReadyLabel(cl.ProviderNetwork): "true"},
-		Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-" + name},
+		Labels:      map[string]string{kubegateway.ReadyLabel(cl.ProviderNetwork): "true"},
+		Annotations: map[string]string{kubegateway.ChassisAnnotation: "ch-" + name},
 	}}
 }
 

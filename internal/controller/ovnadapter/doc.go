@@ -7,7 +7,7 @@
 // # Contract
 //
 //   - Ensure ranks the Nodes ready on the network's provider network that
-//     carry an OVN chassis (ovngateway.Candidates, read from a cached
+//     carry an OVN chassis (kubegateway.Candidates, read from a cached
 //     reader), reconciles the router port "<vpc>-<subnet>" and reports
 //     GatewayReady: True/ChassisAssigned, or False with the reason
 //     ovngateway found. While the northbound database fails, a network

@@ -6,15 +6,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
-	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
 // A Node that becomes ready on one provider network concerns only the
 // networks of that provider network.
 func ExampleChangedProviders() {
-	before := &metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-1"}}
+	before := &metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{kubegateway.ChassisAnnotation: "ch-1"}}
 	after := before.DeepCopy()
-	after.Labels = map[string]string{ovngateway.ReadyLabel("pxtenant"): "true"}
+	after.Labels = map[string]string{kubegateway.ReadyLabel("pxtenant"): "true"}
 	fmt.Println(ovnadapter.ChangedProviders([]string{"pxtenant", "pxother"}, before, after))
 	// Output: [pxtenant]
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
 // ConflictRetry is how soon a network is reconciled again after the
@@ -34,7 +35,7 @@ var _ NB = (*ovngateway.Client)(nil)
 type Gateway struct {
 	nb     NB
 	reader client.Reader
-	grace  *ovngateway.Grace
+	grace  *kubegateway.Grace
 
 	mu      sync.Mutex
 	chassis map[string]int // network ID -> chassis of its last good pass
@@ -68,7 +69,7 @@ func New(nb NB, reader client.Reader, opts ...Option) (*Gateway, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Gateway{nb: nb, reader: reader, grace: ovngateway.NewGrace(o.clock, o.grace), chassis: map[string]int{}}, nil
+	return &Gateway{nb: nb, reader: reader, grace: kubegateway.NewGrace(o.clock, o.grace), chassis: map[string]int{}}, nil
 }
 
 // Ensure makes the network's router port use its HA_Chassis_Group with the
@@ -87,7 +88,7 @@ func (g *Gateway) Ensure(ctx context.Context, n network.NetworkInfo) (network.Ga
 		return network.GatewayStatus{}, err
 	}
 	port := ovngateway.Network{Namespace: n.Namespace, Name: n.Name, RouterPort: ovngateway.RouterPortName(n.VPC, n.Subnet)}
-	gw, err := ovngateway.NewGateway(port, n.VPC, n.ProviderNetwork, ovngateway.Candidates(n.ProviderNetwork, nodes))
+	gw, err := ovngateway.NewGateway(port, n.VPC, n.ProviderNetwork, kubegateway.Candidates(n.ProviderNetwork, nodes))
 	if err != nil {
 		return statusOf(ovngateway.SubnetUnavailable(n.Subnet, err.Error())), nil
 	}
@@ -96,7 +97,7 @@ func (g *Gateway) Ensure(ctx context.Context, n network.NetworkInfo) (network.Ga
 		return statusOf(ovngateway.SubnetUnavailable(n.Subnet, err.Error())), nil
 	}
 	expired := g.grace.Observe(id, err)
-	cond, decided := ovngateway.Condition(o, err, expired)
+	cond, decided := kubegateway.Condition(o, err, expired)
 	st := network.GatewayStatus{
 		Status: cond.Status, Reason: cond.Reason, Message: cond.Message,
 		Chassis: o.Chassis, RequeueAfter: ovngateway.RequeueAfter(o, err),
@@ -146,7 +147,7 @@ func (g *Gateway) remember(id string, chassis int) {
 }
 
 // nodes lists every Node's metadata: labels, annotations and deletion
-// timestamp are all ovngateway.Candidates reads.
+// timestamp are all kubegateway.Candidates reads.
 func (g *Gateway) nodes(ctx context.Context) ([]*metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(NodeListGVK)
@@ -180,6 +181,6 @@ func (g *Gateway) Release(ctx context.Context, n network.NetworkInfo) (bool, err
 
 // statusOf is the GatewayReady status of an outcome without an error.
 func statusOf(o ovngateway.Outcome) network.GatewayStatus {
-	c, _ := ovngateway.Condition(o, nil, false)
+	c, _ := kubegateway.Condition(o, nil, false)
 	return network.GatewayStatus{Status: c.Status, Reason: c.Reason, Message: c.Message, Chassis: o.Chassis, RequeueAfter: ovngateway.RequeueAfter(o, nil)}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
@@ -32,9 +33,9 @@ func scheme() *runtime.Scheme {
 // unless ready is false.
 func node(name string, ready bool) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-" + name}}}
+		Annotations: map[string]string{kubegateway.ChassisAnnotation: "ch-" + name}}}
 	if ready {
-		n.Labels = map[string]string{ovngateway.ReadyLabel(provider): "true"}
+		n.Labels = map[string]string{kubegateway.ReadyLabel(provider): "true"}
 	}
 	return n
 }

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
 // NodeListGVK is the kind the adapter lists Nodes as (metadata only).
@@ -16,7 +16,7 @@ var NodeGVK = corev1.SchemeGroupVersion.WithKind("Node")
 // ChangedProviders returns the provider networks, among providers, whose
 // chassis set a Node event may change: for an update, those whose ready
 // label, the chassis annotation or the deletion timestamp changed (see
-// ovngateway.NodeChanged); for an add or a delete (old or updated nil),
+// kubegateway.NodeChanged); for an add or a delete (old or updated nil),
 // those on which the Node is ready.
 func ChangedProviders(providers []string, old, updated metav1.Object) []string {
 	var out []string
@@ -31,7 +31,7 @@ func ChangedProviders(providers []string, old, updated metav1.Object) []string {
 			if readyOn(p, old) {
 				out = append(out, p)
 			}
-		case ovngateway.NodeChanged(p, old, updated):
+		case kubegateway.NodeChanged(p, old, updated):
 			out = append(out, p)
 		}
 	}
@@ -39,5 +39,5 @@ func ChangedProviders(providers []string, old, updated metav1.Object) []string {
 }
 
 func readyOn(provider string, n metav1.Object) bool {
-	return n.GetLabels()[ovngateway.ReadyLabel(provider)] == "true"
+	return n.GetLabels()[kubegateway.ReadyLabel(provider)] == "true"
 }

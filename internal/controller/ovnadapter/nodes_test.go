@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
-	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
 func TestChangedProviders(t *testing.T) {
@@ -15,10 +15,10 @@ func TestChangedProviders(t *testing.T) {
 	meta := func(ready []string, chassis string, deleting bool) metav1.Object {
 		m := &metav1.ObjectMeta{Name: "n1", Labels: map[string]string{}, Annotations: map[string]string{}}
 		for _, p := range ready {
-			m.Labels[ovngateway.ReadyLabel(p)] = "true"
+			m.Labels[kubegateway.ReadyLabel(p)] = "true"
 		}
 		if chassis != "" {
-			m.Annotations[ovngateway.ChassisAnnotation] = chassis
+			m.Annotations[kubegateway.ChassisAnnotation] = chassis
 		}
 		if deleting {
 			now := metav1.Now()

@@ -1,10 +1,12 @@
-package ovngateway
+package kubegateway
 
 import (
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
 
 const (
@@ -19,29 +21,23 @@ const (
 // that Kube-OVN sets to "true" once the provider network is up on the Node.
 func ReadyLabel(providerNetwork string) string { return providerNetwork + readyLabelSuffix }
 
-// Candidate is a Node that can carry gateway traffic and its OVN chassis.
-type Candidate struct {
-	Node    string `json:"node"`
-	Chassis string `json:"chassis"`
-}
-
 // Candidates returns the chassis set of a provider network: every Node with
 // the ready label set to "true", a non-empty chassis annotation and no
 // deletion timestamp, sorted by Node name. A chassis shared by several Nodes
 // appears once, under the first Node name.
-func Candidates[N metav1.Object](providerNetwork string, nodes []N) []Candidate {
+func Candidates[N metav1.Object](providerNetwork string, nodes []N) []ovngateway.Candidate {
 	label := ReadyLabel(providerNetwork)
-	var out []Candidate
+	var out []ovngateway.Candidate
 	for _, n := range nodes {
 		chassis := strings.TrimSpace(n.GetAnnotations()[ChassisAnnotation])
 		if n.GetLabels()[label] != "true" || chassis == "" || n.GetDeletionTimestamp() != nil {
 			continue
 		}
-		out = append(out, Candidate{Node: n.GetName(), Chassis: chassis})
+		out = append(out, ovngateway.Candidate{Node: n.GetName(), Chassis: chassis})
 	}
-	slices.SortFunc(out, func(a, b Candidate) int { return strings.Compare(a.Node, b.Node) })
+	slices.SortFunc(out, func(a, b ovngateway.Candidate) int { return strings.Compare(a.Node, b.Node) })
 	seen := make(map[string]bool, len(out))
-	return slices.DeleteFunc(out, func(c Candidate) bool {
+	return slices.DeleteFunc(out, func(c ovngateway.Candidate) bool {
 		dup := seen[c.Chassis]
 		seen[c.Chassis] = true
 		return dup

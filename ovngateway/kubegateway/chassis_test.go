@@ -1,4 +1,4 @@
-package ovngateway_test
+package kubegateway_test
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
 const readyLabel = "pxtenant.provider-network.kubernetes.io/ready"
@@ -19,7 +20,7 @@ func node(name, chassis, ready string, deleting bool) *corev1.Node {
 		n.Labels[readyLabel] = ready
 	}
 	if chassis != "" {
-		n.Annotations[ovngateway.ChassisAnnotation] = chassis
+		n.Annotations[kubegateway.ChassisAnnotation] = chassis
 	}
 	if deleting {
 		now := metav1.Now()
@@ -57,12 +58,12 @@ func TestCandidates(t *testing.T) {
 			reason: "the ready label of another provider network does not count",
 			nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "x",
 				Labels:      map[string]string{"other.provider-network.kubernetes.io/ready": "true"},
-				Annotations: map[string]string{ovngateway.ChassisAnnotation: "ch-x"}}}},
+				Annotations: map[string]string{kubegateway.ChassisAnnotation: "ch-x"}}}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ovngateway.Candidates("pxtenant", tc.nodes)); diff != "" {
+			if diff := cmp.Diff(tc.want, kubegateway.Candidates("pxtenant", tc.nodes)); diff != "" {
 				t.Errorf("%s\nCandidates: -want +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -83,11 +84,11 @@ func TestCandidatesProperties(t *testing.T) {
 				rapid.Bool().Draw(t, "deleting"),
 			))
 		}
-		got := ovngateway.Candidates("pxtenant", nodes)
+		got := kubegateway.Candidates("pxtenant", nodes)
 		// Model: the eligible node with the smallest name wins each chassis.
 		best := map[string]string{}
 		for _, nd := range nodes {
-			ch := nd.Annotations[ovngateway.ChassisAnnotation]
+			ch := nd.Annotations[kubegateway.ChassisAnnotation]
 			if nd.Labels[readyLabel] != "true" || ch == "" || nd.DeletionTimestamp != nil {
 				continue
 			}
@@ -118,7 +119,7 @@ func TestNodeChanged(t *testing.T) {
 	}{
 		"Nothing":      {"an unrelated label change does not matter", func(n *corev1.Node) { n.Labels["x"] = "y" }, false},
 		"ReadyLabel":   {"the ready label changed", func(n *corev1.Node) { n.Labels[readyLabel] = "false" }, true},
-		"Chassis":      {"the chassis annotation changed", func(n *corev1.Node) { n.Annotations[ovngateway.ChassisAnnotation] = "ch-b" }, true},
+		"Chassis":      {"the chassis annotation changed", func(n *corev1.Node) { n.Annotations[kubegateway.ChassisAnnotation] = "ch-b" }, true},
 		"Deleting":     {"the node started terminating", func(n *corev1.Node) { now := metav1.Now(); n.DeletionTimestamp = &now }, true},
 		"Status":       {"a status change does not matter", func(n *corev1.Node) { n.Status.Phase = corev1.NodeRunning }, false},
 		"LabelRemoved": {"the ready label disappeared", func(n *corev1.Node) { delete(n.Labels, readyLabel) }, true},
@@ -127,7 +128,7 @@ func TestNodeChanged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			updated := base.DeepCopy()
 			tc.mutate(updated)
-			if got := ovngateway.NodeChanged("pxtenant", base, updated); got != tc.want {
+			if got := kubegateway.NodeChanged("pxtenant", base, updated); got != tc.want {
 				t.Errorf("%s: NodeChanged = %v, want %v", tc.reason, got, tc.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package ovngateway_test
+package kubegateway_test
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
 var errBoom = fmt.Errorf("boom: %w", ovngateway.ErrNBUnavailable)
@@ -68,7 +69,7 @@ func TestCondition(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, ok := ovngateway.Condition(tc.outcome, tc.err, tc.expired)
+			c, ok := kubegateway.Condition(tc.outcome, tc.err, tc.expired)
 			if diff := cmp.Diff(tc.want, want{c, ok}, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nCondition: -want +got:\n%s", tc.reason, diff)
 			}
@@ -76,30 +77,9 @@ func TestCondition(t *testing.T) {
 	}
 }
 
-func TestRequeueAfter(t *testing.T) {
-	cases := map[string]struct {
-		outcome ovngateway.Outcome
-		err     error
-		want    time.Duration
-	}{
-		"Error":       {err: errBoom, want: 30 * time.Second},
-		"PortMissing": {outcome: ovngateway.Outcome{Reason: ovngateway.ReasonRouterPortMissing}, want: 30 * time.Second},
-		"Assigned":    {outcome: ovngateway.Outcome{Reason: ovngateway.ReasonChassisAssigned}, want: 5 * time.Minute},
-		"NoTrunk":     {outcome: ovngateway.Outcome{Reason: ovngateway.ReasonNoTrunkNodes}, want: 5 * time.Minute},
-		"Foreign":     {outcome: ovngateway.Outcome{Reason: ovngateway.ReasonForeignGroup}, want: 5 * time.Minute},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := ovngateway.RequeueAfter(tc.outcome, tc.err); got != tc.want {
-				t.Errorf("RequeueAfter = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestGrace(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	g := ovngateway.NewGrace(clk, ovngateway.NBGrace)
+	g := kubegateway.NewGrace(clk, ovngateway.NBGrace)
 	steps := []struct {
 		advance time.Duration
 		key     string

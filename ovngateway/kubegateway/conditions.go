@@ -1,4 +1,4 @@
-package ovngateway
+package kubegateway
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
 
 // ConditionGatewayReady is the condition type this package decides.
@@ -19,7 +21,7 @@ const ConditionGatewayReady = "GatewayReady"
 // up stays up through a short NB outage. Once expired, the condition is
 // False with reason NBUnavailable. Set it with meta.SetStatusCondition, which
 // keeps LastTransitionTime when only the message changes.
-func Condition(o Outcome, err error, graceExpired bool) (c metav1.Condition, ok bool) {
+func Condition(o ovngateway.Outcome, err error, graceExpired bool) (c metav1.Condition, ok bool) {
 	if err != nil {
 		if !graceExpired {
 			return metav1.Condition{}, false
@@ -27,15 +29,15 @@ func Condition(o Outcome, err error, graceExpired bool) (c metav1.Condition, ok 
 		return metav1.Condition{
 			Type:    ConditionGatewayReady,
 			Status:  metav1.ConditionFalse,
-			Reason:  string(ReasonNBUnavailable),
-			Message: fmt.Sprintf("the OVN northbound database has failed for more than %s: %v", NBGrace, err),
+			Reason:  string(ovngateway.ReasonNBUnavailable),
+			Message: fmt.Sprintf("the OVN northbound database has failed for more than %s: %v", ovngateway.NBGrace, err),
 		}, true
 	}
 	status := metav1.ConditionFalse
 	switch o.Reason {
-	case ReasonChassisAssigned:
+	case ovngateway.ReasonChassisAssigned:
 		status = metav1.ConditionTrue
-	case ReasonDisabled:
+	case ovngateway.ReasonDisabled:
 		status = metav1.ConditionUnknown
 	}
 	return metav1.Condition{Type: ConditionGatewayReady, Status: status, Reason: string(o.Reason), Message: o.Message}, true
@@ -54,7 +56,7 @@ type Grace struct {
 }
 
 // NewGrace returns a tracker with the given clock (clock.RealClock{} in
-// production) and period (NBGrace).
+// production) and period (ovngateway.NBGrace).
 func NewGrace(c clock.PassiveClock, period time.Duration) *Grace {
 	return &Grace{clock: c, period: period, since: map[string]time.Time{}}
 }
