@@ -1,0 +1,71 @@
+package layering_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/pxsubstrate/pxsubstrate"
+
+// nonStandard lists the packages outside the standard library that pkgs
+// import, directly or not, themselves included.
+func nonStandard(t *testing.T, pkgs ...string) []string {
+	t.Helper()
+	args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), stderr(err))
+	}
+	return strings.Fields(string(out))
+}
+
+func stderr(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return err.Error() + ": " + string(ee.Stderr)
+	}
+	return err.Error()
+}
+
+// TestVlanallocStandardLibraryOnly: an embedder of vlanalloc or its test kit
+// gets no package from outside the standard library, and nothing else of
+// this module.
+func TestVlanallocStandardLibraryOnly(t *testing.T) {
+	allowed := []string{module + "/vlanalloc", module + "/vlanalloc/vlanalloctest"}
+	for _, p := range nonStandard(t, allowed...) {
+		if !slices.Contains(allowed, p) {
+			t.Errorf("vlanalloc must import only the standard library, but it pulls in %s", p)
+		}
+	}
+}
+
+// TestOvngatewayLibovsdbOnly: ovngateway pulls in no Kubernetes package,
+// no package of this module but its own OVN model (nbdb), and no
+// third-party package that libovsdb does not pull in itself.
+func TestOvngatewayLibovsdbOnly(t *testing.T) {
+	ours := []string{module + "/ovngateway", module + "/ovngateway/nbdb"}
+	libovsdb := nonStandard(t, "github.com/ovn-kubernetes/libovsdb/...")
+	for _, p := range nonStandard(t, module+"/ovngateway") {
+		switch {
+		case strings.HasPrefix(p, "k8s.io/"), strings.HasPrefix(p, "sigs.k8s.io/"):
+			t.Errorf("ovngateway must not import Kubernetes packages, but it pulls in %s (Kubernetes helpers belong in ovngateway/kubegateway)", p)
+		case p == module || strings.HasPrefix(p, module+"/"):
+			if !slices.Contains(ours, p) {
+				t.Errorf("ovngateway must not import %s", p)
+			}
+		case !slices.Contains(libovsdb, p):
+			t.Errorf("ovngateway pulls in %s, which libovsdb does not import", p)
+		}
+	}
+}
+
+// TestOvngatewayKitNoKubernetes: the NB test kit an embedder tests with
+// pulls in no Kubernetes package either.
+func TestOvngatewayKitNoKubernetes(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/ovngateway/ovngatewaytest") {
+		if strings.HasPrefix(p, "k8s.io/") || strings.HasPrefix(p, "sigs.k8s.io/") {
+			t.Errorf("ovngateway/ovngatewaytest must not import Kubernetes packages, but it pulls in %s", p)
+		}
+	}
+}
