@@ -1,6 +1,8 @@
 package controllertest
 
 import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,9 +38,11 @@ func RepoRoot(t testing.TB) string {
 }
 
 // Scheme is the controller's scheme plus the capmox ProxmoxMachine
-// versions as unstructured objects.
+// versions as unstructured objects, and RBAC, which tests use to grant a
+// scraper its /metrics access.
 func Scheme() *runtime.Scheme {
 	s := controller.Scheme()
+	utilruntime.Must(rbacv1.AddToScheme(s))
 	for _, gvk := range network.MachineKinds {
 		s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
 		s.AddKnownTypeWithName(gvk.GroupVersion().WithKind(gvk.Kind+"List"), &unstructured.UnstructuredList{})
