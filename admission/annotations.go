@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/samber/lo"
 )
 
 // Annotation keys the policies read.
@@ -255,10 +257,7 @@ func ParseTriples(v string) ([]Triple, error) {
 // FormatTriples writes triples as the namespace annotation expects them:
 // sorted, without duplicates, comma-separated.
 func FormatTriples(ts []Triple) string {
-	s := make([]string, 0, len(ts))
-	for _, t := range ts {
-		s = append(s, t.String())
-	}
+	s := lo.Map(ts, func(t Triple, _ int) string { return t.String() })
 	sort.Strings(s)
 	return strings.Join(uniq(s), ",")
 }

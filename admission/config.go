@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/samber/lo"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -99,43 +101,22 @@ func (c Config) Validate() error {
 }
 
 func (c Config) zoneBridges() []string {
-	var out []string
-	for _, z := range c.Zones {
-		out = append(out, z.Bridge)
-	}
-	return uniq(out)
+	return uniq(lo.Map(c.Zones, func(z Zone, _ int) string { return z.Bridge }))
 }
 
 func (c Config) uplinkVLANs() []int {
-	seen := map[int]bool{}
-	var out []int
-	for _, z := range c.Zones {
-		if z.UplinkVLAN != 0 && !seen[z.UplinkVLAN] {
-			seen[z.UplinkVLAN] = true
-			out = append(out, z.UplinkVLAN)
-		}
-	}
-	return out
+	return lo.Uniq(lo.Without(lo.Map(c.Zones, func(z Zone, _ int) int { return z.UplinkVLAN }), 0))
 }
 
 func (c Config) uplinkBridges() []string {
-	var out []string
-	for _, z := range c.Zones {
-		out = append(out, z.UplinkBridges...)
-	}
-	return uniq(out)
+	return uniq(lo.FlatMap(c.Zones, func(z Zone, _ int) []string { return z.UplinkBridges }))
 }
 
 // exemptNamespaces lists the namespaces both attachment policies skip, on
 // top of every cozy-* namespace.
 func (c Config) exemptNamespaces() []string {
-	out := []string{"kube-system", c.ReleaseNamespace}
-	for _, z := range c.Zones {
-		if z.EgressGatewayNamespace != "" {
-			out = append(out, z.EgressGatewayNamespace)
-		}
-	}
-	return uniq(append(out, c.ExemptNamespaces...))
+	egress := lo.Map(c.Zones, func(z Zone, _ int) string { return z.EgressGatewayNamespace })
+	return uniq(slices.Concat([]string{"kube-system", c.ReleaseNamespace}, egress, c.ExemptNamespaces))
 }
 
 func (c Config) validationActions() []admissionregistrationv1.ValidationAction {
@@ -145,17 +126,8 @@ func (c Config) validationActions() []admissionregistrationv1.ValidationAction {
 	return c.ValidationActions
 }
 
-func uniq(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
+// uniq drops empty strings and repeats, keeping the first of each.
+func uniq(in []string) []string { return lo.Uniq(lo.Compact(in)) }
 
 // rawConfig is the YAML shape of the package values the policies read.
 type rawConfig struct {

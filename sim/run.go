@@ -47,7 +47,7 @@ func RunFile(ctx context.Context, path string, data []byte) (*Report, error) {
 func Run(ctx context.Context, s *Scenario, dir string) (*Report, error) {
 	timeout, err := s.pruneTimeout()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
 	h := NewHarness(Options{SubnetPruneTimeout: timeout, KubeOVNDoesNotPrune: s.KubeOVNDoesNotPrune})
 	if err := h.Start(ctx); err != nil {

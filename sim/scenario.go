@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -89,21 +90,40 @@ type Expectation struct {
 	Fields map[string]string `json:"fields,omitempty"`
 }
 
-// ParseScenario reads a scenario; dir resolves apply files.
+// ParseScenario reads a scenario and checks every step. A scenario with
+// several mistakes gets them all, one line each; errors.Is(err,
+// ErrInvalidScenario) holds for any of them.
 func ParseScenario(data []byte) (*Scenario, error) {
 	var s Scenario
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
+	var problems *multierror.Error
 	if _, err := s.pruneTimeout(); err != nil {
-		return nil, err
+		problems = multierror.Append(problems, err)
 	}
 	for i, st := range s.Steps {
-		if err := st.validate(); err != nil {
-			return nil, fmt.Errorf("%w: step %d (%s): %w", ErrInvalidScenario, i+1, st.label(), err)
-		}
+		problems = multierror.Append(problems, multierror.Prefix(st.validate(), fmt.Sprintf("step %d (%s):", i+1, st.label())))
+	}
+	if err := problems.ErrorOrNil(); err != nil {
+		problems.ErrorFormat = listProblems
+		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
 	return &s, nil
+}
+
+// listProblems prints a single problem as it is, and several as a count
+// followed by one indented line each.
+func listProblems(errs []error) string {
+	if len(errs) == 1 {
+		return errs[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(errs))
+	for _, err := range errs {
+		b.WriteString("\n  " + err.Error())
+	}
+	return b.String()
 }
 
 func (s *Scenario) pruneTimeout() (time.Duration, error) {
@@ -112,7 +132,7 @@ func (s *Scenario) pruneTimeout() (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s.SubnetPruneTimeout)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%w: subnetPruneTimeout %q is not a positive duration such as 10m", ErrInvalidScenario, s.SubnetPruneTimeout)
+		return 0, fmt.Errorf("subnetPruneTimeout %q is not a positive duration such as 10m", s.SubnetPruneTimeout)
 	}
 	return d, nil
 }
@@ -139,6 +159,7 @@ func (st Step) label() string {
 }
 
 func (st Step) validate() error {
+	var problems *multierror.Error
 	n := 0
 	for _, set := range []bool{st.Apply != nil, st.Delete != nil, st.Restart, st.Advance != "", st.Converge, st.Expect != nil} {
 		if set {
@@ -146,27 +167,27 @@ func (st Step) validate() error {
 		}
 	}
 	if n != 1 {
-		return errors.New("a step does exactly one of apply, delete, restart, advance, converge or expect")
+		problems = multierror.Append(problems, errors.New("a step does exactly one of apply, delete, restart, advance, converge or expect"))
 	}
 	if st.Apply != nil && (st.Apply.Objects == "") == (st.Apply.File == "") {
-		return errors.New("apply needs exactly one of objects or file")
+		problems = multierror.Append(problems, errors.New("apply needs exactly one of objects or file"))
 	}
 	if st.Advance != "" {
 		if d, err := time.ParseDuration(st.Advance); err != nil || d <= 0 {
-			return fmt.Errorf("advance %q is not a positive duration such as 30s or 10m", st.Advance)
+			problems = multierror.Append(problems, fmt.Errorf("advance %q is not a positive duration such as 30s or 10m", st.Advance))
 		}
 	}
 	for _, r := range st.Delete {
 		if r.APIVersion == "" || r.Kind == "" || r.Name == "" {
-			return fmt.Errorf("delete %q needs apiVersion, kind and name", r)
+			problems = multierror.Append(problems, fmt.Errorf("delete %q needs apiVersion, kind and name", r))
 		}
 	}
 	for _, e := range st.Expect {
 		if e.APIVersion == "" || e.Kind == "" || e.Name == "" {
-			return fmt.Errorf("expect %q needs apiVersion, kind and name", e.ObjectRef)
+			problems = multierror.Append(problems, fmt.Errorf("expect %q needs apiVersion, kind and name", e.ObjectRef))
 		}
 	}
-	return nil
+	return problems.ErrorOrNil()
 }
 
 // readObjects decodes the YAML documents of an apply step.
