@@ -1,4 +1,4 @@
-.PHONY: test demo build generate fmt vet
+.PHONY: test demo build generate fmt vet image
 
 test:
 	hack/test.sh
@@ -17,3 +17,6 @@ fmt:
 
 vet:
 	go vet ./...
+
+image:
+	hack/image.sh
