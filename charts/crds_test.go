@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -32,23 +32,29 @@ func installCRDFile(t *testing.T, c client.Client, dir, file, script string) {
 	if err != nil {
 		t.Fatalf("the upstream CRD (from %s): %v", script, err)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &crd.Object); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	controllertest.Create(t, c, crd)
-	waitEstablished(t, c, crd.Name)
+	if err := c.Create(context.Background(), crd); err != nil {
+		t.Fatalf("create %s: %v", crd.GetName(), err)
+	}
+	waitEstablished(t, c, crd.GetName())
 }
 
 func waitEstablished(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	controllertest.Eventually(t, 30*time.Second, nil, func() (bool, string) {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
 		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
 			return false, err.Error()
 		}
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, cond := range conds {
+			m := cond.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
 				return true, ""
 			}
 		}
