@@ -50,7 +50,7 @@ func newEnv(t testing.TB) *env {
 	if t.Failed() {
 		t.FailNow()
 	}
-	return &env{cfg: cfg, admin: admin, kubeconfig: writeKubeconfig(t, cfg), scrapeToken: scrapeToken(t, cfg, admin)}
+	return &env{cfg: cfg, admin: admin, kubeconfig: writeKubeconfig(t, cfg), scrapeToken: scrapeToken(t, cfg)}
 }
 
 // cluster returns a cluster of its own for test id.
@@ -166,18 +166,25 @@ func waitGone(t *testing.T, c client.Client, cl controllertest.Cluster, name str
 
 // scrapeToken creates the ServiceAccount monitoring/prometheus, binds it
 // to the metrics reader role of config/rbac, and returns a token of it.
-func scrapeToken(t testing.TB, cfg *rest.Config, admin client.Client) string {
+func scrapeToken(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
 	ctx := context.Background()
-	controllertest.Create(t, admin, sim.Namespace("monitoring", nil))
-	controllertest.Create(t, admin, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "prometheus"}})
-	controllertest.Create(t, admin, &rbacv1.ClusterRoleBinding{
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-proxmox-network-metrics"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "proxmox-network-controller-metrics-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}},
-	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := cs.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, "prometheus", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})

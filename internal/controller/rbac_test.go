@@ -137,7 +137,7 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 		t.Fatal(err)
 	}
 	lifecycle(t, admin, cs, nb.Endpoint())
-	t.Run("Metrics", func(t *testing.T) { checkMetricsServer(t, admin, cs, o.MetricsBindAddress) })
+	t.Run("Metrics", func(t *testing.T) { checkMetricsServer(t, cs, o.MetricsBindAddress) })
 	stop()
 	if err := <-done; err != nil {
 		t.Errorf("Start returned %v after a graceful stop, want nil", err)
