@@ -77,7 +77,7 @@ const everything = `
 providerNetwork: {create: true, name: pxtrunk, defaultInterface: ens19, customInterfaces: [{interface: eth3, nodes: [node-3]}], nodeSelector: {trunk: "yes"}}
 zones:
 - {name: zone-a, bridge: vmbr1, vlanRanges: ["100-199"], reservedVLANs: [150], mtu: 1500, uplinkVLAN: 4000, uplinkBridges: [vmbr0], egress: {gatewayNamespace: egress-a}}
-- {name: zone-b, bridge: vmbr2, providerNetwork: other, vlanRanges: ["7"], staticAssignments: [{namespace: t, name: n, vlan: 300}]}
+- {name: zone-b, bridge: vmbr2, providerNetwork: other, vlanRanges: ["7"], staticAssignments: [{namespace: t, name: net, vlan: 300}]}
 transit: {enabled: true, vlan: 120, cidr: 192.0.2.0/24, gateway: 192.0.2.1, excludeIps: [192.0.2.1..192.0.2.9]}
 proxmoxNetworkController: {metrics: {readers: [{namespace: monitoring, name: prometheus}]}}
 alerts: {labels: {release: kube-prometheus}}
