@@ -6,6 +6,10 @@ import (
 	"testing"
 )
 
+// climb leaves the repository from a package two folders deep; it is built
+// from parts so that this file does not carry the reference it tests.
+const climb = "../../.." + "/shared/crds"
+
 func TestCheck(t *testing.T) {
 	cases := []struct {
 		name, file, content string
@@ -13,11 +17,11 @@ func TestCheck(t *testing.T) {
 	}{
 		{"inside from a package", "api/crdtest/x_test.go", `p := "../../config/crd/bases"`, nil},
 		{"inside from docs", "docs/api.md", `see [the CRDs](../third_party/crds/README.md)`, nil},
-		{"climbs above the root", "api/crdtest/x_test.go", `p := "../../../shared/crds"`, []string{"../../../shared/crds", "shared/crds"}},
+		{"climbs above the root", "api/crdtest/x_test.go", `p := "` + climb + `"`, []string{climb, "shared/crds"}},
 		{"root file climbing", "README.md", "run ../other/tool", []string{"../other/tool"}},
 		{"reference folder by name", "docs/x.md", "copied from shared/design/facts.md", []string{"shared/design"}},
 		{"machine path", "hack/x.sh", `cd /work/main`, []string{"/work/"}},
-		{"environment variable", "internal/x.go", `os.Getenv("PXSUBSTRATE_SHARED")`, []string{"PXSUBSTRATE_SHARED"}},
+		{"environment variable", "internal/x.go", `os.Getenv("` + retiredVar + `")`, []string{retiredVar}},
 		{"words that only look alike", "docs/x.md", "a shared/common folder; ..; ./x; a/../b; /workdir", nil},
 		{"line numbers", "docs/x.md", "one\ntwo ../../x\n", []string{"../../x"}},
 	}
@@ -55,7 +59,7 @@ func TestRepositoryIsSelfContained(t *testing.T) {
 }
 
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{"../../x", "a/../../b", "shared/crds", "/work/x", "PXSUBSTRATE_SHARED", "\x00", ""} {
+	for _, s := range []string{"../../x", "a/../../b", "shared/crds", "/work/x", retiredVar, "\x00", ""} {
 		f.Add("docs/x.md", s)
 	}
 	f.Fuzz(func(t *testing.T, name, content string) {
