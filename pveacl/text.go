@@ -1,9 +1,10 @@
 package pveacl
 
 import (
-	"encoding/hex"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // encodeText escapes free text for user.cfg the way PVE's encode_text does:
@@ -33,18 +34,7 @@ func decodeText(s string) string {
 	if strings.IndexByte(s, '%') < 0 && utf8.ValidString(s) {
 		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if v, err := hex.DecodeString(s[i+1 : i+3]); err == nil {
-				b.WriteByte(v[0])
-				i += 2
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return strings.ToValidUTF8(b.String(), "\uFFFD")
+	return strings.ToValidUTF8(pveapi.Unescape(s), "\uFFFD")
 }
 
 // perlTrue is Perl's truth of a string: only "" and "0" are false.

@@ -2,11 +2,17 @@
 // the four calls that pveacl's live reader and applier and talostemplate's
 // template creation and guest listing make. go-proxmox's *proxmox.Client
 // satisfies it; tests pass the same client pointed at pveacl/pveacltest.
+// Unescape is PVE's percent decoding, which pveacl's user.cfg reader and
+// the fake's cookie and form handling share.
 //
 // The package imports only the standard library.
 package pveapi
 
-import "context"
+import (
+	"context"
+	"encoding/hex"
+	"strings"
+)
 
 // Client sends requests relative to the API base URL (which ends in
 // /api2/json), decodes answers from PVE's {"data": ...} envelope into v, and
@@ -16,4 +22,25 @@ type Client interface {
 	Post(ctx context.Context, path string, data, v any) error
 	Put(ctx context.Context, path string, data, v any) error
 	Delete(ctx context.Context, path string, v any) error
+}
+
+// Unescape decodes %XX escapes and leaves every other byte, '+' included, as
+// Perl's URI::Escape::uri_unescape does: PVE decodes user.cfg comments and
+// cookie values this way. A '%' not followed by two hex digits stays.
+func Unescape(s string) string {
+	if strings.IndexByte(s, '%') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := hex.DecodeString(s[i+1 : i+3]); err == nil {
+				b.WriteByte(v[0])
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -2,13 +2,13 @@ package pveacltest
 
 import (
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // ParseAuthHeader extracts the API token from an Authorization header the
@@ -29,7 +29,7 @@ func ParseAuthHeader(h string) (string, bool) {
 		if j := strings.IndexByte(v, ';'); j >= 0 {
 			v = v[:j]
 		}
-		v = uriUnescape(v)
+		v = pveapi.Unescape(v)
 		return v, v != ""
 	}
 	return "", false
@@ -41,26 +41,6 @@ func isSpace(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// uriUnescape decodes %XX escapes and leaves everything else, '+' included,
-// as URI::Escape::uri_unescape does.
-func uriUnescape(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if v, err := hex.DecodeString(s[i+1 : i+3]); err == nil {
-				b.WriteByte(v[0])
-				i += 2
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // SplitTokenValue splits "USER@REALM!TOKEN=SECRET" at the last '=' as
