@@ -3,7 +3,7 @@
 // template creation and guest listing make. go-proxmox's *proxmox.Client
 // satisfies it; tests pass the same client pointed at pveacl/pveacltest.
 // Unescape is PVE's percent decoding, which pveacl's user.cfg reader and
-// the fake's cookie and form handling share.
+// the fake's cookie reading share.
 //
 // The package imports only the standard library.
 package pveapi
