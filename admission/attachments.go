@@ -72,10 +72,10 @@ func refusedAnnotations(ann, old map[string]string, ns string, switches []string
 			continue
 		}
 		var bad bool
-		switch {
-		case k == AnnotationNetworks:
+		switch k {
+		case AnnotationNetworks:
 			bad = foreignNetworks(val, ns)
-		case k == AnnotationDefaultNetwork:
+		case AnnotationDefaultNetwork:
 			bad = foreignDefaultNetwork(val, ns)
 		default:
 			bad = judgePins && isSubnetPin(k) && !pinAllowed(k, val, switches)

@@ -27,6 +27,10 @@ func ExampleValidator_Review() {
 		Namespace: "tenant-a",
 		Object:    []byte(machine),
 	}, ns)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(d.Allowed, d.Policy)
 	fmt.Println(d.Message)
 	// Output:

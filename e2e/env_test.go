@@ -20,8 +20,8 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // env is one API server with the manifests of config/ applied, an admin

@@ -24,7 +24,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 // webhook is the admission webhook of a controller under test: its serving

@@ -17,8 +17,8 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/network"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // readMeter counts the objects a client reads from the API server: one per

@@ -38,18 +38,6 @@ func (c *Cache) network(key Key) (networkInfo, bool) {
 	return n, ok
 }
 
-// networksIn returns the observed networks of a namespace, by name.
-func (c *Cache) networksIn(namespace string) []networkInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keys := c.byNS[namespace].sorted()
-	out := make([]networkInfo, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, c.networks[k])
-	}
-	return out
-}
-
 // ZoneNetworks counts the observed networks bound to zone.
 func (c *Cache) ZoneNetworks(zone string) int {
 	c.mu.Lock()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 // startAPIServer starts kube-apiserver with the real Kube-OVN, in-cluster

@@ -2,7 +2,6 @@ package network
 
 import (
 	"encoding/json"
-	"sort"
 	"time"
 )
 
@@ -42,18 +41,4 @@ func PruneTimers(prev string, gone []string, now, notBefore time.Time) (value st
 	}
 	b, _ := json.Marshal(timers) // a map of strings always marshals, keys sorted
 	return string(b), newest
-}
-
-// timedSubnets returns the subnet names of a timers annotation, sorted.
-func timedSubnets(value string) []string {
-	m := map[string]string{}
-	if json.Unmarshal([]byte(value), &m) != nil {
-		return nil
-	}
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -49,13 +49,9 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 		return notAllocated(ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
 	}
 	pass.zoneProvider = zone.Spec.ProviderNetwork
-	claim := vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}, Vlan: n.Spec.Subnet}
-	if _, held := zs.alloc.Index().Lookup(claim); !held && zone.Spec.NamespaceSelector != nil {
-		ns := &corev1.Namespace{}
-		if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Namespace}, ns); err != nil {
-			return false, fmt.Errorf("cannot get namespace %q: %w", n.Namespace, err)
-		}
-		claim.NamespaceLabels = ns.Labels
+	claim, err := c.claimOf(ctx, n, zs, zone)
+	if err != nil {
+		return false, err
 	}
 	vid, created, err := c.allocate(ctx, zs, claim)
 	if reason, msg, ok := allocationRefusal(err); ok {
@@ -92,6 +88,21 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 	}
 	s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionTrue, v1alpha1.ReasonAllocated, msg)
 	return true, nil
+}
+
+// claimOf is network n's claim in zone. The namespace's labels are read
+// only when the zone selects namespaces and the network holds no VLAN yet.
+func (c *Controller) claimOf(ctx context.Context, n *v1alpha1.ProxmoxNetwork, zs *zoneState, zone *v1alpha1.ProxmoxNetworkZone) (vlanalloc.Claim, error) {
+	claim := vlanalloc.Claim{Network: vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}, Vlan: n.Spec.Subnet}
+	if _, held := zs.alloc.Index().Lookup(claim); held || zone.Spec.NamespaceSelector == nil {
+		return claim, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Namespace}, ns); err != nil {
+		return claim, fmt.Errorf("cannot get namespace %q: %w", n.Namespace, err)
+	}
+	claim.NamespaceLabels = ns.Labels
+	return claim, nil
 }
 
 // allocate returns the ID of the network's Vlan, creating the Vlan under a

@@ -128,54 +128,67 @@ func (c *Controller) zoneReady(ctx context.Context, p *zonePassState) (engine.Re
 // still held, and when the earliest prune timer runs out.
 func (c *Controller) collectOrphans(ctx context.Context, zone string) (held int, recheck time.Duration, err error) {
 	for _, vi := range c.cache.zoneVlans(zone) {
-		gone, err := c.networkGone(ctx, vi.Network)
-		if err != nil || !gone {
-			if err != nil {
-				return 0, 0, err
-			}
-			continue
-		}
-		v := &kubeovnv1.Vlan{}
-		if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: vi.Name}, v); err != nil {
-			if apierrors.IsNotFound(err) {
-				c.cache.Forget(&kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: vi.Name}})
-				continue
-			}
-			return 0, 0, fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", vi.Name, err)
-		}
-		reason, _, err := c.waitForPrune(ctx, v, time.Time{}, nil)
-		if err == nil && reason == "" && c.subnetNames(ctx, v.Name) {
-			reason = v1alpha1.ReasonVLANStillReferenced
-		}
-		if err == nil && reason == "" {
-			reason, _, err = c.deleteVlan(ctx, v)
-		}
+		kept, err := c.collectOrphanVlan(ctx, vi)
 		if err != nil {
 			return 0, 0, err
 		}
-		if reason != "" {
+		if kept {
 			held++
 			recheck = RetryAfter
-			continue
 		}
-		c.cfg.Log.Info("collected orphaned VLAN", "vlan", v.Spec.ID, "name", v.Name, "network", vi.Network.String())
 	}
+	return held, recheck, c.collectOrphanClaims(ctx, zone)
+}
+
+// collectOrphanVlan deletes one Vlan of the zone when its network is gone
+// and nothing holds it; kept reports that it is orphaned but still held.
+func (c *Controller) collectOrphanVlan(ctx context.Context, vi vlanInfo) (kept bool, err error) {
+	gone, err := c.networkGone(ctx, vi.Network)
+	if err != nil || !gone {
+		return false, err
+	}
+	v := &kubeovnv1.Vlan{}
+	if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: vi.Name}, v); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.cache.Forget(&kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: vi.Name}})
+			return false, nil
+		}
+		return false, fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", vi.Name, err)
+	}
+	reason, _, err := c.waitForPrune(ctx, v, time.Time{}, nil)
+	if err == nil && reason == "" && c.subnetNames(ctx, v.Name) {
+		reason = v1alpha1.ReasonVLANStillReferenced
+	}
+	if err == nil && reason == "" {
+		reason, _, err = c.deleteVlan(ctx, v)
+	}
+	if err != nil || reason != "" {
+		return reason != "", err
+	}
+	c.cfg.Log.Info("collected orphaned VLAN", "vlan", v.Spec.ID, "name", v.Name, "network", vi.Network.String())
+	return false, nil
+}
+
+// collectOrphanClaims releases the zone's claims that have no Vlan and
+// whose network is gone.
+func (c *Controller) collectOrphanClaims(ctx context.Context, zone string) error {
 	for _, ci := range c.cache.zoneClaims(zone) {
 		if _, hasVlan := c.cache.vlan(ci.R.Vlan); hasVlan {
 			continue
 		}
 		gone, err := c.networkGone(ctx, ci.R.Network)
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
-		if gone {
-			if err := c.store.Release(ctx, ci.Provider, ci.R); err != nil {
-				return 0, 0, fmt.Errorf("cannot release the orphaned claim of VLAN %d: %w", ci.R.VID, err)
-			}
-			c.cache.Forget(kubestore.ClaimObject(ci.Provider, ci.R))
+		if !gone {
+			continue
 		}
+		if err := c.store.Release(ctx, ci.Provider, ci.R); err != nil {
+			return fmt.Errorf("cannot release the orphaned claim of VLAN %d: %w", ci.R.VID, err)
+		}
+		c.cache.Forget(kubestore.ClaimObject(ci.Provider, ci.R))
 	}
-	return held, recheck, nil
+	return nil
 }
 
 // networkGone reports whether network no longer exists, asking the API

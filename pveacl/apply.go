@@ -111,7 +111,7 @@ func ApplyLive(ctx context.Context, c pveapi.Client, desired *Tenants, opts ...L
 	return res, err
 }
 
-// ErrNotOnCluster: the specification names storages or guests the cluster
+// ErrNotOnCluster reports that the specification names storages or guests the cluster
 // does not have. PVE accepts them as pool members but never lists them,
 // so an apply could not converge.
 var ErrNotOnCluster = errors.New("the tenant specification names objects the cluster does not have")

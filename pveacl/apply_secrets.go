@@ -21,7 +21,10 @@ type Secret string
 
 const redacted = "[redacted]"
 
-func (Secret) String() string   { return redacted }
+// String returns "[redacted]", never the secret.
+func (Secret) String() string { return redacted }
+
+// GoString returns "[redacted]" for %#v, never the secret.
 func (Secret) GoString() string { return redacted }
 
 // Format writes "[redacted]" for every verb.
@@ -53,7 +56,7 @@ type SecretSink interface {
 	Store(s TokenSecret) (location string, err error)
 }
 
-// ErrNoSecretSink: an apply would create tokens but has nowhere to store
+// ErrNoSecretSink reports that an apply would create tokens but has nowhere to store
 // their secrets.
 var ErrNoSecretSink = errors.New("new API tokens need a place for their secrets")
 

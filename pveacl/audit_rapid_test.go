@@ -137,7 +137,9 @@ func classOf(a *auditor, r relevance, path string) string {
 		return "pool:generic"
 	case len(path) > 5 && path[:5] == "/vms/":
 		var vm int
-		fmt.Sscan(path[5:], &vm)
+		if _, err := fmt.Sscan(path[5:], &vm); err != nil {
+			return "vm:unparsable"
+		}
 		if a.specificVM(r, vm) {
 			return path
 		}

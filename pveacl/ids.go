@@ -134,7 +134,7 @@ func ValidNewPoolID(id string) error {
 		return err
 	}
 	for _, level := range strings.Split(id, "/") {
-		if c := level[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		if c := level[0]; (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
 			return idErr("pool", id, "pool name must start with a letter")
 		}
 	}
@@ -230,9 +230,3 @@ func storagePath(id string) string { return "/storage/" + id }
 func poolPath(id string) string    { return "/pool/" + id }
 func isPoolPath(p string) bool     { return strings.HasPrefix(p, "/pool/") }
 func poolOfPath(p string) string   { return strings.TrimPrefix(p, "/pool/") }
-func pathHasPrefix(p, prefix string) bool {
-	if prefix == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == prefix || strings.HasPrefix(p, prefix+"/")
-}

@@ -14,7 +14,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
-// ErrIncompleteView: the reading token cannot see the whole cluster, so
+// ErrIncompleteView reports that the reading token cannot see the whole cluster, so
 // an audit or a plan built from what it sees would be wrong.
 var ErrIncompleteView = errors.New("the token cannot see the whole access-control state")
 

@@ -13,7 +13,7 @@ var (
 	// ErrVMIDTaken: PVE's nextid refuses the VMID (a guest has it anywhere
 	// in the cluster, or it is outside the cluster's next-id range).
 	ErrVMIDTaken = errors.New("VMID not available")
-	// ErrIncompleteView: the token cannot see every guest, so a template
+	// ErrIncompleteView reports that the token cannot see every guest, so a template
 	// with the same tag set could hide from the check.
 	ErrIncompleteView = errors.New("the token cannot see every guest")
 	// ErrImageExists: the image volume is on the import storage already.

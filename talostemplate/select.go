@@ -24,11 +24,11 @@ const (
 type MatchPolicy string
 
 const (
-	// MatchExact: the template's tags equal the selector (the default).
+	// MatchExact means the template's tags equal the selector (the default).
 	MatchExact MatchPolicy = "exact"
-	// MatchUniqueSubset: the template has every selector tag, and maybe more.
+	// MatchUniqueSubset means the template has every selector tag, and maybe more.
 	MatchUniqueSubset MatchPolicy = "uniqueSubset"
-	// MatchBestSubset: like uniqueSubset, preferring fewer extra tags.
+	// MatchBestSubset is like uniqueSubset, preferring fewer extra tags.
 	MatchBestSubset MatchPolicy = "bestSubset"
 )
 

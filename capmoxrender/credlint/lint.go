@@ -31,10 +31,11 @@ const (
 // Severity of a finding; an Error makes `lint credentials` exit 1.
 type Severity string
 
+// The severities, from worst to best.
 const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-	OK      Severity = "ok"
+	Error   Severity = "error"   // the Secret cannot work; exit 1
+	Warning Severity = "warning" // works, but deserves a look
+	OK      Severity = "ok"      // checked and fine
 )
 
 // Finding is one result. Message and Fix never contain a secret value.
@@ -77,7 +78,7 @@ func (s Secret) Kind() Kind {
 	return KindUnknown
 }
 
-// ErrNotSecret: a document is not a v1 Secret.
+// ErrNotSecret reports that a document is not a v1 Secret.
 var ErrNotSecret = errors.New("not a Secret")
 
 // ReadSecrets reads v1 Secrets (YAML or JSON documents, or a List),

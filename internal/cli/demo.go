@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pxsubstrate/pxsubstrate/sim/demo"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim/demo"
 )
 
 func init() { register(newDemoCmd) }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 func init() { register(newSimCmd) }
@@ -21,7 +21,7 @@ func newSimCmd(app *App) *cobra.Command {
 			"delete, restart, advance, converge, expect), then prints every object as YAML.\n" +
 			"An expectation that does not hold is printed on stderr and exits 1.\n" +
 			"The scenario format is described in docs/sim.md.",
-		Example: "  pxsubstrate sim -f sim/testdata/lifecycle.yaml\n  pxsubstrate sim -f scenario.yaml -o json",
+		Example: "  pxsubstrate sim -f internal/sim/testdata/lifecycle.yaml\n  pxsubstrate sim -f scenario.yaml -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := readFileFlag(app, file)

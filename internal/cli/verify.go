@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -48,8 +49,13 @@ func readerFor(path string) (client.Client, error) {
 	return c, nil
 }
 
+// verifyOptions are the flags of `pxsubstrate verify`.
+type verifyOptions struct {
+	mgmt, tenant, namespace, cluster, capi string
+}
+
 func newVerifyCmd(app *App) *cobra.Command {
-	var mgmt, tenant, namespace, cluster, capi string
+	var o verifyOptions
 	cmd := &cobra.Command{
 		Use:   "verify --kubeconfig MGMT --tenant-kubeconfig TENANT -n NAMESPACE --cluster NAME",
 		Short: "Check that every tenant worker is initialised by the Proxmox CCM and paired with its Machine",
@@ -66,52 +72,56 @@ one of those checks fails.
 --cluster takes the Cluster name (kubernetes-<name>) or the Kubernetes
 application name.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if capi != "v1beta1" && capi != "v1beta2" {
-				return usageError{fmt.Errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", capi)}
-			}
-			m, t, err := verifyClients(mgmt, tenant)
-			if err != nil {
-				return err
-			}
-			if !strings.HasPrefix(cluster, "kubernetes-") {
-				cluster = "kubernetes-" + cluster
-			}
-			findings, err := nodeverify.CheckManagement(cmd.Context(), m, m.RESTMapper(), namespace, cluster)
-			if err != nil {
-				return err
-			}
-			for _, f := range findings {
-				fmt.Fprintf(app.ErrOut, "Error: %s: %s\n  fix: %s\n", f.Code, f.Problem, f.Fix)
-			}
-			rows, err := nodeverify.Collect(cmd.Context(), m, t, namespace, cluster, capi)
-			if err != nil {
-				return err
-			}
-			if err := app.Print(rows, func(w io.Writer) { verifyTable(w, rows) }); err != nil {
-				return err
-			}
-			if len(findings) > 0 {
-				return &ExitError{Code: 1, Err: errors.New("the management cluster cannot create these workers: see the errors above")}
-			}
-			if nodeverify.Failed(rows) {
-				return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the FIX column")}
-			}
-			if len(rows) == 0 {
-				return &ExitError{Code: 1, Err: fmt.Errorf("the tenant has no Nodes and %s/%s has no Machines: nothing was verified", namespace, cluster)}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), app) },
 	}
-	cmd.Flags().StringVar(&mgmt, "kubeconfig", "", "kubeconfig of the management cluster (empty: the usual lookup)")
-	cmd.Flags().StringVar(&tenant, "tenant-kubeconfig", "", "kubeconfig of the tenant cluster (the super-admin key of <cluster>-admin-kubeconfig, with a reachable server)")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "tenant namespace of the Cluster in the management cluster")
-	cmd.Flags().StringVar(&cluster, "cluster", "", "Cluster name")
-	cmd.Flags().StringVar(&capi, "capi-version", "v1beta1", "Cluster API version to read Machines with: v1beta1 or v1beta2")
+	cmd.Flags().StringVar(&o.mgmt, "kubeconfig", "", "kubeconfig of the management cluster (empty: the usual lookup)")
+	cmd.Flags().StringVar(&o.tenant, "tenant-kubeconfig", "", "kubeconfig of the tenant cluster (the super-admin key of <cluster>-admin-kubeconfig, with a reachable server)")
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "tenant namespace of the Cluster in the management cluster")
+	cmd.Flags().StringVar(&o.cluster, "cluster", "", "Cluster name")
+	cmd.Flags().StringVar(&o.capi, "capi-version", "v1beta1", "Cluster API version to read Machines with: v1beta1 or v1beta2")
 	for _, f := range []string{"tenant-kubeconfig", "namespace", "cluster"} {
 		_ = cmd.MarkFlagRequired(f)
 	}
 	return cmd
+}
+
+// run checks the management cluster, then pairs the tenant's Nodes with
+// their Machines and prints one row each.
+func (o verifyOptions) run(ctx context.Context, app *App) error {
+	if o.capi != "v1beta1" && o.capi != "v1beta2" {
+		return usageError{fmt.Errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", o.capi)}
+	}
+	m, t, err := verifyClients(o.mgmt, o.tenant)
+	if err != nil {
+		return err
+	}
+	cluster := o.cluster
+	if !strings.HasPrefix(cluster, "kubernetes-") {
+		cluster = "kubernetes-" + cluster
+	}
+	findings, err := nodeverify.CheckManagement(ctx, m, m.RESTMapper(), o.namespace, cluster)
+	if err != nil {
+		return err
+	}
+	for _, f := range findings {
+		fmt.Fprintf(app.ErrOut, "Error: %s: %s\n  fix: %s\n", f.Code, f.Problem, f.Fix)
+	}
+	rows, err := nodeverify.Collect(ctx, m, t, o.namespace, cluster, o.capi)
+	if err != nil {
+		return err
+	}
+	if err := app.Print(rows, func(w io.Writer) { verifyTable(w, rows) }); err != nil {
+		return err
+	}
+	switch {
+	case len(findings) > 0:
+		return &ExitError{Code: 1, Err: errors.New("the management cluster cannot create these workers: see the errors above")}
+	case nodeverify.Failed(rows):
+		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the FIX column")}
+	case len(rows) == 0:
+		return &ExitError{Code: 1, Err: fmt.Errorf("the tenant has no Nodes and %s/%s has no Machines: nothing was verified", o.namespace, cluster)}
+	}
+	return nil
 }
 
 func verifyTable(w io.Writer, rows []nodeverify.Row) {

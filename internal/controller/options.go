@@ -191,7 +191,7 @@ func (o *Options) Validate() error {
 	if o.SubnetPruneTimeout <= 0 {
 		bad("--subnet-prune-timeout %s must be positive", o.SubnetPruneTimeout)
 	}
-	if o.LeaderElect && !(o.RetryPeriod > 0 && o.RenewDeadline > o.RetryPeriod && o.LeaseDuration > o.RenewDeadline) {
+	if o.LeaderElect && (o.RetryPeriod <= 0 || o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline) {
 		bad("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)",
 			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}

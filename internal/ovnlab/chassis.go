@@ -132,40 +132,11 @@ func (l *Lab) startChassis(i int, spec ChassisSpec) (*Chassis, error) {
 	if err := c.vsctl(append([]string{"set", "Open_vSwitch", "."}, ids...)...); err != nil {
 		return nil, err
 	}
-	// The underlay: br-phy holds the encapsulation address, as the
-	// userspace datapath needs for its tunnels, and a veth into ul0.
-	ul := "ul-" + spec.Name
-	if err := c.vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"); err != nil {
-		return nil, err
-	}
-	if err := l.veth(c.NS, "ul0", l.Hypervisor.NS, ul); err != nil {
-		return nil, err
-	}
-	if err := l.ip("-n", l.Hypervisor.NS, "link", "set", ul, "master", "ul0"); err != nil {
-		return nil, err
-	}
-	if err := c.vsctl("add-port", "br-phy", "ul0"); err != nil {
-		return nil, err
-	}
-	if err := l.ip("-n", c.NS, "addr", "add", c.EncapIP+"/24", "dev", "br-phy"); err != nil {
-		return nil, err
-	}
-	if err := l.ip("-n", c.NS, "link", "set", "br-phy", "up"); err != nil {
+	if err := l.wireUnderlay(c, spec.Name); err != nil {
 		return nil, err
 	}
 	if spec.Trunk {
-		// The trunk: br-provider's uplink is a trunk port of vmbr0.
-		tr := "tr-" + spec.Name
-		if err := c.vsctl("add-br", "br-provider", "--", "set", "bridge", "br-provider", "datapath_type=netdev"); err != nil {
-			return nil, err
-		}
-		if err := l.veth(c.NS, "uplink", l.Hypervisor.NS, tr); err != nil {
-			return nil, err
-		}
-		if err := c.vsctl("add-port", "br-provider", "uplink"); err != nil {
-			return nil, err
-		}
-		if err := l.Hypervisor.vsctl("add-port", "vmbr0", tr); err != nil {
+		if err := l.wireTrunk(c, spec.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -185,6 +156,51 @@ func (l *Lab) startChassis(i int, spec ChassisSpec) (*Chassis, error) {
 		return nil, err
 	}
 	return c, l.launch(c.Controller)
+}
+
+// wireUnderlay gives chassis c its underlay: br-phy holds the
+// encapsulation address, as the userspace datapath needs for its tunnels,
+// and a veth into the hypervisor's ul0.
+func (l *Lab) wireUnderlay(c *Chassis, name string) error {
+	ul := "ul-" + name
+	if err := c.vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"); err != nil {
+		return err
+	}
+	if err := l.veth(c.NS, "ul0", l.Hypervisor.NS, ul); err != nil {
+		return err
+	}
+	if err := l.ip("-n", l.Hypervisor.NS, "link", "set", ul, "master", "ul0"); err != nil {
+		return err
+	}
+	if err := c.vsctl("add-port", "br-phy", "ul0"); err != nil {
+		return err
+	}
+	if err := l.ip("-n", c.NS, "addr", "add", c.EncapIP+"/24", "dev", "br-phy"); err != nil {
+		return err
+	}
+	if err := l.ip("-n", c.NS, "link", "set", "br-phy", "up"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// wireTrunk gives a trunk chassis its provider bridge, whose uplink is a
+// trunk port of the hypervisor's vmbr0.
+func (l *Lab) wireTrunk(c *Chassis, name string) error {
+	tr := "tr-" + name
+	if err := c.vsctl("add-br", "br-provider", "--", "set", "bridge", "br-provider", "datapath_type=netdev"); err != nil {
+		return err
+	}
+	if err := l.veth(c.NS, "uplink", l.Hypervisor.NS, tr); err != nil {
+		return err
+	}
+	if err := c.vsctl("add-port", "br-provider", "uplink"); err != nil {
+		return err
+	}
+	if err := l.Hypervisor.vsctl("add-port", "vmbr0", tr); err != nil {
+		return err
+	}
+	return nil
 }
 
 // registered reports nil once ovn-controller is connected to the SB and the

@@ -19,7 +19,7 @@ const stableFor = 3 * time.Second
 func settle(t *testing.T, g *gatewayLab, p *ovnlab.Prober, chassis string) ovnlab.ProbeResult {
 	t.Helper()
 	deadline := time.Now().Add(failoverDeadline)
-	for !(p.UpFor(stableFor) && g.Binding("cr-vpc1-sub1") == chassis && g.Binding("cr-vpc1-sub2") == chassis) {
+	for !p.UpFor(stableFor) || g.Binding("cr-vpc1-sub1") != chassis || g.Binding("cr-vpc1-sub2") != chassis {
 		if time.Now().After(deadline) {
 			r := p.Stop()
 			t.Fatalf("the gateway did not come back on %s within %s: probe %+v, cr-vpc1-sub1 on %q",

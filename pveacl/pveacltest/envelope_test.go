@@ -83,7 +83,7 @@ func TestGoProxmoxErrorClasses(t *testing.T) {
 	if !proxmox.IsNotFound(err) {
 		t.Errorf("a missing guest must read as not found through go-proxmox, got %v", err)
 	}
-	_, err = weak.NodeRef("pve").Storage(ctx, "local")
+	err = weak.NodeRef("pve").StorageRef("local").Ping(ctx)
 	if !proxmox.IsForbidden(err) || !strings.Contains(err.Error(), "Permission check failed (/storage/local, Datastore.Audit|Datastore.AllocateSpace)") {
 		t.Errorf("a missing privilege must be a 403 naming it, got %v", err)
 	}

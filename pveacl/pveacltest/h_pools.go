@@ -113,7 +113,7 @@ func createPool(c *call) (any, *apiError) {
 		}
 		leaf = id[i+1:]
 	}
-	if ch := leaf[0]; !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z') {
+	if ch := leaf[0]; (ch < 'a' || ch > 'z') && (ch < 'A' || ch > 'Z') {
 		return nil, die("create pool failed: pool name must start with a letter")
 	}
 	c.s.cfg.Pools[id] = pveacl.Pool{Comment: c.p["comment"]}

@@ -139,7 +139,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 func writeRaw(buf *bufio.ReadWriter, status int, reason string, body []byte) {
 	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", status, reason)
 	if len(body) > 0 {
-		buf.WriteString("Content-Type: application/json;charset=UTF-8\r\n")
+		_, _ = buf.WriteString("Content-Type: application/json;charset=UTF-8\r\n")
 	}
 	fmt.Fprintf(buf, "Content-Length: %d\r\nConnection: close\r\n\r\n", len(body))
 	_, _ = buf.Write(body)

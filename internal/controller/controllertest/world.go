@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // Names of the cluster Default describes.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/sim/demo"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim/demo"
 )
 
 func TestDemo(t *testing.T) {

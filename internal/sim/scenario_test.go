@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 // TestScenarios runs every scenario under testdata: each must run to the

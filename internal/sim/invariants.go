@@ -121,23 +121,7 @@ func (w world) zoneCounts() Invariant {
 		if err != nil {
 			continue
 		}
-		used, ours := map[int]bool{}, map[int]bool{}
-		for _, v := range w.vlans {
-			if v.Spec.Provider == z.Spec.ProviderNetwork && v.Spec.ID != 0 {
-				used[v.Spec.ID] = true
-				if v.Labels[v1alpha1.LabelZone] == z.Name && v.Labels[v1alpha1.LabelNetworkName] != "" {
-					ours[v.Spec.ID] = true
-				}
-			}
-		}
-		for _, c := range w.claims {
-			if c.Spec.ProviderNetwork == z.Spec.ProviderNetwork {
-				used[int(c.Spec.VLAN)] = true
-				if c.Spec.Zone == z.Name {
-					ours[int(c.Spec.VLAN)] = true
-				}
-			}
-		}
+		used, ours := w.vlansOf(z)
 		for _, sa := range zone.StaticAssignments() {
 			used[sa.VID] = true
 		}
@@ -161,6 +145,32 @@ func (w world) zoneCounts() Invariant {
 		}
 	}
 	return verdict("zone counts equal a recount", bad)
+}
+
+// vlansOf recounts zone z's VLANs from the Vlans and claims: used holds
+// every VLAN taken on its provider network, ours those held by the zone's
+// networks.
+func (w world) vlansOf(z v1alpha1.ProxmoxNetworkZone) (used, ours map[int]bool) {
+	used, ours = map[int]bool{}, map[int]bool{}
+	for _, v := range w.vlans {
+		if v.Spec.Provider != z.Spec.ProviderNetwork || v.Spec.ID == 0 {
+			continue
+		}
+		used[v.Spec.ID] = true
+		if v.Labels[v1alpha1.LabelZone] == z.Name && v.Labels[v1alpha1.LabelNetworkName] != "" {
+			ours[v.Spec.ID] = true
+		}
+	}
+	for _, c := range w.claims {
+		if c.Spec.ProviderNetwork != z.Spec.ProviderNetwork {
+			continue
+		}
+		used[int(c.Spec.VLAN)] = true
+		if c.Spec.Zone == z.Name {
+			ours[int(c.Spec.VLAN)] = true
+		}
+	}
+	return used, ours
 }
 
 func (w world) annotations() Invariant {

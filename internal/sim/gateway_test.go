@@ -19,11 +19,11 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // memPorts is RouterPorts in memory: routers by name, each with its ports;

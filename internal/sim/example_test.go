@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 func ExampleRun() {

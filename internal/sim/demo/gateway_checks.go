@@ -13,10 +13,10 @@ import (
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // Invariant names of the gateway.

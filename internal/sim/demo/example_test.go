@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/pxsubstrate/pxsubstrate/sim/demo"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim/demo"
 )
 
 func ExampleRun() {

@@ -8,10 +8,10 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // tenantsSpec is the hypervisor isolation of the demo's two tenants: one

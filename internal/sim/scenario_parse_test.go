@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 // TestParseScenarioEveryMistake: a scenario with five mistakes gets five

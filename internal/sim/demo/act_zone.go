@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 // Tenants of the demo.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 var uninstallBeta = []sim.ObjectRef{

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // The simulated Kube-OVN keeps each VPC subnet's router port in the NB

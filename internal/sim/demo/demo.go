@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
-	"github.com/pxsubstrate/pxsubstrate/sim"
 )
 
 // Act is one chapter of the demo.

@@ -3,7 +3,7 @@ package demo
 import (
 	"context"
 
-	"github.com/pxsubstrate/pxsubstrate/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
 var actNetworks = Act{
