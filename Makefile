@@ -1,4 +1,4 @@
-.PHONY: test demo build generate fmt vet image
+.PHONY: test demo build generate fmt vet lint image
 
 test:
 	hack/test.sh
@@ -17,6 +17,9 @@ fmt:
 
 vet:
 	go vet ./...
+
+lint:
+	hack/lint.sh
 
 image:
 	hack/image.sh
