@@ -151,7 +151,7 @@ type permissioner interface {
 
 // tenantOfPool returns the tenant owning a pool (its pool or one nested in it).
 func (a *auditor) tenantOfPool(pool string) (int, bool) {
-	for p := pool; p != ""; p = poolParent(p) {
+	for p := pool; p != ""; p = PoolParent(p) {
 		if i, ok := a.poolTenant[p]; ok {
 			return i, true
 		}
@@ -215,7 +215,7 @@ func (r relevance) specificPool(pool string) bool {
 	if r.exact[poolPath(pool)] {
 		return true
 	}
-	for p := poolParent(pool); p != ""; p = poolParent(p) {
+	for p := PoolParent(pool); p != ""; p = PoolParent(p) {
 		if r.prop[poolPath(p)] {
 			return true
 		}

@@ -63,6 +63,9 @@ type Group struct {
 	Comment string
 }
 
+// AddMember adds a user id to the group, keeping Members sorted and unique.
+func (g *Group) AddMember(userID string) { g.Members = insertSorted(g.Members, userID) }
+
 // Role is a custom role.
 type Role struct {
 	Privs []string // sorted, unique, valid for the config's version
@@ -74,6 +77,12 @@ type Pool struct {
 	VMs      []int    // sorted, unique
 	Storages []string // sorted, unique
 }
+
+// AddVM adds a guest to the pool, keeping VMs sorted and unique.
+func (p *Pool) AddVM(id int) { p.VMs = insertSorted(p.VMs, id) }
+
+// AddStorage adds a storage to the pool, keeping Storages sorted and unique.
+func (p *Pool) AddStorage(id string) { p.Storages = insertSorted(p.Storages, id) }
 
 // ACLKey identifies an ACL entry: one role for one subject on one path.
 type ACLKey struct {

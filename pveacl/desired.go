@@ -96,7 +96,7 @@ func buildDesired(t *Tenants, v Version) desiredState {
 		d.tenant(tn, t.Platform.Capmox)
 	}
 	for pool := range d.pools {
-		for parent := poolParent(pool); parent != ""; parent = poolParent(parent) {
+		for parent := PoolParent(pool); parent != ""; parent = PoolParent(parent) {
 			if _, ok := d.pools[parent]; !ok {
 				d.pools[parent] = desiredPool{comment: "pxsubstrate tenant pools"}
 			}

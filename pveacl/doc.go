@@ -21,9 +21,8 @@
 // that leak or are one step from leaking.
 //
 // The state comes in as plain values: ParseUserCfg for a file, or
-// BuildConfig for a Snapshot of API answers (the seam any API client
-// fills in). The package decides; it does no I/O of its own except through
-// pveapi.Client in the live reader and applier, never logs,
+// package liveacl, which reads a live cluster through pveapi.Client and
+// applies a plan there. This package decides and does no I/O, never logs,
 // never holds a token secret in a Config, Change or Finding, and imports no
 // Kubernetes package.
 package pveacl

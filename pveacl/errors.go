@@ -17,8 +17,6 @@ var (
 	ErrInvalidPath = errors.New("invalid ACL path")
 	// ErrInvalidSpec: a tenant specification that cannot be planned.
 	ErrInvalidSpec = errors.New("invalid tenant specification")
-	// ErrInvalidSnapshot: API data that cannot form a configuration.
-	ErrInvalidSnapshot = errors.New("invalid access-control snapshot")
 	// ErrRefused: a change the Proxmox VE API would refuse.
 	ErrRefused = errors.New("refused by the Proxmox VE API model")
 )
@@ -62,7 +60,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("cannot %s: %s", e.Change.Op.verb(), e.Msg)
+	return fmt.Sprintf("cannot %s: %s", e.Change.Op.Describe(), e.Msg)
 }
 
 // Unwrap returns ErrRefused.

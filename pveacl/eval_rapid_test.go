@@ -67,7 +67,7 @@ func (m *permMachine) addRole(t *rapid.T) {
 
 func (m *permMachine) addMember(t *rapid.T) {
 	pool := rapid.SampledFrom(rPools).Draw(t, "pool")
-	for p := pool; p != ""; p = poolParent(p) {
+	for p := pool; p != ""; p = PoolParent(p) {
 		if _, ok := m.cfg.Pools[p]; !ok {
 			m.cfg.Pools[p] = Pool{}
 		}

@@ -118,7 +118,7 @@ func ValidNewRoleID(id string) error {
 
 // ValidPoolID checks a pool id: one to three levels of [A-Za-z0-9.-_].
 func ValidPoolID(id string) error {
-	if len(perlSplit(id, '/')) > 3 {
+	if strings.Count(strings.TrimRight(id, "/"), "/") >= 3 {
 		return idErr("pool", id, "pool name '%s' nested too deeply (max levels = 3)", id)
 	}
 	if !poolRe.MatchString(id) {
@@ -149,8 +149,9 @@ func ValidStorageID(id string) error {
 	return nil
 }
 
-// poolParent returns the parent of a nested pool, or "" for a top-level one.
-func poolParent(id string) string {
+// PoolParent returns the parent of a nested pool id ("a/b" for "a/b/c"), or
+// "" for a top-level one.
+func PoolParent(id string) string {
 	if i := strings.LastIndexByte(id, '/'); i > 0 {
 		return id[:i]
 	}

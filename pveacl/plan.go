@@ -25,7 +25,8 @@ const (
 	OpSetACL         Op = "set-acl"
 )
 
-func (o Op) verb() string {
+// Describe names the operation in words ("create role", "delete pool").
+func (o Op) Describe() string {
 	if v, ok := opVerbs[o]; ok {
 		return v
 	}

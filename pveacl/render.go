@@ -22,7 +22,7 @@ func RenderPveum(w io.Writer, changes []Change, v Version) error {
 		b.WriteString("# Nothing to do: the cluster already matches the tenants.\n")
 	}
 	for _, c := range changes {
-		fmt.Fprintf(&b, "\n# %s: %s\n", c.Op.verb(), oneLine(c.Reason))
+		fmt.Fprintf(&b, "\n# %s: %s\n", c.Op.Describe(), oneLine(c.Reason))
 		b.WriteString(PveumCommand(c))
 		b.WriteString("\n")
 	}

@@ -44,7 +44,7 @@ func applyOne(c *Config, ch Change, vmPool map[int][]string) error {
 		if err := ValidNewPoolID(ch.Pool); err != nil {
 			return refuse("%v", err)
 		}
-		if parent := poolParent(ch.Pool); parent != "" {
+		if parent := PoolParent(ch.Pool); parent != "" {
 			if _, ok := c.Pools[parent]; !ok {
 				return refuse("parent '%s' of pool '%s' does not exist", parent, ch.Pool)
 			}

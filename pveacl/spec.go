@@ -242,7 +242,7 @@ func (v *validator) nestedPools(ts []Tenant) {
 		owner[t.Pool] = t.Name
 	}
 	for i, t := range ts {
-		for p := poolParent(t.Pool); p != ""; p = poolParent(p) {
+		for p := PoolParent(t.Pool); p != ""; p = PoolParent(p) {
 			if name, ok := owner[p]; ok {
 				v.add(fmt.Sprintf("tenants[%d].pool", i), "pool %q is nested in pool %q of tenant %q; give each tenant a top-level pool", t.Pool, p, name)
 			}

@@ -276,7 +276,7 @@ func (p *parser) pool(f []string) {
 		p.warn("ignore pool '%s' - invalid characters in pool name", id)
 		return
 	}
-	for cur := id; cur != ""; cur = poolParent(cur) {
+	for cur := id; cur != ""; cur = PoolParent(cur) {
 		if _, ok := p.cfg.Pools[cur]; !ok {
 			p.cfg.Pools[cur] = Pool{}
 		}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 )
 
 // liveFlags connect to the Proxmox VE API with an API token.
@@ -128,7 +129,7 @@ func (f *liveFlags) readConfig(ctx context.Context, app *App) (*pveacl.Config, e
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pveacl.ReadLive(ctx, c)
+	cfg, err := liveacl.Read(ctx, c)
 	return cfg, tlsHint(err)
 }
 
@@ -206,20 +207,20 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := []pveacl.LiveOption{pveacl.WithProgress(progress(app))}
+	opts := []liveacl.Option{liveacl.WithProgress(progress(app))}
 	if f.prune {
-		opts = append(opts, pveacl.WithPrune())
+		opts = append(opts, liveacl.WithPrune())
 	}
 	if sink := f.sink(); sink != nil {
 		region := f.region
 		if region == "" {
-			if region, err = pveacl.ClusterRegion(ctx, c); err != nil {
+			if region, err = liveacl.ClusterRegion(ctx, c); err != nil {
 				return tlsHint(err)
 			}
 		}
-		opts = append(opts, pveacl.WithSecretSink(sink), pveacl.WithSecretContext(base, region))
+		opts = append(opts, liveacl.WithSecretSink(sink), liveacl.WithSecretContext(base, region))
 	}
-	res, err := pveacl.ApplyLive(ctx, c, spec, opts...)
+	res, err := liveacl.Apply(ctx, c, spec, opts...)
 	err = tlsHint(err)
 	if perr := app.Print(res, func(w io.Writer) { applyTable(w, res) }); perr != nil && err == nil {
 		err = perr
@@ -227,30 +228,30 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 	return err
 }
 
-func (f *applyFlags) sink() pveacl.SecretSink {
+func (f *applyFlags) sink() liveacl.SecretSink {
 	switch {
 	case f.secretsDir != "":
-		return pveacl.DirSink{Dir: f.secretsDir}
+		return liveacl.DirSink{Dir: f.secretsDir}
 	case f.secretManifests != "":
-		return pveacl.ManifestSink{Path: f.secretManifests, Namespace: f.secretNS}
+		return liveacl.ManifestSink{Path: f.secretManifests, Namespace: f.secretNS}
 	}
 	return nil
 }
 
 // progress reports each change on standard error when it is a terminal.
-func progress(app *App) func(pveacl.Progress) {
+func progress(app *App) func(liveacl.Progress) {
 	f, ok := app.ErrOut.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return func(p pveacl.Progress) {
+	return func(p liveacl.Progress) {
 		if p.Outcome != "" {
 			fmt.Fprintf(app.ErrOut, "[%d/%d] %s %s: %s\n", p.Index, p.Total, p.Change.Op, changeTarget(p.Change), p.Outcome)
 		}
 	}
 }
 
-func applyTable(w io.Writer, res pveacl.ApplyResult) {
+func applyTable(w io.Writer, res liveacl.Result) {
 	fmt.Fprintf(w, "Proxmox VE %d: %d change(s)\n", int(res.Version), len(res.Applied))
 	if len(res.Applied) > 0 {
 		fmt.Fprintln(w, "STEP\tOPERATION\tTARGET\tOUTCOME")

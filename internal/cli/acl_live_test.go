@@ -213,22 +213,22 @@ func TestChangeTargets(t *testing.T) {
 
 func TestACLApplyAndAuditThroughMain(t *testing.T) {
 	e := newLiveEnv(t)
-	live := []string{"--url", e.srv.URL, "--token-id", e.srv.RootTokenID, "--token-secret-file", e.rootSec, "--ca-file", e.ca}
-	out, errOut, code := run(t, append([]string{"acl", "apply", "--tenants", e.tenants, "--secrets-dir", filepath.Join(e.dir, "s")}, live...)...)
+	apiFlags := []string{"--url", e.srv.URL, "--token-id", e.srv.RootTokenID, "--token-secret-file", e.rootSec, "--ca-file", e.ca}
+	out, errOut, code := run(t, append([]string{"acl", "apply", "--tenants", e.tenants, "--secrets-dir", filepath.Join(e.dir, "s")}, apiFlags...)...)
 	if code != 0 {
 		t.Fatalf("acl apply exits 0, got %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, "Proxmox VE 9:") {
 		t.Errorf("the apply table starts with the version and count:\n%s", out)
 	}
-	out, errOut, code = run(t, append([]string{"acl", "audit", "--tenants", e.tenants}, live...)...)
+	out, errOut, code = run(t, append([]string{"acl", "audit", "--tenants", e.tenants}, apiFlags...)...)
 	if code != 0 || !strings.Contains(out, "0 error(s), 0 warning(s)") {
 		t.Errorf("the live audit of an applied cluster is clean (exit %d):\n%s%s", code, out, errOut)
 	}
 	if err := e.srv.SetACL("/pool/beta", pveacl.KindUser, "alpha@pve", false, "PVEVMAdmin"); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code = run(t, append([]string{"acl", "audit", "--tenants", e.tenants, "-o", "json"}, live...)...)
+	out, _, code = run(t, append([]string{"acl", "audit", "--tenants", e.tenants, "-o", "json"}, apiFlags...)...)
 	if code != 1 || !strings.Contains(out, `"code": "CrossTenantReach"`) {
 		t.Errorf("a leak found live exits 1 with its finding (exit %d):\n%s", code, out)
 	}

@@ -259,16 +259,16 @@ func TestACLAuditLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live := []string{"--url", strings.TrimSuffix(srv.URL, "/api2/json"), "--token-id", srv.RootTokenID,
+	apiFlags := []string{"--url", strings.TrimSuffix(srv.URL, "/api2/json"), "--token-id", srv.RootTokenID,
 		"--token-secret-file", secret, "--ca-file", ca, "--tenants", tenants}
-	out, errOut, code := aclRun(t, append([]string{"acl", "audit", "-o", "json"}, live...)...)
+	out, errOut, code := aclRun(t, append([]string{"acl", "audit", "-o", "json"}, apiFlags...)...)
 	if code != 0 || !strings.Contains(out, `"code": "TenantIncomplete"`) {
 		t.Fatalf("an empty cluster lacks the tenants (warnings, exit 0): exit %d\n%s\n%s", code, out, errOut)
 	}
-	if _, errOut, code := aclRun(t, append([]string{"acl", "apply", "--secrets-dir", t.TempDir()}, live...)...); code != 0 {
+	if _, errOut, code := aclRun(t, append([]string{"acl", "apply", "--secrets-dir", t.TempDir()}, apiFlags...)...); code != 0 {
 		t.Fatalf("apply: exit %d: %s", code, errOut)
 	}
-	out, errOut, code = aclRun(t, append([]string{"acl", "audit"}, live...)...)
+	out, errOut, code = aclRun(t, append([]string{"acl", "audit"}, apiFlags...)...)
 	if code != 0 || !strings.Contains(out, "0 error(s), 0 warning(s), 0 info: checked 2 tenant(s), 6 user(s) and token(s)") {
 		t.Fatalf("after apply the audit passes: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -277,7 +277,7 @@ func TestACLAuditLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = aclRun(t, append([]string{"acl", "audit"}, live...)...)
+	out, errOut, code = aclRun(t, append([]string{"acl", "audit"}, apiFlags...)...)
 	if code != 1 || !strings.Contains(out, "/storage/alpha-disks") || !strings.Contains(errOut, "the audit found") {
 		t.Errorf("a propagating /storage grant reaches alpha's storage: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
@@ -42,7 +43,7 @@ var actACLs = Act{
 		if err != nil {
 			return err
 		}
-		observed, err := pveacl.ReadLive(ctx, c)
+		observed, err := liveacl.Read(ctx, c)
 		if err != nil {
 			return fmt.Errorf("cannot read the access control of the Proxmox API: %w", err)
 		}
@@ -52,8 +53,8 @@ var actACLs = Act{
 		}
 		s.Say("plan: %d changes on a fresh cluster", len(plan))
 		sink := &memorySink{}
-		res, err := pveacl.ApplyLive(ctx, c, spec, pveacl.WithSecretSink(sink),
-			pveacl.WithSecretContext(s.PVE.URL, "pve"))
+		res, err := liveacl.Apply(ctx, c, spec, liveacl.WithSecretSink(sink),
+			liveacl.WithSecretContext(s.PVE.URL, "pve"))
 		if err != nil {
 			return fmt.Errorf("cannot apply the tenants' ACLs: %w", err)
 		}
@@ -65,7 +66,7 @@ var actACLs = Act{
 // audit reads the live access control back, audits it, plans again and
 // records whether both are clean.
 func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *pveacl.Tenants) error {
-	live, err := pveacl.ReadLive(ctx, c)
+	live, err := liveacl.Read(ctx, c)
 	if err != nil {
 		return fmt.Errorf("cannot read the access control back: %w", err)
 	}
@@ -91,7 +92,7 @@ func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *pveacl.Tenants
 }
 
 // appliedTable prints how many changes of each kind the apply made.
-func (s *Stage) appliedTable(res pveacl.ApplyResult) {
+func (s *Stage) appliedTable(res liveacl.Result) {
 	count := map[string]int{}
 	for _, a := range res.Applied {
 		count[string(a.Change.Op)+"\t"+string(a.Outcome)]++
@@ -149,13 +150,13 @@ func (s *Stage) closePVE() {
 }
 
 // memorySink keeps new token secrets in memory; the demo never prints them.
-type memorySink struct{ secrets []pveacl.TokenSecret }
+type memorySink struct{ secrets []liveacl.TokenSecret }
 
 func (m *memorySink) Check() error { return nil }
 
-func (m *memorySink) Store(t pveacl.TokenSecret) (string, error) {
+func (m *memorySink) Store(t liveacl.TokenSecret) (string, error) {
 	m.secrets = append(m.secrets, t)
-	return "memory (Secret " + pveacl.SecretName(t.TokenID) + ")", nil
+	return "memory (Secret " + liveacl.SecretName(t.TokenID) + ")", nil
 }
 
 // quiet drops go-proxmox's log lines, which at debug level carry secrets.

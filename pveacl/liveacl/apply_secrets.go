@@ -1,4 +1,4 @@
-package pveacl
+package liveacl
 
 import (
 	"bytes"

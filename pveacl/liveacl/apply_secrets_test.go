@@ -1,4 +1,4 @@
-package pveacl_test
+package liveacl_test
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 )
 
 func TestSecretIsRedacted(t *testing.T) {
-	s := pveacl.TokenSecret{URL: "https://pve:8006", TokenID: "a@pve!csi", Secret: "4f7a0d9e-1111-4222-8333-944444444444", Region: "eu"}
+	s := liveacl.TokenSecret{URL: "https://pve:8006", TokenID: "a@pve!csi", Secret: "4f7a0d9e-1111-4222-8333-944444444444", Region: "eu"}
 	outs := []string{fmt.Sprint(s.Secret), fmt.Sprintf("%v %+v %#v %s %q %x", s, s, s, s.Secret, s.Secret, s.Secret)}
 	b, err := json.Marshal(s)
 	must(t, err)
@@ -43,7 +43,7 @@ func TestSecretName(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := pveacl.SecretName(tc.id); got != tc.want {
+			if got := liveacl.SecretName(tc.id); got != tc.want {
 				t.Errorf("%s: SecretName(%q) = %q, want %q", tc.reason, tc.id, got, tc.want)
 			}
 		})
@@ -51,9 +51,9 @@ func TestSecretName(t *testing.T) {
 }
 
 func TestDirSink(t *testing.T) {
-	sink := pveacl.DirSink{Dir: filepath.Join(t.TempDir(), "a", "b")}
+	sink := liveacl.DirSink{Dir: filepath.Join(t.TempDir(), "a", "b")}
 	must(t, sink.Check())
-	loc, err := sink.Store(pveacl.TokenSecret{URL: "https://pve:8006", TokenID: "a@pve!csi", Secret: "s3cret", Region: "eu"})
+	loc, err := sink.Store(liveacl.TokenSecret{URL: "https://pve:8006", TokenID: "a@pve!csi", Secret: "s3cret", Region: "eu"})
 	must(t, err)
 	info, err := os.Stat(loc)
 	must(t, err)
@@ -73,16 +73,16 @@ func TestDirSink(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("no temporary files remain: %v", entries)
 	}
-	if err := (pveacl.DirSink{}).Check(); err == nil {
+	if err := (liveacl.DirSink{}).Check(); err == nil {
 		t.Error("an empty directory name is refused")
 	}
 }
 
 func TestManifestSink(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "secrets.yaml")
-	sink := pveacl.ManifestSink{Path: path, Namespace: "tenant-alpha"}
+	sink := liveacl.ManifestSink{Path: path, Namespace: "tenant-alpha"}
 	must(t, sink.Check())
-	for _, s := range []pveacl.TokenSecret{
+	for _, s := range []liveacl.TokenSecret{
 		{URL: "u", TokenID: "alpha@pve!csi", Secret: "one", Region: "eu", Tenant: "alpha"},
 		{URL: "u", TokenID: "alpha@pve!ccm", Secret: "two", Region: "eu", Tenant: "alpha"},
 		{URL: "u", TokenID: "alpha@pve!csi", Secret: "three", Region: "eu", Tenant: "alpha"},

@@ -1,4 +1,4 @@
-package pveacl_test
+package liveacl_test
 
 import (
 	"sort"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
 
@@ -50,16 +51,16 @@ func TestPrune(t *testing.T) {
 			must(t, srv.AddUser("ops@pve", pveacltest.UserSpec{}))
 			must(t, srv.AddPool("legacy", "", nil, nil))
 			sink := dirSink(t)
-			_, err := pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, twoTenants), pveacl.WithSecretSink(sink))
+			_, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(sink))
 			must(t, err)
 			if tc.betaVM {
 				must(t, srv.AddVM(pveacltest.VMSpec{VMID: 200, Pool: "tenant-beta"}))
 			}
-			opts := []pveacl.LiveOption{pveacl.WithSecretSink(sink)}
+			opts := []liveacl.Option{liveacl.WithSecretSink(sink)}
 			if tc.prune {
-				opts = append(opts, pveacl.WithPrune())
+				opts = append(opts, liveacl.WithPrune())
 			}
-			res, err := pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, alphaOnly), opts...)
+			res, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, alphaOnly), opts...)
 			must(t, err)
 			cfg := srv.AccessConfig()
 			got := want{users: keys(cfg.Users), pools: keys(cfg.Pools)}
@@ -74,7 +75,7 @@ func TestPrune(t *testing.T) {
 					t.Errorf("%s: pruned subjects keep no ACL entry, found %+v", tc.reason, k)
 				}
 			}
-			live, err := pveacl.ReadLive(ctx, srv.Client())
+			live, err := liveacl.Read(ctx, srv.Client())
 			must(t, err)
 			again, kept, err := pveacl.PlanPrune(mustTenants(t, alphaOnly), live)
 			must(t, err)

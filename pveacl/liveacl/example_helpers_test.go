@@ -1,4 +1,4 @@
-package pveacl_test
+package liveacl_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package pveacl_test
+package liveacl_test
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"os"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
 
-// ExampleApplyLive applies a tenant specification to a (fake) cluster,
+// ExampleApply applies a tenant specification to a (fake) cluster,
 // stores the new token secrets as Kubernetes Secret manifests, and applies
 // again to show that nothing is left to do.
-func ExampleApplyLive() {
+func ExampleApply() {
 	t := &exampleT{}
 	defer t.cleanup()
 	srv := pveacltest.NewServer(t)
@@ -20,10 +21,10 @@ func ExampleApplyLive() {
 	spec, _ := pveacl.LoadTenants([]byte("tenants:\n- name: alpha\n  storage: alpha-disks\n"))
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
-	sink := pveacl.ManifestSink{Path: dir + "/secrets.yaml", Namespace: "tenant-alpha"}
+	sink := liveacl.ManifestSink{Path: dir + "/secrets.yaml", Namespace: "tenant-alpha"}
 
-	res, err := pveacl.ApplyLive(context.Background(), srv.Client(), spec,
-		pveacl.WithSecretSink(sink), pveacl.WithSecretContext("https://pve.example:8006", "pve-1"))
+	res, err := liveacl.Apply(context.Background(), srv.Client(), spec,
+		liveacl.WithSecretSink(sink), liveacl.WithSecretContext("https://pve.example:8006", "pve-1"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -32,7 +33,7 @@ func ExampleApplyLive() {
 	for _, s := range res.Secrets {
 		fmt.Println("secret of", s.TokenID)
 	}
-	again, _ := pveacl.ApplyLive(context.Background(), srv.Client(), spec, pveacl.WithSecretSink(sink))
+	again, _ := liveacl.Apply(context.Background(), srv.Client(), spec, liveacl.WithSecretSink(sink))
 	fmt.Println("second run:", len(again.Applied))
 	// Output:
 	// changes: 15

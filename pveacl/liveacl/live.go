@@ -1,4 +1,4 @@
-package pveacl
+package liveacl
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
@@ -18,46 +19,46 @@ import (
 // an audit or a plan built from what it sees would be wrong.
 var ErrIncompleteView = errors.New("the token cannot see the whole access-control state")
 
-// ViewError lists the privileges the reading token lacks on / (each must
+// viewError lists the privileges the reading token lacks on / (each must
 // propagate). PVEAuditor on / with propagation grants them all.
-type ViewError struct {
+type viewError struct {
 	Missing []string
 }
 
-func (e *ViewError) Error() string {
+func (e *viewError) Error() string {
 	return fmt.Sprintf("%v: it lacks %s on / with propagation; grant it PVEAuditor on / (propagate) or use an administrator token",
 		ErrIncompleteView, strings.Join(e.Missing, ", "))
 }
 
 // Unwrap returns ErrIncompleteView.
-func (e *ViewError) Unwrap() error { return ErrIncompleteView }
+func (e *viewError) Unwrap() error { return ErrIncompleteView }
 
 // viewPrivileges are needed on / (propagated) to list every user, ACL
 // entry, pool, guest and storage.
 var viewPrivileges = []string{"Datastore.Audit", "Pool.Audit", "Sys.Audit", "VM.Audit"}
 
-// ReadLive reads the access-control state of a cluster through its API
+// Read reads the access-control state of a cluster through its API
 // and returns the Config that ParseUserCfg would give for its user.cfg,
 // with Resources filled from GET /cluster/resources. It first checks that
 // the token sees everything (ErrIncompleteView otherwise).
-func ReadLive(ctx context.Context, c pveapi.Client) (*Config, error) {
-	snap, err := ReadSnapshot(ctx, c)
+func Read(ctx context.Context, c pveapi.Client) (*pveacl.Config, error) {
+	snap, err := readSnapshot(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := BuildConfig(snap)
+	cfg, err := buildConfig(snap)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the live access-control state: %w", err)
 	}
 	return cfg, nil
 }
 
-// ReadSnapshot reads the API answers ReadLive builds its Config from:
+// readSnapshot reads the API answers Read builds its Config from:
 // GET /version, /access/permissions?path=/, /access/users?full=1,
 // /access/groups, /access/roles, /access/acl, /pools and one
 // /pools?poolid=X per pool, and /cluster/resources.
-func ReadSnapshot(ctx context.Context, c pveapi.Client) (Snapshot, error) {
-	var s Snapshot
+func readSnapshot(ctx context.Context, c pveapi.Client) (snapshot, error) {
+	var s snapshot
 	v, err := readVersion(ctx, c)
 	if err != nil {
 		return s, err
@@ -90,27 +91,27 @@ func ReadSnapshot(ctx context.Context, c pveapi.Client) (Snapshot, error) {
 }
 
 // readVersion returns the major version from GET /version.
-func readVersion(ctx context.Context, c pveapi.Client) (Version, error) {
+func readVersion(ctx context.Context, c pveapi.Client) (pveacl.Version, error) {
 	var v proxmox.Version
 	if err := c.Get(ctx, "/version", &v); err != nil {
 		return 0, fmt.Errorf("cannot read the Proxmox VE version (GET /version): %w", err)
 	}
-	major, err := ParseVersion(v.Version)
+	major, err := parseVersion(v.Version)
 	if err != nil {
 		return 0, fmt.Errorf("cannot read the Proxmox VE version: %w", err)
 	}
 	return major, nil
 }
 
-// ParseVersion returns the major version of a PVE version string such as
+// parseVersion returns the major version of a PVE version string such as
 // "9.1.1" or "8.4"; it must be a supported one.
-func ParseVersion(s string) (Version, error) {
+func parseVersion(s string) (pveacl.Version, error) {
 	head, _, _ := strings.Cut(strings.TrimSpace(s), ".")
 	n, err := strconv.Atoi(head)
 	if err != nil || head == "" {
-		return 0, fmt.Errorf("%w: version %q does not start with a major number", ErrInvalidVersion, s)
+		return 0, fmt.Errorf("%w: version %q does not start with a major number", pveacl.ErrInvalidVersion, s)
 	}
-	v := Version(n)
+	v := pveacl.Version(n)
 	if err := v.Validate(); err != nil {
 		return 0, err
 	}
@@ -131,28 +132,28 @@ func checkView(ctx context.Context, c pveapi.Client) error {
 		}
 	}
 	if len(missing) > 0 {
-		return &ViewError{Missing: missing}
+		return &viewError{Missing: missing}
 	}
 	return nil
 }
 
-func readPools(ctx context.Context, c pveapi.Client) ([]SnapshotPool, error) {
-	var list []SnapshotPool
+func readPools(ctx context.Context, c pveapi.Client) ([]snapshotPool, error) {
+	var list []snapshotPool
 	if err := c.Get(ctx, "/pools", &list); err != nil {
 		return nil, fmt.Errorf("cannot read the pools (GET /pools): %w", err)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].PoolID < list[j].PoolID })
-	out := make([]SnapshotPool, 0, len(list))
+	out := make([]snapshotPool, 0, len(list))
 	for _, p := range list {
 		var detail proxmox.Pools
 		path := "/pools?" + url.Values{"poolid": {p.PoolID}}.Encode()
 		if err := c.Get(ctx, path, &detail); err != nil {
 			return nil, fmt.Errorf("cannot read pool %s (GET %s): %w", p.PoolID, path, err)
 		}
-		sp := SnapshotPool{PoolID: p.PoolID, Comment: p.Comment}
+		sp := snapshotPool{PoolID: p.PoolID, Comment: p.Comment}
 		for _, d := range detail {
 			for _, m := range d.Members {
-				sp.Members = append(sp.Members, SnapshotPoolMember{Type: m.Type, VMID: int(m.VMID), Storage: m.Storage})
+				sp.Members = append(sp.Members, snapshotPoolMember{Type: m.Type, VMID: int(m.VMID), Storage: m.Storage})
 			}
 		}
 		out = append(out, sp)
@@ -160,16 +161,16 @@ func readPools(ctx context.Context, c pveapi.Client) ([]SnapshotPool, error) {
 	return out, nil
 }
 
-func readResources(ctx context.Context, c pveapi.Client) ([]SnapshotResource, error) {
+func readResources(ctx context.Context, c pveapi.Client) ([]snapshotResource, error) {
 	var rs proxmox.ClusterResources
 	if err := c.Get(ctx, "/cluster/resources", &rs); err != nil {
 		return nil, fmt.Errorf("cannot read the cluster resources (GET /cluster/resources): %w", err)
 	}
-	var out []SnapshotResource
+	var out []snapshotResource
 	for _, r := range rs {
 		switch r.Type {
 		case "qemu", "lxc", "storage":
-			out = append(out, SnapshotResource{Type: r.Type, VMID: int(r.VMID), Storage: r.Storage, Pool: r.Pool})
+			out = append(out, snapshotResource{Type: r.Type, VMID: int(r.VMID), Storage: r.Storage, Pool: r.Pool})
 		}
 	}
 	return out, nil

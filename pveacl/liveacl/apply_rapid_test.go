@@ -1,4 +1,4 @@
-package pveacl_test
+package liveacl_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
@@ -30,17 +31,17 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 		spec := drawTenants(rt)
 		seedState(rt, srv, spec)
 		c := rootClient(srv)
-		before, err := pveacl.ReadLive(ctx, c)
+		before, err := liveacl.Read(ctx, c)
 		if err != nil {
 			rt.Fatal(err)
 		}
 		unmanaged := unmanagedView(srv.AccessConfig())
 		sink := memSink{}
-		res, err := pveacl.ApplyLive(ctx, c, spec, pveacl.WithSecretSink(sink))
+		res, err := liveacl.Apply(ctx, c, spec, liveacl.WithSecretSink(sink))
 		if err != nil {
 			rt.Fatalf("apply: %v", err)
 		}
-		after, err := pveacl.ReadLive(ctx, c)
+		after, err := liveacl.Read(ctx, c)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 			rt.Fatalf("fake and simulator disagree: -simulator +fake:\n%s", diff)
 		}
 		srv.ResetRequests()
-		if _, err := pveacl.ApplyLive(ctx, c, spec, pveacl.WithSecretSink(sink)); err != nil {
+		if _, err := liveacl.Apply(ctx, c, spec, liveacl.WithSecretSink(sink)); err != nil {
 			rt.Fatal(err)
 		}
 		if m := srv.MutatingRequests(); len(m) != 0 {
@@ -76,7 +77,7 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 type memSink map[string]string
 
 func (m memSink) Check() error { return nil }
-func (m memSink) Store(s pveacl.TokenSecret) (string, error) {
+func (m memSink) Store(s liveacl.TokenSecret) (string, error) {
 	m[s.TokenID] = s.Secret.Reveal()
 	return "memory", nil
 }

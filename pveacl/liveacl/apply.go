@@ -1,4 +1,4 @@
-package pveacl
+package liveacl
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
@@ -28,8 +29,8 @@ const (
 
 // Applied is one change and its outcome.
 type Applied struct {
-	Change  Change  `json:"change"`
-	Outcome Outcome `json:"outcome"`
+	Change  pveacl.Change `json:"change"`
+	Outcome Outcome       `json:"outcome"`
 }
 
 // StoredSecret says where the secret of a new token went (never the value).
@@ -38,25 +39,25 @@ type StoredSecret struct {
 	Location string `json:"location"`
 }
 
-// ApplyResult is what a live apply did.
-type ApplyResult struct {
-	Version Version        `json:"version"`
+// Result is what a live apply did.
+type Result struct {
+	Version pveacl.Version `json:"version"`
 	Applied []Applied      `json:"applied"`
-	Kept    []Kept         `json:"kept,omitempty"`
+	Kept    []pveacl.Kept  `json:"kept,omitempty"`
 	Secrets []StoredSecret `json:"secrets,omitempty"`
 }
 
 // Progress reports a change about to be made (Outcome empty) or made.
 type Progress struct {
 	Index, Total int
-	Change       Change
+	Change       pveacl.Change
 	Outcome      Outcome
 }
 
-// LiveOption adjusts ApplyLive and ApplyChanges.
-type LiveOption func(*liveOptions)
+// Option adjusts Apply and applyChanges.
+type Option func(*settings)
 
-type liveOptions struct {
+type settings struct {
 	prune    bool
 	sink     SecretSink
 	progress func(Progress)
@@ -67,46 +68,46 @@ type liveOptions struct {
 
 // WithPrune also removes owned users, tokens and pools the specification
 // no longer lists (see PlanPrune).
-func WithPrune() LiveOption { return func(o *liveOptions) { o.prune = true } }
+func WithPrune() Option { return func(o *settings) { o.prune = true } }
 
 // WithSecretSink stores the secrets of created tokens. Without it an apply
 // that would create a token fails before changing anything.
-func WithSecretSink(s SecretSink) LiveOption { return func(o *liveOptions) { o.sink = s } }
+func WithSecretSink(s SecretSink) Option { return func(o *settings) { o.sink = s } }
 
 // WithSecretContext sets the url and region written next to each secret.
-func WithSecretContext(apiURL, region string) LiveOption {
-	return func(o *liveOptions) { o.url, o.region = apiURL, region }
+func WithSecretContext(apiURL, region string) Option {
+	return func(o *settings) { o.url, o.region = apiURL, region }
 }
 
 // WithProgress calls f before and after each change.
-func WithProgress(f func(Progress)) LiveOption { return func(o *liveOptions) { o.progress = f } }
+func WithProgress(f func(Progress)) Option { return func(o *settings) { o.progress = f } }
 
-// ApplyLive makes a cluster match the tenants: it reads the live state
-// (ReadLive), plans for the version the cluster runs (Plan, plus PlanPrune
-// with WithPrune) and performs only the missing changes (ApplyChanges).
+// Apply makes a cluster match the tenants: it reads the live state
+// (Read), plans for the version the cluster runs (Plan, plus PlanPrune
+// with WithPrune) and performs only the missing changes (applyChanges).
 // Applying again plans nothing and sends no changing request.
-func ApplyLive(ctx context.Context, c pveapi.Client, desired *Tenants, opts ...LiveOption) (ApplyResult, error) {
-	observed, err := ReadLive(ctx, c)
+func Apply(ctx context.Context, c pveapi.Client, desired *pveacl.Tenants, opts ...Option) (Result, error) {
+	observed, err := Read(ctx, c)
 	if err != nil {
-		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
 	if err := onCluster(desired, observed); err != nil {
-		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
-	changes, err := Plan(desired, observed, WithVersion(observed.Version))
+	changes, err := pveacl.Plan(desired, observed, pveacl.WithVersion(observed.Version))
 	if err != nil {
-		return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
-	var kept []Kept
+	var kept []pveacl.Kept
 	if o := options(opts); o.prune {
-		var prune []Change
-		if prune, kept, err = PlanPrune(desired, observed); err != nil {
-			return ApplyResult{}, fmt.Errorf("cannot apply: %w", err)
+		var prune []pveacl.Change
+		if prune, kept, err = pveacl.PlanPrune(desired, observed); err != nil {
+			return Result{}, fmt.Errorf("cannot apply: %w", err)
 		}
 		changes = append(changes, prune...)
 	}
-	opts = append(opts, func(o *liveOptions) { o.tenants = tokenTenants(desired) })
-	res, err := ApplyChanges(ctx, c, changes, opts...)
+	opts = append(opts, func(o *settings) { o.tenants = tokenTenants(desired) })
+	res, err := applyChanges(ctx, c, changes, opts...)
 	res.Version, res.Kept = observed.Version, kept
 	return res, err
 }
@@ -117,7 +118,7 @@ func ApplyLive(ctx context.Context, c pveapi.Client, desired *Tenants, opts ...L
 var ErrNotOnCluster = errors.New("the tenant specification names objects the cluster does not have")
 
 // onCluster checks that every tenant storage and guest exists.
-func onCluster(desired *Tenants, observed *Config) error {
+func onCluster(desired *pveacl.Tenants, observed *pveacl.Config) error {
 	var missing []string
 	for _, t := range desired.Tenants {
 		for _, s := range t.AllStorages() {
@@ -138,7 +139,7 @@ func onCluster(desired *Tenants, observed *Config) error {
 }
 
 // tokenTenants maps each tenant token id to its tenant's name.
-func tokenTenants(desired *Tenants) map[string]string {
+func tokenTenants(desired *pveacl.Tenants) map[string]string {
 	spec := *desired
 	spec.Tenants = slices.Clone(desired.Tenants)
 	spec.Default()
@@ -150,24 +151,24 @@ func tokenTenants(desired *Tenants) map[string]string {
 	return out
 }
 
-func options(opts []LiveOption) liveOptions {
-	var o liveOptions
+func options(opts []Option) settings {
+	var o settings
 	for _, opt := range opts {
 		opt(&o)
 	}
 	return o
 }
 
-// ApplyChanges performs changes in order through the API. Each is
+// applyChanges performs changes in order through the API. Each is
 // idempotent: a create whose object exists (PVE's "already exists"), a
 // delete whose object is gone, members already in a pool, all count as
 // present. Token secrets go to the sink as soon as a token is created; the
 // sink is checked before the first change. It stops at the first error and
 // returns what was done so far.
-func ApplyChanges(ctx context.Context, c pveapi.Client, changes []Change, opts ...LiveOption) (ApplyResult, error) {
+func applyChanges(ctx context.Context, c pveapi.Client, changes []pveacl.Change, opts ...Option) (Result, error) {
 	o := options(opts)
-	var res ApplyResult
-	if slices.ContainsFunc(changes, func(ch Change) bool { return ch.Op == OpCreateToken }) {
+	var res Result
+	if slices.ContainsFunc(changes, func(ch pveacl.Change) bool { return ch.Op == pveacl.OpCreateToken }) {
 		if o.sink == nil {
 			return res, fmt.Errorf("cannot apply: %w: pass a secret sink (--secrets-dir or --secret-manifests)", ErrNoSecretSink)
 		}
@@ -180,7 +181,7 @@ func ApplyChanges(ctx context.Context, c pveapi.Client, changes []Change, opts .
 		a.report(Progress{Index: i + 1, Total: len(changes), Change: ch})
 		out, err := a.do(ctx, ch, &res)
 		if err != nil {
-			return res, fmt.Errorf("cannot %s (change %d of %d): %w", ch.Op.describe(), i+1, len(changes), err)
+			return res, fmt.Errorf("cannot %s (change %d of %d): %w", ch.Op.Describe(), i+1, len(changes), err)
 		}
 		res.Applied = append(res.Applied, Applied{Change: ch, Outcome: out})
 		a.report(Progress{Index: i + 1, Total: len(changes), Change: ch, Outcome: out})
@@ -190,7 +191,7 @@ func ApplyChanges(ctx context.Context, c pveapi.Client, changes []Change, opts .
 
 type applier struct {
 	c pveapi.Client
-	o liveOptions
+	o settings
 }
 
 func (a *applier) report(p Progress) {
@@ -199,54 +200,36 @@ func (a *applier) report(p Progress) {
 	}
 }
 
-// describe names an operation, including the prune-only ones.
-func (o Op) describe() string {
-	switch o {
-	case OpDeleteToken:
-		return "delete token"
-	case OpDeleteUser:
-		return "delete user"
-	case OpRemovePoolMembers:
-		return "remove pool members"
-	case OpDeletePool:
-		return "delete pool"
-	}
-	if v := o.verb(); v != "" {
-		return v
-	}
-	return string(o)
-}
-
-func (a *applier) do(ctx context.Context, ch Change, res *ApplyResult) (Outcome, error) {
+func (a *applier) do(ctx context.Context, ch pveacl.Change, res *Result) (Outcome, error) {
 	switch ch.Op {
-	case OpCreateRole, OpUpdateRole:
+	case pveacl.OpCreateRole, pveacl.OpUpdateRole:
 		return a.role(ctx, ch)
-	case OpCreatePool:
+	case pveacl.OpCreatePool:
 		return present(a.c.Post(ctx, "/pools", map[string]any{"poolid": ch.Pool, "comment": ch.Comment}, nil), "already exists")
-	case OpCreateUser:
+	case pveacl.OpCreateUser:
 		return present(a.c.Post(ctx, "/access/users", map[string]any{"userid": ch.User, "enable": 1, "comment": ch.Comment}, nil), "already exists")
-	case OpEnableUser:
+	case pveacl.OpEnableUser:
 		return applied(a.c.Put(ctx, userPath(ch.User), map[string]any{"enable": 1}, nil))
-	case OpCreateToken:
+	case pveacl.OpCreateToken:
 		return a.createToken(ctx, ch, res)
-	case OpUpdateToken:
+	case pveacl.OpUpdateToken:
 		return applied(a.c.Put(ctx, tokenPath(ch.User, ch.Token), map[string]any{"privsep": 1}, nil))
-	case OpAddPoolMembers:
+	case pveacl.OpAddPoolMembers:
 		return a.addMembers(ctx, ch)
-	case OpSetACL, OpDeleteACL:
+	case pveacl.OpSetACL, pveacl.OpDeleteACL:
 		return applied(a.c.Put(ctx, "/access/acl", aclBody(ch), nil))
-	case OpDeleteToken:
+	case pveacl.OpDeleteToken:
 		return present(a.c.Delete(ctx, tokenPath(ch.User, ch.Token), nil), "no such token", "no such user")
-	case OpDeleteUser:
+	case pveacl.OpDeleteUser:
 		return present(a.c.Delete(ctx, userPath(ch.User), nil), "no such user")
-	case OpRemovePoolMembers:
+	case pveacl.OpRemovePoolMembers:
 		body := memberBody(ch)
 		body["delete"] = 1
 		return applied(a.c.Put(ctx, "/pools", body, nil))
-	case OpDeletePool:
+	case pveacl.OpDeletePool:
 		return present(a.c.Delete(ctx, "/pools?"+url.Values{"poolid": {ch.Pool}}.Encode(), nil), "does not exist")
 	}
-	return "", fmt.Errorf("%w: unknown operation %q", ErrRefused, ch.Op)
+	return "", fmt.Errorf("%w: unknown operation %q", pveacl.ErrRefused, ch.Op)
 }
 
 func userPath(uid string) string { return "/access/users/" + url.PathEscape(uid) }
@@ -295,9 +278,9 @@ func apiMessageHas(err error, texts ...string) bool {
 
 // role creates the role or, when it exists, sets its privileges (PUT
 // without append replaces the list).
-func (a *applier) role(ctx context.Context, ch Change) (Outcome, error) {
+func (a *applier) role(ctx context.Context, ch pveacl.Change) (Outcome, error) {
 	privs := strings.Join(ch.Privs, ",")
-	if ch.Op == OpCreateRole {
+	if ch.Op == pveacl.OpCreateRole {
 		err := a.c.Post(ctx, "/access/roles", map[string]any{"roleid": ch.Role, "privs": privs}, nil)
 		if err == nil || !apiMessageHas(err, "already exists") {
 			return applied(err)
@@ -307,13 +290,13 @@ func (a *applier) role(ctx context.Context, ch Change) (Outcome, error) {
 }
 
 // createToken creates a privilege-separated token and stores its secret.
-func (a *applier) createToken(ctx context.Context, ch Change, res *ApplyResult) (Outcome, error) {
+func (a *applier) createToken(ctx context.Context, ch pveacl.Change, res *Result) (Outcome, error) {
 	var created proxmox.NewAPIToken
 	err := a.c.Post(ctx, tokenPath(ch.User, ch.Token), map[string]any{"privsep": 1, "comment": ch.Comment}, &created)
 	if err != nil {
 		return present(err, "Token already exists.")
 	}
-	id := TokenID(ch.User, ch.Token)
+	id := pveacl.TokenID(ch.User, ch.Token)
 	loc, err := a.o.sink.Store(TokenSecret{URL: a.o.url, TokenID: id, Secret: Secret(created.Value),
 		Region: a.o.region, Tenant: a.o.tenants[id]})
 	if err != nil {
@@ -325,7 +308,7 @@ func (a *applier) createToken(ctx context.Context, ch Change, res *ApplyResult) 
 
 // addMembers adds pool members; when PVE answers that one is already a
 // member, it reads the pool and sends only those still missing.
-func (a *applier) addMembers(ctx context.Context, ch Change) (Outcome, error) {
+func (a *applier) addMembers(ctx context.Context, ch pveacl.Change) (Outcome, error) {
 	err := a.c.Put(ctx, "/pools", memberBody(ch), nil)
 	if err == nil || !apiMessageHas(err, "already a pool member") {
 		return applied(err)
@@ -358,10 +341,14 @@ func (a *applier) addMembers(ctx context.Context, ch Change) (Outcome, error) {
 	return applied(a.c.Put(ctx, "/pools", memberBody(rest), nil))
 }
 
-func memberBody(ch Change) map[string]any {
+func memberBody(ch pveacl.Change) map[string]any {
 	b := map[string]any{"poolid": ch.Pool}
 	if len(ch.VMs) > 0 {
-		b["vms"] = joinInts(ch.VMs)
+		ids := make([]string, len(ch.VMs))
+		for i, vm := range ch.VMs {
+			ids[i] = strconv.Itoa(vm)
+		}
+		b["vms"] = strings.Join(ids, ",")
 	}
 	if len(ch.Storages) > 0 {
 		b["storage"] = strings.Join(ch.Storages, ",")
@@ -372,12 +359,15 @@ func memberBody(ch Change) map[string]any {
 	return b
 }
 
-func aclBody(ch Change) map[string]any {
+func aclBody(ch pveacl.Change) map[string]any {
 	b := map[string]any{"path": ch.Path, "roles": strings.Join(ch.Roles, ","), string(ch.Kind) + "s": ch.Subject}
-	if ch.Op == OpDeleteACL {
+	if ch.Op == pveacl.OpDeleteACL {
 		b["delete"] = 1
 	} else {
-		b["propagate"] = b2i(ch.Propagate)
+		b["propagate"] = 0
+		if ch.Propagate {
+			b["propagate"] = 1
+		}
 	}
 	return b
 }

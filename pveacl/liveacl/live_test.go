@@ -1,4 +1,4 @@
-package pveacl_test
+package liveacl_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
 
@@ -65,14 +66,14 @@ func cluster(t *testing.T, opts ...pveacltest.Option) *pveacltest.Server {
 	return srv
 }
 
-func dirSink(t *testing.T) pveacl.DirSink {
-	return pveacl.DirSink{Dir: filepath.Join(t.TempDir(), "secrets")}
+func dirSink(t *testing.T) liveacl.DirSink {
+	return liveacl.DirSink{Dir: filepath.Join(t.TempDir(), "secrets")}
 }
 
 // storedSecret reads a token's secret back from a DirSink.
-func storedSecret(t *testing.T, sink pveacl.DirSink, tokenID string) string {
+func storedSecret(t *testing.T, sink liveacl.DirSink, tokenID string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sink.Dir, pveacl.SecretName(tokenID)+".json"))
+	b, err := os.ReadFile(filepath.Join(sink.Dir, liveacl.SecretName(tokenID)+".json"))
 	must(t, err)
 	var m map[string]string
 	must(t, json.Unmarshal(b, &m))
@@ -83,23 +84,23 @@ func TestApplyThenAuditIsClean(t *testing.T) {
 	srv := cluster(t)
 	spec := mustTenants(t, twoTenants)
 	sink := dirSink(t)
-	res, err := pveacl.ApplyLive(ctx, srv.Client(), spec, pveacl.WithSecretSink(sink), pveacl.WithSecretContext("https://pve:8006", "eu-1"))
+	res, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(sink), liveacl.WithSecretContext("https://pve:8006", "eu-1"))
 	must(t, err)
 	if len(res.Applied) == 0 || len(res.Secrets) != 5 {
 		t.Fatalf("the first apply creates everything and five tokens: %d changes, secrets %v", len(res.Applied), res.Secrets)
 	}
-	live, err := pveacl.ReadLive(ctx, srv.Client())
+	state, err := liveacl.Read(ctx, srv.Client())
 	must(t, err)
-	rep, err := pveacl.Audit(live, spec)
+	rep, err := pveacl.Audit(state, spec)
 	must(t, err)
 	if diff := cmp.Diff([]pveacl.Code{pveacl.CodePlatformWideToken}, rep.Codes()); diff != "" {
 		t.Errorf("after apply the audit finds only the capmox token's reach (info): -want +got:\n%s\n%+v", diff, rep.Findings)
 	}
-	if next, err := pveacl.Plan(spec, live); err != nil || len(next) != 0 {
+	if next, err := pveacl.Plan(spec, state); err != nil || len(next) != 0 {
 		t.Errorf("after apply the plan is empty: %v, %v", next, err)
 	}
 	srv.ResetRequests()
-	again, err := pveacl.ApplyLive(ctx, srv.Client(), spec, pveacl.WithSecretSink(sink))
+	again, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(sink))
 	must(t, err)
 	if len(again.Applied) != 0 || len(srv.MutatingRequests()) != 0 {
 		t.Errorf("a second apply changes nothing: %d changes, mutating requests %v", len(again.Applied), srv.MutatingRequests())
@@ -110,8 +111,8 @@ func TestApplyOutputsCarryNoSecret(t *testing.T) {
 	srv := cluster(t)
 	sink := dirSink(t)
 	var seen strings.Builder
-	res, err := pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, twoTenants), pveacl.WithSecretSink(sink),
-		pveacl.WithProgress(func(p pveacl.Progress) { fmt.Fprintf(&seen, "%+v\n", p) }))
+	res, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(sink),
+		liveacl.WithProgress(func(p liveacl.Progress) { fmt.Fprintf(&seen, "%+v\n", p) }))
 	must(t, err)
 	b, err := json.Marshal(res)
 	must(t, err)
@@ -128,7 +129,7 @@ func TestTenantTokenIsolation(t *testing.T) {
 	srv := cluster(t)
 	spec := mustTenants(t, twoTenants)
 	sink := dirSink(t)
-	_, err := pveacl.ApplyLive(ctx, srv.Client(), spec, pveacl.WithSecretSink(sink))
+	_, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(sink))
 	must(t, err)
 	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 100, Pool: "alpha", Disks: map[string]string{"scsi0": "alpha-disks:4"}}))
 	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 200, Pool: "tenant-beta", Disks: map[string]string{"scsi0": "beta-disks:4"}}))
@@ -180,14 +181,14 @@ func TestReadLiveNeedsTheWholeView(t *testing.T) {
 	secret, err := srv.AddToken("peek@pve", "tk", pveacltest.TokenSpec{})
 	must(t, err)
 	must(t, srv.SetACL("/", "user", "peek@pve", false, "PVEAuditor"))
-	_, err = pveacl.ReadLive(ctx, srv.TokenClient("peek@pve!tk", secret))
-	var ve *pveacl.ViewError
-	if !errors.Is(err, pveacl.ErrIncompleteView) || !errors.As(err, &ve) ||
+	_, err = liveacl.Read(ctx, srv.TokenClient("peek@pve!tk", secret))
+	var ve *liveacl.ViewError
+	if !errors.Is(err, liveacl.ErrIncompleteView) || !errors.As(err, &ve) ||
 		!cmp.Equal(ve.Missing, []string{"Datastore.Audit", "Pool.Audit", "Sys.Audit", "VM.Audit"}) {
 		t.Fatalf("PVEAuditor without propagation is not enough to read everything: %v", err)
 	}
 	must(t, srv.SetACL("/", "user", "peek@pve", true, "PVEAuditor"))
-	if _, err := pveacl.ReadLive(ctx, srv.TokenClient("peek@pve!tk", secret)); err != nil {
+	if _, err := liveacl.Read(ctx, srv.TokenClient("peek@pve!tk", secret)); err != nil {
 		t.Errorf("PVEAuditor on / with propagation reads everything: %v", err)
 	}
 }
@@ -201,14 +202,14 @@ func TestReadLiveMatchesServerState(t *testing.T) {
 	must(t, srv.SetAccessConfig(cfg))
 	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 100}))
 	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 300}))
-	live, err := pveacl.ReadLive(ctx, srv.Client())
+	state, err := liveacl.Read(ctx, srv.Client())
 	must(t, err)
 	want := srv.AccessConfig()
 	opts := []cmp.Option{cmpopts.EquateEmpty(), cmpopts.IgnoreFields(pveacl.Config{}, "Resources")}
-	if diff := cmp.Diff(want, live, opts...); diff != "" {
-		t.Errorf("ReadLive must rebuild the server's access state: -want +got:\n%s", diff)
+	if diff := cmp.Diff(want, state, opts...); diff != "" {
+		t.Errorf("Read must rebuild the server's access state: -want +got:\n%s", diff)
 	}
-	if diff := cmp.Diff([]int{100, 300}, live.Resources.VMs); diff != "" {
+	if diff := cmp.Diff([]int{100, 300}, state.Resources.VMs); diff != "" {
 		t.Errorf("guests come from /cluster/resources: -want +got:\n%s", diff)
 	}
 }
@@ -231,8 +232,8 @@ func TestApplyNeedsTheTenantsObjects(t *testing.T) {
 	must(t, srv.AddStorage(pveacltest.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}}))
 	spec := mustTenants(t, "tenants:\n- name: alpha\n  storage: alpha-disks\n  vms: [100]\n- name: beta\n  storage: beta-disks\n")
 	srv.ResetRequests()
-	_, err := pveacl.ApplyLive(ctx, srv.Client(), spec, pveacl.WithSecretSink(dirSink(t)))
-	if !errors.Is(err, pveacl.ErrNotOnCluster) || !strings.Contains(err.Error(), "VM 100 (tenant alpha), storage beta-disks (tenant beta)") {
+	_, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(dirSink(t)))
+	if !errors.Is(err, liveacl.ErrNotOnCluster) || !strings.Contains(err.Error(), "VM 100 (tenant alpha), storage beta-disks (tenant beta)") {
 		t.Fatalf("PVE would accept but never list missing members, so apply refuses them: %v", err)
 	}
 	if m := srv.MutatingRequests(); len(m) != 0 {
@@ -243,8 +244,8 @@ func TestApplyNeedsTheTenantsObjects(t *testing.T) {
 func TestApplyWithoutSecretSinkChangesNothing(t *testing.T) {
 	srv := cluster(t)
 	srv.ResetRequests()
-	_, err := pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, twoTenants))
-	if !errors.Is(err, pveacl.ErrNoSecretSink) {
+	_, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants))
+	if !errors.Is(err, liveacl.ErrNoSecretSink) {
 		t.Fatalf("new tokens without a sink must be refused: %v", err)
 	}
 	if m := srv.MutatingRequests(); len(m) != 0 {
@@ -264,13 +265,13 @@ func TestApplyChangesIsIdempotent(t *testing.T) {
 		{Op: pveacl.OpAddPoolMembers, Pool: "p1", Storages: []string{"alpha-disks", "beta-disks"}},
 		{Op: pveacl.OpDeleteToken, User: "k8s@pve", Token: "gone"},
 	}
-	res, err := pveacl.ApplyChanges(ctx, srv.Client(), changes)
+	res, err := liveacl.ApplyChanges(ctx, srv.Client(), changes)
 	must(t, err)
-	var outcomes []pveacl.Outcome
+	var outcomes []liveacl.Outcome
 	for _, a := range res.Applied {
 		outcomes = append(outcomes, a.Outcome)
 	}
-	want := []pveacl.Outcome{pveacl.OutcomeApplied, pveacl.OutcomePresent, pveacl.OutcomePresent, pveacl.OutcomeApplied, pveacl.OutcomePresent}
+	want := []liveacl.Outcome{liveacl.OutcomeApplied, liveacl.OutcomePresent, liveacl.OutcomePresent, liveacl.OutcomeApplied, liveacl.OutcomePresent}
 	if diff := cmp.Diff(want, outcomes); diff != "" {
 		t.Errorf("creates of existing objects are present, the role is updated, missing members added: -want +got:\n%s", diff)
 	}
@@ -283,23 +284,23 @@ func TestApplyChangesIsIdempotent(t *testing.T) {
 func TestApplyStopsAtTheFirstError(t *testing.T) {
 	srv := cluster(t)
 	must(t, srv.InjectError(pveacltest.Fault{Method: "POST", Path: "^/pools$", Status: 500, Message: "create pool failed: cfs-lock 'file-user_cfg' error: got lock request timeout"}))
-	_, err := pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, twoTenants), pveacl.WithSecretSink(dirSink(t)))
+	_, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(dirSink(t)))
 	if err == nil || !strings.Contains(err.Error(), "cannot create pool (change 5 of") || !strings.Contains(err.Error(), "got lock request timeout") {
 		t.Fatalf("the error names the change and carries PVE's message: %v", err)
 	}
 	srv.ClearFaults()
-	_, err = pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, twoTenants), pveacl.WithSecretSink(dirSink(t)))
+	_, err = liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(dirSink(t)))
 	must(t, err)
-	live, err := pveacl.ReadLive(ctx, srv.Client())
+	state, err := liveacl.Read(ctx, srv.Client())
 	must(t, err)
-	if next, _ := pveacl.Plan(mustTenants(t, twoTenants), live); len(next) != 0 {
+	if next, _ := pveacl.Plan(mustTenants(t, twoTenants), state); len(next) != 0 {
 		t.Errorf("a rerun after a failure converges: %v", next)
 	}
 }
 
 func TestApplyPlansForTheLiveVersion(t *testing.T) {
 	srv := cluster(t, pveacltest.WithVersion(pveacl.PVE8))
-	res, err := pveacl.ApplyLive(ctx, srv.Client(), mustTenants(t, twoTenants), pveacl.WithSecretSink(dirSink(t)))
+	res, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(dirSink(t)))
 	must(t, err)
 	if res.Version != pveacl.PVE8 {
 		t.Errorf("the version comes from GET /version: %d", res.Version)
@@ -323,9 +324,9 @@ func TestVersionParsing(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := pveacl.ParseVersion(tc.in)
+			got, err := liveacl.ParseVersion(tc.in)
 			if got != tc.want || (err != nil) != tc.err {
-				t.Errorf("%s: ParseVersion(%q) = %d, %v", tc.reason, tc.in, got, err)
+				t.Errorf("%s: parseVersion(%q) = %d, %v", tc.reason, tc.in, got, err)
 			}
 		})
 	}
@@ -336,14 +337,14 @@ func FuzzParseVersion(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := pveacl.ParseVersion(s)
+		v, err := liveacl.ParseVersion(s)
 		if err != nil {
 			return
 		}
 		if v.Validate() != nil {
-			t.Fatalf("ParseVersion(%q) = %d, an unsupported version without error", s, v)
+			t.Fatalf("parseVersion(%q) = %d, an unsupported version without error", s, v)
 		}
-		if again, err := pveacl.ParseVersion(strconv.Itoa(int(v))); err != nil || again != v {
+		if again, err := liveacl.ParseVersion(strconv.Itoa(int(v))); err != nil || again != v {
 			t.Fatalf("the major %d does not parse back: %d, %v", v, again, err)
 		}
 	})

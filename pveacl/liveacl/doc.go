@@ -1,0 +1,18 @@
+// Package liveacl reads and changes the access control of a live Proxmox VE
+// cluster through pveapi.Client (go-proxmox's client satisfies it).
+//
+// Read returns the cluster's state as a pveacl.Config, the same Config
+// that parsing its user.cfg gives, with the guests and storages of
+// /cluster/resources; it first checks that the token sees everything
+// (ErrIncompleteView). Apply makes the cluster match a tenant
+// specification: it reads the state, plans for the version the cluster
+// runs (pveacl.Plan, and pveacl.PlanPrune with WithPrune) and performs
+// only the missing changes, each idempotently, so that a second run sends
+// no changing request.
+//
+// Proxmox VE shows a new token's secret once. Apply hands it to a
+// SecretSink (DirSink writes one JSON file per token, ManifestSink
+// Kubernetes Secret manifests) and refuses to create tokens without one
+// (ErrNoSecretSink). A Secret prints as "[redacted]"; no Config, Change,
+// Result or error holds one.
+package liveacl
