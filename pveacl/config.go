@@ -187,6 +187,19 @@ func aceLess(a, b ACLKey) bool {
 	return a.Role < b.Role
 }
 
+// ComparePaths orders ACL paths the way a depth-first walk of the ACL tree
+// with sorted children visits them: component by component, a parent before
+// its children. It returns -1, 0 or +1, for slices.SortFunc.
+func ComparePaths(a, b string) int {
+	switch {
+	case pathLess(a, b):
+		return -1
+	case pathLess(b, a):
+		return 1
+	}
+	return 0
+}
+
 // pathLess orders paths as a depth-first walk of the ACL tree with sorted
 // children visits them: component by component, a parent before its
 // children.

@@ -75,11 +75,6 @@ type subjectRef struct {
 	id   string
 }
 
-// tokenRoles returns the roles each tenant token is meant to hold.
-func tenantTokenRoles() (csi, ccm []string) {
-	return []string{RoleCSI, RoleCSIStorage}, []string{RoleCCM, RoleAuditor}
-}
-
 func buildDesired(t *Tenants, v Version) desiredState {
 	d := desiredState{version: v, roles: map[string][]string{}, users: map[string]string{},
 		tokens: map[string]string{}, pools: map[string]desiredPool{}, acl: map[ACLKey]bool{},
@@ -137,13 +132,13 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 		p.storages = insertSorted(p.storages, s)
 	}
 	d.pools[tn.Pool] = p
-	pool := poolPath(tn.Pool)
+	pool := PoolPath(tn.Pool)
 	d.grant(pool, KindUser, tn.User, false, RoleCSI, RoleCCM)
 	d.grant(pool, KindToken, csi, false, RoleCSI)
 	d.grant(pool, KindToken, ccm, false, RoleCCM)
 	for _, s := range tn.AllStorages() {
-		d.grant(storagePath(s), KindUser, tn.User, false, RoleCSIStorage)
-		d.grant(storagePath(s), KindToken, csi, false, RoleCSIStorage)
+		d.grant(StoragePath(s), KindUser, tn.User, false, RoleCSIStorage)
+		d.grant(StoragePath(s), KindToken, csi, false, RoleCSIStorage)
 	}
 	d.grant("/", KindUser, tn.User, false, RoleAuditor)
 	d.grant("/", KindToken, ccm, false, RoleAuditor)
@@ -156,29 +151,21 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 	}
 }
 
-// allowedPrivileges returns, per tenant token id, the union of the
-// privileges of the roles the plan grants it: anything beyond is broader
-// than its role.
-func allowedPrivileges(t *Tenants, v Version) map[string]PrivSet {
-	managed := managedRoles[v]
-	builtin := table(v).builtins
-	set := func(roles []string) PrivSet {
+// TokenPrivileges returns the privileges a plan for version v grants each
+// tenant's CSI and CCM token: a token holding more is broader than its
+// roles.
+func TokenPrivileges(v Version) (csi, ccm PrivSet) {
+	managed, builtin := managedRoles[v], BuiltinRoles(v)
+	set := func(roles ...string) PrivSet {
 		var s PrivSet
 		for _, r := range roles {
-			if privs, ok := managed[r]; ok {
-				s = s.Union(NewPrivSet(privs...))
-			} else {
-				s = s.Union(builtin[r])
+			privs, ok := managed[r]
+			if !ok {
+				privs = builtin[r]
 			}
+			s = s.Union(NewPrivSet(privs...))
 		}
 		return s
 	}
-	csiRoles, ccmRoles := tenantTokenRoles()
-	out := map[string]PrivSet{}
-	for _, tn := range t.Tenants {
-		csi, ccm := tn.TokenIDs()
-		out[csi] = set(csiRoles)
-		out[ccm] = set(ccmRoles)
-	}
-	return out
+	return set(RoleCSI, RoleCSIStorage), set(RoleCCM, RoleAuditor)
 }

@@ -15,10 +15,9 @@
 // Change, RenderPveum): one pool, one dedicated storage, one user and
 // privilege-separated CSI and CCM tokens per tenant, plus the platform's
 // capmox credentials, as ordered idempotent steps; Apply plays the steps on
-// a Config in memory the way the API would. Audit proves that no tenant
-// user or token holds any privilege on another tenant's objects, on
-// objects in no pool or on shared storages, and reports the configurations
-// that leak or are one step from leaking.
+// a Config in memory the way the API would. Package audit proves that no
+// tenant user or token holds any privilege on another tenant's objects, on
+// objects in no pool or on shared storages.
 //
 // The state comes in as plain values: ParseUserCfg for a file, or
 // package liveacl, which reads a live cluster through pveapi.Client and

@@ -75,12 +75,12 @@ func NewEvaluator(cfg *Config) *Evaluator {
 	}
 	for _, name := range sortedKeys(cfg.Pools) {
 		p := cfg.Pools[name]
-		pp := poolPath(name)
+		pp := PoolPath(name)
 		for _, vm := range p.VMs {
-			e.poolsOf[vmPath(vm)] = append(e.poolsOf[vmPath(vm)], pp)
+			e.poolsOf[VMPath(vm)] = append(e.poolsOf[VMPath(vm)], pp)
 		}
 		for _, s := range p.Storages {
-			e.poolsOf[storagePath(s)] = append(e.poolsOf[storagePath(s)], pp)
+			e.poolsOf[StoragePath(s)] = append(e.poolsOf[StoragePath(s)], pp)
 		}
 	}
 	for k, prop := range cfg.ACL {

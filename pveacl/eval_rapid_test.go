@@ -105,7 +105,7 @@ func (m *permMachine) setACL(t *rapid.T) {
 // meeting a regular grant on the pool's members.
 func (m *permMachine) denyPool(t *rapid.T) {
 	kind, subject := m.subject(t)
-	path := poolPath(rapid.SampledFrom(rPools).Draw(t, "pool"))
+	path := PoolPath(rapid.SampledFrom(rPools).Draw(t, "pool"))
 	m.cfg.ACL[ACLKey{Path: path, Kind: kind, Subject: subject, Role: RoleNoAccess}] = rapid.Bool().Draw(t, "propagate")
 }
 
@@ -140,10 +140,10 @@ func (m *permMachine) check(t *rapid.T) {
 	paths := append([]string{}, rQueryPaths...)
 	for _, p := range m.cfg.Pools { // pool members twice as likely: pool roles are the subtle part
 		for _, vm := range p.VMs {
-			paths = append(paths, vmPath(vm), vmPath(vm))
+			paths = append(paths, VMPath(vm), VMPath(vm))
 		}
 		for _, s := range p.Storages {
-			paths = append(paths, storagePath(s), storagePath(s))
+			paths = append(paths, StoragePath(s), StoragePath(s))
 		}
 	}
 	for i := 0; i < 12; i++ {

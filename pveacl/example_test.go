@@ -44,27 +44,6 @@ func ExamplePlan() {
 	// pveum pool add alpha --comment 'pxsubstrate tenant alpha'
 }
 
-// Audit a cluster where a tenant's user was given PVEAuditor on / with
-// propagation: it now sees every VM, in or out of pools.
-func ExampleAudit() {
-	spec, _ := pveacl.LoadTenants([]byte("tenants:\n- {name: alpha, storage: alpha-disks}\n- {name: beta, storage: beta-disks}\n"))
-	changes, _ := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
-	cfg, _ := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
-	cfg.ACL[pveacl.ACLKey{Path: "/", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: "PVEAuditor"}] = true
-	rep, _ := pveacl.Audit(cfg, spec)
-	for _, f := range rep.Findings {
-		fmt.Println(f.Severity, f.Code, f.Subject, f.Path)
-	}
-	fmt.Println("errors:", rep.HasErrors())
-	// Output:
-	// error CrossTenantReach alpha@pve /pool/beta
-	// error CrossTenantReach alpha@pve /storage/beta-disks
-	// error CrossTenantReach alpha@pve /storage/pxsubstrate-probe
-	// error CrossTenantReach alpha@pve /vms/100
-	// error PropagatingTopLevelACL alpha@pve /
-	// errors: true
-}
-
 // Write the canonical user.cfg of a configuration.
 func ExampleMarshalUserCfg() {
 	cfg := pveacl.NewConfig(pveacl.PVE9)

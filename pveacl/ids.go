@@ -225,9 +225,11 @@ func perlSplit(s string, sep byte) []string {
 	return parts
 }
 
-// vmPath and storagePath build the object paths pool roles attach to.
-func vmPath(id int) string         { return "/vms/" + strconv.Itoa(id) }
-func storagePath(id string) string { return "/storage/" + id }
-func poolPath(id string) string    { return "/pool/" + id }
-func isPoolPath(p string) bool     { return strings.HasPrefix(p, "/pool/") }
-func poolOfPath(p string) string   { return strings.TrimPrefix(p, "/pool/") }
+// VMPath is the ACL path of a guest, where its pool's roles apply too.
+func VMPath(id int) string { return "/vms/" + strconv.Itoa(id) }
+
+// StoragePath is the ACL path of a storage, where its pools' roles apply too.
+func StoragePath(id string) string { return "/storage/" + id }
+
+// PoolPath is the ACL path of a pool.
+func PoolPath(id string) string { return "/pool/" + id }

@@ -133,10 +133,10 @@ func (n naiveEvaluator) compile(subject, path string) PrivSet {
 		}
 		var members []string
 		for _, vm := range p.VMs {
-			members = append(members, vmPath(vm))
+			members = append(members, VMPath(vm))
 		}
 		for _, s := range p.Storages {
-			members = append(members, storagePath(s))
+			members = append(members, StoragePath(s))
 		}
 		for _, m := range members {
 			if poolRoles[m] == nil {

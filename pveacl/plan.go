@@ -135,9 +135,7 @@ func prepare(desired *Tenants, observed *Config, opts []PlanOption) (*Tenants, V
 	if desired == nil {
 		return nil, 0, fmt.Errorf("cannot plan: %w: no tenant specification", ErrInvalidSpec)
 	}
-	spec := *desired
-	spec.Tenants = slices.Clone(desired.Tenants)
-	spec.Default()
+	spec := desired.Defaulted()
 	o := planOptions{version: spec.Platform.PVEVersion}
 	for _, opt := range opts {
 		opt(&o)
@@ -150,7 +148,7 @@ func prepare(desired *Tenants, observed *Config, opts []PlanOption) (*Tenants, V
 		return nil, 0, fmt.Errorf("cannot plan: %w: the observed cluster runs PVE %d but the plan is for PVE %d; set platform.pveVersion (or --pve-version) to %d",
 			ErrInvalidVersion, int(observed.Version), int(o.version), int(observed.Version))
 	}
-	return &spec, o.version, nil
+	return spec, o.version, nil
 }
 
 func planRoles(d desiredState, obs *Config) []Change {

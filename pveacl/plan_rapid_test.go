@@ -1,11 +1,14 @@
-package pveacl
+package pveacl_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"pgregory.net/rapid"
 )
 
@@ -14,17 +17,17 @@ import (
 // always succeed, leave nothing to plan, be idempotent, and leave a state
 // whose audit has no error-level finding.
 type planMachine struct {
-	spec Tenants
-	obs  *Config
+	spec pveacl.Tenants
+	obs  *pveacl.Config
 }
 
 var tenantNames = []string{"alpha", "beta", "gamma", "delta", "eps"}
 
 func newPlanMachine(t *rapid.T) *planMachine {
-	m := &planMachine{obs: NewConfig(PVE9)}
-	m.spec.Platform.PVEVersion = PVE9
+	m := &planMachine{obs: pveacl.NewConfig(pveacl.PVE9)}
+	m.spec.Platform.PVEVersion = pveacl.PVE9
 	if rapid.Bool().Draw(t, "capmox") {
-		m.spec.Platform.Capmox = &Credential{User: "capmox@pve", Token: "capi"}
+		m.spec.Platform.Capmox = &pveacl.Credential{User: "capmox@pve", Token: "capi"}
 	}
 	m.spec.Platform.SharedStorages = []string{"iso"}
 	return m
@@ -33,7 +36,7 @@ func newPlanMachine(t *rapid.T) *planMachine {
 func (m *planMachine) addTenant(t *rapid.T) {
 	var free []string
 	for _, name := range tenantNames {
-		if !slices.ContainsFunc(m.spec.Tenants, func(tn Tenant) bool { return tn.Name == name }) {
+		if !slices.ContainsFunc(m.spec.Tenants, func(tn pveacl.Tenant) bool { return tn.Name == name }) {
 			free = append(free, name)
 		}
 	}
@@ -42,7 +45,7 @@ func (m *planMachine) addTenant(t *rapid.T) {
 	}
 	name := rapid.SampledFrom(free).Draw(t, "tenant")
 	idx := slices.Index(tenantNames, name)
-	tn := Tenant{Name: name, Storage: name + "-disks"}
+	tn := pveacl.Tenant{Name: name, Storage: name + "-disks"}
 	if rapid.Bool().Draw(t, "extraStorage") {
 		tn.Storages = []string{name + "-backup"}
 	}
@@ -50,7 +53,7 @@ func (m *planMachine) addTenant(t *rapid.T) {
 		tn.VMs = append(tn.VMs, 1000+idx*10+i)
 	}
 	if m.spec.Platform.Capmox != nil && rapid.Bool().Draw(t, "network") {
-		tn.Networks = []Network{{Bridge: "vmbr1", VLANs: []int{100 + idx}}}
+		tn.Networks = []pveacl.Network{{Bridge: "vmbr1", VLANs: []int{100 + idx}}}
 	}
 	m.spec.Tenants = append(m.spec.Tenants, tn)
 }
@@ -65,7 +68,7 @@ func (m *planMachine) removeTenant(t *rapid.T) {
 
 // drift makes one change an operator (or a broken script) might make.
 func (m *planMachine) drift(t *rapid.T) {
-	users := sortedKeys(m.obs.Users)
+	users := slices.Sorted(maps.Keys(m.obs.Users))
 	switch rapid.IntRange(0, 6).Draw(t, "drift") {
 	case 0: // flip a token's privilege separation
 		uid := rapid.SampledFrom(users).Draw(t, "user")
@@ -80,10 +83,10 @@ func (m *planMachine) drift(t *rapid.T) {
 	case 2: // grant a stray role to a managed subject
 		uid := rapid.SampledFrom(users).Draw(t, "user")
 		path := rapid.SampledFrom([]string{"/", "/vms", "/pool/beta", "/storage/alpha-disks", "/storage/iso"}).Draw(t, "path")
-		m.obs.ACL[ACLKey{Path: path, Kind: KindUser, Subject: uid, Role: "PVEVMAdmin"}] = rapid.Bool().Draw(t, "propagate")
+		m.obs.ACL[pveacl.ACLKey{Path: path, Kind: pveacl.KindUser, Subject: uid, Role: "PVEVMAdmin"}] = rapid.Bool().Draw(t, "propagate")
 	case 3: // widen a managed role
-		if _, ok := m.obs.Roles[RoleCSI]; ok {
-			m.obs.Roles[RoleCSI] = Role{Privs: []string{"VM.Allocate", "VM.Audit"}}
+		if _, ok := m.obs.Roles[pveacl.RoleCSI]; ok {
+			m.obs.Roles[pveacl.RoleCSI] = pveacl.Role{Privs: []string{"VM.Allocate", "VM.Audit"}}
 		}
 	case 4: // disable or delete a user (with its entries, as PVE does)
 		uid := rapid.SampledFrom(users).Draw(t, "user")
@@ -100,17 +103,19 @@ func (m *planMachine) drift(t *rapid.T) {
 	case 5: // an unrelated pool takes a tenant VM
 		vm := rapid.IntRange(1000, 1042).Draw(t, "vmid")
 		for name, p := range m.obs.Pools {
-			p.VMs = removeSorted(p.VMs, vm)
+			p.VMs = slices.DeleteFunc(p.VMs, func(id int) bool { return id == vm })
 			m.obs.Pools[name] = p
 		}
-		m.obs.Pools["legacy"] = Pool{VMs: insertSorted(m.obs.Pools["legacy"].VMs, vm)}
+		legacy := m.obs.Pools["legacy"]
+		legacy.AddVM(vm)
+		m.obs.Pools["legacy"] = legacy
 	default: // capmox creates a VM in a tenant pool
-		if names := sortedKeys(m.obs.Pools); len(names) > 0 {
+		if names := slices.Sorted(maps.Keys(m.obs.Pools)); len(names) > 0 {
 			name := rapid.SampledFrom(names).Draw(t, "pool")
 			vm := rapid.IntRange(5000, 5100).Draw(t, "newvm")
 			if len(m.obs.PoolsOfVM(vm)) == 0 {
 				p := m.obs.Pools[name]
-				p.VMs = insertSorted(p.VMs, vm)
+				p.AddVM(vm)
 				m.obs.Pools[name] = p
 			}
 		}
@@ -120,7 +125,7 @@ func (m *planMachine) drift(t *rapid.T) {
 func (m *planMachine) deleteUser(uid string) {
 	delete(m.obs.Users, uid)
 	for k := range m.obs.ACL {
-		owner, _, err := ParseTokenID(k.Subject)
+		owner, _, err := pveacl.ParseTokenID(k.Subject)
 		if k.Subject == uid || err == nil && owner == uid {
 			delete(m.obs.ACL, k)
 		}
@@ -128,31 +133,31 @@ func (m *planMachine) deleteUser(uid string) {
 }
 
 func (m *planMachine) converge(t *rapid.T) {
-	changes, err := Plan(&m.spec, m.obs)
+	changes, err := pveacl.Plan(&m.spec, m.obs)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
-	again, _ := Plan(&m.spec, m.obs)
+	again, _ := pveacl.Plan(&m.spec, m.obs)
 	if diff := cmp.Diff(changes, again); diff != "" {
 		t.Fatalf("the plan is not deterministic: %s", diff)
 	}
-	after, err := Apply(m.obs, changes)
+	after, err := pveacl.Apply(m.obs, changes)
 	if err != nil {
-		t.Fatalf("apply: %v\n%s", err, MarshalUserCfg(m.obs))
+		t.Fatalf("apply: %v\n%s", err, pveacl.MarshalUserCfg(m.obs))
 	}
-	twice, err := Apply(after, changes)
-	if err != nil || string(MarshalUserCfg(twice)) != string(MarshalUserCfg(after)) {
+	twice, err := pveacl.Apply(after, changes)
+	if err != nil || string(pveacl.MarshalUserCfg(twice)) != string(pveacl.MarshalUserCfg(after)) {
 		t.Fatalf("applying the plan a second time changed the state (err %v)", err)
 	}
-	if next, _ := Plan(&m.spec, after); len(next) != 0 {
+	if next, _ := pveacl.Plan(&m.spec, after); len(next) != 0 {
 		t.Fatalf("the next plan is not empty: %+v", next)
 	}
-	rep, err := Audit(after, &m.spec)
+	rep, err := audit.Run(after, &m.spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.HasErrors() {
-		t.Fatalf("the converged state leaks: %s\n%s", fmt.Sprint(rep.Findings), MarshalUserCfg(after))
+		t.Fatalf("the converged state leaks: %s\n%s", fmt.Sprint(rep.Findings), pveacl.MarshalUserCfg(after))
 	}
 	m.obs = after
 }

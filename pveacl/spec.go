@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"sigs.k8s.io/yaml"
 )
@@ -86,15 +85,30 @@ func LoadTenants(data []byte) (*Tenants, error) {
 	if err := yaml.UnmarshalStrict(data, &t); err != nil {
 		return nil, fmt.Errorf("cannot read the tenant specification: %w: %w", ErrInvalidSpec, err)
 	}
-	t.Default()
-	if err := t.Validate(); err != nil {
+	d := t.Defaulted()
+	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	return &t, nil
+	return d, nil
 }
 
-// Default fills the defaults in place.
-func (t *Tenants) Default() {
+// Defaulted returns a copy of the specification with the defaults filled
+// in; t is not changed.
+func (t *Tenants) Defaulted() *Tenants {
+	d := *t
+	d.Platform.SharedStorages = slices.Clone(t.Platform.SharedStorages)
+	d.Tenants = make([]Tenant, len(t.Tenants))
+	for i, tn := range t.Tenants {
+		tn.VMs, tn.Storages = slices.Clone(tn.VMs), slices.Clone(tn.Storages)
+		tn.Networks = slices.Clone(tn.Networks)
+		d.Tenants[i] = tn
+	}
+	d.fillDefaults()
+	return &d
+}
+
+// fillDefaults fills the defaults in place.
+func (t *Tenants) fillDefaults() {
 	if t.Platform.PVEVersion == 0 {
 		t.Platform.PVEVersion = DefaultVersion
 	}
@@ -120,7 +134,7 @@ func (t *Tenants) Default() {
 	}
 }
 
-// Validate checks the specification after Default and joins every problem
+// Validate checks the specification after Defaulted and joins every problem
 // into one error; each is a *FieldError wrapping ErrInvalidSpec.
 func (t *Tenants) Validate() error {
 	v := &validator{owners: map[string]string{}}
@@ -248,11 +262,4 @@ func (v *validator) nestedPools(ts []Tenant) {
 			}
 		}
 	}
-}
-
-// sortedTenants returns the tenants ordered by name.
-func sortedTenants(ts []Tenant) []Tenant {
-	out := slices.Clone(ts)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }

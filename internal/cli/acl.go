@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 )
 
 func init() { register(newACLCmd) }
@@ -249,23 +250,23 @@ func runACLAudit(cmd *cobra.Command, app *App, f *auditFlags) error {
 	if err != nil {
 		return err
 	}
-	rep, err := pveacl.Audit(cfg, spec)
+	rep, err := audit.Run(cfg, spec)
 	if err != nil {
 		return err
 	}
 	if rep.Findings == nil {
-		rep.Findings = []pveacl.Finding{}
+		rep.Findings = []audit.Finding{}
 	}
 	if err := app.Print(rep, func(w io.Writer) { auditTable(w, rep) }); err != nil {
 		return err
 	}
-	if n := rep.Count(pveacl.SeverityError); n > 0 {
+	if n := rep.Count(audit.SeverityError); n > 0 {
 		return &ExitError{Code: 1, Err: fmt.Errorf("the audit found %d error-level finding(s): the tenants are not isolated", n)}
 	}
 	return nil
 }
 
-func auditTable(w io.Writer, rep pveacl.Report) {
+func auditTable(w io.Writer, rep audit.Report) {
 	if len(rep.Findings) > 0 {
 		fmt.Fprintln(w, "SEVERITY\tCODE\tTENANT\tSUBJECT\tPATH\tFINDING\tWHAT TO DO")
 	}
@@ -280,7 +281,7 @@ func auditTable(w io.Writer, rep pveacl.Report) {
 			oneLine(f.Message), oneLine(f.Remedy))
 	}
 	fmt.Fprintf(w, "%d error(s), %d warning(s), %d info: checked %d tenant(s), %d user(s) and token(s), %d object(s)\n",
-		rep.Count(pveacl.SeverityError), rep.Count(pveacl.SeverityWarning), rep.Count(pveacl.SeverityInfo),
+		rep.Count(audit.SeverityError), rep.Count(audit.SeverityWarning), rep.Count(audit.SeverityInfo),
 		rep.Tenants, rep.Subjects, rep.Objects)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
 
@@ -224,7 +225,7 @@ func TestACLAudit(t *testing.T) {
 		t.Errorf("a leak exits 1 and names it: exit %d\n%s\n%s", code, out, errOut)
 	}
 	out, _, code = aclRun(t, "acl", "audit", "--user-cfg", leaky, "--tenants", tenants, "-o", "json")
-	var rep pveacl.Report
+	var rep audit.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 {
 		t.Fatalf("-o json: exit %d, %v", code, err)
 	}

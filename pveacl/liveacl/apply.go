@@ -140,9 +140,7 @@ func onCluster(desired *pveacl.Tenants, observed *pveacl.Config) error {
 
 // tokenTenants maps each tenant token id to its tenant's name.
 func tokenTenants(desired *pveacl.Tenants) map[string]string {
-	spec := *desired
-	spec.Tenants = slices.Clone(desired.Tenants)
-	spec.Default()
+	spec := desired.Defaulted()
 	out := map[string]string{}
 	for _, t := range spec.Tenants {
 		csi, ccm := t.TokenIDs()

@@ -106,7 +106,7 @@ func drawTenants(rt *rapid.T) *pveacl.Tenants {
 		}
 		spec.Tenants = append(spec.Tenants, tn)
 	}
-	spec.Default()
+	spec = spec.Defaulted()
 	return spec
 }
 

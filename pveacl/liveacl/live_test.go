@@ -16,6 +16,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
@@ -91,9 +92,9 @@ func TestApplyThenAuditIsClean(t *testing.T) {
 	}
 	state, err := liveacl.Read(ctx, srv.Client())
 	must(t, err)
-	rep, err := pveacl.Audit(state, spec)
+	rep, err := audit.Run(state, spec)
 	must(t, err)
-	if diff := cmp.Diff([]pveacl.Code{pveacl.CodePlatformWideToken}, rep.Codes()); diff != "" {
+	if diff := cmp.Diff([]audit.Code{audit.CodePlatformWideToken}, rep.Codes()); diff != "" {
 		t.Errorf("after apply the audit finds only the capmox token's reach (info): -want +got:\n%s\n%+v", diff, rep.Findings)
 	}
 	if next, err := pveacl.Plan(spec, state); err != nil || len(next) != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
@@ -70,7 +71,7 @@ func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *pveacl.Tenants
 	if err != nil {
 		return fmt.Errorf("cannot read the access control back: %w", err)
 	}
-	rep, err := pveacl.Audit(live, spec)
+	rep, err := audit.Run(live, spec)
 	if err != nil {
 		return fmt.Errorf("cannot audit the tenants' ACLs: %w", err)
 	}

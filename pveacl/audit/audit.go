@@ -1,7 +1,9 @@
-package pveacl
+package audit
 
 import (
 	"fmt"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -105,7 +107,7 @@ func (r Report) Codes() []Code {
 	return out
 }
 
-// Audit proves or disproves the isolation of the tenants on cfg, computing
+// Run proves or disproves the isolation of the tenants on cfg, computing
 // effective permissions exactly as Proxmox VE does. For every tenant user
 // and every token of that user, the privileges on every foreign object
 // (other pools, their VMs and storages, VMs and storages in no pool, shared
@@ -114,9 +116,13 @@ func (r Report) Codes() []Code {
 // the audit checks one of each such class (and a never-seen VM, storage
 // and pool id) plus every object the subject's entries name, which keeps it
 // linear in the number of tenants. The other findings are listed with Code.
-func Audit(cfg *Config, spec *Tenants) (Report, error) {
-	t, _, err := prepare(spec, nil, []PlanOption{WithVersion(cfg.Version)})
-	if err != nil {
+func Run(cfg *pveacl.Config, spec *pveacl.Tenants) (Report, error) {
+	if spec == nil {
+		return Report{}, fmt.Errorf("cannot audit: %w: no tenant specification", pveacl.ErrInvalidSpec)
+	}
+	t := spec.Defaulted()
+	t.Platform.PVEVersion = cfg.Version
+	if err := t.Validate(); err != nil {
 		return Report{}, fmt.Errorf("cannot audit: %w", err)
 	}
 	return newAuditor(cfg, t).run(), nil
@@ -144,7 +150,7 @@ func sortFindings(fs []Finding) {
 				return c[0] < c[1]
 			}
 		}
-		return pathLess(a.Path, b.Path)
+		return pveacl.ComparePaths(a.Path, b.Path) < 0
 	})
 }
 
@@ -161,8 +167,8 @@ func (a *auditor) auditTenant(i int) {
 	}
 	a.groups(tn)
 	subjects := []string{tn.User}
-	for _, name := range sortedKeys(u.Tokens) {
-		id := TokenID(tn.User, name)
+	for _, name := range slices.Sorted(maps.Keys(u.Tokens)) {
+		id := pveacl.TokenID(tn.User, name)
 		subjects = append(subjects, id)
 		if !u.Tokens[name].Privsep {
 			a.add(Finding{Severity: SeverityError, Code: CodeTokenWithoutPrivsep, Tenant: tn.Name, Subject: id,
@@ -183,7 +189,7 @@ func (a *auditor) auditTenant(i int) {
 	}
 }
 
-func (a *auditor) incomplete(tn Tenant) {
+func (a *auditor) incomplete(tn pveacl.Tenant) {
 	var missing []string
 	if _, ok := a.cfg.Users[tn.User]; !ok {
 		missing = append(missing, "user "+tn.User)
@@ -210,17 +216,17 @@ func (a *auditor) incomplete(tn Tenant) {
 	}
 }
 
-func (a *auditor) nestedPools(tn Tenant) {
+func (a *auditor) nestedPools(tn pveacl.Tenant) {
 	for _, name := range a.poolsUnder(tn.Pool) {
-		a.add(Finding{Severity: SeverityWarning, Code: CodeNestedTenantPool, Tenant: tn.Name, Path: poolPath(name),
+		a.add(Finding{Severity: SeverityWarning, Code: CodeNestedTenantPool, Tenant: tn.Name, Path: pveacl.PoolPath(name),
 			Message: fmt.Sprintf("pool %s is nested in the tenant's pool %s", name, tn.Pool),
 			Remedy:  fmt.Sprintf("move its members to pool %s or to another tenant's pool and delete it", tn.Pool)})
 	}
 }
 
-func (a *auditor) groups(tn Tenant) {
-	for _, g := range a.ev.groupsOf[tn.User] {
-		paths := a.ev.EntryPaths(KindGroup, g)
+func (a *auditor) groups(tn pveacl.Tenant) {
+	for _, g := range a.groupsOf[tn.User] {
+		paths := a.ev.EntryPaths(pveacl.KindGroup, g)
 		if len(paths) == 0 {
 			continue
 		}
@@ -232,10 +238,10 @@ func (a *auditor) groups(tn Tenant) {
 
 var topLevelPaths = map[string]bool{"/": true, "/vms": true, "/storage": true, "/pool": true}
 
-func (a *auditor) topLevel(tn Tenant, subject string) {
-	kind := KindUser
-	if IsTokenID(subject) {
-		kind = KindToken
+func (a *auditor) topLevel(tn pveacl.Tenant, subject string) {
+	kind := pveacl.KindUser
+	if pveacl.IsTokenID(subject) {
+		kind = pveacl.KindToken
 	}
 	byPath := map[string][]string{}
 	for _, e := range a.entries[subjectRef{kind, subject}] {
@@ -243,17 +249,16 @@ func (a *auditor) topLevel(tn Tenant, subject string) {
 			byPath[e.Path] = append(byPath[e.Path], e.Role)
 		}
 	}
-	for _, p := range sortedKeys(byPath) {
-		roles := strings.Join(byPath[p], ",")
+	for _, p := range slices.Sorted(maps.Keys(byPath)) {
+		fix := pveacl.Change{Op: pveacl.OpSetACL, Path: p, Kind: kind, Subject: subject, Roles: byPath[p]}
 		a.add(Finding{Severity: SeverityError, Code: CodePropagatingTopLevelACL, Tenant: tn.Name, Subject: subject, Path: p,
-			Message: fmt.Sprintf("%s holds %s on %s with propagate=1, which reaches every object below it", subject, roles, p),
-			Remedy: fmt.Sprintf("pveum acl modify %s --%ss %s --roles %s --propagate 0 (or grant on /pool/%s instead)",
-				p, kind, shellQuote(subject), roles, tn.Pool)})
+			Message: fmt.Sprintf("%s holds %s on %s with propagate=1, which reaches every object below it", subject, strings.Join(byPath[p], ","), p),
+			Remedy:  fmt.Sprintf("%s (or grant on /pool/%s instead)", pveacl.PveumCommand(fix), tn.Pool)})
 	}
 }
 
 func (a *auditor) sharedStorages() {
-	for _, s := range sortedKeys(a.storagePools) {
+	for _, s := range slices.Sorted(maps.Keys(a.storagePools)) {
 		var owners []string
 		for _, p := range a.storagePools[s] {
 			if i, ok := a.tenantOfPool(p); ok && !slices.Contains(owners, a.tenants[i].Name) {
@@ -264,7 +269,7 @@ func (a *auditor) sharedStorages() {
 			continue
 		}
 		sort.Strings(owners)
-		a.add(Finding{Severity: SeverityError, Code: CodeSharedTenantStorage, Path: storagePath(s),
+		a.add(Finding{Severity: SeverityError, Code: CodeSharedTenantStorage, Path: pveacl.StoragePath(s),
 			Message: fmt.Sprintf("storage %s is in the pools of tenants %s, so each reaches the other's volumes", s, strings.Join(owners, ", ")),
 			Remedy:  "give every tenant a dedicated storage and remove this one from all but one tenant pool"})
 	}
@@ -281,7 +286,7 @@ func (a *auditor) platformToken() {
 	}
 	reached := 0
 	for _, tn := range a.tenants {
-		if !a.perm.Permissions(id, poolPath(tn.Pool)).Empty() {
+		if !a.perm.Permissions(id, pveacl.PoolPath(tn.Pool)).Empty() {
 			reached++
 		}
 	}

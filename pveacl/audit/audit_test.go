@@ -1,4 +1,4 @@
-package pveacl
+package audit
 
 import (
 	"slices"
@@ -7,11 +7,64 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
+
+// exampleTenants is the specification of the plan's golden files: two
+// tenants, one with a VM and a VLAN for capmox, one with every default
+// overridden and an extra storage.
+const exampleTenants = `platform:
+  pveVersion: 9
+  capmox:
+    user: capmox@pve
+    token: capi
+  sharedStorages: [local, iso]
+tenants:
+  - name: alpha
+    storage: alpha-disks
+    vms: [1001]
+    networks:
+      - bridge: vmbr1
+        vlans: [100]
+  - name: beta
+    pool: tenant-beta
+    user: k8s-beta@pve
+    storage: beta-disks
+    storages: [beta-backup]
+    tokens:
+      csi: csi-beta
+      ccm: ccm-beta
+`
+
+var tenantNames = []string{"alpha", "beta", "gamma", "delta", "eps"}
+
+func exampleSpec(t testing.TB) *pveacl.Tenants {
+	t.Helper()
+	spec, err := pveacl.LoadTenants([]byte(exampleTenants))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// converged returns the state after applying the plan of spec to an empty
+// cluster.
+func converged(t testing.TB, spec *pveacl.Tenants) *pveacl.Config {
+	t.Helper()
+	changes, err := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
 
 func TestAuditCleanControl(t *testing.T) {
 	spec := exampleSpec(t)
-	rep, err := Audit(converged(t, spec), spec)
+	rep, err := Run(converged(t, spec), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +79,7 @@ func TestAuditCleanControl(t *testing.T) {
 	for i := range noCapmox.Tenants {
 		noCapmox.Tenants[i].Networks = nil
 	}
-	rep, err = Audit(converged(t, &noCapmox), &noCapmox)
+	rep, err = Run(converged(t, &noCapmox), &noCapmox)
 	if err != nil || len(rep.Findings) != 0 {
 		t.Errorf("without capmox the audit is empty, got %+v (%v)", rep.Findings, err)
 	}
@@ -43,17 +96,17 @@ func TestAuditFindings(t *testing.T) {
 	}
 	cases := map[string]struct {
 		reason string
-		mutate func(c *Config)
+		mutate func(c *pveacl.Config)
 		want   []want
 	}{
 		"CrossTenantReach": {
 			reason: "alpha's CSI token and user reach a VM of beta's pool",
-			mutate: func(c *Config) {
+			mutate: func(c *pveacl.Config) {
 				p := c.Pools["tenant-beta"]
 				p.VMs = []int{2001}
 				c.Pools["tenant-beta"] = p
-				for _, s := range []ACLKey{{Path: "/vms/2001", Kind: KindUser, Subject: "alpha@pve", Role: RoleCSI},
-					{Path: "/vms/2001", Kind: KindToken, Subject: "alpha@pve!csi", Role: RoleCSI}} {
+				for _, s := range []pveacl.ACLKey{{Path: "/vms/2001", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: pveacl.RoleCSI},
+					{Path: "/vms/2001", Kind: pveacl.KindToken, Subject: "alpha@pve!csi", Role: pveacl.RoleCSI}} {
 					c.ACL[s] = false
 				}
 			},
@@ -64,9 +117,9 @@ func TestAuditFindings(t *testing.T) {
 		},
 		"CrossTenantReachUnpooled": {
 			reason: "a propagating /vms entry reaches every VM in no pool, and the top-level entry itself is reported",
-			mutate: func(c *Config) {
+			mutate: func(c *pveacl.Config) {
 				c.Resources.VMs = []int{3000}
-				c.ACL[ACLKey{Path: "/vms", Kind: KindUser, Subject: "k8s-beta@pve", Role: "PVEVMUser"}] = true
+				c.ACL[pveacl.ACLKey{Path: "/vms", Kind: pveacl.KindUser, Subject: "k8s-beta@pve", Role: "PVEVMUser"}] = true
 			},
 			want: []want{
 				{CodeCrossTenantReach, SeverityError, "beta", "k8s-beta@pve", "/vms/3000"},
@@ -76,9 +129,9 @@ func TestAuditFindings(t *testing.T) {
 		},
 		"SharedTenantStorage": {
 			reason: "alpha's storage also sits in beta's pool",
-			mutate: func(c *Config) {
+			mutate: func(c *pveacl.Config) {
 				p := c.Pools["tenant-beta"]
-				p.Storages = insertSorted(p.Storages, "alpha-disks")
+				p.AddStorage("alpha-disks")
 				c.Pools["tenant-beta"] = p
 			},
 			want: []want{
@@ -91,9 +144,9 @@ func TestAuditFindings(t *testing.T) {
 		},
 		"PropagatingTopLevelACL": {
 			reason: "PVEAuditor on / with propagate=1 reaches everything",
-			mutate: func(c *Config) {
-				c.ACL[ACLKey{Path: "/", Kind: KindToken, Subject: "alpha@pve!ccm", Role: RoleAuditor}] = true
-				c.ACL[ACLKey{Path: "/", Kind: KindUser, Subject: "alpha@pve", Role: RoleAuditor}] = true
+			mutate: func(c *pveacl.Config) {
+				c.ACL[pveacl.ACLKey{Path: "/", Kind: pveacl.KindToken, Subject: "alpha@pve!ccm", Role: pveacl.RoleAuditor}] = true
+				c.ACL[pveacl.ACLKey{Path: "/", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: pveacl.RoleAuditor}] = true
 			},
 			want: []want{
 				{CodeCrossTenantReach, SeverityError, "alpha", "alpha@pve", "/pool/tenant-beta"},
@@ -110,7 +163,7 @@ func TestAuditFindings(t *testing.T) {
 		},
 		"TokenWithoutPrivsep": {
 			reason: "a privsep=0 token holds all of its user's privileges",
-			mutate: func(c *Config) { c.Users["alpha@pve"].Tokens["csi"] = Token{} },
+			mutate: func(c *pveacl.Config) { c.Users["alpha@pve"].Tokens["csi"] = pveacl.Token{} },
 			want: []want{
 				{CodeTokenWithoutPrivsep, SeverityError, "alpha", "alpha@pve!csi", ""},
 				{CodeTokenBroaderThanRole, SeverityWarning, "alpha", "alpha@pve!csi", "/"},
@@ -118,28 +171,28 @@ func TestAuditFindings(t *testing.T) {
 		},
 		"TenantUserInGroup": {
 			reason: "a group with entries can widen the user at any time",
-			mutate: func(c *Config) {
-				c.Groups["ops"] = Group{Members: []string{"alpha@pve"}}
-				c.ACL[ACLKey{Path: "/nodes", Kind: KindGroup, Subject: "ops", Role: "PVESysAdmin"}] = false
+			mutate: func(c *pveacl.Config) {
+				c.Groups["ops"] = pveacl.Group{Members: []string{"alpha@pve"}}
+				c.ACL[pveacl.ACLKey{Path: "/nodes", Kind: pveacl.KindGroup, Subject: "ops", Role: "PVESysAdmin"}] = false
 			},
 			want: []want{{CodeTenantUserInGroup, SeverityWarning, "alpha", "alpha@pve", "/nodes"}},
 		},
 		"TokenBroaderThanRole": {
 			reason: "the CCM token (and its user) hold VM.PowerMgmt on their own pool",
-			mutate: func(c *Config) {
-				c.ACL[ACLKey{Path: "/pool/alpha", Kind: KindUser, Subject: "alpha@pve", Role: "PVEVMUser"}] = false
-				c.ACL[ACLKey{Path: "/pool/alpha", Kind: KindToken, Subject: "alpha@pve!ccm", Role: "PVEVMUser"}] = false
+			mutate: func(c *pveacl.Config) {
+				c.ACL[pveacl.ACLKey{Path: "/pool/alpha", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: "PVEVMUser"}] = false
+				c.ACL[pveacl.ACLKey{Path: "/pool/alpha", Kind: pveacl.KindToken, Subject: "alpha@pve!ccm", Role: "PVEVMUser"}] = false
 			},
 			want: []want{{CodeTokenBroaderThanRole, SeverityWarning, "alpha", "alpha@pve!ccm", "/pool/alpha"}},
 		},
 		"NestedTenantPool": {
 			reason: "a pool inside a tenant pool",
-			mutate: func(c *Config) { c.Pools["alpha/extra"] = Pool{} },
+			mutate: func(c *pveacl.Config) { c.Pools["alpha/extra"] = pveacl.Pool{} },
 			want:   []want{{CodeNestedTenantPool, SeverityWarning, "alpha", "", "/pool/alpha/extra"}},
 		},
 		"TenantIncomplete": {
 			reason: "a missing token and a storage outside the pool",
-			mutate: func(c *Config) {
+			mutate: func(c *pveacl.Config) {
 				delete(c.Users["k8s-beta@pve"].Tokens, "ccm-beta")
 				for k := range c.ACL {
 					if k.Subject == "k8s-beta@pve!ccm-beta" {
@@ -153,7 +206,7 @@ func TestAuditFindings(t *testing.T) {
 			want: []want{{CodeTenantIncomplete, SeverityWarning, "beta", "", ""}},
 		},
 	}
-	clean, err := Audit(converged(t, spec), spec)
+	clean, err := Run(converged(t, spec), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +219,7 @@ func TestAuditFindings(t *testing.T) {
 			}
 			cfg := converged(t, spec)
 			tc.mutate(cfg)
-			rep, err := Audit(cfg, spec)
+			rep, err := Run(cfg, spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +245,7 @@ func TestAuditFindings(t *testing.T) {
 
 func TestAuditTenantIncompleteMessage(t *testing.T) {
 	spec := exampleSpec(t)
-	rep, err := Audit(NewConfig(PVE9), spec)
+	rep, err := Run(pveacl.NewConfig(pveacl.PVE9), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,66 +1,69 @@
-package pveacl
+package audit
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"pgregory.net/rapid"
 )
 
 // drawTenants returns a valid random tenant set of 2-4 tenants.
-func drawTenants(t *rapid.T) *Tenants {
-	spec := &Tenants{Platform: Platform{PVEVersion: PVE9, SharedStorages: []string{"iso"},
-		Capmox: &Credential{User: "capmox@pve", Token: "capi"}}}
+func drawTenants(t *rapid.T) *pveacl.Tenants {
+	spec := &pveacl.Tenants{Platform: pveacl.Platform{PVEVersion: pveacl.PVE9, SharedStorages: []string{"iso"},
+		Capmox: &pveacl.Credential{User: "capmox@pve", Token: "capi"}}}
 	names := rapid.SliceOfNDistinct(rapid.SampledFrom(tenantNames), 2, 4, rapid.ID[string]).Draw(t, "tenants")
 	for i, name := range names {
-		tn := Tenant{Name: name, Storage: name + "-disks", VMs: []int{1000 + 10*i, 1001 + 10*i}}
+		tn := pveacl.Tenant{Name: name, Storage: name + "-disks", VMs: []int{1000 + 10*i, 1001 + 10*i}}
 		if rapid.Bool().Draw(t, "extra") {
 			tn.Storages = []string{name + "-backup"}
 		}
 		spec.Tenants = append(spec.Tenants, tn)
 	}
-	spec.Default()
+	spec = spec.Defaulted()
 	return spec
 }
 
-func convergedFor(t *rapid.T, spec *Tenants) *Config {
-	changes, err := Plan(spec, NewConfig(PVE9))
+func convergedFor(t *rapid.T, spec *pveacl.Tenants) *pveacl.Config {
+	changes, err := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Apply(NewConfig(PVE9), changes)
+	cfg, err := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Resources.VMs = []int{4000, 4001}
 	cfg.Resources.Storages = []string{"iso", "local"}
-	cfg.Pools["infra"] = Pool{VMs: []int{4100}, Storages: []string{"infra-disks"}}
+	cfg.Pools["infra"] = pveacl.Pool{VMs: []int{4100}, Storages: []string{"infra-disks"}}
 	return cfg
 }
 
 // scramble adds random entries, memberships and pools around the tenants.
-func scramble(t *rapid.T, spec *Tenants, cfg *Config) {
+func scramble(t *rapid.T, spec *pveacl.Tenants, cfg *pveacl.Config) {
 	var subjects []subjectRef
 	for _, tn := range spec.Tenants {
 		csi, ccm := tn.TokenIDs()
-		subjects = append(subjects, subjectRef{KindUser, tn.User}, subjectRef{KindToken, csi}, subjectRef{KindToken, ccm})
+		subjects = append(subjects, subjectRef{pveacl.KindUser, tn.User}, subjectRef{pveacl.KindToken, csi}, subjectRef{pveacl.KindToken, ccm})
 	}
-	subjects = append(subjects, subjectRef{KindGroup, "ops"}, subjectRef{KindUser, "capmox@pve"})
+	subjects = append(subjects, subjectRef{pveacl.KindGroup, "ops"}, subjectRef{pveacl.KindUser, "capmox@pve"})
 	paths := []string{"/", "/vms", "/storage", "/pool", "/nodes", "/vms/4000", "/vms/4100", "/storage/iso", "/storage/infra-disks", "/pool/infra"}
-	for _, name := range sortedKeys(cfg.Pools) {
-		paths = append(paths, poolPath(name))
+	for _, name := range slices.Sorted(maps.Keys(cfg.Pools)) {
+		paths = append(paths, pveacl.PoolPath(name))
 		for _, vm := range cfg.Pools[name].VMs {
-			paths = append(paths, vmPath(vm))
+			paths = append(paths, pveacl.VMPath(vm))
 		}
 		for _, s := range cfg.Pools[name].Storages {
-			paths = append(paths, storagePath(s))
+			paths = append(paths, pveacl.StoragePath(s))
 		}
 	}
-	roles := []string{RoleNoAccess, RoleAuditor, "PVEVMUser", "PVEDatastoreUser", RoleCSI, RoleCCM, "PVEPoolUser"}
+	roles := []string{pveacl.RoleNoAccess, pveacl.RoleAuditor, "PVEVMUser", "PVEDatastoreUser", pveacl.RoleCSI, pveacl.RoleCCM, "PVEPoolUser"}
 	for n := rapid.IntRange(0, 12).Draw(t, "entries"); n > 0; n-- {
 		s := rapid.SampledFrom(subjects).Draw(t, "subject")
-		k := ACLKey{Path: rapid.SampledFrom(paths).Draw(t, "path"), Kind: s.kind, Subject: s.id, Role: rapid.SampledFrom(roles).Draw(t, "role")}
+		k := pveacl.ACLKey{Path: rapid.SampledFrom(paths).Draw(t, "path"), Kind: s.kind, Subject: s.id, Role: rapid.SampledFrom(roles).Draw(t, "role")}
 		cfg.ACL[k] = rapid.Bool().Draw(t, "propagate")
 	}
 	users := []string{}
@@ -69,17 +72,17 @@ func scramble(t *rapid.T, spec *Tenants, cfg *Config) {
 	}
 	for n := rapid.IntRange(0, 2).Draw(t, "members"); n > 0; n-- {
 		g := cfg.Groups["ops"]
-		g.Members = insertSorted(g.Members, rapid.SampledFrom(users).Draw(t, "member"))
+		g.AddMember(rapid.SampledFrom(users).Draw(t, "member"))
 		cfg.Groups["ops"] = g
 	}
 	if rapid.Bool().Draw(t, "nested") {
 		tn := rapid.SampledFrom(spec.Tenants).Draw(t, "nestedIn")
-		cfg.Pools[tn.Pool+"/sub"] = Pool{VMs: []int{4200}}
+		cfg.Pools[tn.Pool+"/sub"] = pveacl.Pool{VMs: []int{4200}}
 	}
 	if rapid.Bool().Draw(t, "sharedStore") {
 		tn := rapid.SampledFrom(spec.Tenants).Draw(t, "storeIn")
 		p := cfg.Pools[tn.Pool]
-		p.Storages = insertSorted(p.Storages, rapid.SampledFrom([]string{"iso", "infra-disks", spec.Tenants[0].Storage}).Draw(t, "store"))
+		p.AddStorage(rapid.SampledFrom([]string{"iso", "infra-disks", spec.Tenants[0].Storage}).Draw(t, "store"))
 		cfg.Pools[tn.Pool] = p
 	}
 	for uid, u := range cfg.Users {
@@ -109,17 +112,17 @@ func foreignObjects(a *auditor, i int) []string {
 	check := func(p string) { out = append(out, p) }
 	for _, p := range append(slices.Clone(a.poolNames), a.poolProbe) {
 		if !a.ownPool(i, p) {
-			check(poolPath(p))
+			check(pveacl.PoolPath(p))
 		}
 	}
 	for _, vm := range append(append(slices.Clone(a.pooledVMs), a.unpooledVMs...), a.vmProbe) {
 		if !a.ownVM(i, vm) {
-			check(vmPath(vm))
+			check(pveacl.VMPath(vm))
 		}
 	}
 	for _, s := range append(append(slices.Clone(a.pooledSt), a.unpooledSt...), a.stProbe) {
 		if !a.ownStorage(i, s) {
-			check(storagePath(s))
+			check(pveacl.StoragePath(s))
 		}
 	}
 	return out
@@ -130,8 +133,8 @@ func foreignObjects(a *auditor, i int) []string {
 // whether they sit in a pool.
 func classOf(a *auditor, r relevance, path string) string {
 	switch {
-	case isPoolPath(path):
-		if name := poolOfPath(path); r.specificPool(name) {
+	case strings.HasPrefix(path, "/pool/"):
+		if name := strings.TrimPrefix(path, "/pool/"); r.specificPool(name) {
 			return path
 		}
 		return "pool:generic"
@@ -160,7 +163,7 @@ func TestAuditReachMatchesBruteForce(t *testing.T) {
 		spec := drawTenants(t)
 		cfg := convergedFor(t, spec)
 		scramble(t, spec, cfg)
-		rep, err := Audit(cfg, spec)
+		rep, err := Run(cfg, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,22 +179,22 @@ func TestAuditReachMatchesBruteForce(t *testing.T) {
 		}
 		for i, tn := range a.tenants {
 			subjects := []string{tn.User}
-			for _, name := range sortedKeys(cfg.Users[tn.User].Tokens) {
-				subjects = append(subjects, TokenID(tn.User, name))
+			for _, name := range slices.Sorted(maps.Keys(cfg.Users[tn.User].Tokens)) {
+				subjects = append(subjects, pveacl.TokenID(tn.User, name))
 			}
 			for _, s := range subjects {
 				r := a.relevance(s)
-				classes := map[string]PrivSet{}
+				classes := map[string]pveacl.PrivSet{}
 				for _, p := range foreignObjects(a, i) {
 					c, got := classOf(a, r, p), a.ev.Permissions(s, p)
 					if first, ok := classes[c]; ok && first != got {
-						t.Fatalf("%s: class %s is not uniform: %s holds %v, another member %v\n%s", s, c, p, got.Map(), first.Map(), MarshalUserCfg(cfg))
+						t.Fatalf("%s: class %s is not uniform: %s holds %v, another member %v\n%s", s, c, p, got.Map(), first.Map(), pveacl.MarshalUserCfg(cfg))
 					}
 					classes[c] = got
 				}
 				for _, p := range bruteReach(a, i, s) {
 					if c := classOf(a, r, p); !flagged[s][c] {
-						t.Fatalf("%s reaches %s (class %s) but the audit reported only %v\n%s", s, p, c, flagged[s], MarshalUserCfg(cfg))
+						t.Fatalf("%s reaches %s (class %s) but the audit reported only %v\n%s", s, p, c, flagged[s], pveacl.MarshalUserCfg(cfg))
 					}
 				}
 			}
@@ -203,59 +206,59 @@ func TestAuditReachMatchesBruteForce(t *testing.T) {
 type leak struct {
 	name   string
 	code   Code
-	inject func(cfg *Config, victim, other Tenant) (subject string)
+	inject func(cfg *pveacl.Config, victim, other pveacl.Tenant) (subject string)
 }
 
 var leaks = []leak{
-	{"foreign pool", CodeCrossTenantReach, func(c *Config, v, o Tenant) string {
-		c.ACL[ACLKey{Path: poolPath(o.Pool), Kind: KindUser, Subject: v.User, Role: "PVEPoolUser"}] = false
+	{"foreign pool", CodeCrossTenantReach, func(c *pveacl.Config, v, o pveacl.Tenant) string {
+		c.ACL[pveacl.ACLKey{Path: pveacl.PoolPath(o.Pool), Kind: pveacl.KindUser, Subject: v.User, Role: "PVEPoolUser"}] = false
 		return v.User
 	}},
-	{"foreign VM", CodeCrossTenantReach, func(c *Config, v, o Tenant) string {
-		c.ACL[ACLKey{Path: vmPath(o.VMs[0]), Kind: KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
+	{"foreign VM", CodeCrossTenantReach, func(c *pveacl.Config, v, o pveacl.Tenant) string {
+		c.ACL[pveacl.ACLKey{Path: pveacl.VMPath(o.VMs[0]), Kind: pveacl.KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
 		return v.User
 	}},
-	{"unpooled VM", CodeCrossTenantReach, func(c *Config, v, _ Tenant) string {
-		c.ACL[ACLKey{Path: "/vms/4000", Kind: KindUser, Subject: v.User, Role: RoleCCM}] = false
+	{"unpooled VM", CodeCrossTenantReach, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+		c.ACL[pveacl.ACLKey{Path: "/vms/4000", Kind: pveacl.KindUser, Subject: v.User, Role: pveacl.RoleCCM}] = false
 		return v.User
 	}},
-	{"shared storage", CodeCrossTenantReach, func(c *Config, v, _ Tenant) string {
+	{"shared storage", CodeCrossTenantReach, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
 		csi, _ := v.TokenIDs()
-		for _, s := range []subjectRef{{KindUser, v.User}, {KindToken, csi}} {
-			c.ACL[ACLKey{Path: "/storage/iso", Kind: s.kind, Subject: s.id, Role: RoleCSIStorage}] = false
+		for _, s := range []subjectRef{{pveacl.KindUser, v.User}, {pveacl.KindToken, csi}} {
+			c.ACL[pveacl.ACLKey{Path: "/storage/iso", Kind: s.kind, Subject: s.id, Role: pveacl.RoleCSIStorage}] = false
 		}
 		return csi
 	}},
-	{"propagating /vms", CodePropagatingTopLevelACL, func(c *Config, v, _ Tenant) string {
-		c.ACL[ACLKey{Path: "/vms", Kind: KindUser, Subject: v.User, Role: RoleNoAccess}] = true
+	{"propagating /vms", CodePropagatingTopLevelACL, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+		c.ACL[pveacl.ACLKey{Path: "/vms", Kind: pveacl.KindUser, Subject: v.User, Role: pveacl.RoleNoAccess}] = true
 		return v.User
 	}},
-	{"storage in two pools", CodeSharedTenantStorage, func(c *Config, v, o Tenant) string {
+	{"storage in two pools", CodeSharedTenantStorage, func(c *pveacl.Config, v, o pveacl.Tenant) string {
 		p := c.Pools[o.Pool]
-		p.Storages = insertSorted(p.Storages, v.Storage)
+		p.AddStorage(v.Storage)
 		c.Pools[o.Pool] = p
 		return ""
 	}},
-	{"privsep off", CodeTokenWithoutPrivsep, func(c *Config, v, _ Tenant) string {
+	{"privsep off", CodeTokenWithoutPrivsep, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
 		_, ccm := v.TokenIDs()
-		c.Users[v.User].Tokens[v.Tokens.CCM] = Token{}
+		c.Users[v.User].Tokens[v.Tokens.CCM] = pveacl.Token{}
 		return ccm
 	}},
-	{"group", CodeTenantUserInGroup, func(c *Config, v, _ Tenant) string {
+	{"group", CodeTenantUserInGroup, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
 		g := c.Groups["staff"]
-		g.Members = insertSorted(g.Members, v.User)
+		g.AddMember(v.User)
 		c.Groups["staff"] = g
-		c.ACL[ACLKey{Path: "/nodes", Kind: KindGroup, Subject: "staff", Role: RoleAuditor}] = false
+		c.ACL[pveacl.ACLKey{Path: "/nodes", Kind: pveacl.KindGroup, Subject: "staff", Role: pveacl.RoleAuditor}] = false
 		return v.User
 	}},
-	{"broader token", CodeTokenBroaderThanRole, func(c *Config, v, _ Tenant) string {
+	{"broader token", CodeTokenBroaderThanRole, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
 		csi, _ := v.TokenIDs()
-		c.ACL[ACLKey{Path: poolPath(v.Pool), Kind: KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
-		c.ACL[ACLKey{Path: poolPath(v.Pool), Kind: KindToken, Subject: csi, Role: "PVEVMUser"}] = false
+		c.ACL[pveacl.ACLKey{Path: pveacl.PoolPath(v.Pool), Kind: pveacl.KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
+		c.ACL[pveacl.ACLKey{Path: pveacl.PoolPath(v.Pool), Kind: pveacl.KindToken, Subject: csi, Role: "PVEVMUser"}] = false
 		return csi
 	}},
-	{"nested pool", CodeNestedTenantPool, func(c *Config, v, _ Tenant) string {
-		c.Pools[v.Pool+"/x"] = Pool{}
+	{"nested pool", CodeNestedTenantPool, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+		c.Pools[v.Pool+"/x"] = pveacl.Pool{}
 		return ""
 	}},
 }
@@ -266,7 +269,7 @@ func TestAuditFlagsInjectedLeaks(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		spec := drawTenants(t)
 		cfg := convergedFor(t, spec)
-		if rep, _ := Audit(cfg, spec); rep.HasErrors() || len(rep.Findings) != 1 {
+		if rep, _ := Run(cfg, spec); rep.HasErrors() || len(rep.Findings) != 1 {
 			t.Fatalf("clean state has findings: %+v", rep.Findings)
 		}
 		type injected struct {
@@ -280,7 +283,7 @@ func TestAuditFlagsInjectedLeaks(t *testing.T) {
 			v, o := spec.Tenants[pair[0]], spec.Tenants[pair[1]]
 			done = append(done, injected{leak: l, tenant: v.Name, subject: l.inject(cfg, v, o)})
 		}
-		rep, err := Audit(cfg, spec)
+		rep, err := Run(cfg, spec)
 		if err != nil {
 			t.Fatal(err)
 		}

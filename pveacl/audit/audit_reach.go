@@ -1,20 +1,29 @@
-package pveacl
+package audit
 
 import (
 	"fmt"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 )
 
+// subjectRef names an ACL subject.
+type subjectRef struct {
+	kind pveacl.SubjectKind
+	id   string
+}
+
 // auditor holds the indexes one audit needs.
 type auditor struct {
-	cfg          *Config
-	spec         *Tenants
-	tenants      []Tenant
-	ev           *Evaluator
+	cfg          *pveacl.Config
+	spec         *pveacl.Tenants
+	tenants      []pveacl.Tenant
+	ev           *pveacl.Evaluator
 	perm         permissioner // answers the permission questions (the Evaluator)
-	entries      map[subjectRef][]ACE
+	entries      map[subjectRef][]pveacl.ACE
+	groupsOf     map[string][]string // user -> groups listing it, sorted
 	poolNames    []string            // sorted
 	poolTenant   map[string]int      // tenant pool -> tenant index
 	declaredVM   map[int]int         // VM -> tenant listing it
@@ -33,10 +42,12 @@ type auditor struct {
 	objects      int
 }
 
-func newAuditor(cfg *Config, t *Tenants) *auditor {
-	ev := NewEvaluator(cfg)
-	a := &auditor{cfg: cfg, spec: t, tenants: sortedTenants(t.Tenants), ev: ev, perm: ev,
-		entries: map[subjectRef][]ACE{}, poolTenant: map[string]int{}, vmPools: map[int][]string{},
+func newAuditor(cfg *pveacl.Config, t *pveacl.Tenants) *auditor {
+	ev := pveacl.NewEvaluator(cfg)
+	tenants := slices.Clone(t.Tenants)
+	slices.SortFunc(tenants, func(x, y pveacl.Tenant) int { return strings.Compare(x.Name, y.Name) })
+	a := &auditor{cfg: cfg, spec: t, tenants: tenants, ev: ev, perm: ev, groupsOf: map[string][]string{},
+		entries: map[subjectRef][]pveacl.ACE{}, poolTenant: map[string]int{}, vmPools: map[int][]string{},
 		storagePools: map[string][]string{}, declaredVM: map[int]int{}, declaredSt: map[string]int{}}
 	for _, s := range t.Platform.SharedStorages {
 		a.declaredSt[s] = -1
@@ -50,8 +61,13 @@ func newAuditor(cfg *Config, t *Tenants) *auditor {
 			a.declaredSt[s] = i
 		}
 	}
+	for _, g := range slices.Sorted(maps.Keys(cfg.Groups)) {
+		for _, m := range cfg.Groups[g].Members {
+			a.groupsOf[m] = append(a.groupsOf[m], g)
+		}
+	}
 	vms, storages, pools := a.indexEntries()
-	a.poolNames = sortedKeys(cfg.Pools)
+	a.poolNames = slices.Sorted(maps.Keys(cfg.Pools))
 	for _, name := range a.poolNames {
 		pools[name] = true
 		for _, vm := range cfg.Pools[name].VMs {
@@ -146,12 +162,12 @@ func unusedName(base string, taken map[string]bool) string {
 
 // permissioner is what the audit asks: the privileges of an auth id on a path.
 type permissioner interface {
-	Permissions(authID, path string) PrivSet
+	Permissions(authID, path string) pveacl.PrivSet
 }
 
 // tenantOfPool returns the tenant owning a pool (its pool or one nested in it).
 func (a *auditor) tenantOfPool(pool string) (int, bool) {
-	for p := pool; p != ""; p = PoolParent(p) {
+	for p := pool; p != ""; p = pveacl.PoolParent(p) {
 		if i, ok := a.poolTenant[p]; ok {
 			return i, true
 		}
@@ -200,23 +216,23 @@ func (a *auditor) relevance(subject string) relevance {
 		}
 	}
 	user := subject
-	if IsTokenID(subject) {
-		addEntries(subjectRef{KindToken, subject})
-		user, _, _ = ParseTokenID(subject)
+	if pveacl.IsTokenID(subject) {
+		addEntries(subjectRef{pveacl.KindToken, subject})
+		user, _, _ = pveacl.ParseTokenID(subject)
 	}
-	addEntries(subjectRef{KindUser, user})
-	for _, g := range a.ev.groupsOf[user] {
-		addEntries(subjectRef{KindGroup, g})
+	addEntries(subjectRef{pveacl.KindUser, user})
+	for _, g := range a.groupsOf[user] {
+		addEntries(subjectRef{pveacl.KindGroup, g})
 	}
 	return r
 }
 
 func (r relevance) specificPool(pool string) bool {
-	if r.exact[poolPath(pool)] {
+	if r.exact[pveacl.PoolPath(pool)] {
 		return true
 	}
-	for p := PoolParent(pool); p != ""; p = PoolParent(p) {
-		if r.prop[poolPath(p)] {
+	for p := pveacl.PoolParent(pool); p != ""; p = pveacl.PoolParent(p) {
+		if r.prop[pveacl.PoolPath(p)] {
 			return true
 		}
 	}
@@ -224,11 +240,11 @@ func (r relevance) specificPool(pool string) bool {
 }
 
 func (a *auditor) specificVM(r relevance, vm int) bool {
-	return r.exact[vmPath(vm)] || slices.ContainsFunc(a.vmPools[vm], r.specificPool)
+	return r.exact[pveacl.VMPath(vm)] || slices.ContainsFunc(a.vmPools[vm], r.specificPool)
 }
 
 func (a *auditor) specificStorage(r relevance, s string) bool {
-	return r.exact[storagePath(s)] || slices.ContainsFunc(a.storagePools[s], r.specificPool)
+	return r.exact[pveacl.StoragePath(s)] || slices.ContainsFunc(a.storagePools[s], r.specificPool)
 }
 
 // reach looks for privileges of subject on objects foreign to tenant i.
@@ -244,7 +260,7 @@ func (a *auditor) reach(i int, subject string) {
 			Path: path, Privileges: p.Names(),
 			Message: fmt.Sprintf("%s holds %s on %s%s, outside tenant %s", subject, p.String(), path, what, tn.Name),
 			Remedy: fmt.Sprintf("remove the entries that grant this: pxsubstrate acl perms --authid %s --path %s shows the result; look at /, %s and its pool",
-				shellQuote(subject), path, path)})
+				quote(subject), path, path)})
 	}
 	a.reachSingled(i, r, report)
 	a.reachClasses(i, r, report)
@@ -255,17 +271,17 @@ func (a *auditor) reachSingled(i int, r relevance, report func(path, what string
 	pools := a.specificPools(r)
 	for _, pool := range pools {
 		if !a.ownPool(i, pool) {
-			report(poolPath(pool), "")
+			report(pveacl.PoolPath(pool), "")
 		}
 	}
 	for _, vm := range a.specificVMs(r, pools) {
 		if !a.ownVM(i, vm) {
-			report(vmPath(vm), "")
+			report(pveacl.VMPath(vm), "")
 		}
 	}
 	for _, s := range a.specificStorages(r, pools) {
 		if !a.ownStorage(i, s) {
-			report(storagePath(s), "")
+			report(pveacl.StoragePath(s), "")
 		}
 	}
 }
@@ -281,16 +297,16 @@ func (a *auditor) reachClasses(i int, r relevance, report func(path, what string
 			break
 		}
 	}
-	report(poolPath(firstPool), " (as on every pool no entry names)")
+	report(pveacl.PoolPath(firstPool), " (as on every pool no entry names)")
 	vmClass := func(vms []int, what string, probe bool) {
 		for _, vm := range vms {
 			if !a.ownVM(i, vm) && !a.specificVM(r, vm) {
-				report(vmPath(vm), what)
+				report(pveacl.VMPath(vm), what)
 				return
 			}
 		}
 		if probe {
-			report(vmPath(a.vmProbe), what)
+			report(pveacl.VMPath(a.vmProbe), what)
 		}
 	}
 	vmClass(a.unpooledVMs, " (as on every VM in no pool)", true)
@@ -298,12 +314,12 @@ func (a *auditor) reachClasses(i int, r relevance, report func(path, what string
 	storageClass := func(list []string, what string, probe bool) {
 		for _, s := range list {
 			if !a.ownStorage(i, s) && !a.specificStorage(r, s) {
-				report(storagePath(s), what)
+				report(pveacl.StoragePath(s), what)
 				return
 			}
 		}
 		if probe {
-			report(storagePath(a.stProbe), what)
+			report(pveacl.StoragePath(a.stProbe), what)
 		}
 	}
 	storageClass(a.unpooledSt, " (as on every storage in no pool)", true)
@@ -312,22 +328,22 @@ func (a *auditor) reachClasses(i int, r relevance, report func(path, what string
 
 // specificPools lists the existing pools the relevance singles out.
 func (a *auditor) specificPools(r relevance) []string {
-	var out []string
+	set := map[string]bool{}
 	for p := range r.exact {
 		name, ok := strings.CutPrefix(p, "/pool/")
 		if !ok {
 			continue
 		}
 		if _, exists := a.cfg.Pools[name]; exists {
-			out = insertSorted(out, name)
+			set[name] = true
 		}
 		if r.prop[p] {
 			for _, child := range a.poolsUnder(name) {
-				out = insertSorted(out, child)
+				set[child] = true
 			}
 		}
 	}
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // poolsUnder returns the pools nested below a pool, using the sorted names.
@@ -344,35 +360,35 @@ func (a *auditor) poolsUnder(pool string) []string {
 // specificVMs lists the VMs the relevance singles out: VMs named by an
 // entry path and the members of singled-out pools.
 func (a *auditor) specificVMs(r relevance, pools []string) []int {
-	var out []int
+	set := map[int]bool{}
 	for p := range r.exact {
 		if rest, ok := strings.CutPrefix(p, "/vms/"); ok {
 			if id, err := strconv.Atoi(rest); err == nil && strconv.Itoa(id) == rest {
-				out = insertSorted(out, id)
+				set[id] = true
 			}
 		}
 	}
 	for _, pool := range pools {
 		for _, vm := range a.cfg.Pools[pool].VMs {
-			out = insertSorted(out, vm)
+			set[vm] = true
 		}
 	}
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 func (a *auditor) specificStorages(r relevance, pools []string) []string {
-	var out []string
+	set := map[string]bool{}
 	for p := range r.exact {
 		if rest, ok := strings.CutPrefix(p, "/storage/"); ok && !strings.Contains(rest, "/") {
-			out = insertSorted(out, rest)
+			set[rest] = true
 		}
 	}
 	for _, pool := range pools {
 		for _, s := range a.cfg.Pools[pool].Storages {
-			out = insertSorted(out, s)
+			set[s] = true
 		}
 	}
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // broader compares a tenant token's privileges with the roles meant for it
@@ -380,27 +396,22 @@ func (a *auditor) specificStorages(r relevance, pools []string) []string {
 // storages and a VM of its pool, and every path its entries name.
 func (a *auditor) broader(i int, token string) {
 	tn := a.tenants[i]
-	allowed := allowedPrivileges(&Tenants{Tenants: []Tenant{tn}}, a.cfg.Version)[token]
-	paths := []string{"/", "/vms", "/storage", "/pool", "/nodes", "/sdn", "/access", poolPath(tn.Pool)}
+	allowed, ccm := pveacl.TokenPrivileges(a.cfg.Version)
+	if _, ccmID := tn.TokenIDs(); token == ccmID {
+		allowed = ccm
+	}
+	paths := []string{"/", "/vms", "/storage", "/pool", "/nodes", "/sdn", "/access", pveacl.PoolPath(tn.Pool)}
 	for _, s := range tn.AllStorages() {
-		paths = append(paths, storagePath(s))
+		paths = append(paths, pveacl.StoragePath(s))
 	}
 	if vms := a.cfg.Pools[tn.Pool].VMs; len(vms) > 0 {
-		paths = append(paths, vmPath(vms[0]))
+		paths = append(paths, pveacl.VMPath(vms[0]))
 	}
 	for p := range a.relevance(token).exact {
 		paths = append(paths, p)
 	}
-	slices.SortFunc(paths, func(x, y string) int {
-		if pathLess(x, y) {
-			return -1
-		}
-		if x == y {
-			return 0
-		}
-		return 1
-	})
-	var extra PrivSet
+	slices.SortFunc(paths, pveacl.ComparePaths)
+	var extra pveacl.PrivSet
 	first := ""
 	for _, p := range slices.Compact(paths) {
 		if x := a.perm.Permissions(token, p).Minus(allowed); !x.Empty() {
@@ -418,3 +429,6 @@ func (a *auditor) broader(i int, token string) {
 		Message:    fmt.Sprintf("%s holds %s beyond its roles (%s)", token, extra.String(), allowed.String()),
 		Remedy:     "remove the extra entries of the token (and its user), and keep the token privilege-separated"})
 }
+
+// quote quotes an auth id for a shell command line ('!' needs it).
+func quote(id string) string { return "'" + strings.ReplaceAll(id, "'", `'\''`) + "'" }
