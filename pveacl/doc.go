@@ -11,17 +11,11 @@
 // privilege-separated tokens intersected with their user, root@pam, and the
 // privilege tables of PVE 8 and PVE 9.
 //
-// On top of that it plans the isolation of a set of tenants (Tenants, Plan,
-// Change, RenderPveum): one pool, one dedicated storage, one user and
-// privilege-separated CSI and CCM tokens per tenant, plus the platform's
-// capmox credentials, as ordered idempotent steps; Apply plays the steps on
-// a Config in memory the way the API would. Package audit proves that no
-// tenant user or token holds any privilege on another tenant's objects, on
-// objects in no pool or on shared storages.
+// The packages below build on this model: tenantplan plans the isolation
+// of a set of tenants and simulates the plan, liveacl reads a live cluster
+// and applies a plan through its API, and audit proves the isolation.
 //
 // The state comes in as plain values: ParseUserCfg for a file, or
-// package liveacl, which reads a live cluster through pveapi.Client and
-// applies a plan there. This package decides and does no I/O, never logs,
-// never holds a token secret in a Config, Change or Finding, and imports no
-// Kubernetes package.
+// liveacl.Read for a live cluster. This package does no I/O, never logs,
+// never holds a token secret, and imports no Kubernetes package.
 package pveacl

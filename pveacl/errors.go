@@ -15,10 +15,6 @@ var (
 	ErrInvalidID = errors.New("invalid identifier")
 	// ErrInvalidPath: an ACL path PVE would refuse.
 	ErrInvalidPath = errors.New("invalid ACL path")
-	// ErrInvalidSpec: a tenant specification that cannot be planned.
-	ErrInvalidSpec = errors.New("invalid tenant specification")
-	// ErrRefused: a change the Proxmox VE API would refuse.
-	ErrRefused = errors.New("refused by the Proxmox VE API model")
 )
 
 // IDError describes a malformed identifier, with PVE's own wording.
@@ -41,27 +37,3 @@ func (e *IDError) Unwrap() error {
 func idErr(kind, id, format string, args ...any) error {
 	return &IDError{Kind: kind, ID: id, Msg: fmt.Sprintf(format, args...)}
 }
-
-// FieldError is one problem in a tenant specification, located by field.
-type FieldError struct {
-	Field string // e.g. tenants[1].storage
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-// Unwrap returns ErrInvalidSpec.
-func (e *FieldError) Unwrap() error { return ErrInvalidSpec }
-
-// RefusedError is the answer the Proxmox VE API would give to a change.
-type RefusedError struct {
-	Change Change
-	Msg    string // PVE's message
-}
-
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("cannot %s: %s", e.Change.Op.Describe(), e.Msg)
-}
-
-// Unwrap returns ErrRefused.
-func (e *RefusedError) Unwrap() error { return ErrRefused }

@@ -25,25 +25,6 @@ acl:0:/:alpha@pve:PVEAuditor:
 	// true
 }
 
-// Plan the isolation of one tenant on an empty PVE 9 cluster and print the
-// first steps as pveum commands.
-func ExamplePlan() {
-	spec, err := pveacl.LoadTenants([]byte("tenants:\n- name: alpha\n  storage: alpha-disks\n"))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	changes, _ := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
-	for _, c := range changes[:4] {
-		fmt.Println(pveacl.PveumCommand(c))
-	}
-	// Output:
-	// pveum role add CozyCCM --privs VM.Audit,VM.GuestAgent.Audit
-	// pveum role add CozyCSI --privs VM.Audit,VM.Config.Disk
-	// pveum role add CozyCSIStorage --privs Datastore.Allocate,Datastore.AllocateSpace,Datastore.Audit
-	// pveum pool add alpha --comment 'pxsubstrate tenant alpha'
-}
-
 // Write the canonical user.cfg of a configuration.
 func ExampleMarshalUserCfg() {
 	cfg := pveacl.NewConfig(pveacl.PVE9)

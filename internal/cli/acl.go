@@ -11,6 +11,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 func init() { register(newACLCmd) }
@@ -51,12 +52,12 @@ func readUserCfg(app *App, name string, v pveacl.Version) (*pveacl.Config, error
 }
 
 // readTenants loads and validates a tenant specification.
-func readTenants(app *App, name string) (*pveacl.Tenants, error) {
+func readTenants(app *App, name string) (*tenantplan.Tenants, error) {
 	data, err := readInput(app, name)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := pveacl.LoadTenants(data)
+	spec, err := tenantplan.LoadTenants(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -130,8 +131,8 @@ func printBody(app *App, body map[string]map[string]int) error {
 
 // planOutput is the JSON and YAML form of a plan.
 type planOutput struct {
-	PVEVersion pveacl.Version  `json:"pveVersion"`
-	Changes    []pveacl.Change `json:"changes"`
+	PVEVersion pveacl.Version      `json:"pveVersion"`
+	Changes    []tenantplan.Change `json:"changes"`
 }
 
 func newACLPlanCmd(app *App) *cobra.Command {
@@ -182,18 +183,18 @@ func runACLPlan(app *App, tenants, userCfg string, version int) error {
 			return err
 		}
 	}
-	changes, err := pveacl.Plan(spec, observed, pveacl.WithVersion(v))
+	changes, err := tenantplan.Plan(spec, observed, tenantplan.WithVersion(v))
 	if err != nil {
 		return err
 	}
 	switch app.Format {
 	case "json", "yaml":
 		if changes == nil {
-			changes = []pveacl.Change{}
+			changes = []tenantplan.Change{}
 		}
 		return app.Print(planOutput{PVEVersion: v, Changes: changes}, nil)
 	}
-	return pveacl.RenderPveum(app.Out, changes, v)
+	return tenantplan.RenderPveum(app.Out, changes, v)
 }
 
 type auditFlags struct {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // liveFlags connect to the Proxmox VE API with an API token.
@@ -199,7 +200,7 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
-	spec, err := pveacl.LoadTenants(data)
+	spec, err := tenantplan.LoadTenants(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.tenants, err)
 	}
@@ -268,23 +269,23 @@ func applyTable(w io.Writer, res liveacl.Result) {
 }
 
 // changeTarget names what a change acts on.
-func changeTarget(c pveacl.Change) string {
+func changeTarget(c tenantplan.Change) string {
 	switch c.Op {
-	case pveacl.OpCreateRole, pveacl.OpUpdateRole:
+	case tenantplan.OpCreateRole, tenantplan.OpUpdateRole:
 		return c.Role + " [" + strings.Join(c.Privs, ",") + "]"
-	case pveacl.OpCreatePool, pveacl.OpDeletePool:
+	case tenantplan.OpCreatePool, tenantplan.OpDeletePool:
 		return c.Pool
-	case pveacl.OpAddPoolMembers, pveacl.OpRemovePoolMembers:
+	case tenantplan.OpAddPoolMembers, tenantplan.OpRemovePoolMembers:
 		members := append([]string{}, c.Storages...)
 		for _, vm := range c.VMs {
 			members = append(members, strconv.Itoa(vm))
 		}
 		return c.Pool + " " + strings.Join(members, ",")
-	case pveacl.OpCreateToken, pveacl.OpUpdateToken, pveacl.OpDeleteToken:
+	case tenantplan.OpCreateToken, tenantplan.OpUpdateToken, tenantplan.OpDeleteToken:
 		return pveacl.TokenID(c.User, c.Token)
-	case pveacl.OpSetACL, pveacl.OpDeleteACL:
+	case tenantplan.OpSetACL, tenantplan.OpDeleteACL:
 		prop := ""
-		if c.Op == pveacl.OpSetACL {
+		if c.Op == tenantplan.OpSetACL {
 			prop = fmt.Sprintf(" propagate=%d", map[bool]int{false: 0, true: 1}[c.Propagate])
 		}
 		return fmt.Sprintf("%s %s %s %s%s", c.Path, c.Kind, c.Subject, strings.Join(c.Roles, ","), prop)

@@ -12,6 +12,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 const liveTenants = `tenants:
@@ -195,12 +196,12 @@ func FuzzAPIBaseURL(f *testing.F) {
 func TestChangeTargets(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		change pveacl.Change
+		change tenantplan.Change
 		want   string
 	}{
-		"ACL":     {reason: "path, kind, subject, roles, flag", change: pveacl.Change{Op: pveacl.OpSetACL, Path: "/pool/a", Kind: pveacl.KindToken, Subject: "a@pve!csi", Roles: []string{"CozyCSI"}}, want: "/pool/a token a@pve!csi CozyCSI propagate=0"},
-		"Token":   {reason: "the full token id", change: pveacl.Change{Op: pveacl.OpCreateToken, User: "a@pve", Token: "csi"}, want: "a@pve!csi"},
-		"Members": {reason: "pool and members", change: pveacl.Change{Op: pveacl.OpAddPoolMembers, Pool: "a", VMs: []int{100}, Storages: []string{"s"}}, want: "a s,100"},
+		"ACL":     {reason: "path, kind, subject, roles, flag", change: tenantplan.Change{Op: tenantplan.OpSetACL, Path: "/pool/a", Kind: pveacl.KindToken, Subject: "a@pve!csi", Roles: []string{"CozyCSI"}}, want: "/pool/a token a@pve!csi CozyCSI propagate=0"},
+		"Token":   {reason: "the full token id", change: tenantplan.Change{Op: tenantplan.OpCreateToken, User: "a@pve", Token: "csi"}, want: "a@pve!csi"},
+		"Members": {reason: "pool and members", change: tenantplan.Change{Op: tenantplan.OpAddPoolMembers, Pool: "a", VMs: []int{100}, Storages: []string{"s"}}, want: "a s,100"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // aclRun executes the CLI in-process and returns stdout, stderr and the exit code.
@@ -54,15 +55,15 @@ func aclFiles(t *testing.T) (tenants, permsCfg, converged string) {
 	t.Helper()
 	dir := t.TempDir()
 	tenants, permsCfg, converged = filepath.Join(dir, "tenants.yaml"), filepath.Join(dir, "perms.cfg"), filepath.Join(dir, "user.cfg")
-	spec, err := pveacl.LoadTenants([]byte(aclTenantsYAML))
+	spec, err := tenantplan.LoadTenants([]byte(aclTenantsYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes, err := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
+	changes, err := tenantplan.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
+	cfg, err := tenantplan.Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestACLPlan(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || code != 0 {
 		t.Fatalf("-o json: exit %d, %v\n%s", code, err, out)
 	}
-	if plan.PVEVersion != pveacl.PVE8 || plan.Changes[0].Role != pveacl.RoleCCM || plan.Changes[0].Privs[1] != "VM.Monitor" {
+	if plan.PVEVersion != pveacl.PVE8 || plan.Changes[0].Role != tenantplan.RoleCCM || plan.Changes[0].Privs[1] != "VM.Monitor" {
 		t.Errorf("--pve-version 8 must plan CozyCCM with VM.Monitor: %+v", plan.Changes[0])
 	}
 	if n := strings.Count(def, "\npveum "); n != len(plan.Changes) {

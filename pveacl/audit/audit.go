@@ -2,11 +2,13 @@ package audit
 
 import (
 	"fmt"
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // Severity ranks a finding. An error is a leak or a configuration that
@@ -116,9 +118,9 @@ func (r Report) Codes() []Code {
 // the audit checks one of each such class (and a never-seen VM, storage
 // and pool id) plus every object the subject's entries name, which keeps it
 // linear in the number of tenants. The other findings are listed with Code.
-func Run(cfg *pveacl.Config, spec *pveacl.Tenants) (Report, error) {
+func Run(cfg *pveacl.Config, spec *tenantplan.Tenants) (Report, error) {
 	if spec == nil {
-		return Report{}, fmt.Errorf("cannot audit: %w: no tenant specification", pveacl.ErrInvalidSpec)
+		return Report{}, fmt.Errorf("cannot audit: %w: no tenant specification", tenantplan.ErrInvalidSpec)
 	}
 	t := spec.Defaulted()
 	t.Platform.PVEVersion = cfg.Version
@@ -189,7 +191,7 @@ func (a *auditor) auditTenant(i int) {
 	}
 }
 
-func (a *auditor) incomplete(tn pveacl.Tenant) {
+func (a *auditor) incomplete(tn tenantplan.Tenant) {
 	var missing []string
 	if _, ok := a.cfg.Users[tn.User]; !ok {
 		missing = append(missing, "user "+tn.User)
@@ -216,7 +218,7 @@ func (a *auditor) incomplete(tn pveacl.Tenant) {
 	}
 }
 
-func (a *auditor) nestedPools(tn pveacl.Tenant) {
+func (a *auditor) nestedPools(tn tenantplan.Tenant) {
 	for _, name := range a.poolsUnder(tn.Pool) {
 		a.add(Finding{Severity: SeverityWarning, Code: CodeNestedTenantPool, Tenant: tn.Name, Path: pveacl.PoolPath(name),
 			Message: fmt.Sprintf("pool %s is nested in the tenant's pool %s", name, tn.Pool),
@@ -224,7 +226,7 @@ func (a *auditor) nestedPools(tn pveacl.Tenant) {
 	}
 }
 
-func (a *auditor) groups(tn pveacl.Tenant) {
+func (a *auditor) groups(tn tenantplan.Tenant) {
 	for _, g := range a.groupsOf[tn.User] {
 		paths := a.ev.EntryPaths(pveacl.KindGroup, g)
 		if len(paths) == 0 {
@@ -238,7 +240,7 @@ func (a *auditor) groups(tn pveacl.Tenant) {
 
 var topLevelPaths = map[string]bool{"/": true, "/vms": true, "/storage": true, "/pool": true}
 
-func (a *auditor) topLevel(tn pveacl.Tenant, subject string) {
+func (a *auditor) topLevel(tn tenantplan.Tenant, subject string) {
 	kind := pveacl.KindUser
 	if pveacl.IsTokenID(subject) {
 		kind = pveacl.KindToken
@@ -250,10 +252,10 @@ func (a *auditor) topLevel(tn pveacl.Tenant, subject string) {
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(byPath)) {
-		fix := pveacl.Change{Op: pveacl.OpSetACL, Path: p, Kind: kind, Subject: subject, Roles: byPath[p]}
+		fix := tenantplan.Change{Op: tenantplan.OpSetACL, Path: p, Kind: kind, Subject: subject, Roles: byPath[p]}
 		a.add(Finding{Severity: SeverityError, Code: CodePropagatingTopLevelACL, Tenant: tn.Name, Subject: subject, Path: p,
 			Message: fmt.Sprintf("%s holds %s on %s with propagate=1, which reaches every object below it", subject, strings.Join(byPath[p], ","), p),
-			Remedy:  fmt.Sprintf("%s (or grant on /pool/%s instead)", pveacl.PveumCommand(fix), tn.Pool)})
+			Remedy:  fmt.Sprintf("%s (or grant on /pool/%s instead)", tenantplan.PveumCommand(fix), tn.Pool)})
 	}
 }
 

@@ -7,17 +7,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"pgregory.net/rapid"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // drawTenants returns a valid random tenant set of 2-4 tenants.
-func drawTenants(t *rapid.T) *pveacl.Tenants {
-	spec := &pveacl.Tenants{Platform: pveacl.Platform{PVEVersion: pveacl.PVE9, SharedStorages: []string{"iso"},
-		Capmox: &pveacl.Credential{User: "capmox@pve", Token: "capi"}}}
+func drawTenants(t *rapid.T) *tenantplan.Tenants {
+	spec := &tenantplan.Tenants{Platform: tenantplan.Platform{PVEVersion: pveacl.PVE9, SharedStorages: []string{"iso"},
+		Capmox: &tenantplan.Credential{User: "capmox@pve", Token: "capi"}}}
 	names := rapid.SliceOfNDistinct(rapid.SampledFrom(tenantNames), 2, 4, rapid.ID[string]).Draw(t, "tenants")
 	for i, name := range names {
-		tn := pveacl.Tenant{Name: name, Storage: name + "-disks", VMs: []int{1000 + 10*i, 1001 + 10*i}}
+		tn := tenantplan.Tenant{Name: name, Storage: name + "-disks", VMs: []int{1000 + 10*i, 1001 + 10*i}}
 		if rapid.Bool().Draw(t, "extra") {
 			tn.Storages = []string{name + "-backup"}
 		}
@@ -27,12 +29,12 @@ func drawTenants(t *rapid.T) *pveacl.Tenants {
 	return spec
 }
 
-func convergedFor(t *rapid.T, spec *pveacl.Tenants) *pveacl.Config {
-	changes, err := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
+func convergedFor(t *rapid.T, spec *tenantplan.Tenants) *pveacl.Config {
+	changes, err := tenantplan.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
+	cfg, err := tenantplan.Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func convergedFor(t *rapid.T, spec *pveacl.Tenants) *pveacl.Config {
 }
 
 // scramble adds random entries, memberships and pools around the tenants.
-func scramble(t *rapid.T, spec *pveacl.Tenants, cfg *pveacl.Config) {
+func scramble(t *rapid.T, spec *tenantplan.Tenants, cfg *pveacl.Config) {
 	var subjects []subjectRef
 	for _, tn := range spec.Tenants {
 		csi, ccm := tn.TokenIDs()
@@ -60,7 +62,7 @@ func scramble(t *rapid.T, spec *pveacl.Tenants, cfg *pveacl.Config) {
 			paths = append(paths, pveacl.StoragePath(s))
 		}
 	}
-	roles := []string{pveacl.RoleNoAccess, pveacl.RoleAuditor, "PVEVMUser", "PVEDatastoreUser", pveacl.RoleCSI, pveacl.RoleCCM, "PVEPoolUser"}
+	roles := []string{pveacl.RoleNoAccess, pveacl.RoleAuditor, "PVEVMUser", "PVEDatastoreUser", tenantplan.RoleCSI, tenantplan.RoleCCM, "PVEPoolUser"}
 	for n := rapid.IntRange(0, 12).Draw(t, "entries"); n > 0; n-- {
 		s := rapid.SampledFrom(subjects).Draw(t, "subject")
 		k := pveacl.ACLKey{Path: rapid.SampledFrom(paths).Draw(t, "path"), Kind: s.kind, Subject: s.id, Role: rapid.SampledFrom(roles).Draw(t, "role")}
@@ -206,58 +208,58 @@ func TestAuditReachMatchesBruteForce(t *testing.T) {
 type leak struct {
 	name   string
 	code   Code
-	inject func(cfg *pveacl.Config, victim, other pveacl.Tenant) (subject string)
+	inject func(cfg *pveacl.Config, victim, other tenantplan.Tenant) (subject string)
 }
 
 var leaks = []leak{
-	{"foreign pool", CodeCrossTenantReach, func(c *pveacl.Config, v, o pveacl.Tenant) string {
+	{"foreign pool", CodeCrossTenantReach, func(c *pveacl.Config, v, o tenantplan.Tenant) string {
 		c.ACL[pveacl.ACLKey{Path: pveacl.PoolPath(o.Pool), Kind: pveacl.KindUser, Subject: v.User, Role: "PVEPoolUser"}] = false
 		return v.User
 	}},
-	{"foreign VM", CodeCrossTenantReach, func(c *pveacl.Config, v, o pveacl.Tenant) string {
+	{"foreign VM", CodeCrossTenantReach, func(c *pveacl.Config, v, o tenantplan.Tenant) string {
 		c.ACL[pveacl.ACLKey{Path: pveacl.VMPath(o.VMs[0]), Kind: pveacl.KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
 		return v.User
 	}},
-	{"unpooled VM", CodeCrossTenantReach, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
-		c.ACL[pveacl.ACLKey{Path: "/vms/4000", Kind: pveacl.KindUser, Subject: v.User, Role: pveacl.RoleCCM}] = false
+	{"unpooled VM", CodeCrossTenantReach, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
+		c.ACL[pveacl.ACLKey{Path: "/vms/4000", Kind: pveacl.KindUser, Subject: v.User, Role: tenantplan.RoleCCM}] = false
 		return v.User
 	}},
-	{"shared storage", CodeCrossTenantReach, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+	{"shared storage", CodeCrossTenantReach, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
 		csi, _ := v.TokenIDs()
 		for _, s := range []subjectRef{{pveacl.KindUser, v.User}, {pveacl.KindToken, csi}} {
-			c.ACL[pveacl.ACLKey{Path: "/storage/iso", Kind: s.kind, Subject: s.id, Role: pveacl.RoleCSIStorage}] = false
+			c.ACL[pveacl.ACLKey{Path: "/storage/iso", Kind: s.kind, Subject: s.id, Role: tenantplan.RoleCSIStorage}] = false
 		}
 		return csi
 	}},
-	{"propagating /vms", CodePropagatingTopLevelACL, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+	{"propagating /vms", CodePropagatingTopLevelACL, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
 		c.ACL[pveacl.ACLKey{Path: "/vms", Kind: pveacl.KindUser, Subject: v.User, Role: pveacl.RoleNoAccess}] = true
 		return v.User
 	}},
-	{"storage in two pools", CodeSharedTenantStorage, func(c *pveacl.Config, v, o pveacl.Tenant) string {
+	{"storage in two pools", CodeSharedTenantStorage, func(c *pveacl.Config, v, o tenantplan.Tenant) string {
 		p := c.Pools[o.Pool]
 		p.AddStorage(v.Storage)
 		c.Pools[o.Pool] = p
 		return ""
 	}},
-	{"privsep off", CodeTokenWithoutPrivsep, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+	{"privsep off", CodeTokenWithoutPrivsep, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
 		_, ccm := v.TokenIDs()
 		c.Users[v.User].Tokens[v.Tokens.CCM] = pveacl.Token{}
 		return ccm
 	}},
-	{"group", CodeTenantUserInGroup, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+	{"group", CodeTenantUserInGroup, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
 		g := c.Groups["staff"]
 		g.AddMember(v.User)
 		c.Groups["staff"] = g
 		c.ACL[pveacl.ACLKey{Path: "/nodes", Kind: pveacl.KindGroup, Subject: "staff", Role: pveacl.RoleAuditor}] = false
 		return v.User
 	}},
-	{"broader token", CodeTokenBroaderThanRole, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+	{"broader token", CodeTokenBroaderThanRole, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
 		csi, _ := v.TokenIDs()
 		c.ACL[pveacl.ACLKey{Path: pveacl.PoolPath(v.Pool), Kind: pveacl.KindUser, Subject: v.User, Role: "PVEVMUser"}] = false
 		c.ACL[pveacl.ACLKey{Path: pveacl.PoolPath(v.Pool), Kind: pveacl.KindToken, Subject: csi, Role: "PVEVMUser"}] = false
 		return csi
 	}},
-	{"nested pool", CodeNestedTenantPool, func(c *pveacl.Config, v, _ pveacl.Tenant) string {
+	{"nested pool", CodeNestedTenantPool, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
 		c.Pools[v.Pool+"/x"] = pveacl.Pool{}
 		return ""
 	}},

@@ -2,11 +2,13 @@ package audit
 
 import (
 	"fmt"
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // subjectRef names an ACL subject.
@@ -18,8 +20,8 @@ type subjectRef struct {
 // auditor holds the indexes one audit needs.
 type auditor struct {
 	cfg          *pveacl.Config
-	spec         *pveacl.Tenants
-	tenants      []pveacl.Tenant
+	spec         *tenantplan.Tenants
+	tenants      []tenantplan.Tenant
 	ev           *pveacl.Evaluator
 	perm         permissioner // answers the permission questions (the Evaluator)
 	entries      map[subjectRef][]pveacl.ACE
@@ -42,10 +44,10 @@ type auditor struct {
 	objects      int
 }
 
-func newAuditor(cfg *pveacl.Config, t *pveacl.Tenants) *auditor {
+func newAuditor(cfg *pveacl.Config, t *tenantplan.Tenants) *auditor {
 	ev := pveacl.NewEvaluator(cfg)
 	tenants := slices.Clone(t.Tenants)
-	slices.SortFunc(tenants, func(x, y pveacl.Tenant) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(tenants, func(x, y tenantplan.Tenant) int { return strings.Compare(x.Name, y.Name) })
 	a := &auditor{cfg: cfg, spec: t, tenants: tenants, ev: ev, perm: ev, groupsOf: map[string][]string{},
 		entries: map[subjectRef][]pveacl.ACE{}, poolTenant: map[string]int{}, vmPools: map[int][]string{},
 		storagePools: map[string][]string{}, declaredVM: map[int]int{}, declaredSt: map[string]int{}}
@@ -396,7 +398,7 @@ func (a *auditor) specificStorages(r relevance, pools []string) []string {
 // storages and a VM of its pool, and every path its entries name.
 func (a *auditor) broader(i int, token string) {
 	tn := a.tenants[i]
-	allowed, ccm := pveacl.TokenPrivileges(a.cfg.Version)
+	allowed, ccm := tenantplan.TokenPrivileges(a.cfg.Version)
 	if _, ccmID := tn.TokenIDs(); token == ccmID {
 		allowed = ccm
 	}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // exampleTenants is the specification of the plan's golden files: two
@@ -38,9 +40,9 @@ tenants:
 
 var tenantNames = []string{"alpha", "beta", "gamma", "delta", "eps"}
 
-func exampleSpec(t testing.TB) *pveacl.Tenants {
+func exampleSpec(t testing.TB) *tenantplan.Tenants {
 	t.Helper()
-	spec, err := pveacl.LoadTenants([]byte(exampleTenants))
+	spec, err := tenantplan.LoadTenants([]byte(exampleTenants))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +51,13 @@ func exampleSpec(t testing.TB) *pveacl.Tenants {
 
 // converged returns the state after applying the plan of spec to an empty
 // cluster.
-func converged(t testing.TB, spec *pveacl.Tenants) *pveacl.Config {
+func converged(t testing.TB, spec *tenantplan.Tenants) *pveacl.Config {
 	t.Helper()
-	changes, err := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
+	changes, err := tenantplan.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
+	cfg, err := tenantplan.Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +107,8 @@ func TestAuditFindings(t *testing.T) {
 				p := c.Pools["tenant-beta"]
 				p.VMs = []int{2001}
 				c.Pools["tenant-beta"] = p
-				for _, s := range []pveacl.ACLKey{{Path: "/vms/2001", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: pveacl.RoleCSI},
-					{Path: "/vms/2001", Kind: pveacl.KindToken, Subject: "alpha@pve!csi", Role: pveacl.RoleCSI}} {
+				for _, s := range []pveacl.ACLKey{{Path: "/vms/2001", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: tenantplan.RoleCSI},
+					{Path: "/vms/2001", Kind: pveacl.KindToken, Subject: "alpha@pve!csi", Role: tenantplan.RoleCSI}} {
 					c.ACL[s] = false
 				}
 			},

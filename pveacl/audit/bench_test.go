@@ -7,27 +7,28 @@ import (
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // bigCluster is a converged cluster of n tenants with 10 VMs each, plus
 // shared storages and VMs in no pool, as the plan builds it (8 ACL entries
 // per tenant).
-func bigCluster(n int) (*pveacl.Tenants, *pveacl.Config, error) {
-	spec := &pveacl.Tenants{Platform: pveacl.Platform{PVEVersion: pveacl.PVE9, SharedStorages: []string{"iso", "backup"},
-		Capmox: &pveacl.Credential{User: "capmox@pve", Token: "capi"}}}
+func bigCluster(n int) (*tenantplan.Tenants, *pveacl.Config, error) {
+	spec := &tenantplan.Tenants{Platform: tenantplan.Platform{PVEVersion: pveacl.PVE9, SharedStorages: []string{"iso", "backup"},
+		Capmox: &tenantplan.Credential{User: "capmox@pve", Token: "capi"}}}
 	for i := 0; i < n; i++ {
-		tn := pveacl.Tenant{Name: fmt.Sprintf("t%04d", i), Storage: fmt.Sprintf("t%04d-disks", i)}
+		tn := tenantplan.Tenant{Name: fmt.Sprintf("t%04d", i), Storage: fmt.Sprintf("t%04d-disks", i)}
 		for j := 0; j < 10; j++ {
 			tn.VMs = append(tn.VMs, 1000+10*i+j)
 		}
 		spec.Tenants = append(spec.Tenants, tn)
 	}
 	spec = spec.Defaulted()
-	changes, err := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
+	changes, err := tenantplan.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
+	cfg, err := tenantplan.Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,7 +43,7 @@ var bigOnce = sync.OnceValues(func() (bigFixture, error) {
 })
 
 type bigFixture struct {
-	spec *pveacl.Tenants
+	spec *tenantplan.Tenants
 	cfg  *pveacl.Config
 }
 

@@ -5,14 +5,15 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // Audit a cluster where a tenant's user was given PVEAuditor on / with
 // propagation: it now sees every VM, in or out of pools.
 func ExampleRun() {
-	spec, _ := pveacl.LoadTenants([]byte("tenants:\n- {name: alpha, storage: alpha-disks}\n- {name: beta, storage: beta-disks}\n"))
-	changes, _ := pveacl.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
-	cfg, _ := pveacl.Apply(pveacl.NewConfig(pveacl.PVE9), changes)
+	spec, _ := tenantplan.LoadTenants([]byte("tenants:\n- {name: alpha, storage: alpha-disks}\n- {name: beta, storage: beta-disks}\n"))
+	changes, _ := tenantplan.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
+	cfg, _ := tenantplan.Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
 	cfg.ACL[pveacl.ACLKey{Path: "/", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: "PVEAuditor"}] = true
 	rep, _ := audit.Run(cfg, spec)
 	for _, f := range rep.Findings {

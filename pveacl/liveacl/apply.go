@@ -12,6 +12,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
@@ -29,8 +30,8 @@ const (
 
 // Applied is one change and its outcome.
 type Applied struct {
-	Change  pveacl.Change `json:"change"`
-	Outcome Outcome       `json:"outcome"`
+	Change  tenantplan.Change `json:"change"`
+	Outcome Outcome           `json:"outcome"`
 }
 
 // StoredSecret says where the secret of a new token went (never the value).
@@ -41,16 +42,16 @@ type StoredSecret struct {
 
 // Result is what a live apply did.
 type Result struct {
-	Version pveacl.Version `json:"version"`
-	Applied []Applied      `json:"applied"`
-	Kept    []pveacl.Kept  `json:"kept,omitempty"`
-	Secrets []StoredSecret `json:"secrets,omitempty"`
+	Version pveacl.Version    `json:"version"`
+	Applied []Applied         `json:"applied"`
+	Kept    []tenantplan.Kept `json:"kept,omitempty"`
+	Secrets []StoredSecret    `json:"secrets,omitempty"`
 }
 
 // Progress reports a change about to be made (Outcome empty) or made.
 type Progress struct {
 	Index, Total int
-	Change       pveacl.Change
+	Change       tenantplan.Change
 	Outcome      Outcome
 }
 
@@ -86,7 +87,7 @@ func WithProgress(f func(Progress)) Option { return func(o *settings) { o.progre
 // (Read), plans for the version the cluster runs (Plan, plus PlanPrune
 // with WithPrune) and performs only the missing changes (applyChanges).
 // Applying again plans nothing and sends no changing request.
-func Apply(ctx context.Context, c pveapi.Client, desired *pveacl.Tenants, opts ...Option) (Result, error) {
+func Apply(ctx context.Context, c pveapi.Client, desired *tenantplan.Tenants, opts ...Option) (Result, error) {
 	observed, err := Read(ctx, c)
 	if err != nil {
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
@@ -94,14 +95,14 @@ func Apply(ctx context.Context, c pveapi.Client, desired *pveacl.Tenants, opts .
 	if err := onCluster(desired, observed); err != nil {
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
-	changes, err := pveacl.Plan(desired, observed, pveacl.WithVersion(observed.Version))
+	changes, err := tenantplan.Plan(desired, observed, tenantplan.WithVersion(observed.Version))
 	if err != nil {
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
-	var kept []pveacl.Kept
+	var kept []tenantplan.Kept
 	if o := options(opts); o.prune {
-		var prune []pveacl.Change
-		if prune, kept, err = pveacl.PlanPrune(desired, observed); err != nil {
+		var prune []tenantplan.Change
+		if prune, kept, err = tenantplan.Prune(desired, observed); err != nil {
 			return Result{}, fmt.Errorf("cannot apply: %w", err)
 		}
 		changes = append(changes, prune...)
@@ -118,7 +119,7 @@ func Apply(ctx context.Context, c pveapi.Client, desired *pveacl.Tenants, opts .
 var ErrNotOnCluster = errors.New("the tenant specification names objects the cluster does not have")
 
 // onCluster checks that every tenant storage and guest exists.
-func onCluster(desired *pveacl.Tenants, observed *pveacl.Config) error {
+func onCluster(desired *tenantplan.Tenants, observed *pveacl.Config) error {
 	var missing []string
 	for _, t := range desired.Tenants {
 		for _, s := range t.AllStorages() {
@@ -139,7 +140,7 @@ func onCluster(desired *pveacl.Tenants, observed *pveacl.Config) error {
 }
 
 // tokenTenants maps each tenant token id to its tenant's name.
-func tokenTenants(desired *pveacl.Tenants) map[string]string {
+func tokenTenants(desired *tenantplan.Tenants) map[string]string {
 	spec := desired.Defaulted()
 	out := map[string]string{}
 	for _, t := range spec.Tenants {
@@ -163,10 +164,10 @@ func options(opts []Option) settings {
 // present. Token secrets go to the sink as soon as a token is created; the
 // sink is checked before the first change. It stops at the first error and
 // returns what was done so far.
-func applyChanges(ctx context.Context, c pveapi.Client, changes []pveacl.Change, opts ...Option) (Result, error) {
+func applyChanges(ctx context.Context, c pveapi.Client, changes []tenantplan.Change, opts ...Option) (Result, error) {
 	o := options(opts)
 	var res Result
-	if slices.ContainsFunc(changes, func(ch pveacl.Change) bool { return ch.Op == pveacl.OpCreateToken }) {
+	if slices.ContainsFunc(changes, func(ch tenantplan.Change) bool { return ch.Op == tenantplan.OpCreateToken }) {
 		if o.sink == nil {
 			return res, fmt.Errorf("cannot apply: %w: pass a secret sink (--secrets-dir or --secret-manifests)", ErrNoSecretSink)
 		}
@@ -198,36 +199,36 @@ func (a *applier) report(p Progress) {
 	}
 }
 
-func (a *applier) do(ctx context.Context, ch pveacl.Change, res *Result) (Outcome, error) {
+func (a *applier) do(ctx context.Context, ch tenantplan.Change, res *Result) (Outcome, error) {
 	switch ch.Op {
-	case pveacl.OpCreateRole, pveacl.OpUpdateRole:
+	case tenantplan.OpCreateRole, tenantplan.OpUpdateRole:
 		return a.role(ctx, ch)
-	case pveacl.OpCreatePool:
+	case tenantplan.OpCreatePool:
 		return present(a.c.Post(ctx, "/pools", map[string]any{"poolid": ch.Pool, "comment": ch.Comment}, nil), "already exists")
-	case pveacl.OpCreateUser:
+	case tenantplan.OpCreateUser:
 		return present(a.c.Post(ctx, "/access/users", map[string]any{"userid": ch.User, "enable": 1, "comment": ch.Comment}, nil), "already exists")
-	case pveacl.OpEnableUser:
+	case tenantplan.OpEnableUser:
 		return applied(a.c.Put(ctx, userPath(ch.User), map[string]any{"enable": 1}, nil))
-	case pveacl.OpCreateToken:
+	case tenantplan.OpCreateToken:
 		return a.createToken(ctx, ch, res)
-	case pveacl.OpUpdateToken:
+	case tenantplan.OpUpdateToken:
 		return applied(a.c.Put(ctx, tokenPath(ch.User, ch.Token), map[string]any{"privsep": 1}, nil))
-	case pveacl.OpAddPoolMembers:
+	case tenantplan.OpAddPoolMembers:
 		return a.addMembers(ctx, ch)
-	case pveacl.OpSetACL, pveacl.OpDeleteACL:
+	case tenantplan.OpSetACL, tenantplan.OpDeleteACL:
 		return applied(a.c.Put(ctx, "/access/acl", aclBody(ch), nil))
-	case pveacl.OpDeleteToken:
+	case tenantplan.OpDeleteToken:
 		return present(a.c.Delete(ctx, tokenPath(ch.User, ch.Token), nil), "no such token", "no such user")
-	case pveacl.OpDeleteUser:
+	case tenantplan.OpDeleteUser:
 		return present(a.c.Delete(ctx, userPath(ch.User), nil), "no such user")
-	case pveacl.OpRemovePoolMembers:
+	case tenantplan.OpRemovePoolMembers:
 		body := memberBody(ch)
 		body["delete"] = 1
 		return applied(a.c.Put(ctx, "/pools", body, nil))
-	case pveacl.OpDeletePool:
+	case tenantplan.OpDeletePool:
 		return present(a.c.Delete(ctx, "/pools?"+url.Values{"poolid": {ch.Pool}}.Encode(), nil), "does not exist")
 	}
-	return "", fmt.Errorf("%w: unknown operation %q", pveacl.ErrRefused, ch.Op)
+	return "", fmt.Errorf("%w: unknown operation %q", tenantplan.ErrRefused, ch.Op)
 }
 
 func userPath(uid string) string { return "/access/users/" + url.PathEscape(uid) }
@@ -276,9 +277,9 @@ func apiMessageHas(err error, texts ...string) bool {
 
 // role creates the role or, when it exists, sets its privileges (PUT
 // without append replaces the list).
-func (a *applier) role(ctx context.Context, ch pveacl.Change) (Outcome, error) {
+func (a *applier) role(ctx context.Context, ch tenantplan.Change) (Outcome, error) {
 	privs := strings.Join(ch.Privs, ",")
-	if ch.Op == pveacl.OpCreateRole {
+	if ch.Op == tenantplan.OpCreateRole {
 		err := a.c.Post(ctx, "/access/roles", map[string]any{"roleid": ch.Role, "privs": privs}, nil)
 		if err == nil || !apiMessageHas(err, "already exists") {
 			return applied(err)
@@ -288,7 +289,7 @@ func (a *applier) role(ctx context.Context, ch pveacl.Change) (Outcome, error) {
 }
 
 // createToken creates a privilege-separated token and stores its secret.
-func (a *applier) createToken(ctx context.Context, ch pveacl.Change, res *Result) (Outcome, error) {
+func (a *applier) createToken(ctx context.Context, ch tenantplan.Change, res *Result) (Outcome, error) {
 	var created proxmox.NewAPIToken
 	err := a.c.Post(ctx, tokenPath(ch.User, ch.Token), map[string]any{"privsep": 1, "comment": ch.Comment}, &created)
 	if err != nil {
@@ -306,7 +307,7 @@ func (a *applier) createToken(ctx context.Context, ch pveacl.Change, res *Result
 
 // addMembers adds pool members; when PVE answers that one is already a
 // member, it reads the pool and sends only those still missing.
-func (a *applier) addMembers(ctx context.Context, ch pveacl.Change) (Outcome, error) {
+func (a *applier) addMembers(ctx context.Context, ch tenantplan.Change) (Outcome, error) {
 	err := a.c.Put(ctx, "/pools", memberBody(ch), nil)
 	if err == nil || !apiMessageHas(err, "already a pool member") {
 		return applied(err)
@@ -339,7 +340,7 @@ func (a *applier) addMembers(ctx context.Context, ch pveacl.Change) (Outcome, er
 	return applied(a.c.Put(ctx, "/pools", memberBody(rest), nil))
 }
 
-func memberBody(ch pveacl.Change) map[string]any {
+func memberBody(ch tenantplan.Change) map[string]any {
 	b := map[string]any{"poolid": ch.Pool}
 	if len(ch.VMs) > 0 {
 		ids := make([]string, len(ch.VMs))
@@ -357,9 +358,9 @@ func memberBody(ch pveacl.Change) map[string]any {
 	return b
 }
 
-func aclBody(ch pveacl.Change) map[string]any {
+func aclBody(ch tenantplan.Change) map[string]any {
 	b := map[string]any{"path": ch.Path, "roles": strings.Join(ch.Roles, ","), string(ch.Kind) + "s": ch.Subject}
-	if ch.Op == pveacl.OpDeleteACL {
+	if ch.Op == tenantplan.OpDeleteACL {
 		b["delete"] = 1
 	} else {
 		b["propagate"] = 0

@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 const alphaOnly = `platform:
@@ -77,7 +77,7 @@ func TestPrune(t *testing.T) {
 			}
 			live, err := liveacl.Read(ctx, srv.Client())
 			must(t, err)
-			again, kept, err := pveacl.PlanPrune(mustTenants(t, alphaOnly), live)
+			again, kept, err := tenantplan.Prune(mustTenants(t, alphaOnly), live)
 			must(t, err)
 			if tc.prune && (len(again) != 0 || len(kept) != len(tc.want.kept)) {
 				t.Errorf("%s: a prune converges: %v, kept %v", tc.reason, again, kept)

@@ -11,6 +11,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
@@ -20,7 +21,7 @@ import (
 // pools; objects nobody manages), applies live through go-proxmox and
 // checks: the next plan is empty, a second apply sends no changing
 // request, unmanaged objects are untouched, and the fake ends where the
-// pure simulator (pveacl.Apply) says PVE ends.
+// pure simulator (tenantplan.Simulate) says PVE ends.
 func TestApplyConvergesOnRandomState(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		srv, err := pveacltest.New(pveacltest.WithVersion(rapid.SampledFrom([]pveacl.Version{pveacl.PVE8, pveacl.PVE9}).Draw(rt, "version")))
@@ -45,17 +46,17 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		if next, err := pveacl.Plan(spec, after, pveacl.WithVersion(after.Version)); err != nil || len(next) != 0 {
+		if next, err := tenantplan.Plan(spec, after, tenantplan.WithVersion(after.Version)); err != nil || len(next) != 0 {
 			rt.Fatalf("the plan after apply must be empty: %v %v", next, err)
 		}
 		if diff := cmp.Diff(unmanaged, unmanagedView(srv.AccessConfig())); diff != "" {
 			rt.Fatalf("unmanaged objects changed: -before +after:\n%s", diff)
 		}
-		var changes []pveacl.Change
+		var changes []tenantplan.Change
 		for _, a := range res.Applied {
 			changes = append(changes, a.Change)
 		}
-		model, err := pveacl.Apply(before, changes)
+		model, err := tenantplan.Simulate(before, changes)
 		if err != nil {
 			rt.Fatalf("the simulator refuses what the fake accepted: %v", err)
 		}
@@ -86,15 +87,15 @@ func rootClient(srv *pveacltest.Server) pveapi.Client {
 	return srv.Client()
 }
 
-func drawTenants(rt *rapid.T) *pveacl.Tenants {
-	spec := &pveacl.Tenants{}
+func drawTenants(rt *rapid.T) *tenantplan.Tenants {
+	spec := &tenantplan.Tenants{}
 	if rapid.Bool().Draw(rt, "capmox") {
-		spec.Platform.Capmox = &pveacl.Credential{User: "capmox@pve", Token: "capi"}
+		spec.Platform.Capmox = &tenantplan.Credential{User: "capmox@pve", Token: "capi"}
 	}
 	names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"ta", "tb", "tc"}), 1, 3, rapid.ID[string]).Draw(rt, "tenants")
 	vms := rapid.Permutation([]int{100, 101, 102, 103}).Draw(rt, "vms")
 	for i, n := range names {
-		tn := pveacl.Tenant{Name: n, Storage: n + "-disks"}
+		tn := tenantplan.Tenant{Name: n, Storage: n + "-disks"}
 		if rapid.Bool().Draw(rt, "customUser") {
 			tn.User = "k8s-" + n + "@pve"
 		}
@@ -102,7 +103,7 @@ func drawTenants(rt *rapid.T) *pveacl.Tenants {
 			tn.VMs = []int{vms[i]}
 		}
 		if spec.Platform.Capmox != nil && rapid.Bool().Draw(rt, "network") {
-			tn.Networks = []pveacl.Network{{Bridge: "vmbr1", VLANs: []int{100 + i}}}
+			tn.Networks = []tenantplan.Network{{Bridge: "vmbr1", VLANs: []int{100 + i}}}
 		}
 		spec.Tenants = append(spec.Tenants, tn)
 	}
@@ -112,7 +113,7 @@ func drawTenants(rt *rapid.T) *pveacl.Tenants {
 
 // seedState puts a random part of the tenants' objects (some of them
 // wrong) and unmanaged objects on the server.
-func seedState(rt *rapid.T, srv *pveacltest.Server, spec *pveacl.Tenants) {
+func seedState(rt *rapid.T, srv *pveacltest.Server, spec *tenantplan.Tenants) {
 	check := func(err error) {
 		if err != nil {
 			rt.Fatal(err)
@@ -126,7 +127,7 @@ func seedState(rt *rapid.T, srv *pveacltest.Server, spec *pveacl.Tenants) {
 		check(srv.AddVM(pveacltest.VMSpec{VMID: vm, Pool: pool}))
 	}
 	if rapid.Bool().Draw(rt, "wrongRole") {
-		check(srv.AddRole(pveacl.RoleCSI, "VM.Audit"))
+		check(srv.AddRole(tenantplan.RoleCSI, "VM.Audit"))
 	}
 	for _, tn := range spec.Tenants {
 		check(srv.AddStorage(pveacltest.StorageSpec{ID: tn.Storage, Type: "lvmthin", Content: []string{"images"}}))
@@ -134,7 +135,7 @@ func seedState(rt *rapid.T, srv *pveacltest.Server, spec *pveacl.Tenants) {
 	}
 }
 
-func seedTenant(rt *rapid.T, srv *pveacltest.Server, tn pveacl.Tenant, check func(error)) {
+func seedTenant(rt *rapid.T, srv *pveacltest.Server, tn tenantplan.Tenant, check func(error)) {
 	if rapid.Bool().Draw(rt, "poolExists") {
 		check(srv.AddPool(tn.Pool, "", nil, nil))
 	}

@@ -6,7 +6,7 @@
 // /cluster/resources; it first checks that the token sees everything
 // (ErrIncompleteView). Apply makes the cluster match a tenant
 // specification: it reads the state, plans for the version the cluster
-// runs (pveacl.Plan, and pveacl.PlanPrune with WithPrune) and performs
+// runs (tenantplan.Plan, and tenantplan.Prune with WithPrune) and performs
 // only the missing changes, each idempotently, so that a second run sends
 // no changing request.
 //

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // ExampleApply applies a tenant specification to a (fake) cluster,
@@ -18,7 +18,7 @@ func ExampleApply() {
 	defer t.cleanup()
 	srv := pveacltest.NewServer(t)
 	_ = srv.AddStorage(pveacltest.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}})
-	spec, _ := pveacl.LoadTenants([]byte("tenants:\n- name: alpha\n  storage: alpha-disks\n"))
+	spec, _ := tenantplan.LoadTenants([]byte("tenants:\n- name: alpha\n  storage: alpha-disks\n"))
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	sink := liveacl.ManifestSink{Path: dir + "/secrets.yaml", Namespace: "tenant-alpha"}

@@ -19,6 +19,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 var ctx = context.Background()
@@ -41,9 +42,9 @@ tenants:
     tokens: {csi: csi-beta, ccm: ccm-beta}
 `
 
-func mustTenants(t testing.TB, y string) *pveacl.Tenants {
+func mustTenants(t testing.TB, y string) *tenantplan.Tenants {
 	t.Helper()
-	spec, err := pveacl.LoadTenants([]byte(y))
+	spec, err := tenantplan.LoadTenants([]byte(y))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestApplyThenAuditIsClean(t *testing.T) {
 	if diff := cmp.Diff([]audit.Code{audit.CodePlatformWideToken}, rep.Codes()); diff != "" {
 		t.Errorf("after apply the audit finds only the capmox token's reach (info): -want +got:\n%s\n%+v", diff, rep.Findings)
 	}
-	if next, err := pveacl.Plan(spec, state); err != nil || len(next) != 0 {
+	if next, err := tenantplan.Plan(spec, state); err != nil || len(next) != 0 {
 		t.Errorf("after apply the plan is empty: %v, %v", next, err)
 	}
 	srv.ResetRequests()
@@ -259,12 +260,12 @@ func TestApplyChangesIsIdempotent(t *testing.T) {
 	must(t, srv.AddUser("k8s@pve", pveacltest.UserSpec{}))
 	must(t, srv.AddPool("p1", "", nil, []string{"alpha-disks"}))
 	must(t, srv.AddRole("R1", "VM.Audit"))
-	changes := []pveacl.Change{
-		{Op: pveacl.OpCreateRole, Role: "R1", Privs: []string{"VM.Audit", "VM.Console"}},
-		{Op: pveacl.OpCreateUser, User: "k8s@pve", Comment: "pxsubstrate tenant x"},
-		{Op: pveacl.OpCreatePool, Pool: "p1"},
-		{Op: pveacl.OpAddPoolMembers, Pool: "p1", Storages: []string{"alpha-disks", "beta-disks"}},
-		{Op: pveacl.OpDeleteToken, User: "k8s@pve", Token: "gone"},
+	changes := []tenantplan.Change{
+		{Op: tenantplan.OpCreateRole, Role: "R1", Privs: []string{"VM.Audit", "VM.Console"}},
+		{Op: tenantplan.OpCreateUser, User: "k8s@pve", Comment: "pxsubstrate tenant x"},
+		{Op: tenantplan.OpCreatePool, Pool: "p1"},
+		{Op: tenantplan.OpAddPoolMembers, Pool: "p1", Storages: []string{"alpha-disks", "beta-disks"}},
+		{Op: tenantplan.OpDeleteToken, User: "k8s@pve", Token: "gone"},
 	}
 	res, err := liveacl.ApplyChanges(ctx, srv.Client(), changes)
 	must(t, err)
@@ -294,7 +295,7 @@ func TestApplyStopsAtTheFirstError(t *testing.T) {
 	must(t, err)
 	state, err := liveacl.Read(ctx, srv.Client())
 	must(t, err)
-	if next, _ := pveacl.Plan(mustTenants(t, twoTenants), state); len(next) != 0 {
+	if next, _ := tenantplan.Plan(mustTenants(t, twoTenants), state); len(next) != 0 {
 		t.Errorf("a rerun after a failure converges: %v", next)
 	}
 }
@@ -306,7 +307,7 @@ func TestApplyPlansForTheLiveVersion(t *testing.T) {
 	if res.Version != pveacl.PVE8 {
 		t.Errorf("the version comes from GET /version: %d", res.Version)
 	}
-	if got := srv.AccessConfig().Roles[pveacl.RoleCCM].Privs; !cmp.Equal(got, []string{"VM.Audit", "VM.Monitor"}) {
+	if got := srv.AccessConfig().Roles[tenantplan.RoleCCM].Privs; !cmp.Equal(got, []string{"VM.Audit", "VM.Monitor"}) {
 		t.Errorf("on PVE 8 CozyCCM uses VM.Monitor: %v", got)
 	}
 }

@@ -9,10 +9,10 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
@@ -36,7 +36,7 @@ const (
 var actACLs = Act{
 	Name: "an admin plans and applies two tenants' ACLs on the Proxmox API, then audits them",
 	Play: func(ctx context.Context, s *Stage) error {
-		spec, err := pveacl.LoadTenants([]byte(tenantsSpec))
+		spec, err := tenantplan.LoadTenants([]byte(tenantsSpec))
 		if err != nil {
 			return fmt.Errorf("cannot load the tenants' specification: %w", err)
 		}
@@ -48,7 +48,7 @@ var actACLs = Act{
 		if err != nil {
 			return fmt.Errorf("cannot read the access control of the Proxmox API: %w", err)
 		}
-		plan, err := pveacl.Plan(spec, observed)
+		plan, err := tenantplan.Plan(spec, observed)
 		if err != nil {
 			return fmt.Errorf("cannot plan the tenants' ACLs: %w", err)
 		}
@@ -66,7 +66,7 @@ var actACLs = Act{
 
 // audit reads the live access control back, audits it, plans again and
 // records whether both are clean.
-func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *pveacl.Tenants) error {
+func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *tenantplan.Tenants) error {
 	live, err := liveacl.Read(ctx, c)
 	if err != nil {
 		return fmt.Errorf("cannot read the access control back: %w", err)
@@ -75,7 +75,7 @@ func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *pveacl.Tenants
 	if err != nil {
 		return fmt.Errorf("cannot audit the tenants' ACLs: %w", err)
 	}
-	again, err := pveacl.Plan(spec, live)
+	again, err := tenantplan.Plan(spec, live)
 	if err != nil {
 		return fmt.Errorf("cannot plan the tenants' ACLs again: %w", err)
 	}
@@ -86,7 +86,7 @@ func (s *Stage) audit(ctx context.Context, c pveapi.Client, spec *pveacl.Tenants
 		problems = append(problems, fmt.Sprintf("%s %s %s %s", f.Severity, f.Code, f.Subject, f.Path))
 	}
 	for _, ch := range again {
-		problems = append(problems, "still to do: "+pveacl.PveumCommand(ch))
+		problems = append(problems, "still to do: "+tenantplan.PveumCommand(ch))
 	}
 	s.Check(CheckAuditClean, len(problems) == 0, strings.Join(problems, "; "))
 	return nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
@@ -50,7 +51,7 @@ func TestAuditSeesACrossTenantGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := pveacl.LoadTenants([]byte(tenantsSpec))
+	spec, err := tenantplan.LoadTenants([]byte(tenantsSpec))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pveacl
+package tenantplan
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 func TestLoadTenantsDefaults(t *testing.T) {
@@ -14,7 +16,7 @@ func TestLoadTenantsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Tenants{Platform: Platform{PVEVersion: PVE9}, Tenants: []Tenant{{Name: "alpha", Pool: "alpha", Storage: "alpha-disks",
+	want := Tenants{Platform: Platform{PVEVersion: pveacl.PVE9}, Tenants: []Tenant{{Name: "alpha", Pool: "alpha", Storage: "alpha-disks",
 		User: "alpha@pve", Tokens: TenantTokens{CSI: "csi", CCM: "ccm"}}}}
 	if diff := cmp.Diff(want, *spec); diff != "" {
 		t.Errorf("defaults: -want +got:\n%s", diff)

@@ -1,16 +1,18 @@
-package pveacl
+package tenantplan
 
 import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // applyPrune simulates the operations only a prune plans, the way PVE
 // carries them out: deleting a token or a user drops its ACL entries (and a
 // user's tokens and group memberships), removing members detaches them, and
 // a pool is deleted only when empty, together with the ACL entries on it.
-func applyPrune(c *Config, ch Change, vmPool map[int][]string, refuse refuser) error {
+func applyPrune(c *pveacl.Config, ch Change, vmPool map[int][]string, refuse refuser) error {
 	switch ch.Op {
 	case OpDeleteToken:
 		u, ok := c.Users[ch.User]
@@ -19,14 +21,16 @@ func applyPrune(c *Config, ch Change, vmPool map[int][]string, refuse refuser) e
 		}
 		delete(u.Tokens, ch.Token)
 		c.Users[ch.User] = u
-		dropACL(c, func(k ACLKey) bool { return k.Kind == KindToken && k.Subject == TokenID(ch.User, ch.Token) })
+		dropACL(c, func(k pveacl.ACLKey) bool {
+			return k.Kind == pveacl.KindToken && k.Subject == pveacl.TokenID(ch.User, ch.Token)
+		})
 	case OpDeleteUser:
 		if ch.User == "root@pam" {
 			return refuse("cannot delete user 'root@pam'")
 		}
 		delete(c.Users, ch.User)
-		dropACL(c, func(k ACLKey) bool {
-			return (k.Kind == KindUser && k.Subject == ch.User) || (k.Kind == KindToken && strings.HasPrefix(k.Subject, ch.User+"!"))
+		dropACL(c, func(k pveacl.ACLKey) bool {
+			return (k.Kind == pveacl.KindUser && k.Subject == ch.User) || (k.Kind == pveacl.KindToken && strings.HasPrefix(k.Subject, ch.User+"!"))
 		})
 		for id, g := range c.Groups {
 			g.Members = slices.DeleteFunc(slices.Clone(g.Members), func(m string) bool { return m == ch.User })
@@ -55,14 +59,14 @@ func applyPrune(c *Config, ch Change, vmPool map[int][]string, refuse refuser) e
 			return refuse("pool '%s' is not empty (contains storage '%s')", ch.Pool, p.Storages[0])
 		}
 		delete(c.Pools, ch.Pool)
-		dropACL(c, func(k ACLKey) bool { return k.Path == "/pool/"+ch.Pool })
+		dropACL(c, func(k pveacl.ACLKey) bool { return k.Path == "/pool/"+ch.Pool })
 	default:
 		return refuse("unknown operation %q", ch.Op)
 	}
 	return nil
 }
 
-func dropACL(c *Config, match func(ACLKey) bool) {
+func dropACL(c *pveacl.Config, match func(pveacl.ACLKey) bool) {
 	for k := range c.ACL {
 		if match(k) {
 			delete(c.ACL, k)

@@ -1,4 +1,4 @@
-package pveacl
+package tenantplan
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // Tenants is the desired isolation: the platform's own credentials and one
@@ -18,7 +20,7 @@ type Tenants struct {
 // Platform holds what the tenants share.
 type Platform struct {
 	// PVEVersion is the Proxmox VE major version (8 or 9; default 9).
-	PVEVersion Version `json:"pveVersion,omitempty"`
+	PVEVersion pveacl.Version `json:"pveVersion,omitempty"`
 	// Capmox is the cluster-api provider's user and token, which creates
 	// every tenant's VMs and so needs SDN.Use on each tenant VLAN.
 	Capmox *Credential `json:"capmox,omitempty"`
@@ -34,7 +36,7 @@ type Credential struct {
 }
 
 // TokenID is the full token id user@realm!token.
-func (c Credential) TokenID() string { return TokenID(c.User, c.Token) }
+func (c Credential) TokenID() string { return pveacl.TokenID(c.User, c.Token) }
 
 // Tenant is one tenant's slice of the hypervisor.
 type Tenant struct {
@@ -72,7 +74,7 @@ type Network struct {
 
 // TokenIDs returns the tenant's full CSI and CCM token ids.
 func (t Tenant) TokenIDs() (csi, ccm string) {
-	return TokenID(t.User, t.Tokens.CSI), TokenID(t.User, t.Tokens.CCM)
+	return pveacl.TokenID(t.User, t.Tokens.CSI), pveacl.TokenID(t.User, t.Tokens.CCM)
 }
 
 // AllStorages returns the dedicated storage followed by the extra ones.
@@ -110,7 +112,7 @@ func (t *Tenants) Defaulted() *Tenants {
 // fillDefaults fills the defaults in place.
 func (t *Tenants) fillDefaults() {
 	if t.Platform.PVEVersion == 0 {
-		t.Platform.PVEVersion = DefaultVersion
+		t.Platform.PVEVersion = pveacl.DefaultVersion
 	}
 	for i := range t.Tenants {
 		tn := &t.Tenants[i]
@@ -135,7 +137,7 @@ func (t *Tenants) fillDefaults() {
 }
 
 // Validate checks the specification after Defaulted and joins every problem
-// into one error; each is a *FieldError wrapping ErrInvalidSpec.
+// into one error; each is a *fieldError wrapping ErrInvalidSpec.
 func (t *Tenants) Validate() error {
 	v := &validator{owners: map[string]string{}}
 	if err := t.Platform.PVEVersion.Validate(); err != nil {
@@ -143,12 +145,12 @@ func (t *Tenants) Validate() error {
 	}
 	if c := t.Platform.Capmox; c != nil {
 		v.credential("platform.capmox.user", c.User)
-		v.check("platform.capmox.token", ValidTokenName(c.Token))
+		v.check("platform.capmox.token", pveacl.ValidTokenName(c.Token))
 		v.own("user", c.User, "platform.capmox.user", "the capmox user")
 	}
 	for i, s := range t.Platform.SharedStorages {
 		f := fmt.Sprintf("platform.sharedStorages[%d]", i)
-		v.check(f, ValidStorageID(s))
+		v.check(f, pveacl.ValidStorageID(s))
 		v.own("storage", s, f, "the shared storages")
 	}
 	for i, tn := range t.Tenants {
@@ -164,7 +166,7 @@ type validator struct {
 }
 
 func (v *validator) add(field, format string, args ...any) {
-	v.errs = append(v.errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &fieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) check(field string, err error) {
@@ -184,7 +186,7 @@ func (v *validator) own(kind, id, field, owner string) {
 }
 
 func (v *validator) credential(field, user string) {
-	if _, _, err := ParseUserID(user); err != nil {
+	if _, _, err := pveacl.ParseUserID(user); err != nil {
 		v.add(field, "%v", err)
 	} else if user == "root@pam" {
 		v.add(field, "root@pam bypasses every ACL check; create a dedicated user")
@@ -194,11 +196,11 @@ func (v *validator) credential(field, user string) {
 func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 	f := fmt.Sprintf("tenants[%d]", i)
 	owner := fmt.Sprintf("tenant %q", tn.Name)
-	if ValidRoleID(tn.Name) != nil || tn.Name == "" {
+	if pveacl.ValidRoleID(tn.Name) != nil || tn.Name == "" {
 		v.add(f+".name", "tenant name %q is invalid: use letters, digits, '.', '-' or '_'", tn.Name)
 	}
 	v.own("tenant", tn.Name, f+".name", fmt.Sprintf("tenants[%d]", i))
-	v.check(f+".pool", ValidNewPoolID(tn.Pool))
+	v.check(f+".pool", pveacl.ValidNewPoolID(tn.Pool))
 	v.own("pool", tn.Pool, f+".pool", owner)
 	if tn.Storage == "" {
 		v.add(f+".storage", "a dedicated storage is required: name the PVE storage only this tenant uses")
@@ -209,13 +211,13 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 			sf = fmt.Sprintf("%s.storages[%d]", f, j-1)
 		}
 		if s != "" {
-			v.check(sf, ValidStorageID(s))
+			v.check(sf, pveacl.ValidStorageID(s))
 			v.own("storage", s, sf, owner)
 		}
 	}
 	v.credential(f+".user", tn.User)
-	v.check(f+".tokens.csi", ValidTokenName(tn.Tokens.CSI))
-	v.check(f+".tokens.ccm", ValidTokenName(tn.Tokens.CCM))
+	v.check(f+".tokens.csi", pveacl.ValidTokenName(tn.Tokens.CSI))
+	v.check(f+".tokens.ccm", pveacl.ValidTokenName(tn.Tokens.CCM))
 	if tn.Tokens.CSI == tn.Tokens.CCM {
 		v.add(f+".tokens", "the CSI and CCM tokens must differ (both are %q): each has its own blast radius", tn.Tokens.CSI)
 	}
@@ -232,7 +234,7 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 		if !haveCapmox {
 			v.add(nf, "networks need platform.capmox: SDN.Use on a tenant VLAN is granted to the capmox token that creates the VMs")
 		}
-		if ValidRoleID(n.Zone) != nil || ValidRoleID(n.Bridge) != nil {
+		if pveacl.ValidRoleID(n.Zone) != nil || pveacl.ValidRoleID(n.Bridge) != nil {
 			v.add(nf, "zone %q or bridge %q is invalid: use letters, digits, '.', '-' or '_'", n.Zone, n.Bridge)
 		}
 		if len(n.VLANs) == 0 {
@@ -256,7 +258,7 @@ func (v *validator) nestedPools(ts []Tenant) {
 		owner[t.Pool] = t.Name
 	}
 	for i, t := range ts {
-		for p := PoolParent(t.Pool); p != ""; p = PoolParent(p) {
+		for p := pveacl.PoolParent(t.Pool); p != ""; p = pveacl.PoolParent(p) {
 			if name, ok := owner[p]; ok {
 				v.add(fmt.Sprintf("tenants[%d].pool", i), "pool %q is nested in pool %q of tenant %q; give each tenant a top-level pool", t.Pool, p, name)
 			}

@@ -1,4 +1,4 @@
-package pveacl
+package tenantplan
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // RenderPveum writes the plan as a shell program of pveum commands with the
@@ -13,7 +15,7 @@ import (
 // command per change, each preceded by its reason. Run it as root on a
 // node of the cluster. Token secrets are printed by pveum when a token is
 // created: store each in the management cluster, never in a tenant cluster.
-func RenderPveum(w io.Writer, changes []Change, v Version) error {
+func RenderPveum(w io.Writer, changes []Change, v pveacl.Version) error {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	fmt.Fprintf(&b, "# Proxmox VE %d access control for the tenants: %d step(s).\n", int(v), len(changes))
@@ -71,7 +73,11 @@ func PveumCommand(c Change) string {
 		}
 		add("acl", verb, c.Path, "--"+string(c.Kind)+"s", c.Subject, "--roles", strings.Join(c.Roles, ","))
 		if c.Op == OpSetACL {
-			add("--propagate", strconv.Itoa(b2i(c.Propagate)))
+			flag := "0"
+			if c.Propagate {
+				flag = "1"
+			}
+			add("--propagate", flag)
 		}
 	default:
 		prune := pruneArgs(c)

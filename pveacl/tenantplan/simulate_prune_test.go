@@ -1,4 +1,4 @@
-package pveacl
+package tenantplan
 
 import (
 	"errors"
@@ -6,17 +6,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
-func pruneFixture() *Config {
-	c := NewConfig(PVE9)
-	c.Users["old@pve"] = User{Enable: true, Comment: OwnerMark + "tenant old", Tokens: map[string]Token{"csi": {Privsep: true}, "ccm": {Privsep: true}}}
-	c.Users["keep@pve"] = User{Enable: true, Tokens: map[string]Token{}}
-	c.Groups["ops"] = Group{Members: []string{"keep@pve", "old@pve"}}
-	c.Pools["old"] = Pool{Comment: OwnerMark + "tenant old", VMs: []int{100}, Storages: []string{"old-lvm"}}
-	c.ACL[ACLKey{Path: "/pool/old", Kind: KindToken, Subject: "old@pve!csi", Role: "PVEAuditor"}] = true
-	c.ACL[ACLKey{Path: "/pool/old", Kind: KindUser, Subject: "old@pve", Role: "PVEAuditor"}] = true
-	c.ACL[ACLKey{Path: "/vms", Kind: KindUser, Subject: "keep@pve", Role: "PVEAuditor"}] = true
+func pruneFixture() *pveacl.Config {
+	c := pveacl.NewConfig(pveacl.PVE9)
+	c.Users["old@pve"] = pveacl.User{Enable: true, Comment: ownerMark + "tenant old", Tokens: map[string]pveacl.Token{"csi": {Privsep: true}, "ccm": {Privsep: true}}}
+	c.Users["keep@pve"] = pveacl.User{Enable: true, Tokens: map[string]pveacl.Token{}}
+	c.Groups["ops"] = pveacl.Group{Members: []string{"keep@pve", "old@pve"}}
+	c.Pools["old"] = pveacl.Pool{Comment: ownerMark + "tenant old", VMs: []int{100}, Storages: []string{"old-lvm"}}
+	c.ACL[pveacl.ACLKey{Path: "/pool/old", Kind: pveacl.KindToken, Subject: "old@pve!csi", Role: "PVEAuditor"}] = true
+	c.ACL[pveacl.ACLKey{Path: "/pool/old", Kind: pveacl.KindUser, Subject: "old@pve", Role: "PVEAuditor"}] = true
+	c.ACL[pveacl.ACLKey{Path: "/vms", Kind: pveacl.KindUser, Subject: "keep@pve", Role: "PVEAuditor"}] = true
 	return c
 }
 
@@ -27,30 +29,30 @@ func TestApplyPrune(t *testing.T) {
 		{Op: OpRemovePoolMembers, Pool: "old", VMs: []int{100}, Storages: []string{"old-lvm"}},
 		{Op: OpDeletePool, Pool: "old"},
 	}
-	got, err := Apply(pruneFixture(), changes)
+	got, err := Simulate(pruneFixture(), changes)
 	if err != nil {
-		t.Fatalf("Apply: %v", err)
+		t.Fatalf("Simulate: %v", err)
 	}
 	want := pruneFixture()
 	delete(want.Users, "old@pve")
 	delete(want.Pools, "old")
-	want.Groups["ops"] = Group{Members: []string{"keep@pve"}}
-	want.ACL = map[ACLKey]bool{{Path: "/vms", Kind: KindUser, Subject: "keep@pve", Role: "PVEAuditor"}: true}
+	want.Groups["ops"] = pveacl.Group{Members: []string{"keep@pve"}}
+	want.ACL = map[pveacl.ACLKey]bool{{Path: "/vms", Kind: pveacl.KindUser, Subject: "keep@pve", Role: "PVEAuditor"}: true}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("a full prune leaves only what it does not own: -want +got:\n%s", diff)
 	}
-	again, err := Apply(got, changes[:2])
+	again, err := Simulate(got, changes[:2])
 	if err != nil || !cmp.Equal(got, again, cmpopts.EquateEmpty()) {
 		t.Errorf("deleting what is gone must change nothing: err %v, diff %s", err, cmp.Diff(got, again))
 	}
 }
 
 func TestApplyPruneRefusesNonEmptyPool(t *testing.T) {
-	_, err := Apply(pruneFixture(), []Change{{Op: OpDeletePool, Pool: "old"}})
+	_, err := Simulate(pruneFixture(), []Change{{Op: OpDeletePool, Pool: "old"}})
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("want a refusal, got %v", err)
 	}
-	var r *RefusedError
+	var r *refusedError
 	if !errors.As(err, &r) || r.Msg != "pool 'old' is not empty (contains VM 100)" {
 		t.Errorf("want PVE's message, got %v", err)
 	}

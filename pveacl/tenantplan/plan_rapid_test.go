@@ -1,4 +1,4 @@
-package pveacl_test
+package tenantplan_test
 
 import (
 	"fmt"
@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
-	"pgregory.net/rapid"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 // planMachine keeps a desired tenant set and an observed cluster that an
@@ -17,7 +19,7 @@ import (
 // always succeed, leave nothing to plan, be idempotent, and leave a state
 // whose audit has no error-level finding.
 type planMachine struct {
-	spec pveacl.Tenants
+	spec tenantplan.Tenants
 	obs  *pveacl.Config
 }
 
@@ -27,7 +29,7 @@ func newPlanMachine(t *rapid.T) *planMachine {
 	m := &planMachine{obs: pveacl.NewConfig(pveacl.PVE9)}
 	m.spec.Platform.PVEVersion = pveacl.PVE9
 	if rapid.Bool().Draw(t, "capmox") {
-		m.spec.Platform.Capmox = &pveacl.Credential{User: "capmox@pve", Token: "capi"}
+		m.spec.Platform.Capmox = &tenantplan.Credential{User: "capmox@pve", Token: "capi"}
 	}
 	m.spec.Platform.SharedStorages = []string{"iso"}
 	return m
@@ -36,7 +38,7 @@ func newPlanMachine(t *rapid.T) *planMachine {
 func (m *planMachine) addTenant(t *rapid.T) {
 	var free []string
 	for _, name := range tenantNames {
-		if !slices.ContainsFunc(m.spec.Tenants, func(tn pveacl.Tenant) bool { return tn.Name == name }) {
+		if !slices.ContainsFunc(m.spec.Tenants, func(tn tenantplan.Tenant) bool { return tn.Name == name }) {
 			free = append(free, name)
 		}
 	}
@@ -45,7 +47,7 @@ func (m *planMachine) addTenant(t *rapid.T) {
 	}
 	name := rapid.SampledFrom(free).Draw(t, "tenant")
 	idx := slices.Index(tenantNames, name)
-	tn := pveacl.Tenant{Name: name, Storage: name + "-disks"}
+	tn := tenantplan.Tenant{Name: name, Storage: name + "-disks"}
 	if rapid.Bool().Draw(t, "extraStorage") {
 		tn.Storages = []string{name + "-backup"}
 	}
@@ -53,7 +55,7 @@ func (m *planMachine) addTenant(t *rapid.T) {
 		tn.VMs = append(tn.VMs, 1000+idx*10+i)
 	}
 	if m.spec.Platform.Capmox != nil && rapid.Bool().Draw(t, "network") {
-		tn.Networks = []pveacl.Network{{Bridge: "vmbr1", VLANs: []int{100 + idx}}}
+		tn.Networks = []tenantplan.Network{{Bridge: "vmbr1", VLANs: []int{100 + idx}}}
 	}
 	m.spec.Tenants = append(m.spec.Tenants, tn)
 }
@@ -85,8 +87,8 @@ func (m *planMachine) drift(t *rapid.T) {
 		path := rapid.SampledFrom([]string{"/", "/vms", "/pool/beta", "/storage/alpha-disks", "/storage/iso"}).Draw(t, "path")
 		m.obs.ACL[pveacl.ACLKey{Path: path, Kind: pveacl.KindUser, Subject: uid, Role: "PVEVMAdmin"}] = rapid.Bool().Draw(t, "propagate")
 	case 3: // widen a managed role
-		if _, ok := m.obs.Roles[pveacl.RoleCSI]; ok {
-			m.obs.Roles[pveacl.RoleCSI] = pveacl.Role{Privs: []string{"VM.Allocate", "VM.Audit"}}
+		if _, ok := m.obs.Roles[tenantplan.RoleCSI]; ok {
+			m.obs.Roles[tenantplan.RoleCSI] = pveacl.Role{Privs: []string{"VM.Allocate", "VM.Audit"}}
 		}
 	case 4: // disable or delete a user (with its entries, as PVE does)
 		uid := rapid.SampledFrom(users).Draw(t, "user")
@@ -133,23 +135,23 @@ func (m *planMachine) deleteUser(uid string) {
 }
 
 func (m *planMachine) converge(t *rapid.T) {
-	changes, err := pveacl.Plan(&m.spec, m.obs)
+	changes, err := tenantplan.Plan(&m.spec, m.obs)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
-	again, _ := pveacl.Plan(&m.spec, m.obs)
+	again, _ := tenantplan.Plan(&m.spec, m.obs)
 	if diff := cmp.Diff(changes, again); diff != "" {
 		t.Fatalf("the plan is not deterministic: %s", diff)
 	}
-	after, err := pveacl.Apply(m.obs, changes)
+	after, err := tenantplan.Simulate(m.obs, changes)
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, pveacl.MarshalUserCfg(m.obs))
 	}
-	twice, err := pveacl.Apply(after, changes)
+	twice, err := tenantplan.Simulate(after, changes)
 	if err != nil || string(pveacl.MarshalUserCfg(twice)) != string(pveacl.MarshalUserCfg(after)) {
 		t.Fatalf("applying the plan a second time changed the state (err %v)", err)
 	}
-	if next, _ := pveacl.Plan(&m.spec, after); len(next) != 0 {
+	if next, _ := tenantplan.Plan(&m.spec, after); len(next) != 0 {
 		t.Fatalf("the next plan is not empty: %+v", next)
 	}
 	rep, err := audit.Run(after, &m.spec)

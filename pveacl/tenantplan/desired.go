@@ -1,9 +1,11 @@
-package pveacl
+package tenantplan
 
 import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // The custom roles the plan manages. None starts with the reserved PVE
@@ -20,22 +22,14 @@ const (
 	RoleCapmox = "CozyCapmox"
 )
 
-// ManagedRoles returns the privileges of the roles the plan creates for a
+// managedRoles holds the privileges of the roles the plan creates, per
 // version. CozyCCM reads the guest agent through VM.Monitor on PVE 8 and
 // VM.GuestAgent.Audit on PVE 9.
-func ManagedRoles(v Version) map[string][]string {
-	out := map[string][]string{}
-	for name, privs := range managedRoles[v] {
-		out[name] = slices.Clone(privs)
-	}
-	return out
-}
+var managedRoles = map[pveacl.Version]map[string][]string{pveacl.PVE8: managedRolesOf(pveacl.PVE8), pveacl.PVE9: managedRolesOf(pveacl.PVE9)}
 
-var managedRoles = map[Version]map[string][]string{PVE8: managedRolesOf(PVE8), PVE9: managedRolesOf(PVE9)}
-
-func managedRolesOf(v Version) map[string][]string {
+func managedRolesOf(v pveacl.Version) map[string][]string {
 	agent := "VM.GuestAgent.Audit"
-	if v == PVE8 {
+	if v == pveacl.PVE8 {
 		agent = "VM.Monitor"
 	}
 	roles := map[string][]string{
@@ -55,45 +49,39 @@ func managedRolesOf(v Version) map[string][]string {
 
 // desiredState is what the tenants ask of the cluster.
 type desiredState struct {
-	version Version
+	version pveacl.Version
 	roles   map[string][]string
 	users   map[string]string // user id -> comment
 	tokens  map[string]string // full token id -> comment
-	pools   map[string]desiredPool
-	acl     map[ACLKey]bool
+	pools   map[string]pveacl.Pool
+	acl     map[pveacl.ACLKey]bool
 	managed map[subjectRef]bool // subjects whose other ACL entries are removed
 }
 
-type desiredPool struct {
-	comment  string
-	vms      []int
-	storages []string
-}
-
 type subjectRef struct {
-	kind SubjectKind
+	kind pveacl.SubjectKind
 	id   string
 }
 
-func buildDesired(t *Tenants, v Version) desiredState {
+func buildDesired(t *Tenants, v pveacl.Version) desiredState {
 	d := desiredState{version: v, roles: map[string][]string{}, users: map[string]string{},
-		tokens: map[string]string{}, pools: map[string]desiredPool{}, acl: map[ACLKey]bool{},
+		tokens: map[string]string{}, pools: map[string]pveacl.Pool{}, acl: map[pveacl.ACLKey]bool{},
 		managed: map[subjectRef]bool{}}
 	if c := t.Platform.Capmox; c != nil {
 		d.users[c.User] = "pxsubstrate platform: cluster-api provider"
 		d.tokens[c.TokenID()] = "pxsubstrate platform: cluster-api provider"
-		d.managed[subjectRef{KindUser, c.User}] = true
-		d.managed[subjectRef{KindToken, c.TokenID()}] = true
-		d.grant("/", KindUser, c.User, true, RoleCapmox)
-		d.grant("/", KindToken, c.TokenID(), true, RoleCapmox)
+		d.managed[subjectRef{pveacl.KindUser, c.User}] = true
+		d.managed[subjectRef{pveacl.KindToken, c.TokenID()}] = true
+		d.grant("/", pveacl.KindUser, c.User, true, RoleCapmox)
+		d.grant("/", pveacl.KindToken, c.TokenID(), true, RoleCapmox)
 	}
 	for _, tn := range t.Tenants {
 		d.tenant(tn, t.Platform.Capmox)
 	}
 	for pool := range d.pools {
-		for parent := PoolParent(pool); parent != ""; parent = PoolParent(parent) {
+		for parent := pveacl.PoolParent(pool); parent != ""; parent = pveacl.PoolParent(parent) {
 			if _, ok := d.pools[parent]; !ok {
-				d.pools[parent] = desiredPool{comment: "pxsubstrate tenant pools"}
+				d.pools[parent] = pveacl.Pool{Comment: "pxsubstrate tenant pools"}
 			}
 		}
 	}
@@ -101,10 +89,10 @@ func buildDesired(t *Tenants, v Version) desiredState {
 }
 
 // grant records desired entries, and the managed roles they name.
-func (d *desiredState) grant(path string, kind SubjectKind, subject string, propagate bool, roles ...string) {
+func (d *desiredState) grant(path string, kind pveacl.SubjectKind, subject string, propagate bool, roles ...string) {
 	all := managedRoles[d.version]
 	for _, r := range roles {
-		d.acl[ACLKey{Path: path, Kind: kind, Subject: subject, Role: r}] = propagate
+		d.acl[pveacl.ACLKey{Path: path, Kind: kind, Subject: subject, Role: r}] = propagate
 		if _, have := d.roles[r]; !have {
 			if privs, ok := all[r]; ok {
 				d.roles[r] = slices.Clone(privs)
@@ -120,33 +108,33 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 	d.users[tn.User] = comment
 	d.tokens[csi] = comment + ": CSI controller"
 	d.tokens[ccm] = comment + ": cloud-controller-manager"
-	for _, s := range []subjectRef{{KindUser, tn.User}, {KindToken, csi}, {KindToken, ccm}} {
+	for _, s := range []subjectRef{{pveacl.KindUser, tn.User}, {pveacl.KindToken, csi}, {pveacl.KindToken, ccm}} {
 		d.managed[s] = true
 	}
 	p := d.pools[tn.Pool]
-	p.comment = comment
+	p.Comment = comment
 	for _, vm := range tn.VMs {
-		p.vms = insertSorted(p.vms, vm)
+		p.AddVM(vm)
 	}
 	for _, s := range tn.AllStorages() {
-		p.storages = insertSorted(p.storages, s)
+		p.AddStorage(s)
 	}
 	d.pools[tn.Pool] = p
-	pool := PoolPath(tn.Pool)
-	d.grant(pool, KindUser, tn.User, false, RoleCSI, RoleCCM)
-	d.grant(pool, KindToken, csi, false, RoleCSI)
-	d.grant(pool, KindToken, ccm, false, RoleCCM)
+	pool := pveacl.PoolPath(tn.Pool)
+	d.grant(pool, pveacl.KindUser, tn.User, false, RoleCSI, RoleCCM)
+	d.grant(pool, pveacl.KindToken, csi, false, RoleCSI)
+	d.grant(pool, pveacl.KindToken, ccm, false, RoleCCM)
 	for _, s := range tn.AllStorages() {
-		d.grant(StoragePath(s), KindUser, tn.User, false, RoleCSIStorage)
-		d.grant(StoragePath(s), KindToken, csi, false, RoleCSIStorage)
+		d.grant(pveacl.StoragePath(s), pveacl.KindUser, tn.User, false, RoleCSIStorage)
+		d.grant(pveacl.StoragePath(s), pveacl.KindToken, csi, false, RoleCSIStorage)
 	}
-	d.grant("/", KindUser, tn.User, false, RoleAuditor)
-	d.grant("/", KindToken, ccm, false, RoleAuditor)
+	d.grant("/", pveacl.KindUser, tn.User, false, pveacl.RoleAuditor)
+	d.grant("/", pveacl.KindToken, ccm, false, pveacl.RoleAuditor)
 	for _, n := range tn.Networks {
 		for _, vlan := range n.VLANs {
 			path := fmt.Sprintf("/sdn/zones/%s/%s/%d", n.Zone, n.Bridge, vlan)
-			d.grant(path, KindUser, capmox.User, false, RoleSDNUser)
-			d.grant(path, KindToken, capmox.TokenID(), false, RoleSDNUser)
+			d.grant(path, pveacl.KindUser, capmox.User, false, pveacl.RoleSDNUser)
+			d.grant(path, pveacl.KindToken, capmox.TokenID(), false, pveacl.RoleSDNUser)
 		}
 	}
 }
@@ -154,18 +142,18 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 // TokenPrivileges returns the privileges a plan for version v grants each
 // tenant's CSI and CCM token: a token holding more is broader than its
 // roles.
-func TokenPrivileges(v Version) (csi, ccm PrivSet) {
-	managed, builtin := managedRoles[v], BuiltinRoles(v)
-	set := func(roles ...string) PrivSet {
-		var s PrivSet
+func TokenPrivileges(v pveacl.Version) (csi, ccm pveacl.PrivSet) {
+	managed, builtin := managedRoles[v], pveacl.BuiltinRoles(v)
+	set := func(roles ...string) pveacl.PrivSet {
+		var s pveacl.PrivSet
 		for _, r := range roles {
 			privs, ok := managed[r]
 			if !ok {
 				privs = builtin[r]
 			}
-			s = s.Union(NewPrivSet(privs...))
+			s = s.Union(pveacl.NewPrivSet(privs...))
 		}
 		return s
 	}
-	return set(RoleCSI, RoleCSIStorage), set(RoleCCM, RoleAuditor)
+	return set(RoleCSI, RoleCSIStorage), set(RoleCCM, pveacl.RoleAuditor)
 }

@@ -1,11 +1,13 @@
-package pveacl
+package tenantplan
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
-// Apply returns the configuration the Proxmox VE API would leave after the
+// Simulate returns the configuration the Proxmox VE API would leave after the
 // changes, in order, starting from cfg (which is not modified). It refuses
 // what the API refuses, with the API's message: an unknown role, user,
 // group or token in an ACL entry, a missing parent pool, a custom role in
@@ -13,7 +15,7 @@ import (
 // belongs to another pool without AllowMove. A create step whose object
 // already exists changes nothing, which is how an idempotent applier treats
 // PVE's "already exists" answers.
-func Apply(cfg *Config, changes []Change) (*Config, error) {
+func Simulate(cfg *pveacl.Config, changes []Change) (*pveacl.Config, error) {
 	out := cfg.Clone()
 	vmPool := map[int][]string{}
 	for name, p := range out.Pools {
@@ -30,9 +32,9 @@ func Apply(cfg *Config, changes []Change) (*Config, error) {
 }
 
 // applyOne applies a change; vmPool (VM -> pools) is kept up to date.
-func applyOne(c *Config, ch Change, vmPool map[int][]string) error {
+func applyOne(c *pveacl.Config, ch Change, vmPool map[int][]string) error {
 	refuse := func(format string, args ...any) error {
-		return &RefusedError{Change: ch, Msg: fmt.Sprintf(format, args...)}
+		return &refusedError{Change: ch, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch ch.Op {
 	case OpCreateRole, OpUpdateRole:
@@ -41,23 +43,23 @@ func applyOne(c *Config, ch Change, vmPool map[int][]string) error {
 		if _, ok := c.Pools[ch.Pool]; ok {
 			return nil
 		}
-		if err := ValidNewPoolID(ch.Pool); err != nil {
+		if err := pveacl.ValidNewPoolID(ch.Pool); err != nil {
 			return refuse("%v", err)
 		}
-		if parent := PoolParent(ch.Pool); parent != "" {
+		if parent := pveacl.PoolParent(ch.Pool); parent != "" {
 			if _, ok := c.Pools[parent]; !ok {
 				return refuse("parent '%s' of pool '%s' does not exist", parent, ch.Pool)
 			}
 		}
-		c.Pools[ch.Pool] = Pool{Comment: ch.Comment}
+		c.Pools[ch.Pool] = pveacl.Pool{Comment: ch.Comment}
 	case OpCreateUser:
 		if _, ok := c.Users[ch.User]; ok {
 			return nil
 		}
-		if _, _, err := ParseUserID(ch.User); err != nil {
+		if _, _, err := pveacl.ParseUserID(ch.User); err != nil {
 			return refuse("%v", err)
 		}
-		c.Users[ch.User] = User{Enable: true, Comment: ch.Comment, Tokens: map[string]Token{}}
+		c.Users[ch.User] = pveacl.User{Enable: true, Comment: ch.Comment, Tokens: map[string]pveacl.Token{}}
 	case OpEnableUser:
 		u, ok := c.Users[ch.User]
 		if !ok {
@@ -79,8 +81,8 @@ func applyOne(c *Config, ch Change, vmPool map[int][]string) error {
 
 type refuser func(format string, args ...any) error
 
-func applyRole(c *Config, ch Change, refuse refuser) error {
-	if IsBuiltinRole(ch.Role) {
+func applyRole(c *pveacl.Config, ch Change, refuse refuser) error {
+	if pveacl.IsBuiltinRole(ch.Role) {
 		if ch.Op == OpCreateRole {
 			return refuse("role '%s' already exists", ch.Role)
 		}
@@ -91,21 +93,21 @@ func applyRole(c *Config, ch Change, refuse refuser) error {
 		if exists {
 			return nil
 		}
-		if err := ValidNewRoleID(ch.Role); err != nil {
+		if err := pveacl.ValidNewRoleID(ch.Role); err != nil {
 			return refuse("%v", err)
 		}
 	} else if !exists {
 		return refuse("role '%s' does not exist", ch.Role)
 	}
-	privs, err := ParsePrivileges(c.Version, strings.Join(ch.Privs, ","))
+	privs, err := pveacl.ParsePrivileges(c.Version, strings.Join(ch.Privs, ","))
 	if err != nil {
 		return refuse("%v", err)
 	}
-	c.Roles[ch.Role] = Role{Privs: privs}
+	c.Roles[ch.Role] = pveacl.Role{Privs: privs}
 	return nil
 }
 
-func applyToken(c *Config, ch Change, refuse refuser) error {
+func applyToken(c *pveacl.Config, ch Change, refuse refuser) error {
 	u, ok := c.Users[ch.User]
 	if !ok {
 		return refuse("user '%s' does not exist", ch.User)
@@ -115,23 +117,23 @@ func applyToken(c *Config, ch Change, refuse refuser) error {
 		if exists {
 			return nil
 		}
-		if err := ValidTokenName(ch.Token); err != nil {
+		if err := pveacl.ValidTokenName(ch.Token); err != nil {
 			return refuse("%v", err)
 		}
-		t = Token{Comment: ch.Comment}
+		t = pveacl.Token{Comment: ch.Comment}
 	} else if !exists {
 		return refuse("no such token '%s' for user '%s'", ch.Token, ch.User)
 	}
 	t.Privsep = true
 	if u.Tokens == nil {
-		u.Tokens = map[string]Token{}
+		u.Tokens = map[string]pveacl.Token{}
 	}
 	u.Tokens[ch.Token] = t
 	c.Users[ch.User] = u
 	return nil
 }
 
-func applyMembers(c *Config, ch Change, vmPool map[int][]string, refuse refuser) error {
+func applyMembers(c *pveacl.Config, ch Change, vmPool map[int][]string, refuse refuser) error {
 	p, ok := c.Pools[ch.Pool]
 	if !ok {
 		return refuse("pool '%s' does not exist", ch.Pool)
@@ -148,31 +150,31 @@ func applyMembers(c *Config, ch Change, vmPool map[int][]string, refuse refuser)
 			op.VMs = removeSorted(op.VMs, vm)
 			c.Pools[other] = op
 		}
-		p.VMs = insertSorted(p.VMs, vm)
+		p.AddVM(vm)
 		vmPool[vm] = []string{ch.Pool}
 	}
 	for _, s := range ch.Storages {
-		if err := ValidStorageID(s); err != nil {
+		if err := pveacl.ValidStorageID(s); err != nil {
 			return refuse("%v", err)
 		}
-		p.Storages = insertSorted(p.Storages, s)
+		p.AddStorage(s)
 	}
 	c.Pools[ch.Pool] = p
 	return nil
 }
 
-func applyACL(c *Config, ch Change, refuse refuser) error {
-	path, err := NormalizePath(ch.Path)
-	if err != nil || (ch.Op == OpSetACL && !CheckPath(path)) {
+func applyACL(c *pveacl.Config, ch Change, refuse refuser) error {
+	path, err := pveacl.NormalizePath(ch.Path)
+	if err != nil || (ch.Op == OpSetACL && !pveacl.CheckPath(path)) {
 		return refuse("invalid ACL path '%s'", ch.Path)
 	}
 	for _, role := range ch.Roles {
-		key := ACLKey{Path: path, Kind: ch.Kind, Subject: ch.Subject, Role: role}
+		key := pveacl.ACLKey{Path: path, Kind: ch.Kind, Subject: ch.Subject, Role: role}
 		if ch.Op == OpDeleteACL {
 			delete(c.ACL, key)
 			continue
 		}
-		if _, ok := c.Roles[role]; !ok && !IsBuiltinRole(role) {
+		if _, ok := c.Roles[role]; !ok && !pveacl.IsBuiltinRole(role) {
 			return refuse("role '%s' does not exist", role)
 		}
 		if err := subjectExists(c, ch.Kind, ch.Subject); err != "" {
@@ -183,18 +185,18 @@ func applyACL(c *Config, ch Change, refuse refuser) error {
 	return nil
 }
 
-func subjectExists(c *Config, kind SubjectKind, id string) string {
+func subjectExists(c *pveacl.Config, kind pveacl.SubjectKind, id string) string {
 	switch kind {
-	case KindUser:
+	case pveacl.KindUser:
 		if _, ok := c.Users[id]; !ok {
 			return fmt.Sprintf("user '%s' does not exist", id)
 		}
-	case KindGroup:
+	case pveacl.KindGroup:
 		if _, ok := c.Groups[id]; !ok {
 			return fmt.Sprintf("group '%s' does not exist", id)
 		}
-	case KindToken:
-		uid, name, err := ParseTokenID(id)
+	case pveacl.KindToken:
+		uid, name, err := pveacl.ParseTokenID(id)
 		if err != nil {
 			return err.Error()
 		}

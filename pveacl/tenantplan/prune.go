@@ -1,13 +1,17 @@
-package pveacl
+package tenantplan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // Operations that only a prune plans. They remove objects that carry the
-// ownership mark (a comment starting with OwnerMark) and that the tenant
+// ownership mark (a comment starting with ownerMark) and that the tenant
 // specification no longer asks for.
 const (
 	OpDeleteToken       Op = "delete-token"
@@ -16,12 +20,12 @@ const (
 	OpDeletePool        Op = "delete-pool"
 )
 
-// OwnerMark starts the comment of every user, token and pool a plan
+// ownerMark starts the comment of every user, token and pool a plan
 // creates; a prune touches nothing without it.
-const OwnerMark = "pxsubstrate "
+const ownerMark = "pxsubstrate "
 
 // Owned reports whether a comment marks an object this package created.
-func Owned(comment string) bool { return strings.HasPrefix(comment, OwnerMark) }
+func owned(comment string) bool { return strings.HasPrefix(comment, ownerMark) }
 
 // Kept is an owned object a prune leaves in place, and why.
 type Kept struct {
@@ -29,29 +33,29 @@ type Kept struct {
 	Reason string `json:"reason"`
 }
 
-// PlanPrune returns the changes that remove owned users, tokens and pools
+// Prune returns the changes that remove owned users, tokens and pools
 // the specification no longer lists: tokens first, then users (deleting a
 // user removes its tokens and ACL entries), then pools, children before
 // parents. A pool that still holds guests is kept (and reported), since
 // removing it would orphan the guests; its storages are detached before
 // an empty pool is deleted. Objects without the ownership mark are never
 // touched.
-func PlanPrune(desired *Tenants, observed *Config) ([]Change, []Kept, error) {
-	spec, v, err := prepare(desired, observed, []PlanOption{WithVersion(observed.Version)})
+func Prune(desired *Tenants, observed *pveacl.Config) ([]Change, []Kept, error) {
+	spec, v, err := prepare(desired, observed, []Option{WithVersion(observed.Version)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot plan the prune: %w", err)
 	}
 	d := buildDesired(spec, v)
 	var out []Change
-	for _, uid := range sortedKeys(observed.Users) {
+	for _, uid := range slices.Sorted(maps.Keys(observed.Users)) {
 		u := observed.Users[uid]
 		_, wanted := d.users[uid]
-		if !wanted && Owned(u.Comment) {
+		if !wanted && owned(u.Comment) {
 			out = append(out, Change{Op: OpDeleteUser, User: uid, Reason: "the tenant specification no longer lists this user"})
 			continue
 		}
-		for _, name := range sortedKeys(u.Tokens) {
-			if _, ok := d.tokens[TokenID(uid, name)]; !ok && Owned(u.Tokens[name].Comment) {
+		for _, name := range slices.Sorted(maps.Keys(u.Tokens)) {
+			if _, ok := d.tokens[pveacl.TokenID(uid, name)]; !ok && owned(u.Tokens[name].Comment) {
 				out = append(out, Change{Op: OpDeleteToken, User: uid, Token: name,
 					Reason: "the tenant specification no longer lists this token"})
 			}
@@ -62,15 +66,15 @@ func PlanPrune(desired *Tenants, observed *Config) ([]Change, []Kept, error) {
 	return append(out, pools...), kept, nil
 }
 
-func prunePools(d desiredState, observed *Config) ([]Change, []Kept) {
-	names := sortedKeys(observed.Pools)
+func prunePools(d desiredState, observed *pveacl.Config) ([]Change, []Kept) {
+	names := slices.Sorted(maps.Keys(observed.Pools))
 	sort.SliceStable(names, func(i, j int) bool { return strings.Count(names[i], "/") > strings.Count(names[j], "/") })
 	gone := map[string]bool{}
 	var out []Change
 	var kept []Kept
 	for _, name := range names {
 		p := observed.Pools[name]
-		if _, wanted := d.pools[name]; wanted || !Owned(p.Comment) {
+		if _, wanted := d.pools[name]; wanted || !owned(p.Comment) {
 			continue
 		}
 		if len(p.VMs) > 0 {
@@ -92,8 +96,8 @@ func prunePools(d desiredState, observed *Config) ([]Change, []Kept) {
 	return out, kept
 }
 
-func liveChild(c *Config, pool string, gone map[string]bool) string {
-	for _, other := range sortedKeys(c.Pools) {
+func liveChild(c *pveacl.Config, pool string, gone map[string]bool) string {
+	for _, other := range slices.Sorted(maps.Keys(c.Pools)) {
 		if strings.HasPrefix(other, pool+"/") && !gone[other] {
 			return other
 		}

@@ -1,11 +1,14 @@
-package pveacl
+package tenantplan
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // Op is the kind of a planned change.
@@ -50,21 +53,21 @@ var opVerbs = map[Op]string{OpCreateRole: "create role", OpUpdateRole: "update r
 //	add-pool-members           Pool, VMs, Storages, AllowMove
 //	set-acl, delete-acl        Path, Kind, Subject, Roles, Propagate (set only)
 type Change struct {
-	Op        Op          `json:"op"`
-	Role      string      `json:"role,omitempty"`
-	Privs     []string    `json:"privs,omitempty"`
-	Pool      string      `json:"pool,omitempty"`
-	User      string      `json:"user,omitempty"`
-	Token     string      `json:"token,omitempty"`
-	Comment   string      `json:"comment,omitempty"`
-	VMs       []int       `json:"vms,omitempty"`
-	Storages  []string    `json:"storages,omitempty"`
-	AllowMove bool        `json:"allowMove,omitempty"`
-	Path      string      `json:"path,omitempty"`
-	Kind      SubjectKind `json:"kind,omitempty"`
-	Subject   string      `json:"subject,omitempty"`
-	Roles     []string    `json:"roles,omitempty"`
-	Propagate bool        `json:"-"`
+	Op        Op                 `json:"op"`
+	Role      string             `json:"role,omitempty"`
+	Privs     []string           `json:"privs,omitempty"`
+	Pool      string             `json:"pool,omitempty"`
+	User      string             `json:"user,omitempty"`
+	Token     string             `json:"token,omitempty"`
+	Comment   string             `json:"comment,omitempty"`
+	VMs       []int              `json:"vms,omitempty"`
+	Storages  []string           `json:"storages,omitempty"`
+	AllowMove bool               `json:"allowMove,omitempty"`
+	Path      string             `json:"path,omitempty"`
+	Kind      pveacl.SubjectKind `json:"kind,omitempty"`
+	Subject   string             `json:"subject,omitempty"`
+	Roles     []string           `json:"roles,omitempty"`
+	Propagate bool               `json:"-"`
 	// Reason says why the change is needed.
 	Reason string `json:"reason"`
 }
@@ -98,14 +101,14 @@ func (c *Change) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PlanOption adjusts Plan.
-type PlanOption func(*planOptions)
+// Option adjusts Plan.
+type Option func(*planOptions)
 
-type planOptions struct{ version Version }
+type planOptions struct{ version pveacl.Version }
 
 // WithVersion plans for a Proxmox VE major version, overriding the
 // specification's platform.pveVersion.
-func WithVersion(v Version) PlanOption { return func(o *planOptions) { o.version = v } }
+func WithVersion(v pveacl.Version) Option { return func(o *planOptions) { o.version = v } }
 
 // Plan returns the ordered changes that turn observed into what desired
 // asks: roles first, then pools (parents before children), users, tokens,
@@ -114,7 +117,7 @@ func WithVersion(v Version) PlanOption { return func(o *planOptions) { o.version
 // The order is deterministic; applying the plan and planning again gives no
 // changes. Pool members are only ever added: VMs the provider creates in a
 // tenant pool stay there.
-func Plan(desired *Tenants, observed *Config, opts ...PlanOption) ([]Change, error) {
+func Plan(desired *Tenants, observed *pveacl.Config, opts ...Option) ([]Change, error) {
 	spec, v, err := prepare(desired, observed, opts)
 	if err != nil {
 		return nil, err
@@ -131,7 +134,7 @@ func Plan(desired *Tenants, observed *Config, opts ...PlanOption) ([]Change, err
 
 // prepare defaults and validates a copy of the specification and settles
 // the version.
-func prepare(desired *Tenants, observed *Config, opts []PlanOption) (*Tenants, Version, error) {
+func prepare(desired *Tenants, observed *pveacl.Config, opts []Option) (*Tenants, pveacl.Version, error) {
 	if desired == nil {
 		return nil, 0, fmt.Errorf("cannot plan: %w: no tenant specification", ErrInvalidSpec)
 	}
@@ -146,14 +149,14 @@ func prepare(desired *Tenants, observed *Config, opts []PlanOption) (*Tenants, V
 	}
 	if observed != nil && observed.Version != 0 && observed.Version != o.version {
 		return nil, 0, fmt.Errorf("cannot plan: %w: the observed cluster runs PVE %d but the plan is for PVE %d; set platform.pveVersion (or --pve-version) to %d",
-			ErrInvalidVersion, int(observed.Version), int(o.version), int(observed.Version))
+			pveacl.ErrInvalidVersion, int(observed.Version), int(o.version), int(observed.Version))
 	}
 	return spec, o.version, nil
 }
 
-func planRoles(d desiredState, obs *Config) []Change {
+func planRoles(d desiredState, obs *pveacl.Config) []Change {
 	var out []Change
-	for _, name := range sortedKeys(d.roles) {
+	for _, name := range slices.Sorted(maps.Keys(d.roles)) {
 		privs := d.roles[name]
 		have, ok := obs.Roles[name]
 		switch {
@@ -167,19 +170,19 @@ func planRoles(d desiredState, obs *Config) []Change {
 	return out
 }
 
-func planPools(d desiredState, obs *Config) []Change {
+func planPools(d desiredState, obs *pveacl.Config) []Change {
 	var out []Change
-	for _, name := range sortedKeys(d.pools) {
+	for _, name := range slices.Sorted(maps.Keys(d.pools)) {
 		if _, ok := obs.Pools[name]; !ok {
-			out = append(out, Change{Op: OpCreatePool, Pool: name, Comment: d.pools[name].comment, Reason: "the pool does not exist"})
+			out = append(out, Change{Op: OpCreatePool, Pool: name, Comment: d.pools[name].Comment, Reason: "the pool does not exist"})
 		}
 	}
 	return out
 }
 
-func planUsers(d desiredState, obs *Config) []Change {
+func planUsers(d desiredState, obs *pveacl.Config) []Change {
 	var out []Change
-	for _, id := range sortedKeys(d.users) {
+	for _, id := range slices.Sorted(maps.Keys(d.users)) {
 		u, ok := obs.Users[id]
 		switch {
 		case !ok:
@@ -188,8 +191,8 @@ func planUsers(d desiredState, obs *Config) []Change {
 			out = append(out, Change{Op: OpEnableUser, User: id, Reason: "the user is disabled, so its tokens are refused"})
 		}
 	}
-	for _, id := range sortedKeys(d.tokens) {
-		uid, name, _ := ParseTokenID(id)
+	for _, id := range slices.Sorted(maps.Keys(d.tokens)) {
+		uid, name, _ := pveacl.ParseTokenID(id)
 		t, ok := obs.Users[uid].Tokens[name]
 		switch {
 		case !ok:
@@ -202,7 +205,7 @@ func planUsers(d desiredState, obs *Config) []Change {
 	return out
 }
 
-func planMembers(d desiredState, obs *Config) []Change {
+func planMembers(d desiredState, obs *pveacl.Config) []Change {
 	vmPool := map[int]string{}
 	for name, p := range obs.Pools {
 		for _, vm := range p.VMs {
@@ -210,11 +213,11 @@ func planMembers(d desiredState, obs *Config) []Change {
 		}
 	}
 	var out []Change
-	for _, name := range sortedKeys(d.pools) {
+	for _, name := range slices.Sorted(maps.Keys(d.pools)) {
 		want, have := d.pools[name], obs.Pools[name]
 		c := Change{Op: OpAddPoolMembers, Pool: name}
 		var moved []string
-		for _, vm := range want.vms {
+		for _, vm := range want.VMs {
 			if _, ok := slices.BinarySearch(have.VMs, vm); ok {
 				continue
 			}
@@ -224,7 +227,7 @@ func planMembers(d desiredState, obs *Config) []Change {
 				moved = append(moved, fmt.Sprintf("VM %d is in pool %s", vm, other))
 			}
 		}
-		for _, s := range want.storages {
+		for _, s := range want.Storages {
 			if _, ok := slices.BinarySearch(have.Storages, s); !ok {
 				c.Storages = append(c.Storages, s)
 			}
@@ -244,7 +247,7 @@ func planMembers(d desiredState, obs *Config) []Change {
 // aclTarget is one subject on one path with one propagate flag.
 type aclTarget struct {
 	path      string
-	kind      SubjectKind
+	kind      pveacl.SubjectKind
 	subject   string
 	propagate bool
 }
@@ -255,7 +258,7 @@ type aclGroup struct {
 	roles []string
 }
 
-func planACL(d desiredState, obs *Config) []Change {
+func planACL(d desiredState, obs *pveacl.Config) []Change {
 	stray := map[aclTarget][]string{}
 	for k := range obs.ACL {
 		if !d.managed[subjectRef{k.Kind, k.Subject}] {
@@ -285,10 +288,13 @@ func planACL(d desiredState, obs *Config) []Change {
 	return out
 }
 
-func aclReason(obs *Config, g aclGroup) string {
+func aclReason(obs *pveacl.Config, g aclGroup) string {
 	for _, r := range g.roles {
-		if _, ok := obs.ACL[ACLKey{Path: g.path, Kind: g.kind, Subject: g.subject, Role: r}]; ok {
-			return fmt.Sprintf("the entry exists with propagate=%d", b2i(!g.propagate))
+		if _, ok := obs.ACL[pveacl.ACLKey{Path: g.path, Kind: g.kind, Subject: g.subject, Role: r}]; ok {
+			if g.propagate {
+				return "the entry exists with propagate=0"
+			}
+			return "the entry exists with propagate=1"
 		}
 	}
 	return "the entry does not exist"
@@ -302,10 +308,14 @@ func sortedGroups(m map[aclTarget][]string) []aclGroup {
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		ka := ACLKey{Path: a.path, Kind: a.kind, Subject: a.subject}
-		kb := ACLKey{Path: b.path, Kind: b.kind, Subject: b.subject}
-		if ka != kb {
-			return aceLess(ka, kb)
+		if c := pveacl.ComparePaths(a.path, b.path); c != 0 {
+			return c < 0
+		}
+		if a.kind != b.kind {
+			return a.kind < b.kind
+		}
+		if a.subject != b.subject {
+			return a.subject < b.subject
 		}
 		return !a.propagate && b.propagate
 	})

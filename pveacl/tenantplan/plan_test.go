@@ -1,4 +1,4 @@
-package pveacl
+package tenantplan
 
 import (
 	"bytes"
@@ -6,11 +6,14 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -25,8 +28,8 @@ func exampleSpec(t testing.TB) *Tenants {
 }
 
 func TestPlanGolden(t *testing.T) {
-	for _, v := range []Version{PVE8, PVE9} {
-		changes, err := Plan(exampleSpec(t), NewConfig(v), WithVersion(v))
+	for _, v := range []pveacl.Version{pveacl.PVE8, pveacl.PVE9} {
+		changes, err := Plan(exampleSpec(t), pveacl.NewConfig(v), WithVersion(v))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,8 +50,8 @@ func TestPlanGolden(t *testing.T) {
 }
 
 func TestPlanOrderAndVersion(t *testing.T) {
-	for _, v := range []Version{PVE8, PVE9} {
-		changes, err := Plan(exampleSpec(t), NewConfig(v), WithVersion(v))
+	for _, v := range []pveacl.Version{pveacl.PVE8, pveacl.PVE9} {
+		changes, err := Plan(exampleSpec(t), pveacl.NewConfig(v), WithVersion(v))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,12 +65,12 @@ func TestPlanOrderAndVersion(t *testing.T) {
 			if c.Op == OpCreateRole && strings.HasPrefix(strings.ToLower(c.Role), "pve") {
 				t.Errorf("custom role %s uses the reserved PVE prefix", c.Role)
 			}
-			if c.Op == OpSetACL && c.Path == "/" && slicesContain(c.Roles, RoleAuditor) && c.Propagate {
+			if c.Op == OpSetACL && c.Path == "/" && slices.Contains(c.Roles, pveacl.RoleAuditor) && c.Propagate {
 				t.Errorf("PVEAuditor on / must not propagate: %+v", c)
 			}
 		}
 		ccm := changes[0]
-		want := map[Version][]string{PVE8: {"VM.Audit", "VM.Monitor"}, PVE9: {"VM.Audit", "VM.GuestAgent.Audit"}}[v]
+		want := map[pveacl.Version][]string{pveacl.PVE8: {"VM.Audit", "VM.Monitor"}, pveacl.PVE9: {"VM.Audit", "VM.GuestAgent.Audit"}}[v]
 		if ccm.Role != RoleCCM || !cmp.Equal(ccm.Privs, want) {
 			t.Errorf("PVE %d: first change %+v, want CozyCCM with %v", v, ccm, want)
 		}
@@ -75,13 +78,13 @@ func TestPlanOrderAndVersion(t *testing.T) {
 }
 
 // converged returns the state after applying the example plan to an empty cluster.
-func converged(t testing.TB, spec *Tenants) *Config {
+func converged(t testing.TB, spec *Tenants) *pveacl.Config {
 	t.Helper()
-	changes, err := Plan(spec, NewConfig(PVE9))
+	changes, err := Plan(spec, pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Apply(NewConfig(PVE9), changes)
+	cfg, err := Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,58 +95,58 @@ func TestPlanAgainstObservedState(t *testing.T) {
 	spec := exampleSpec(t)
 	cases := map[string]struct {
 		reason string
-		mutate func(c *Config)
+		mutate func(c *pveacl.Config)
 		want   []Change
 	}{
 		"Converged": {
 			reason: "a converged cluster needs nothing",
-			mutate: func(*Config) {},
+			mutate: func(*pveacl.Config) {},
 		},
 		"PrivsepOff": {
 			reason: "a token without privilege separation is switched over",
-			mutate: func(c *Config) { c.Users["alpha@pve"].Tokens["csi"] = Token{} },
+			mutate: func(c *pveacl.Config) { c.Users["alpha@pve"].Tokens["csi"] = pveacl.Token{} },
 			want: []Change{{Op: OpUpdateToken, User: "alpha@pve", Token: "csi",
 				Reason: "the token is not privilege-separated, so it holds every privilege of its user"}},
 		},
 		"RoleDrift": {
 			reason: "a managed role is reset to its exact privileges",
-			mutate: func(c *Config) { c.Roles[RoleCSI] = Role{Privs: []string{"VM.Allocate", "VM.Audit"}} },
+			mutate: func(c *pveacl.Config) { c.Roles[RoleCSI] = pveacl.Role{Privs: []string{"VM.Allocate", "VM.Audit"}} },
 			want: []Change{{Op: OpUpdateRole, Role: RoleCSI, Privs: []string{"VM.Audit", "VM.Config.Disk"},
 				Reason: "the role holds VM.Allocate,VM.Audit instead"}},
 		},
 		"StrayAndFlippedEntries": {
 			reason: "stray entries of managed subjects go first, then entries with the wrong flag are set again",
-			mutate: func(c *Config) {
-				c.ACL[ACLKey{Path: "/vms", Kind: KindToken, Subject: "alpha@pve!ccm", Role: "PVEVMAdmin"}] = true
-				c.ACL[ACLKey{Path: "/", Kind: KindUser, Subject: "alpha@pve", Role: RoleAuditor}] = true
-				c.ACL[ACLKey{Path: "/vms", Kind: KindUser, Subject: "someone@pve", Role: "PVEVMAdmin"}] = true
+			mutate: func(c *pveacl.Config) {
+				c.ACL[pveacl.ACLKey{Path: "/vms", Kind: pveacl.KindToken, Subject: "alpha@pve!ccm", Role: "PVEVMAdmin"}] = true
+				c.ACL[pveacl.ACLKey{Path: "/", Kind: pveacl.KindUser, Subject: "alpha@pve", Role: pveacl.RoleAuditor}] = true
+				c.ACL[pveacl.ACLKey{Path: "/vms", Kind: pveacl.KindUser, Subject: "someone@pve", Role: "PVEVMAdmin"}] = true
 			},
 			want: []Change{
-				{Op: OpDeleteACL, Path: "/vms", Kind: KindToken, Subject: "alpha@pve!ccm", Roles: []string{"PVEVMAdmin"},
+				{Op: OpDeleteACL, Path: "/vms", Kind: pveacl.KindToken, Subject: "alpha@pve!ccm", Roles: []string{"PVEVMAdmin"},
 					Reason: "a managed subject must hold no other role"},
-				{Op: OpSetACL, Path: "/", Kind: KindUser, Subject: "alpha@pve", Roles: []string{RoleAuditor},
+				{Op: OpSetACL, Path: "/", Kind: pveacl.KindUser, Subject: "alpha@pve", Roles: []string{pveacl.RoleAuditor},
 					Reason: "the entry exists with propagate=1"},
 			},
 		},
 		"VMInAnotherPool": {
 			reason: "a VM listed for a tenant but sitting in another pool is moved with allow-move",
-			mutate: func(c *Config) {
+			mutate: func(c *pveacl.Config) {
 				p := c.Pools["alpha"]
 				p.VMs = nil
 				c.Pools["alpha"] = p
-				c.Pools["old"] = Pool{VMs: []int{1001}}
+				c.Pools["old"] = pveacl.Pool{VMs: []int{1001}}
 			},
 			want: []Change{{Op: OpAddPoolMembers, Pool: "alpha", VMs: []int{1001}, AllowMove: true,
 				Reason: "the pool lacks these members; VM 1001 is in pool old and moves"}},
 		},
 		"DisabledUser": {
 			reason: "a disabled tenant user is enabled again",
-			mutate: func(c *Config) { u := c.Users["k8s-beta@pve"]; u.Enable = false; c.Users["k8s-beta@pve"] = u },
+			mutate: func(c *pveacl.Config) { u := c.Users["k8s-beta@pve"]; u.Enable = false; c.Users["k8s-beta@pve"] = u },
 			want:   []Change{{Op: OpEnableUser, User: "k8s-beta@pve", Reason: "the user is disabled, so its tokens are refused"}},
 		},
 		"ExtraMembersStay": {
 			reason: "VMs the provider put into a tenant pool are never removed",
-			mutate: func(c *Config) { p := c.Pools["alpha"]; p.VMs = append(p.VMs, 4242); c.Pools["alpha"] = p },
+			mutate: func(c *pveacl.Config) { p := c.Pools["alpha"]; p.VMs = append(p.VMs, 4242); c.Pools["alpha"] = p },
 		},
 	}
 	for name, tc := range cases {
@@ -157,7 +160,7 @@ func TestPlanAgainstObservedState(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
 			}
-			after, err := Apply(cfg, got)
+			after, err := Simulate(cfg, got)
 			if err != nil {
 				t.Fatalf("%s: applying the plan: %v", tc.reason, err)
 			}
@@ -169,14 +172,14 @@ func TestPlanAgainstObservedState(t *testing.T) {
 }
 
 func TestPlanRefusesVersionMismatch(t *testing.T) {
-	_, err := Plan(exampleSpec(t), NewConfig(PVE8))
-	if !errors.Is(err, ErrInvalidVersion) || !strings.Contains(err.Error(), "runs PVE 8 but the plan is for PVE 9") {
+	_, err := Plan(exampleSpec(t), pveacl.NewConfig(pveacl.PVE8))
+	if !errors.Is(err, pveacl.ErrInvalidVersion) || !strings.Contains(err.Error(), "runs PVE 8 but the plan is for PVE 9") {
 		t.Errorf("error %v, want a version mismatch naming both versions", err)
 	}
 }
 
 func TestChangeJSONRoundTrip(t *testing.T) {
-	changes, err := Plan(exampleSpec(t), NewConfig(PVE9))
+	changes, err := Plan(exampleSpec(t), pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,26 +220,26 @@ func TestApplyRefusals(t *testing.T) {
 		"BadPrivilege":    {"privileges of another version are refused", Change{Op: OpCreateRole, Role: "Mine", Privs: []string{"VM.Monitor"}}, "invalid privilege 'VM.Monitor'"},
 		"MissingParent":   {"a nested pool needs its parent", Change{Op: OpCreatePool, Pool: "top/child"}, "parent 'top' of pool 'top/child' does not exist"},
 		"PoolMember":      {"a VM in another pool needs allow-move", Change{Op: OpAddPoolMembers, Pool: "b", VMs: []int{100}}, "VM 100 belongs already to pool 'a' and 'allow-move' is not set"},
-		"ACLUnknownRole":  {"ACL roles must exist", Change{Op: OpSetACL, Path: "/", Kind: KindUser, Subject: "u@pve", Roles: []string{"Nope"}}, "role 'Nope' does not exist"},
-		"ACLUnknownUser":  {"ACL users must exist", Change{Op: OpSetACL, Path: "/", Kind: KindUser, Subject: "x@pve", Roles: []string{"NoAccess"}}, "user 'x@pve' does not exist"},
-		"ACLUnknownToken": {"ACL tokens must exist", Change{Op: OpSetACL, Path: "/", Kind: KindToken, Subject: "u@pve!zz", Roles: []string{"NoAccess"}}, "no such token 'zz' for user 'u@pve'"},
-		"ACLBadPath":      {"ACL paths are checked when adding", Change{Op: OpSetACL, Path: "/vms/42", Kind: KindUser, Subject: "u@pve", Roles: []string{"NoAccess"}}, "invalid ACL path '/vms/42'"},
+		"ACLUnknownRole":  {"ACL roles must exist", Change{Op: OpSetACL, Path: "/", Kind: pveacl.KindUser, Subject: "u@pve", Roles: []string{"Nope"}}, "role 'Nope' does not exist"},
+		"ACLUnknownUser":  {"ACL users must exist", Change{Op: OpSetACL, Path: "/", Kind: pveacl.KindUser, Subject: "x@pve", Roles: []string{"NoAccess"}}, "user 'x@pve' does not exist"},
+		"ACLUnknownToken": {"ACL tokens must exist", Change{Op: OpSetACL, Path: "/", Kind: pveacl.KindToken, Subject: "u@pve!zz", Roles: []string{"NoAccess"}}, "no such token 'zz' for user 'u@pve'"},
+		"ACLBadPath":      {"ACL paths are checked when adding", Change{Op: OpSetACL, Path: "/vms/42", Kind: pveacl.KindUser, Subject: "u@pve", Roles: []string{"NoAccess"}}, "invalid ACL path '/vms/42'"},
 		"TokenNoUser":     {"tokens need their user", Change{Op: OpCreateToken, User: "x@pve", Token: "tk"}, "user 'x@pve' does not exist"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := NewConfig(PVE9)
-			cfg.Users["u@pve"] = User{Enable: true}
-			cfg.Pools["a"] = Pool{VMs: []int{100}}
-			cfg.Pools["b"] = Pool{}
-			before := string(MarshalUserCfg(cfg))
-			_, err := Apply(cfg, []Change{tc.change})
-			var refused *RefusedError
+			cfg := pveacl.NewConfig(pveacl.PVE9)
+			cfg.Users["u@pve"] = pveacl.User{Enable: true}
+			cfg.Pools["a"] = pveacl.Pool{VMs: []int{100}}
+			cfg.Pools["b"] = pveacl.Pool{}
+			before := string(pveacl.MarshalUserCfg(cfg))
+			_, err := Simulate(cfg, []Change{tc.change})
+			var refused *refusedError
 			if !errors.As(err, &refused) || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: error %v, want a refusal containing %q", tc.reason, err, tc.want)
 			}
-			if after := string(MarshalUserCfg(cfg)); after != before {
-				t.Errorf("%s: Apply changed its input", tc.reason)
+			if after := string(pveacl.MarshalUserCfg(cfg)); after != before {
+				t.Errorf("%s: Simulate changed its input", tc.reason)
 			}
 		})
 	}
