@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 )
 
 // kubeconfig writes an admin kubeconfig for cfg's API server.
@@ -76,7 +77,7 @@ func uninstall(t testing.TB, cfg *action.Configuration, name string) {
 const everything = `
 providerNetwork: {create: true, name: pxtrunk, defaultInterface: ens19, customInterfaces: [{interface: eth3, nodes: [node-3]}], nodeSelector: {trunk: "yes"}}
 zones:
-- {name: zone-a, bridge: vmbr1, vlanRanges: ["100-199"], reservedVLANs: [150], mtu: 1500, uplinkVLAN: 4000, uplinkBridges: [vmbr0], egress: {gatewayNamespace: egress-a}}
+- {name: zone-a, bridge: vmbr1, vlanRanges: ["100-199"], reservedVLANs: [150], mtu: 1500, uplinkVLAN: 4000, uplinkBridges: [vmbr0], egress: {externalSubnet: ovn-external, gatewayNamespace: egress-a}}
 - {name: zone-b, bridge: vmbr2, providerNetwork: other, vlanRanges: ["7"], staticAssignments: [{namespace: t, name: net, vlan: 300}]}
 transit: {enabled: true, vlan: 120, cidr: 192.0.2.0/24, gateway: 192.0.2.1, excludeIps: [192.0.2.1..192.0.2.9]}
 proxmoxNetworkController: {metrics: {readers: [{namespace: monitoring, name: prometheus}]}}
@@ -90,8 +91,7 @@ alerts: {labels: {release: kube-prometheus}}
 // in the reverse order and leave nothing behind; the webhook variant
 // installs too.
 func TestInstall(t *testing.T) {
-	cfg, admin := controllertest.StartAPIServer(t)
-	installPrometheusRuleCRD(t, admin)
+	cfg, admin := startAPIServer(t)
 	controllertest.Create(t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cozy-kubeovn"}})
 	path := kubeconfig(t, cfg)
 	hc := helmConfig(t, path, namespace)
@@ -158,6 +158,21 @@ func checkOnServer(t *testing.T, c client.Client, objs []*unstructured.Unstructu
 			t.Errorf("%s: %v", key(o), err)
 		}
 	}
+}
+
+// startAPIServer starts kube-apiserver with the upstream CRDs the charts'
+// objects need (Kube-OVN, capmox, Cluster API, IPAM, PrometheusRule) and
+// without ours: the CRDs chart installs those.
+func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
+	t.Helper()
+	cfg, admin := kube.StartAPIServer(t, kube.APIServerOptions{
+		Scheme:       controllertest.Scheme(),
+		UpstreamCRDs: []string{"kube-ovn-v1.15.24", "capmox-v0.9.0"},
+		CAPIIPAM:     true,
+		CAPI:         true,
+	})
+	installPrometheusRuleCRD(t, admin)
+	return cfg, admin
 }
 
 // installPrometheusRuleCRD creates the PrometheusRule CRD that

@@ -285,7 +285,7 @@ func TestAdmissionEqualsPackage(t *testing.T) {
 	cases := map[string]string{
 		"Defaults": "",
 		"Zones": `zones:
-- {name: a, bridge: vmbr1, vlanRanges: ["1-10"], uplinkVLAN: 4000, uplinkBridges: [vmbr0, vmbr9], egress: {gatewayNamespace: egress}}
+- {name: a, bridge: vmbr1, vlanRanges: ["1-10"], uplinkVLAN: 4000, uplinkBridges: [vmbr0, vmbr9], egress: {externalSubnet: ext, gatewayNamespace: egress}}
 - {name: b, bridge: vmbr2, vlanRanges: ["20"], uplinkVLAN: 4000, uplinkBridges: [vmbr0]}
 - {name: c, bridge: vmbr1, vlanRanges: ["30"], uplinkVLAN: 3000}
 admission: {exemptNamespaces: [monitoring, egress, kube-system], validationActions: [Deny, Audit]}`,

@@ -26,6 +26,7 @@ func TestSchemaRefuses(t *testing.T) {
 		"NoRanges":          {"zones: [{name: a, bridge: vmbr1}]", []string{"vlanRanges"}},
 		"BadUplinkVLAN":     {"zones: [{name: a, bridge: vmbr1, vlanRanges: ['1'], uplinkVLAN: 5000}]", []string{"uplinkVLAN"}},
 		"UplinkBridgesText": {"zones: [{name: a, bridge: vmbr1, vlanRanges: ['1'], uplinkBridges: vmbr0}]", []string{"uplinkBridges"}},
+		"EgressNoSubnet":    {"zones: [{name: a, bridge: vmbr1, vlanRanges: ['1'], egress: {gatewayNamespace: egress-a}}]", []string{"egress", "externalSubnet"}},
 		"ZoneTypo":          {"zones: [{name: a, bridge: vmbr1, vlanRanges: ['1'], vlanRange: ['2']}]", []string{"vlanRange"}},
 		"TransitNoCIDR":     {"transit: {enabled: true}", []string{"cidr", "gateway"}},
 		"TransitBadCIDR":    {"transit: {enabled: true, cidr: 192.0.2.0, gateway: 192.0.2.1}", []string{"cidr"}},
