@@ -4,8 +4,9 @@
 #
 #   hack/test.sh [go test flags...] [packages]   e.g. hack/test.sh -run TestRunner ./engine/...
 #
-# Without packages it tests ./... (flags alone, like -count=1, included).
-# The nested modules charts/ and hack/tools/ are tested by hack/test-nested.sh.
+# Without packages it tests ./... (flags alone, like -count=1, included) and
+# then the nested modules charts/ (Helm charts, alerts through promtool) and
+# hack/tools/ (the image build), with the same flags.
 #
 # What it provides:
 #   - a real ovsdb-server (Debian package ovn-central) and the OVN data plane
@@ -13,7 +14,10 @@
 #     apt-get when missing; the data-plane tests also need root;
 #   - kube-apiserver and etcd for envtest, built once from the Go module proxy
 #     into ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}
-#     (about 5 minutes on 2 cores the first time, instant afterwards).
+#     (about 5 minutes on 2 cores the first time, instant afterwards);
+#   - for the nested modules: promtool (hack/promtool.sh) and
+#     prometheus-operator's CRDs (hack/prometheus-crds.sh), built once into
+#     the same cache folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,10 +55,17 @@ for arg in "$@"; do
 	. | ./* | ../* | all | github.com/*) packages=true ;;
 	esac
 done
-if ! $packages; then
-	set -- "$@" ./...
+if $packages; then
+	exec go test -race -timeout 25m "$@"
 fi
-# The nested modules (charts/, hack/tools/) are not part of this run yet: their
-# chart-install, promtool and image tests do not pass on two cores within the
-# suite's budget. Run them by hand with hack/test-nested.sh.
-exec go test -race -timeout 25m "$@"
+
+status=0
+go test -race -timeout 25m "$@" ./... || status=1
+PXSUBSTRATE_PROMTOOL="$(hack/promtool.sh)"
+PXSUBSTRATE_PROMETHEUS_CRDS="$(hack/prometheus-crds.sh)"
+export PXSUBSTRATE_PROMTOOL PXSUBSTRATE_PROMETHEUS_CRDS
+for module in charts hack/tools; do
+	say "testing the nested module $module"
+	(cd "$module" && GOWORK=off go test -race -timeout 25m "$@" ./...) || status=1
+done
+exit "$status"

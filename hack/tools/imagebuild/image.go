@@ -213,12 +213,18 @@ func tarLayer(files []file, created time.Time) (v1.Layer, error) {
 }
 
 // Write writes idx as an OCI image layout into dir, which must not exist
-// or be empty.
+// or be empty. The layout's index.json lists idx as its one entry, so that
+// tools reading the layout without a reference (skopeo copy --all
+// oci:DIR, crane push DIR) take the whole multi-platform index.
 func Write(dir string, idx v1.ImageIndex) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s is not empty; remove it first", dir)
 	}
-	if _, err := layout.Write(dir, idx); err != nil {
+	p, err := layout.Write(dir, empty.Index)
+	if err == nil {
+		err = p.AppendIndex(idx)
+	}
+	if err != nil {
 		return fmt.Errorf("cannot write the OCI layout %s: %w", dir, err)
 	}
 	return nil
