@@ -229,18 +229,6 @@ func (c *Config) PoolsOfVM(id int) []string {
 	return out
 }
 
-// PoolsOfStorage returns the pools that list a storage.
-func (c *Config) PoolsOfStorage(id string) []string {
-	var out []string
-	for name, p := range c.Pools {
-		if _, ok := slices.BinarySearch(p.Storages, id); ok {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // GroupsOf returns the groups that list a user as a member, sorted.
 func (c *Config) GroupsOf(userID string) []string {
 	var out []string

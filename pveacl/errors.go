@@ -9,31 +9,31 @@ import (
 var (
 	// ErrInvalidVersion: a Proxmox VE major version other than 8 or 9.
 	ErrInvalidVersion = errors.New("unsupported Proxmox VE version")
-	// ErrInvalidPrivilege: a privilege the version does not know.
-	ErrInvalidPrivilege = errors.New("invalid privilege")
-	// ErrInvalidID: a malformed user, token, group, role, pool or storage id.
-	ErrInvalidID = errors.New("invalid identifier")
-	// ErrInvalidPath: an ACL path PVE would refuse.
-	ErrInvalidPath = errors.New("invalid ACL path")
+	// errInvalidPrivilege: a privilege the version does not know.
+	errInvalidPrivilege = errors.New("invalid privilege")
+	// errInvalidID: a malformed user, token, group, role, pool or storage id.
+	errInvalidID = errors.New("invalid identifier")
+	// errInvalidPath: an ACL path PVE would refuse.
+	errInvalidPath = errors.New("invalid ACL path")
 )
 
-// IDError describes a malformed identifier, with PVE's own wording.
-type IDError struct {
+// idError describes a malformed identifier, with PVE's own wording.
+type idError struct {
 	Kind string // "user", "token", "group", "role", "pool", "storage", "realm", "path"
 	ID   string
 	Msg  string
 }
 
-func (e *IDError) Error() string { return e.Msg }
+func (e *idError) Error() string { return e.Msg }
 
-// Unwrap returns ErrInvalidPath for paths and ErrInvalidID otherwise.
-func (e *IDError) Unwrap() error {
+// Unwrap returns errInvalidPath for paths and errInvalidID otherwise.
+func (e *idError) Unwrap() error {
 	if e.Kind == "path" {
-		return ErrInvalidPath
+		return errInvalidPath
 	}
-	return ErrInvalidID
+	return errInvalidID
 }
 
 func idErr(kind, id, format string, args ...any) error {
-	return &IDError{Kind: kind, ID: id, Msg: fmt.Sprintf(format, args...)}
+	return &idError{Kind: kind, ID: id, Msg: fmt.Sprintf(format, args...)}
 }

@@ -57,7 +57,7 @@ func NewEvaluator(cfg *Config) *Evaluator {
 		}
 	}
 	e.noAccess = e.roleIdx[RoleNoAccess]
-	for p := range allPrivilegesOf(t.builtins[RoleAdministrator]) {
+	for p := range allPrivilegesOf(t.builtins[roleAdministrator]) {
 		e.admin = e.admin.with(p, true)
 	}
 	for _, g := range sortedKeys(cfg.Groups) {
@@ -150,14 +150,11 @@ func (e *Evaluator) addEntry(k ACLKey, prop bool) {
 	(*m)[k.Subject] = append(refs, roleRef{role: idx, prop: prop})
 }
 
-// Version is the privilege table the evaluator uses.
-func (e *Evaluator) Version() Version { return e.version }
-
-// Roles returns the roles an auth id (user or full token id) holds on path
+// roleNames returns the roles an auth id (user or full token id) holds on path
 // with their propagate flags, as PVE::AccessControl::roles computes them:
 // without pool roles and, for a privilege-separated token, without its
 // user's roles. root@pam always holds Administrator.
-func (e *Evaluator) Roles(authID, path string) map[string]bool {
+func (e *Evaluator) roleNames(authID, path string) map[string]bool {
 	refs := e.roles(authID, path, nil)
 	out := make(map[string]bool, len(refs))
 	for _, r := range refs {
@@ -178,7 +175,7 @@ func (e *Evaluator) roleName(idx int32) string {
 // roles is PVE::AccessControl::roles over the index; buf is reused.
 func (e *Evaluator) roles(authID, path string, buf []roleRef) []roleRef {
 	if authID == "root@pam" {
-		return append(buf[:0], roleRef{role: e.roleIdx[RoleAdministrator], prop: true})
+		return append(buf[:0], roleRef{role: e.roleIdx[roleAdministrator], prop: true})
 	}
 	ti, token, valid := e.authKind(authID)
 	switch {
@@ -302,7 +299,7 @@ func (e *Evaluator) Permissions(authID, path string) PrivSet {
 		if ti.user == "root@pam" {
 			return own
 		}
-		return own.Intersect(userSide)
+		return own.intersect(userSide)
 	}
 	return e.compile(authID, false, path)
 }
@@ -402,16 +399,5 @@ func (e *Evaluator) EntryPaths(kind SubjectKind, subject string) []string {
 	}
 	visit(e.root, "/")
 	sort.Slice(out, func(i, j int) bool { return pathLess(out[i], out[j]) })
-	return out
-}
-
-// Perms is a convenience for one question: it indexes cfg and returns the
-// privileges of authID on path as privilege -> propagate. Build an
-// Evaluator when asking more than once.
-func Perms(cfg *Config, authID, path string) map[string]bool {
-	out := map[string]bool{}
-	for k, v := range NewEvaluator(cfg).Permissions(authID, path).Map() {
-		out[k] = v == 1
-	}
 	return out
 }

@@ -1,9 +1,12 @@
-package pveacl
+package pveacl_test
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // Semantics of facts §1.3-1.6 beyond the upstream vectors.
@@ -114,11 +117,11 @@ role:S:Datastore.Audit:
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, warnings := ParseUserCfg([]byte(base+tc.acl+"pool:p::100:st:\npool:q:::st:\n"), PVE9)
+			cfg, warnings := usercfg.Parse([]byte(base+tc.acl+"pool:p::100:st:\npool:q:::st:\n"), pveacl.PVE9)
 			if len(warnings) > 0 {
 				t.Fatalf("fixture warnings: %v", warnings)
 			}
-			got := NewEvaluator(cfg).Permissions(tc.authID, tc.path).Map()
+			got := pveacl.NewEvaluator(cfg).Permissions(tc.authID, tc.path).Map()
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nPermissions(%s, %s): -want +got:\n%s", tc.reason, tc.authID, tc.path, diff)
 			}
@@ -127,14 +130,14 @@ role:S:Datastore.Audit:
 }
 
 func TestRootHoldsEverything(t *testing.T) {
-	for _, v := range []Version{PVE8, PVE9} {
-		cfg := NewConfig(v)
-		cfg.Users["root@pam"] = User{Enable: true, Tokens: map[string]Token{"full": {}}}
-		ev := NewEvaluator(cfg)
+	for _, v := range []pveacl.Version{pveacl.PVE8, pveacl.PVE9} {
+		cfg := pveacl.NewConfig(v)
+		cfg.Users["root@pam"] = pveacl.User{Enable: true, Tokens: map[string]pveacl.Token{"full": {}}}
+		ev := pveacl.NewEvaluator(cfg)
 		for _, id := range []string{"root@pam", "root@pam!full"} {
 			got := ev.Permissions(id, "/anything")
-			if got.Len() != len(Privileges(v)) || !got.Propagates("Permissions.Modify") {
-				t.Errorf("PVE %d: %s holds %d privileges, want all %d with propagate=1", v, id, got.Len(), len(Privileges(v)))
+			if len(got.Names()) != len(pveacl.Privileges(v)) || !got.Propagates("Permissions.Modify") {
+				t.Errorf("PVE %d: %s holds %d privileges, want all %d with propagate=1", v, id, len(got.Names()), len(pveacl.Privileges(v)))
 			}
 		}
 		if diff := cmp.Diff(map[string]bool{"Administrator": true}, ev.Roles("root@pam", "/")); diff != "" {
@@ -144,13 +147,13 @@ func TestRootHoldsEverything(t *testing.T) {
 }
 
 func TestEffectivePermissions(t *testing.T) {
-	cfg, _ := ParseUserCfg([]byte(vecTokens), PVE9)
+	cfg, _ := usercfg.Parse([]byte(vecTokens), pveacl.PVE9)
 	got := map[string]map[string]int{}
-	for p, s := range NewEvaluator(cfg).EffectivePermissions("max@pve") {
+	for p, s := range pveacl.NewEvaluator(cfg).EffectivePermissions("max@pve") {
 		got[p] = s.Map()
 	}
 	admin := map[string]int{}
-	for _, p := range Privileges(PVE9) {
+	for _, p := range pveacl.Privileges(pveacl.PVE9) {
 		admin[p] = 1
 	}
 	want := map[string]map[string]int{

@@ -15,16 +15,15 @@ const (
 )
 
 var (
-	userIDRe       = regexp.MustCompile(`^(` + userPattern + `)@(` + realmPattern + `)$`)
-	tokenIDRe      = regexp.MustCompile(`^((` + userPattern + `)@(` + realmPattern + `))!(` + realmPattern + `)$`)
-	authIDRe       = regexp.MustCompile(`^` + userPattern + `@` + realmPattern + `(?:!` + realmPattern + `)?$`)
-	realmRe        = regexp.MustCompile(`^` + realmPattern + `$`)
-	groupRe        = regexp.MustCompile(`^` + idPattern + `$`)
-	poolRe         = regexp.MustCompile(`^` + idPattern + `(?:/` + idPattern + `){0,2}$`)
-	storageRe      = regexp.MustCompile(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]$`)
-	pathCharsRe    = regexp.MustCompile(`^[A-Za-z0-9.\-_/]+$`)
-	groupSubjectRe = regexp.MustCompile(`^@([^\t\n\v\f\r ]+)$`)
-	checkPathRe    = regexp.MustCompile(`^(?:/|/access|/access/groups|/access/groups/[A-Za-z0-9.\-_]+|/access/realm|/access/realm/[A-Za-z0-9.\-_]+` +
+	userIDRe    = regexp.MustCompile(`^(` + userPattern + `)@(` + realmPattern + `)$`)
+	tokenIDRe   = regexp.MustCompile(`^((` + userPattern + `)@(` + realmPattern + `))!(` + realmPattern + `)$`)
+	authIDRe    = regexp.MustCompile(`^` + userPattern + `@` + realmPattern + `(?:!` + realmPattern + `)?$`)
+	realmRe     = regexp.MustCompile(`^` + realmPattern + `$`)
+	groupRe     = regexp.MustCompile(`^` + idPattern + `$`)
+	poolRe      = regexp.MustCompile(`^` + idPattern + `(?:/` + idPattern + `){0,2}$`)
+	storageRe   = regexp.MustCompile(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]$`)
+	pathCharsRe = regexp.MustCompile(`^[A-Za-z0-9.\-_/]+$`)
+	checkPathRe = regexp.MustCompile(`^(?:/|/access|/access/groups|/access/groups/[A-Za-z0-9.\-_]+|/access/realm|/access/realm/[A-Za-z0-9.\-_]+` +
 		`|/nodes|/nodes/[A-Za-z0-9.\-_]+|/pool|/pool/[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}` +
 		`|/sdn|/sdn/controllers|/sdn/controllers/[A-Za-z0-9_\-]+|/sdn/dns|/sdn/dns/[A-Za-z0-9]+|/sdn/fabrics|/sdn/fabrics/[A-Za-z0-9]+` +
 		`|/sdn/ipams|/sdn/ipams/[A-Za-z0-9]+|/sdn/prefix-lists|/sdn/prefix-lists/[A-Za-z0-9]+|/sdn/route-maps|/sdn/route-maps/[A-Za-z0-9]+` +
@@ -80,8 +79,8 @@ func ValidTokenName(name string) error {
 	return nil
 }
 
-// ValidRealm checks a realm name.
-func ValidRealm(realm string) error {
+// validRealm checks a realm name.
+func validRealm(realm string) error {
 	if !realmRe.MatchString(realm) || len(realm) > 32 {
 		return idErr("realm", realm, "value '%s' does not look like a valid realm", realm)
 	}
@@ -196,34 +195,6 @@ func NormalizePath(p string) (string, error) {
 // CheckPath reports whether PVE accepts a normalised path when an ACL entry
 // is added through the API (deletes and user.cfg skip this check).
 func CheckPath(p string) bool { return checkPathRe.MatchString(p) }
-
-// SplitList splits a list the way PVE's split_list does: when the text holds
-// a NUL byte it is the only separator; otherwise commas, semicolons and
-// whitespace all separate and empty items vanish.
-func SplitList(s string) []string {
-	if strings.IndexByte(s, 0) >= 0 {
-		return perlSplit(s, 0)
-	}
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || isPerlSpace(r) })
-}
-
-func isPerlSpace(r rune) bool {
-	switch r {
-	case ' ', '\t', '\n', '\v', '\f', '\r':
-		return true
-	}
-	return false
-}
-
-// perlSplit splits like Perl's split with a one-character pattern: leading
-// empty fields stay, trailing empty fields are removed.
-func perlSplit(s string, sep byte) []string {
-	parts := strings.Split(s, string(sep))
-	for len(parts) > 0 && parts[len(parts)-1] == "" {
-		parts = parts[:len(parts)-1]
-	}
-	return parts
-}
 
 // VMPath is the ACL path of a guest, where its pool's roles apply too.
 func VMPath(id int) string { return "/vms/" + strconv.Itoa(id) }

@@ -1,12 +1,11 @@
-package pveacl
+package pveacl_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 func TestIdentifiers(t *testing.T) {
@@ -15,31 +14,34 @@ func TestIdentifiers(t *testing.T) {
 		check  func() error
 		want   string // "" for success
 	}{
-		"User":            {"a plain user id", func() error { _, _, err := ParseUserID("kubernetes-csi@pve"); return err }, ""},
-		"UserWithAt":      {"the user part may hold '@'; the realm is what follows the last one", func() error { _, _, err := ParseUserID("a@b@pve"); return err }, ""},
-		"UserShort":       {"PVE's length rule", func() error { _, _, err := ParseUserID("a@"); return err }, "user name 'a@' is too short"},
-		"UserLong":        {"64 characters at most", func() error { _, _, err := ParseUserID(string(make([]byte, 62)) + "@pve"); return err }, "is too long (66 > 64)"},
-		"UserNoRealm":     {"a realm is required", func() error { _, _, err := ParseUserID("kubernetes"); return err }, "value 'kubernetes' does not look like a valid user name"},
-		"UserOneLetter":   {"realms have two characters at least", func() error { _, _, err := ParseUserID("ab@p"); return err }, "does not look like a valid user name"},
-		"UserSlash":       {"no slash in the user part", func() error { _, _, err := ParseUserID("a/b@pve"); return err }, "does not look like a valid user name"},
-		"Token":           {"a full token id", func() error { _, _, err := ParseTokenID("u@pve!csi"); return err }, ""},
-		"TokenOneChar":    {"token names have two characters at least", func() error { _, _, err := ParseTokenID("u@pve!t"); return err }, "'u@pve!t' is not a valid token ID - not able to split into user and token parts"},
-		"TokenDigit":      {"token names start with a letter", func() error { _, _, err := ParseTokenID("u@pve!1a"); return err }, "not a valid token ID"},
-		"Group":           {"groups", func() error { return ValidGroupID("tenants-1.a_b") }, ""},
-		"GroupColon":      {"no colon in a group id (#7102)", func() error { return ValidGroupID("a:b") }, "group name 'a:b' contains invalid characters"},
-		"RolePVE":         {"custom roles cannot use the PVE namespace", func() error { return ValidNewRoleID("pveCustom") }, "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"},
-		"RoleCozy":        {"a custom role", func() error { return ValidNewRoleID("CozyCSI") }, ""},
-		"PoolNested":      {"three levels are allowed", func() error { return ValidPoolID("a/b/c") }, ""},
-		"PoolDeep":        {"four are not", func() error { return ValidPoolID("a/b/c/d") }, "pool name 'a/b/c/d' nested too deeply (max levels = 3)"},
-		"PoolChars":       {"pool characters", func() error { return ValidPoolID("a b") }, "pool name 'a b' contains invalid characters"},
-		"PoolLetter":      {"created pools start with a letter", func() error { return ValidNewPoolID("a/1b") }, "pool name must start with a letter"},
-		"Storage":         {"storage ids", func() error { return ValidStorageID("Local-LVM.2") }, ""},
-		"StorageEnd":      {"storage ids end with a letter or digit", func() error { return ValidStorageID("disks-") }, "storage ID 'disks-' is invalid"},
-		"Realm":           {"realms are 32 characters at most", func() error { return ValidRealm("r" + string(make([]byte, 32))) }, "does not look like a valid realm"},
-		"PrivilegeListOK": {"lists split on commas, semicolons and spaces", func() error { _, err := ParsePrivileges(PVE9, "VM.Audit; Sys.Audit,,VM.Audit"); return err }, ""},
-		"PrivilegeMonitor": {"PVE 9 has no VM.Monitor", func() error { _, err := ParsePrivileges(PVE9, "VM.Monitor"); return err },
+		"User":          {"a plain user id", func() error { _, _, err := pveacl.ParseUserID("kubernetes-csi@pve"); return err }, ""},
+		"UserWithAt":    {"the user part may hold '@'; the realm is what follows the last one", func() error { _, _, err := pveacl.ParseUserID("a@b@pve"); return err }, ""},
+		"UserShort":     {"PVE's length rule", func() error { _, _, err := pveacl.ParseUserID("a@"); return err }, "user name 'a@' is too short"},
+		"UserLong":      {"64 characters at most", func() error { _, _, err := pveacl.ParseUserID(string(make([]byte, 62)) + "@pve"); return err }, "is too long (66 > 64)"},
+		"UserNoRealm":   {"a realm is required", func() error { _, _, err := pveacl.ParseUserID("kubernetes"); return err }, "value 'kubernetes' does not look like a valid user name"},
+		"UserOneLetter": {"realms have two characters at least", func() error { _, _, err := pveacl.ParseUserID("ab@p"); return err }, "does not look like a valid user name"},
+		"UserSlash":     {"no slash in the user part", func() error { _, _, err := pveacl.ParseUserID("a/b@pve"); return err }, "does not look like a valid user name"},
+		"Token":         {"a full token id", func() error { _, _, err := pveacl.ParseTokenID("u@pve!csi"); return err }, ""},
+		"TokenOneChar":  {"token names have two characters at least", func() error { _, _, err := pveacl.ParseTokenID("u@pve!t"); return err }, "'u@pve!t' is not a valid token ID - not able to split into user and token parts"},
+		"TokenDigit":    {"token names start with a letter", func() error { _, _, err := pveacl.ParseTokenID("u@pve!1a"); return err }, "not a valid token ID"},
+		"Group":         {"groups", func() error { return pveacl.ValidGroupID("tenants-1.a_b") }, ""},
+		"GroupColon":    {"no colon in a group id (#7102)", func() error { return pveacl.ValidGroupID("a:b") }, "group name 'a:b' contains invalid characters"},
+		"RolePVE":       {"custom roles cannot use the PVE namespace", func() error { return pveacl.ValidNewRoleID("pveCustom") }, "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"},
+		"RoleCozy":      {"a custom role", func() error { return pveacl.ValidNewRoleID("CozyCSI") }, ""},
+		"PoolNested":    {"three levels are allowed", func() error { return pveacl.ValidPoolID("a/b/c") }, ""},
+		"PoolDeep":      {"four are not", func() error { return pveacl.ValidPoolID("a/b/c/d") }, "pool name 'a/b/c/d' nested too deeply (max levels = 3)"},
+		"PoolChars":     {"pool characters", func() error { return pveacl.ValidPoolID("a b") }, "pool name 'a b' contains invalid characters"},
+		"PoolLetter":    {"created pools start with a letter", func() error { return pveacl.ValidNewPoolID("a/1b") }, "pool name must start with a letter"},
+		"Storage":       {"storage ids", func() error { return pveacl.ValidStorageID("Local-LVM.2") }, ""},
+		"StorageEnd":    {"storage ids end with a letter or digit", func() error { return pveacl.ValidStorageID("disks-") }, "storage ID 'disks-' is invalid"},
+		"Realm":         {"realms are 32 characters at most", func() error { return pveacl.ValidRealm("r" + string(make([]byte, 32))) }, "does not look like a valid realm"},
+		"PrivilegeListOK": {"lists split on commas, semicolons and spaces", func() error {
+			_, err := pveacl.ParsePrivileges(pveacl.PVE9, "VM.Audit; Sys.Audit,,VM.Audit")
+			return err
+		}, ""},
+		"PrivilegeMonitor": {"PVE 9 has no VM.Monitor", func() error { _, err := pveacl.ParsePrivileges(pveacl.PVE9, "VM.Monitor"); return err },
 			"invalid privilege 'VM.Monitor' for PVE 9 (PVE 9 replaced VM.Monitor with VM.GuestAgent.Audit and Sys.Audit)"},
-		"PrivilegeAgent8": {"PVE 8 has no guest-agent privileges", func() error { _, err := ParsePrivileges(PVE8, "VM.GuestAgent.Audit"); return err },
+		"PrivilegeAgent8": {"PVE 8 has no guest-agent privileges", func() error { _, err := pveacl.ParsePrivileges(pveacl.PVE8, "VM.GuestAgent.Audit"); return err },
 			"the VM.GuestAgent.* privileges exist from PVE 9 on"},
 	}
 	for name, tc := range cases {
@@ -50,7 +52,7 @@ func TestIdentifiers(t *testing.T) {
 				t.Errorf("%s: unexpected error %v", tc.reason, err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("%s: error %v, want one containing %q", tc.reason, err, tc.want)
-			case err != nil && !errors.Is(err, ErrInvalidID) && !errors.Is(err, ErrInvalidPrivilege):
+			case err != nil && !errors.Is(err, pveacl.ErrInvalidID) && !errors.Is(err, pveacl.ErrInvalidPrivilege):
 				t.Errorf("%s: error %v wraps no sentinel", tc.reason, err)
 			}
 		})
@@ -74,11 +76,11 @@ func TestNormalizePath(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := NormalizePath(tc.in)
+			got, err := pveacl.NormalizePath(tc.in)
 			if (err == nil) != tc.ok || got != tc.want {
 				t.Errorf("NormalizePath(%q) = %q, %v; want %q ok=%v", tc.in, got, err, tc.want, tc.ok)
 			}
-			if err != nil && !errors.Is(err, ErrInvalidPath) {
+			if err != nil && !errors.Is(err, pveacl.ErrInvalidPath) {
 				t.Errorf("error %v does not wrap ErrInvalidPath", err)
 			}
 		})
@@ -90,53 +92,13 @@ func TestCheckPath(t *testing.T) {
 		"/sdn/zones/localnetwork/vmbr1/4094", "/mapping/pci/gpu1", "/sdn/prefix-lists/pl1"}
 	bad := []string{"/vms/99", "/vms/0100", "/pool/a/b/c/d", "/users", "/kvm/vms", "/sdn/zones/z/b/10000", "/access/realms/pve"}
 	for _, p := range good {
-		if !CheckPath(p) {
+		if !pveacl.CheckPath(p) {
 			t.Errorf("CheckPath(%q) = false, PVE accepts it", p)
 		}
 	}
 	for _, p := range bad {
-		if CheckPath(p) {
+		if pveacl.CheckPath(p) {
 			t.Errorf("CheckPath(%q) = true, PVE refuses it", p)
 		}
-	}
-}
-
-func TestSplitList(t *testing.T) {
-	cases := map[string]struct {
-		in   string
-		want []string
-	}{
-		"Mixed":  {" a, b;c  d,,", []string{"a", "b", "c", "d"}},
-		"Empty":  {" ;, ", nil},
-		"NUL":    {"a b\x00c,d\x00", []string{"a b", "c,d"}},
-		"Tab":    {"a\tb\vc", []string{"a", "b", "c"}},
-		"Single": {"VM.Audit", []string{"VM.Audit"}},
-	}
-	for name, tc := range cases {
-		if diff := cmp.Diff(tc.want, SplitList(tc.in), cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("%s: SplitList(%q): -want +got:\n%s", name, tc.in, diff)
-		}
-	}
-}
-
-func TestTextEncoding(t *testing.T) {
-	cases := map[string]struct{ decoded, encoded string }{
-		"Plain":   {"tenant alpha", "tenant alpha"},
-		"Colon":   {"a:b", "a%3Ab"},
-		"Percent": {"100%", "100%25"},
-		"UTF8":    {"Müller", "M%C3%BCller"},
-		"Control": {"a\nb\x7f", "a%0Ab%7F"},
-		"Edges":   {" a ", "%20a%20"},
-	}
-	for name, tc := range cases {
-		if got := encodeText(tc.decoded); got != tc.encoded {
-			t.Errorf("%s: encodeText(%q) = %q, want %q", name, tc.decoded, got, tc.encoded)
-		}
-		if got := decodeText(tc.encoded); got != tc.decoded {
-			t.Errorf("%s: decodeText(%q) = %q, want %q", name, tc.encoded, got, tc.decoded)
-		}
-	}
-	if got := decodeText("%ff%zz%4"); got != "\uFFFD%zz%4" {
-		t.Errorf("malformed escapes and bytes: got %q", got)
 	}
 }

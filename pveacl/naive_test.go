@@ -1,22 +1,26 @@
-package pveacl
+package pveacl_test
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+)
 
 // naiveEvaluator answers the same questions as Evaluator with no index: it
 // scans the flat ACL list at every level and rebuilds the pool membership
 // (and every pool's roles) on each question, the way PVE primes its cache.
 // It is the reference model of the property tests and the baseline of the
 // benchmarks.
-type naiveEvaluator struct{ cfg *Config }
+type naiveEvaluator struct{ cfg *pveacl.Config }
 
-func (n naiveEvaluator) rolePrivs(role string) PrivSet {
-	if s, ok := table(n.cfg.Version).builtins[role]; ok {
+func (n naiveEvaluator) rolePrivs(role string) pveacl.PrivSet {
+	if s, ok := pveacl.BuiltinPrivs(n.cfg.Version, role); ok {
 		return s
 	}
 	if r, ok := n.cfg.Roles[role]; ok {
-		return NewPrivSet(r.Privs...)
+		return pveacl.NewPrivSet(r.Privs...)
 	}
-	return PrivSet{}
+	return pveacl.PrivSet{}
 }
 
 func (n naiveEvaluator) member(group, user string) bool {
@@ -31,19 +35,19 @@ func (n naiveEvaluator) member(group, user string) bool {
 // roles mirrors PVE::AccessControl::roles.
 func (n naiveEvaluator) roles(authID, path string) map[string]bool {
 	if authID == "root@pam" {
-		return map[string]bool{RoleAdministrator: true}
+		return map[string]bool{"Administrator": true}
 	}
-	kinds := []SubjectKind{KindUser}
-	if IsTokenID(authID) {
+	kinds := []pveacl.SubjectKind{pveacl.KindUser}
+	if pveacl.IsTokenID(authID) {
 		tok, ok := n.cfg.Token(authID)
 		if !ok {
 			return map[string]bool{}
 		}
 		if !tok.Privsep {
-			uid, _, _ := ParseTokenID(authID)
+			uid, _, _ := pveacl.ParseTokenID(authID)
 			return n.roles(uid, path)
 		}
-		kinds = []SubjectKind{KindToken}
+		kinds = []pveacl.SubjectKind{pveacl.KindToken}
 	}
 	out := map[string]bool{}
 	if path == "" {
@@ -64,21 +68,21 @@ func (n naiveEvaluator) roles(authID, path string) map[string]bool {
 		}
 		nodePath := "/" + strings.Join(node, "/")
 		level := map[string]bool{}
-		collect := func(kind SubjectKind, subject string) {
+		collect := func(kind pveacl.SubjectKind, subject string) {
 			for k, prop := range n.cfg.ACL {
 				if k.Path == nodePath && k.Kind == kind && k.Subject == subject && (final || prop) {
 					level[k.Role] = level[k.Role] || prop
 				}
 			}
 		}
-		if kinds[0] == KindToken {
-			collect(KindToken, authID)
+		if kinds[0] == pveacl.KindToken {
+			collect(pveacl.KindToken, authID)
 		} else {
-			collect(KindUser, authID)
+			collect(pveacl.KindUser, authID)
 			if len(level) == 0 {
 				for g := range n.cfg.Groups {
 					if n.member(g, authID) {
-						collect(KindGroup, g)
+						collect(pveacl.KindGroup, g)
 					}
 				}
 			}
@@ -87,27 +91,28 @@ func (n naiveEvaluator) roles(authID, path string) map[string]bool {
 			out = level
 		}
 	}
-	if prop, ok := out[RoleNoAccess]; ok {
-		return map[string]bool{RoleNoAccess: prop}
+	if prop, ok := out[pveacl.RoleNoAccess]; ok {
+		return map[string]bool{pveacl.RoleNoAccess: prop}
 	}
 	return out
 }
 
 // permissions mirrors RPCEnvironment::permissions.
-func (n naiveEvaluator) permissions(authID, path string) PrivSet {
+func (n naiveEvaluator) permissions(authID, path string) pveacl.PrivSet {
 	if authID == "root@pam" {
-		var s PrivSet
-		for _, p := range table(n.cfg.Version).builtins[RoleAdministrator].Names() {
-			s = s.with(p, true)
+		var s pveacl.PrivSet
+		admin, _ := pveacl.BuiltinPrivs(n.cfg.Version, "Administrator")
+		for _, p := range admin.Names() {
+			s = s.With(p, true)
 		}
 		return s
 	}
-	if IsTokenID(authID) {
+	if pveacl.IsTokenID(authID) {
 		tok, ok := n.cfg.Token(authID)
 		if !ok {
-			return PrivSet{}
+			return pveacl.PrivSet{}
 		}
-		uid, _, _ := ParseTokenID(authID)
+		uid, _, _ := pveacl.ParseTokenID(authID)
 		user := n.permissions(uid, path)
 		if !tok.Privsep {
 			return user
@@ -118,13 +123,13 @@ func (n naiveEvaluator) permissions(authID, path string) PrivSet {
 		}
 		return own.Intersect(user)
 	}
-	if !ValidUserID(authID) {
-		return PrivSet{}
+	if !pveacl.ValidUserID(authID) {
+		return pveacl.PrivSet{}
 	}
 	return n.compile(authID, path)
 }
 
-func (n naiveEvaluator) compile(subject, path string) PrivSet {
+func (n naiveEvaluator) compile(subject, path string) pveacl.PrivSet {
 	poolRoles := map[string]map[string]bool{}
 	for name, p := range n.cfg.Pools {
 		r := n.roles(subject, "/pool/"+name)
@@ -133,10 +138,10 @@ func (n naiveEvaluator) compile(subject, path string) PrivSet {
 		}
 		var members []string
 		for _, vm := range p.VMs {
-			members = append(members, VMPath(vm))
+			members = append(members, pveacl.VMPath(vm))
 		}
 		for _, s := range p.Storages {
-			members = append(members, StoragePath(s))
+			members = append(members, pveacl.StoragePath(s))
 		}
 		for _, m := range members {
 			if poolRoles[m] == nil {
@@ -149,9 +154,9 @@ func (n naiveEvaluator) compile(subject, path string) PrivSet {
 	}
 	roles := n.roles(subject, path)
 	if pr := poolRoles[path]; pr != nil {
-		if _, no := roles[RoleNoAccess]; !no {
-			if pr[RoleNoAccess] {
-				roles = map[string]bool{RoleNoAccess: false}
+		if _, no := roles[pveacl.RoleNoAccess]; !no {
+			if pr[pveacl.RoleNoAccess] {
+				roles = map[string]bool{pveacl.RoleNoAccess: false}
 			} else {
 				for role := range pr {
 					if _, ok := roles[role]; !ok {
@@ -161,10 +166,10 @@ func (n naiveEvaluator) compile(subject, path string) PrivSet {
 			}
 		}
 	}
-	var s PrivSet
+	var s pveacl.PrivSet
 	for role, prop := range roles {
 		for _, p := range n.rolePrivs(role).Names() {
-			s = s.Union(PrivSet{}.with(p, prop))
+			s = s.Union(pveacl.PrivSet{}.With(p, prop))
 		}
 	}
 	return s

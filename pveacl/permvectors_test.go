@@ -1,11 +1,16 @@
-package pveacl
+package pveacl_test
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // The scenarios of pve-access-control's perm-test1..8, restated as
@@ -253,12 +258,12 @@ func TestUpstreamPermissionVectors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, _ := ParseUserCfg([]byte(tc.cfg), PVE9)
-			ev := NewEvaluator(cfg)
+			cfg, _ := usercfg.Parse([]byte(tc.cfg), pveacl.PVE9)
+			ev := pveacl.NewEvaluator(cfg)
 			for _, c := range tc.checks {
 				var got string
 				if c.what == "roles" {
-					got = strings.Join(sortedKeys(ev.Roles(c.authID, c.path)), ",")
+					got = strings.Join(slices.Sorted(maps.Keys(ev.Roles(c.authID, c.path))), ",")
 				} else {
 					got = ev.Permissions(c.authID, c.path).String()
 				}
@@ -280,7 +285,7 @@ func pools6Checks() []vecCheck {
 		"/vms/100": {"RoleTEST1", "RoleTEST1", "NoAccess", ""},
 		"/vms/300": {"RoleTEST1", "RoleTEST1", "NoAccess", "RoleTEST1"},
 	}
-	paths := sortedKeys(rolesAt)
+	paths := slices.Sorted(maps.Keys(rolesAt))
 	sort.Strings(paths)
 	for _, p := range paths {
 		for i, want := range rolesAt[p] {
@@ -318,33 +323,33 @@ func pools6Checks() []vecCheck {
 }
 
 func TestBuiltinRoleSizes(t *testing.T) {
-	want := map[Version]map[string]int{
-		PVE9: {"Administrator": 47, "NoAccess": 0, "PVEAdmin": 40, "PVEVMAdmin": 23, "PVEVMUser": 10, "PVEAuditor": 7,
+	want := map[pveacl.Version]map[string]int{
+		pveacl.PVE9: {"Administrator": 47, "NoAccess": 0, "PVEAdmin": 40, "PVEVMAdmin": 23, "PVEVMUser": 10, "PVEAuditor": 7,
 			"PVEDatastoreAdmin": 4, "PVEDatastoreUser": 2, "PVEPoolAdmin": 2, "PVEPoolUser": 1, "PVETemplateUser": 2,
 			"PVESDNAdmin": 3, "PVESDNUser": 2, "PVESysAdmin": 3, "PVEUserAdmin": 3, "PVEMappingAdmin": 3, "PVEMappingUser": 2},
-		PVE8: {"Administrator": 42, "NoAccess": 0, "PVEAdmin": 35, "PVEVMAdmin": 18, "PVEVMUser": 6, "PVEAuditor": 6,
+		pveacl.PVE8: {"Administrator": 42, "NoAccess": 0, "PVEAdmin": 35, "PVEVMAdmin": 18, "PVEVMUser": 6, "PVEAuditor": 6,
 			"PVEDatastoreAdmin": 4, "PVEDatastoreUser": 2, "PVEPoolAdmin": 2, "PVEPoolUser": 1, "PVETemplateUser": 2,
 			"PVESDNAdmin": 3, "PVESDNUser": 2, "PVESysAdmin": 3, "PVEUserAdmin": 3, "PVEMappingAdmin": 3, "PVEMappingUser": 2},
 	}
 	for v, roles := range want {
 		got := map[string]int{}
-		for name, privs := range BuiltinRoles(v) {
+		for name, privs := range pveacl.BuiltinRoles(v) {
 			got[name] = len(privs)
 		}
 		if diff := cmp.Diff(roles, got); diff != "" {
 			t.Errorf("PVE %d built-in role sizes: -want +got:\n%s", v, diff)
 		}
-		if n := len(Privileges(v)); n != roles["Administrator"] {
+		if n := len(pveacl.Privileges(v)); n != roles["Administrator"] {
 			t.Errorf("PVE %d has %d privileges, want %d", v, n, roles["Administrator"])
 		}
 	}
-	if got := strings.Join(BuiltinRoles(PVE9)["PVEVMAdmin"], ","); got != pveVMAdmin9 {
+	if got := strings.Join(pveacl.BuiltinRoles(pveacl.PVE9)["PVEVMAdmin"], ","); got != pveVMAdmin9 {
 		t.Errorf("PVE 9 PVEVMAdmin = %s", got)
 	}
-	if got := strings.Join(BuiltinRoles(PVE9)["Administrator"], ","); got != administrator9 {
+	if got := strings.Join(pveacl.BuiltinRoles(pveacl.PVE9)["Administrator"], ","); got != administrator9 {
 		t.Errorf("PVE 9 Administrator = %s", got)
 	}
-	if !slicesContain(BuiltinRoles(PVE8)["PVEVMAdmin"], "VM.Monitor") || slicesContain(BuiltinRoles(PVE9)["PVEVMAdmin"], "VM.Monitor") {
+	if !slicesContain(pveacl.BuiltinRoles(pveacl.PVE8)["PVEVMAdmin"], "VM.Monitor") || slicesContain(pveacl.BuiltinRoles(pveacl.PVE9)["PVEVMAdmin"], "VM.Monitor") {
 		t.Error("VM.Monitor must be in PVE 8's PVEVMAdmin only")
 	}
 }

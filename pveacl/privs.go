@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Version is the major version of Proxmox VE whose privilege table applies.
@@ -91,7 +93,7 @@ func categories(v Version) []category {
 // The special roles every configuration has.
 const (
 	RoleNoAccess      = "NoAccess"
-	RoleAdministrator = "Administrator"
+	roleAdministrator = "Administrator"
 	RoleAuditor       = "PVEAuditor"
 	RoleSDNUser       = "PVESDNUser"
 	permissionsModify = "Permissions.Modify"
@@ -135,7 +137,7 @@ func buildTable(v Version) *privTable {
 	}
 	t.builtins["PVEAdmin"] = t.builtins["PVEAdmin"].without("Mapping.Modify")
 	add("PVETemplateUser", "VM.Clone", "VM.Audit")
-	t.builtins[RoleAdministrator] = t.valid
+	t.builtins[roleAdministrator] = t.valid
 	return t
 }
 
@@ -146,8 +148,8 @@ func table(v Version) *privTable {
 	return tables[DefaultVersion]
 }
 
-// Privileges returns the sorted list of valid privileges of a version.
-func Privileges(v Version) []string { return table(v).valid.Names() }
+// privileges returns the sorted list of valid privileges of a version.
+func privileges(v Version) []string { return table(v).valid.Names() }
 
 // ValidPrivilege reports whether priv exists in version v.
 func ValidPrivilege(v Version, priv string) bool { return table(v).valid.Has(priv) }
@@ -177,7 +179,7 @@ func IsBuiltinRole(name string) bool {
 func ParsePrivileges(v Version, list string) ([]string, error) {
 	var s PrivSet
 	var bad []string
-	for _, p := range SplitList(list) {
+	for _, p := range pveapi.SplitList(list) {
 		if !ValidPrivilege(v, p) {
 			bad = append(bad, p)
 			continue
@@ -185,18 +187,18 @@ func ParsePrivileges(v Version, list string) ([]string, error) {
 		s = s.with(p, false)
 	}
 	if len(bad) > 0 {
-		return nil, &PrivilegeError{Version: v, Privileges: bad}
+		return nil, &privilegeError{Version: v, Privileges: bad}
 	}
 	return s.Names(), nil
 }
 
-// PrivilegeError lists privileges that do not exist in a version.
-type PrivilegeError struct {
+// privilegeError lists privileges that do not exist in a version.
+type privilegeError struct {
 	Version    Version
 	Privileges []string
 }
 
-func (e *PrivilegeError) Error() string {
+func (e *privilegeError) Error() string {
 	quoted := make([]string, len(e.Privileges))
 	for i, p := range e.Privileges {
 		quoted[i] = "'" + p + "'"
@@ -213,7 +215,7 @@ func (e *PrivilegeError) Error() string {
 	return fmt.Sprintf("invalid privilege %s for PVE %d%s", strings.Join(quoted, ", "), int(e.Version), hint)
 }
 
-func (e *PrivilegeError) Unwrap() error { return ErrInvalidPrivilege }
+func (e *privilegeError) Unwrap() error { return errInvalidPrivilege }
 
 // sortedKeys returns the keys of a string-keyed map in byte order.
 func sortedKeys[V any](m map[string]V) []string {

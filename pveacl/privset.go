@@ -76,12 +76,12 @@ func (s PrivSet) Propagates(name string) bool { b := privBit[name]; return b != 
 // Empty reports whether the set holds no privilege.
 func (s PrivSet) Empty() bool { return s.has == 0 }
 
-// Len is the number of privileges in the set.
-func (s PrivSet) Len() int { return bits.OnesCount64(s.has) }
+// size is the number of privileges in the set.
+func (s PrivSet) size() int { return bits.OnesCount64(s.has) }
 
 // Names returns the privileges in the set, sorted.
 func (s PrivSet) Names() []string {
-	out := make([]string, 0, s.Len())
+	out := make([]string, 0, s.size())
 	for h := s.has; h != 0; h &= h - 1 {
 		out = append(out, allPrivileges[bits.TrailingZeros64(h)])
 	}
@@ -90,7 +90,7 @@ func (s PrivSet) Names() []string {
 
 // Map returns the set as GET /access/permissions does: privilege -> 0|1.
 func (s PrivSet) Map() map[string]int {
-	m := make(map[string]int, s.Len())
+	m := make(map[string]int, s.size())
 	for h := s.has; h != 0; h &= h - 1 {
 		i := bits.TrailingZeros64(h)
 		m[allPrivileges[i]] = int(s.prop >> uint(i) & 1)
@@ -101,9 +101,9 @@ func (s PrivSet) Map() map[string]int {
 // Union returns the privileges in s or o; a flag is the OR of both.
 func (s PrivSet) Union(o PrivSet) PrivSet { return PrivSet{has: s.has | o.has, prop: s.prop | o.prop} }
 
-// Intersect returns the privileges in both sets; a flag is the AND of both,
+// intersect returns the privileges in both sets; a flag is the AND of both,
 // which is how a privilege-separated token meets its user.
-func (s PrivSet) Intersect(o PrivSet) PrivSet {
+func (s PrivSet) intersect(o PrivSet) PrivSet {
 	h := s.has & o.has
 	return PrivSet{has: h, prop: s.prop & o.prop & h}
 }
@@ -113,12 +113,6 @@ func (s PrivSet) Minus(o PrivSet) PrivSet {
 	h := s.has &^ o.has
 	return PrivSet{has: h, prop: s.prop & h}
 }
-
-// SubsetOf reports whether every privilege of s is in o (flags ignored).
-func (s PrivSet) SubsetOf(o PrivSet) bool { return s.has&^o.has == 0 }
-
-// Equal compares privileges and flags.
-func (s PrivSet) Equal(o PrivSet) bool { return s == o }
 
 // MarshalJSON writes the set as {"Priv":0|1,...}.
 func (s PrivSet) MarshalJSON() ([]byte, error) { return json.Marshal(s.Map()) }
@@ -140,7 +134,7 @@ func (s *PrivSet) UnmarshalJSON(b []byte) error {
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return &PrivilegeError{Version: DefaultVersion, Privileges: bad}
+		return &privilegeError{Version: DefaultVersion, Privileges: bad}
 	}
 	*s = out
 	return nil

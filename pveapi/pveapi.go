@@ -3,7 +3,8 @@
 // template creation and guest listing make. go-proxmox's *proxmox.Client
 // satisfies it; tests pass the same client pointed at pveacl/pveacltest.
 // Unescape is PVE's percent decoding, which pveacl's user.cfg reader and
-// the fake's cookie reading share.
+// the fake's cookie reading share; SplitList is PVE's list splitting, which
+// the user.cfg reader, the live reader and the fake's parameters share.
 //
 // The package imports only the standard library.
 package pveapi
@@ -43,4 +44,19 @@ func Unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// SplitList splits a list the way PVE's split_list does: when the text holds
+// a NUL byte it is the only separator (trailing empty items dropped, as
+// Perl's split does); otherwise commas, semicolons and whitespace all
+// separate and empty items vanish.
+func SplitList(s string) []string {
+	if strings.IndexByte(s, 0) >= 0 {
+		items := strings.Split(s, "\x00")
+		for len(items) > 0 && items[len(items)-1] == "" {
+			items = items[:len(items)-1]
+		}
+		return items
+	}
+	return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(",; \t\n\v\f\r", r) })
 }

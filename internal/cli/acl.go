@@ -12,6 +12,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 func init() { register(newACLCmd) }
@@ -44,7 +45,7 @@ func readUserCfg(app *App, name string, v pveacl.Version) (*pveacl.Config, error
 	if err != nil {
 		return nil, err
 	}
-	cfg, warnings := pveacl.ParseUserCfg(data, v)
+	cfg, warnings := usercfg.Parse(data, v)
 	for _, w := range warnings {
 		fmt.Fprintf(app.ErrOut, "Warning: %s: %s\n", name, w)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // aclRun executes the CLI in-process and returns stdout, stderr and the exit code.
@@ -67,7 +68,7 @@ func aclFiles(t *testing.T) (tenants, permsCfg, converged string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, data := range map[string][]byte{tenants: []byte(aclTenantsYAML), permsCfg: []byte(aclPermsCfg), converged: pveacl.MarshalUserCfg(cfg)} {
+	for path, data := range map[string][]byte{tenants: []byte(aclTenantsYAML), permsCfg: []byte(aclPermsCfg), converged: usercfg.Marshal(cfg)} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}

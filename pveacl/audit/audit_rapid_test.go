@@ -11,6 +11,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // drawTenants returns a valid random tenant set of 2-4 tenants.
@@ -190,13 +191,13 @@ func TestAuditReachMatchesBruteForce(t *testing.T) {
 				for _, p := range foreignObjects(a, i) {
 					c, got := classOf(a, r, p), a.ev.Permissions(s, p)
 					if first, ok := classes[c]; ok && first != got {
-						t.Fatalf("%s: class %s is not uniform: %s holds %v, another member %v\n%s", s, c, p, got.Map(), first.Map(), pveacl.MarshalUserCfg(cfg))
+						t.Fatalf("%s: class %s is not uniform: %s holds %v, another member %v\n%s", s, c, p, got.Map(), first.Map(), usercfg.Marshal(cfg))
 					}
 					classes[c] = got
 				}
 				for _, p := range bruteReach(a, i, s) {
 					if c := classOf(a, r, p); !flagged[s][c] {
-						t.Fatalf("%s reaches %s (class %s) but the audit reported only %v\n%s", s, p, c, flagged[s], pveacl.MarshalUserCfg(cfg))
+						t.Fatalf("%s reaches %s (class %s) but the audit reported only %v\n%s", s, p, c, flagged[s], usercfg.Marshal(cfg))
 					}
 				}
 			}

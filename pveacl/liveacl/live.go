@@ -38,7 +38,7 @@ func (e *viewError) Unwrap() error { return ErrIncompleteView }
 var viewPrivileges = []string{"Datastore.Audit", "Pool.Audit", "Sys.Audit", "VM.Audit"}
 
 // Read reads the access-control state of a cluster through its API
-// and returns the Config that ParseUserCfg would give for its user.cfg,
+// and returns the Config that usercfg.Parse would give for its user.cfg,
 // with Resources filled from GET /cluster/resources. It first checks that
 // the token sees everything (ErrIncompleteView otherwise).
 func Read(ctx context.Context, c pveapi.Client) (*pveacl.Config, error) {

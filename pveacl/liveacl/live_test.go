@@ -20,6 +20,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 var ctx = context.Background()
@@ -197,7 +198,7 @@ func TestReadLiveNeedsTheWholeView(t *testing.T) {
 
 func TestReadLiveMatchesServerState(t *testing.T) {
 	srv := cluster(t)
-	cfg, warnings := pveacl.ParseUserCfg([]byte(userCfg), pveacl.PVE9)
+	cfg, warnings := usercfg.Parse([]byte(userCfg), pveacl.PVE9)
 	if len(warnings) > 0 {
 		t.Fatalf("fixture warnings: %v", warnings)
 	}

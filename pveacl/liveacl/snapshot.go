@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // errInvalidSnapshot: API data that cannot form a configuration.
@@ -27,7 +29,7 @@ var errInvalidSnapshot = errors.New("invalid access-control snapshot")
 //	Resources GET /cluster/resources     (guests and storages, for objects in no pool)
 //	Version   GET /version               (the major version)
 //
-// buildConfig turns a snapshot into the Config that ParseUserCfg would have
+// buildConfig turns a snapshot into the Config that usercfg.Parse would have
 // produced from the same cluster, and snapshotOf goes the other way.
 // This is the seam between the pure core and any API client.
 type snapshot struct {
@@ -143,7 +145,7 @@ type pveList []string
 func (l *pveList) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		*l = pveacl.SplitList(s)
+		*l = pveapi.SplitList(s)
 		return nil
 	}
 	var a []string

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // Two user.cfg files with every kind of object: users with free text and
@@ -48,7 +49,7 @@ acl:0:/pool/q:b@pam!t2:PVEPoolUser:
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	for name, text := range map[string]string{"tenant": roundTripCfg, "groups": roundTripGroups} {
-		cfg, _ := pveacl.ParseUserCfg([]byte(text), pveacl.PVE9)
+		cfg, _ := usercfg.Parse([]byte(text), pveacl.PVE9)
 		cfg.Resources = pveacl.Resources{VMs: []int{100, 4000}, Storages: []string{"iso"}}
 		b, err := json.Marshal(snapshotOf(cfg))
 		if err != nil {

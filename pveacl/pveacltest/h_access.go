@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 func accessRoutes() []*route {
@@ -91,7 +92,7 @@ func createRole(c *call) (any, *apiError) {
 // unknown privilege fails with "invalid privilege 'P'".
 func privList(v pveacl.Version, list string) ([]string, *apiError) {
 	var out []string
-	for _, p := range pveacl.SplitList(list) {
+	for _, p := range pveapi.SplitList(list) {
 		if !pveacl.ValidPrivilege(v, p) {
 			return nil, die("invalid privilege '%s'", p)
 		}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // updateConfig is PUT (sync) and POST (async, a qmconfig task) of
@@ -50,7 +50,7 @@ func updateConfig(c *call, sync bool) (any, *apiError) {
 
 func deleteList(list string, conf map[string]string) ([]string, *apiError) {
 	var out []string
-	for _, k := range pveacl.SplitList(list) {
+	for _, k := range pveapi.SplitList(list) {
 		if k == "cdrom" {
 			k = "ide2"
 		}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 func set(keys ...string) map[string]bool {
@@ -162,7 +162,7 @@ func (s *state) withMAC(v string) string {
 
 // checkTags validates a tag list (pve-tag) and the privilege to change it.
 func (c *call) checkTags(vmid int, pool, tags string) *apiError {
-	for _, t := range pveacl.SplitList(tags) {
+	for _, t := range pveapi.SplitList(tags) {
 		if !tagRe.MatchString(t) {
 			return paramErr("tags", "invalid format - invalid characters in tag")
 		}
@@ -175,7 +175,7 @@ var tagRe = regexp.MustCompile(`(?i)^[a-z0-9_][a-z0-9_\-+.]*$`)
 // normalizeTags sorts and de-duplicates a tag list and joins it with ';',
 // as get_unique_tags does with the default alphabetical ordering.
 func normalizeTags(tags string) string {
-	list := pveacl.SplitList(strings.ReplaceAll(tags, "\x00", ";")) // a tag never holds NUL
+	list := pveapi.SplitList(strings.ReplaceAll(tags, "\x00", ";")) // a tag never holds NUL
 	slices.Sort(list)
 	return strings.Join(slices.Compact(list), ";")
 }

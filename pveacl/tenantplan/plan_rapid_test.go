@@ -12,6 +12,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // planMachine keeps a desired tenant set and an observed cluster that an
@@ -145,10 +146,10 @@ func (m *planMachine) converge(t *rapid.T) {
 	}
 	after, err := tenantplan.Simulate(m.obs, changes)
 	if err != nil {
-		t.Fatalf("apply: %v\n%s", err, pveacl.MarshalUserCfg(m.obs))
+		t.Fatalf("apply: %v\n%s", err, usercfg.Marshal(m.obs))
 	}
 	twice, err := tenantplan.Simulate(after, changes)
-	if err != nil || string(pveacl.MarshalUserCfg(twice)) != string(pveacl.MarshalUserCfg(after)) {
+	if err != nil || string(usercfg.Marshal(twice)) != string(usercfg.Marshal(after)) {
 		t.Fatalf("applying the plan a second time changed the state (err %v)", err)
 	}
 	if next, _ := tenantplan.Plan(&m.spec, after); len(next) != 0 {
@@ -159,7 +160,7 @@ func (m *planMachine) converge(t *rapid.T) {
 		t.Fatal(err)
 	}
 	if rep.HasErrors() {
-		t.Fatalf("the converged state leaks: %s\n%s", fmt.Sprint(rep.Findings), pveacl.MarshalUserCfg(after))
+		t.Fatalf("the converged state leaks: %s\n%s", fmt.Sprint(rep.Findings), usercfg.Marshal(after))
 	}
 	m.obs = after
 }

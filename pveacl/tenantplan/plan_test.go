@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -232,13 +233,13 @@ func TestApplyRefusals(t *testing.T) {
 			cfg.Users["u@pve"] = pveacl.User{Enable: true}
 			cfg.Pools["a"] = pveacl.Pool{VMs: []int{100}}
 			cfg.Pools["b"] = pveacl.Pool{}
-			before := string(pveacl.MarshalUserCfg(cfg))
+			before := string(usercfg.Marshal(cfg))
 			_, err := Simulate(cfg, []Change{tc.change})
 			var refused *refusedError
 			if !errors.As(err, &refused) || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: error %v, want a refusal containing %q", tc.reason, err, tc.want)
 			}
-			if after := string(pveacl.MarshalUserCfg(cfg)); after != before {
+			if after := string(usercfg.Marshal(cfg)); after != before {
 				t.Errorf("%s: Simulate changed its input", tc.reason)
 			}
 		})

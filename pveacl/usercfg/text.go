@@ -1,4 +1,4 @@
-package pveacl
+package usercfg
 
 import (
 	"strings"
@@ -42,13 +42,16 @@ func perlTrue(s string) bool { return s != "" && s != "0" }
 
 // trimPerl removes leading and trailing Perl whitespace.
 func trimPerl(s string) string {
-	return strings.TrimFunc(s, isPerlSpace)
+	return strings.Trim(s, " \t\n\v\f\r")
 }
 
 // lineFields splits a user.cfg line on every ':' (trailing empty fields
 // dropped, as Perl's split does) and trims each field.
 func lineFields(line string) []string {
-	parts := perlSplit(line, ':')
+	parts := strings.Split(line, ":")
+	for len(parts) > 0 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
 	for i := range parts {
 		parts[i] = trimPerl(parts[i])
 	}

@@ -1,10 +1,14 @@
-package pveacl
+package usercfg
 
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Warning is a line PVE's parser would warn about; the line is ignored in
@@ -16,9 +20,12 @@ type Warning struct {
 
 func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Msg) }
 
-var digitsRe = regexp.MustCompile(`^[0-9]+$`)
+var (
+	digitsRe       = regexp.MustCompile(`^[0-9]+$`)
+	groupSubjectRe = regexp.MustCompile(`^@([^\t\n\v\f\r ]+)$`)
+)
 
-// ParseUserCfg reads /etc/pve/user.cfg as PVE's parse_user_config does,
+// Parse reads /etc/pve/user.cfg as PVE's parse_user_config does,
 // with the privilege table of version v. It never fails: like PVE it skips
 // what it cannot use and reports it as warnings. The quirks kept:
 //
@@ -35,8 +42,8 @@ var digitsRe = regexp.MustCompile(`^[0-9]+$`)
 // Two deliberate differences, both invisible to permissions: ACL entries for
 // root@pam are dropped (PVE never writes them back), and a role line that
 // names a built-in role is ignored instead of altering the built-in role.
-func ParseUserCfg(data []byte, v Version) (*Config, []Warning) {
-	p := parser{cfg: NewConfig(v), vmPool: map[int]string{}}
+func Parse(data []byte, v pveacl.Version) (*pveacl.Config, []Warning) {
+	p := parser{cfg: pveacl.NewConfig(v), vmPool: map[int]string{}}
 	for i, raw := range strings.Split(string(data), "\n") {
 		line := trimPerl(raw)
 		if line == "" {
@@ -45,12 +52,11 @@ func ParseUserCfg(data []byte, v Version) (*Config, []Warning) {
 		p.line = i + 1
 		p.parseLine(line)
 	}
-	p.cfg.forceDefaults()
 	return p.cfg, p.warnings
 }
 
 type parser struct {
-	cfg      *Config
+	cfg      *pveacl.Config
 	vmPool   map[int]string
 	line     int
 	warnings []Warning
@@ -101,7 +107,7 @@ func decodeIf(raw string) string {
 
 func (p *parser) user(f []string) {
 	id := field(f, 1)
-	if !ValidUserID(id) {
+	if !pveacl.ValidUserID(id) {
 		p.warn("ignore user '%s' - invalid user name", id)
 		return
 	}
@@ -110,7 +116,7 @@ func (p *parser) user(f []string) {
 		p.warn("ignore user '%s' - (illegal characters in expire '%s')", id, field(f, 3))
 		return
 	}
-	p.cfg.Users[id] = User{
+	p.cfg.Users[id] = pveacl.User{
 		Enable:    perlTrue(field(f, 2)),
 		Expire:    expire,
 		Firstname: decodeIf(field(f, 4)),
@@ -118,13 +124,13 @@ func (p *parser) user(f []string) {
 		Email:     truthyText(field(f, 6)),
 		Comment:   decodeIf(field(f, 7)),
 		Keys:      truthyText(field(f, 8)),
-		Tokens:    map[string]Token{},
+		Tokens:    map[string]pveacl.Token{},
 	}
 }
 
 func (p *parser) token(f []string) {
 	id := field(f, 1)
-	uid, name, err := ParseTokenID(id)
+	uid, name, err := pveacl.ParseTokenID(id)
 	if err != nil {
 		p.warn("ignore invalid tokenid '%s'", id)
 		return
@@ -140,7 +146,7 @@ func (p *parser) token(f []string) {
 		return
 	}
 	if u.Tokens == nil {
-		u.Tokens = map[string]Token{}
+		u.Tokens = map[string]pveacl.Token{}
 	}
 	t := u.Tokens[name]
 	t.Privsep = perlTrue(field(f, 3))
@@ -154,7 +160,7 @@ func (p *parser) token(f []string) {
 
 func (p *parser) group(f []string) {
 	id := field(f, 1)
-	if ValidGroupID(id) != nil {
+	if pveacl.ValidGroupID(id) != nil {
 		p.warn("ignore group '%s' - invalid characters in group name", id)
 		return
 	}
@@ -163,36 +169,38 @@ func (p *parser) group(f []string) {
 		g.Comment = truthyText(decodeText(c))
 	}
 	for _, m := range p.items(field(f, 2)) {
-		if !ValidUserID(m) {
+		if !pveacl.ValidUserID(m) {
 			p.warn("ignore invalid group member '%s'", m)
 			continue
 		}
 		if _, ok := p.cfg.Users[m]; !ok {
 			p.warn("ignore invalid group member '%s'", m)
 		}
-		g.Members = insertSorted(g.Members, m)
+		g.AddMember(m)
 	}
 	p.cfg.Groups[id] = g
 }
 
 func (p *parser) role(f []string) {
 	id := field(f, 1)
-	if ValidRoleID(id) != nil {
+	if pveacl.ValidRoleID(id) != nil {
 		p.warn("ignore role '%s' - invalid characters in role name", id)
 		return
 	}
-	if IsBuiltinRole(id) {
+	if pveacl.IsBuiltinRole(id) {
 		p.warn("ignore role '%s' - built-in roles cannot be changed", id)
 		return
 	}
 	r := p.cfg.Roles[id]
-	for _, priv := range SplitList(field(f, 2)) {
-		if !ValidPrivilege(p.cfg.Version, priv) {
+	for _, priv := range pveapi.SplitList(field(f, 2)) {
+		if !pveacl.ValidPrivilege(p.cfg.Version, priv) {
 			p.warn("ignore invalid privilege '%s'", priv)
 			continue
 		}
-		r.Privs = insertSorted(r.Privs, priv)
+		r.Privs = append(r.Privs, priv)
 	}
+	slices.Sort(r.Privs)
+	r.Privs = slices.Compact(r.Privs)
 	p.cfg.Roles[id] = r
 }
 
@@ -200,7 +208,7 @@ func (p *parser) role(f []string) {
 // comma, semicolon or space, which the writer's comma-joined list could not
 // carry back; such names are ignored with a warning.
 func (p *parser) items(list string) []string {
-	all := SplitList(list)
+	all := pveapi.SplitList(list)
 	out := all[:0]
 	for _, it := range all {
 		if strings.ContainsAny(it, ",; \t\n\v\f\r") {
@@ -216,19 +224,18 @@ func (p *parser) roleExists(id string) bool {
 	if _, ok := p.cfg.Roles[id]; ok {
 		return true
 	}
-	_, ok := table(p.cfg.Version).builtins[id]
-	return ok
+	return pveacl.IsBuiltinRole(id)
 }
 
 func (p *parser) acl(f []string) {
 	propagate := perlTrue(field(f, 1))
-	path, err := NormalizePath(field(f, 2))
+	path, err := pveacl.NormalizePath(field(f, 2))
 	if err != nil {
 		p.warn("ignore invalid path in acl '%s'", field(f, 2))
 		return
 	}
-	for _, role := range SplitList(field(f, 4)) {
-		if ValidRoleID(role) != nil {
+	for _, role := range pveapi.SplitList(field(f, 4)) {
+		if pveacl.ValidRoleID(role) != nil {
 			p.warn("ignore invalid role name '%s' in acl", role)
 			continue
 		}
@@ -243,28 +250,28 @@ func (p *parser) acl(f []string) {
 }
 
 func (p *parser) aclSubject(path, s, role string, propagate bool) {
-	if m := groupSubjectRe.FindStringSubmatch(s); m != nil && ValidGroupID(m[1]) == nil {
+	if m := groupSubjectRe.FindStringSubmatch(s); m != nil && pveacl.ValidGroupID(m[1]) == nil {
 		if _, ok := p.cfg.Groups[m[1]]; !ok {
 			p.warn("ignore invalid acl group '%s'", m[1])
 		}
-		p.cfg.ACL[ACLKey{Path: path, Kind: KindGroup, Subject: m[1], Role: role}] = propagate
+		p.cfg.ACL[pveacl.ACLKey{Path: path, Kind: pveacl.KindGroup, Subject: m[1], Role: role}] = propagate
 		return
 	}
-	if ValidUserID(s) {
+	if pveacl.ValidUserID(s) {
 		if _, ok := p.cfg.Users[s]; !ok {
 			p.warn("ignore invalid acl member '%s'", s)
 		}
 		if s != "root@pam" {
-			p.cfg.ACL[ACLKey{Path: path, Kind: KindUser, Subject: s, Role: role}] = propagate
+			p.cfg.ACL[pveacl.ACLKey{Path: path, Kind: pveacl.KindUser, Subject: s, Role: role}] = propagate
 		}
 		return
 	}
-	if IsTokenID(s) {
+	if pveacl.IsTokenID(s) {
 		if _, ok := p.cfg.Token(s); !ok {
 			p.warn("ignore invalid acl token '%s'", s)
 			return
 		}
-		p.cfg.ACL[ACLKey{Path: path, Kind: KindToken, Subject: s, Role: role}] = propagate
+		p.cfg.ACL[pveacl.ACLKey{Path: path, Kind: pveacl.KindToken, Subject: s, Role: role}] = propagate
 		return
 	}
 	p.warn("invalid user/group '%s' in acl", s)
@@ -272,20 +279,20 @@ func (p *parser) aclSubject(path, s, role string, propagate bool) {
 
 func (p *parser) pool(f []string) {
 	id := field(f, 1)
-	if ValidPoolID(id) != nil {
+	if pveacl.ValidPoolID(id) != nil {
 		p.warn("ignore pool '%s' - invalid characters in pool name", id)
 		return
 	}
-	for cur := id; cur != ""; cur = PoolParent(cur) {
+	for cur := id; cur != ""; cur = pveacl.PoolParent(cur) {
 		if _, ok := p.cfg.Pools[cur]; !ok {
-			p.cfg.Pools[cur] = Pool{}
+			p.cfg.Pools[cur] = pveacl.Pool{}
 		}
 	}
 	pool := p.cfg.Pools[id]
 	if c := field(f, 2); perlTrue(c) {
 		pool.Comment = truthyText(decodeText(c))
 	}
-	for _, s := range SplitList(field(f, 3)) {
+	for _, s := range pveapi.SplitList(field(f, 3)) {
 		if !digitsRe.MatchString(s) {
 			p.warn("ignore invalid vmid '%s' in pool '%s'", s, id)
 			continue
@@ -300,14 +307,14 @@ func (p *parser) pool(f []string) {
 			continue
 		}
 		p.vmPool[vmid] = id
-		pool.VMs = insertSorted(pool.VMs, vmid)
+		pool.AddVM(vmid)
 	}
-	for _, s := range SplitList(field(f, 4)) {
-		if ValidStorageID(s) != nil {
+	for _, s := range pveapi.SplitList(field(f, 4)) {
+		if pveacl.ValidStorageID(s) != nil {
 			p.warn("ignore invalid storage '%s' in pool '%s'", s, id)
 			continue
 		}
-		pool.Storages = insertSorted(pool.Storages, s)
+		pool.AddStorage(s)
 	}
 	p.cfg.Pools[id] = pool
 }

@@ -1,4 +1,4 @@
-package pveacl
+package usercfg
 
 import (
 	"strings"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 const canonicalCfg = `user:alpha@pve:1:0:Ann%3AMarie:M%C3%BCller:ann@example.com:tenant alpha%25:x:
@@ -32,12 +34,12 @@ acl:0:/vms/100:ghost@pve:PVEVMUser:
 `
 
 func TestCanonicalFileIsAFixedPoint(t *testing.T) {
-	cfg, warnings := ParseUserCfg([]byte(canonicalCfg), PVE9)
+	cfg, warnings := Parse([]byte(canonicalCfg), pveacl.PVE9)
 	if len(warnings) != 2 || !strings.Contains(warnings[0].Msg, "ignore invalid group member 'ghost@pve'") ||
 		!strings.Contains(warnings[1].Msg, "ignore invalid acl member 'ghost@pve'") || warnings[1].Line != 21 {
 		t.Errorf("warnings = %v, want the missing group member and ACL member (kept all the same)", warnings)
 	}
-	if diff := cmp.Diff(canonicalCfg, string(MarshalUserCfg(cfg))); diff != "" {
+	if diff := cmp.Diff(canonicalCfg, string(Marshal(cfg))); diff != "" {
 		t.Errorf("writing a parsed canonical file must reproduce it byte for byte: -want +got:\n%s", diff)
 	}
 	u := cfg.Users["alpha@pve"]
@@ -54,12 +56,12 @@ func TestCanonicalFileIsAFixedPoint(t *testing.T) {
 
 func TestParseQuirks(t *testing.T) {
 	type want struct {
-		users    map[string]User
-		pools    map[string]Pool
-		acl      map[ACLKey]bool
+		users    map[string]pveacl.User
+		pools    map[string]pveacl.Pool
+		acl      map[pveacl.ACLKey]bool
 		warnings []string
 	}
-	root := User{Enable: true}
+	root := pveacl.User{Enable: true}
 	cases := map[string]struct {
 		reason string
 		in     string
@@ -68,38 +70,38 @@ func TestParseQuirks(t *testing.T) {
 		"EmptyPrivsepIsZero": {
 			reason: "a missing or empty privsep field means 0, and fields are trimmed",
 			in:     "user:a@pve:1:\ntoken:a@pve!tk1:\ntoken: a@pve!tk2 : : 1 :\n",
-			want: want{users: map[string]User{"root@pam": root, "a@pve": {Enable: true,
-				Tokens: map[string]Token{"tk1": {}, "tk2": {Privsep: true}}}}},
+			want: want{users: map[string]pveacl.User{"root@pam": root, "a@pve": {Enable: true,
+				Tokens: map[string]pveacl.Token{"tk1": {}, "tk2": {Privsep: true}}}}},
 		},
 		"TokenBeforeUser": {
 			reason: "a token line counts only after its user's line",
 			in:     "token:a@pve!tk1::1:\nuser:a@pve:1:\n",
-			want: want{users: map[string]User{"root@pam": root, "a@pve": {Enable: true, Tokens: map[string]Token{}}},
+			want: want{users: map[string]pveacl.User{"root@pam": root, "a@pve": {Enable: true, Tokens: map[string]pveacl.Token{}}},
 				warnings: []string{"user config - ignore token 'a@pve!tk1' - user does not exist"}},
 		},
 		"RepeatedUserDropsTokens": {
 			reason: "a second line for a user replaces it, tokens included",
 			in:     "user:a@pve:1:\ntoken:a@pve!tk1::1:\nuser:a@pve:0:\n",
-			want:   want{users: map[string]User{"root@pam": root, "a@pve": {Tokens: map[string]Token{}}}},
+			want:   want{users: map[string]pveacl.User{"root@pam": root, "a@pve": {Tokens: map[string]pveacl.Token{}}}},
 		},
 		"EnableAndExpire": {
 			reason: "enable is Perl-true (only '' and '0' are false); expire must be digits",
 			in:     "user:a@pve:00:007:\nuser:b@pve:1:soon:\nuser:c@pve::\n",
-			want: want{users: map[string]User{"root@pam": root, "a@pve": {Enable: true, Expire: 7, Tokens: map[string]Token{}},
-				"c@pve": {Tokens: map[string]Token{}}},
+			want: want{users: map[string]pveacl.User{"root@pam": root, "a@pve": {Enable: true, Expire: 7, Tokens: map[string]pveacl.Token{}},
+				"c@pve": {Tokens: map[string]pveacl.Token{}}},
 				warnings: []string{"user config - ignore user 'b@pve' - (illegal characters in expire 'soon')"}},
 		},
 		"DuplicateVMID": {
 			reason: "a VM listed by a second pool stays in the first; the parents of a nested pool are created",
 			in:     "pool:a::100,101::\npool:b/c::101;102:s1 s1:\n",
-			want: want{users: map[string]User{"root@pam": root}, pools: map[string]Pool{
+			want: want{users: map[string]pveacl.User{"root@pam": root}, pools: map[string]pveacl.Pool{
 				"a": {VMs: []int{100, 101}}, "b": {}, "b/c": {VMs: []int{102}, Storages: []string{"s1"}}},
 				warnings: []string{"user config - ignore duplicate vmid '101' in pool 'b/c'"}},
 		},
 		"InvalidPoolMembers": {
 			reason: "non-numeric VM ids and malformed storage ids are skipped; deep pools are refused",
 			in:     "pool:a::x1,0100:1bad,ok-1:\npool:a/b/c/d:::\n",
-			want: want{users: map[string]User{"root@pam": root}, pools: map[string]Pool{"a": {VMs: []int{100}, Storages: []string{"ok-1"}}},
+			want: want{users: map[string]pveacl.User{"root@pam": root}, pools: map[string]pveacl.Pool{"a": {VMs: []int{100}, Storages: []string{"ok-1"}}},
 				warnings: []string{"user config - ignore invalid vmid 'x1' in pool 'a'",
 					"user config - ignore invalid storage '1bad' in pool 'a'",
 					"user config - ignore pool 'a/b/c/d' - invalid characters in pool name"}},
@@ -108,10 +110,10 @@ func TestParseQuirks(t *testing.T) {
 			reason: "ACL roles and tokens must be defined above the line; the path is normalised; the last flag wins",
 			in: "user:a@pve:1:\nacl:1:/vms:a@pve!tk:R:\nacl:1:vms//100/:a@pve:R,PVEAuditor:\nrole:R:VM.Audit:\n" +
 				"token:a@pve!tk::1:\nacl:1:/vms:a@pve!tk:R:\nacl:0:/vms/100:a@pve:PVEAuditor:\nacl:1:/bad path:a@pve:R:\n",
-			want: want{users: map[string]User{"root@pam": root, "a@pve": {Enable: true, Tokens: map[string]Token{"tk": {Privsep: true}}}},
-				acl: map[ACLKey]bool{
-					{Path: "/vms", Kind: KindToken, Subject: "a@pve!tk", Role: "R"}:          true,
-					{Path: "/vms/100", Kind: KindUser, Subject: "a@pve", Role: "PVEAuditor"}: false,
+			want: want{users: map[string]pveacl.User{"root@pam": root, "a@pve": {Enable: true, Tokens: map[string]pveacl.Token{"tk": {Privsep: true}}}},
+				acl: map[pveacl.ACLKey]bool{
+					{Path: "/vms", Kind: pveacl.KindToken, Subject: "a@pve!tk", Role: "R"}:          true,
+					{Path: "/vms/100", Kind: pveacl.KindUser, Subject: "a@pve", Role: "PVEAuditor"}: false,
 				},
 				warnings: []string{"user config - ignore invalid acl role 'R'", "user config - ignore invalid acl role 'R'",
 					"user config - ignore invalid path in acl '/bad path'"}},
@@ -119,23 +121,23 @@ func TestParseQuirks(t *testing.T) {
 		"ACLSubjects": {
 			reason: "groups are @name, users are user@realm, tokens user@realm!name; unknown users and groups are kept, root@pam is not",
 			in:     "acl:1:/:@nogroup,nobody@pve,root@pam,bad:PVEAuditor:\n",
-			want: want{users: map[string]User{"root@pam": root}, acl: map[ACLKey]bool{
-				{Path: "/", Kind: KindGroup, Subject: "nogroup", Role: "PVEAuditor"}:   true,
-				{Path: "/", Kind: KindUser, Subject: "nobody@pve", Role: "PVEAuditor"}: true,
+			want: want{users: map[string]pveacl.User{"root@pam": root}, acl: map[pveacl.ACLKey]bool{
+				{Path: "/", Kind: pveacl.KindGroup, Subject: "nogroup", Role: "PVEAuditor"}:   true,
+				{Path: "/", Kind: pveacl.KindUser, Subject: "nobody@pve", Role: "PVEAuditor"}: true,
 			}, warnings: []string{"user config - ignore invalid acl group 'nogroup'", "user config - ignore invalid acl member 'nobody@pve'",
 				"user config - invalid user/group 'bad' in acl"}},
 		},
 		"UnknownLinesAndPrivileges": {
 			reason: "unknown record types and privileges of another version are warned about and skipped",
 			in:     "comment:x\nrole:Old:VM.Monitor,VM.Audit:\nrole:PVEAuditor:Sys.Modify:\n\n   \n",
-			want: want{users: map[string]User{"root@pam": root},
+			want: want{users: map[string]pveacl.User{"root@pam": root},
 				warnings: []string{"user config - ignore config line: comment:x", "user config - ignore invalid privilege 'VM.Monitor'",
 					"user config - ignore role 'PVEAuditor' - built-in roles cannot be changed"}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, warnings := ParseUserCfg([]byte(tc.in), PVE9)
+			cfg, warnings := Parse([]byte(tc.in), pveacl.PVE9)
 			var msgs []string
 			for _, w := range warnings {
 				msgs = append(msgs, w.Msg)
@@ -158,20 +160,20 @@ func TestParseQuirks(t *testing.T) {
 }
 
 func TestWriterOrder(t *testing.T) {
-	cfg := NewConfig(PVE9)
-	cfg.Roles["R"] = Role{Privs: []string{"VM.Audit"}}
+	cfg := pveacl.NewConfig(pveacl.PVE9)
+	cfg.Roles["R"] = pveacl.Role{Privs: []string{"VM.Audit"}}
 	for _, p := range []string{"/a-b", "/a/b", "/a", "/"} {
-		cfg.ACL[ACLKey{Path: p, Kind: KindUser, Subject: "x@pve", Role: "R"}] = p != "/a"
+		cfg.ACL[pveacl.ACLKey{Path: p, Kind: pveacl.KindUser, Subject: "x@pve", Role: "R"}] = p != "/a"
 	}
-	cfg.ACL[ACLKey{Path: "/a", Kind: KindGroup, Subject: "G", Role: "R"}] = false
-	cfg.ACL[ACLKey{Path: "/a", Kind: KindToken, Subject: "x@pve!t", Role: "PVEAuditor"}] = false
-	cfg.ACL[ACLKey{Path: "/a", Kind: KindUser, Subject: "root@pam", Role: "R"}] = true
+	cfg.ACL[pveacl.ACLKey{Path: "/a", Kind: pveacl.KindGroup, Subject: "G", Role: "R"}] = false
+	cfg.ACL[pveacl.ACLKey{Path: "/a", Kind: pveacl.KindToken, Subject: "x@pve!t", Role: "PVEAuditor"}] = false
+	cfg.ACL[pveacl.ACLKey{Path: "/a", Kind: pveacl.KindUser, Subject: "root@pam", Role: "R"}] = true
 	want := "user:root@pam:1:0::::::\n\n\n\nrole:R:VM.Audit:\n\n" +
 		"acl:1:/:x@pve:R:\n" +
 		"acl:0:/a:x@pve!t:PVEAuditor:\nacl:0:/a:@G,x@pve:R:\n" +
 		"acl:1:/a/b:x@pve:R:\n" +
 		"acl:1:/a-b:x@pve:R:\n"
-	if diff := cmp.Diff(want, string(MarshalUserCfg(cfg))); diff != "" {
+	if diff := cmp.Diff(want, string(Marshal(cfg))); diff != "" {
 		t.Errorf("the ACL walks the tree depth-first with sorted children, propagate=0 first, subjects sharing a role list share a line, root@pam is never written: -want +got:\n%s", diff)
 	}
 }
