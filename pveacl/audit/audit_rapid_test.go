@@ -31,14 +31,7 @@ func drawTenants(t *rapid.T) *tenantplan.Tenants {
 }
 
 func convergedFor(t *rapid.T, spec *tenantplan.Tenants) *pveacl.Config {
-	changes, err := tenantplan.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := tenantplan.Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := converged(t, spec)
 	cfg.Resources.VMs = []int{4000, 4001}
 	cfg.Resources.Storages = []string{"iso", "local"}
 	cfg.Pools["infra"] = pveacl.Pool{VMs: []int{4100}, Storages: []string{"infra-disks"}}

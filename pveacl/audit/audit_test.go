@@ -49,9 +49,15 @@ func exampleSpec(t testing.TB) *tenantplan.Tenants {
 	return spec
 }
 
+// fataler is what converged needs of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // converged returns the state after applying the plan of spec to an empty
 // cluster.
-func converged(t testing.TB, spec *tenantplan.Tenants) *pveacl.Config {
+func converged(t fataler, spec *tenantplan.Tenants) *pveacl.Config {
 	t.Helper()
 	changes, err := tenantplan.Plan(spec, pveacl.NewConfig(pveacl.PVE9))
 	if err != nil {

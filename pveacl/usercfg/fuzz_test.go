@@ -10,15 +10,14 @@ import (
 
 // fuzzSeeds are user.cfg files with tokens of both kinds, groups, nested
 // pools, a VM listed twice, custom roles and entries of every subject kind.
-var fuzzSeeds = []string{`user:a@pve:1:
-user:b@pam:1:
-token:a@pve!t1::1:
-token:b@pam!t2::0:
-group:g1:a@pve,b@pam:
-role:R1:VM.PowerMgmt:
-acl:1:/vms:@g1:R1:
-acl:0:/vms/100:a@pve!t1:NoAccess:
-acl:1:/storage:b@pam!t2:PVEDatastoreUser:
+var fuzzSeeds = []string{`user:ops@pve:1:1767225600:Ops:Team:ops@example.com:on call%3A 24/7::
+token:ops@pve!ro:0:1:read only:
+token:ops@pve!rw:0:0::
+group:oncall:ops@pve,nobody@pam:
+role:Reader:VM.Audit;Datastore.Audit Sys.Audit:
+acl:1:/nodes:@oncall:Reader:
+acl:0:/vms/100:ops@pve!ro:Reader:
+acl:1:/storage/s1:ops@pve!rw:PVEDatastoreUser:
 `, `user:u@pve:1:
 pool:p::100,101:s1:
 pool:p/q::101,102:s1,s2:

@@ -1,0 +1,59 @@
+package layering_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPveaclModelStandardLibraryOnly: the permission model and the
+// user.cfg reader and writer pull in nothing from outside the standard
+// library but the module's one Proxmox VE API package, and no package of
+// pveacl/... pulls in a Kubernetes package.
+func TestPveaclModelStandardLibraryOnly(t *testing.T) {
+	allowed := []string{module + "/pveacl", module + "/pveacl/usercfg", module + "/pveapi"}
+	for _, p := range nonStandard(t, module+"/pveacl", module+"/pveacl/usercfg") {
+		if !slices.Contains(allowed, p) {
+			t.Errorf("the pveacl model must import only the standard library and pveapi, but it pulls in %s", p)
+		}
+	}
+	for _, p := range nonStandard(t, module+"/pveacl/...") {
+		if strings.HasPrefix(p, "k8s.io/") {
+			t.Errorf("pveacl/... must not import Kubernetes packages, but it pulls in %s", p)
+		}
+	}
+}
+
+// TestPveaclExportedNames runs the block of docs/pveacl.md that counts
+// the exported names of each pveacl package and compares its output with
+// the counts the page records.
+func TestPveaclExportedNames(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := fencedBlocks(t, filepath.Join(root, "docs", "pveacl.md"))
+	for i, b := range blocks {
+		if b.info != "sh" || !strings.Contains(b.body, "go doc -all") {
+			continue
+		}
+		if i+1 == len(blocks) || blocks[i+1].info != "text" {
+			t.Fatalf("docs/pveacl.md:%d: the count has no text block after it", b.line)
+		}
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.body)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOPROXY=off")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("docs/pveacl.md:%d: %s\n%v", b.line, b.body, stderr(err))
+		}
+		if got, want := strings.TrimSpace(string(out)), strings.TrimSpace(blocks[i+1].body); got != want {
+			t.Errorf("docs/pveacl.md:%d: the exported names are now\n%s\nthe page records\n%s", b.line, got, want)
+		}
+		return
+	}
+	t.Fatal("docs/pveacl.md shows no block counting the exported names")
+}
