@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,11 +96,19 @@ func status(code int32, reason metav1.StatusReason, msg string) *metav1.Status {
 	return &metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}
 }
 
+// DefaultReadTimeout bounds the reading of a review's body: the API
+// server gives a webhook 10 seconds by default, and a client that sends
+// its body slower than that only holds a connection.
+const DefaultReadTimeout = 10 * time.Second
+
 // Handler serves the admission webhook: it answers POSTed admission/v1
 // AdmissionReviews. TLS is the server's business.
 type Handler struct {
 	Validator  *Validator
 	Namespaces NamespaceGetter
+	// ReadTimeout bounds the reading of the body from the request's
+	// start; zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
 }
 
 // NewHandler returns a webhook handler for v that reads namespaces through ns.
@@ -116,9 +126,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "an AdmissionReview is sent as application/json", http.StatusUnsupportedMediaType)
 		return
 	}
+	timeout := h.ReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadTimeout
+	}
+	// A server that cannot set deadlines (a test recorder) reads without.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("cannot read the request body: %v", err), http.StatusRequestEntityTooLarge)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		http.Error(w, fmt.Sprintf("the request body exceeds %d bytes", tooLarge.Limit), http.StatusRequestEntityTooLarge)
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		http.Error(w, fmt.Sprintf("the request body was not read within %s", timeout), http.StatusRequestTimeout)
+		return
+	case err != nil:
+		http.Error(w, fmt.Sprintf("cannot read the request body: %v", err), http.StatusBadRequest)
 		return
 	}
 	var review admissionv1.AdmissionReview

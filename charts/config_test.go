@@ -32,7 +32,7 @@ func TestConfigEqualsCharts(t *testing.T) {
 			dir:        "config/webhook",
 			values:     "alerts: {enabled: false}\nadmission: {webhook: {enabled: true, certManager: false}}\nproxmoxNetworkController: {replicas: 2}",
 			onlyConfig: []string{"Namespace /" + namespace},
-			onlyChart:  []string{"ClusterRole /cozy:proxmox-network:view", "PodDisruptionBudget " + namespace + "/proxmox-network-controller"},
+			onlyChart:  []string{"ClusterRole /cozy:proxmox-network:view"},
 		},
 	}
 	for name, tc := range cases {

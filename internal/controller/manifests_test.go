@@ -99,9 +99,9 @@ func TestKustomizeBuilds(t *testing.T) {
 			replicas: 1,
 		},
 		"Webhook": {
-			reason: "config/webhook judges through two replicas' webhook instead of the policies; it carries the CRDs too",
+			reason: "config/webhook judges through two replicas' webhook instead of the policies, one kept through drains by a PDB; it carries the CRDs too",
 			dir:    "config/webhook",
-			extra: []string{"ConfigMap cozy-proxmox-network/proxmox-network-controller-admission",
+			extra: []string{"ConfigMap cozy-proxmox-network/proxmox-network-controller-admission", "PodDisruptionBudget cozy-proxmox-network/proxmox-network-controller",
 				"Service cozy-proxmox-network/proxmox-network-controller-webhook", "ValidatingWebhookConfiguration /proxmox-network-controller"},
 			replicas: 2,
 			webhook:  true,

@@ -227,14 +227,27 @@ func (o *Options) TLSSecret() (SecretRef, bool) {
 // tlsVersions are the values of --tls-min-version.
 var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
 
+// aeadSuites are the TLS 1.2 cipher suites the servers accept: forward
+// secret key exchange and authenticated encryption only (no CBC, no SHA-1
+// MAC, no RSA key exchange). TLS 1.3's suites are all AEAD.
+var aeadSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
 // TLSOptions are the settings of the metrics and webhook servers' TLS:
-// the lowest version of --tls-min-version, and HTTP/1.1 only unless
-// --enable-http2. o must have passed Validate.
+// the lowest version of --tls-min-version, AEAD cipher suites only, and
+// HTTP/1.1 only unless --enable-http2. o must have passed Validate.
 func (o *Options) TLSOptions() []func(*tls.Config) {
 	minVersion := tlsVersions[o.TLSMinVersion]
 	http2 := o.EnableHTTP2
 	return []func(*tls.Config){func(c *tls.Config) {
 		c.MinVersion = minVersion
+		c.CipherSuites = aeadSuites
 		if !http2 {
 			c.NextProtos = []string{"http/1.1"}
 		}

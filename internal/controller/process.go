@@ -122,9 +122,15 @@ func (p *Process) managerOptions() manager.Options {
 		LeaderElection: false,
 	}
 	if p.opts.WebhookPort != 0 {
-		o.WebhookServer = webhook.NewServer(webhook.Options{Port: p.opts.WebhookPort, CertDir: p.opts.WebhookCertDir, TLSOpts: p.opts.TLSOptions()})
+		o.WebhookServer = p.opts.WebhookServer()
 	}
 	return o
+}
+
+// WebhookServer is the admission webhook's server: --webhook-port,
+// --webhook-cert-dir and the TLS settings of TLSOptions.
+func (o *Options) WebhookServer() webhook.Server {
+	return webhook.NewServer(webhook.Options{Port: o.WebhookPort, CertDir: o.WebhookCertDir, TLSOpts: o.TLSOptions()})
 }
 
 // metricsOptions serve /metrics over HTTPS to callers the API server
