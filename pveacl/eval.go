@@ -13,7 +13,6 @@ import (
 // Evaluator is immutable and safe for concurrent use; build a new one after
 // the Config changes.
 type Evaluator struct {
-	version  Version
 	root     *aclNode
 	roleIdx  map[string]int32
 	rolePriv []PrivSet // by role index; flags unused
@@ -44,7 +43,7 @@ type aclNode struct {
 
 // NewEvaluator indexes cfg.
 func NewEvaluator(cfg *Config) *Evaluator {
-	e := &Evaluator{version: cfg.Version, root: &aclNode{}, roleIdx: map[string]int32{},
+	e := &Evaluator{root: &aclNode{}, roleIdx: map[string]int32{},
 		groupsOf: map[string][]string{}, tokens: map[string]tokenInfo{}, poolsOf: map[string][]string{},
 		users: map[string]bool{}}
 	t := table(cfg.Version)

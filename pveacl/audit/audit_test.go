@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,37 +13,18 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
-// exampleTenants is the specification of the plan's golden files: two
-// tenants, one with a VM and a VLAN for capmox, one with every default
-// overridden and an extra storage.
-const exampleTenants = `platform:
-  pveVersion: 9
-  capmox:
-    user: capmox@pve
-    token: capi
-  sharedStorages: [local, iso]
-tenants:
-  - name: alpha
-    storage: alpha-disks
-    vms: [1001]
-    networks:
-      - bridge: vmbr1
-        vlans: [100]
-  - name: beta
-    pool: tenant-beta
-    user: k8s-beta@pve
-    storage: beta-disks
-    storages: [beta-backup]
-    tokens:
-      csi: csi-beta
-      ccm: ccm-beta
-`
-
 var tenantNames = []string{"alpha", "beta", "gamma", "delta", "eps"}
 
+// exampleSpec is the specification of the plan's golden files: two
+// tenants, one with a VM and a VLAN for capmox, one with every default
+// overridden and an extra storage.
 func exampleSpec(t testing.TB) *tenantplan.Tenants {
 	t.Helper()
-	spec, err := tenantplan.LoadTenants([]byte(exampleTenants))
+	data, err := os.ReadFile("../tenantplan/testdata/tenants.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := tenantplan.LoadTenants(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ type settings struct {
 }
 
 // WithPrune also removes owned users, tokens and pools the specification
-// no longer lists (see PlanPrune).
+// no longer lists (see tenantplan.Prune).
 func WithPrune() Option { return func(o *settings) { o.prune = true } }
 
 // WithSecretSink stores the secrets of created tokens. Without it an apply
@@ -84,8 +84,8 @@ func WithSecretContext(apiURL, region string) Option {
 func WithProgress(f func(Progress)) Option { return func(o *settings) { o.progress = f } }
 
 // Apply makes a cluster match the tenants: it reads the live state
-// (Read), plans for the version the cluster runs (Plan, plus PlanPrune
-// with WithPrune) and performs only the missing changes (applyChanges).
+// (Read), plans for the version the cluster runs (tenantplan.Plan, plus
+// tenantplan.Prune with WithPrune) and performs only the missing changes.
 // Applying again plans nothing and sends no changing request.
 func Apply(ctx context.Context, c pveapi.Client, desired *tenantplan.Tenants, opts ...Option) (Result, error) {
 	observed, err := Read(ctx, c)

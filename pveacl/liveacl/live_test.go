@@ -178,7 +178,7 @@ func opt(name string, value any) proxmox.VirtualMachineOption {
 	return proxmox.VirtualMachineOption{Name: name, Value: value}
 }
 
-func TestReadLiveNeedsTheWholeView(t *testing.T) {
+func TestReadNeedsTheWholeView(t *testing.T) {
 	srv := cluster(t)
 	must(t, srv.AddUser("peek@pve", pveacltest.UserSpec{}))
 	secret, err := srv.AddToken("peek@pve", "tk", pveacltest.TokenSpec{})
@@ -196,7 +196,7 @@ func TestReadLiveNeedsTheWholeView(t *testing.T) {
 	}
 }
 
-func TestReadLiveMatchesServerState(t *testing.T) {
+func TestReadMatchesServerState(t *testing.T) {
 	srv := cluster(t)
 	cfg, warnings := usercfg.Parse([]byte(userCfg), pveacl.PVE9)
 	if len(warnings) > 0 {
