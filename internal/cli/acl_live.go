@@ -94,7 +94,7 @@ func (f *liveFlags) secret() (string, error) {
 	case f.tokenSecret != "" && f.tokenSecretFile != "":
 		return "", errors.New("pass the token secret once: --token-secret or --token-secret-file")
 	case f.tokenSecretFile != "":
-		b, err := os.ReadFile(f.tokenSecretFile)
+		b, err := readSmallFile(f.tokenSecretFile)
 		if err != nil {
 			return "", fmt.Errorf("cannot read the token secret: %w", err)
 		}
@@ -110,7 +110,7 @@ func (f *liveFlags) secret() (string, error) {
 }
 
 func caPool(path string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSmallFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read --ca-file: %w", err)
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -24,29 +23,13 @@ func newAdmissionCmd(app *App) *cobra.Command {
 	return cmd
 }
 
-// readFileFlag reads a file named on the command line; "-" is standard input.
-func readFileFlag(app *App, name string) ([]byte, error) {
-	if name == "-" {
-		data, err := io.ReadAll(app.In)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read standard input: %w", err)
-		}
-		return data, nil
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", name, err)
-	}
-	return data, nil
-}
-
 // loadAdmissionConfig reads the package values named by --config, or
 // returns the package defaults.
 func loadAdmissionConfig(app *App, path string) (admission.Config, error) {
 	if path == "" {
 		return admission.DefaultConfig(), nil
 	}
-	data, err := readFileFlag(app, path)
+	data, err := readInput(app, path)
 	if err != nil {
 		return admission.Config{}, err
 	}
@@ -109,7 +92,7 @@ Exits 0 when the request is admitted and 1 when it is refused.`,
 }
 
 func readReview(app *App, file string) (*admissionv1.AdmissionReview, error) {
-	data, err := readFileFlag(app, file)
+	data, err := readInput(app, file)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +113,7 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 	if file == "" {
 		return admission.Namespaces{name: {Name: name}}, nil
 	}
-	data, err := readFileFlag(app, file)
+	data, err := readInput(app, file)
 	if err != nil {
 		return nil, err
 	}

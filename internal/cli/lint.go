@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -46,7 +45,7 @@ finding is an error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var secrets []credlint.Secret
 			for _, f := range files {
-				data, err := readFileFlag(app, f)
+				data, err := readInput(app, f)
 				if err != nil {
 					return err
 				}
@@ -86,7 +85,7 @@ func prober(caFile string) (credlint.Prober, error) {
 	if caFile == "" {
 		return credlint.Prober{}, nil
 	}
-	pem, err := os.ReadFile(caFile)
+	pem, err := readSmallFile(caFile)
 	if err != nil {
 		return credlint.Prober{}, fmt.Errorf("cannot read %s: %w", caFile, err)
 	}

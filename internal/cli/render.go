@@ -53,7 +53,7 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 	if f.lookup == "" {
 		return o, nil
 	}
-	data, err := readFileFlag(app, f.lookup)
+	data, err := readInput(app, f.lookup)
 	if err != nil {
 		return o, err
 	}
@@ -130,7 +130,7 @@ func runRender(ctx context.Context, app *App, f *renderFlags, render renderFunc)
 	if err != nil {
 		return err
 	}
-	data, err := readFileFlag(app, f.file)
+	data, err := readInput(app, f.file)
 	if err != nil {
 		return err
 	}

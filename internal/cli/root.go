@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -23,6 +25,9 @@ type App struct {
 	ErrOut io.Writer
 	// Format is the value of the persistent -o flag: table, json or yaml.
 	Format string
+	// MaxInput is the value of --max-input-size, a Kubernetes quantity:
+	// the most any command reads from one file or standard input.
+	MaxInput string
 }
 
 var registry []func(*App) *cobra.Command
@@ -70,6 +75,7 @@ func NewRoot(app *App) *cobra.Command {
 	root.SetOut(app.Out)
 	root.SetErr(app.ErrOut)
 	root.PersistentFlags().StringVarP(&app.Format, "output", "o", "table", "output format: table, json or yaml")
+	root.PersistentFlags().StringVar(&app.MaxInput, "max-input-size", DefaultMaxInput, "the most read from one input file or standard input, a quantity such as 8Mi; larger inputs, or YAML whose aliases expand beyond it, are refused")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	cmds := make([]*cobra.Command, 0, len(registry))
 	for _, f := range registry {
@@ -83,9 +89,39 @@ func NewRoot(app *App) *cobra.Command {
 // Main runs the CLI with args and returns the process exit code: 0 on
 // success, 2 for a bad command line, the ExitError's code when a command
 // returns one, 1 for any other error. Errors go to errOut, never to out.
+//
+// SIGINT and SIGTERM cancel the command's context; Main returns 130 or
+// 143 (128 + the signal) once the command has stopped, or after
+// signalGrace if it has not (a read or a parse that does not look at the
+// context), so that an interrupt always ends the program promptly. Files
+// are written by rename, so a stop never leaves one half-written.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- execute(ctx, args, in, out, errOut) }()
+	select {
+	case code := <-done:
+		return code
+	case sig := <-sigs:
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(signalGrace):
+		}
+		fmt.Fprintf(errOut, "Error: stopped by %s\n", sig)
+		return 128 + int(sig.(syscall.Signal))
+	}
+}
+
+// signalGrace is how long Main waits for a cancelled command to return.
+const signalGrace = 500 * time.Millisecond
+
+// execute runs the command line and maps its error to an exit code.
+func execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) int {
 	app := &App{In: in, Out: out, ErrOut: errOut}
 	root := NewRoot(app)
 	root.SetArgs(args)

@@ -24,7 +24,7 @@ func newSimCmd(app *App) *cobra.Command {
 		Example: "  pxsubstrate sim -f internal/sim/testdata/lifecycle.yaml\n  pxsubstrate sim -f scenario.yaml -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := readFileFlag(app, file)
+			data, err := readInput(app, file)
 			if err != nil {
 				return err
 			}

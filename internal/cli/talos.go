@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -62,20 +61,4 @@ and hashed with SHA-256. Lists keep their order, as on the factory's API.`,
 			return app.Print(res, func(w io.Writer) { fmt.Fprintln(w, id) })
 		},
 	}
-}
-
-// readInput reads a file named on the command line; "-" is standard input.
-func readInput(app *App, name string) ([]byte, error) {
-	if name == "-" {
-		data, err := io.ReadAll(app.In)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read standard input: %w", err)
-		}
-		return data, nil
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", name, err)
-	}
-	return data, nil
 }

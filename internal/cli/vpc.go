@@ -50,7 +50,7 @@ and -o json print a v1 List.`,
 }
 
 func readVPCSpec(app *App, file, lookup string) (vpcrender.Spec, error) {
-	data, err := readFileFlag(app, file)
+	data, err := readInput(app, file)
 	if err != nil {
 		return vpcrender.Spec{}, err
 	}
@@ -61,7 +61,7 @@ func readVPCSpec(app *App, file, lookup string) (vpcrender.Spec, error) {
 	if lookup == "" {
 		return spec, nil
 	}
-	data, err = readFileFlag(app, lookup)
+	data, err = readInput(app, lookup)
 	if err != nil {
 		return vpcrender.Spec{}, err
 	}

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// DefaultMaxInput is the default of --max-input-size: far above any
+// tenant file, user.cfg or manifest the commands read, far below what
+// would exhaust a workstation.
+const DefaultMaxInput = "8Mi"
+
+// maxInputBytes parses --max-input-size, a Kubernetes quantity.
+func (app *App) maxInputBytes() (int64, error) {
+	v := app.MaxInput
+	if v == "" {
+		v = DefaultMaxInput
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() <= 0 {
+		return 0, usageError{fmt.Errorf("--max-input-size %q: use a positive quantity such as 8Mi or 64Mi", v)}
+	}
+	return q.Value(), nil
+}
+
+// readInput reads a file named on the command line; "-" is standard
+// input. It reads at most --max-input-size bytes, and refuses YAML whose
+// aliases would expand it beyond that size when decoded.
+func readInput(app *App, name string) ([]byte, error) {
+	limit, err := app.maxInputBytes()
+	if err != nil {
+		return nil, err
+	}
+	what, r := name, io.Reader(app.In)
+	if name == "-" {
+		what = "standard input"
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", name, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", what, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than --max-input-size (%s); raise the flag if the input is meant to be this large", what, resource.NewQuantity(limit, resource.BinarySI))
+	}
+	if n, ok := yamlExpansion(data, limit); !ok {
+		return nil, fmt.Errorf("%s expands through YAML aliases to more than --max-input-size (%s, at least %d bytes); write the repeated values out or raise the flag", what, resource.NewQuantity(limit, resource.BinarySI), n)
+	}
+	return data, nil
+}
+
+// errTooLarge stops the expansion count once it passes the limit.
+var errTooLarge = errors.New("too large")
+
+// yamlExpansion counts the bytes data's YAML documents hold once every
+// alias is replaced by what it names, as a decoder into Go values builds
+// them; ok is false when that passes limit. Input that is not YAML, or
+// has no alias, is left to the command's own parser.
+func yamlExpansion(data []byte, limit int64) (int64, bool) {
+	if !bytes.Contains(data, []byte("*")) || !bytes.Contains(data, []byte("&")) {
+		return int64(len(data)), true
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	sizes := map[*yaml.Node]int64{}
+	var total int64
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			return total, true // the end, or not YAML: the parser reports it
+		}
+		n, err := nodeSize(&doc, sizes, limit-total)
+		total += n
+		if err != nil {
+			return total, false
+		}
+	}
+}
+
+// nodeSize is the expanded size of n, memoised per node so that an alias
+// of an alias costs one lookup; it fails once the size passes budget.
+func nodeSize(n *yaml.Node, sizes map[*yaml.Node]int64, budget int64) (int64, error) {
+	if s, ok := sizes[n]; ok {
+		if s > budget {
+			return s, errTooLarge
+		}
+		return s, nil
+	}
+	// A node on the path being measured reads as too large: an alias
+	// cycle never ends.
+	sizes[n] = math.MaxInt64
+	var size int64
+	switch n.Kind {
+	case yaml.AliasNode:
+		s, err := nodeSize(n.Alias, sizes, budget)
+		if err != nil {
+			return s, err
+		}
+		size = s
+	case yaml.ScalarNode:
+		size = int64(len(n.Value)) + 1
+	default:
+		size = 2
+		for _, c := range n.Content {
+			s, err := nodeSize(c, sizes, budget-size)
+			size += s
+			if err != nil {
+				return size, err
+			}
+		}
+	}
+	sizes[n] = size
+	if size > budget {
+		return size, errTooLarge
+	}
+	return size, nil
+}
+
+// readSmallFile reads a file that holds one credential or certificate
+// bundle (a token secret, a CA file), at most DefaultMaxInput bytes.
+func readSmallFile(name string) ([]byte, error) {
+	return readInput(&App{In: os.Stdin}, name)
+}
