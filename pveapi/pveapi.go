@@ -4,7 +4,8 @@
 // satisfies it; tests pass the same client pointed at pveacl/pveacltest.
 // Unescape is PVE's percent decoding, which pveacl's user.cfg reader and
 // the fake's cookie reading share; SplitList is PVE's list splitting, which
-// the user.cfg reader, the live reader and the fake's parameters share.
+// the user.cfg reader, the live reader and the fake's parameters share;
+// RedactURL keeps a password written into an API URL out of every message.
 //
 // The package imports only the standard library.
 package pveapi
@@ -59,4 +60,26 @@ func SplitList(s string) []string {
 		return items
 	}
 	return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(",; \t\n\v\f\r", r) })
+}
+
+// RedactURL hides the user information of a URL an operator wrote
+// (a flag, a Secret's url key) ("https://user:pass@host" becomes "https://REDACTED@host"), even
+// when the rest does not parse, so that no message repeats a password.
+func RedactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		scheme, rest = "", raw
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		host = "REDACTED" + host[i:]
+	}
+	out := host
+	if path != "" || strings.Contains(rest, "/") {
+		out += "/" + path
+	}
+	if ok {
+		out = scheme + "://" + out
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Kind is what a Secret is for.
@@ -222,8 +224,13 @@ func (l *linter) capmoxURL(key, raw string) {
 
 func (l *linter) cloud() {
 	if raw, ok := l.value("url"); ok {
-		if u, ok := l.parseURL("url", raw); ok && !strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/api2/json") {
-			l.add("url", Error, "MissingAPIPath", fmt.Sprintf("url %q does not end in /api2/json: the CCM and CSI hand it to their Proxmox client unchanged, which does not append it", raw), fmt.Sprintf("set url to %s://%s/api2/json", u.Scheme, u.Host))
+		if u, ok := l.parseURL("url", raw); ok {
+			switch p := strings.TrimSuffix(u.Path, "/"); {
+			case strings.HasSuffix(p, "/api2/json/api2/json"):
+				l.add("url", Error, "DoubledAPIPath", fmt.Sprintf("url %q holds /api2/json twice: every call of the CCM and CSI gets 501", raw), fmt.Sprintf("set url to %s://%s/api2/json", u.Scheme, u.Host))
+			case !strings.HasSuffix(p, "/api2/json"):
+				l.add("url", Error, "MissingAPIPath", fmt.Sprintf("url %q does not end in /api2/json: the CCM and CSI hand it to their Proxmox client unchanged, which does not append it", raw), fmt.Sprintf("set url to %s://%s/api2/json", u.Scheme, u.Host))
+			}
 		}
 	}
 	if t, ok := l.value("token_id"); ok {
@@ -240,7 +247,12 @@ func (l *linter) cloud() {
 func (l *linter) parseURL(key, raw string) (*url.URL, bool) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		l.add(key, Error, "BadURL", fmt.Sprintf("%s %q is not an http(s) URL with a host", key, raw), "write it as https://pve.example:8006")
+		l.add(key, Error, "BadURL", fmt.Sprintf("%s %q is not an http(s) URL with a host", key, pveapi.RedactURL(raw)), "write it as https://pve.example:8006")
+		return nil, false
+	}
+	if u.User != nil {
+		l.add(key, Error, "URLUserinfo", fmt.Sprintf("%s %q carries user information: the client sends it as basic authentication to whoever answers, and it shows wherever the URL is logged", key, pveapi.RedactURL(raw)),
+			fmt.Sprintf("set %s to %s://%s and keep the credentials in the token keys", key, u.Scheme, u.Host))
 		return nil, false
 	}
 	if u.Scheme == "http" {

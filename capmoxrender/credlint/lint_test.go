@@ -44,6 +44,9 @@ func TestLint(t *testing.T) {
 		"CloudNoRegion":  {reason: "region is required", data: map[string]string{"url": "https://pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret}, want: []string{"region:MissingKey"}},
 		"PlainHTTP":      {reason: "http sends the token in clear", data: map[string]string{"url": "http://pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:PlainHTTP"}},
 		"NotURL":         {reason: "a host name alone", data: map[string]string{"url": "pve:8006", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:BadURL"}},
+		"CapmoxUserinfo": {reason: "a password in the URL is refused, and not repeated", data: map[string]string{"PROXMOX_URL": "https://root:hunter2@pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_URL:URLUserinfo"}},
+		"CloudUserinfo":  {reason: "the CCM URL may not carry a user either", data: map[string]string{"url": "https://ccm:hunter2@pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:URLUserinfo"}},
+		"CloudDoubled":   {reason: "/api2/json twice gets 501", data: map[string]string{"url": "https://pve:8006/api2/json/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:DoubledAPIPath"}},
 		"Unknown":        {reason: "no known keys", data: map[string]string{"password": "x"}, want: []string{":UnknownSecret"}},
 	}
 	for name, tc := range cases {
@@ -53,7 +56,7 @@ func TestLint(t *testing.T) {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
 			}
 			for _, f := range fs {
-				if strings.Contains(f.Message+f.Fix, goodSecret) {
+				if strings.Contains(f.Message+f.Fix, goodSecret) || strings.Contains(f.Message+f.Fix, "hunter2") {
 					t.Errorf("a finding carries the token secret: %+v", f)
 				}
 			}
@@ -166,4 +169,18 @@ func FuzzReadSecrets(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestProbeRefusesUserinfo: a URL with a password is not sent anywhere,
+// and the finding does not repeat it.
+func TestProbeRefusesUserinfo(t *testing.T) {
+	s := credlint.Secret{Namespace: "ns", Name: "s", Data: map[string]string{"PROXMOX_URL": "https://root:hunter2@127.0.0.1:1", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}}
+	f := credlint.Prober{}.Probe(context.Background(), s)
+	if f.Code != "ProbeImpossible" || strings.Contains(f.Message+f.Fix, "hunter2") {
+		t.Errorf("probe of a URL with a password: %+v", f)
+	}
+	s.Data["PROXMOX_URL"] = "https://root:hunter2@pve:8006/%zz"
+	if f := (credlint.Prober{}).Probe(context.Background(), s); f.Code != "ProbeImpossible" || strings.Contains(f.Message, "hunter2") {
+		t.Errorf("probe of an unparsable URL with a password: %+v", f)
+	}
 }

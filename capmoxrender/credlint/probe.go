@@ -43,8 +43,16 @@ func (p Prober) Probe(ctx context.Context, s Secret) Finding {
 	f := Finding{Secret: s.ID(), Code: "Probe"}
 	u, id, secret, key, err := endpoint(s)
 	f.Key = key
-	if err != nil {
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue):
+		// url.Error repeats the URL, which may hold a password.
+		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot probe: %s does not parse as a URL", key), "fix the findings above first")
+	case err != nil:
 		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot probe: %v", err), "fix the findings above first")
+	}
+	if parsed, perr := url.Parse(u); perr != nil || parsed.User != nil {
+		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot probe: %s carries user information, which would be sent to the API", key), "fix the findings above first")
 	}
 	timeout := p.Timeout
 	if timeout == 0 {
@@ -54,7 +62,7 @@ func (p Prober) Probe(ctx context.Context, s Secret) Finding {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot build a request for %s: %v", u, err), "fix the URL")
+		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot build a request for %s", u), "fix the URL")
 	}
 	req.Header.Set("Authorization", "PVEAPIToken="+strings.TrimSpace(id)+"="+strings.TrimSpace(secret))
 	c := p.Client

@@ -20,12 +20,13 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // liveFlags connect to the Proxmox VE API with an API token.
 type liveFlags struct {
 	url, tokenID, tokenSecret, tokenSecretFile, caFile string
-	insecure                                           bool
+	insecure, plainHTTP                                bool
 }
 
 func (f *liveFlags) bind(fs *pflag.FlagSet) {
@@ -35,23 +36,25 @@ func (f *liveFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tokenSecretFile, "token-secret-file", "", "file whose first line is the API token secret")
 	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the API's TLS certificate (anyone in the path can take the token)")
+	fs.BoolVar(&f.plainHTTP, "allow-plain-http", false, "let an http:// --url carry the API token unencrypted (a test API on this host only)")
 }
 
 // apiBaseURL turns the address of a node into the API base URL go-proxmox
 // needs: https://HOST:8006 becomes https://HOST:8006/api2/json, and a URL
 // that already ends in /api2/json is kept (never doubled).
 func apiBaseURL(raw string) (string, error) {
+	shown := pveapi.RedactURL(raw)
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", fmt.Errorf("--url %q is not an API address: use https://HOST:8006", raw)
+		return "", fmt.Errorf("--url %q is not an API address: use https://HOST:8006", shown)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("--url %q carries a query, fragment or user: use https://HOST:8006", raw)
+		return "", fmt.Errorf("--url %q carries a query, fragment or user: use https://HOST:8006 and pass the token with --token-id and --token-secret-file", shown)
 	}
 	switch strings.TrimRight(u.Path, "/") {
 	case "", "/api2/json":
 	default:
-		return "", fmt.Errorf("--url %q has the path %q: use https://HOST:8006 (/api2/json is appended)", raw, u.Path)
+		return "", fmt.Errorf("--url %q has the path %q: use https://HOST:8006 (/api2/json is appended)", shown, u.Path)
 	}
 	u.Path = "/api2/json"
 	return u.String(), nil
@@ -63,6 +66,12 @@ func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 	base, err := apiBaseURL(f.url)
 	if err != nil {
 		return nil, "", err
+	}
+	if strings.HasPrefix(base, "http://") {
+		if !f.plainHTTP {
+			return nil, "", usageError{fmt.Errorf("--url %q is plain HTTP: the API token would cross the network unencrypted; use https:// (--allow-plain-http only for a test API on this host)", base)}
+		}
+		fmt.Fprintln(app.ErrOut, "Warning: --allow-plain-http: the API token goes to "+base+" unencrypted")
 	}
 	if !pveacl.IsTokenID(f.tokenID) {
 		return nil, "", fmt.Errorf("--token-id %q is not a token id: use USER@REALM!TOKEN", f.tokenID)

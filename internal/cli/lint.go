@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -54,6 +55,9 @@ finding is an error.`,
 					return fmt.Errorf("cannot read %s: %w", f, err)
 				}
 				secrets = append(secrets, s...)
+			}
+			if len(secrets) == 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("no Secret in %s: nothing was checked", strings.Join(files, ", "))}
 			}
 			findings := credlint.Lint(secrets)
 			if probe {

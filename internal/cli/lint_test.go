@@ -93,3 +93,20 @@ func TestLintCredentialsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestLintCredentialsEmpty: a file without any Secret is an error, not a
+// clean bill; the control with one Secret passes.
+func TestLintCredentialsEmpty(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(empty, []byte("# nothing here\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "lint", "credentials", "-f", empty)
+	if code != 1 || !strings.Contains(errOut, "no Secret in "+empty+": nothing was checked") {
+		t.Errorf("an empty file: exit %d, stderr %q", code, errOut)
+	}
+	good := writeSecret(t, map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": lintSecret})
+	if _, errOut, code := run(t, "lint", "credentials", "-f", good); code != 0 {
+		t.Errorf("the control: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -27,7 +29,47 @@ func (a *App) Print(v any, table func(w io.Writer)) error {
 		return err
 	default:
 		tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
-		table(tw)
+		table(controlEscaper{tw})
 		return tw.Flush()
 	}
+}
+
+// escapeControl writes the control characters of s (other than newline
+// and tab) and bytes that are not UTF-8 as \xNN, so that text from an
+// input file, an API answer or an error cannot move the cursor, retitle
+// the terminal or hide a line.
+func escapeControl(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, isEscaped) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case isEscaped(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isEscaped reports the C0 and C1 control characters and DEL, newline and
+// tab excepted.
+func isEscaped(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
+}
+
+// controlEscaper escapes control characters on their way to a terminal.
+type controlEscaper struct{ w io.Writer }
+
+func (c controlEscaper) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(c.w, escapeControl(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -132,11 +132,11 @@ func execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Wr
 	var exit *ExitError
 	if errors.As(err, &exit) {
 		if exit.Err != nil {
-			fmt.Fprintf(errOut, "Error: %v\n", exit.Err)
+			fmt.Fprintf(errOut, "Error: %s\n", escapeControl(exit.Err.Error()))
 		}
 		return exit.Code
 	}
-	fmt.Fprintf(errOut, "Error: %v\n", err)
+	fmt.Fprintf(errOut, "Error: %s\n", escapeControl(err.Error()))
 	var usage usageError
 	if errors.As(err, &usage) || isCobraUsage(err) {
 		fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", root.CommandPath())

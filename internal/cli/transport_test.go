@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestPlainHTTPRefused: a command that sends an API token refuses an
+// http:// --url unless --allow-plain-http is given, and then warns; the
+// https control reaches the API.
+func TestPlainHTTPRefused(t *testing.T) {
+	e := newLiveEnv(t)
+	plain := "http://" + strings.TrimPrefix(e.srv.URL, "https://")
+	token := []string{"--token-id", e.srv.RootTokenID, "--token-secret-file", e.rootSec}
+	for _, cmd := range [][]string{{"acl", "audit", "--tenants", e.tenants}, {"template", "select", "--tags", "cozystack,talos"}} {
+		t.Run(cmd[0]+"/"+cmd[1], func(t *testing.T) {
+			args := append(append(append([]string{}, cmd...), "--url", plain), token...)
+			_, errOut, code := run(t, args...)
+			if code != 2 || !strings.Contains(errOut, "is plain HTTP: the API token would cross the network unencrypted") {
+				t.Errorf("http:// --url: exit %d, stderr %q", code, errOut)
+			}
+			_, errOut, _ = run(t, append(args, "--allow-plain-http")...)
+			if !strings.Contains(errOut, "Warning: --allow-plain-http: the API token goes to "+plain) || strings.Contains(errOut, "is plain HTTP") {
+				t.Errorf("--allow-plain-http: stderr %q", errOut)
+			}
+			// The control: https with the CA reaches the API.
+			args = append(append(append([]string{}, cmd...), "--url", e.srv.URL, "--ca-file", e.ca), token...)
+			if _, errOut, code := run(t, args...); code > 1 || strings.Contains(errOut, "plain HTTP") {
+				t.Errorf("https --url: exit %d, stderr %q", code, errOut)
+			}
+		})
+	}
+}
+
+// TestURLUserinfoRedacted: a password in --url never reaches a message.
+func TestURLUserinfoRedacted(t *testing.T) {
+	for _, raw := range []string{"https://root:hunter2@pve:8006", "https://root:hunter2@pve:8006/x?y", "htt ps://root:hunter2@pve"} {
+		_, errOut, code := run(t, "acl", "audit", "--tenants", "none.yaml", "--url", raw, "--token-id", "a@pve!t", "--token-secret", "s")
+		if code == 0 || strings.Contains(errOut, "hunter2") {
+			t.Errorf("--url %q: exit %d, stderr %q", raw, code, errOut)
+		}
+	}
+}
+
+// TestControlCharactersEscaped: an input's control characters reach the
+// terminal escaped, in errors and in tables; newlines and tabs, which
+// tables need, and plain text pass unchanged.
+func TestControlCharactersEscaped(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "\x1b[2Jgone\x07.yaml")
+	_, errOut, code := run(t, "admission", "policies", "--config", name)
+	if code != 1 || strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, `\x1b[2Jgone\x07.yaml`) {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	var out bytes.Buffer
+	app := &App{Out: &out, Format: "table"}
+	if err := app.Print(nil, func(w io.Writer) { fmt.Fprintf(w, "A\tB\n\x9b31mx\tplain ü\n") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); strings.ContainsRune(got, 0x9b) || !strings.Contains(got, `\x9b31mx`) || !strings.Contains(got, "plain ü") || strings.Count(got, "\n") != 2 {
+		t.Errorf("table %q", got)
+	}
+}
+
+// FuzzEscapeControl: whatever goes in, what comes out is valid UTF-8
+// without a control character but newline and tab, and plain text is
+// unchanged.
+func FuzzEscapeControl(f *testing.F) {
+	f.Add("plain ü\ttext\n")
+	f.Add("\x1b]0;title\x07\x9b2J\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		got := escapeControl(s)
+		if !utf8.ValidString(got) || strings.ContainsFunc(got, isEscaped) {
+			t.Fatalf("escapeControl(%q) = %q", s, got)
+		}
+		if utf8.ValidString(s) && !strings.ContainsFunc(s, isEscaped) && got != s {
+			t.Fatalf("escapeControl changed plain %q to %q", s, got)
+		}
+	})
+}
