@@ -11,6 +11,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
@@ -74,7 +75,7 @@ func TestACLApplyCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, errOut)
 	}
-	if !strings.Contains(out, "create-token") || !strings.Contains(out, "secret of alpha@pve!csi stored in "+manifests+"#proxmox-alpha-pve-csi") {
+	if !strings.Contains(out, "create-token") || !strings.Contains(out, "secret of alpha@pve!csi stored in "+manifests+"#proxmox-alpha-40pve-21csi") {
 		t.Errorf("the table lists the changes and where secrets went:\n%s", out)
 	}
 	data, err := os.ReadFile(manifests)
@@ -232,5 +233,46 @@ func TestACLApplyAndAuditThroughMain(t *testing.T) {
 	out, _, code = run(t, append([]string{"acl", "audit", "--tenants", e.tenants, "-o", "json"}, apiFlags...)...)
 	if code != 1 || !strings.Contains(out, `"code": "CrossTenantReach"`) {
 		t.Errorf("a leak found live exits 1 with its finding (exit %d):\n%s", code, out)
+	}
+}
+
+// TestACLApplyFoldedTenants: tenants a-b and a_b would have shared Secret
+// names; the apply refuses them naming both, before any change. Control:
+// a-b and ab apply, and each token's secret has its own file.
+func TestACLApplyFoldedTenants(t *testing.T) {
+	e := newLiveEnv(t)
+	for _, s := range []string{"s1", "s2"} {
+		if err := e.srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secrets := filepath.Join(e.dir, "s")
+	write := func(spec string) {
+		if err := os.WriteFile(e.tenants, []byte(spec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tenants:\n- {name: a-b, storage: s1}\n- {name: a_b, storage: s2}\n")
+	_, _, err := runApply(t, "table", e.args("--ca-file", e.ca, "--secrets-dir", secrets)...)
+	if err == nil || !strings.Contains(err.Error(), `name "a_b" of tenant "a_b" and name "a-b" of tenant "a-b" differ only in case or in '-', '_', '.'`) {
+		t.Errorf("tenants a-b and a_b are refused, naming both: %v", err)
+	}
+	if m := e.srv.MutatingRequests(); len(m) != 0 {
+		t.Errorf("a refused apply changes nothing: %v", m)
+	}
+	write("tenants:\n- {name: a-b, storage: s1}\n- {name: ab, storage: s2}\n")
+	out, errOut, err := runApply(t, "table", e.args("--ca-file", e.ca, "--secrets-dir", secrets)...)
+	if err != nil {
+		t.Fatalf("a-b and ab apply: %v\n%s", err, errOut)
+	}
+	files, err := filepath.Glob(filepath.Join(secrets, "*.json"))
+	if err != nil || len(files) != 4 || strings.Count(out, "secret of ") != 4 {
+		t.Errorf("four tokens, four files, four lines: %v %v\n%s", files, err, out)
+	}
+	for _, id := range []string{"a-b@pve!csi", "a-b@pve!ccm", "ab@pve!csi", "ab@pve!ccm"} {
+		b, err := os.ReadFile(filepath.Join(secrets, liveacl.SecretName(id)+".json"))
+		if err != nil || !strings.Contains(string(b), `"token_id": "`+id+`"`) {
+			t.Errorf("the file of %s holds its own token: %v\n%s", id, err, b)
+		}
 	}
 }

@@ -167,11 +167,17 @@ func options(opts []Option) settings {
 func applyChanges(ctx context.Context, c pveapi.Client, changes []tenantplan.Change, opts ...Option) (Result, error) {
 	o := options(opts)
 	var res Result
-	if slices.ContainsFunc(changes, func(ch tenantplan.Change) bool { return ch.Op == tenantplan.OpCreateToken }) {
+	var created []string
+	for _, ch := range changes {
+		if ch.Op == tenantplan.OpCreateToken {
+			created = append(created, pveacl.TokenID(ch.User, ch.Token))
+		}
+	}
+	if len(created) > 0 {
 		if o.sink == nil {
 			return res, fmt.Errorf("cannot apply: %w: pass a secret sink (--secrets-dir or --secret-manifests)", ErrNoSecretSink)
 		}
-		if err := o.sink.Check(); err != nil {
+		if err := o.sink.Check(created); err != nil {
 			return res, fmt.Errorf("cannot apply: %w", err)
 		}
 	}

@@ -42,6 +42,13 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 		if err != nil {
 			rt.Fatalf("apply: %v", err)
 		}
+		names := map[string]string{}
+		for _, st := range res.Secrets {
+			if prev, ok := names[liveacl.SecretName(st.TokenID)]; ok {
+				rt.Fatalf("%s and %s share a secret name", prev, st.TokenID)
+			}
+			names[liveacl.SecretName(st.TokenID)] = st.TokenID
+		}
 		after, err := liveacl.Read(ctx, c)
 		if err != nil {
 			rt.Fatal(err)
@@ -77,7 +84,15 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 // memSink keeps secrets in memory; the file sinks have their own tests.
 type memSink map[string]string
 
-func (m memSink) Check() error { return nil }
+// Check refuses a token whose secret is already kept, as the file sinks do.
+func (m memSink) Check(ids []string) error {
+	for _, id := range ids {
+		if _, ok := m[id]; ok {
+			return fmt.Errorf("%w: %s", liveacl.ErrSecretExists, id)
+		}
+	}
+	return nil
+}
 func (m memSink) Store(s liveacl.TokenSecret) (string, error) {
 	m[s.TokenID] = s.Secret.Reveal()
 	return "memory", nil

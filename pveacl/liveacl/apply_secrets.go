@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -49,10 +50,12 @@ type TokenSecret struct {
 }
 
 // SecretSink stores the secrets of new tokens. Check runs before an apply
-// changes anything, so that a secret is never created without a place to
-// keep it (PVE shows it once). Store returns where the secret went.
+// changes anything, with the ids of the tokens it will create, so that a
+// secret is never created without a place to keep it (PVE shows it once):
+// it fails when one of them already has a stored secret. Store returns
+// where the secret went and never replaces a stored secret.
 type SecretSink interface {
-	Check() error
+	Check(tokenIDs []string) error
 	Store(s TokenSecret) (location string, err error)
 }
 
@@ -60,37 +63,82 @@ type SecretSink interface {
 // their secrets.
 var ErrNoSecretSink = errors.New("new API tokens need a place for their secrets")
 
+// ErrSecretExists reports that a token's secret is already stored where a
+// new one would go. The sinks never overwrite a stored secret: a token
+// whose secret is stored is in use.
+var ErrSecretExists = errors.New("a secret of this token is already stored")
+
+// maxSecretName is the longest Kubernetes object name (and fits a file
+// name of 255 bytes with the .json suffix).
+const maxSecretName = 253
+
 // SecretName is the Kubernetes-safe name of a token's secret, for example
-// "proxmox-tenant-a-pve-csi" for tenant-a@pve!csi.
+// "proxmox-alpha-40pve-21csi" for alpha@pve!csi. Lower-case letters and
+// digits stay; every other byte b becomes "-" and b's two lower-case hex
+// digits ("@" is -40, "!" -21, "-" -2d, "_" -5f, "A" -41). A dash always
+// starts such a triple, so the name decodes to exactly one token id: two
+// tokens never share a name.
 func SecretName(tokenID string) string {
-	n := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(tokenID), "-"), "-")
-	n = "proxmox-" + n
-	if len(n) > 253 {
-		n = strings.TrimRight(n[:253], "-")
+	var b strings.Builder
+	b.WriteString("proxmox-")
+	for i := 0; i < len(tokenID); i++ {
+		c := tokenID[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "-%02x", c)
 	}
-	return n
+	return b.String()
 }
 
-var (
-	nonDNS       = regexp.MustCompile(`[^a-z0-9]+`)
-	docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
-)
+// secretNames returns the names of the tokens' secrets, or an error naming
+// a token whose name would be too long for Kubernetes or a file.
+func secretNames(tokenIDs []string) ([]string, error) {
+	out := make([]string, len(tokenIDs))
+	for i, id := range tokenIDs {
+		out[i] = SecretName(id)
+		if len(out[i]) > maxSecretName {
+			return nil, fmt.Errorf("cannot store the secret of %s: its name %s has more than %d characters; use a shorter user or token name", id, out[i], maxSecretName)
+		}
+	}
+	return out, nil
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 
 // DirSink writes one JSON file per token, <Dir>/<SecretName>.json, mode
-// 0600, atomically (a temporary file renamed into place).
+// 0600, atomically (a temporary file linked into place, which fails when
+// the file exists: a stored secret is never replaced).
 type DirSink struct {
 	Dir string
 }
 
-// Check creates the directory (0700) and proves it is writable.
-func (d DirSink) Check() error {
+// Check creates the directory (0700), proves it is writable and that no
+// file of the tokens exists yet.
+func (d DirSink) Check(tokenIDs []string) error {
 	if d.Dir == "" {
 		return fmt.Errorf("cannot store token secrets: %w: name a directory", ErrNoSecretSink)
+	}
+	names, err := secretNames(tokenIDs)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 		return fmt.Errorf("cannot store token secrets in %s: %w", d.Dir, err)
 	}
+	for i, n := range names {
+		path := filepath.Join(d.Dir, n+".json")
+		if _, err := os.Lstat(path); err == nil {
+			return existsError(tokenIDs[i], path)
+		}
+	}
 	return probeWritable(d.Dir)
+}
+
+// existsError says which stored secret is in the way and what to do.
+func existsError(tokenID, where string) error {
+	return fmt.Errorf("cannot store the secret of %s: %w in %s; it is the only copy of that token's secret: move it away if the token was deleted, or name another place for new secrets", tokenID, ErrSecretExists, where)
 }
 
 // Store writes the file and returns its path.
@@ -100,8 +148,15 @@ func (d DirSink) Store(s TokenSecret) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot encode the secret of %s: %w", s.TokenID, err)
 	}
-	path := filepath.Join(d.Dir, SecretName(s.TokenID)+".json")
-	if err := writeFileAtomic(path, append(body, '\n')); err != nil {
+	names, err := secretNames([]string{s.TokenID})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(d.Dir, names[0]+".json")
+	if err := writeFileExclusive(path, append(body, '\n')); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return "", existsError(s.TokenID, path)
+		}
 		return "", err
 	}
 	return path, nil
@@ -109,8 +164,8 @@ func (d DirSink) Store(s TokenSecret) (string, error) {
 
 // ManifestSink keeps Kubernetes Secret manifests (v1, type Opaque, keys in
 // stringData) in one multi-document YAML file, mode 0600, rewritten
-// atomically. Secrets already in the file stay unless a new one has the
-// same name.
+// atomically. Secrets already in the file stay; a new secret whose name is
+// taken is refused (ErrSecretExists).
 type ManifestSink struct {
 	Path      string
 	Namespace string
@@ -132,13 +187,23 @@ type manifestMeta struct {
 }
 
 // Check proves the file's directory is writable and the file, if present,
-// holds Secret manifests.
-func (m ManifestSink) Check() error {
+// holds Secret manifests, none of them for the tokens.
+func (m ManifestSink) Check(tokenIDs []string) error {
 	if m.Path == "" {
 		return fmt.Errorf("cannot store token secrets: %w: name a manifest file", ErrNoSecretSink)
 	}
-	if _, err := m.read(); err != nil {
+	names, err := secretNames(tokenIDs)
+	if err != nil {
 		return err
+	}
+	docs, err := m.read()
+	if err != nil {
+		return err
+	}
+	for i, n := range names {
+		if _, ok := docs[n]; ok {
+			return existsError(tokenIDs[i], m.Path+"#"+n)
+		}
 	}
 	return probeWritable(filepath.Dir(m.Path))
 }
@@ -149,7 +214,14 @@ func (m ManifestSink) Store(s TokenSecret) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := SecretName(s.TokenID)
+	names, err := secretNames([]string{s.TokenID})
+	if err != nil {
+		return "", err
+	}
+	name := names[0]
+	if _, ok := docs[name]; ok {
+		return "", existsError(s.TokenID, m.Path+"#"+name)
+	}
 	labels := map[string]string{"app.kubernetes.io/managed-by": "pxsubstrate"}
 	if s.Tenant != "" {
 		labels["proxmox.cozystack.io/tenant"] = s.Tenant
@@ -158,26 +230,31 @@ func (m ManifestSink) Store(s TokenSecret) (string, error) {
 		Metadata: manifestMeta{Name: name, Namespace: m.Namespace, Labels: labels,
 			Annotations: map[string]string{"proxmox.cozystack.io/token-id": s.TokenID}},
 		StringData: map[string]string{"url": s.URL, "token_id": s.TokenID, "token_secret": s.Secret.Reveal(), "region": s.Region}}
-	var buf bytes.Buffer
-	names := make([]string, 0, len(docs))
-	for n := range docs {
-		names = append(names, n)
+	body, err := encodeManifests(docs)
+	if err != nil {
+		return "", err
 	}
-	sort.Strings(names)
-	for i, n := range names {
+	if err := writeFileAtomic(m.Path, body); err != nil {
+		return "", err
+	}
+	return m.Path + "#" + name, nil
+}
+
+// encodeManifests writes the manifests sorted by name, as one
+// multi-document YAML file.
+func encodeManifests(docs map[string]secretManifest) ([]byte, error) {
+	var buf bytes.Buffer
+	for i, n := range slices.Sorted(maps.Keys(docs)) {
 		b, err := yaml.Marshal(docs[n])
 		if err != nil {
-			return "", fmt.Errorf("cannot encode the Secret manifest %s: %w", n, err)
+			return nil, fmt.Errorf("cannot encode the Secret manifest %s: %w", n, err)
 		}
 		if i > 0 {
 			buf.WriteString("---\n")
 		}
 		buf.Write(b)
 	}
-	if err := writeFileAtomic(m.Path, buf.Bytes()); err != nil {
-		return "", err
-	}
-	return m.Path + "#" + name, nil
+	return buf.Bytes(), nil
 }
 
 // read returns the manifests already in the file by name.
@@ -213,37 +290,71 @@ func splitYAMLDocs(data []byte) [][]byte {
 // writeFileAtomic writes data to path with mode 0600: a temporary file in
 // the same directory is written, synced and renamed over path, so readers
 // see the old content or the new one, never a part.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := writeTemp(path, data)
 	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// writeTemp writes data, mode 0600, to a synced temporary file beside path
+// and returns its name.
+func writeTemp(path string, data []byte) (name string, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return "", fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
+			err = fmt.Errorf("cannot write %s: %w", path, err)
 		}
 	}()
 	if err = f.Chmod(0o600); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
+		return "", err
 	}
 	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
+		return "", err
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
+		return "", err
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
+		return "", err
 	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
+	return f.Name(), nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
+}
+
+// writeFileExclusive writes data to path with mode 0600 unless path exists
+// (then the error wraps os.ErrExist): a temporary file is written and
+// synced, then hard-linked to path, which fails rather than replace.
+func writeFileExclusive(path string, data []byte) error {
+	tmp, err := writeTemp(path, data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("cannot write %s: %w", path, os.ErrExist)
+		}
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
 	return nil
 }
 

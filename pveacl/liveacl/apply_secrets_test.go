@@ -2,14 +2,18 @@ package liveacl_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
@@ -37,9 +41,12 @@ func TestSecretName(t *testing.T) {
 		id     string
 		want   string
 	}{
-		"Tenant":  {reason: "user, realm and token joined by dashes", id: "alpha@pve!csi", want: "proxmox-alpha-pve-csi"},
-		"Upper":   {reason: "lower case", id: "K8s_Beta@PVE!ccm.x", want: "proxmox-k8s-beta-pve-ccm-x"},
-		"Trimmed": {reason: "no trailing dash", id: "a@pve!x-", want: "proxmox-a-pve-x"},
+		"Tenant":   {reason: "'@' is -40, '!' is -21", id: "alpha@pve!csi", want: "proxmox-alpha-40pve-21csi"},
+		"Dash":     {reason: "'-' is -2d, so a-b and a_b differ", id: "a-b@pve!csi", want: "proxmox-a-2db-40pve-21csi"},
+		"Under":    {reason: "'_' is -5f", id: "a_b@pve!csi", want: "proxmox-a-5fb-40pve-21csi"},
+		"Upper":    {reason: "an upper-case letter is its hex, so Alpha and alpha differ", id: "Alpha@pve!csi", want: "proxmox--41lpha-40pve-21csi"},
+		"Lower":    {reason: "lower case stays", id: "alpha@pve!CSI", want: "proxmox-alpha-40pve-21-43-53-49"},
+		"Trailing": {reason: "a trailing dash is a triple ending in a digit", id: "a@pve!x-", want: "proxmox-a-40pve-21x-2d"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -50,9 +57,50 @@ func TestSecretName(t *testing.T) {
 	}
 }
 
+// TestSecretNameInjective decodes every name back to its token id: two
+// ids never share a name, and every name is a Kubernetes object name.
+func TestSecretNameInjective(t *testing.T) {
+	dns := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	rapid.Check(t, func(rt *rapid.T) {
+		id := rapid.StringMatching(`[A-Za-z0-9._@!-]{1,40}`).Draw(rt, "id")
+		other := rapid.StringMatching(`[A-Za-z0-9._@!-]{1,40}`).Draw(rt, "other")
+		name := liveacl.SecretName(id)
+		if got := decodeSecretName(rt, name); got != id {
+			rt.Fatalf("SecretName(%q) = %q decodes to %q", id, name, got)
+		}
+		if !dns.MatchString(name) {
+			rt.Fatalf("SecretName(%q) = %q is not a Kubernetes name", id, name)
+		}
+		if other != id && liveacl.SecretName(other) == name {
+			rt.Fatalf("%q and %q share the name %q", id, other, name)
+		}
+	})
+}
+
+func decodeSecretName(rt *rapid.T, name string) string {
+	rest, ok := strings.CutPrefix(name, "proxmox-")
+	if !ok {
+		rt.Fatalf("%q lacks the prefix", name)
+	}
+	var out []byte
+	for i := 0; i < len(rest); i++ {
+		if rest[i] != '-' {
+			out = append(out, rest[i])
+			continue
+		}
+		b, err := hex.DecodeString(rest[i+1 : i+3])
+		if err != nil {
+			rt.Fatalf("%q: %v", name, err)
+		}
+		out = append(out, b...)
+		i += 2
+	}
+	return string(out)
+}
+
 func TestDirSink(t *testing.T) {
 	sink := liveacl.DirSink{Dir: filepath.Join(t.TempDir(), "a", "b")}
-	must(t, sink.Check())
+	must(t, sink.Check([]string{"a@pve!csi"}))
 	loc, err := sink.Store(liveacl.TokenSecret{URL: "https://pve:8006", TokenID: "a@pve!csi", Secret: "s3cret", Region: "eu"})
 	must(t, err)
 	info, err := os.Stat(loc)
@@ -73,19 +121,54 @@ func TestDirSink(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("no temporary files remain: %v", entries)
 	}
-	if err := (liveacl.DirSink{}).Check(); err == nil {
+	if err := (liveacl.DirSink{}).Check(nil); err == nil {
 		t.Error("an empty directory name is refused")
+	}
+}
+
+// TestSinksKeepStoredSecrets: a secret already stored is never replaced;
+// Check names the file before any token is created, Store refuses too, and
+// the file keeps the first secret. Another token is admitted.
+func TestSinksKeepStoredSecrets(t *testing.T) {
+	dir := t.TempDir()
+	sinks := map[string]liveacl.SecretSink{"Dir": liveacl.DirSink{Dir: filepath.Join(dir, "d")},
+		"Manifest": liveacl.ManifestSink{Path: filepath.Join(dir, "m.yaml")}}
+	for name, sink := range sinks {
+		t.Run(name, func(t *testing.T) {
+			first := liveacl.TokenSecret{TokenID: "a-b@pve!csi", Secret: "first"}
+			must(t, sink.Check([]string{first.TokenID}))
+			loc, err := sink.Store(first)
+			must(t, err)
+			err = sink.Check([]string{"a_b@pve!csi", "a-b@pve!csi"})
+			if !errors.Is(err, liveacl.ErrSecretExists) || !strings.Contains(err.Error(), "a-b@pve!csi") || !strings.Contains(err.Error(), loc) ||
+				!strings.Contains(err.Error(), "move it away") {
+				t.Errorf("Check refuses a token whose secret is stored, naming the token, %s and what to do: %v", loc, err)
+			}
+			if _, err := sink.Store(liveacl.TokenSecret{TokenID: "a-b@pve!csi", Secret: "second"}); !errors.Is(err, liveacl.ErrSecretExists) {
+				t.Errorf("Store refuses to replace a stored secret: %v", err)
+			}
+			file, _, _ := strings.Cut(loc, "#")
+			if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "first") || strings.Contains(string(b), "second") {
+				t.Errorf("%s keeps the first secret: %v\n%s", file, err, b)
+			}
+			// Control: the token of a_b, whose name folds like a-b's, has its own place.
+			must(t, sink.Check([]string{"a_b@pve!csi"}))
+			other, err := sink.Store(liveacl.TokenSecret{TokenID: "a_b@pve!csi", Secret: "third"})
+			must(t, err)
+			if other == loc {
+				t.Errorf("a_b's secret went where a-b's is: %s", other)
+			}
+		})
 	}
 }
 
 func TestManifestSink(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "secrets.yaml")
 	sink := liveacl.ManifestSink{Path: path, Namespace: "tenant-alpha"}
-	must(t, sink.Check())
+	must(t, sink.Check([]string{"alpha@pve!csi", "alpha@pve!ccm"}))
 	for _, s := range []liveacl.TokenSecret{
 		{URL: "u", TokenID: "alpha@pve!csi", Secret: "one", Region: "eu", Tenant: "alpha"},
 		{URL: "u", TokenID: "alpha@pve!ccm", Secret: "two", Region: "eu", Tenant: "alpha"},
-		{URL: "u", TokenID: "alpha@pve!csi", Secret: "three", Region: "eu", Tenant: "alpha"},
 	} {
 		_, err := sink.Store(s)
 		must(t, err)
@@ -94,26 +177,26 @@ func TestManifestSink(t *testing.T) {
 	must(t, err)
 	docs := bytes.Split(b, []byte("---\n"))
 	if len(docs) != 2 {
-		t.Fatalf("two Secrets (the csi one replaced), got:\n%s", b)
+		t.Fatalf("two Secrets, got:\n%s", b)
 	}
 	var first map[string]any
 	must(t, yaml.Unmarshal(docs[0], &first))
 	want := map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-		"metadata": map[string]any{"name": "proxmox-alpha-pve-ccm", "namespace": "tenant-alpha",
+		"metadata": map[string]any{"name": "proxmox-alpha-40pve-21ccm", "namespace": "tenant-alpha",
 			"labels":      map[string]any{"app.kubernetes.io/managed-by": "pxsubstrate", "proxmox.cozystack.io/tenant": "alpha"},
 			"annotations": map[string]any{"proxmox.cozystack.io/token-id": "alpha@pve!ccm"}},
 		"stringData": map[string]any{"url": "u", "token_id": "alpha@pve!ccm", "token_secret": "two", "region": "eu"}}
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("first manifest: -want +got:\n%s", diff)
 	}
-	if !strings.Contains(string(docs[1]), "token_secret: three") {
-		t.Errorf("a second secret of the same token replaces the first:\n%s", docs[1])
+	if !strings.Contains(string(docs[1]), "token_secret: one") {
+		t.Errorf("the second Secret is the csi token's:\n%s", docs[1])
 	}
 	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("the manifest file is 0600: %v %v", info.Mode(), err)
 	}
 	must(t, os.WriteFile(path, []byte("kind: ConfigMap\n"), 0o600))
-	if err := sink.Check(); err == nil || !strings.Contains(err.Error(), "is not a Secret manifest") {
+	if err := sink.Check(nil); err == nil || !strings.Contains(err.Error(), "is not a Secret manifest") {
 		t.Errorf("a foreign file is not overwritten: %v", err)
 	}
 }

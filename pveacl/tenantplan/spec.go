@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
 
 	"sigs.k8s.io/yaml"
 
@@ -185,6 +187,34 @@ func (v *validator) own(kind, id, field, owner string) {
 	v.owners[key] = owner
 }
 
+// ownFolded refuses two tenants whose ids differ only in case or in '-',
+// '_' and '.': names derived from them that allow only lower-case letters,
+// digits and '-' (Kubernetes namespaces and Secrets, DNS labels) would be
+// one name for both.
+func (v *validator) ownFolded(kind, id, field, owner string) {
+	key := "folded " + kind + "/" + foldID(id)
+	prev, ok := v.owners[key]
+	if !ok {
+		v.owners[key] = owner + "\x00" + id
+		return
+	}
+	prevOwner, prevID, _ := strings.Cut(prev, "\x00")
+	if prevOwner != owner && prevID != id { // the same id is reported by own
+		v.add(field, "%s %q of %s and %s %q of %s differ only in case or in '-', '_', '.', so names derived from them (Kubernetes namespaces and Secrets) would be one name for both tenants; rename one of them",
+			kind, id, owner, kind, prevID, prevOwner)
+	}
+}
+
+// foldID lower-cases id and turns '_' and '.' into '-'.
+func foldID(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '.' {
+			return '-'
+		}
+		return unicode.ToLower(r)
+	}, id)
+}
+
 func (v *validator) credential(field, user string) {
 	if _, _, err := pveacl.ParseUserID(user); err != nil {
 		v.add(field, "%v", err)
@@ -200,8 +230,10 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 		v.add(f+".name", "tenant name %q is invalid: use letters, digits, '.', '-' or '_'", tn.Name)
 	}
 	v.own("tenant", tn.Name, f+".name", fmt.Sprintf("tenants[%d]", i))
+	v.ownFolded("name", tn.Name, f+".name", owner)
 	v.check(f+".pool", pveacl.ValidNewPoolID(tn.Pool))
 	v.own("pool", tn.Pool, f+".pool", owner)
+	v.ownFolded("pool", tn.Pool, f+".pool", owner)
 	if tn.Storage == "" {
 		v.add(f+".storage", "a dedicated storage is required: name the PVE storage only this tenant uses")
 	}
@@ -222,6 +254,7 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 		v.add(f+".tokens", "the CSI and CCM tokens must differ (both are %q): each has its own blast radius", tn.Tokens.CSI)
 	}
 	v.own("user", tn.User, f+".user", owner)
+	v.ownFolded("user", tn.User, f+".user", owner)
 	for j, vm := range tn.VMs {
 		vf := fmt.Sprintf("%s.vms[%d]", f, j)
 		if vm < 100 {

@@ -97,6 +97,13 @@ func TestLoadTenantsErrors(t *testing.T) {
 			yaml:   "tenants:\n- {name: a, storage: s1, networks: [{bridge: vmbr1, vlans: [10]}]}\n",
 			want:   []string{"tenants[0].networks[0]: networks need platform.capmox"},
 		},
+		"FoldedNames": {
+			reason: "a-b and a_b, Alpha and alpha would share Kubernetes names derived from them",
+			yaml:   "tenants:\n- {name: a-b, storage: s1}\n- {name: a_b, storage: s2}\n- {name: Alpha, storage: s3}\n- {name: alpha, storage: s4}\n",
+			want: []string{`tenants[1].name: name "a_b" of tenant "a_b" and name "a-b" of tenant "a-b" differ only in case`,
+				`tenants[3].name: name "alpha" of tenant "alpha" and name "Alpha" of tenant "Alpha" differ only in case`,
+				`tenants[1].user: user "a_b@pve" of tenant "a_b" and user "a-b@pve" of tenant "a-b"`},
+		},
 		"Version": {
 			reason: "only PVE 8 and 9",
 			yaml:   "platform: {pveVersion: 7}\ntenants: []\n",

@@ -153,7 +153,7 @@ func (s *Stage) closePVE() {
 // memorySink keeps new token secrets in memory; the demo never prints them.
 type memorySink struct{ secrets []liveacl.TokenSecret }
 
-func (m *memorySink) Check() error { return nil }
+func (m *memorySink) Check([]string) error { return nil }
 
 func (m *memorySink) Store(t liveacl.TokenSecret) (string, error) {
 	m.secrets = append(m.secrets, t)
