@@ -58,7 +58,7 @@ func newGatewayPrioritiesCmd(app *App) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&key, "key", "", `rendezvous key, "vpc/<Subnet.spec.vpc>" for the controller`)
+	cmd.Flags().Var(nonEmpty{&key}, "key", `rendezvous key, "vpc/<Subnet.spec.vpc>" for the controller`)
 	_ = cmd.MarkFlagRequired("key")
 	return cmd
 }

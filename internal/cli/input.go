@@ -133,3 +133,24 @@ func nodeSize(n *yaml.Node, sizes map[*yaml.Node]int64, budget int64) (int64, er
 func readSmallFile(name string) ([]byte, error) {
 	return readInput(&App{In: os.Stdin}, name)
 }
+
+// nonEmpty is a string flag that refuses an empty value: a flag given as
+// --flag "" (an unset shell variable, say) is a mistake, not "unset".
+type nonEmpty struct{ p *string }
+
+func (n nonEmpty) String() string {
+	if n.p == nil {
+		return ""
+	}
+	return *n.p
+}
+
+func (n nonEmpty) Set(v string) error {
+	if v == "" {
+		return errors.New("must not be empty")
+	}
+	*n.p = v
+	return nil
+}
+
+func (nonEmpty) Type() string { return "string" }

@@ -193,3 +193,20 @@ func TestSignalExit(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyFlagRefused: a flag given an empty value where a value is
+// needed is a usage error naming it, next to the same command with a
+// value.
+func TestEmptyFlagRefused(t *testing.T) {
+	_, errOut, code := run(t, "gateway", "priorities", "--key", "", "node-1", "node-2")
+	if code != 2 || !strings.Contains(errOut, `invalid argument "" for "--key" flag: must not be empty`) {
+		t.Errorf("--key '': exit %d, stderr %q", code, errOut)
+	}
+	if out, errOut, code := run(t, "gateway", "priorities", "--key", "vpc/a", "node-1", "node-2"); code != 0 || !strings.Contains(out, "node-1") {
+		t.Errorf("--key vpc/a: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = run(t, "template", "print", "9000", "local-lvm", "--factory-ca", "")
+	if code != 2 || !strings.Contains(errOut, `for "--factory-ca" flag: must not be empty`) {
+		t.Errorf("--factory-ca '': exit %d, stderr %q", code, errOut)
+	}
+}

@@ -257,8 +257,11 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 	v.ownFolded("user", tn.User, f+".user", owner)
 	for j, vm := range tn.VMs {
 		vf := fmt.Sprintf("%s.vms[%d]", f, j)
-		if vm < 100 {
+		switch {
+		case vm < 100:
 			v.add(vf, "VM id %d is invalid: VM ids start at 100", vm)
+		case vm > 999999999:
+			v.add(vf, "VM id %d is invalid: Proxmox VM ids end at 999999999", vm)
 		}
 		v.own("VM", fmt.Sprint(vm), vf, owner)
 	}

@@ -92,6 +92,11 @@ func TestLoadTenantsErrors(t *testing.T) {
 				`tenants[1].networks[0].vlans[0]: VLAN "localnetwork/vmbr1/10" already belongs to tenant "a"`,
 				"tenants[1].networks[0].vlans[1]: VLAN id 5000 is out of range"},
 		},
+		"VMIDTooLarge": {
+			reason: "PVE's VM ids end at 999999999",
+			yaml:   "tenants:\n- {name: a, storage: s1, vms: [999999999, 1000000000]}\n",
+			want:   []string{"tenants[0].vms[1]: VM id 1000000000 is invalid: Proxmox VM ids end at 999999999"},
+		},
 		"NetworksNeedCapmox": {
 			reason: "SDN.Use goes to the capmox token",
 			yaml:   "tenants:\n- {name: a, storage: s1, networks: [{bridge: vmbr1, vlans: [10]}]}\n",
