@@ -163,6 +163,9 @@ func (c *Controller) releaseSubnet(ctx context.Context, n *v1alpha1.ProxmoxNetwo
 		}
 		return "", "", fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
 	}
+	if subnetOwnership(sub, n.Namespace).reason != "" {
+		return "", "", nil // another namespace's Subnet never held this network
+	}
 	if sub.DeletionTimestamp.IsZero() {
 		return ReasonSubnetStillExists, fmt.Sprintf("Subnet %q still exists; VLAN %d is released after it is deleted", sub.Name, n.Status.VLAN), nil
 	}

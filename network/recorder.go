@@ -25,6 +25,12 @@ const (
 	// EventZoneExhausted (Warning): the network waits, its zone has no free
 	// VLAN. The same word as the VLANAllocated condition's reason.
 	EventZoneExhausted engine.Reason = v1alpha1.ReasonZoneExhausted
+	// EventSubnetNotOwned (Warning): the network names a Subnet its
+	// namespace does not own; nothing is allocated or adopted for it.
+	EventSubnetNotOwned engine.Reason = ReasonSubnetNotOwned
+	// EventVLANOutsideZone (Warning): the network names a Vlan it may not
+	// adopt, one with an ID its zone does not hand out.
+	EventVLANOutsideZone engine.Reason = ReasonVLANOutsideZone
 	// EventDeletionHeld (Warning): the network is deleted but its pool
 	// still has addresses or ProxmoxMachines use it.
 	EventDeletionHeld engine.Reason = "DeletionHeld"
@@ -46,6 +52,8 @@ var eventActions = map[engine.Reason]string{
 	EventVLANAllocated:      "Allocate",
 	EventVLANAdopted:        "Adopt",
 	EventZoneExhausted:      "Allocate",
+	EventSubnetNotOwned:     "Adopt",
+	EventVLANOutsideZone:    "Adopt",
 	EventDeletionHeld:       "Delete",
 	EventGatewayReleased:    "Release",
 	EventSubnetPruneTimeout: "Release",
@@ -57,6 +65,7 @@ var eventActions = map[engine.Reason]string{
 const (
 	memoVLAN      = "vlan"
 	memoExhausted = "exhausted"
+	memoRefused   = "refused"
 	memoHeld      = "held"
 	memoGateway   = "gateway"
 	memoPrune     = "prune"
@@ -127,6 +136,7 @@ func (c *Controller) event(n *v1alpha1.ProxmoxNetwork, eventType string, reason 
 // pass, prevVLAN) did not show it yet.
 func (c *Controller) vlanEvent(n *v1alpha1.ProxmoxNetwork, created bool, prevVLAN int32, vid int) {
 	c.memo.clear(n, memoExhausted)
+	c.memo.clear(n, memoRefused)
 	fresh := c.memo.first(n, memoVLAN, fmt.Sprint(vid))
 	switch {
 	case created && fresh:
@@ -149,6 +159,21 @@ func (c *Controller) refusalEvent(n *v1alpha1.ProxmoxNetwork, prev *metav1.Condi
 	}
 	if c.memo.first(n, memoExhausted, "") {
 		c.event(n, corev1.EventTypeWarning, EventZoneExhausted, msg)
+	}
+}
+
+// ownershipEvent announces a network refused an object it does not own,
+// once per refusal: when VLANAllocated (prev) did not give that reason
+// already. A Subnet that does not exist yet is waited for without one.
+func (c *Controller) ownershipEvent(n *v1alpha1.ProxmoxNetwork, prev *metav1.Condition, r refusal) {
+	if r.reason == ReasonSubnetNotFound {
+		return
+	}
+	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == r.reason {
+		return
+	}
+	if c.memo.first(n, memoRefused, r.reason) {
+		c.event(n, corev1.EventTypeWarning, engine.Reason(r.reason), r.msg)
 	}
 }
 

@@ -39,6 +39,10 @@ func (c *Controller) checkSubnet(ctx context.Context, p *netPass) (engine.Result
 		set(metav1.ConditionFalse, ReasonSubnetNotBound, fmt.Sprintf("Subnet %q has spec.vlan %q, expected %q", sub.Name, sub.Spec.Vlan, n.Status.VLANName))
 		return engine.Result{}, nil
 	}
+	if r := subnetOwnership(sub, n.Namespace); r.reason != "" {
+		set(metav1.ConditionFalse, r.reason, r.msg)
+		return engine.Result{}, nil
+	}
 	p.Data.subnet = sub
 	if err := c.holdSubnet(ctx, sub); err != nil {
 		return engine.Result{}, err

@@ -49,6 +49,12 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 		return notAllocated(ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
 	}
 	pass.zoneProvider = zone.Spec.ProviderNetwork
+	if r, err := c.proveOwnership(ctx, n, zs, prevCond); err != nil || r.reason != "" {
+		if err != nil {
+			return false, err
+		}
+		return notAllocated(r.reason, r.msg)
+	}
 	claim, err := c.claimOf(ctx, n, zs, zone)
 	if err != nil {
 		return false, err
@@ -74,10 +80,7 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 	} else if released > 0 {
 		c.cfg.Log.Info("released surplus VLAN claims", "zone", zone.Name, "vlan", vid, "released", released, "network", claim.Network.String())
 	}
-	n.Status.VLAN = int32(vid)
-	n.Status.VLANName = v.Name
-	n.Status.Bridge = zone.Spec.Bridge
-	n.Status.MTU = zone.Spec.MTU
+	n.Status.VLAN, n.Status.VLANName, n.Status.Bridge, n.Status.MTU = int32(vid), v.Name, zone.Spec.Bridge, zone.Spec.MTU
 	c.vlanEvent(n, created, prevVLAN, vid)
 	if v.Conflict {
 		return notAllocated(v1alpha1.ReasonVLANConflict, fmt.Sprintf("Kube-OVN reports VLAN %d on provider network %q as used by another Vlan too", vid, v.Provider))

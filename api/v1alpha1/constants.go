@@ -20,6 +20,11 @@ const (
 	// LabelProviderNetwork is set on every ProxmoxVLANClaim so that the claims
 	// of one Kube-OVN provider network can be listed with a label selector.
 	LabelProviderNetwork = "proxmox.cozystack.io/provider-network"
+	// LabelTenantName is the tenant namespace the vpc chart writes on every
+	// object of a VPC, the cluster-scoped Kube-OVN Subnet included. A
+	// ProxmoxNetwork may claim only a Subnet whose label names the
+	// network's own namespace.
+	LabelTenantName = "cozystack.io/tenantName"
 
 	// AnnotationNamespaceNetworks is kept on a namespace that owns ready
 	// networks: a sorted, comma-separated list of "<bridge>/<vlan>/<pool>"

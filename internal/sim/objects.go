@@ -43,7 +43,8 @@ func Namespace(name string, labels map[string]string) *corev1.Namespace {
 }
 
 // Network returns what the vpc chart writes for one Proxmox-backed subnet
-// named id in namespace ns: the Kube-OVN Subnet (cidr, first address as
+// named id in namespace ns: the Kube-OVN Subnet (labelled with its tenant
+// namespace ns, cidr, first address as
 // gateway, spec.vlan naming the Vlan of the same name, the middle half of
 // the CIDR in excludeIps), the InClusterIPPool over that middle half, and
 // the ProxmoxNetwork binding them to zone. cidr must be an IPv4 /24 to /28.
@@ -59,7 +60,7 @@ func Network(ns, id, zone, vpc, cidr string) ([]client.Object, error) {
 	gw := u32addr(base + 1)
 	objs := []client.Object{
 		&kubeovnv1.Subnet{
-			ObjectMeta: metav1.ObjectMeta{Name: id},
+			ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{v1alpha1.LabelTenantName: ns}},
 			Spec: kubeovnv1.SubnetSpec{
 				Vpc: vpc, CIDRBlock: p.String(), Gateway: gw.String(), Vlan: id,
 				ExcludeIps: []string{from.String() + ".." + to.String()}, LogicalGateway: true,
