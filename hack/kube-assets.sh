@@ -31,8 +31,12 @@ staging_version="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 minor="${BASH_REMATCH[1]}"
 
 mkdir -p "$OUT"
-kas_ok() { [[ -x "$OUT/kube-apiserver" ]] && "$OUT/kube-apiserver" --version 2>/dev/null | grep -q "v${KUBE_VERSION}\$"; }
-etcd_ok() { [[ -x "$OUT/etcd" ]] && "$OUT/etcd" --version 2>/dev/null | grep -q "Version: ${ETCD_VERSION}\$"; }
+# The version is read whole before it is matched: with pipefail, grep -q
+# closing the pipe at its first match would fail the writer with SIGPIPE
+# and make a good binary look wrong (and be rebuilt).
+version_of() { [[ -x "$1" ]] && "$1" --version 2>/dev/null; }
+kas_ok() { local v; v="$(version_of "$OUT/kube-apiserver")" && grep -q "v${KUBE_VERSION}\$" <<<"$v"; }
+etcd_ok() { local v; v="$(version_of "$OUT/etcd")" && grep -q "Version: ${ETCD_VERSION}\$" <<<"$v"; }
 
 if kas_ok && etcd_ok; then
 	echo "$OUT"

@@ -17,7 +17,8 @@ version="$(awk '$1 == "github.com/golangci/golangci-lint/v2" { print $2; exit }'
 CACHE="${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}"
 bin="$CACHE/tools/golangci-lint-$version"
 
-if [[ ! -x "$bin" ]] || ! "$bin" version 2>/dev/null | grep -q "version ${version#v} "; then
+have="$([[ -x "$bin" ]] && "$bin" version 2>/dev/null || true)"
+if [[ "$have" != *"version ${version#v} "* ]]; then
 	say "building golangci-lint $version into $bin (once)"
 	mkdir -p "$(dirname "$bin")"
 	(cd hack/lint && GOWORK=off go build -o "$bin.new" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
