@@ -60,7 +60,9 @@ func startWebhook(t *testing.T, o controller.Options, readTimeout time.Duration)
 	go func() { done <- srv.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("the webhook server stopped with %v", err)
+		}
 	})
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.PEM)
