@@ -164,19 +164,23 @@ func (silentLog) Warnf(string, ...any)  {}
 type applyFlags struct {
 	live                                                   liveFlags
 	tenants, secretsDir, secretManifests, secretNS, region string
-	prune                                                  bool
+	prune                                                  []string
+	pruneSet                                               bool
 }
 
 func newACLApplyCmd(app *App) *cobra.Command {
 	var f applyFlags
 	cmd := &cobra.Command{
-		Use:   "apply --tenants F --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--secrets-dir D | --secret-manifests F] [--prune]",
+		Use:   "apply --tenants F --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--secrets-dir D | --secret-manifests F] [--prune TENANT,...]",
 		Short: "Apply the tenants' users, tokens, roles, pools and ACLs through the API, idempotently",
 		Long: `Reads the live access-control state, plans what the tenants need for the
 Proxmox VE version the cluster runs, and performs only the missing changes; a
-second run changes nothing. Objects it does not own are never touched; with
---prune, users, tokens and empty pools it created (their comment starts with
-"pxsubstrate ") that the tenants no longer list are removed.
+second run changes nothing. Objects it does not own are never touched. An
+empty, blank or unparsable --tenants file is an error, never "no tenants".
+--prune names the tenants whose objects go, for example --prune beta,gamma:
+the users, tokens and empty pools it created for them (their comment reads
+"pxsubstrate tenant beta...") are removed; they must be gone from --tenants.
+Owned objects of tenants not named stay, and the output lists them.
 
 --url is the bare node address, https://HOST:8006; /api2/json is appended. TLS
 is verified against the system roots and --ca-file.
@@ -187,7 +191,10 @@ one 0600 YAML file), with the keys url, token_id, token_secret and region; they
 are never printed. The token needs administrator rights (root@pam's token, or
 one with Administrator on /).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runACLApply(cmd.Context(), app, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.pruneSet = cmd.Flags().Changed("prune")
+			return runACLApply(cmd.Context(), app, &f)
+		},
 	}
 	fs := cmd.Flags()
 	f.live.bind(fs)
@@ -196,7 +203,7 @@ one with Administrator on /).`,
 	fs.StringVar(&f.secretManifests, "secret-manifests", "", "YAML file collecting new token secrets as Kubernetes Secret manifests (0600)")
 	fs.StringVar(&f.secretNS, "secret-namespace", "", "namespace written into the Secret manifests")
 	fs.StringVar(&f.region, "region", "", "region written next to each secret (default: the cluster's name, or the node's on a standalone node)")
-	fs.BoolVar(&f.prune, "prune", false, "also remove owned users, tokens and empty pools the tenants no longer list")
+	fs.StringSliceVar(&f.prune, "prune", nil, "also remove the owned users, tokens and empty pools of these tenants, gone from --tenants (comma-separated names)")
 	for _, name := range []string{"tenants", "url", "token-id"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -218,8 +225,11 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 		return err
 	}
 	opts := []liveacl.Option{liveacl.WithProgress(progress(app))}
-	if f.prune {
-		opts = append(opts, liveacl.WithPrune())
+	if f.pruneSet {
+		if len(f.prune) == 0 {
+			return errors.New("--prune names the tenants whose objects go (--prune beta,gamma); none given")
+		}
+		opts = append(opts, liveacl.WithPrune(f.prune...))
 	}
 	if sink := f.sink(); sink != nil {
 		region := f.region

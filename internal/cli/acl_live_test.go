@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -274,5 +275,52 @@ func TestACLApplyFoldedTenants(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), `"token_id": "`+id+`"`) {
 			t.Errorf("the file of %s holds its own token: %v\n%s", id, err, b)
 		}
+	}
+}
+
+// TestACLApplyPruneNamesWhatGoes: an empty or blank tenants file is an
+// error, never "no tenants", and --prune names the tenants that go. The
+// control prunes beta by name and keeps alpha.
+func TestACLApplyPruneNamesWhatGoes(t *testing.T) {
+	e := newLiveEnv(t)
+	secrets := filepath.Join(e.dir, "s")
+	if _, errOut, err := runApply(t, "table", e.args("--ca-file", e.ca, "--secrets-dir", secrets)...); err != nil {
+		t.Fatalf("apply: %v\n%s", err, errOut)
+	}
+	write := func(spec string) {
+		if err := os.WriteFile(e.tenants, []byte(spec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		reason, spec string
+		args         []string
+		err          string
+	}{
+		{"a 0-byte file is not no tenants", "", []string{"--prune", "alpha,beta"}, "tenants.yaml: cannot read the tenant specification: invalid tenant specification: it is empty"},
+		{"whitespace is empty too", "\n   \n", []string{"--prune", "alpha"}, "it is empty"},
+		{"garbage does not parse", "{[\x00", []string{"--prune", "alpha"}, "cannot read the tenant specification"},
+		{"--prune without names", "tenants: []\n", []string{"--prune="}, "--prune names the tenants whose objects go"},
+		{"a tenant still listed cannot be pruned", "tenants:\n- {name: alpha, storage: alpha-disks}\n", []string{"--prune", "alpha"}, `tenant "alpha" is still in the specification`},
+	}
+	for _, tc := range cases {
+		write(tc.spec)
+		e.srv.ResetRequests()
+		_, _, err := runApply(t, "table", e.args(append([]string{"--ca-file", e.ca, "--secrets-dir", secrets}, tc.args...)...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.reason, err, tc.err)
+		}
+		if m := e.srv.MutatingRequests(); len(m) != 0 {
+			t.Errorf("%s: a refused apply changes nothing: %v", tc.reason, m)
+		}
+	}
+	write("tenants:\n- {name: alpha, storage: alpha-disks}\n")
+	out, errOut, err := runApply(t, "table", e.args("--ca-file", e.ca, "--secrets-dir", secrets, "--prune", "beta")...)
+	if err != nil {
+		t.Fatalf("prune beta: %v\n%s", err, errOut)
+	}
+	users := e.srv.AccessConfig().Users
+	if _, ok := users["beta@pve"]; ok || users["alpha@pve"].Comment == "" || !regexp.MustCompile(`delete-user +beta@pve`).MatchString(out) {
+		t.Errorf("beta's user goes, alpha's stays:\n%s", out)
 	}
 }

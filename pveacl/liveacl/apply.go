@@ -59,7 +59,8 @@ type Progress struct {
 type Option func(*settings)
 
 type settings struct {
-	prune    bool
+	pruning  bool
+	prune    []string
 	sink     SecretSink
 	progress func(Progress)
 	url      string
@@ -67,9 +68,12 @@ type settings struct {
 	tenants  map[string]string // token id -> tenant
 }
 
-// WithPrune also removes owned users, tokens and pools the specification
-// no longer lists (see tenantplan.Prune).
-func WithPrune() Option { return func(o *settings) { o.prune = true } }
+// WithPrune also removes the owned users, tokens and pools of the named
+// tenants, which the specification must no longer list (see
+// tenantplan.Prune); owned objects of tenants not named stay.
+func WithPrune(tenants ...string) Option {
+	return func(o *settings) { o.pruning, o.prune = true, append(o.prune, tenants...) }
+}
 
 // WithSecretSink stores the secrets of created tokens. Without it an apply
 // that would create a token fails before changing anything.
@@ -100,9 +104,9 @@ func Apply(ctx context.Context, c pveapi.Client, desired *tenantplan.Tenants, op
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
 	var kept []tenantplan.Kept
-	if o := options(opts); o.prune {
+	if o := options(opts); o.pruning {
 		var prune []tenantplan.Change
-		if prune, kept, err = tenantplan.Prune(desired, observed); err != nil {
+		if prune, kept, err = tenantplan.Prune(desired, observed, o.prune); err != nil {
 			return Result{}, fmt.Errorf("cannot apply: %w", err)
 		}
 		changes = append(changes, prune...)

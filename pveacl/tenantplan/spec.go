@@ -83,8 +83,14 @@ func (t Tenant) TokenIDs() (csi, ccm string) {
 func (t Tenant) AllStorages() []string { return append([]string{t.Storage}, t.Storages...) }
 
 // LoadTenants reads a tenant specification from YAML (or JSON), fills the
-// defaults and validates it. Unknown fields are errors.
+// defaults and validates it. Unknown fields are errors, and so is a
+// document that holds nothing (empty, blank or only comments): an empty
+// file is a mistake, never "no tenants"; `tenants: []` says that.
 func LoadTenants(data []byte) (*Tenants, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err == nil && doc == nil {
+		return nil, fmt.Errorf("cannot read the tenant specification: %w: it is empty; write the tenants (or `tenants: []` to mean none)", ErrInvalidSpec)
+	}
 	var t Tenants
 	if err := yaml.UnmarshalStrict(data, &t); err != nil {
 		return nil, fmt.Errorf("cannot read the tenant specification: %w: %w", ErrInvalidSpec, err)

@@ -109,6 +109,26 @@ func TestLoadTenantsErrors(t *testing.T) {
 				`tenants[3].name: name "alpha" of tenant "alpha" and name "Alpha" of tenant "Alpha" differ only in case`,
 				`tenants[1].user: user "a_b@pve" of tenant "a_b" and user "a-b@pve" of tenant "a-b"`},
 		},
+		"Empty": {
+			reason: "a 0-byte file is a mistake, never no tenants",
+			yaml:   "",
+			want:   []string{"the tenant specification: invalid tenant specification: it is empty; write the tenants (or `tenants: []` to mean none)"},
+		},
+		"Blank": {
+			reason: "blank lines and comments are empty too",
+			yaml:   " \n  \n# tenants: none\n",
+			want:   []string{"it is empty"},
+		},
+		"Garbage": {
+			reason: "what does not parse is an error",
+			yaml:   "\x00\x01{[",
+			want:   []string{"cannot read the tenant specification"},
+		},
+		"NotAMap": {
+			reason: "a scalar is no specification",
+			yaml:   "tenants",
+			want:   []string{"cannot read the tenant specification"},
+		},
 		"Version": {
 			reason: "only PVE 8 and 9",
 			yaml:   "platform: {pveVersion: 7}\ntenants: []\n",
@@ -130,5 +150,16 @@ func TestLoadTenantsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadTenantsExplicitlyNone is the control of the Empty refusals: a
+// specification that says it has no tenants is read.
+func TestLoadTenantsExplicitlyNone(t *testing.T) {
+	for _, doc := range []string{"tenants: []\n", "{}", "platform: {pveVersion: 8}\n"} {
+		spec, err := LoadTenants([]byte(doc))
+		if err != nil || len(spec.Tenants) != 0 {
+			t.Errorf("%q is read as no tenants: %v %v", doc, spec, err)
+		}
 	}
 }
