@@ -45,12 +45,12 @@ func TestGatewayPriorities(t *testing.T) {
 		"NoKey": {
 			reason: "the key is required: a usage error",
 			args:   []string{"priorities", "n1"},
-			want:   want{code: 2, errOut: "Error: required flag(s) \"key\" not set\nRun 'pxsubstrate --help' for usage.\n"},
+			want:   want{code: 2, errOut: "Error: required flag(s) \"key\" not set\nRun 'pxsubstrate gateway priorities --help' for usage.\n"},
 		},
 		"NoNodes": {
 			reason: "at least one node: a usage error",
 			args:   []string{"priorities", "--key", "vpc/a"},
-			want:   want{code: 2, errOut: "Error: requires at least 1 arg(s), only received 0\nRun 'pxsubstrate --help' for usage.\n"},
+			want:   want{code: 2, errOut: "Error: requires at least 1 arg(s), only received 0\nRun 'pxsubstrate gateway priorities --help' for usage.\n"},
 		},
 	}
 	for name, tc := range cases {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -83,6 +82,7 @@ func NewRoot(app *App) *cobra.Command {
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
 	root.AddCommand(cmds...)
+	typeUsageErrors(root)
 	return root
 }
 
@@ -120,12 +120,14 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 // signalGrace is how long Main waits for a cancelled command to return.
 const signalGrace = 500 * time.Millisecond
 
-// execute runs the command line and maps its error to an exit code.
+// execute runs the command line and maps its error to an exit code by the
+// error's type: an *ExitError carries its code, a usageError (a bad
+// command line, whichever check found it) is 2, anything else 1.
 func execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) int {
 	app := &App{In: in, Out: out, ErrOut: errOut}
 	root := NewRoot(app)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
@@ -138,20 +140,55 @@ func execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Wr
 	}
 	fmt.Fprintf(errOut, "Error: %s\n", escapeControl(err.Error()))
 	var usage usageError
-	if errors.As(err, &usage) || isCobraUsage(err) {
-		fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", root.CommandPath())
+	if errors.As(err, &usage) {
+		if cmd == nil {
+			cmd = root
+		}
+		fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return 2
 	}
 	return 1
 }
 
-// isCobraUsage recognises cobra's own argument errors, which are plain errors.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "received ", "unknown flag", "unknown shorthand flag", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
+// typeUsageErrors makes every command-line mistake cobra finds a
+// usageError, so that exit codes follow error types: argument counts
+// (each command's Args), required and grouped flags (checked before
+// cobra would, in PreRunE), and unknown subcommands of a command group
+// (which cobra would answer with the group's help and status 0).
+func typeUsageErrors(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return cmd.Help()
 		}
 	}
-	return false
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	if c.Runnable() {
+		pre := c.PreRunE
+		c.PreRunE = func(cmd *cobra.Command, a []string) error {
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageError{err}
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageError{err}
+			}
+			if pre != nil {
+				return pre(cmd, a)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		typeUsageErrors(sub)
+	}
 }

@@ -56,7 +56,7 @@ func TestVLANRanges(t *testing.T) {
 		"NoRanges": {
 			reason: "at least one range is a usage error",
 			args:   []string{"ranges"},
-			want:   want{code: 2, errOut: "Error: requires at least 1 arg(s), only received 0\nRun 'pxsubstrate --help' for usage.\n"},
+			want:   want{code: 2, errOut: "Error: requires at least 1 arg(s), only received 0\nRun 'pxsubstrate vlan ranges --help' for usage.\n"},
 		},
 	}
 	for name, tc := range cases {
