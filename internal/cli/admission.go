@@ -111,6 +111,9 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 	}
 	name := review.Request.Namespace
 	if file == "" {
+		if name != "" {
+			fmt.Fprintf(app.ErrOut, "Note: no --namespace-file: namespace %q is taken to have no labels or annotations, so it holds no Proxmox network; pass --namespace-file (kubectl get namespace %s -o yaml) to judge against the real one\n", name, name)
+		}
 		return admission.Namespaces{name: {Name: name}}, nil
 	}
 	data, err := readInput(app, file)

@@ -99,9 +99,10 @@ func TestAdmissionReview(t *testing.T) {
 			code:   1, out: []string{"every NIC must use a Proxmox network of this namespace (bridge/vlan/pool one of vmbr70/101/subnet-a)"},
 		},
 		"MachinePlainNamespace": {
-			reason: "without zones or networks there is nothing to refuse",
+			reason: "without zones or networks there is nothing to refuse, and stderr says what was assumed",
 			args:   []string{"admission", "review", "-f", p("machine.yaml")},
 			out:    []string{"m-1", "true"},
+			errOut: `Note: no --namespace-file: namespace "tenant-a" is taken to have no labels or annotations, so it holds no Proxmox network`,
 		},
 		"NamespaceMismatch": {
 			reason: "a namespace file for another namespace is an error",
