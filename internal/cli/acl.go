@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -229,8 +230,11 @@ Exits 1 when an error-level finding exists.`,
 }
 
 func runACLAudit(cmd *cobra.Command, app *App, f *auditFlags) error {
+	if f.userCfg == "" && f.live.url == "" {
+		f.live.url = os.Getenv(envURL)
+	}
 	if (f.userCfg == "") == (f.live.url == "") {
-		return usageError{fmt.Errorf("give the state to audit once: --user-cfg FILE or --url https://HOST:8006 with --token-id")}
+		return usageError{fmt.Errorf("give the state to audit once: --user-cfg FILE or --url https://HOST:8006 (or PROXMOX_URL) with --token-id")}
 	}
 	v, err := aclVersion(f.version)
 	if err != nil {

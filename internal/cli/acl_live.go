@@ -30,10 +30,10 @@ type liveFlags struct {
 }
 
 func (f *liveFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.url, "url", "", "Proxmox VE API address, https://HOST:8006 (/api2/json is appended; a URL that has it is taken as is)")
-	fs.StringVar(&f.tokenID, "token-id", "", "API token id, USER@REALM!TOKEN")
+	fs.StringVar(&f.url, "url", "", "Proxmox VE API address, https://HOST:8006 (/api2/json is appended; a URL that has it is taken as is); default $PROXMOX_URL")
+	fs.StringVar(&f.tokenID, "token-id", "", "API token id, USER@REALM!TOKEN; default $PROXMOX_TOKEN")
 	fs.StringVar(&f.tokenSecret, "token-secret", "", "API token secret (prefer --token-secret-file: arguments show in process lists)")
-	fs.StringVar(&f.tokenSecretFile, "token-secret-file", "", "file whose first line is the API token secret")
+	fs.StringVar(&f.tokenSecretFile, "token-secret-file", "", "file whose first line is the API token secret; without it and --token-secret, $PROXMOX_SECRET")
 	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the API's TLS certificate (anyone in the path can take the token)")
 	fs.BoolVar(&f.plainHTTP, "allow-plain-http", false, "let an http:// --url carry the API token unencrypted (a test API on this host only)")
@@ -63,6 +63,9 @@ func apiBaseURL(raw string) (string, error) {
 // client builds a go-proxmox client for the flags. It warns on errOut when
 // TLS verification is off; it never prints the secret.
 func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
+	if err := f.fromEnv(); err != nil {
+		return nil, "", err
+	}
 	base, err := apiBaseURL(f.url)
 	if err != nil {
 		return nil, "", err
@@ -98,6 +101,32 @@ func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 	return proxmox.NewClient(base, opts...), base, nil
 }
 
+// The environment variables capmox and clusterctl read, taken when the
+// matching flags are absent.
+const (
+	envURL    = "PROXMOX_URL"
+	envToken  = "PROXMOX_TOKEN"
+	envSecret = "PROXMOX_SECRET"
+)
+
+// fromEnv fills --url and --token-id from PROXMOX_URL and PROXMOX_TOKEN
+// when they were not given; a flag always wins.
+func (f *liveFlags) fromEnv() error {
+	if f.url == "" {
+		f.url = os.Getenv(envURL)
+	}
+	if f.tokenID == "" {
+		f.tokenID = os.Getenv(envToken)
+	}
+	switch {
+	case f.url == "":
+		return usageError{errors.New("the API address is missing: pass --url https://HOST:8006 or set " + envURL)}
+	case f.tokenID == "":
+		return usageError{errors.New("the API token id is missing: pass --token-id USER@REALM!TOKEN or set " + envToken)}
+	}
+	return nil
+}
+
 func (f *liveFlags) secret() (string, error) {
 	switch {
 	case f.tokenSecret != "" && f.tokenSecretFile != "":
@@ -114,8 +143,10 @@ func (f *liveFlags) secret() (string, error) {
 		return "", fmt.Errorf("cannot read the token secret: %s is empty", f.tokenSecretFile)
 	case f.tokenSecret != "":
 		return f.tokenSecret, nil
+	case os.Getenv(envSecret) != "":
+		return strings.TrimSpace(os.Getenv(envSecret)), nil
 	}
-	return "", errors.New("the token secret is missing: pass --token-secret-file (or --token-secret)")
+	return "", errors.New("the token secret is missing: pass --token-secret-file (or --token-secret), or set " + envSecret)
 }
 
 func caPool(path string) (*x509.CertPool, error) {
@@ -204,7 +235,7 @@ one with Administrator on /).`,
 	fs.StringVar(&f.secretNS, "secret-namespace", "", "namespace written into the Secret manifests")
 	fs.StringVar(&f.region, "region", "", "region written next to each secret (default: the cluster's name, or the node's on a standalone node)")
 	fs.StringSliceVar(&f.prune, "prune", nil, "also remove the owned users, tokens and empty pools of these tenants, gone from --tenants (comma-separated names)")
-	for _, name := range []string{"tenants", "url", "token-id"} {
+	for _, name := range []string{"tenants"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	cmd.MarkFlagsMutuallyExclusive("secrets-dir", "secret-manifests")

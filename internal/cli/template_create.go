@@ -75,9 +75,7 @@ VM.Audit on /vms (propagated) to see every template:
 	fs.BoolVar(&f.reuseImage, "reuse-image", false, "build from an image an earlier run left on the import storage instead of refusing")
 	fs.BoolVar(&f.keepImage, "keep-image", false, "keep the downloaded image after the template is made")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "give up after this long; what is left is reported")
-	for _, name := range []string{"url", "token-id"} {
-		_ = cmd.MarkFlagRequired(name)
-	}
+
 	return cmd
 }
 
@@ -234,8 +232,8 @@ func selectLister(app *App, resources string, live *liveFlags) (talostemplate.Re
 		return nil, usageError{errors.New("pass either --resources or --url, not both")}
 	case resources != "":
 		return talostemplate.ResourcesFile(resources), nil
-	case live.url == "":
-		return nil, usageError{errors.New("the guests are missing: pass --resources FILE, or --url https://HOST:8006 with --token-id and the token secret")}
+	case live.url == "" && os.Getenv(envURL) == "":
+		return nil, usageError{errors.New("the guests are missing: pass --resources FILE, or --url https://HOST:8006 (or PROXMOX_URL) with --token-id and the token secret")}
 	}
 	c, _, err := live.client(app)
 	if err != nil {

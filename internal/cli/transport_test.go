@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,4 +82,31 @@ func FuzzEscapeControl(f *testing.F) {
 			t.Fatalf("escapeControl changed plain %q to %q", s, got)
 		}
 	})
+}
+
+// TestProxmoxEnv: without --url, --token-id and a secret flag, the API
+// commands take PROXMOX_URL, PROXMOX_TOKEN and PROXMOX_SECRET, as capmox
+// and clusterctl do; a flag wins over its variable; with neither, the
+// usage error names both; the secret is never printed.
+func TestProxmoxEnv(t *testing.T) {
+	e := newLiveEnv(t)
+	secret, err := os.ReadFile(e.rootSec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "acl", "audit", "--tenants", e.tenants, "--ca-file", e.ca)
+	if code != 2 || !strings.Contains(errOut, "--url https://HOST:8006 (or PROXMOX_URL)") {
+		t.Errorf("no address anywhere: exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv("PROXMOX_URL", e.srv.URL)
+	t.Setenv("PROXMOX_TOKEN", e.srv.RootTokenID)
+	t.Setenv("PROXMOX_SECRET", strings.TrimSpace(string(secret)))
+	out, errOut, code := run(t, "acl", "audit", "--tenants", e.tenants, "--ca-file", e.ca)
+	if code > 1 || strings.Contains(out+errOut, strings.TrimSpace(string(secret))) {
+		t.Errorf("from the environment: exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv("PROXMOX_URL", "https://127.0.0.1:1")
+	if _, errOut, code := run(t, "acl", "audit", "--tenants", e.tenants, "--ca-file", e.ca, "--url", e.srv.URL); code > 1 {
+		t.Errorf("--url over a wrong PROXMOX_URL: exit %d, stderr %q", code, errOut)
+	}
 }
