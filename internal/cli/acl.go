@@ -140,8 +140,9 @@ type planOutput struct {
 func newACLPlanCmd(app *App) *cobra.Command {
 	var tenants, userCfg string
 	var version int
+	var adopt []string
 	cmd := &cobra.Command{
-		Use:   "plan --tenants F [--pve-version 8|9] [--user-cfg F] [-o pveum|json|yaml]",
+		Use:   "plan --tenants F [--pve-version 8|9] [--user-cfg F] [--confirm-removals PRINCIPAL,...] [-o pveum|json|yaml]",
 		Short: "The ordered steps that isolate the tenants, as a pveum program or JSON",
 		Long: `Plans the roles, pools, users, tokens, pool members and ACL entries the tenants
 need, in an order the API accepts (roles before ACL entries, tokens before
@@ -157,9 +158,10 @@ The default output (-o pveum) is a shell program of pveum commands.
 			}
 			return usageError{fmt.Errorf("unknown output format %q for acl plan: use -o pveum, -o json or -o yaml", app.Format)}
 		},
-		RunE: func(*cobra.Command, []string) error { return runACLPlan(app, tenants, userCfg, version) },
+		RunE: func(*cobra.Command, []string) error { return runACLPlan(app, tenants, userCfg, version, adopt) },
 	}
 	fs := cmd.Flags()
+	fs.StringSliceVar(&adopt, "confirm-removals", nil, confirmRemovalsUsage)
 	fs.StringVar(&tenants, "tenants", "", "tenant specification YAML (see docs/pveacl.md; - for standard input)")
 	fs.StringVar(&userCfg, "user-cfg", "", "plan against this /etc/pve/user.cfg instead of an empty cluster")
 	fs.IntVar(&version, "pve-version", 0, "Proxmox VE major version, 8 or 9 (default: the specification's, else 9)")
@@ -167,7 +169,10 @@ The default output (-o pveum) is a shell program of pveum commands.
 	return cmd
 }
 
-func runACLPlan(app *App, tenants, userCfg string, version int) error {
+// confirmRemovalsUsage describes --confirm-removals of acl plan and apply.
+const confirmRemovalsUsage = "existing users and tokens (USER@REALM, USER@REALM!TOKEN) the tenants may take over although they were not created for them: their ACL entries outside the tenant are removed"
+
+func runACLPlan(app *App, tenants, userCfg string, version int, adopt []string) error {
 	v, err := aclVersion(version)
 	if err != nil {
 		return err
@@ -185,7 +190,7 @@ func runACLPlan(app *App, tenants, userCfg string, version int) error {
 			return err
 		}
 	}
-	changes, err := tenantplan.Plan(spec, observed, tenantplan.WithVersion(v))
+	changes, err := tenantplan.Plan(spec, observed, tenantplan.WithVersion(v), tenantplan.WithConfirmedRemovals(adopt...))
 	if err != nil {
 		return err
 	}

@@ -195,14 +195,14 @@ func (silentLog) Warnf(string, ...any)  {}
 type applyFlags struct {
 	live                                                   liveFlags
 	tenants, secretsDir, secretManifests, secretNS, region string
-	prune                                                  []string
+	prune, adopt                                           []string
 	pruneSet                                               bool
 }
 
 func newACLApplyCmd(app *App) *cobra.Command {
 	var f applyFlags
 	cmd := &cobra.Command{
-		Use:   "apply --tenants F --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--secrets-dir D | --secret-manifests F] [--prune TENANT,...]",
+		Use:   "apply --tenants F --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--secrets-dir D | --secret-manifests F] [--prune TENANT,...] [--confirm-removals PRINCIPAL,...]",
 		Short: "Apply the tenants' users, tokens, roles, pools and ACLs through the API, idempotently",
 		Long: `Reads the live access-control state, plans what the tenants need for the
 Proxmox VE version the cluster runs, and performs only the missing changes; a
@@ -211,7 +211,10 @@ empty, blank or unparsable --tenants file is an error, never "no tenants".
 --prune names the tenants whose objects go, for example --prune beta,gamma:
 the users, tokens and empty pools it created for them (their comment reads
 "pxsubstrate tenant beta...") are removed; they must be gone from --tenants.
-Owned objects of tenants not named stay, and the output lists them.
+Owned objects of tenants not named stay, and the output lists them. A user
+or token that exists without that comment and holds ACL entries outside its
+tenant is taken over only when --confirm-removals names it; otherwise apply
+stops before any change and lists the entries it would remove.
 
 --url is the bare node address, https://HOST:8006; /api2/json is appended. TLS
 is verified against the system roots and --ca-file.
@@ -234,6 +237,7 @@ one with Administrator on /).`,
 	fs.StringVar(&f.secretManifests, "secret-manifests", "", "YAML file collecting new token secrets as Kubernetes Secret manifests (0600)")
 	fs.StringVar(&f.secretNS, "secret-namespace", "", "namespace written into the Secret manifests")
 	fs.StringVar(&f.region, "region", "", "region written next to each secret (default: the cluster's name, or the node's on a standalone node)")
+	fs.StringSliceVar(&f.adopt, "confirm-removals", nil, confirmRemovalsUsage)
 	fs.StringSliceVar(&f.prune, "prune", nil, "also remove the owned users, tokens and empty pools of these tenants, gone from --tenants (comma-separated names)")
 	for _, name := range []string{"tenants"} {
 		_ = cmd.MarkFlagRequired(name)
@@ -255,7 +259,7 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := []liveacl.Option{liveacl.WithProgress(progress(app))}
+	opts := []liveacl.Option{liveacl.WithProgress(progress(app)), liveacl.WithConfirmedRemovals(f.adopt...)}
 	if f.pruneSet {
 		if len(f.prune) == 0 {
 			return errors.New("--prune names the tenants whose objects go (--prune beta,gamma); none given")

@@ -324,3 +324,36 @@ func TestACLApplyPruneNamesWhatGoes(t *testing.T) {
 		t.Errorf("beta's user goes, alpha's stays:\n%s", out)
 	}
 }
+
+// TestACLApplyTakeover: a tenant naming an existing user (ops@pve, with
+// Administrator on /) makes apply stop before any change, listing what it
+// would remove; ops@pve keeps its rights. The control confirms the
+// takeover with --confirm-removals and the entry goes.
+func TestACLApplyTakeover(t *testing.T) {
+	e := newLiveEnv(t)
+	if err := e.srv.AddUser("ops@pve", pveacltest.UserSpec{Comment: "operations"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.SetACL("/", pveacl.KindUser, "ops@pve", true, "Administrator"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.tenants, []byte("tenants:\n- {name: b, user: ops@pve, storage: beta-disks}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := filepath.Join(e.dir, "s")
+	admin := pveacl.ACLKey{Path: "/", Kind: pveacl.KindUser, Subject: "ops@pve", Role: "Administrator"}
+	_, _, err := runApply(t, "table", e.args("--ca-file", e.ca, "--secrets-dir", secrets)...)
+	if err == nil || !strings.Contains(err.Error(), "remove user ops@pve: Administrator on /;") ||
+		!strings.Contains(err.Error(), "confirm with --confirm-removals ops@pve") {
+		t.Errorf("the takeover is refused, naming the entry and the flag: %v", err)
+	}
+	if _, ok := e.srv.AccessConfig().ACL[admin]; !ok || len(e.srv.MutatingRequests()) != 0 {
+		t.Errorf("a refused apply changes nothing: ops@pve keeps Administrator on /: %v", e.srv.MutatingRequests())
+	}
+	if _, _, err := runApply(t, "table", e.args("--ca-file", e.ca, "--secrets-dir", secrets, "--confirm-removals", "ops@pve")...); err != nil {
+		t.Fatalf("a confirmed takeover applies: %v", err)
+	}
+	if _, ok := e.srv.AccessConfig().ACL[admin]; ok {
+		t.Error("the confirmed takeover removes ops@pve's Administrator on /")
+	}
+}

@@ -60,6 +60,7 @@ type Option func(*settings)
 
 type settings struct {
 	pruning  bool
+	adopt    []string
 	prune    []string
 	sink     SecretSink
 	progress func(Progress)
@@ -73,6 +74,13 @@ type settings struct {
 // tenantplan.Prune); owned objects of tenants not named stay.
 func WithPrune(tenants ...string) Option {
 	return func(o *settings) { o.pruning, o.prune = true, append(o.prune, tenants...) }
+}
+
+// WithConfirmedRemovals lets the plan take over the named existing users
+// and tokens, removing their entries outside their tenant (see
+// tenantplan.WithConfirmedRemovals).
+func WithConfirmedRemovals(principals ...string) Option {
+	return func(o *settings) { o.adopt = append(o.adopt, principals...) }
 }
 
 // WithSecretSink stores the secrets of created tokens. Without it an apply
@@ -99,12 +107,13 @@ func Apply(ctx context.Context, c pveapi.Client, desired *tenantplan.Tenants, op
 	if err := onCluster(desired, observed); err != nil {
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
-	changes, err := tenantplan.Plan(desired, observed, tenantplan.WithVersion(observed.Version))
+	o := options(opts)
+	changes, err := tenantplan.Plan(desired, observed, tenantplan.WithVersion(observed.Version), tenantplan.WithConfirmedRemovals(o.adopt...))
 	if err != nil {
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
 	var kept []tenantplan.Kept
-	if o := options(opts); o.pruning {
+	if o.pruning {
 		var prune []tenantplan.Change
 		if prune, kept, err = tenantplan.Prune(desired, observed, o.prune); err != nil {
 			return Result{}, fmt.Errorf("cannot apply: %w", err)

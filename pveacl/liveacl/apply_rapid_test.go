@@ -1,7 +1,10 @@
 package liveacl_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,6 +42,16 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 		unmanaged := unmanagedView(srv.AccessConfig())
 		sink := memSink{}
 		res, err := liveacl.Apply(ctx, c, spec, liveacl.WithSecretSink(sink))
+		adopted := strayOfUnowned(before, spec)
+		switch {
+		case len(adopted) > 0 && !errors.Is(err, tenantplan.ErrUnconfirmedRemoval):
+			rt.Fatalf("apply removes the entries of %v, which it did not create, without confirmation: %v", adopted, err)
+		case len(adopted) > 0:
+			if m := srv.MutatingRequests(); len(m) != 0 {
+				rt.Fatalf("an unconfirmed apply changes nothing: %v", m)
+			}
+			res, err = liveacl.Apply(ctx, c, spec, liveacl.WithSecretSink(sink), liveacl.WithConfirmedRemovals(adopted...))
+		}
 		if err != nil {
 			rt.Fatalf("apply: %v", err)
 		}
@@ -79,6 +92,52 @@ func TestApplyConvergesOnRandomState(t *testing.T) {
 			rt.Fatalf("a second apply must not change anything: %v", m)
 		}
 	})
+}
+
+// strayOfUnowned returns the tenant users and tokens that exist without
+// the ownership mark and hold an entry the plan does not want: an apply may
+// remove those entries only when they are confirmed.
+func strayOfUnowned(before *pveacl.Config, spec *tenantplan.Tenants) []string {
+	want, err := tenantplan.Simulate(pveacl.NewConfig(before.Version), mustPlan(spec, pveacl.NewConfig(before.Version)))
+	if err != nil {
+		panic(err)
+	}
+	var out []string
+	for k := range before.ACL {
+		if _, ok := want.ACL[k]; ok || !managedBy(spec, k.Subject) {
+			continue
+		}
+		comment := before.Users[k.Subject].Comment
+		if k.Kind == pveacl.KindToken {
+			uid, name, _ := pveacl.ParseTokenID(k.Subject)
+			comment = before.Users[uid].Tokens[name].Comment
+		}
+		if !strings.HasPrefix(comment, "pxsubstrate ") && !slices.Contains(out, k.Subject) {
+			out = append(out, k.Subject)
+		}
+	}
+	return out
+}
+
+func managedBy(spec *tenantplan.Tenants, subject string) bool {
+	if c := spec.Platform.Capmox; c != nil && (subject == c.User || subject == c.TokenID()) {
+		return true
+	}
+	for _, t := range spec.Tenants {
+		csi, ccm := t.TokenIDs()
+		if subject == t.User || subject == csi || subject == ccm {
+			return true
+		}
+	}
+	return false
+}
+
+func mustPlan(spec *tenantplan.Tenants, c *pveacl.Config) []tenantplan.Change {
+	changes, err := tenantplan.Plan(spec, c, tenantplan.WithVersion(c.Version))
+	if err != nil {
+		panic(err)
+	}
+	return changes
 }
 
 // memSink keeps secrets in memory; the file sinks have their own tests.

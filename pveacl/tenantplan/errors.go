@@ -11,6 +11,10 @@ var (
 	ErrInvalidSpec = errors.New("invalid tenant specification")
 	// ErrRefused: a change the Proxmox VE API would refuse.
 	ErrRefused = errors.New("refused by the Proxmox VE API model")
+	// ErrUnconfirmedRemoval: the plan would remove rights from an existing
+	// user or token it did not create, and WithConfirmedRemovals does not
+	// name it.
+	ErrUnconfirmedRemoval = errors.New("the plan would remove rights of a user or token it did not create")
 )
 
 // fieldError is one problem in a tenant specification, located by field.

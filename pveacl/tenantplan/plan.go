@@ -104,11 +104,29 @@ func (c *Change) UnmarshalJSON(b []byte) error {
 // Option adjusts Plan.
 type Option func(*planOptions)
 
-type planOptions struct{ version pveacl.Version }
+type planOptions struct {
+	version   pveacl.Version
+	confirmed map[string]bool
+}
 
 // WithVersion plans for a Proxmox VE major version, overriding the
 // specification's platform.pveVersion.
 func WithVersion(v pveacl.Version) Option { return func(o *planOptions) { o.version = v } }
+
+// WithConfirmedRemovals lets the plan remove the other ACL entries of the
+// named users and tokens (user@realm, user@realm!token) although they exist
+// without the ownership mark: the specification adopts them. Without it
+// such a plan fails with ErrUnconfirmedRemoval, listing the entries.
+func WithConfirmedRemovals(principals ...string) Option {
+	return func(o *planOptions) {
+		if o.confirmed == nil {
+			o.confirmed = map[string]bool{}
+		}
+		for _, p := range principals {
+			o.confirmed[p] = true
+		}
+	}
+}
 
 // Plan returns the ordered changes that turn observed into what desired
 // asks: roles first, then pools (parents before children), users, tokens,
@@ -116,7 +134,10 @@ func WithVersion(v pveacl.Version) Option { return func(o *planOptions) { o.vers
 // the ACL entries (every role and token exists before an entry names it).
 // The order is deterministic; applying the plan and planning again gives no
 // changes. Pool members are only ever added: VMs the provider creates in a
-// tenant pool stay there.
+// tenant pool stay there. A user or token that exists without the
+// ownership mark and holds entries outside its tenant is adopted only when
+// WithConfirmedRemovals names it; otherwise Plan fails, naming every entry
+// it would remove.
 func Plan(desired *Tenants, observed *pveacl.Config, opts ...Option) ([]Change, error) {
 	spec, v, err := prepare(desired, observed, opts)
 	if err != nil {
@@ -128,8 +149,55 @@ func Plan(desired *Tenants, observed *pveacl.Config, opts ...Option) ([]Change, 
 	out = append(out, planPools(d, observed)...)
 	out = append(out, planUsers(d, observed)...)
 	out = append(out, planMembers(d, observed)...)
-	out = append(out, planACL(d, observed)...)
-	return out, nil
+	acl := planACL(d, observed)
+	if err := confirmRemovals(acl, observed, options(opts).confirmed); err != nil {
+		return nil, err
+	}
+	return append(out, acl...), nil
+}
+
+func options(opts []Option) planOptions {
+	var o planOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// confirmRemovals fails when a delete-acl change takes rights from a user
+// or token that exists without the ownership mark and is not confirmed.
+func confirmRemovals(changes []Change, obs *pveacl.Config, confirmed map[string]bool) error {
+	var unconfirmed []string
+	var names []string
+	for _, c := range changes {
+		if c.Op != OpDeleteACL || confirmed[c.Subject] || createdHere(obs, c.Kind, c.Subject) {
+			continue
+		}
+		unconfirmed = append(unconfirmed, fmt.Sprintf("%s %s: %s on %s", c.Kind, c.Subject, strings.Join(c.Roles, ","), c.Path))
+		if !slices.Contains(names, c.Subject) {
+			names = append(names, c.Subject)
+		}
+	}
+	if len(unconfirmed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cannot plan: %w: they exist without the comment %q, so the specification would take them over and remove %s; name another user in the specification, or confirm with --confirm-removals %s (tenantplan.WithConfirmedRemovals)",
+		ErrUnconfirmedRemoval, strings.TrimSpace(ownerMark), strings.Join(unconfirmed, "; "), strings.Join(names, ","))
+}
+
+// createdHere reports whether the user or token exists with the ownership
+// mark. One that does not exist has no entries to remove.
+func createdHere(obs *pveacl.Config, kind pveacl.SubjectKind, id string) bool {
+	switch kind {
+	case pveacl.KindUser:
+		u, ok := obs.Users[id]
+		return !ok || owned(u.Comment)
+	case pveacl.KindToken:
+		uid, name, _ := pveacl.ParseTokenID(id)
+		t, ok := obs.Users[uid].Tokens[name]
+		return !ok || owned(t.Comment)
+	}
+	return false
 }
 
 // prepare defaults and validates a copy of the specification and settles

@@ -245,3 +245,43 @@ func TestApplyRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRefusesTakeover: a tenant user that exists without the ownership
+// mark and holds rights outside its tenant is not taken over silently; the
+// error lists each entry. Controls: a confirmed takeover plans the removal,
+// and a user the plan created loses a stray entry without confirmation.
+func TestPlanRefusesTakeover(t *testing.T) {
+	spec := &Tenants{Tenants: []Tenant{{Name: "b", User: "ops@pve", Storage: "b-disks"}}}
+	cases := map[string]struct {
+		reason  string
+		comment string
+		opts    []Option
+		err     string
+	}{
+		"Foreign":   {reason: "ops@pve was not created by a plan", comment: "operations", err: "remove user ops@pve: Administrator on /; name another user"},
+		"Confirmed": {reason: "the operator confirms", comment: "operations", opts: []Option{WithConfirmedRemovals("ops@pve")}},
+		"Owned":     {reason: "drift of a user a plan created is corrected", comment: "pxsubstrate tenant b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obs := pveacl.NewConfig(pveacl.PVE9)
+			obs.Users["ops@pve"] = pveacl.User{Enable: true, Comment: tc.comment}
+			obs.ACL[pveacl.ACLKey{Path: "/", Kind: pveacl.KindUser, Subject: "ops@pve", Role: "Administrator"}] = true
+			changes, err := Plan(spec, obs, tc.opts...)
+			if tc.err != "" {
+				if !errors.Is(err, ErrUnconfirmedRemoval) || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("%s: error %v, want %q", tc.reason, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if !slices.ContainsFunc(changes, func(c Change) bool {
+				return c.Op == OpDeleteACL && c.Subject == "ops@pve" && c.Path == "/" && slices.Equal(c.Roles, []string{"Administrator"})
+			}) {
+				t.Errorf("%s: the plan removes Administrator on /: %v", tc.reason, changes)
+			}
+		})
+	}
+}
