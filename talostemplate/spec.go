@@ -62,7 +62,9 @@ var (
 	schematicPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	factoryPattern   = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?$`)
 	diskSizePattern  = regexp.MustCompile(`^[1-9][0-9]*G$`)
-	cpuPattern       = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
+	// quantityPattern is a Kubernetes binary quantity of whole GiB or TiB.
+	quantityPattern = regexp.MustCompile(`^([1-9][0-9]{0,6})(Gi|Ti)$`)
+	cpuPattern      = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
 )
 
 // matches applies a whole-value pattern and refuses any value with a line
@@ -80,7 +82,7 @@ func NewSpec(in Inputs) (Spec, error) {
 		TalosVersion: in.TalosVersion,
 		SchematicID:  in.SchematicID,
 		FactoryURL:   strings.TrimSuffix(or(in.FactoryURL, DefaultFactoryURL), "/"),
-		DiskSize:     or(in.DiskSize, DefaultDiskSize),
+		DiskSize:     pveDiskSize(or(in.DiskSize, DefaultDiskSize)),
 		CPU:          or(in.CPU, DefaultCPU),
 		DisableAgent: in.DisableAgent,
 	}
@@ -163,7 +165,7 @@ func (s Spec) checkScalars() []error {
 	}
 	if !matches(diskSizePattern, s.DiskSize) {
 		errs = append(errs, invalid("diskSize", s.DiskSize,
-			"disk size "+show(s.DiskSize)+" is not a whole number of gigabytes such as 20G", ""))
+			"disk size "+show(s.DiskSize)+" is not a whole number of gibibytes such as 20Gi (PVE writes it 20G)", ""))
 	}
 	if !matches(cpuPattern, s.CPU) {
 		errs = append(errs, invalid("cpu", s.CPU, "cpu type "+show(s.CPU)+" is not a Proxmox CPU model name",
@@ -191,4 +193,22 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// pveDiskSize writes a Kubernetes quantity of whole gibibytes or
+// tebibytes (20Gi, 1Ti) as PVE's disk size (20G, 1024G), whose G is a
+// gibibyte; anything else is left for the validation to name.
+func pveDiskSize(v string) string {
+	m := quantityPattern.FindStringSubmatch(v)
+	if m == nil {
+		return v
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return v
+	}
+	if m[2] == "Ti" {
+		n *= 1024
+	}
+	return strconv.Itoa(n) + "G"
 }

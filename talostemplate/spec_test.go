@@ -80,8 +80,9 @@ func TestNewSpecRefuses(t *testing.T) {
 		"FactoryQuery":    {reason: "no query strings", edit: func(in *Inputs) { in.FactoryURL = "https://f.example/?x=1" }, field: "factoryURL", msg: "factory URL 'https://f.example/?x=1' is not a plain http(s) URL"},
 		"FactoryUser":     {reason: "no credentials in the URL", edit: func(in *Inputs) { in.FactoryURL = "https://u:p@f.example" }, field: "factoryURL", msg: "factory URL 'https://u:p@f.example' is not a plain http(s) URL"},
 		"FactoryScheme":   {reason: "http or https only", edit: func(in *Inputs) { in.FactoryURL = "ftp://f.example" }, field: "factoryURL", msg: "factory URL 'ftp://f.example' is not a plain http(s) URL"},
-		"DiskUnit":        {reason: "whole gigabytes only", edit: func(in *Inputs) { in.DiskSize = "20Gi" }, field: "diskSize", msg: "disk size 20Gi is not a whole number of gigabytes such as 20G"},
-		"DiskZero":        {reason: "no zero disk", edit: func(in *Inputs) { in.DiskSize = "0G" }, field: "diskSize", msg: "disk size 0G is not a whole number of gigabytes such as 20G"},
+		"DiskUnit":        {reason: "whole gibibytes only", edit: func(in *Inputs) { in.DiskSize = "20Mi" }, field: "diskSize", msg: "disk size 20Mi is not a whole number of gibibytes such as 20Gi (PVE writes it 20G)"},
+		"DiskDecimal":     {reason: "a decimal unit is not PVE's", edit: func(in *Inputs) { in.DiskSize = "20GB" }, field: "diskSize", msg: "disk size 20GB is not a whole number of gibibytes"},
+		"DiskZero":        {reason: "no zero disk", edit: func(in *Inputs) { in.DiskSize = "0G" }, field: "diskSize", msg: "disk size 0G is not a whole number of gibibytes such as 20Gi (PVE writes it 20G)"},
 		"CPU":             {reason: "CPU models have no spaces", edit: func(in *Inputs) { in.CPU = "kvm64 -x" }, field: "cpu", msg: `cpu type "kvm64 -x" is not a Proxmox CPU model name`},
 		"Tags":            {reason: "tags follow ParseTags", edit: func(in *Inputs) { in.Tags = "a b" }, field: "tags", msg: `not a valid Proxmox tag: "a b"`},
 	}
@@ -189,4 +190,17 @@ func FuzzNewSpec(f *testing.F) {
 			t.Fatalf("a valid Spec must render: %v", err)
 		}
 	})
+}
+
+// TestDiskSizeQuantity: Kubernetes quantities of whole GiB or TiB are
+// written as PVE's sizes, whose G is a gibibyte; PVE's own form stays.
+func TestDiskSizeQuantity(t *testing.T) {
+	for in, want := range map[string]string{"20Gi": "20G", "1Ti": "1024G", "32G": "32G", "": DefaultDiskSize} {
+		i := goodInputs()
+		i.DiskSize = in
+		s, err := NewSpec(i)
+		if err != nil || s.DiskSize != want {
+			t.Errorf("disk size %q: %q, %v; want %q", in, s.DiskSize, err, want)
+		}
+	}
 }

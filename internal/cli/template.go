@@ -43,7 +43,7 @@ func (f *specFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.schematicFile, "schematic", "", "schematic YAML: its ID is computed, and its extensions are checked for a VM template")
 	fs.StringVar(&f.factory, "factory-url", "", "Image Factory URL (default "+talostemplate.DefaultFactoryURL+", or the one in --values)")
 	fs.Var(nonEmpty{&f.factoryCA}, "factory-ca", "PEM file of CA certificates curl trusts for an https factory behind an internal CA")
-	fs.StringVar(&f.diskSize, "disk-size", talostemplate.DefaultDiskSize, "system disk size in whole gigabytes; every clone inherits it")
+	fs.StringVar(&f.diskSize, "disk-size", talostemplate.DefaultDiskSize, "system disk size in whole gibibytes: a quantity such as 32Gi or 1Ti, or PVE's 32G; every clone inherits it")
 	fs.StringVar(&f.cpu, "cpu", talostemplate.DefaultCPU, "Proxmox CPU model; Talos needs x86-64-v2")
 	fs.StringVar(&f.tags, "tags", "", "comma-separated template tags (default cozystack,talos,talos-<version>,schematic-<first 8 of the schematic>)")
 	fs.BoolVar(&f.noAgent, "no-agent", false, "create the template without the QEMU guest agent (only for a schematic without qemu-guest-agent)")
