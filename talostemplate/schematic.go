@@ -101,9 +101,59 @@ func ParseSchematic(data []byte) (*Schematic, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: the document is empty; an empty schematic is written {}", ErrInvalidSchematic)
 		}
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSchematic, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchematic, fieldError(err))
 	}
 	return &s, nil
+}
+
+// schematicSections names the schematic's sections by their place in the
+// YAML, for the decoder's messages, which name the Go types instead.
+var schematicSections = map[string]string{
+	"talostemplate.Schematic":        "the schematic",
+	"talostemplate.Overlay":          "overlay",
+	"talostemplate.Customization":    "customization",
+	"talostemplate.MetaValue":        "customization.meta[]",
+	"talostemplate.SystemExtensions": "customization.systemExtensions",
+	"talostemplate.SecureBoot":       "customization.secureboot",
+	"talostemplate.DiskImage":        "customization.diskImage",
+	"talostemplate.Bootloader":       "customization.bootloader",
+}
+
+// fieldError rewrites the decoder's "field x not found in type T" and
+// "cannot unmarshal ... into T" as the YAML section the field is in, so
+// that a typo is explained in the schematic's own words.
+func fieldError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	lines := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		if i := strings.Index(e, "field "); i >= 0 && strings.Contains(e, " not found in type ") {
+			field, typ, _ := strings.Cut(e[i+len("field "):], " not found in type ")
+			e = e[:i] + fmt.Sprintf("unknown field %q in %s", field, section(typ))
+		} else if i := strings.LastIndex(e, " into "); i >= 0 {
+			e = e[:i] + " into " + section(e[i+len(" into "):])
+		}
+		lines = append(lines, e)
+	}
+	return errors.New(strings.Join(lines, "; "))
+}
+
+// section is the YAML name of Go type typ, or a neutral word for others.
+func section(typ string) string {
+	if s, ok := schematicSections[typ]; ok {
+		return s
+	}
+	switch {
+	case strings.HasPrefix(typ, "[]"):
+		return "a list"
+	case strings.HasPrefix(typ, "map["):
+		return "a mapping"
+	case strings.Contains(typ, "."):
+		return "this field"
+	}
+	return typ
 }
 
 // Canonical is the schematic's canonical text: YAML in struct field order,

@@ -139,8 +139,8 @@ func TestParseSchematicRefuses(t *testing.T) {
 		doc    string
 		want   string
 	}{
-		"UnknownField":      {reason: "decoding is strict", doc: "customization:\n  systemExtension:\n    officialExtensions: [a]\n", want: "field systemExtension not found"},
-		"UnknownTopLevel":   {reason: "decoding is strict at the top too", doc: "talos: {}\n", want: "field talos not found"},
+		"UnknownField":      {reason: "decoding is strict", doc: "customization:\n  systemExtension:\n    officialExtensions: [a]\n", want: `unknown field "systemExtension" in customization`},
+		"UnknownTopLevel":   {reason: "decoding is strict at the top too", doc: "talos: {}\n", want: `unknown field "talos" in the schematic`},
 		"DuplicateKey":      {reason: "a key given twice is ambiguous", doc: "customization: {}\ncustomization: {}\n", want: "already defined"},
 		"MetaKeyTooLarge":   {reason: "meta keys are 0-255", doc: "customization: {meta: [{key: 256, value: x}]}\n", want: "cannot unmarshal"},
 		"BadBootloader":     {reason: "bootloader is an enum", doc: "customization: {bootloader: lilo}\n", want: `bootloader "lilo" is not one of none, dual-boot, sd-boot, grub`},
@@ -180,6 +180,9 @@ func FuzzSchematicID(f *testing.F) {
 			if !errors.Is(err, ErrInvalidSchematic) {
 				t.Fatalf("a refusal must wrap ErrInvalidSchematic: %v", err)
 			}
+			if strings.Contains(err.Error(), "talostemplate.") {
+				t.Fatalf("a refusal names a Go type: %v", err)
+			}
 			return
 		}
 		canon, err := s.Canonical()
@@ -202,4 +205,25 @@ func FuzzSchematicID(f *testing.F) {
 			t.Fatalf("ID changed across a round trip: %s then %s", id, id2)
 		}
 	})
+}
+
+// TestSchematicTypoNamesTheSection: a misspelt or mistyped field is
+// explained by where it is in the schematic, never by a Go type; the
+// control with the right spelling parses.
+func TestSchematicTypoNamesTheSection(t *testing.T) {
+	cases := map[string]string{
+		"customization:\n  systemExtension:\n    officialExtensions: [siderolabs/qemu-guest-agent]\n": `line 2: unknown field "systemExtension" in customization`,
+		"customization:\n  systemExtensions:\n    officialExtension: [x]\n":                           `line 3: unknown field "officialExtension" in customization.systemExtensions`,
+		"customization:\n  systemExtensions:\n    officialExtensions: 5\n":                            "cannot unmarshal !!int `5` into a list",
+		"owners: bob\n": `line 1: unknown field "owners" in the schematic`,
+	}
+	for doc, want := range cases {
+		_, err := ParseSchematic([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "talostemplate.") {
+			t.Errorf("%q: %v; want %q", doc, err, want)
+		}
+	}
+	if _, err := ParseSchematic([]byte("customization:\n  systemExtensions:\n    officialExtensions: [siderolabs/qemu-guest-agent]\n")); err != nil {
+		t.Errorf("the control: %v", err)
+	}
 }

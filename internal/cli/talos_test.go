@@ -56,7 +56,7 @@ func TestTalosSchematicID(t *testing.T) {
 		"ZFS": {reason: "a zfs schematic gets its ID and a warning that it cannot back a VM template",
 			args: []string{"talos", "schematic-id", filepath.Join(dir, "zfs.yaml")}, errOut: "/dev/zfs"},
 		"Strict": {reason: "an unknown field is refused, naming it", args: []string{"talos", "schematic-id", filepath.Join(dir, "bad.yaml")}, code: 1,
-			errOut: "field extensions not found"},
+			errOut: `unknown field "extensions" in customization`},
 		"Missing": {reason: "a missing file is a clear error", args: []string{"talos", "schematic-id", filepath.Join(dir, "nope.yaml")}, code: 1,
 			errOut: "cannot read " + filepath.Join(dir, "nope.yaml")},
 		"NoArg": {reason: "the file is required", args: []string{"talos", "schematic-id"}, code: 2, errOut: "accepts 1 arg"},
