@@ -21,7 +21,7 @@ func newSimCmd(app *App) *cobra.Command {
 			"delete, restart, advance, converge, expect), then prints every object as YAML.\n" +
 			"An expectation that does not hold is printed on stderr and exits 1.\n" +
 			"The scenario format is described in docs/sim.md.",
-		Example: "  pxsubstrate sim -f internal/sim/testdata/lifecycle.yaml\n  pxsubstrate sim -f scenario.yaml -o json",
+		Example: "  pxsubstrate sim -f internal/sim/testdata/scenarios/lifecycle.yaml\n  pxsubstrate sim -f scenario.yaml -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := readInput(app, file)

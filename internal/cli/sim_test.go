@@ -31,7 +31,7 @@ func TestSimCommand(t *testing.T) {
 	}{
 		"Lifecycle": {
 			reason: "the shipped scenario runs clean and prints the final objects as YAML",
-			args:   []string{"sim", "-f", filepath.Join("..", "sim", "testdata", "lifecycle.yaml")},
+			args:   []string{"sim", "-f", filepath.Join("..", "sim", "testdata", "scenarios", "lifecycle.yaml")},
 			out: func(t *testing.T, out string) {
 				var objs []map[string]any
 				if err := yaml.Unmarshal([]byte(out), &objs); err != nil {

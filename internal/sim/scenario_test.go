@@ -10,10 +10,11 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
-// TestScenarios runs every scenario under testdata: each must run to the
-// end with every expectation holding, and must expect something.
+// TestScenarios runs every scenario under testdata/scenarios: each must
+// run to the end with every expectation holding, and must expect
+// something. The object files they apply live in testdata/fixtures.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.yaml")
+	files, err := filepath.Glob("testdata/scenarios/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,8 @@ func TestScenarios(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(data), "steps:") {
-			continue // an apply file, not a scenario
+			t.Errorf("%s has no steps: an object file belongs in testdata/fixtures", f)
+			continue
 		}
 		ran++
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -33,7 +35,7 @@ func TestScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !strings.Contains(string(data), "expect:") {
-				t.Fatal("a scenario under testdata must expect something")
+				t.Fatal("a scenario under testdata/scenarios must expect something")
 			}
 			for _, f := range rep.Failures {
 				t.Error(f)
@@ -41,6 +43,6 @@ func TestScenarios(t *testing.T) {
 		})
 	}
 	if ran == 0 {
-		t.Fatal("no scenario found under testdata")
+		t.Fatal("no scenario found under testdata/scenarios")
 	}
 }
