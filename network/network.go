@@ -33,6 +33,9 @@ type livePass struct {
 	allocated bool
 	// zoneProvider is the zone's Kube-OVN provider network.
 	zoneProvider string
+	// named is the Kube-OVN Subnet the network names, as the ownership
+	// check read it; nil when it does not exist.
+	named *kubeovnv1.Subnet
 	// subnet is the Kube-OVN Subnet bound to the network's Vlan; nil while
 	// it is missing or bound to another Vlan.
 	subnet *kubeovnv1.Subnet

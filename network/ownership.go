@@ -50,7 +50,8 @@ func subnetOwnership(sub *kubeovnv1.Subnet, ns string) refusal {
 // the subnet's name is one the network may hold. A missing Subnet stops a
 // network that holds nothing yet: a VLAN is never allocated for a Subnet
 // whose owner is unknown (another tenant's could appear under that name).
-func (c *Controller) checkOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetwork, zs *zoneState) (refusal, error) {
+// The Subnet read goes into pass.named for the subnet step.
+func (c *Controller) checkOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetwork, zs *zoneState, pass *livePass) (refusal, error) {
 	ref := vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}
 	sub := &kubeovnv1.Subnet{}
 	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, sub); err != nil {
@@ -64,6 +65,7 @@ func (c *Controller) checkOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetw
 			"Kube-OVN Subnet %q does not exist; a VLAN is allocated once it exists with label %s=%s",
 			n.Spec.Subnet, v1alpha1.LabelTenantName, n.Namespace)}, nil
 	}
+	pass.named = sub
 	if r := subnetOwnership(sub, n.Namespace); r.reason != "" {
 		return r, nil
 	}
@@ -77,8 +79,8 @@ func (c *Controller) checkOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetw
 // proveOwnership is checkOwnership for a pass: a refused network holds no
 // VLAN in its status, so its namespace's annotation drops it, and a refusal
 // of ownership is announced once.
-func (c *Controller) proveOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetwork, zs *zoneState, prev *metav1.Condition) (refusal, error) {
-	r, err := c.checkOwnership(ctx, n, zs)
+func (c *Controller) proveOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetwork, zs *zoneState, pass *livePass, prev *metav1.Condition) (refusal, error) {
+	r, err := c.checkOwnership(ctx, n, zs, pass)
 	if err != nil || r.reason == "" {
 		return r, err
 	}

@@ -27,11 +27,9 @@ func (c *Controller) checkSubnet(ctx context.Context, p *netPass) (engine.Result
 	set := func(status metav1.ConditionStatus, reason, msg string) {
 		p.SetCondition(&n.Status.Conditions, v1alpha1.ConditionSubnetReady, status, reason, msg)
 	}
-	sub := &kubeovnv1.Subnet{}
-	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, sub); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return engine.Result{}, fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
-		}
+	// The VLAN step read the Subnet for its ownership check in this pass.
+	sub := p.Data.named
+	if sub == nil {
 		set(metav1.ConditionFalse, ReasonSubnetNotFound, fmt.Sprintf("Kube-OVN Subnet %q does not exist", n.Spec.Subnet))
 		return engine.Result{}, nil
 	}

@@ -49,7 +49,7 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 		return notAllocated(ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
 	}
 	pass.zoneProvider = zone.Spec.ProviderNetwork
-	if r, err := c.proveOwnership(ctx, n, zs, prevCond); err != nil || r.reason != "" {
+	if r, err := c.proveOwnership(ctx, n, zs, pass, prevCond); err != nil || r.reason != "" {
 		if err != nil {
 			return false, err
 		}
