@@ -103,6 +103,17 @@ type ACE struct {
 type Resources struct {
 	VMs      []int
 	Storages []string
+	// Volumes are the volumes of the storages, from GET
+	// /nodes/{node}/storage/{storage}/content.
+	Volumes []Volume
+}
+
+// Volume is one volume of a storage; VMID is the guest that owns it (0 for
+// ISO images, templates of containers, snippets).
+type Volume struct {
+	Storage string
+	VolID   string
+	VMID    int
 }
 
 // NewConfig returns an empty configuration for version v with root@pam, as
@@ -125,7 +136,8 @@ func (c *Config) Clone() *Config {
 	n := &Config{Version: c.Version, Users: make(map[string]User, len(c.Users)),
 		Groups: make(map[string]Group, len(c.Groups)), Roles: make(map[string]Role, len(c.Roles)),
 		Pools: make(map[string]Pool, len(c.Pools)), ACL: make(map[ACLKey]bool, len(c.ACL)),
-		Resources: Resources{VMs: slices.Clone(c.Resources.VMs), Storages: slices.Clone(c.Resources.Storages)}}
+		Resources: Resources{VMs: slices.Clone(c.Resources.VMs), Storages: slices.Clone(c.Resources.Storages),
+			Volumes: slices.Clone(c.Resources.Volumes)}}
 	for k, u := range c.Users {
 		toks := make(map[string]Token, len(u.Tokens))
 		for tk, t := range u.Tokens {

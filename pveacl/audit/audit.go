@@ -59,6 +59,9 @@ const (
 	CodePlatformWideToken Code = "PlatformWideToken"
 	// CodeTenantIncomplete: a tenant's user, token, pool or storage is missing.
 	CodeTenantIncomplete Code = "TenantIncomplete"
+	// CodeForeignVolume: a tenant's dedicated storage holds a volume of a
+	// guest outside the tenant (another tenant's, a template's).
+	CodeForeignVolume Code = "ForeignVolume"
 )
 
 // Finding is one result of an audit.
@@ -136,6 +139,7 @@ func (a *auditor) run() Report {
 		a.auditTenant(i)
 	}
 	a.sharedStorages()
+	a.foreignVolumes()
 	a.platformToken()
 	sortFindings(a.findings)
 	return Report{Findings: a.findings, Tenants: len(a.tenants), Subjects: a.subjects, Objects: a.objects}
@@ -256,6 +260,15 @@ func (a *auditor) topLevel(tn tenantplan.Tenant, subject string) {
 		a.add(Finding{Severity: SeverityError, Code: CodePropagatingTopLevelACL, Tenant: tn.Name, Subject: subject, Path: p,
 			Message: fmt.Sprintf("%s holds %s on %s with propagate=1, which reaches every object below it", subject, strings.Join(byPath[p], ","), p),
 			Remedy:  fmt.Sprintf("%s (or grant on /pool/%s instead)", tenantplan.PveumCommand(fix), tn.Pool)})
+	}
+}
+
+// foreignVolumes reports volumes of other guests on tenants' storages.
+func (a *auditor) foreignVolumes() {
+	for _, f := range tenantplan.ForeignVolumes(a.spec, a.cfg) {
+		a.add(Finding{Severity: SeverityError, Code: CodeForeignVolume, Tenant: f.Tenant, Path: pveacl.StoragePath(f.Storage),
+			Message: f.String() + ": the tenant's CSI token holds Datastore.Allocate there and can free or read it",
+			Remedy:  "move the volume to a storage of its guest's owner, or give the tenant a storage only its guests use"})
 	}
 }
 

@@ -107,6 +107,9 @@ func Apply(ctx context.Context, c pveapi.Client, desired *tenantplan.Tenants, op
 	if err := onCluster(desired, observed); err != nil {
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
 	}
+	if err := ownStorages(desired, observed); err != nil {
+		return Result{}, fmt.Errorf("cannot apply: %w", err)
+	}
 	o := options(opts)
 	changes, err := tenantplan.Plan(desired, observed, tenantplan.WithVersion(observed.Version), tenantplan.WithConfirmedRemovals(o.adopt...))
 	if err != nil {
@@ -150,6 +153,24 @@ func onCluster(desired *tenantplan.Tenants, observed *pveacl.Config) error {
 		return fmt.Errorf("%w: %s; create them first or remove them from the specification", ErrNotOnCluster, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// ErrForeignVolumes reports that a tenant's dedicated storage holds volumes
+// of guests outside the tenant: its CSI token would get Datastore.Allocate
+// on them.
+var ErrForeignVolumes = errors.New("a tenant's dedicated storage holds volumes of guests outside the tenant")
+
+// ownStorages checks the tenants' storages against their contents.
+func ownStorages(desired *tenantplan.Tenants, observed *pveacl.Config) error {
+	foreign := tenantplan.ForeignVolumes(desired, observed)
+	if len(foreign) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(foreign))
+	for i, f := range foreign {
+		msgs[i] = f.String()
+	}
+	return fmt.Errorf("%w: %s; give the tenant a storage only its guests use, or move those volumes away", ErrForeignVolumes, strings.Join(msgs, "; "))
 }
 
 // tokenTenants maps each tenant token id to its tenant's name.

@@ -87,6 +87,9 @@ func readSnapshot(ctx context.Context, c pveapi.Client) (snapshot, error) {
 	if s.Resources, err = readResources(ctx, c); err != nil {
 		return s, err
 	}
+	if s.Volumes, err = readVolumes(ctx, c, s.Resources); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 
@@ -170,7 +173,34 @@ func readResources(ctx context.Context, c pveapi.Client) ([]snapshotResource, er
 	for _, r := range rs {
 		switch r.Type {
 		case "qemu", "lxc", "storage":
-			out = append(out, snapshotResource{Type: r.Type, VMID: int(r.VMID), Storage: r.Storage, Pool: r.Pool})
+			out = append(out, snapshotResource{Type: r.Type, VMID: int(r.VMID), Storage: r.Storage, Pool: r.Pool, Node: r.Node})
+		}
+	}
+	return out, nil
+}
+
+// readVolumes lists the volumes of every storage on every node that has it
+// (a shared storage once per volume id).
+func readVolumes(ctx context.Context, c pveapi.Client, rs []snapshotResource) ([]snapshotVolume, error) {
+	seen := map[string]bool{}
+	var out []snapshotVolume
+	for _, r := range rs {
+		if r.Type != "storage" || r.Node == "" {
+			continue
+		}
+		var vols []struct {
+			VolID string `json:"volid"`
+			VMID  int    `json:"vmid"`
+		}
+		path := "/nodes/" + url.PathEscape(r.Node) + "/storage/" + url.PathEscape(r.Storage) + "/content"
+		if err := c.Get(ctx, path, &vols); err != nil {
+			return nil, fmt.Errorf("cannot list the volumes of storage %s (GET %s): %w", r.Storage, path, err)
+		}
+		for _, v := range vols {
+			if !seen[v.VolID] {
+				seen[v.VolID] = true
+				out = append(out, snapshotVolume{Storage: r.Storage, VolID: v.VolID, VMID: v.VMID})
+			}
 		}
 	}
 	return out, nil

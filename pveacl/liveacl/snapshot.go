@@ -40,6 +40,14 @@ type snapshot struct {
 	ACL       []snapshotACE      `json:"acl,omitempty"`
 	Pools     []snapshotPool     `json:"pools,omitempty"`
 	Resources []snapshotResource `json:"resources,omitempty"`
+	Volumes   []snapshotVolume   `json:"volumes,omitempty"`
+}
+
+// snapshotVolume is one element of GET /nodes/{node}/storage/{storage}/content.
+type snapshotVolume struct {
+	Storage string `json:"storage"`
+	VolID   string `json:"volid"`
+	VMID    int    `json:"vmid,omitempty"`
 }
 
 // snapshotUser is one element of GET /access/users?full=1.
@@ -107,6 +115,7 @@ type snapshotResource struct {
 	VMID    int    `json:"vmid,omitempty"`
 	Storage string `json:"storage,omitempty"`
 	Pool    string `json:"pool,omitempty"`
+	Node    string `json:"node,omitempty"`
 }
 
 // pveFlag reads PVE's booleans, which arrive as 0/1, "0"/"1" or true/false.
@@ -282,6 +291,9 @@ func snapshotPools(c *pveacl.Config, s snapshot, bad func(string, ...any)) {
 	c.Resources.VMs = slices.Compact(c.Resources.VMs)
 	slices.Sort(c.Resources.Storages)
 	c.Resources.Storages = slices.Compact(c.Resources.Storages)
+	for _, v := range s.Volumes {
+		c.Resources.Volumes = append(c.Resources.Volumes, pveacl.Volume{Storage: v.Storage, VolID: v.VolID, VMID: v.VMID})
+	}
 }
 
 func addMember(p pveacl.Pool, typ string, vmid int, storage string) pveacl.Pool {
@@ -331,6 +343,9 @@ func snapshotOf(c *pveacl.Config) snapshot {
 	}
 	for _, vm := range c.Resources.VMs {
 		s.Resources = append(s.Resources, snapshotResource{Type: "qemu", VMID: vm})
+	}
+	for _, v := range c.Resources.Volumes {
+		s.Volumes = append(s.Volumes, snapshotVolume{Storage: v.Storage, VolID: v.VolID, VMID: v.VMID})
 	}
 	for _, st := range c.Resources.Storages {
 		s.Resources = append(s.Resources, snapshotResource{Type: "storage", Storage: st})
