@@ -68,6 +68,8 @@ func (s Secret) ID() string {
 func (s Secret) Kind() Kind {
 	has := func(k string) bool { _, ok := s.Data[k]; return ok }
 	switch {
+	case has(cloudConfigKey):
+		return KindCloudConfig
 	case has("PROXMOX_URL") || has("PROXMOX_TOKEN") || has("PROXMOX_SECRET"):
 		return KindCapmoxEnv
 	case has("token_id") || has("token_secret") || has("region"):
@@ -166,8 +168,10 @@ func lintOne(s Secret) []Finding {
 		}
 	case KindCloud:
 		l.cloud()
+	case KindCloudConfig:
+		l.cloudConfig()
 	default:
-		l.add("", Error, "UnknownSecret", "the Secret holds none of the known key sets", "a capmox Secret has PROXMOX_URL, PROXMOX_TOKEN and PROXMOX_SECRET; a CCM/CSI Secret has url, token_id, token_secret and region")
+		l.add("", Error, "UnknownSecret", "the Secret holds none of the known key sets", "a capmox Secret has PROXMOX_URL, PROXMOX_TOKEN and PROXMOX_SECRET; a CCM/CSI Secret has url, token_id, token_secret and region, or the upstream charts' config.yaml with a clusters list")
 	}
 	if len(l.out) == 0 {
 		l.add("", OK, "OK", fmt.Sprintf("%s credentials look right", s.Kind()), "")
@@ -178,6 +182,9 @@ func lintOne(s Secret) []Finding {
 type linter struct {
 	s   Secret
 	out []Finding
+	// tokenElsewhere: a cloud config cluster reads its credentials from
+	// files or logs in with a password, so there are no token keys.
+	tokenElsewhere bool
 }
 
 func (l *linter) add(key string, sev Severity, code, msg, fix string) {
@@ -233,11 +240,13 @@ func (l *linter) cloud() {
 			}
 		}
 	}
-	if t, ok := l.value("token_id"); ok {
-		l.tokenID("token_id", t, "token_secret")
-	}
-	if sec, ok := l.value("token_secret"); ok {
-		l.tokenSecret("token_secret", sec, l.s.Data["token_id"])
+	if !l.tokenElsewhere {
+		if t, ok := l.value("token_id"); ok {
+			l.tokenID("token_id", t, "token_secret")
+		}
+		if sec, ok := l.value("token_secret"); ok {
+			l.tokenSecret("token_secret", sec, l.s.Data["token_id"])
+		}
 	}
 	if r, ok := l.value("region"); ok && strings.ContainsAny(r, " /") {
 		l.add("region", Error, "BadRegion", fmt.Sprintf("region %q becomes the topology.kubernetes.io/region label and cannot hold spaces or slashes", r), "use the Proxmox cluster name, such as pve-eu1")

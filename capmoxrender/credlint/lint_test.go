@@ -47,7 +47,13 @@ func TestLint(t *testing.T) {
 		"CapmoxUserinfo": {reason: "a password in the URL is refused, and not repeated", data: map[string]string{"PROXMOX_URL": "https://root:hunter2@pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": goodSecret}, want: []string{"PROXMOX_URL:URLUserinfo"}},
 		"CloudUserinfo":  {reason: "the CCM URL may not carry a user either", data: map[string]string{"url": "https://ccm:hunter2@pve:8006/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:URLUserinfo"}},
 		"CloudDoubled":   {reason: "/api2/json twice gets 501", data: map[string]string{"url": "https://pve:8006/api2/json/api2/json", "token_id": "ccm@pve!ccm", "token_secret": goodSecret, "region": "r"}, want: []string{"url:DoubledAPIPath"}},
-		"Unknown":        {reason: "no known keys", data: map[string]string{"password": "x"}, want: []string{":UnknownSecret"}},
+		"CloudConfigOK":  {reason: "the upstream charts' config.yaml with one good cluster", data: map[string]string{"config.yaml": "clusters:\n- url: https://pve:8006/api2/json\n  insecure: false\n  token_id: ccm@pve!ccm\n  token_secret: " + goodSecret + "\n  region: pve-eu1\nfeatures: {provider: capmox}\n"}, want: []string{":OK"}},
+		"CloudConfigBadCluster": {reason: "each cluster is checked as a CCM/CSI Secret, named by its index", data: map[string]string{"config.yaml": "clusters:\n- {url: 'https://pve:8006/api2/json', token_id: ccm@pve!ccm, token_secret: " + goodSecret + ", region: a}\n- {url: 'https://pve2:8006', token_id: ccm, token_secret: " + goodSecret + ", region: b}\n"},
+			want: []string{"config.yaml:clusters[1].url:MissingAPIPath", "config.yaml:clusters[1].token_id:UserNotToken"}},
+		"CloudConfigTypo":  {reason: "an unknown key is refused by name", data: map[string]string{"config.yaml": "clusters:\n- {url: 'https://pve:8006/api2/json', tokenid: x, region: a}\n"}, want: []string{"config.yaml:BadCloudConfig"}},
+		"CloudConfigEmpty": {reason: "no cluster is an error", data: map[string]string{"config.yaml": "clusters: []\n"}, want: []string{"config.yaml:NoClusters"}},
+		"CloudConfigFiles": {reason: "a token read from files cannot be checked here", data: map[string]string{"config.yaml": "clusters:\n- {url: 'https://pve:8006/api2/json', token_id_file: /run/id, token_secret_file: /run/secret, region: a}\n"}, want: []string{"config.yaml:clusters[0].token_id_file:TokenInFiles"}},
+		"Unknown":          {reason: "no known keys", data: map[string]string{"password": "x"}, want: []string{":UnknownSecret"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

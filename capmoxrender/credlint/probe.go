@@ -33,6 +33,13 @@ func endpoint(s Secret) (u, id, secret, key string, err error) {
 	case KindCloud:
 		u, err = url.JoinPath(strings.TrimSpace(s.Data["url"]), "version")
 		return u, s.Data["token_id"], s.Data["token_secret"], "url", err
+	case KindCloudConfig:
+		cl, ok := singleCluster(s)
+		if !ok {
+			return "", "", "", cloudConfigKey, errors.New("the probe takes a config.yaml with one cluster and an inline token")
+		}
+		u, err = url.JoinPath(strings.TrimSpace(cl.URL), "version")
+		return u, cl.TokenID, cl.TokenSecret, cloudConfigKey + ":clusters[0].url", err
 	}
 	return "", "", "", "", errors.New("the Secret holds no Proxmox credentials")
 }
@@ -113,7 +120,7 @@ func answer(f Finding, kind Kind, u string, resp *http.Response, body []byte) Fi
 		return fail(f, "TokenRejected", fmt.Sprintf("GET %s answered 401: the API rejected the token", u), "check the token id and secret, that the token exists and has not expired")
 	case http.StatusNotImplemented, http.StatusNotFound:
 		fix := "use the bare https://host:8006: capmox appends /api2/json"
-		if kind == KindCloud {
+		if kind == KindCloud || kind == KindCloudConfig {
 			fix = "end the url in /api2/json: https://host:8006/api2/json"
 		}
 		return fail(f, "WrongAPIPath", fmt.Sprintf("GET %s answered %d: the API path is wrong", u, resp.StatusCode), fix)
