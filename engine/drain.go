@@ -11,6 +11,11 @@ import (
 // queue to move a due key into the queue.
 const dueWait = 10 * time.Second
 
+// dueNudge is how long Drain lets the delaying queue move due keys before
+// it moves them itself (see tracker.takeDue). A key the layer still holds
+// then fires once more later, which a level-triggered step absorbs.
+const dueNudge = 100 * time.Millisecond
+
 // Drain reconciles queued keys, with the runner's workers, until the queue is
 // empty, no worker is busy and no delayed key (RequeueAfter or error backoff)
 // is due on the runner's clock. It returns how many reconciles it ran. Keys
@@ -94,6 +99,9 @@ func (d *drain) take(ctx context.Context, r queueView) (Key, bool) {
 				return Key{}, d.end(fmt.Errorf("cannot drain %s: due keys did not reach the queue within %s", r.Name(), dueWait))
 			}
 			d.mu.Unlock()
+			if time.Since(waitingSince) > dueNudge {
+				r.moveDue()
+			}
 			r.wake()
 			time.Sleep(100 * time.Microsecond)
 			d.mu.Lock()
@@ -122,9 +130,17 @@ type queueView interface {
 	get() (Key, bool)
 	due() int
 	wake()
+	moveDue()
 }
 
 func (r *Runner[T]) queueLen() int    { return r.queue.Len() }
 func (r *Runner[T]) get() (Key, bool) { return r.queue.Get() }
 func (r *Runner[T]) due() int         { return r.track.due() }
 func (r *Runner[T]) wake()            { r.nudge() }
+
+// moveDue adds the keys the tracker holds as due straight to the queue.
+func (r *Runner[T]) moveDue() {
+	for _, k := range r.track.takeDue() {
+		r.queue.Add(k)
+	}
+}

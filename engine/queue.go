@@ -113,6 +113,26 @@ func (t *tracker) due() int {
 	return n
 }
 
+// takeDue removes and returns the delayed keys whose time has come. Drain
+// calls it when such keys stay out of the queue: the tracker and the
+// delaying layer can part on one key (a plain add consumed the tracker's
+// due entry while the layer still held it, and the layer then kept that
+// earlier entry over a later delayed add), and a due key must never wait
+// for an entry the layer no longer has.
+func (t *tracker) takeDue() []Key {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	var out []Key
+	for k, at := range t.waiting {
+		if !at.After(now) {
+			out = append(out, k)
+			delete(t.waiting, k)
+		}
+	}
+	return out
+}
+
 // next returns the earliest time a delayed key becomes due.
 func (t *tracker) next() (time.Time, bool) {
 	t.mu.Lock()
