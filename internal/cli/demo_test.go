@@ -25,6 +25,13 @@ func TestDemoCommand(t *testing.T) {
 				if strings.Contains(out, "FAILED") {
 					t.Errorf("an invariant failed:\n%s", out)
 				}
+				if !strings.HasPrefix(out, "pxsubstrate demo: the whole system on in-memory stand-ins") {
+					t.Errorf("the demo does not say first what it runs on:\n%.300s", out)
+				}
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				if last := lines[len(lines)-1]; !strings.HasPrefix(last, "verdict: all ") || !strings.HasSuffix(last, " invariants hold") {
+					t.Errorf("the last line is %q, want the verdict", last)
+				}
 			},
 		},
 		"JSON": {

@@ -76,6 +76,8 @@ func play(ctx context.Context, out io.Writer, acts []Act) (Result, error) {
 		return Result{}, err
 	}
 	defer s.closePVE()
+	fmt.Fprintln(out, "pxsubstrate demo: the whole system on in-memory stand-ins (a Proxmox VE API, OVN's northbound database,")
+	fmt.Fprintln(out, "a Kubernetes API) with the real controller, planners and admission; nothing outside this process is touched.")
 	var res Result
 	for i, act := range acts {
 		fmt.Fprintf(out, "\n== Act %d: %s ==\n", i+1, act.Name)
@@ -99,7 +101,22 @@ func play(ctx context.Context, out io.Writer, acts []Act) (Result, error) {
 			row(inv.Name, result)
 		}
 	})
+	fmt.Fprintf(out, "\n%s\n", res.Verdict())
 	return res, nil
+}
+
+// Verdict is the demo's last line: whether every invariant holds.
+func (r Result) Verdict() string {
+	failed := 0
+	for _, inv := range r.Invariants {
+		if !inv.Holds {
+			failed++
+		}
+	}
+	if failed == 0 {
+		return fmt.Sprintf("verdict: all %d invariants hold", len(r.Invariants))
+	}
+	return fmt.Sprintf("verdict: %d of %d invariants FAILED", failed, len(r.Invariants))
 }
 
 // invariants judges the final world: the simulator's invariants, the

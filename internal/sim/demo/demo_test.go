@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim/demo"
 )
 
@@ -67,5 +68,18 @@ func TestDemoEvents(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Events -want +got:\n%s", diff)
+	}
+}
+
+// TestVerdict: the last line says whether every invariant holds, and how
+// many failed when some did.
+func TestVerdict(t *testing.T) {
+	r := demo.Result{Invariants: []sim.Invariant{{Name: "a", Holds: true}, {Name: "b", Holds: true}}}
+	if got := r.Verdict(); got != "verdict: all 2 invariants hold" {
+		t.Errorf("all hold: %q", got)
+	}
+	r.Invariants[1].Holds = false
+	if got := r.Verdict(); got != "verdict: 1 of 2 invariants FAILED" {
+		t.Errorf("one fails: %q", got)
 	}
 }
