@@ -114,11 +114,11 @@ func (t *tracker) due() int {
 }
 
 // takeDue removes and returns the delayed keys whose time has come. Drain
-// calls it when such keys stay out of the queue: the tracker and the
-// delaying layer can part on one key (a plain add consumed the tracker's
-// due entry while the layer still held it, and the layer then kept that
-// earlier entry over a later delayed add), and a due key must never wait
-// for an entry the layer no longer has.
+// calls it when such keys stay out of the queue: a CI run of the network
+// state machine showed the tracker holding a due key that the delaying
+// layer never fired, by a path not pinned down yet (plain adds are
+// announced by Enqueue, so it is not those), and a due key must never
+// wait for an entry the layer no longer has.
 func (t *tracker) takeDue() []Key {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -54,8 +54,8 @@ func TestTrackerMove(t *testing.T) {
 }
 
 // TestDrainMovesDueKeysTheLayerLost: when the tracker holds a due key that
-// client-go's delaying layer no longer has (the two part when a plain add
-// takes the tracker's due entry while the layer keeps its own), Drain
+// client-go's delaying layer no longer has (the state a failed CI run of
+// the network state machine ended in), Drain
 // moves the key into the queue itself: it is reconciled once and Drain
 // ends, instead of waiting for an entry that never fires.
 func TestDrainMovesDueKeysTheLayerLost(t *testing.T) {
