@@ -26,10 +26,17 @@ import (
 // kubeconfig writes an admin kubeconfig for cfg's API server.
 func kubeconfig(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
+	return writeKubeconfig(t, cfg, "")
+}
+
+// writeKubeconfig writes a kubeconfig for cfg's API server with its client
+// certificate, acting as user when user is not empty.
+func writeKubeconfig(t testing.TB, cfg *rest.Config, user string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	kc := clientcmdapi.Config{
 		Clusters:       map[string]*clientcmdapi.Cluster{"envtest": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"admin": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"admin": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Impersonate: user}},
 		Contexts:       map[string]*clientcmdapi.Context{"admin": {Cluster: "envtest", AuthInfo: "admin"}},
 		CurrentContext: "admin",
 	}

@@ -21,8 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
@@ -163,17 +161,7 @@ func buildController(t *testing.T) string {
 // impersonating writes a kubeconfig for cfg's API server that acts as user.
 func impersonating(t *testing.T, cfg *rest.Config, user string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig-sa")
-	kc := clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"envtest": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"sa": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Impersonate: user}},
-		Contexts:       map[string]*clientcmdapi.Context{"sa": {Cluster: "envtest", AuthInfo: "sa"}},
-		CurrentContext: "sa",
-	}
-	if err := clientcmd.WriteToFile(kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeKubeconfig(t, cfg, user)
 }
 
 // deploymentArgs returns the installed Deployment's ServiceAccount and
