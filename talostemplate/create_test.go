@@ -26,7 +26,7 @@ func wantTemplate(tags string) map[string]string {
 	return map[string]string{
 		"name": "talos-v1.13.6-ce4c9805", "tags": tags, "ostype": "l26", "cpu": "x86-64-v2-AES",
 		"sockets": "1", "cores": "2", "memory": "4096", "bios": "ovmf",
-		"efidisk0": "local-lvm:base-9000-disk-0,efitype=4m,pre-enrolled-keys=0,size=1G",
+		"efidisk0": "local-lvm:base-9000-disk-0,efitype=4m,pre-enrolled-keys=0,size=4M",
 		"scsihw":   "virtio-scsi-pci",
 		"scsi0":    "local-lvm:base-9000-disk-1,cache=none,discard=on,size=20G,ssd=1",
 		"boot":     "order=scsi0", "serial0": "socket", "vga": "std", "agent": "enabled=1", "template": "1",
@@ -53,7 +53,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("template 9000 on the fake: -want +got:\n%s", diff)
 	}
 	wantVolumes := []pveacltest.VolumeInfo{
-		{Node: "pve", VolID: "local-lvm:base-9000-disk-0", Content: "images", Format: "raw", Owner: 9000, Size: 1 << 30},
+		{Node: "pve", VolID: "local-lvm:base-9000-disk-0", Content: "images", Format: "raw", Owner: 9000, Size: 4 << 20}, // the OVMF vars, in LVM extents
 		{Node: "pve", VolID: "local-lvm:base-9000-disk-1", Content: "images", Format: "raw", Owner: 9000, Size: 20 << 30},
 	}
 	if diff := cmp.Diff(wantVolumes, got.Volumes); diff != "" {

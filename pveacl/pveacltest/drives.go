@@ -110,6 +110,44 @@ func defaultFormat(st *storage) string {
 	return "raw"
 }
 
+// Sizes of the disks whose size the request does not choose: the OVMF vars
+// files qemu-server copies into an efidisk0 (OVMF_VARS_4M*.fd for
+// efitype=4m, OVMF_VARS.fd for the default 2m) and its fixed TPM state size.
+const (
+	ovmfVars4M   = 540672 // 528K
+	ovmfVars2M   = 131072 // 128K
+	tpmStateSize = 4 << 20
+)
+
+// fixedDiskSize returns the size qemu-server gives a new efidisk0 or
+// tpmstate0 whatever SIZE the request names (x86_64 guests).
+func fixedDiskSize(key string, opts map[string]string) (uint64, bool) {
+	switch key {
+	case "efidisk0":
+		if opts["efitype"] == "4m" {
+			return ovmfVars4M, true
+		}
+		return ovmfVars2M, true
+	case "tpmstate0":
+		return tpmStateSize, true
+	}
+	return 0, false
+}
+
+// allocated is the size a storage gives a volume of size bytes: LVM rounds
+// up to its 4 MiB extents, ZFS zvols (the plugin) and RBD images to 1 MiB;
+// files keep the size.
+func (s *storage) allocated(size uint64) uint64 {
+	unit := uint64(1)
+	switch s.typ {
+	case "lvm", "lvmthin":
+		unit = 4 << 20
+	case "zfspool", "rbd":
+		unit = 1 << 20
+	}
+	return (size + unit - 1) / unit * unit
+}
+
 // allocDisk creates an image volume for a guest on a storage node and
 // returns its volid.
 func (s *state) allocDisk(node string, st *storage, vmid int, size uint64, format string) string {

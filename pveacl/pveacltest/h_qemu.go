@@ -225,15 +225,24 @@ func (c *call) configChecks(vmid int, pool string, conf map[string]string, defSt
 		return err
 	}
 	if t, ok := conf["tags"]; ok {
-		return c.checkTags(vmid, pool, t)
+		return checkTags(t)
 	}
 	return nil
 }
 
+// createGuest is the qmcreate worker: the disks are allocated first, then
+// the tags' permission is asserted while the guest is in no pool yet (on
+// failure the disks are freed again), and the guest joins its pool last.
 func (c *call) createGuest(vmid int, conf map[string]string, pool, defStorage string, l *taskLog) error {
-	final, err := c.buildConfig(vmid, conf, defStorage, l)
+	final, made, err := c.buildConfig(vmid, conf, defStorage, l)
+	if err == nil && final["tags"] != "" {
+		if perr := c.assertTagPermissions(vmid); perr != nil {
+			c.freeVolumes(made)
+			err = perr
+		}
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("unable to create VM %d - %w", vmid, err)
 	}
 	if final["smbios1"] == "" {
 		final["smbios1"] = "uuid=" + c.s.newUUID()
@@ -249,10 +258,17 @@ func (c *call) createGuest(vmid int, conf map[string]string, pool, defStorage st
 	return nil
 }
 
+// freeVolumes frees the volumes a failed worker allocated.
+func (c *call) freeVolumes(volids []string) {
+	for _, id := range volids {
+		c.s.dropVolume(c.node, id)
+	}
+}
+
 // buildConfig turns request options into stored ones: disks allocated,
-// MAC addresses added, tags normalised. On failure the disks it made are
-// freed again.
-func (c *call) buildConfig(vmid int, conf map[string]string, defStorage string, l *taskLog) (map[string]string, error) {
+// MAC addresses added, tags normalised. It returns the volumes it
+// allocated; on failure they are freed again.
+func (c *call) buildConfig(vmid int, conf map[string]string, defStorage string, l *taskLog) (map[string]string, []string, error) {
 	out := map[string]string{}
 	var made []string
 	for _, k := range sortedKeys(conf) {
@@ -261,10 +277,8 @@ func (c *call) buildConfig(vmid int, conf map[string]string, defStorage string, 
 		case isDriveKey(k):
 			nv, volid, err := c.createDrive(vmid, k, v, defStorage, l)
 			if err != nil {
-				for _, id := range made {
-					c.s.dropVolume(c.node, id)
-				}
-				return nil, err
+				c.freeVolumes(made)
+				return nil, nil, err
 			}
 			if volid != "" {
 				made = append(made, volid)
@@ -277,7 +291,7 @@ func (c *call) buildConfig(vmid int, conf map[string]string, defStorage string, 
 		}
 		out[k] = v
 	}
-	return out, nil
+	return out, made, nil
 }
 
 // createDrive allocates a new disk (STORAGE:SIZE_GiB, or STORAGE:0 with
@@ -313,11 +327,11 @@ func (c *call) createDrive(vmid int, key, value, defStorage string, l *taskLog) 
 		size = vol.size
 		delete(d.opts, "import-from")
 		l.printf("importing disk '%s' to VM %d ...", src, vmid)
+	} else if fixed, ok := fixedDiskSize(key, d.opts); ok {
+		size = st.allocated(fixed)
 	}
 	volid := c.s.allocDisk(c.node, st, vmid, size, d.opts["format"])
-	if !st.fileBased() {
-		delete(d.opts, "format")
-	}
+	delete(d.opts, "format") // create_disks: "no longer needed", the volume name carries it
 	l.printf("%s: successfully created disk '%s,size=%s'", key, volid, formatSize(size))
 	d.file, d.opts["size"] = volid, formatSize(size)
 	return d.String(), volid, nil

@@ -1,7 +1,9 @@
 package pveacltest
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +43,10 @@ func updateConfig(c *call, sync bool) (any, *apiError) {
 	work := func(l *taskLog) error { return c.applyConfig(g, conf, deletes, l) }
 	if sync {
 		if err := work(&taskLog{}); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) {
+				return nil, ae
+			}
 			return nil, die("%v", err)
 		}
 		return nil, nil
@@ -68,7 +74,12 @@ func deleteList(list string, conf map[string]string) ([]string, *apiError) {
 // applyConfig writes the options: new disks are allocated, a deleted disk
 // becomes unusedN, a deleted unusedN frees its volume.
 func (c *call) applyConfig(g *guest, conf map[string]string, deletes []string, l *taskLog) error {
-	built, err := c.buildConfig(g.vmid, conf, "", l)
+	if _, set := conf["tags"]; set || slices.Contains(deletes, "tags") {
+		if err := c.assertTagPermissions(g.vmid); err != nil {
+			return err
+		}
+	}
+	built, _, err := c.buildConfig(g.vmid, conf, "", l)
 	if err != nil {
 		return err
 	}

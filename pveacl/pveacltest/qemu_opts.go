@@ -160,22 +160,33 @@ func (s *state) withMAC(v string) string {
 	return strings.Join(parts, ",")
 }
 
-// checkTags validates a tag list (pve-tag) and the privilege to change it.
-func (c *call) checkTags(vmid int, pool, tags string) *apiError {
+// checkTags validates a tag list against pve-tag; the privilege is checked
+// by assertTagPermissions when the tags are written.
+func checkTags(tags string) *apiError {
 	for _, t := range pveapi.SplitList(tags) {
 		if !tagRe.MatchString(t) {
 			return paramErr("tags", "invalid format - invalid characters in tag")
 		}
 	}
-	return c.checkVMPerm(vmid, pool, []string{"VM.Config.Options"}, false)
+	return nil
 }
 
 var tagRe = regexp.MustCompile(`(?i)^[a-z0-9_][a-z0-9_\-+.]*$`)
 
-// normalizeTags sorts and de-duplicates a tag list and joins it with ';',
-// as get_unique_tags does with the default alphabetical ordering.
+// assertTagPermissions is PVE::GuestHelpers::assert_tag_permissions with
+// datacenter.cfg's defaults (no registered tags, user-allow free): whenever
+// the tags are set or deleted the caller needs VM.Config.Options on
+// /vms/<vmid> itself, never through a pool named in the request, so a
+// guest's pool counts only once it is a member.
+func (c *call) assertTagPermissions(vmid int) *apiError {
+	return c.checkVMPerm(vmid, "", []string{"VM.Config.Options"}, false)
+}
+
+// normalizeTags is get_unique_tags with datacenter.cfg's default tag-style
+// (case-sensitive=0, alphabetical ordering): tags are lower-cased, sorted,
+// de-duplicated and joined with ';'.
 func normalizeTags(tags string) string {
-	list := pveapi.SplitList(strings.ReplaceAll(tags, "\x00", ";")) // a tag never holds NUL
+	list := pveapi.SplitList(strings.ToLower(strings.ReplaceAll(tags, "\x00", ";"))) // a tag never holds NUL
 	slices.Sort(list)
 	return strings.Join(slices.Compact(list), ";")
 }

@@ -2,6 +2,7 @@ package pveacltest_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestCreateWithImport(t *testing.T) {
 		t.Errorf("pool=templates puts the guest in the pool, members %v", p)
 	}
 	err = wait(node.NewVirtualMachine(ctx, 9001, opt("scsi0", "local-lvm:0,import-from=local:import/missing.raw")))
-	wantMessage(t, "a missing import source fails the worker", err, "task failed: unable to import 'local:import/missing.raw'")
+	wantMessage(t, "a missing import source fails the worker", err, "task failed: unable to create VM 9001 - unable to import 'local:import/missing.raw'")
 	if _, _, ok := srv.VMConfig(9001); ok {
 		t.Error("a failed create leaves no guest")
 	}
@@ -258,5 +259,90 @@ func TestClusterResourcesAndNextID(t *testing.T) {
 	}
 	if err := c.Get(ctx, "/cluster/status", nil); !proxmox.IsForbidden(err) {
 		t.Errorf("cluster status needs Sys.Audit on /: %v", err)
+	}
+}
+
+func TestFixedSizeDisks(t *testing.T) {
+	srv, root := start(t)
+	must(t, srv.AddStorage(pveacltest.StorageSpec{ID: "files", Type: "dir", Content: []string{"images"}}))
+	must(t, srv.AddStorage(pveacltest.StorageSpec{ID: "tank", Type: "zfspool", Content: []string{"images"}}))
+	cases := []struct{ value, want string }{
+		{"files:1,efitype=4m,pre-enrolled-keys=1", "files:100/vm-100-disk-0.qcow2,efitype=4m,pre-enrolled-keys=1,size=528K"},
+		{"files:1,format=raw", "files:100/vm-100-disk-0.raw,size=128K"},
+		{"local-lvm:1,efitype=4m", "local-lvm:vm-100-disk-0,efitype=4m,size=4M"},
+		{"tank:1,efitype=4m", "tank:vm-100-disk-0,efitype=4m,size=1M"},
+	}
+	for _, tc := range cases {
+		err := wait(root.NodeRef("pve").NewVirtualMachine(ctx, 100, opt("efidisk0", tc.value), opt("tpmstate0", "files:1,version=v2.0")))
+		must(t, err)
+		conf, _, _ := srv.VMConfig(100)
+		if conf["efidisk0"] != tc.want {
+			t.Errorf("efidisk0=%s: the disk holds the OVMF vars file, rounded as the storage allocates: got %q, want %q", tc.value, conf["efidisk0"], tc.want)
+		}
+		if want := "files:100/vm-100-disk-1.qcow2,size=4M,version=v2.0"; tc.value[:5] == "files" && conf["tpmstate0"] != want {
+			t.Errorf("tpmstate0 is 4 MiB whatever the request says: got %q, want %q", conf["tpmstate0"], want)
+		}
+		must(t, wait(root.NodeRef("pve").VirtualMachineRef(100).Delete(ctx, nil)))
+	}
+}
+
+func TestTagsAsPVEStoresThem(t *testing.T) {
+	srv, root := start(t)
+	vm := root.NodeRef("pve")
+	must(t, wait(vm.NewVirtualMachine(ctx, 100, opt("tags", "Talos;k8s,TALOS;b"))))
+	conf, _, _ := srv.VMConfig(100)
+	if conf["tags"] != "b;k8s;talos" {
+		t.Errorf("get_unique_tags with the default tag-style lower-cases, sorts and de-duplicates: %q", conf["tags"])
+	}
+	must(t, wait(vm.VirtualMachineRef(100).Config(ctx, opt("tags", "Zeta;alpha;ALPHA"))))
+	conf, _, _ = srv.VMConfig(100)
+	if conf["tags"] != "alpha;zeta" {
+		t.Errorf("an update stores them the same way: %q", conf["tags"])
+	}
+	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 101, Tags: []string{"B", "a", "b"}}))
+	if conf, _, _ := srv.VMConfig(101); conf["tags"] != "a;b" {
+		t.Errorf("seeded tags too: %q", conf["tags"])
+	}
+}
+
+func TestTagPermissionBeforePool(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		grants map[string][]string
+		tags   bool
+		err    string
+	}{
+		"PoolOnly": {reason: "the tags are checked on /vms/<vmid> before the guest joins its pool, so rights through the pool do not count",
+			tags: true, err: "task failed: unable to create VM 100 - 403 Permission check failed (/vms/100, VM.Config.Options)"},
+		"PoolOnlyNoTags": {reason: "the same create without tags passes"},
+		"OnTheVM": {reason: "VM.Config.Options on /vms/<vmid> itself allows the tags",
+			grants: map[string][]string{"/vms/100": {"PVEVMAdmin"}}, tags: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv, _ := start(t)
+			must(t, srv.AddPool("p", "", nil, nil))
+			grants := map[string][]string{"/pool/p": {"PVEVMAdmin"}, "/storage/local-lvm": {"PVEDatastoreUser"}}
+			maps.Copy(grants, tc.grants)
+			c := grantee(t, srv, "u@pve", grants)
+			opts := []proxmox.VirtualMachineOption{opt("pool", "p"), opt("scsi0", "local-lvm:1")}
+			if tc.tags {
+				opts = append(opts, opt("tags", "tenant-a"))
+			}
+			err := wait(c.NodeRef("pve").NewVirtualMachine(ctx, 100, opts...))
+			wantMessage(t, tc.reason, err, tc.err)
+			_, _, made := srv.VMConfig(100)
+			if made != (tc.err == "") {
+				t.Errorf("%s: guest exists = %v", tc.reason, made)
+			}
+			if vols := srv.Volumes(); made != (len(vols) == 1) {
+				t.Errorf("%s: a refused create frees the disk it made: %+v", tc.reason, vols)
+			}
+			if !made {
+				return
+			}
+			err = wait(c.NodeRef("pve").VirtualMachineRef(100).Config(ctx, opt("tags", "tenant-b")))
+			wantMessage(t, "once a member, the pool's rights reach the guest's tags", err, "")
+		})
 	}
 }

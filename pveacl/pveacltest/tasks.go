@@ -82,29 +82,36 @@ func taskRoutes() []*route {
 
 // lookupTask decodes the UPID, finds the task and checks that the caller
 // owns it (a token sees its own tasks, a user its own and its tokens') or
-// holds priv on /nodes/<node>.
+// holds priv on /nodes/<node>. An unknown UPID is "no such task".
 func (c *call) lookupTask(priv string) (*task, *apiError) {
-	upid := c.p["upid"]
-	if !upidRe.MatchString(upid) {
-		return nil, paramErr("upid", "unable to parse worker upid")
-	}
-	t, ok := c.s.tasks[upid]
-	if !ok {
+	t, err := c.findTask(priv)
+	if err == nil && t == nil {
 		return nil, paramErr("upid", "no such task")
 	}
-	owner, _, _ := pveacl.ParseTokenID(t.user)
-	if c.auth != t.user && c.auth != owner {
+	return t, err
+}
+
+// findTask is lookupTask for the log, which PVE reads without first asking
+// whether the task exists: an unknown but well-formed UPID passes the
+// ownership check on the user it names, and the task is nil.
+func (c *call) findTask(priv string) (*task, *apiError) {
+	m := upidRe.FindStringSubmatch(c.p["upid"])
+	if m == nil {
+		return nil, paramErr("upid", "unable to parse worker upid")
+	}
+	user := m[8]
+	owner, _, _ := pveacl.ParseTokenID(user)
+	if c.auth != user && c.auth != owner {
 		if err := c.require("/nodes/"+c.node, priv); err != nil {
 			return nil, err
 		}
 	}
-	return t, nil
+	return c.s.tasks[c.p["upid"]], nil
 }
 
-func taskIndex(c *call) (any, *apiError) {
-	if _, err := c.lookupTask("Sys.Audit"); err != nil {
-		return nil, err
-	}
+// taskIndex is Tasks.pm's upid_index, which neither decodes the UPID nor
+// checks anything.
+func taskIndex(*call) (any, *apiError) {
 	return []map[string]string{{"name": "log"}, {"name": "status"}}, nil
 }
 
@@ -127,13 +134,22 @@ func taskStatus(c *call) (any, *apiError) {
 	return out, nil
 }
 
+// taskLogLines answers as Tasks.pm's read_task_log with
+// PVE::Tools::dump_logfile: limit=0 reads to the end, an empty log reads as
+// the one line "no content", and the log of an unknown UPID is the one line
+// of the failed open, with 200 OK.
 func taskLogLines(c *call) (any, *apiError) {
-	t, err := c.lookupTask("Sys.Audit")
+	t, err := c.findTask("Sys.Audit")
 	if err != nil {
 		return nil, err
 	}
 	if c.p.flag("download", false) && (c.p.has("start") || c.p.has("limit")) {
 		return nil, die("'download' cannot be used together with 'start' or 'limit' parameters")
+	}
+	if t == nil {
+		total := 1
+		c.total = &total
+		return []map[string]any{{"n": 1, "t": "unable to open file - No such file or directory"}}, nil
 	}
 	lines := t.log
 	if t.running(c.s.now()) {
@@ -144,10 +160,14 @@ func taskLogLines(c *call) (any, *apiError) {
 		limit = c.p.int("limit")
 	}
 	out := []map[string]any{}
-	for i := start; i < len(lines) && len(out) < limit; i++ {
+	for i := start; i < len(lines) && (limit == 0 || len(out) < limit); i++ {
 		out = append(out, map[string]any{"n": i + 1, "t": lines[i]})
 	}
 	total := len(lines)
+	if total == 0 {
+		total = 1
+		out = append(out, map[string]any{"n": 1, "t": "no content"})
+	}
 	c.total = &total
 	return out, nil
 }

@@ -38,10 +38,8 @@ func TestTaskLifecycle(t *testing.T) {
 	}
 	log, err := task.Log(ctx, 0, 50)
 	must(t, err)
-	for _, line := range log {
-		if line == "TASK OK" {
-			t.Error("a running task's log has no final line yet")
-		}
+	if len(log) != 1 || log[0] != "no content" {
+		t.Errorf("a running task's log has no final line yet, and an empty log reads as dump_logfile's \"no content\": %v", log)
 	}
 	clk.Add(2 * time.Minute)
 	must(t, task.Ping(ctx))
@@ -72,4 +70,32 @@ func TestTaskOwnership(t *testing.T) {
 	if infos := srv.Tasks(); len(infos) != 1 || infos[0].User != "u@pve!tk" || infos[0].Type != "qmcreate" {
 		t.Errorf("the task record: %+v", infos)
 	}
+}
+
+func TestTaskLogQueries(t *testing.T) {
+	srv, root := start(t)
+	task, err := root.NodeRef("pve").NewVirtualMachine(ctx, 100, opt("scsi0", "local-lvm:1"), opt("efidisk0", "local-lvm:1,efitype=4m"))
+	must(t, wait(task, err))
+	base := "/nodes/pve/tasks/" + string(task.UPID) + "/log"
+	var lines []map[string]any
+	must(t, root.Get(ctx, base+"?limit=0", &lines))
+	if len(lines) != 3 || lines[2]["t"] != "TASK OK" {
+		t.Errorf("limit=0 reads the whole log, as dump_logfile does: %v", lines)
+	}
+	must(t, root.Get(ctx, base+"?limit=1&start=1", &lines))
+	if len(lines) != 1 || lines[0]["n"] != float64(2) {
+		t.Errorf("start and limit count lines from 0 and number them from 1: %v", lines)
+	}
+	unknown := "/nodes/pve/tasks/UPID:pve:00000001:00000001:00000001:qmcreate:9:root@pam!pxfake:"
+	status, body := raw(t, srv, "GET", unknown+"/log", rootAuth(srv), nil)
+	if want := `{"data":[{"n":1,"t":"unable to open file - No such file or directory"}],"total":1}`; status != "200 OK" || body != want {
+		t.Errorf("an unknown UPID's log is the failed open, 200 OK: %s %s", status, body)
+	}
+	status, body = raw(t, srv, "GET", unknown, rootAuth(srv), nil)
+	if status != "200 OK" || body != `{"data":[{"name":"log"},{"name":"status"}]}` {
+		t.Errorf("the index of any UPID lists log and status: %s %s", status, body)
+	}
+	other := grantee(t, srv, "u@pve", nil)
+	err = other.Get(ctx, unknown+"/log", &lines)
+	wantMessage(t, "an unknown UPID of another user still needs Sys.Audit on the node", err, "Permission check failed (/nodes/pve, Sys.Audit)")
 }
