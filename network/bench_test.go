@@ -2,6 +2,7 @@ package network_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
+
+// zoneNetworks sizes the zone benchmarks: a smaller run to profile.
+var zoneNetworks = flag.Int("zone-networks", 4094, "networks BenchmarkConvergeZone* converge in one zone (512-4094)")
 
 // readMeter counts the objects a client reads from the API server: one per
 // Get, one per item of a List. allocs counts the Vlans it creates, and
@@ -117,7 +121,10 @@ func BenchmarkConvergeZoneFake(b *testing.B) {
 // convergeZone converges 4,094 networks of one zone on store and reports
 // the reads; see BenchmarkConvergeZoneAPIServer.
 func convergeZone(b *testing.B, store client.WithWatch) {
-	const n = 4094
+	n := *zoneNetworks
+	if n < 512 || n > 4094 {
+		b.Fatalf("-zone-networks %d: give 512 to 4094 (the zone's range is 1-4094 and two windows of 256 are measured)", n)
+	}
 	ctx := context.Background()
 	b.StopTimer()
 	for it := 0; it < b.N; it++ {
@@ -133,7 +140,8 @@ func convergeZone(b *testing.B, store client.WithWatch) {
 		createMany(b, store, objs)
 
 		meter := &readMeter{}
-		counted := interceptor.NewClient(store, meter.funcs())
+		reqs := kube.NewRequests()
+		counted := interceptor.NewClient(interceptor.NewClient(store, reqs.Funcs()), meter.funcs())
 		cache := network.NewCache()
 		ctrl, err := network.New(network.Config{
 			Client: interceptor.NewClient(counted, network.Feed(cache)), APIReader: counted,
@@ -186,6 +194,8 @@ func convergeZone(b *testing.B, store client.WithWatch) {
 		naiveLate := time.Since(nstart)
 		naiveFirst, naiveLast := naive.window(1, 256), naive.window(base+1, base+256)
 
+		b.Logf("controller requests, %d networks:\n%s", n, reqs.Table())
+		b.ReportMetric(float64(reqs.Writes())/float64(n), "writes/network")
 		b.ReportMetric(first, "reads/alloc@256")
 		b.ReportMetric(last, "reads/alloc@4094")
 		b.ReportMetric(naiveFirst, "naive-reads/alloc@256")

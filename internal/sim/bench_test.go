@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime"
 	"testing"
@@ -9,8 +10,12 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
+
+// benchNetworks sizes BenchmarkSimulator10k: a smaller run to profile.
+var benchNetworks = flag.Int("networks", 10000, "networks BenchmarkSimulator10k converges (spread over 4 zones)")
 
 // peakHeap samples the heap in use until stop is closed and returns the
 // largest value seen, in bytes.
@@ -44,14 +49,17 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 // the same store once the 10,000 Vlans exist, and reports how much more one
 // naive allocation costs than one whole network reconcile of ours.
 func BenchmarkSimulator10k(b *testing.B) {
-	const zones, perZone = 4, 2500
+	const zones = 4
+	perZone := *benchNetworks / zones
 	ctx := context.Background()
 	b.StopTimer()
 	for it := 0; it < b.N; it++ {
 		runtime.GC()
 		stop := make(chan struct{})
 		peak := peakHeap(stop)
-		h := sim.NewHarness(sim.Options{MaxReconciles: 10_000_000})
+		reqs := kube.NewRequests()
+		hooks := reqs.Funcs()
+		h := sim.NewHarness(sim.Options{MaxReconciles: 10_000_000, ControllerHooks: &hooks})
 		var objs []client.Object
 		for z := range zones {
 			p := fmt.Sprintf("px%d", z)
@@ -100,7 +108,9 @@ func BenchmarkSimulator10k(b *testing.B) {
 			}
 		}
 		naive := time.Since(nstart) / samples
-		ours := took / (zones * perZone)
+		ours := took / time.Duration(zones*perZone)
+		b.Logf("controller requests, %d networks:\n%s", zones*perZone, reqs.Table())
+		b.ReportMetric(float64(reqs.Writes())/float64(zones*perZone), "writes/network")
 		b.ReportMetric(took.Seconds(), "s-converge")
 		b.ReportMetric(float64(peakBytes)/(1<<20), "peak-heap-MiB")
 		b.ReportMetric(float64(n), "reconciles")
