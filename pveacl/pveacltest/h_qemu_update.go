@@ -135,7 +135,9 @@ func (c *call) detach(g *guest, value string) {
 }
 
 // destroyVM is DELETE /nodes/{node}/qemu/{vmid}: a qmdestroy worker frees
-// the guest's volumes, removes its ACL entries and pool membership.
+// the guest's volumes (those its configuration names, and with
+// destroy-unreferenced-disks every image it owns), removes its ACL entries
+// and pool membership.
 func destroyVM(c *call) (any, *apiError) {
 	g, err := c.loadGuest()
 	if err != nil {
@@ -157,12 +159,7 @@ func destroyVM(c *call) (any, *apiError) {
 		if user := c.s.linkedCloneOf(g); user != "" {
 			return fmt.Errorf("base volume '%s' is still in use by linked clones", user)
 		}
-		for k, v := range c.s.volumes {
-			if v.owner == g.vmid && (k.node == "" || k.node == g.node) {
-				delete(c.s.volumes, k)
-				l.printf("Removing image: 100%% complete...done.")
-			}
-		}
+		c.destroyDisks(g, c.p.flag("destroy-unreferenced-disks", false), l)
 		delete(c.s.vms, g.vmid)
 		c.s.dropACLUnder(vmPath(g.vmid))
 		c.s.removeFromPools(g.vmid)
@@ -190,4 +187,51 @@ func (s *state) linkedCloneOf(g *guest) string {
 		}
 	}
 	return ""
+}
+
+// destroyDisks is destroy_vm's removal of owned drives: every volume the
+// configuration names (unused ones and vmstate included, CD-ROMs but not
+// cloud-init drives left out) that belongs to the guest is freed; one that
+// cannot be freed is a warning, never a failure.
+func (c *call) destroyDisks(g *guest, unreferenced bool, l *taskLog) {
+	seen := map[string]bool{}
+	for _, k := range sortedKeys(g.conf) {
+		if !isDriveKey(k) && !unusedRe.MatchString(k) && k != "vmstate" {
+			continue
+		}
+		d, err := parseDrive(g.conf[k])
+		if err != nil || (d.cdrom() && !d.cloudinit()) || seen[d.file] {
+			continue
+		}
+		sid, name, ok := parseVolid(d.file)
+		if !ok || strings.HasPrefix(d.file, "/") {
+			continue
+		}
+		seen[d.file] = true
+		st := c.s.stores[sid]
+		if st == nil {
+			l.warn("failed to get path and owner of volume '%s': storage '%s' does not exist", d.file, sid)
+			continue
+		}
+		if _, owner, err := parseVolname(name); err != nil || owner != g.vmid {
+			continue
+		}
+		if _, ok := c.s.volume(g.node, d.file); ok {
+			c.s.dropVolume(g.node, d.file)
+			l.printf("Removing image: 100%% complete...done.")
+			continue
+		}
+		if msg := freeMissing(st, name, l); msg != "" {
+			l.warn("Could not remove disk '%s', check manually: %s", d.file, msg)
+		}
+	}
+	if !unreferenced {
+		return
+	}
+	for k, v := range c.s.volumes {
+		if v.owner == g.vmid && v.vtype == "images" && (k.node == "" || k.node == g.node) {
+			delete(c.s.volumes, k)
+			l.printf("Removing image: 100%% complete...done.")
+		}
+	}
 }

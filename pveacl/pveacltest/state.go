@@ -44,6 +44,15 @@ type storage struct {
 	disabled bool
 }
 
+// path is where a file storage keeps its files: /var/lib/vz for local,
+// /mnt/pve/<id> (where PVE mounts network storages) for the others.
+func (s *storage) path() string {
+	if s.id == "local" {
+		return "/var/lib/vz"
+	}
+	return "/mnt/pve/" + s.id
+}
+
 // fileBased reports whether the storage has a path (dir-like plugins).
 func (s *storage) fileBased() bool {
 	switch s.typ {

@@ -5,9 +5,12 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	proxmox "github.com/luthermonson/go-proxmox"
@@ -135,5 +138,85 @@ func TestStorageContentVisibility(t *testing.T) {
 	}
 	if _, err := c.NodeRef("pve").StorageRef("local").GetContent(ctx); !proxmox.IsForbidden(err) {
 		t.Errorf("a storage outside the pool is forbidden: %v", err)
+	}
+}
+
+// taskEnd waits for the task a DELETE returned and gives its exit status
+// and log.
+func taskEnd(t *testing.T, root *proxmox.Client, upid string) (string, string) {
+	t.Helper()
+	task := proxmox.NewTask(proxmox.UPID(upid), root)
+	if err := task.Wait(ctx, time.Millisecond, 5*time.Second); err != nil && task.ExitStatus == "" {
+		t.Fatalf("task %s: %v", upid, err)
+	}
+	var lines []map[string]any
+	must(t, root.Get(ctx, "/nodes/pve/tasks/"+upid+"/log?limit=0", &lines))
+	var log []string
+	for _, l := range lines {
+		log = append(log, l["t"].(string))
+	}
+	return task.ExitStatus, strings.Join(log, "\n")
+}
+
+func TestMissingVolumes(t *testing.T) {
+	srv, root := start(t)
+	must(t, srv.AddStorage(pveacltest.StorageSpec{ID: "files", Type: "dir", Content: []string{"images"}}))
+	must(t, srv.AddStorage(pveacltest.StorageSpec{ID: "tank", Type: "zfspool", Content: []string{"images"}}))
+	node := root.NodeRef("pve")
+	must(t, wait(node.NewVirtualMachine(ctx, 100, opt("scsi0", "local-lvm:1"), opt("scsi1", "tank:1"), opt("scsi2", "files:1"))))
+	del := func(volid string) (string, string) {
+		var upid string
+		must(t, root.Delete(ctx, "/nodes/pve/storage/"+strings.SplitN(volid, ":", 2)[0]+"/content/"+volid, &upid))
+		return taskEnd(t, root, upid)
+	}
+	for _, v := range []string{"local-lvm:vm-100-disk-0", "tank:vm-100-disk-0", "files:100/vm-100-disk-0.qcow2"} {
+		if status, log := del(v); status != "OK" {
+			t.Fatalf("deleting %s: %s\n%s", v, status, log)
+		}
+	}
+	cases := []struct{ volid, status, line string }{
+		{"local-lvm:vm-100-disk-0", "OK", "Removed volume 'local-lvm:vm-100-disk-0'"},
+		{"files:100/vm-100-disk-0.qcow2", "OK", "disk image '/mnt/pve/files/images/100/vm-100-disk-0.qcow2' does not exist"},
+		{"tank:vm-100-disk-0", "volume 'tank:vm-100-disk-0' does not exist", "TASK ERROR: volume 'tank:vm-100-disk-0' does not exist"},
+	}
+	for _, tc := range cases {
+		status, log := del(tc.volid)
+		if status != tc.status || !strings.Contains(log, tc.line) {
+			t.Errorf("deleting the missing %s again: LVM-thin skips it, a file storage warns and goes on, other tools fail: status %q, log\n%s", tc.volid, status, log)
+		}
+	}
+	task, err := node.VirtualMachineRef(100).Delete(ctx, nil)
+	must(t, wait(task, err))
+	status, log := taskEnd(t, root, string(task.UPID))
+	for _, want := range []string{"WARN: Could not remove disk 'tank:vm-100-disk-0', check manually: volume 'tank:vm-100-disk-0' does not exist",
+		"disk image '/mnt/pve/files/images/100/vm-100-disk-0.qcow2' does not exist", "TASK WARNINGS: 1"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("destroying a guest whose disks are gone ends with warnings, not a failure: no %q in\n%s", want, log)
+		}
+	}
+	if status != "WARNINGS: 1" {
+		t.Errorf("the exit status counts the log_warn lines only: %q", status)
+	}
+	if _, _, ok := srv.VMConfig(100); ok {
+		t.Error("the guest is gone")
+	}
+}
+
+func TestDestroyUnreferencedDisks(t *testing.T) {
+	srv, root := start(t)
+	node := root.NodeRef("pve")
+	for _, id := range []int{100, 101} {
+		must(t, wait(node.NewVirtualMachine(ctx, id, opt("scsi0", "local-lvm:1"))))
+		_, err := srv.AddVolume(pveacltest.VolumeSpec{Storage: "local-lvm", Content: "images", Name: fmt.Sprintf("vm-%d-disk-7", id), Size: 1 << 30})
+		must(t, err)
+	}
+	must(t, wait(node.VirtualMachineRef(100).Delete(ctx, nil)))
+	must(t, wait(node.VirtualMachineRef(101).Delete(ctx, &proxmox.VirtualMachineDeleteOptions{DestroyUnreferencedDisks: true})))
+	var left []string
+	for _, v := range srv.Volumes() {
+		left = append(left, v.VolID)
+	}
+	if want := []string{"local-lvm:vm-100-disk-7"}; !cmp.Equal(left, want) {
+		t.Errorf("destroy frees the disks the configuration names; destroy-unreferenced-disks=1 also the others: left %v, want %v", left, want)
 	}
 }

@@ -24,11 +24,21 @@ type task struct {
 	log    []string
 }
 
-// taskLog collects a worker's output lines.
-type taskLog struct{ lines []string }
+// taskLog collects a worker's output lines and counts its warnings.
+type taskLog struct {
+	lines    []string
+	warnings int
+}
 
 func (l *taskLog) printf(format string, args ...any) {
 	l.lines = append(l.lines, strings.Split(strings.TrimRight(fmt.Sprintf(format, args...), "\n"), "\n")...)
+}
+
+// warn is RESTEnvironment's log_warn inside a worker: a "WARN: " line that
+// the task's end counts ("TASK WARNINGS: n", exit status "WARNINGS: n").
+func (l *taskLog) warn(format string, args ...any) {
+	l.printf("WARN: "+format, args...)
+	l.warnings++
 }
 
 // upidRe is PVE::Tools::upid_decode's pattern.
@@ -51,13 +61,17 @@ func (c *call) startTask(typ, id string, work func(l *taskLog) error) string {
 	if msg, armed := c.srv.faults.takeTaskFailure(typ, id); armed {
 		t.exit = msg
 	} else if err := work(l); err != nil {
-		t.exit = strings.TrimSpace(err.Error())
+		t.exit = strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ")
 	} else {
 		t.exit = "OK"
 	}
-	if t.exit == "OK" {
+	switch {
+	case t.exit == "OK" && l.warnings > 0:
+		t.exit = fmt.Sprintf("WARNINGS: %d", l.warnings)
+		l.printf("TASK %s", t.exit)
+	case t.exit == "OK":
 		l.printf("TASK OK")
-	} else {
+	default:
 		l.printf("TASK ERROR: %s", t.exit)
 	}
 	t.log = l.lines
