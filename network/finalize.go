@@ -62,7 +62,8 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 		return wait(v1alpha1.ReasonInUse, msg)
 	}
 	c.memo.clear(n, memoHeld)
-	if reason, msg, err := c.releaseSubnet(ctx, n); err != nil || reason != "" {
+	reason, msg, foreign, err := c.releaseSubnet(ctx, n)
+	if err != nil || reason != "" {
 		if err != nil {
 			return false, err
 		}
@@ -71,7 +72,10 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	if reason, msg := c.releaseGateway(ctx, n, prevReady); reason != "" {
 		return wait(reason, msg)
 	}
-	reason, msg, vid, err := c.releaseVlan(ctx, s)
+	var vid int
+	if !foreign { // the Vlan of another namespace's Subnet was never this network's to delete
+		reason, msg, vid, err = c.releaseVlan(ctx, s)
+	}
 	if err != nil || reason != "" {
 		if err != nil {
 			return false, err
@@ -154,29 +158,31 @@ func (c *Controller) inUse(ctx context.Context, n *v1alpha1.ProxmoxNetwork) (Usa
 }
 
 // releaseSubnet lets the subnet go; it returns a wait reason while the
-// subnet still exists.
-func (c *Controller) releaseSubnet(ctx context.Context, n *v1alpha1.ProxmoxNetwork) (reason, msg string, err error) {
+// subnet still exists, and foreign when the Subnet is another namespace's
+// (whose finalizer, if an earlier controller left it, goes).
+func (c *Controller) releaseSubnet(ctx context.Context, n *v1alpha1.ProxmoxNetwork) (reason, msg string, foreign bool, err error) {
 	sub := &kubeovnv1.Subnet{}
 	if err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, sub); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", "", nil
+			return "", "", false, nil
 		}
-		return "", "", fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
+		return "", "", false, fmt.Errorf("cannot get Kube-OVN Subnet %q: %w", n.Spec.Subnet, err)
 	}
-	if subnetOwnership(sub, n.Namespace).reason != "" {
-		return "", "", nil // another namespace's Subnet never held this network
+	if r := subnetOwnership(sub, n.Namespace); r.reason != "" {
+		// another namespace's Subnet never held this network
+		return "", "", true, c.dropForeign(ctx, vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}, sub, r)
 	}
 	if sub.DeletionTimestamp.IsZero() {
-		return ReasonSubnetStillExists, fmt.Sprintf("Subnet %q still exists; VLAN %d is released after it is deleted", sub.Name, n.Status.VLAN), nil
+		return ReasonSubnetStillExists, fmt.Sprintf("Subnet %q still exists; VLAN %d is released after it is deleted", sub.Name, n.Status.VLAN), false, nil
 	}
 	if controllerutil.ContainsFinalizer(sub, v1alpha1.Finalizer) {
 		patch := client.MergeFromWithOptions(sub.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(sub, v1alpha1.Finalizer)
 		if err := c.cfg.Client.Patch(ctx, sub, patch); err != nil && !apierrors.IsNotFound(err) {
-			return "", "", fmt.Errorf("cannot remove finalizer %q from Kube-OVN Subnet %q: %w", v1alpha1.Finalizer, sub.Name, err)
+			return "", "", false, fmt.Errorf("cannot remove finalizer %q from Kube-OVN Subnet %q: %w", v1alpha1.Finalizer, sub.Name, err)
 		}
 	}
-	return v1alpha1.ReasonSubnetDeleting, fmt.Sprintf("waiting for Kube-OVN to delete Subnet %q before VLAN %d is released", sub.Name, n.Status.VLAN), nil
+	return v1alpha1.ReasonSubnetDeleting, fmt.Sprintf("waiting for Kube-OVN to delete Subnet %q before VLAN %d is released", sub.Name, n.Status.VLAN), false, nil
 }
 
 // releaseVlan deletes the network's Vlan once Kube-OVN no longer lists a

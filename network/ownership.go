@@ -77,11 +77,15 @@ func (c *Controller) checkOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetw
 }
 
 // proveOwnership is checkOwnership for a pass: a refused network holds no
-// VLAN in its status, so its namespace's annotation drops it, and a refusal
-// of ownership is announced once.
+// VLAN in its status, so its namespace's annotation drops it, the network
+// finalizer an earlier controller left on what it does not own goes, and a
+// refusal of ownership is announced once.
 func (c *Controller) proveOwnership(ctx context.Context, n *v1alpha1.ProxmoxNetwork, zs *zoneState, pass *livePass, prev *metav1.Condition) (refusal, error) {
 	r, err := c.checkOwnership(ctx, n, zs, pass)
 	if err != nil || r.reason == "" {
+		return r, err
+	}
+	if err := c.dropForeign(ctx, vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}, pass.named, r); err != nil {
 		return r, err
 	}
 	n.Status.VLAN, n.Status.VLANName, n.Status.Bridge, n.Status.MTU = 0, "", "", nil
