@@ -68,6 +68,7 @@ type Cache struct {
 	// comes or goes.
 	nsTriples    map[string]map[string]int
 	nsAnnotation map[string]string
+	nsDrops      map[string]dropsMemo
 	bySubnet     map[string]keySet
 	byPool       map[poolKey]keySet
 	addresses    map[Key]poolKey
@@ -90,6 +91,7 @@ func NewCache() *Cache {
 		byNS:         map[string]keySet{},
 		nsTriples:    map[string]map[string]int{},
 		nsAnnotation: map[string]string{},
+		nsDrops:      map[string]dropsMemo{},
 		bySubnet:     map[string]keySet{},
 		byPool:       map[poolKey]keySet{},
 		addresses:    map[Key]poolKey{},

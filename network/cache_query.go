@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
 
 // Usage is what the cache knows about a pool's consumers.
@@ -28,6 +29,15 @@ func (c *Cache) vlan(name string) (vlanInfo, bool) {
 	defer c.mu.Unlock()
 	v, ok := c.vlans[name]
 	return v, ok
+}
+
+// claimHeld reports whether the observed claim on vid of provider names
+// network.
+func (c *Cache) claimHeld(provider string, vid int, network vlanalloc.NetworkRef) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ci, ok := c.claims[v1alpha1.VLANClaimName(provider, vid)]
+	return ok && ci.Provider == provider && ci.R.VID == vid && ci.R.Network == network
 }
 
 // network returns the observed ProxmoxNetwork key.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -53,7 +54,16 @@ type Metrics struct {
 	// NBErrors counts gateway passes and releases that could not reach or
 	// update the OVN NB.
 	NBErrors prometheus.Counter
+
+	// readyMu guards readyLabels: the zone and VLAN labels of each
+	// network's cozy_proxmox_network_ready series, so a change or a
+	// forget deletes that one series instead of scanning every network's.
+	readyMu     sync.Mutex
+	readyLabels map[networkID][2]string
 }
+
+// networkID is a network's namespace and name.
+type networkID struct{ namespace, name string }
 
 func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
@@ -63,6 +73,7 @@ func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 // them unregistered. It never touches the global registry.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
+		readyLabels:     map[networkID][2]string{},
 		zoneTotal:       gauge(MetricZoneVLANsTotal, "VLANs the zone may allocate (ranges minus reserved).", "zone"),
 		zoneAllocated:   gauge(MetricZoneVLANsAllocated, "VLANs held by networks of the zone.", "zone"),
 		zoneFree:        gauge(MetricZoneVLANsFree, "VLANs the zone can still hand out.", "zone"),
@@ -140,9 +151,7 @@ type networkSample struct {
 }
 
 func (m *Metrics) network(s networkSample) {
-	id := prometheus.Labels{"namespace": s.namespace, "network": s.name}
-	m.netReady.DeletePartialMatch(id)
-	m.netReady.WithLabelValues(s.namespace, s.name, s.zone, strconv.Itoa(int(s.vlan))).Set(b2f(s.ready))
+	m.setReady(s)
 	m.netDeleting.WithLabelValues(s.namespace, s.name).Set(b2f(s.deleting))
 	if s.pool != nil {
 		for i, state := range []string{"total", "used", "free"} {
@@ -159,11 +168,33 @@ func (m *Metrics) network(s networkSample) {
 	m.netChassis.WithLabelValues(s.namespace, s.name).Set(float64(s.chassis))
 }
 
-// forgetNetwork drops every series of a network that is gone.
+// setReady sets the network's ready series, deleting the one it had under
+// another zone or VLAN.
+func (m *Metrics) setReady(s networkSample) {
+	id, labels := networkID{s.namespace, s.name}, [2]string{s.zone, strconv.Itoa(int(s.vlan))}
+	m.readyMu.Lock()
+	defer m.readyMu.Unlock()
+	if old, ok := m.readyLabels[id]; ok && old != labels {
+		m.netReady.DeleteLabelValues(s.namespace, s.name, old[0], old[1])
+	}
+	m.readyLabels[id] = labels
+	m.netReady.WithLabelValues(s.namespace, s.name, labels[0], labels[1]).Set(b2f(s.ready))
+}
+
+// forgetNetwork drops every series of a network that is gone, each by its
+// full label values: the cost does not grow with the number of networks.
 func (m *Metrics) forgetNetwork(namespace, name string) {
-	id := prometheus.Labels{"namespace": namespace, "network": name}
-	for _, g := range []*prometheus.GaugeVec{m.netReady, m.netPool, m.netConsumers, m.netDeleting, m.netChassis, m.netGatewayReady} {
-		g.DeletePartialMatch(id)
+	m.readyMu.Lock()
+	if old, ok := m.readyLabels[networkID{namespace, name}]; ok {
+		m.netReady.DeleteLabelValues(namespace, name, old[0], old[1])
+		delete(m.readyLabels, networkID{namespace, name})
+	}
+	m.readyMu.Unlock()
+	for _, state := range []string{"total", "used", "free"} {
+		m.netPool.DeleteLabelValues(namespace, name, state)
+	}
+	for _, g := range []*prometheus.GaugeVec{m.netConsumers, m.netDeleting, m.netChassis, m.netGatewayReady} {
+		g.DeleteLabelValues(namespace, name)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,14 +30,60 @@ func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *
 		// cache's annotation index.
 		c.cache.record(self.DeepCopy(), len(released) > 0 && released[0])
 	}
-	want := c.cache.namespaceAnnotationOf(namespace)
-	ns := &corev1.Namespace{}
-	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("cannot get namespace %q: %w", namespace, err)
+	ns, err := c.namespace(ctx, namespace)
+	if ns == nil || err != nil {
+		return err
 	}
+	return c.writeAnnotation(ctx, ns, c.cache.namespaceAnnotationOf(namespace))
+}
+
+// publishNamespace records what this pass knows of network n in the cache
+// and writes its namespace's annotation only when the write cannot wait:
+// n is about to report Ready and its triple is not listed yet (Ready never
+// reaches the API before the annotation), or the annotation lists a triple
+// no network of the namespace holds any more (it never lists a VLAN the
+// namespace does not own). Any other change, such as the triples of
+// networks that are not Ready yet, is left to the namespace runner, which
+// writes the annotation once for every pass that changed it meanwhile: a
+// burst of new networks in one namespace costs a few annotation writes
+// instead of one each, whatever the size of the namespace.
+func (c *Controller) publishNamespace(ctx context.Context, n *v1alpha1.ProxmoxNetwork, ready bool) error {
+	c.cache.record(n.DeepCopy(), false)
+	want := c.cache.namespaceAnnotationOf(n.Namespace)
+	ns, err := c.namespace(ctx, n.Namespace)
+	if ns == nil || err != nil {
+		return err
+	}
+	have, ok := ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]
+	if have == want && ok == (want != "") {
+		return nil
+	}
+	mine := ""
+	if info, known := c.cache.network(keyOf(n)); known {
+		mine = annotationTriple(info)
+	}
+	if (ready && mine != "" && !hasTriple(have, mine)) || c.cache.annotationDrops(n.Namespace, have) {
+		return c.writeAnnotation(ctx, ns, want)
+	}
+	c.namespaces.Enqueue(Key{Name: n.Namespace})
+	return nil
+}
+
+// namespace reads a namespace; nil without an error when it does not exist.
+func (c *Controller) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot get namespace %q: %w", name, err)
+	}
+	return ns, nil
+}
+
+// writeAnnotation patches ns so that its annotation is want ("" removes
+// it), unless it already is.
+func (c *Controller) writeAnnotation(ctx context.Context, ns *corev1.Namespace, want string) error {
 	if have, ok := ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]; have == want && ok == (want != "") {
 		return nil
 	}
@@ -50,9 +97,21 @@ func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *
 		ns.Annotations[v1alpha1.AnnotationNamespaceNetworks] = want
 	}
 	if err := c.cfg.Client.Patch(ctx, ns, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cannot annotate namespace %q with its Proxmox networks: %w", namespace, err)
+		return fmt.Errorf("cannot annotate namespace %q with its Proxmox networks: %w", ns.Name, err)
 	}
 	return nil
+}
+
+// hasTriple reports whether the comma-separated list holds t.
+func hasTriple(list, t string) bool {
+	for list != "" {
+		var item string
+		item, list, _ = strings.Cut(list, ",")
+		if item == t {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileNamespace keeps the annotation of one namespace; it catches

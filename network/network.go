@@ -102,15 +102,17 @@ func gatewayNotManaged(cond metav1.Condition) bool {
 		(cond.Reason == v1alpha1.ReasonDisabled || cond.Reason == v1alpha1.ReasonNBUnavailable)
 }
 
-// publish writes the namespace annotation (before Ready reaches the API)
-// and the network's gauges, and says when to look again: after the
+// publish brings the namespace annotation up to date (at once when Ready
+// must wait for it, otherwise through the namespace runner) and records the
+// network's gauges, and says when to look again: after the
 // resync, or after RetryAfter while the network is not Ready.
 func (c *Controller) publish(ctx context.Context, p *netPass) (engine.Result, error) {
-	if err := c.syncNamespace(ctx, p.Object.Namespace, p.Object); err != nil {
+	ready := meta.IsStatusConditionTrue(p.Object.Status.Conditions, v1alpha1.ConditionReady)
+	if err := c.publishNamespace(ctx, p.Object, ready); err != nil {
 		return engine.Result{}, err
 	}
 	c.recordNetwork(p.Object, p.Data.chassis)
-	if !meta.IsStatusConditionTrue(p.Object.Status.Conditions, v1alpha1.ConditionReady) {
+	if !ready {
 		return engine.Result{RequeueAfter: RetryAfter}, nil
 	}
 	return engine.Result{RequeueAfter: Resync}, nil

@@ -42,7 +42,35 @@ func (c *Cache) countTriple(n networkInfo, delta int) {
 	}
 	if (before == 0) != (counts[t] == 0) {
 		delete(c.nsAnnotation, ns)
+		delete(c.nsDrops, ns)
 	}
+}
+
+// annotationDrops reports whether the annotation have lists a triple that
+// no observed network of namespace holds. The answer is kept until have
+// or the namespace's triples change, so a pass costs O(1) while the
+// annotation stays as it is.
+func (c *Cache) annotationDrops(namespace, have string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.nsDrops[namespace]; ok && m.have == have {
+		return m.drops
+	}
+	counts := c.nsTriples[namespace]
+	drops := false
+	for rest := have; rest != "" && !drops; {
+		var t string
+		t, rest, _ = strings.Cut(rest, ",")
+		drops = counts[t] == 0
+	}
+	c.nsDrops[namespace] = dropsMemo{have: have, drops: drops}
+	return drops
+}
+
+// dropsMemo is annotationDrops' answer for one annotation value.
+type dropsMemo struct {
+	have  string
+	drops bool
 }
 
 // namespaceAnnotationOf is the annotation the observed networks of namespace

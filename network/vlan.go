@@ -111,6 +111,9 @@ func (c *Controller) claimOf(ctx context.Context, n *v1alpha1.ProxmoxNetwork, zs
 // allocate returns the ID of the network's Vlan, creating the Vlan under a
 // fresh claim when it does not exist yet (created reports that it did).
 func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanalloc.Claim) (vid int, created bool, err error) {
+	if vid, ok, err := c.held(zs, claim); ok || err != nil {
+		return vid, false, err
+	}
 	for range 3 {
 		vid, err := zs.alloc.Allocate(ctx, claim)
 		if err != nil {
@@ -138,6 +141,24 @@ func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanallo
 		}
 	}
 	return 0, false, fmt.Errorf("cannot bind Kube-OVN Vlan %q: it keeps changing under the controller", claim.Vlan)
+}
+
+// held answers allocate from the cache alone when the API already records
+// everything the network needs: its Vlan exists with the ID the index gives
+// it, and the claim on that ID names the network. A converged network then
+// costs no write, not even a claim create that the API server refuses as
+// already there. ok is false when anything is missing, and allocate goes
+// through the Reserver as for a new network.
+func (c *Controller) held(zs *zoneState, claim vlanalloc.Claim) (vid int, ok bool, err error) {
+	vid, err = zs.alloc.Index().Allocate(claim)
+	if err != nil {
+		return 0, false, err
+	}
+	v, exists := c.cache.vlan(claim.Vlan)
+	if !exists || v.VID != vid || v.Network != claim.Network {
+		return 0, false, nil
+	}
+	return vid, c.cache.claimHeld(zs.zone.ProviderNetwork(), vid, claim.Network), nil
 }
 
 // observeFresh reads a Vlan past any cache and records it.
