@@ -105,7 +105,30 @@ func secretNames(tokenIDs []string) ([]string, error) {
 	return out, nil
 }
 
-var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+var (
+	docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+	nonDNS       = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+// legacySecretName is the name earlier versions gave a token's secret:
+// lower-cased, every run of other characters folded into one "-", trimmed,
+// cut to 253 characters. It is not injective (a-b@pve!csi and a_b@pve!csi
+// share proxmox-a-b-pve-csi), so a secret found under it is the token's
+// only when the token id stored with it says so.
+func legacySecretName(tokenID string) string {
+	n := "proxmox-" + strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(tokenID), "-"), "-")
+	if len(n) > maxSecretName {
+		n = strings.TrimRight(n[:maxSecretName], "-")
+	}
+	return n
+}
+
+// legacyError says that an earlier version stored the token's secret under
+// its former name, and how to move it to the name this version uses.
+func legacyError(tokenID, old, current string) error {
+	return fmt.Errorf("cannot store the secret of %s: %w in %s, under the name earlier versions used; it is the only copy of that token's secret: "+
+		"if the token still exists, rename it to %s, the name this version uses; if the token was deleted, move it away", tokenID, ErrSecretExists, old, current)
+}
 
 // DirSink writes one JSON file per token, <Dir>/<SecretName>.json, mode
 // 0600, atomically (a temporary file linked into place, which fails when
@@ -128,12 +151,32 @@ func (d DirSink) Check(tokenIDs []string) error {
 		return fmt.Errorf("cannot store token secrets in %s: %w", d.Dir, err)
 	}
 	for i, n := range names {
-		path := filepath.Join(d.Dir, n+".json")
-		if _, err := os.Lstat(path); err == nil {
-			return existsError(tokenIDs[i], path)
+		if err := d.stored(tokenIDs[i], n); err != nil {
+			return err
 		}
 	}
 	return probeWritable(d.Dir)
+}
+
+// stored fails when a file of the token exists: under its name, or under
+// its former name holding that token's id (or unreadable, so it may).
+func (d DirSink) stored(tokenID, name string) error {
+	path := filepath.Join(d.Dir, name+".json")
+	if _, err := os.Lstat(path); err == nil {
+		return existsError(tokenID, path)
+	}
+	old := filepath.Join(d.Dir, legacySecretName(tokenID)+".json")
+	data, err := os.ReadFile(old)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var f struct {
+		TokenID string `json:"token_id"`
+	}
+	if err != nil || json.Unmarshal(data, &f) != nil || f.TokenID == tokenID {
+		return legacyError(tokenID, old, path)
+	}
+	return nil // another token's, whose name folded to the same
 }
 
 // existsError says which stored secret is in the way and what to do.
@@ -150,6 +193,9 @@ func (d DirSink) Store(s TokenSecret) (string, error) {
 	}
 	names, err := secretNames([]string{s.TokenID})
 	if err != nil {
+		return "", err
+	}
+	if err := d.stored(s.TokenID, names[0]); err != nil {
 		return "", err
 	}
 	path := filepath.Join(d.Dir, names[0]+".json")
@@ -201,11 +247,24 @@ func (m ManifestSink) Check(tokenIDs []string) error {
 		return err
 	}
 	for i, n := range names {
-		if _, ok := docs[n]; ok {
-			return existsError(tokenIDs[i], m.Path+"#"+n)
+		if err := m.stored(docs, tokenIDs[i], n); err != nil {
+			return err
 		}
 	}
 	return probeWritable(filepath.Dir(m.Path))
+}
+
+// stored fails when the file holds a Secret of the token: under its name,
+// or under its former name with that token's id.
+func (m ManifestSink) stored(docs map[string]secretManifest, tokenID, name string) error {
+	if _, ok := docs[name]; ok {
+		return existsError(tokenID, m.Path+"#"+name)
+	}
+	old := legacySecretName(tokenID)
+	if d, ok := docs[old]; ok && d.StringData["token_id"] == tokenID {
+		return legacyError(tokenID, m.Path+"#"+old, m.Path+"#"+name)
+	}
+	return nil
 }
 
 // Store adds the secret's manifest and returns "<path>#<name>".
@@ -219,8 +278,8 @@ func (m ManifestSink) Store(s TokenSecret) (string, error) {
 		return "", err
 	}
 	name := names[0]
-	if _, ok := docs[name]; ok {
-		return "", existsError(s.TokenID, m.Path+"#"+name)
+	if err := m.stored(docs, s.TokenID, name); err != nil {
+		return "", err
 	}
 	labels := map[string]string{"app.kubernetes.io/managed-by": "pxsubstrate"}
 	if s.Tenant != "" {

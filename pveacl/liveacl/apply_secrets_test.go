@@ -200,3 +200,51 @@ func TestManifestSink(t *testing.T) {
 		t.Errorf("a foreign file is not overwritten: %v", err)
 	}
 }
+
+// TestLegacySecretNames: a secret stored by an earlier version, under the
+// name it used then (proxmox-a-b-pve-csi for a-b@pve!csi), is recognised
+// as the token's: neither sink stores a second secret of that token beside
+// it, and the refusal names both names. A file under that name holding
+// another token's id (a_b@pve!csi folded to the same name) is not in the
+// way; an unreadable one is, as it may be the token's.
+func TestLegacySecretNames(t *testing.T) {
+	old := map[string]string{"url": "u", "token_id": "a-b@pve!csi", "token_secret": "kept", "region": "eu"}
+	dir := t.TempDir()
+	body, err := json.Marshal(old)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "proxmox-a-b-pve-csi.json"), body, 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "proxmox-c-pve-csi.json"), []byte("not json"), 0o600))
+	manifests := filepath.Join(t.TempDir(), "m.yaml")
+	doc, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": "proxmox-a-b-pve-csi"}, "stringData": old})
+	must(t, err)
+	must(t, os.WriteFile(manifests, doc, 0o600))
+	sinks := map[string]struct {
+		sink     liveacl.SecretSink
+		old, now string
+	}{
+		"Dir":      {liveacl.DirSink{Dir: dir}, filepath.Join(dir, "proxmox-a-b-pve-csi.json"), filepath.Join(dir, "proxmox-a-2db-40pve-21csi.json")},
+		"Manifest": {liveacl.ManifestSink{Path: manifests}, manifests + "#proxmox-a-b-pve-csi", manifests + "#proxmox-a-2db-40pve-21csi"},
+	}
+	for name, tc := range sinks {
+		t.Run(name, func(t *testing.T) {
+			err := tc.sink.Check([]string{"a-b@pve!csi"})
+			if !errors.Is(err, liveacl.ErrSecretExists) || !strings.Contains(err.Error(), tc.old) || !strings.Contains(err.Error(), "rename it to "+tc.now) {
+				t.Errorf("Check recognises the token's secret under its former name and says how to move it: %v", err)
+			}
+			if _, err := tc.sink.Store(liveacl.TokenSecret{TokenID: "a-b@pve!csi", Secret: "second"}); !errors.Is(err, liveacl.ErrSecretExists) {
+				t.Errorf("Store refuses a second secret beside the former one: %v", err)
+			}
+			must(t, tc.sink.Check([]string{"a_b@pve!csi"}))
+			if _, err := tc.sink.Store(liveacl.TokenSecret{TokenID: "a_b@pve!csi", Secret: "other"}); err != nil {
+				t.Errorf("another token whose former name folds the same is not in the way: %v", err)
+			}
+		})
+	}
+	if err := (liveacl.DirSink{Dir: dir}).Check([]string{"c@pve!csi"}); !errors.Is(err, liveacl.ErrSecretExists) {
+		t.Errorf("an unreadable file under the token's former name may be its secret: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "proxmox-a-b-pve-csi.json")); err != nil || !strings.Contains(string(b), "kept") {
+		t.Errorf("the former file is kept as it was: %v %s", err, b)
+	}
+}
