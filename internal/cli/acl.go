@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
@@ -70,7 +71,9 @@ func newACLPermsCmd(app *App) *cobra.Command {
 	var userCfg, authID, path string
 	var version int
 	cmd := &cobra.Command{
-		Use:   "perms --user-cfg F --authid ID [--path P] [--pve-version 8|9]",
+		Use: "perms --user-cfg F --authid ID [--path P] [--pve-version 8|9]",
+		Example: "  pxsubstrate acl perms --user-cfg user.cfg --authid 'alpha@pve!ccm'\n" +
+			"  pxsubstrate acl perms --user-cfg user.cfg --authid 'alpha@pve!ccm' --path /pool/alpha",
 		Short: "Effective permissions of a user or token, as GET /access/permissions answers",
 		Long: `Prints what Proxmox VE's GET /access/permissions?userid=ID&path=P returns for the
 cluster whose /etc/pve/user.cfg is F: {"P":{"Priv":1,...}}, where 1 means the
@@ -142,21 +145,26 @@ func newACLPlanCmd(app *App) *cobra.Command {
 	var version int
 	var adopt []string
 	cmd := &cobra.Command{
-		Use:   "plan --tenants F [--pve-version 8|9] [--user-cfg F] [--confirm-removals PRINCIPAL,...] [-o pveum|json|yaml]",
+		Use: "plan --tenants F [--pve-version 8|9] [--user-cfg F] [--confirm-removals PRINCIPAL,...] [-o pveum|table|json|yaml]",
+		Example: "  pxsubstrate acl plan --tenants tenants.yaml\n" +
+			"  pxsubstrate acl plan --tenants tenants.yaml --user-cfg user.cfg -o table",
 		Short: "The ordered steps that isolate the tenants, as a pveum program or JSON",
 		Long: `Plans the roles, pools, users, tokens, pool members and ACL entries the tenants
 need, in an order the API accepts (roles before ACL entries, tokens before
 their entries, pools before their members). Without --user-cfg the plan starts
 from an empty cluster; with it, only the missing steps are listed.
-The default output (-o pveum) is a shell program of pveum commands.
+The default output (-o pveum) is a shell program of pveum commands; -o table
+lists the steps.
 --pve-version overrides platform.pveVersion of the specification.`,
 		Args: cobra.NoArgs,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
-			switch app.Format {
-			case "table", "pveum", "json", "yaml":
+			if app.Format == "pveum" {
 				return nil
 			}
-			return usageError{fmt.Errorf("unknown output format %q for acl plan: use -o pveum, -o json or -o yaml", app.Format)}
+			if err := checkFormat(app.Format); err != nil {
+				return usageError{fmt.Errorf("unknown output format %q for acl plan: use -o pveum (the default), -o table, -o wide, -o json, -o yaml or -o jsonpath=TEMPLATE", app.Format)}
+			}
+			return nil
 		},
 		RunE: func(*cobra.Command, []string) error { return runACLPlan(app, tenants, userCfg, version, adopt) },
 	}
@@ -194,14 +202,20 @@ func runACLPlan(app *App, tenants, userCfg string, version int, adopt []string) 
 	if err != nil {
 		return err
 	}
-	switch app.Format {
-	case "json", "yaml":
-		if changes == nil {
-			changes = []tenantplan.Change{}
-		}
-		return app.Print(planOutput{PVEVersion: v, Changes: changes}, nil)
+	if app.Format == "" || app.Format == "pveum" {
+		return tenantplan.RenderPveum(app.Out, changes, v)
 	}
-	return tenantplan.RenderPveum(app.Out, changes, v)
+	if changes == nil {
+		changes = []tenantplan.Change{}
+	}
+	return app.Print(planOutput{PVEVersion: v, Changes: changes}, func(w io.Writer) {
+		fmt.Fprintf(w, "Proxmox VE %d: %d change(s)\n", v, len(changes))
+		t := texttable.New(texttable.Main("STEP"), texttable.Main("OPERATION"), texttable.Main("TARGET"))
+		for i, c := range changes {
+			t.Add(strconv.Itoa(i+1), string(c.Op), changeTarget(c))
+		}
+		t.Write(w, app.Wide())
+	})
 }
 
 type auditFlags struct {
@@ -213,7 +227,9 @@ type auditFlags struct {
 func newACLAuditCmd(app *App) *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit (--user-cfg F | --url https://HOST:8006 --token-id ID --token-secret-file F) --tenants F [-o json]",
+		Use: "audit (--user-cfg F | --url https://HOST:8006 --token-id ID --token-secret-file F) --tenants F [-o json]",
+		Example: "  pxsubstrate acl audit --tenants tenants.yaml --user-cfg user.cfg\n" +
+			"  PROXMOX_URL=https://pve1:8006 PROXMOX_TOKEN='root@pam!audit' PROXMOX_SECRET=... \\\n    pxsubstrate acl audit --tenants tenants.yaml -o wide",
 		Short: "Prove that no tenant reaches another tenant's objects; exit 1 on an error-level finding",
 		Long: `Computes, with Proxmox VE's permission semantics, the privileges of every tenant
 user and token on every object foreign to its tenant (other pools, their VMs
@@ -268,7 +284,7 @@ func runACLAudit(cmd *cobra.Command, app *App, f *auditFlags) error {
 	if rep.Findings == nil {
 		rep.Findings = []audit.Finding{}
 	}
-	if err := app.Print(rep, func(w io.Writer) { auditTable(w, rep) }); err != nil {
+	if err := app.Print(rep, func(w io.Writer) { auditTable(w, rep, app.Wide()) }); err != nil {
 		return err
 	}
 	if n := rep.Count(audit.SeverityError); n > 0 {
@@ -277,23 +293,14 @@ func runACLAudit(cmd *cobra.Command, app *App, f *auditFlags) error {
 	return nil
 }
 
-func auditTable(w io.Writer, rep audit.Report) {
-	if len(rep.Findings) > 0 {
-		fmt.Fprintln(w, "SEVERITY\tCODE\tTENANT\tSUBJECT\tPATH\tFINDING\tWHAT TO DO")
-	}
-	dash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
+func auditTable(w io.Writer, rep audit.Report, wide bool) {
+	t := texttable.New(texttable.Main("SEVERITY"), texttable.Main("CODE"), texttable.Main("TENANT"), texttable.Main("SUBJECT"), texttable.Main("PATH"),
+		texttable.Note("FINDING"), texttable.Note("WHAT TO DO"))
 	for _, f := range rep.Findings {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Code, dash(f.Tenant), dash(f.Subject), dash(f.Path),
-			oneLine(f.Message), oneLine(f.Remedy))
+		t.Add(string(f.Severity), string(f.Code), f.Tenant, f.Subject, f.Path, f.Message, f.Remedy)
 	}
+	t.Write(w, wide)
 	fmt.Fprintf(w, "%d error(s), %d warning(s), %d info: checked %d tenant(s), %d user(s) and token(s), %d object(s)\n",
 		rep.Count(audit.SeverityError), rep.Count(audit.SeverityWarning), rep.Count(audit.SeverityInfo),
 		rep.Tenants, rep.Subjects, rep.Objects)
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

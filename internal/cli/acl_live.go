@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
@@ -202,7 +203,9 @@ type applyFlags struct {
 func newACLApplyCmd(app *App) *cobra.Command {
 	var f applyFlags
 	cmd := &cobra.Command{
-		Use:   "apply --tenants F --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--secrets-dir D | --secret-manifests F] [--prune TENANT,...] [--confirm-removals PRINCIPAL,...]",
+		Use: "apply --tenants F --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--secrets-dir D | --secret-manifests F] [--prune TENANT,...] [--confirm-removals PRINCIPAL,...]",
+		Example: "  pxsubstrate acl apply --tenants tenants.yaml --dry-run --url https://pve1:8006 \\\n    --token-id 'root@pam!admin' --token-secret-file admin.secret\n" +
+			"  pxsubstrate acl apply --tenants tenants.yaml --url https://pve1:8006 \\\n    --token-id 'root@pam!admin' --token-secret-file admin.secret --secrets-dir ./secrets",
 		Short: "Apply the tenants' users, tokens, roles, pools and ACLs through the API, idempotently",
 		Long: `Reads the live access-control state, plans what the tenants need for the
 Proxmox VE version the cluster runs, and performs only the missing changes; a
@@ -277,7 +280,7 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 	}
 	res, err := liveacl.Apply(ctx, c, spec, opts...)
 	err = tlsHint(err)
-	if perr := app.Print(res, func(w io.Writer) { applyTable(w, res) }); perr != nil && err == nil {
+	if perr := app.Print(res, func(w io.Writer) { applyTable(w, res, app.Wide()) }); perr != nil && err == nil {
 		err = perr
 	}
 	return err
@@ -306,14 +309,13 @@ func progress(app *App) func(liveacl.Progress) {
 	}
 }
 
-func applyTable(w io.Writer, res liveacl.Result) {
+func applyTable(w io.Writer, res liveacl.Result, wide bool) {
 	fmt.Fprintf(w, "Proxmox VE %d: %d change(s)\n", int(res.Version), len(res.Applied))
-	if len(res.Applied) > 0 {
-		fmt.Fprintln(w, "STEP\tOPERATION\tTARGET\tOUTCOME")
-	}
+	t := texttable.New(texttable.Main("STEP"), texttable.Main("OPERATION"), texttable.Main("TARGET"), texttable.Main("OUTCOME"))
 	for i, a := range res.Applied {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", i+1, a.Change.Op, changeTarget(a.Change), a.Outcome)
+		t.Add(strconv.Itoa(i+1), string(a.Change.Op), changeTarget(a.Change), string(a.Outcome))
 	}
+	t.Write(w, wide)
 	for _, k := range res.Kept {
 		fmt.Fprintf(w, "kept %s: %s\n", k.Object, k.Reason)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -21,9 +20,7 @@ import (
 // aclRun executes the CLI in-process and returns stdout, stderr and the exit code.
 func aclRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Main(args, strings.NewReader(""), &out, &errOut)
-	return out.String(), errOut.String(), code
+	return run(t, args...)
 }
 
 const aclTenantsYAML = `platform:
@@ -194,7 +191,7 @@ func TestACLPlan(t *testing.T) {
 	if !strings.Contains(out, `"changes": []`) {
 		t.Errorf("an empty JSON plan lists no changes: %s", out)
 	}
-	if _, errOut, code := aclRun(t, "acl", "plan", "--tenants", tenants, "-o", "xml"); code != 2 || !strings.Contains(errOut, "use -o pveum, -o json or -o yaml") {
+	if _, errOut, code := aclRun(t, "acl", "plan", "--tenants", tenants, "-o", "xml"); code != 2 || !strings.Contains(errOut, "use -o pveum (the default), -o table") {
 		t.Errorf("-o xml: exit %d, %q", code, errOut)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

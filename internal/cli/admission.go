@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/admission"
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 )
 
 func init() { register(newAdmissionCmd) }
@@ -43,8 +45,9 @@ func loadAdmissionConfig(app *App, path string) (admission.Config, error) {
 func newAdmissionReviewCmd(app *App) *cobra.Command {
 	var file, nsFile, config string
 	cmd := &cobra.Command{
-		Use:   "review -f REVIEW.json [--namespace-file NS.yaml] [--config VALUES.yaml]",
-		Short: "Answer an admission.k8s.io/v1 AdmissionReview as the webhook would",
+		Use:     "review -f REVIEW.json [--namespace-file NS.yaml] [--config VALUES.yaml]",
+		Example: "  pxsubstrate admission review -f review.json --namespace-file namespace.yaml --config values.yaml",
+		Short:   "Answer an admission.k8s.io/v1 AdmissionReview as the webhook would",
 		Long: `Reads an AdmissionReview (JSON or YAML; -f - reads stdin), decides it with the
 policies of the proxmox-network package and prints the AdmissionReview with
 its response. The namespace the request lands in is read from
@@ -75,7 +78,7 @@ Exits 0 when the request is admitted and 1 when it is refused.`,
 			if err != nil {
 				return fmt.Errorf("cannot answer %s: %w", file, err)
 			}
-			if err := app.Print(out, func(w io.Writer) { reviewTable(w, out) }); err != nil {
+			if err := app.Print(out, func(w io.Writer) { reviewTable(w, out, app.Wide()) }); err != nil {
 				return err
 			}
 			if !out.Response.Allowed {
@@ -133,21 +136,15 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 	return admission.Namespaces{name: admission.FromCore(&ns)}, nil
 }
 
-func reviewTable(w io.Writer, out *admissionv1.AdmissionReview) {
+func reviewTable(w io.Writer, out *admissionv1.AdmissionReview, wide bool) {
 	r := out.Response
-	fmt.Fprintln(w, "UID\tALLOWED\tPOLICY\tCODE\tMESSAGE")
 	code, msg := int32(200), ""
 	if r.Result != nil {
 		code, msg = r.Result.Code, r.Result.Message
 	}
-	fmt.Fprintf(w, "%s\t%t\t%s\t%d\t%s\n", r.UID, r.Allowed, dashIfEmpty(r.AuditAnnotations["policy"]), code, dashIfEmpty(msg))
-}
-
-func dashIfEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	t := texttable.New(texttable.Main("UID"), texttable.Main("ALLOWED"), texttable.Main("POLICY"), texttable.Main("CODE"), texttable.Note("MESSAGE"))
+	t.Add(string(r.UID), strconv.FormatBool(r.Allowed), r.AuditAnnotations["policy"], strconv.Itoa(int(code)), msg)
+	t.Write(w, wide)
 }
 
 // kubeList is a v1 List, which kubectl applies item by item.
@@ -164,8 +161,9 @@ func newKubeList(items []any) kubeList {
 func newAdmissionPoliciesCmd(app *App) *cobra.Command {
 	var config string
 	cmd := &cobra.Command{
-		Use:   "policies [--config VALUES.yaml]",
-		Short: "Print the ValidatingAdmissionPolicies and bindings for clusters without the webhook",
+		Use:     "policies [--config VALUES.yaml]",
+		Example: "  pxsubstrate admission policies --config values.yaml | kubectl apply -f -",
+		Short:   "Print the ValidatingAdmissionPolicies and bindings for clusters without the webhook",
 		Long: `Prints the three ValidatingAdmissionPolicies of the proxmox-network package
 and one binding each (failurePolicy Fail), built from the package values in
 --config (zones and admission). The default output is a YAML stream for

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -16,9 +15,7 @@ import (
 // exit code.
 func admissionRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Main(args, strings.NewReader(""), &out, &errOut)
-	return out.String(), errOut.String(), code
+	return run(t, args...)
 }
 
 // admissionFiles writes name→content into a fresh directory.
@@ -126,8 +123,10 @@ func TestAdmissionReview(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("%s: exit %d, want %d (stderr %q)", tc.reason, code, tc.code, errOut)
 			}
+			// Messages wrap under their row; compare with runs of spaces collapsed.
+			flat := strings.Join(strings.Fields(out), " ")
 			for _, want := range tc.out {
-				if !strings.Contains(out, want) {
+				if !strings.Contains(flat, want) {
 					t.Errorf("%s: stdout lacks %q:\n%s", tc.reason, want, out)
 				}
 			}

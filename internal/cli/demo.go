@@ -14,7 +14,9 @@ func init() { register(newDemoCmd) }
 
 func newDemoCmd(app *App) *cobra.Command {
 	return &cobra.Command{
-		Use:   "demo",
+		Use: "demo",
+		Example: "  pxsubstrate demo\n" +
+			"  pxsubstrate demo -o wide",
 		Short: "Play the platform's story in memory and check its invariants",
 		Long: "Plays the platform's story on in-memory stand-ins (a Proxmox VE API, libovsdb's OVN\n" +
 			"northbound database, a Kubernetes API): two tenants' ACLs planned, applied and audited\n" +
@@ -28,14 +30,14 @@ func newDemoCmd(app *App) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			story := app.Out
-			if app.Format != "table" {
+			if !app.tableFormat() {
 				story = io.Discard
 			}
-			res, err := demo.Run(cmd.Context(), story)
+			res, err := demo.RunWith(cmd.Context(), story, demo.Options{Wide: app.Wide()})
 			if err != nil {
 				return &ExitError{Code: 1, Err: fmt.Errorf("cannot play the demo: %w", err)}
 			}
-			if app.Format != "table" {
+			if !app.tableFormat() {
 				if err := app.Print(res, nil); err != nil {
 					return err
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 )
 
 func init() { register(newLintCmd) }
@@ -33,7 +34,9 @@ func newLintCredentialsCmd(app *App) *cobra.Command {
 		caFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "credentials -f SECRET.yaml [-f ...] [--probe [--ca-file CA.pem]]",
+		Use: "credentials -f SECRET.yaml [-f ...] [--probe [--ca-file CA.pem]]",
+		Example: "  pxsubstrate lint credentials -f capmox-credentials.yaml\n" +
+			"  kubectl -n cozy-cluster-api get secret capmox-credentials -o yaml | pxsubstrate lint credentials -f - --probe",
 		Short: "Check capmox and Proxmox CCM/CSI credentials Secrets for the known pitfalls",
 		Long: `Reads v1 Secrets and checks each by its keys: a capmox Secret
 (PROXMOX_URL as a bare https://host:8006, PROXMOX_TOKEN as user@realm!tokenid,
@@ -69,7 +72,7 @@ finding is an error.`,
 					findings = append(findings, p.Probe(cmd.Context(), s))
 				}
 			}
-			if err := app.Print(findings, func(w io.Writer) { findingsTable(w, findings) }); err != nil {
+			if err := app.Print(findings, func(w io.Writer) { findingsTable(w, findings, app.Wide()) }); err != nil {
 				return err
 			}
 			if credlint.HasErrors(findings) {
@@ -105,16 +108,10 @@ func prober(caFile string) (credlint.Prober, error) {
 	return credlint.Prober{Client: &http.Client{Transport: tr}}, nil
 }
 
-func findingsTable(w io.Writer, fs []credlint.Finding) {
-	fmt.Fprintln(w, "SECRET\tKEY\tSEVERITY\tCODE\tFINDING\tFIX")
+func findingsTable(w io.Writer, fs []credlint.Finding, wide bool) {
+	t := texttable.New(texttable.Main("SECRET"), texttable.Main("KEY"), texttable.Main("SEVERITY"), texttable.Main("CODE"), texttable.Note("FINDING"), texttable.Note("FIX"))
 	for _, f := range fs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Secret, orDash(f.Key), f.Severity, f.Code, f.Message, orDash(f.Fix))
+		t.Add(f.Secret, f.Key, string(f.Severity), string(f.Code), f.Message, f.Fix)
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	t.Write(w, wide)
 }

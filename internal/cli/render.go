@@ -71,8 +71,9 @@ const renderOutput = `The default output is a YAML stream for kubectl apply -f -
 func newRenderClusterCmd(app *App) *cobra.Command {
 	var f renderFlags
 	cmd := &cobra.Command{
-		Use:   "cluster -f KUBERNETES.yaml [--lookup LIVE.yaml] [--capmox v0.7|v0.8]",
-		Short: "Print the CAPI Cluster, Kamaji control plane, ProxmoxCluster and CCM/CSI controllers of a tenant Kubernetes",
+		Use:     "cluster -f KUBERNETES.yaml [--lookup LIVE.yaml] [--capmox v0.7|v0.8]",
+		Example: "  pxsubstrate render cluster -f kubernetes.yaml --lookup live.yaml | kubectl apply -f -",
+		Short:   "Print the CAPI Cluster, Kamaji control plane, ProxmoxCluster and CCM/CSI controllers of a tenant Kubernetes",
 		Long: `Renders an apps.cozystack.io/v1alpha1 Kubernetes with substrate: proxmox
 into the objects the management cluster needs: the Cluster, the
 KamajiControlPlane published as a LoadBalancer, the ProxmoxCluster, the
@@ -99,8 +100,9 @@ HelmRelease. --lookup enables the substrate guard and VPC-subnet mode.
 func newRenderNodesCmd(app *App) *cobra.Command {
 	var f renderFlags
 	cmd := &cobra.Command{
-		Use:   "nodes -f KUBERNETESNODES.yaml [--lookup LIVE.yaml] [--capmox v0.7|v0.8]",
-		Short: "Print the ProxmoxMachineTemplate, TalosConfigTemplate, MachineDeployment and MachineHealthCheck of a worker pool",
+		Use:     "nodes -f KUBERNETESNODES.yaml [--lookup LIVE.yaml] [--capmox v0.7|v0.8]",
+		Example: "  pxsubstrate render nodes -f pool.yaml --lookup live.yaml --capmox v0.8",
+		Short:   "Print the ProxmoxMachineTemplate, TalosConfigTemplate, MachineDeployment and MachineHealthCheck of a worker pool",
 		Long: `Renders an apps.cozystack.io/v1alpha1 KubernetesNodes with substrate: proxmox
 into the pool's objects. The machine and Talos config templates are named
 after a hash of their spec, so a change rolls the pool. --lookup enables the

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,9 +13,7 @@ import (
 // renderCLI runs the CLI in-process with stdin and returns stdout, stderr and the exit code.
 func renderCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Main(args, strings.NewReader(stdin), &out, &errOut)
-	return out.String(), errOut.String(), code
+	return runIn(t, stdin, args...)
 }
 
 const scenarios = "../../capmoxrender/testdata"

@@ -22,7 +22,9 @@ type App struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
-	// Format is the value of the persistent -o flag: table, json or yaml.
+	// Format is the value of the persistent -o flag: empty (the command's
+	// default, a table for most), table, wide, json, yaml, name or
+	// jsonpath=TEMPLATE.
 	Format string
 	// MaxInput is the value of --max-input-size, a Kubernetes quantity:
 	// the most any command reads from one file or standard input.
@@ -58,22 +60,16 @@ type usageError struct{ error }
 // NewRoot builds the command tree around app.
 func NewRoot(app *App) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "pxsubstrate",
-		Short:         "Tenant Kubernetes workers on Proxmox VE: networks, gateways, ACLs, templates, renders",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			switch app.Format {
-			case "table", "json", "yaml":
-				return nil
-			}
-			return usageError{fmt.Errorf("unknown output format %q: use -o table, -o json or -o yaml", app.Format)}
-		},
+		Use:               "pxsubstrate",
+		Short:             "Tenant Kubernetes workers on Proxmox VE: networks, gateways, ACLs, templates, renders",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(*cobra.Command, []string) error { return checkFormat(app.Format) },
 	}
 	root.SetIn(app.In)
 	root.SetOut(app.Out)
 	root.SetErr(app.ErrOut)
-	root.PersistentFlags().StringVarP(&app.Format, "output", "o", "table", "output format: table, json or yaml")
+	root.PersistentFlags().StringVarP(&app.Format, "output", "o", "", "output format: "+outputFormats)
 	root.PersistentFlags().StringVar(&app.MaxInput, "max-input-size", DefaultMaxInput, "the most read from one input file or standard input, a quantity such as 8Mi; larger inputs, or YAML whose aliases expand beyond it, are refused")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	cmds := make([]*cobra.Command, 0, len(registry))

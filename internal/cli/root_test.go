@@ -10,8 +10,16 @@ import (
 // run executes the CLI in-process and returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runIn(t, "", args...)
+}
+
+// runIn executes the CLI in-process with stdin. Every table a test prints
+// in the default format is checked to fit 120 columns.
+func runIn(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Main(args, strings.NewReader(""), &out, &errOut)
+	code := Main(args, strings.NewReader(stdin), &out, &errOut)
+	checkFits(t, args, out.String())
 	return out.String(), errOut.String(), code
 }
 

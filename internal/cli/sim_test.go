@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +12,7 @@ import (
 
 func runSim(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Main(args, strings.NewReader(stdin), &out, &errOut)
-	return out.String(), errOut.String(), code
+	return runIn(t, stdin, args...)
 }
 
 func TestSimCommand(t *testing.T) {

@@ -31,8 +31,9 @@ type schematicIDResult struct {
 
 func newSchematicIDCmd(app *App) *cobra.Command {
 	return &cobra.Command{
-		Use:   "schematic-id FILE",
-		Short: "Print the Image Factory schematic ID of a schematic (YAML or JSON; - reads stdin)",
+		Use:     "schematic-id FILE",
+		Example: "  pxsubstrate talos schematic-id schematic.yaml",
+		Short:   "Print the Image Factory schematic ID of a schematic (YAML or JSON; - reads stdin)",
 		Long: `Computes the ID the Talos Image Factory gives a schematic: the document is
 decoded strictly (unknown fields are errors), written again as canonical YAML
 and hashed with SHA-256. Lists keep their order, as on the factory's API.`,

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -15,9 +14,7 @@ import (
 // the exit code.
 func talosRun(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Main(args, strings.NewReader(stdin), &out, &errOut)
-	return out.String(), errOut.String(), code
+	return runIn(t, stdin, args...)
 }
 
 // writeFiles writes name→content into a fresh directory and returns it.

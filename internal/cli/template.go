@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
@@ -131,8 +133,9 @@ type templatePrintResult struct {
 func newTemplatePrintCmd(app *App) *cobra.Command {
 	var f specFlags
 	cmd := &cobra.Command{
-		Use:   "print VMID STORAGE",
-		Short: "Print the root shell program that builds the Talos VM template, for review",
+		Use:     "print VMID STORAGE",
+		Example: "  pxsubstrate template print 9000 local-lvm --values nodes-values.yaml",
+		Short:   "Print the root shell program that builds the Talos VM template, for review",
 		Long: `Prints the program that builds the template on a Proxmox VE node: it checks
 that VMID is free and that no template carries the same tag set, downloads the
 nocloud image from the Image Factory, creates the VM (OVMF with an EFI disk,
@@ -171,7 +174,9 @@ func newTemplateSelectCmd(app *App) *cobra.Command {
 	var tags, resources, capmox, policy string
 	var live liveFlags
 	cmd := &cobra.Command{
-		Use:   "select --tags a,b (--resources FILE | --url https://HOST:8006 --token-id ID --token-secret-file F)",
+		Use: "select --tags a,b (--resources FILE | --url https://HOST:8006 --token-id ID --token-secret-file F)",
+		Example: "  pxsubstrate template select --tags cozystack,talos,talos-v1.13.6 --resources resources.json\n" +
+			"  pxsubstrate template select --tags cozystack,talos,talos-v1.13.6 --url https://pve1:8006 \\\n    --token-id 'capmox@pve!capi' --token-secret-file capi.secret",
 		Short: "Show which template capmox clones for a tag selector, or its exact error and why",
 		Long: `Replays capmox's template selection over the guests of a cluster, as
 GET /cluster/resources?type=vm lists them (pvesh get /cluster/resources --type vm
@@ -200,7 +205,7 @@ Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 			if notFound != nil {
 				res.Error = notFound.Error()
 			}
-			if perr := app.Print(res, func(w io.Writer) { selectTable(w, res) }); perr != nil {
+			if perr := app.Print(res, func(w io.Writer) { selectTable(w, res, app.Wide()) }); perr != nil {
 				return perr
 			}
 			if notFound != nil {
@@ -230,7 +235,7 @@ func selectorTags(list string) ([]string, error) {
 	return tags, nil
 }
 
-func selectTable(w io.Writer, res templateSelectResult) {
+func selectTable(w io.Writer, res templateSelectResult, wide bool) {
 	if res.Template != nil {
 		fmt.Fprintf(w, "capmox %s clones template %d (%s) on node %s\n", res.Capmox, res.Template.VMID, res.Template.Name, res.Template.Node)
 	} else {
@@ -238,7 +243,8 @@ func selectTable(w io.Writer, res templateSelectResult) {
 	}
 	if len(res.Candidates) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "VMID\tNAME\tNODE\tTEMPLATE\tTAGS\tMISSING\tEXTRA\tMATCH")
+		t := texttable.New(texttable.Main("VMID"), texttable.Main("NAME"), texttable.Main("NODE"), texttable.Main("TEMPLATE"), texttable.Main("MATCH"),
+			texttable.Note("TAGS"), texttable.Note("MISSING"), texttable.Note("EXTRA"))
 		for _, c := range res.Candidates {
 			match := "no"
 			switch {
@@ -247,20 +253,20 @@ func selectTable(w io.Writer, res templateSelectResult) {
 			case c.Skipped != "":
 				match = "skipped: " + c.Skipped
 			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.VMID, dash(c.Name), dash(c.Node), c.Template, dash(c.Tags),
-				dash(strings.Join(c.Missing, ",")), dash(strings.Join(c.Extra, ",")), match)
+			t.Add(strconv.Itoa(c.VMID), c.Name, c.Node, strconv.Itoa(int(c.Template)), match, c.Tags,
+				strings.Join(c.Missing, ","), strings.Join(c.Extra, ","))
 		}
+		t.Write(w, wide)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Why:")
 	for _, line := range res.Explanation {
-		fmt.Fprintf(w, "  - %s\n", line)
+		for k, piece := range texttable.Wrap(line, texttable.MaxWidth-4) {
+			lead := "  - "
+			if k > 0 {
+				lead = "    "
+			}
+			fmt.Fprintf(w, "%s%s\n", lead, piece)
+		}
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -38,8 +38,9 @@ type templateCreateResult struct {
 func newTemplateCreateCmd(app *App) *cobra.Command {
 	var f templateCreateFlags
 	cmd := &cobra.Command{
-		Use:   "create VMID STORAGE --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--node N]",
-		Short: "Create the Talos VM template through the Proxmox VE API, without ssh",
+		Use:     "create VMID STORAGE --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--node N]",
+		Example: "  pxsubstrate template create 9000 local-lvm --values nodes-values.yaml --url https://pve1:8006 \\\n    --token-id 'capmox@pve!capi' --token-secret-file capi.secret",
+		Short:   "Create the Talos VM template through the Proxmox VE API, without ssh",
 		Long: `Builds the template the print program builds, through the API: checks that
 VMID is free in the whole cluster and that no template carries the same tag set,
 downloads the Image Factory's uncompressed nocloud image to a storage with the
@@ -118,7 +119,7 @@ func createTable(w io.Writer, r templateCreateResult) {
 	case !r.ImageRemoved:
 		image = "not removed"
 	}
-	fmt.Fprintf(w, "Image %s as %s: %s.\n\n", r.ImageURL, r.ImageVolume, image)
+	fmt.Fprintf(w, "Image imported as %s: %s. Its source:\n%s\n\n", r.ImageVolume, image, r.ImageURL)
 	fmt.Fprintln(w, "Values for the kubernetes-nodes pool:")
 	_, _ = io.WriteString(w, r.PoolSnippet)
 }

@@ -9,55 +9,86 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 )
 
 func init() { register(newVerifyCmd) }
 
-// verifyClients builds the management and tenant readers from kubeconfig
-// paths; tests replace it with fake clients.
-var verifyClients = func(mgmt, tenant string) (client.Client, client.Reader, error) {
-	m, err := readerFor(mgmt)
+// verifyClients builds the management and tenant readers from their
+// client configurations; tests replace it with fake clients.
+var verifyClients = func(mgmt, tenant *rest.Config) (client.Client, client.Reader, error) {
+	m, err := readerFor(mgmt, "management")
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := readerFor(tenant)
+	t, err := readerFor(tenant, "tenant")
 	if err != nil {
 		return nil, nil, err
 	}
 	return m, t, nil
 }
 
-func readerFor(path string) (client.Client, error) {
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("cannot load kubeconfig %q: %w", path, err)
-	}
+func readerFor(cfg *rest.Config, which string) (client.Client, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("cannot build the client scheme: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect with kubeconfig %q: %w", path, err)
+		return nil, fmt.Errorf("cannot connect to the %s cluster at %s: %w", which, cfg.Host, err)
 	}
 	return c, nil
 }
 
+// kubeFlags are kubectl's connection flags for the management cluster
+// (--kubeconfig, --context, -n, --user, --server, ...), read as kubectl
+// reads them: KUBECONFIG, then ~/.kube/config. --cluster is left out,
+// since verify's --cluster names the Cluster object, and so are the
+// flags that turn TLS verification or basic authentication on.
+func kubeFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	f.ClusterName, f.Insecure, f.Username, f.Password, f.CacheDir = nil, nil, nil, nil, nil
+	return f
+}
+
 // verifyOptions are the flags of `pxsubstrate verify`.
 type verifyOptions struct {
-	mgmt, tenant, namespace, cluster, capi string
+	kube                                 *genericclioptions.ConfigFlags
+	tenant, tenantContext, cluster, capi string
+}
+
+// configs resolves the management cluster's client configuration and
+// namespace the way kubectl does, and the tenant's from its own file.
+func (o verifyOptions) configs() (mgmt, tenant *rest.Config, namespace string, err error) {
+	loader := o.kube.ToRawKubeConfigLoader()
+	if mgmt, err = loader.ClientConfig(); err != nil {
+		return nil, nil, "", usageError{fmt.Errorf("management cluster: %w (set --kubeconfig, KUBECONFIG or ~/.kube/config, and --context)", err)}
+	}
+	if namespace, _, err = loader.Namespace(); err != nil {
+		return nil, nil, "", fmt.Errorf("management cluster: cannot read the namespace: %w", err)
+	}
+	tenant, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.tenant},
+		&clientcmd.ConfigOverrides{CurrentContext: o.tenantContext}).ClientConfig()
+	if err != nil {
+		return nil, nil, "", usageError{fmt.Errorf("--tenant-kubeconfig %q: %w", o.tenant, err)}
+	}
+	return mgmt, tenant, namespace, nil
 }
 
 func newVerifyCmd(app *App) *cobra.Command {
-	var o verifyOptions
+	o := verifyOptions{kube: kubeFlags()}
 	cmd := &cobra.Command{
-		Use:   "verify --kubeconfig MGMT --tenant-kubeconfig TENANT -n NAMESPACE --cluster NAME",
+		Use: "verify --tenant-kubeconfig TENANT --cluster NAME [-n NAMESPACE] [--kubeconfig MGMT] [--context CTX]",
+		Example: "  pxsubstrate verify --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha\n" +
+			"  pxsubstrate verify --context mgmt --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha -o wide",
 		Short: "Check that every tenant worker is initialised by the Proxmox CCM and paired with its Machine",
 		Long: `Reads the tenant cluster's Nodes and the management cluster's Machines of
 one Cluster and prints one row per Node: its providerID must equal its
@@ -70,16 +101,18 @@ ProxmoxCluster carrying cluster.x-k8s.io/managed-by. Exits 1 when a row or
 one of those checks fails.
 
 --cluster takes the Cluster name (kubernetes-<name>) or the Kubernetes
-application name.`,
+application name. The management cluster is reached as kubectl reaches it:
+--kubeconfig, else KUBECONFIG, else ~/.kube/config, with --context and -n
+(default: the context's namespace).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), app) },
 	}
-	cmd.Flags().StringVar(&o.mgmt, "kubeconfig", "", "kubeconfig of the management cluster (empty: the usual lookup)")
+	o.kube.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.tenant, "tenant-kubeconfig", "", "kubeconfig of the tenant cluster (the super-admin key of <cluster>-admin-kubeconfig, with a reachable server)")
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "tenant namespace of the Cluster in the management cluster")
+	cmd.Flags().StringVar(&o.tenantContext, "tenant-context", "", "context of --tenant-kubeconfig to use (default: its current context)")
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "Cluster name")
 	cmd.Flags().StringVar(&o.capi, "capi-version", "v1beta1", "Cluster API version to read Machines with: v1beta1 or v1beta2")
-	for _, f := range []string{"tenant-kubeconfig", "namespace", "cluster"} {
+	for _, f := range []string{"tenant-kubeconfig", "cluster"} {
 		_ = cmd.MarkFlagRequired(f)
 	}
 	return cmd
@@ -91,7 +124,11 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if o.capi != "v1beta1" && o.capi != "v1beta2" {
 		return usageError{fmt.Errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", o.capi)}
 	}
-	m, t, err := verifyClients(o.mgmt, o.tenant)
+	mc, tc, namespace, err := o.configs()
+	if err != nil {
+		return err
+	}
+	m, t, err := verifyClients(mc, tc)
 	if err != nil {
 		return err
 	}
@@ -99,18 +136,18 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if !strings.HasPrefix(cluster, "kubernetes-") {
 		cluster = "kubernetes-" + cluster
 	}
-	findings, err := nodeverify.CheckManagement(ctx, m, m.RESTMapper(), o.namespace, cluster)
+	findings, err := nodeverify.CheckManagement(ctx, m, m.RESTMapper(), namespace, cluster)
 	if err != nil {
 		return err
 	}
 	for _, f := range findings {
 		fmt.Fprintf(app.ErrOut, "Error: %s: %s\n  fix: %s\n", f.Code, f.Problem, f.Fix)
 	}
-	rows, err := nodeverify.Collect(ctx, m, t, o.namespace, cluster, o.capi)
+	rows, err := nodeverify.Collect(ctx, m, t, namespace, cluster, o.capi)
 	if err != nil {
 		return err
 	}
-	if err := app.Print(rows, func(w io.Writer) { verifyTable(w, rows) }); err != nil {
+	if err := app.Print(rows, func(w io.Writer) { verifyTable(w, rows, app.Wide()) }); err != nil {
 		return err
 	}
 	switch {
@@ -119,18 +156,20 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	case nodeverify.Failed(rows):
 		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the FIX column")}
 	case len(rows) == 0:
-		return &ExitError{Code: 1, Err: fmt.Errorf("the tenant has no Nodes and %s/%s has no Machines: nothing was verified", o.namespace, cluster)}
+		return &ExitError{Code: 1, Err: fmt.Errorf("the tenant has no Nodes and %s/%s has no Machines: nothing was verified", namespace, cluster)}
 	}
 	return nil
 }
 
-func verifyTable(w io.Writer, rows []nodeverify.Row) {
-	fmt.Fprintln(w, "NODE\tMACHINE\tVM\tPROVIDERID\tREGION\tZONE\tSTATUS\tFIX")
+func verifyTable(w io.Writer, rows []nodeverify.Row, wide bool) {
+	t := texttable.New(texttable.Main("NODE"), texttable.Main("MACHINE"), texttable.Main("VM"), texttable.Main("PROVIDERID"), texttable.Main("REGION"), texttable.Main("ZONE"),
+		texttable.Main("STATUS"), texttable.Note("PROBLEM"), texttable.Note("FIX"))
 	for _, r := range rows {
-		status, fix := "ok", "-"
+		status := "ok"
 		if !r.OK {
-			status, fix = strings.Join(r.Problems, "; "), strings.Join(r.Fixes, "; ")
+			status = "failed"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, orDash(r.Machine), orDash(r.VM), orDash(r.ProviderID), orDash(r.Region), orDash(r.Zone), status, fix)
+		t.Add(r.Node, r.Machine, r.VM, r.ProviderID, r.Region, r.Zone, status, strings.Join(r.Problems, "; "), strings.Join(r.Fixes, "; "))
 	}
+	t.Write(w, wide)
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
@@ -57,7 +62,9 @@ func withVerifyClusters(t *testing.T, ipam bool, nodes []*corev1.Node, machines 
 		mb = mb.WithObjects(m)
 	}
 	old := verifyClients
-	verifyClients = func(string, string) (client.Client, client.Reader, error) { return mb.Build(), tb.Build(), nil }
+	verifyClients = func(*rest.Config, *rest.Config) (client.Client, client.Reader, error) {
+		return mb.Build(), tb.Build(), nil
+	}
 	t.Cleanup(func() { verifyClients = old })
 }
 
@@ -80,15 +87,42 @@ func verifyMachine(name, pid, node string) *unstructured.Unstructured {
 	}}
 }
 
+// writeKubeconfig writes a kubeconfig with one context per server (named
+// after the key) and the first name as current context, and returns its path.
+func writeKubeconfig(t *testing.T, current string, servers map[string]string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	for name, server := range servers {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t-" + name}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "ns-" + name}
+	}
+	cfg.CurrentContext = current
+	path := filepath.Join(t.TempDir(), current+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// verifyArgs points KUBECONFIG at a management kubeconfig and returns
+// verify's arguments with a tenant kubeconfig.
+func verifyArgs(t *testing.T) []string {
+	t.Helper()
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, "mgmt", map[string]string{"mgmt": "https://mgmt.example:6443"}))
+	tenant := writeKubeconfig(t, "tenant", map[string]string{"tenant": "https://tenant.example:6443"})
+	return []string{"verify", "--tenant-kubeconfig", tenant, "-n", "tenant-a", "--cluster", "prod", "--capi-version", "v1beta2"}
+}
+
 func TestVerify(t *testing.T) {
-	args := []string{"verify", "--tenant-kubeconfig", "t", "-n", "tenant-a", "--cluster", "prod", "--capi-version", "v1beta2"}
+	args := verifyArgs(t)
 	t.Run("Healthy", func(t *testing.T) {
 		withVerifyClients(t, []*corev1.Node{verifyNode("w1", verifyUUID1, true)}, []*unstructured.Unstructured{verifyMachine("m1", verifyUUID1, "w1")})
 		out, errOut, code := renderCLI(t, "", args...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		want := "NODE  MACHINE  VM  PROVIDERID                                      REGION   ZONE  STATUS  FIX\nw1    m1       -   " + verifyUUID1 + "  pve-eu1  pve1  ok      -\n"
+		want := "NODE  MACHINE  VM  PROVIDERID                                      REGION   ZONE  STATUS\nw1    m1       -   " + verifyUUID1 + "  pve-eu1  pve1  ok\n"
 		if diff := cmp.Diff(want, out); diff != "" {
 			t.Errorf("table (-want +got):\n%s", diff)
 		}
@@ -125,7 +159,7 @@ func TestVerify(t *testing.T) {
 	})
 	t.Run("BadKubeconfig", func(t *testing.T) {
 		_, errOut, code := renderCLI(t, "", "verify", "--kubeconfig", "/nonexistent/k", "--tenant-kubeconfig", "/nonexistent/t", "-n", "a", "--cluster", "b")
-		if code != 1 || !strings.Contains(errOut, "cannot load kubeconfig") {
+		if code != 2 || !strings.Contains(errOut, "/nonexistent/k") {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
 	})
@@ -141,7 +175,7 @@ func TestVerifyManagementFindings(t *testing.T) {
 	nodes := []*corev1.Node{verifyNode("w1", verifyUUID1, true)}
 	machines := []*unstructured.Unstructured{verifyMachine("m1", verifyUUID1, "w1")}
 
-	args := []string{"verify", "--tenant-kubeconfig", "t", "-n", "tenant-a", "--cluster", "prod", "--capi-version", "v1beta2"}
+	args := verifyArgs(t)
 	withVerifyClusters(t, true, nodes, machines)
 	_, errOut, code := run(t, args...)
 	if code != 0 {
@@ -152,5 +186,67 @@ func TestVerifyManagementFindings(t *testing.T) {
 	_, errOut, code = run(t, args...)
 	if code != 1 || !strings.Contains(errOut, "IPAMProviderMissing") || !strings.Contains(errOut, "cozystack.capi-provider-ipam-in-cluster") {
 		t.Fatalf("no IPAM provider must fail with what to install, exit %d: %s", code, errOut)
+	}
+}
+
+// TestVerifyKubeconfigLookup checks that verify finds the management
+// cluster as kubectl does: --kubeconfig, else KUBECONFIG, else
+// ~/.kube/config; --context picks a context and -n defaults to the
+// context's namespace. The tenant cluster comes from its own file and
+// --tenant-context.
+func TestVerifyKubeconfigLookup(t *testing.T) {
+	servers := map[string]string{"mgmt": "https://mgmt.example:6443", "other": "https://other.example:6443"}
+	tenant := writeKubeconfig(t, "tenant", map[string]string{"tenant": "https://tenant.example:6443", "spare": "https://spare.example:6443"})
+	explicit := writeKubeconfig(t, "other", map[string]string{"other": "https://explicit.example:6443"})
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(writeKubeconfig(t, "mgmt", servers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		env       string
+		args      []string
+		mgmt, tnt string
+		namespace string
+	}{
+		"HomeConfig":    {mgmt: "https://mgmt.example:6443", tnt: "https://tenant.example:6443", namespace: "ns-mgmt"},
+		"Context":       {args: []string{"--context", "other"}, mgmt: "https://other.example:6443", tnt: "https://tenant.example:6443", namespace: "ns-other"},
+		"Namespace":     {args: []string{"-n", "tenant-a"}, mgmt: "https://mgmt.example:6443", tnt: "https://tenant.example:6443", namespace: "tenant-a"},
+		"KUBECONFIG":    {env: explicit, mgmt: "https://explicit.example:6443", tnt: "https://tenant.example:6443", namespace: "ns-other"},
+		"FlagOverEnv":   {env: explicit, args: []string{"--kubeconfig", filepath.Join(home, ".kube", "config")}, mgmt: "https://mgmt.example:6443", tnt: "https://tenant.example:6443", namespace: "ns-mgmt"},
+		"TenantContext": {args: []string{"--tenant-context", "spare"}, mgmt: "https://mgmt.example:6443", tnt: "https://spare.example:6443", namespace: "ns-mgmt"},
+	}
+	// client-go reads HOME once, when the process starts, as kubectl does;
+	// point its home file at this test's HOME for the cases.
+	oldHome := clientcmd.RecommendedHomeFile
+	clientcmd.RecommendedHomeFile = filepath.Join(home, ".kube", "config")
+	t.Cleanup(func() { clientcmd.RecommendedHomeFile = oldHome })
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.env)
+			var gotM, gotT string
+			withVerifyClients(t, []*corev1.Node{verifyNode("w1", verifyUUID1, true)}, []*unstructured.Unstructured{verifyMachine("m1", verifyUUID1, "w1")})
+			built := verifyClients
+			verifyClients = func(m, tn *rest.Config) (client.Client, client.Reader, error) {
+				gotM, gotT = m.Host, tn.Host
+				return built(m, tn)
+			}
+			args := append([]string{"verify", "--tenant-kubeconfig", tenant, "--cluster", "prod", "--capi-version", "v1beta2", "-o", "json"}, tc.args...)
+			out, errOut, code := run(t, args...)
+			if gotM != tc.mgmt || gotT != tc.tnt {
+				t.Fatalf("management %q, tenant %q; want %q and %q (exit %d: %s)", gotM, gotT, tc.mgmt, tc.tnt, code, errOut)
+			}
+			// The fake machines live in tenant-a: another namespace finds none.
+			found := strings.Contains(out, `"machine": "m1"`)
+			if found != (tc.namespace == "tenant-a") {
+				t.Errorf("namespace %s: found m1 = %v; output %s", tc.namespace, found, out)
+			}
+		})
 	}
 }

@@ -34,7 +34,9 @@ func currentVersion() versionInfo {
 
 func newVersionCmd(app *App) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
+		Use: "version",
+		Example: "  pxsubstrate version\n" +
+			"  pxsubstrate version -o json",
 		Short: "Print the version of pxsubstrate",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -13,8 +13,9 @@ import (
 func newRenderVPCCmd(app *App) *cobra.Command {
 	var file, lookup string
 	cmd := &cobra.Command{
-		Use:   "vpc -f VPC.yaml [--lookup CLUSTER.yaml]",
-		Short: "Print the Kube-OVN, IPAM and ProxmoxNetwork objects of a tenant VPC",
+		Use:     "vpc -f VPC.yaml [--lookup CLUSTER.yaml]",
+		Example: "  pxsubstrate render vpc -f vpc.yaml --lookup cluster.yaml",
+		Short:   "Print the Kube-OVN, IPAM and ProxmoxNetwork objects of a tenant VPC",
 		Long: `Renders a VPC spec (namespace, name, subnets with cidr and proxmox: {zone,
 vmRange}, peers, routes, egress) into the objects that make it: the Kube-OVN
 Vpc and Subnets, a NetworkAttachmentDefinition per subnet, and for every

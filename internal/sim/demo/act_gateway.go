@@ -69,7 +69,7 @@ func (s *Stage) Gateways(ctx context.Context) error {
 		a, b := w.networks[i], w.networks[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
-	s.Table([]string{"NETWORK", "ROUTER PORT", "HA_CHASSIS_GROUP", "CHASSIS:PRIORITY", "GATEWAYREADY"}, func(row func(...any)) {
+	s.Table([]string{"NETWORK", "ROUTER PORT", "HA_CHASSIS_GROUP", "CHASSIS", "GATEWAYREADY"}, func(row func(...any)) {
 		for _, n := range w.networks {
 			port, group := routerPortOf(w, n), "-"
 			if _, ok := w.nb.Ports[port]; !ok {

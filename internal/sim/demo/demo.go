@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 )
 
@@ -40,6 +40,8 @@ type Stage struct {
 	nb *northbound
 	// events keeps the Events the controller emits.
 	events *eventLog
+	// wide prints tables and sentences unwrapped.
+	wide bool
 }
 
 // Result is the outcome of a demo run.
@@ -58,19 +60,31 @@ func (r Result) OK() bool {
 	return true
 }
 
+// Options change how the story is printed.
+type Options struct {
+	// Wide prints every table row on one line, however long; by default
+	// lines keep to 120 columns (long cells and sentences wrap).
+	Wide bool
+}
+
 // Run plays every act, printing to out, then checks the invariants and
 // prints them as a table.
-func Run(ctx context.Context, out io.Writer) (Result, error) { return play(ctx, out, Acts) }
+func Run(ctx context.Context, out io.Writer) (Result, error) { return RunWith(ctx, out, Options{}) }
+
+// RunWith is Run with options.
+func RunWith(ctx context.Context, out io.Writer, opts Options) (Result, error) {
+	return play(ctx, out, Acts, opts)
+}
 
 // play runs acts on a new stage: an in-memory API and OVN NB, and the
 // controller with gateways over that NB.
-func play(ctx context.Context, out io.Writer, acts []Act) (Result, error) {
+func play(ctx context.Context, out io.Writer, acts []Act, opts Options) (Result, error) {
 	nb, err := openNB(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	defer nb.close()
-	s := &Stage{Out: out, nb: nb, events: &eventLog{}}
+	s := &Stage{Out: out, wide: opts.Wide, nb: nb, events: &eventLog{}}
 	s.H = sim.NewHarness(sim.Options{Gateway: s.gateway, NB: sim.NewOVNNB(nb.admin), Recorder: s.events})
 	if err := s.H.Start(ctx); err != nil {
 		return Result{}, err
@@ -150,21 +164,37 @@ func (s *Stage) Settle(ctx context.Context) error {
 	return err
 }
 
-// Say prints one line.
-func (s *Stage) Say(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
+// Say prints one sentence, wrapped at 120 columns unless the stage is wide.
+func (s *Stage) Say(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if s.wide || utf8.RuneCountInString(line) <= texttable.MaxWidth {
+		fmt.Fprintln(s.Out, line)
+		return
+	}
+	for i, piece := range texttable.Wrap(line, texttable.MaxWidth-2) {
+		if i > 0 && utf8.RuneCountInString(piece) <= texttable.MaxWidth-2 {
+			piece = "  " + piece // a longer piece is one word, a URL: never cut
+		}
+		fmt.Fprintln(s.Out, piece)
+	}
+}
 
-// Table prints an aligned table.
+// Table prints an aligned table within 120 columns (long cells wrap in
+// their column) unless the stage is wide.
 func (s *Stage) Table(header []string, rows func(row func(...any))) {
-	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	cols := make([]texttable.Column, len(header))
+	for i, h := range header {
+		cols[i] = texttable.Main(h)
+	}
+	t := texttable.New(cols...)
 	rows(func(cells ...any) {
 		parts := make([]string, len(cells))
 		for i, c := range cells {
 			parts[i] = fmt.Sprint(c)
 		}
-		fmt.Fprintln(tw, strings.Join(parts, "\t"))
+		t.Add(parts...)
 	})
-	_ = tw.Flush()
+	t.Write(s.Out, s.wide)
 }
 
 // Networks prints every ProxmoxNetwork.

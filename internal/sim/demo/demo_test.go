@@ -42,7 +42,8 @@ func TestDemo(t *testing.T) {
 // VLAN released; alpha's waiting network refused, then given the VLAN.
 func TestDemoEvents(t *testing.T) {
 	var out bytes.Buffer
-	if _, err := demo.Run(context.Background(), &out); err != nil {
+	// Wide keeps each Event on one line for the parse below.
+	if _, err := demo.RunWith(context.Background(), &out, demo.Options{Wide: true}); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	text := out.String()

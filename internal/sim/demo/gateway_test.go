@@ -39,7 +39,7 @@ func TestDemoGatewayEndState(t *testing.T) {
 		var err error
 		got, err = s.nb.state(ctx)
 		return err
-	}))
+	}), Options{Wide: true})
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
@@ -165,7 +165,7 @@ func TestDemoReportsABrokenGateway(t *testing.T) {
 			var out bytes.Buffer
 			res, err := play(context.Background(), &out, finally("corrupt the NB", func(ctx context.Context, s *Stage) error {
 				return tc.tamper(ctx, ovngatewaytest.Admin{C: s.nb.admin})
-			}))
+			}), Options{})
 			if err != nil {
 				t.Fatalf("demo: %v\n%s", err, out.String())
 			}
