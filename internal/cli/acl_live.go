@@ -15,7 +15,6 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
@@ -197,7 +196,7 @@ type applyFlags struct {
 	live                                                   liveFlags
 	tenants, secretsDir, secretManifests, secretNS, region string
 	prune, adopt                                           []string
-	pruneSet                                               bool
+	pruneSet, dryRun                                       bool
 }
 
 func newACLApplyCmd(app *App) *cobra.Command {
@@ -225,7 +224,12 @@ is verified against the system roots and --ca-file.
 New token secrets are shown by Proxmox VE once. They go to --secrets-dir (one
 0600 JSON file per token) or --secret-manifests (Kubernetes Secret manifests in
 one 0600 YAML file), with the keys url, token_id, token_secret and region; they
-are never printed. The token needs administrator rights (root@pam's token, or
+are never printed.
+
+--dry-run reads the cluster and plans exactly as apply does, then prints the
+changes with outcome "planned" and stops: no request that changes the
+cluster is sent and no secret file is written. What apply would refuse, a
+dry run refuses too. The token needs administrator rights (root@pam's token, or
 one with Administrator on /).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -241,6 +245,7 @@ one with Administrator on /).`,
 	fs.StringVar(&f.secretNS, "secret-namespace", "", "namespace written into the Secret manifests")
 	fs.StringVar(&f.region, "region", "", "region written next to each secret (default: the cluster's name, or the node's on a standalone node)")
 	fs.StringSliceVar(&f.adopt, "confirm-removals", nil, confirmRemovalsUsage)
+	fs.BoolVar(&f.dryRun, "dry-run", false, "read the cluster and print the changes apply would make, with outcome planned; nothing is changed or written")
 	fs.StringSliceVar(&f.prune, "prune", nil, "also remove the owned users, tokens and empty pools of these tenants, gone from --tenants (comma-separated names)")
 	for _, name := range []string{"tenants"} {
 		_ = cmd.MarkFlagRequired(name)
@@ -263,6 +268,9 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 		return err
 	}
 	opts := []liveacl.Option{liveacl.WithProgress(progress(app)), liveacl.WithConfirmedRemovals(f.adopt...)}
+	if f.dryRun {
+		opts = append(opts, liveacl.WithDryRun())
+	}
 	if f.pruneSet {
 		if len(f.prune) == 0 {
 			return errors.New("--prune names the tenants whose objects go (--prune beta,gamma); none given")
@@ -280,7 +288,7 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 	}
 	res, err := liveacl.Apply(ctx, c, spec, opts...)
 	err = tlsHint(err)
-	if perr := app.Print(res, func(w io.Writer) { applyTable(w, res, app.Wide()) }); perr != nil && err == nil {
+	if perr := app.Print(res, func(w io.Writer) { applyTable(w, res, f.dryRun, app.Wide()) }); perr != nil && err == nil {
 		err = perr
 	}
 	return err
@@ -296,21 +304,23 @@ func (f *applyFlags) sink() liveacl.SecretSink {
 	return nil
 }
 
-// progress reports each change on standard error when it is a terminal.
+// progress reports each change on standard error as it is made, one line
+// each, whether or not standard error is a terminal (a CI log shows how
+// far an apply got); the result goes to standard output at the end.
 func progress(app *App) func(liveacl.Progress) {
-	f, ok := app.ErrOut.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil
-	}
 	return func(p liveacl.Progress) {
-		if p.Outcome != "" {
-			fmt.Fprintf(app.ErrOut, "[%d/%d] %s %s: %s\n", p.Index, p.Total, p.Change.Op, changeTarget(p.Change), p.Outcome)
+		if p.Outcome != "" && p.Outcome != liveacl.OutcomePlanned {
+			fmt.Fprintf(app.ErrOut, "[%d/%d] %s %s: %s\n", p.Index, p.Total, p.Change.Op, escapeControl(changeTarget(p.Change)), p.Outcome)
 		}
 	}
 }
 
-func applyTable(w io.Writer, res liveacl.Result, wide bool) {
-	fmt.Fprintf(w, "Proxmox VE %d: %d change(s)\n", int(res.Version), len(res.Applied))
+func applyTable(w io.Writer, res liveacl.Result, dryRun, wide bool) {
+	if dryRun {
+		fmt.Fprintf(w, "Proxmox VE %d: %d change(s) planned; dry run, nothing was changed\n", int(res.Version), len(res.Applied))
+	} else {
+		fmt.Fprintf(w, "Proxmox VE %d: %d change(s)\n", int(res.Version), len(res.Applied))
+	}
 	t := texttable.New(texttable.Main("STEP"), texttable.Main("OPERATION"), texttable.Main("TARGET"), texttable.Main("OUTCOME"))
 	for i, a := range res.Applied {
 		t.Add(strconv.Itoa(i+1), string(a.Change.Op), changeTarget(a.Change), string(a.Outcome))

@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -234,6 +237,51 @@ func TestACLApplyAndAuditThroughMain(t *testing.T) {
 	out, _, code = run(t, append([]string{"acl", "audit", "--tenants", e.tenants, "-o", "json"}, apiFlags...)...)
 	if code != 1 || !strings.Contains(out, `"code": "CrossTenantReach"`) {
 		t.Errorf("a leak found live exits 1 with its finding (exit %d):\n%s", code, out)
+	}
+}
+
+// TestACLApplyDryRun: a dry run lists the changes apply then makes, one
+// for one, sends no changing request and writes no secret; after the
+// apply a dry run plans nothing.
+func TestACLApplyDryRun(t *testing.T) {
+	e := newLiveEnv(t)
+	secrets := filepath.Join(e.dir, "s")
+	apiFlags := []string{"--url", e.srv.URL, "--token-id", e.srv.RootTokenID, "--token-secret-file", e.rootSec, "--ca-file", e.ca}
+	apply := append([]string{"acl", "apply", "--tenants", e.tenants, "--secrets-dir", secrets, "-o", "json"}, apiFlags...)
+	var planned, applied liveacl.Result
+	out, errOut, code := run(t, append(apply, "--dry-run")...)
+	if code != 0 || json.Unmarshal([]byte(out), &planned) != nil {
+		t.Fatalf("dry run: exit %d: %s%s", code, out, errOut)
+	}
+	if m := e.srv.MutatingRequests(); len(m) != 0 {
+		t.Errorf("a dry run changes nothing: %v", m)
+	}
+	if _, err := os.Stat(secrets); !os.IsNotExist(err) {
+		t.Errorf("a dry run writes no secret directory: %v", err)
+	}
+	if len(planned.Applied) == 0 {
+		t.Fatal("a fresh cluster needs changes; the dry run planned none")
+	}
+	out, errOut, code = run(t, apply...)
+	if code != 0 || json.Unmarshal([]byte(out), &applied) != nil {
+		t.Fatalf("apply: exit %d: %s%s", code, out, errOut)
+	}
+	// Standard error is a buffer here, not a terminal: progress still shows.
+	if n := len(applied.Applied); !strings.Contains(errOut, fmt.Sprintf("[1/%d] ", n)) || !strings.Contains(errOut, fmt.Sprintf("[%d/%d] ", n, n)) {
+		t.Errorf("apply reports each change on standard error outside a terminal:\n%s", errOut)
+	}
+	if len(applied.Applied) != len(planned.Applied) {
+		t.Fatalf("the dry run planned %d changes, apply made %d", len(planned.Applied), len(applied.Applied))
+	}
+	for i := range planned.Applied {
+		if p, a := planned.Applied[i], applied.Applied[i]; p.Outcome != liveacl.OutcomePlanned || !reflect.DeepEqual(p.Change, a.Change) {
+			t.Errorf("change %d: planned %+v (%s), applied %+v", i+1, p.Change, p.Outcome, a.Change)
+		}
+	}
+	before := len(e.srv.MutatingRequests())
+	out, _, code = run(t, append([]string{"acl", "apply", "--tenants", e.tenants, "--dry-run"}, apiFlags...)...)
+	if code != 0 || !strings.Contains(out, "0 change(s) planned; dry run, nothing was changed") || len(e.srv.MutatingRequests()) != before {
+		t.Errorf("a dry run after the apply plans nothing and changes nothing (exit %d):\n%s", code, out)
 	}
 }
 

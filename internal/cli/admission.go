@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -156,6 +158,30 @@ type kubeList struct {
 
 func newKubeList(items []any) kubeList {
 	return kubeList{APIVersion: "v1", Kind: "List", Items: items}
+}
+
+// objectNames names each item as kubectl's -o name does: kind.group/name
+// (kind/name for the core group), the kind in lower case.
+func (l kubeList) objectNames() []string {
+	names := make([]string, 0, len(l.Items))
+	for _, item := range l.Items {
+		var o struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if b, err := json.Marshal(item); err == nil {
+			_ = json.Unmarshal(b, &o)
+		}
+		kind := strings.ToLower(o.Kind)
+		if group, _, ok := strings.Cut(o.APIVersion, "/"); ok {
+			kind += "." + group
+		}
+		names = append(names, kind+"/"+o.Metadata.Name)
+	}
+	return names
 }
 
 func newAdmissionPoliciesCmd(app *App) *cobra.Command {

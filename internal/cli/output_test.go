@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -109,4 +111,39 @@ func TestNameAndJSONPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOutputName: -o name lists the rendered objects as kubectl names
+// them, and -o jsonpath reaches into the same List.
+func TestOutputName(t *testing.T) {
+	in := filepath.Join(scenarios, "scenarios", "nodes-raw", "input.yaml")
+	out, errOut, code := run(t, "render", "nodes", "-f", in, "-o", "name")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	names := strings.Fields(out)
+	if len(names) < 3 || !slices.Contains(names, "machinedeployment.cluster.x-k8s.io/"+lastName(names, "machinedeployment.cluster.x-k8s.io/")) {
+		t.Fatalf("want kind.group/name lines with a MachineDeployment, got %q", out)
+	}
+	for _, n := range names {
+		if !strings.Contains(n, "/") || strings.ContainsAny(n, " \t") || n != strings.ToLower(n[:strings.Index(n, "/")])+n[strings.Index(n, "/"):] {
+			t.Errorf("%q is not kind.group/name with a lower-case kind", n)
+		}
+	}
+	jp, errOut, code := run(t, "render", "nodes", "-f", in, "-o", "jsonpath={range .items[*]}{.kind}/{.metadata.name}{\"\\n\"}{end}")
+	if code != 0 {
+		t.Fatalf("jsonpath: exit %d: %s", code, errOut)
+	}
+	if got := len(strings.Fields(jp)); got != len(names) {
+		t.Errorf("jsonpath lists %d objects, -o name %d:\n%s", got, len(names), jp)
+	}
+}
+
+func lastName(names []string, prefix string) string {
+	for _, n := range names {
+		if rest, ok := strings.CutPrefix(n, prefix); ok {
+			return rest
+		}
+	}
+	return ""
 }

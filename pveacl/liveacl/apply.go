@@ -26,6 +26,8 @@ const (
 	// OutcomePresent: the API answered that the object already exists (or
 	// is already gone), so nothing changed.
 	OutcomePresent Outcome = "present"
+	// OutcomePlanned: a dry run (WithDryRun) would make the change.
+	OutcomePlanned Outcome = "planned"
 )
 
 // Applied is one change and its outcome.
@@ -67,7 +69,15 @@ type settings struct {
 	url      string
 	region   string
 	tenants  map[string]string // token id -> tenant
+	dryRun   bool
 }
+
+// WithDryRun reads the live state and plans as Apply does, then returns
+// the changes it would make as OutcomePlanned without sending any
+// changing request or touching the secret sink. A plan that Apply would
+// refuse (an unconfirmed removal, a foreign volume, new tokens without a
+// sink) is refused the same way.
+func WithDryRun() Option { return func(o *settings) { o.dryRun = true } }
 
 // WithPrune also removes the owned users, tokens and pools of the named
 // tenants, which the specification must no longer list (see
@@ -211,9 +221,17 @@ func applyChanges(ctx context.Context, c pveapi.Client, changes []tenantplan.Cha
 		if o.sink == nil {
 			return res, fmt.Errorf("cannot apply: %w: pass a secret sink (--secrets-dir or --secret-manifests)", ErrNoSecretSink)
 		}
-		if err := o.sink.Check(created); err != nil {
-			return res, fmt.Errorf("cannot apply: %w", err)
+		if !o.dryRun { // Check may create the directory: a dry run writes nothing
+			if err := o.sink.Check(created); err != nil {
+				return res, fmt.Errorf("cannot apply: %w", err)
+			}
 		}
+	}
+	if o.dryRun {
+		for _, ch := range changes {
+			res.Applied = append(res.Applied, Applied{Change: ch, Outcome: OutcomePlanned})
+		}
+		return res, nil
 	}
 	a := &applier{c: c, o: o}
 	for i, ch := range changes {
