@@ -147,7 +147,7 @@ func TestRootHoldsEverything(t *testing.T) {
 }
 
 func TestEffectivePermissions(t *testing.T) {
-	cfg, _ := usercfg.Parse([]byte(vecTokens), pveacl.PVE9)
+	cfg, _ := usercfg.Parse([]byte(vectorConfig(t, "perm-test8")), pveacl.PVE9)
 	got := map[string]map[string]int{}
 	for p, s := range pveacl.NewEvaluator(cfg).EffectivePermissions("max@pve") {
 		got[p] = s.Map()
