@@ -10,7 +10,6 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/permvec"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // The permission vectors (internal/permvec: pve-access-control's
@@ -33,24 +32,14 @@ const (
 )
 
 func TestPermissionVectors(t *testing.T) {
-	cases, err := permvec.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range cases {
-		t.Run(tc.Name, func(t *testing.T) {
-			cfg, warnings := usercfg.Parse([]byte(tc.Config), pveacl.PVE9)
-			if len(warnings) != 0 {
-				t.Fatalf("%s: the user.cfg of %s: %v", tc.File, tc.Name, warnings)
+	permvec.Run(t, func(t *testing.T, tc permvec.Case, cfg *pveacl.Config) {
+		ev := pveacl.NewEvaluator(cfg)
+		for _, c := range tc.Checks {
+			if diff := cmp.Diff(c.Want, evaluate(ev, c)); diff != "" {
+				t.Errorf("%s %s\n%s: -want +got:\n%s", tc.File, tc.Reason, c, diff)
 			}
-			ev := pveacl.NewEvaluator(cfg)
-			for _, c := range tc.Checks {
-				if diff := cmp.Diff(c.Want, evaluate(ev, c)); diff != "" {
-					t.Errorf("%s %s\n%s: -want +got:\n%s", tc.File, tc.Reason, c, diff)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // vectorConfig returns the user.cfg of the vector case name.

@@ -29,6 +29,10 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 //go:embed testdata/*.vec
@@ -171,4 +175,23 @@ func check(n int, kind, rest string) (Check, error) {
 		return Check{}, fmt.Errorf("%s names one privilege, got %q", kind, f[2])
 	}
 	return c, nil
+}
+
+// Run runs f as a subtest of t for every case, with the case's user.cfg
+// read for PVE 9; a case whose user.cfg draws warnings fails.
+func Run(t *testing.T, f func(t *testing.T, c Case, cfg *pveacl.Config)) {
+	t.Helper()
+	cases, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			cfg, warnings := usercfg.Parse([]byte(c.Config), pveacl.PVE9)
+			if len(warnings) != 0 {
+				t.Fatalf("%s: the user.cfg of %s: %v", c.File, c.Name, warnings)
+			}
+			f(t, c, cfg)
+		})
+	}
 }

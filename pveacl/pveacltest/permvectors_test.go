@@ -9,7 +9,6 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/permvec"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 // TestPermissionVectors runs the permission vectors (internal/permvec) over
@@ -19,40 +18,30 @@ import (
 // The vectors come from PVE's tests and code, not from pveacl's evaluator,
 // so an evaluator bug fails here as well as in pveacl.
 func TestPermissionVectors(t *testing.T) {
-	cases, err := permvec.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range cases {
-		t.Run(tc.Name, func(t *testing.T) {
-			srv, root := start(t)
-			cfg, warnings := usercfg.Parse([]byte(tc.Config), pveacl.PVE9)
-			if len(warnings) != 0 {
-				t.Fatalf("%s: %v", tc.Name, warnings)
+	permvec.Run(t, func(t *testing.T, tc permvec.Case, cfg *pveacl.Config) {
+		srv, root := start(t)
+		must(t, srv.SetAccessConfig(cfg))
+		for _, c := range tc.Checks {
+			if c.Kind == permvec.Roles {
+				continue // PVE's API has no roles query; pveacl's test checks them
 			}
-			must(t, srv.SetAccessConfig(cfg))
-			for _, c := range tc.Checks {
-				if c.Kind == permvec.Roles {
-					continue // PVE's API has no roles query; pveacl's test checks them
-				}
-				q := url.Values{"path": {c.Path}, "userid": {c.AuthID}}
-				var byRoot map[string]map[string]int
-				must(t, root.Get(ctx, "/access/permissions?"+q.Encode(), &byRoot))
-				if diff := cmp.Diff(c.Want, answer(c, byRoot[c.Path])); diff != "" {
-					t.Errorf("%s %s\n%s, asked by root: -want +got:\n%s", tc.File, tc.Reason, c, diff)
-				}
-				secret, isToken := srv.TokenSecret(c.AuthID)
-				if !isToken {
-					continue
-				}
-				var own map[string]map[string]int
-				must(t, client(srv, c.AuthID, secret).Get(ctx, "/access/permissions?path="+url.QueryEscape(c.Path), &own))
-				if diff := cmp.Diff(c.Want, answer(c, own[c.Path])); diff != "" {
-					t.Errorf("%s %s\n%s, asked by the token: -want +got:\n%s", tc.File, tc.Reason, c, diff)
-				}
+			q := url.Values{"path": {c.Path}, "userid": {c.AuthID}}
+			var byRoot map[string]map[string]int
+			must(t, root.Get(ctx, "/access/permissions?"+q.Encode(), &byRoot))
+			if diff := cmp.Diff(c.Want, answer(c, byRoot[c.Path])); diff != "" {
+				t.Errorf("%s %s\n%s, asked by root: -want +got:\n%s", tc.File, tc.Reason, c, diff)
 			}
-		})
-	}
+			secret, isToken := srv.TokenSecret(c.AuthID)
+			if !isToken {
+				continue
+			}
+			var own map[string]map[string]int
+			must(t, client(srv, c.AuthID, secret).Get(ctx, "/access/permissions?path="+url.QueryEscape(c.Path), &own))
+			if diff := cmp.Diff(c.Want, answer(c, own[c.Path])); diff != "" {
+				t.Errorf("%s %s\n%s, asked by the token: -want +got:\n%s", tc.File, tc.Reason, c, diff)
+			}
+		}
+	})
 }
 
 // answer is what the privileges on the path say, in the check's terms.
