@@ -346,3 +346,19 @@ func TestTagPermissionBeforePool(t *testing.T) {
 		})
 	}
 }
+
+// TestCloneKeepsTagsUnchecked: clone_vm copies the source's tags without
+// assert_tag_permissions, so a token whose rights come only from the pool
+// clones a tagged template into it (where a tagged create is refused).
+func TestCloneKeepsTagsUnchecked(t *testing.T) {
+	srv, _ := start(t)
+	must(t, srv.AddPool("p", "", nil, nil))
+	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 9000, Template: true, Tags: []string{"talos"}, Disks: map[string]string{"scsi0": "local-lvm:1"}}))
+	c := grantee(t, srv, "u@pve", map[string][]string{"/pool/p": {"PVEVMAdmin"}, "/vms/9000": {"PVETemplateUser"},
+		"/storage/local-lvm": {"PVEDatastoreUser"}})
+	_, task, err := c.NodeRef("pve").VirtualMachineRef(9000).Clone(ctx, &proxmox.VirtualMachineCloneOptions{NewID: 101, Pool: "p"})
+	must(t, wait(task, err))
+	if conf, _, ok := srv.VMConfig(101); !ok || conf["tags"] != "talos" {
+		t.Errorf("the clone carries the template's tags: %v", conf)
+	}
+}
