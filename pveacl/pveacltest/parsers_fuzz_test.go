@@ -1,10 +1,13 @@
 package pveacltest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 func FuzzParseDrive(f *testing.F) {
@@ -66,7 +69,7 @@ func FuzzParseVolname(f *testing.F) {
 }
 
 func FuzzNormalizeTags(f *testing.F) {
-	for _, s := range []string{"b;a;a", "k8s,talos v1", "", ";;"} {
+	for _, s := range []string{"b;a;a", "k8s,talos v1", "", ";;", "Talos;TALOS;talos", "B;a"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tags string) {
@@ -76,6 +79,22 @@ func FuzzNormalizeTags(f *testing.F) {
 		}
 		if strings.Contains(once, ";;") || strings.HasPrefix(once, ";") {
 			t.Fatalf("normalizeTags(%q) = %q has an empty tag", tags, once)
+		}
+		if once != strings.ToLower(once) {
+			t.Fatalf("normalizeTags(%q) = %q is not lower-cased (tag-style case-sensitive=0)", tags, once)
+		}
+		asciiUpper := strings.Map(func(r rune) rune { // pve-tag is ASCII
+			if r >= 'a' && r <= 'z' {
+				return r - 'a' + 'A'
+			}
+			return r
+		}, tags)
+		if upper := normalizeTags(asciiUpper); upper != once {
+			t.Fatalf("tags that differ only in case are one tag: %q -> %q, upper-cased -> %q", tags, once, upper)
+		}
+		list := pveapi.SplitList(once)
+		if !slices.IsSorted(list) || len(slices.Compact(slices.Clone(list))) != len(list) {
+			t.Fatalf("normalizeTags(%q) = %q is not sorted and unique", tags, once)
 		}
 	})
 }
