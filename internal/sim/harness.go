@@ -156,7 +156,7 @@ func NewHarness(opts Options) *Harness {
 	}
 	h.store = opts.Store
 	if h.store == nil {
-		h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus()})
+		h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus(), TypedReads: true})
 	}
 	if opts.Gateway != nil {
 		h.target.nodes = map[string]*metav1.ObjectMeta{}

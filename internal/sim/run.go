@@ -45,11 +45,17 @@ func RunFile(ctx context.Context, path string, data []byte) (*Report, error) {
 // run (a bad object, a missing one to delete, no convergence) is an error;
 // expectations that do not hold are Failures in the report.
 func Run(ctx context.Context, s *Scenario, dir string) (*Report, error) {
+	return RunOn(ctx, s, dir, nil)
+}
+
+// RunOn is Run on store, the API a Harness runs on (nil: a new in-memory
+// one), for example a client of a real API server.
+func RunOn(ctx context.Context, s *Scenario, dir string, store client.WithWatch) (*Report, error) {
 	timeout, err := s.pruneTimeout()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
-	h := NewHarness(Options{SubnetPruneTimeout: timeout, KubeOVNDoesNotPrune: s.KubeOVNDoesNotPrune})
+	h := NewHarness(Options{SubnetPruneTimeout: timeout, KubeOVNDoesNotPrune: s.KubeOVNDoesNotPrune, Store: store})
 	if err := h.Start(ctx); err != nil {
 		return nil, err
 	}

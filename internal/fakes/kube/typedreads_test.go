@@ -1,0 +1,93 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+)
+
+// TestTypedReadsAgreeWithFake runs the same calls on a client with
+// TypedReads and on the plain fake client and compares every answer and
+// every read: conflicts on a stale resourceVersion, finalizers holding a
+// deleted object, the status subresource, merge patches with an optimistic
+// lock, label selection, unstructured writes of typed kinds and
+// deletecollection.
+func TestTypedReadsAgreeWithFake(t *testing.T) {
+	run := func(typed bool) []string {
+		ctx := context.Background()
+		c := kube.NewClient(kube.ClientOptions{TypedReads: typed, WithStatus: []client.Object{&corev1.Pod{}},
+			Objects: []client.Object{pod("seed", map[string]string{"app": "a"})}})
+		var log []string
+		note := func(what string, err error) { log = append(log, what+": "+kindOf(err)) }
+		state := func(what string) {
+			var pods corev1.PodList
+			note(what+" list", c.List(ctx, &pods))
+			for _, p := range pods.Items {
+				log = append(log, fmt.Sprintf("%s %s rv=%s fin=%v del=%t phase=%s labels=%v", what, p.Name, p.ResourceVersion,
+					p.Finalizers, p.DeletionTimestamp != nil, p.Status.Phase, p.Labels))
+			}
+			var sel corev1.PodList
+			note(what+" select", c.List(ctx, &sel, client.MatchingLabels{"app": "a"}, client.InNamespace(ns)))
+			log = append(log, fmt.Sprintf("%s selected %d", what, len(sel.Items)))
+		}
+		p := pod("p1", map[string]string{"app": "a"})
+		p.Finalizers = []string{"example.com/hold"}
+		note("create", c.Create(ctx, p))
+		note("create again", c.Create(ctx, pod("p1", nil)))
+		stale := p.DeepCopy()
+		p.Labels["app"] = "b"
+		note("update", c.Update(ctx, p))
+		stale.Labels["app"] = "c"
+		note("stale update", c.Update(ctx, stale))
+		p.Status.Phase = corev1.PodRunning
+		note("status update", c.Status().Update(ctx, p))
+		p.Status.Phase = corev1.PodFailed
+		p.Labels["app"] = "a"
+		note("update ignores status", c.Update(ctx, p))
+		state("after updates")
+		got := &corev1.Pod{}
+		note("get", c.Get(ctx, client.ObjectKeyFromObject(p), got))
+		note("delete held", c.Delete(ctx, got))
+		state("after delete")
+		note("get held", c.Get(ctx, client.ObjectKeyFromObject(p), got))
+		old := got.DeepCopy()
+		got.Finalizers = nil
+		note("patch stale lock", c.Patch(ctx, got, client.MergeFromWithOptions(stalePod(old), client.MergeFromWithOptimisticLock{})))
+		note("patch finalizer away", c.Patch(ctx, got, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})))
+		note("get released", c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}))
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("Pod")
+		u.SetNamespace(ns)
+		u.SetName("u1")
+		u.SetLabels(map[string]string{"app": "a"})
+		note("unstructured create", c.Create(ctx, u))
+		state("after unstructured")
+		note("delete all", c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{"app": "a"}))
+		state("after delete all")
+		return log
+	}
+	if diff := cmp.Diff(run(false), run(true)); diff != "" {
+		t.Errorf("calls differ (-fake +typed reads):\n%s", diff)
+	}
+}
+
+func pod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+}
+
+// stalePod is p as it was one write earlier.
+func stalePod(p *corev1.Pod) *corev1.Pod {
+	s := p.DeepCopy()
+	s.ResourceVersion = "1"
+	return s
+}
