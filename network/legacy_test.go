@@ -62,6 +62,9 @@ func TestLegacyFinalizersOnForeignObjects(t *testing.T) {
 			t.Errorf("%T %q is no network's, yet keeps finalizers %v", o, o.GetName(), f)
 		}
 	}
+	if a := namespaceAnnotation(t, c, evilNS); a != "" {
+		t.Errorf("the Vlan once labelled for tenant-evil gives tenant-evil no VLAN: annotated %q", a)
+	}
 	own := &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: netID(0).name()}}
 	if f := finalizers(t, c, own); len(f) != 1 {
 		t.Errorf("tenant-0's Subnet, held by its own network, lost its finalizer to the hostile network naming it: %v", f)
