@@ -68,7 +68,7 @@ type Cache struct {
 	// comes or goes.
 	nsTriples    map[string]map[string]int
 	nsAnnotation map[string]string
-	nsDrops      map[string]dropsMemo
+	nsSeen       map[string]*seenAnnotation
 	bySubnet     map[string]keySet
 	byPool       map[poolKey]keySet
 	addresses    map[Key]poolKey
@@ -91,7 +91,7 @@ func NewCache() *Cache {
 		byNS:         map[string]keySet{},
 		nsTriples:    map[string]map[string]int{},
 		nsAnnotation: map[string]string{},
-		nsDrops:      map[string]dropsMemo{},
+		nsSeen:       map[string]*seenAnnotation{},
 		bySubnet:     map[string]keySet{},
 		byPool:       map[poolKey]keySet{},
 		addresses:    map[Key]poolKey{},

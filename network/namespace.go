@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,21 +48,22 @@ func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *
 // instead of one each, whatever the size of the namespace.
 func (c *Controller) publishNamespace(ctx context.Context, n *v1alpha1.ProxmoxNetwork, ready bool) error {
 	c.cache.record(n.DeepCopy(), false)
-	want := c.cache.namespaceAnnotationOf(n.Namespace)
 	ns, err := c.namespace(ctx, n.Namespace)
 	if ns == nil || err != nil {
 		return err
 	}
 	have, ok := ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]
-	if have == want && ok == (want != "") {
-		return nil
-	}
 	mine := ""
 	if info, known := c.cache.network(keyOf(n)); known {
 		mine = annotationTriple(info)
 	}
-	if (ready && mine != "" && !hasTriple(have, mine)) || c.cache.annotationDrops(n.Namespace, have) {
-		return c.writeAnnotation(ctx, ns, want)
+	stale, complete, listsMine := c.cache.annotationState(n.Namespace, have, mine)
+	empty := ok && have == "" // an annotation that lists nothing goes
+	if complete && !empty {
+		return nil
+	}
+	if stale || empty || (ready && mine != "" && !listsMine) {
+		return c.writeAnnotation(ctx, ns, c.cache.namespaceAnnotationOf(n.Namespace))
 	}
 	c.namespaces.Enqueue(Key{Name: n.Namespace})
 	return nil
@@ -100,18 +100,6 @@ func (c *Controller) writeAnnotation(ctx context.Context, ns *corev1.Namespace, 
 		return fmt.Errorf("cannot annotate namespace %q with its Proxmox networks: %w", ns.Name, err)
 	}
 	return nil
-}
-
-// hasTriple reports whether the comma-separated list holds t.
-func hasTriple(list, t string) bool {
-	for list != "" {
-		var item string
-		item, list, _ = strings.Cut(list, ",")
-		if item == t {
-			return true
-		}
-	}
-	return false
 }
 
 // reconcileNamespace keeps the annotation of one namespace; it catches

@@ -40,37 +40,80 @@ func (c *Cache) countTriple(n networkInfo, delta int) {
 			delete(c.nsTriples, ns)
 		}
 	}
-	if (before == 0) != (counts[t] == 0) {
+	switch {
+	case before == 0 && counts[t] > 0:
 		delete(c.nsAnnotation, ns)
-		delete(c.nsDrops, ns)
+		c.tripleCame(ns, t)
+	case before > 0 && counts[t] == 0:
+		delete(c.nsAnnotation, ns)
+		c.tripleWent(ns, t)
 	}
 }
 
-// annotationDrops reports whether the annotation have lists a triple that
-// no observed network of namespace holds. The answer is kept until have
-// or the namespace's triples change, so a pass costs O(1) while the
+// annotationState compares the annotation have, as the namespace carries
+// it, with the triples of the observed networks of namespace: stale when
+// have lists a triple no network holds, complete when have lists every
+// triple and nothing else, and whether it lists mine. have is parsed once
+// and then kept up to date as triples come and go (countTriple), so a pass
+// costs O(1) however many networks the namespace has, as long as the
 // annotation stays as it is.
-func (c *Cache) annotationDrops(namespace, have string) bool {
+func (c *Cache) annotationState(namespace, have, mine string) (stale, complete, listsMine bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m, ok := c.nsDrops[namespace]; ok && m.have == have {
-		return m.drops
+	st := c.nsSeen[namespace]
+	if st == nil || st.have != have {
+		st = &seenAnnotation{have: have, listed: map[string]struct{}{}}
+		for rest := have; rest != ""; {
+			var t string
+			t, rest, _ = strings.Cut(rest, ",")
+			st.listed[t] = struct{}{}
+		}
+		counts := c.nsTriples[namespace]
+		for t := range st.listed {
+			if counts[t] == 0 {
+				st.stale++
+			}
+		}
+		for t := range counts {
+			if _, ok := st.listed[t]; !ok {
+				st.missing++
+			}
+		}
+		c.nsSeen[namespace] = st
 	}
-	counts := c.nsTriples[namespace]
-	drops := false
-	for rest := have; rest != "" && !drops; {
-		var t string
-		t, rest, _ = strings.Cut(rest, ",")
-		drops = counts[t] == 0
-	}
-	c.nsDrops[namespace] = dropsMemo{have: have, drops: drops}
-	return drops
+	_, listsMine = st.listed[mine]
+	return st.stale > 0, st.stale == 0 && st.missing == 0, listsMine
 }
 
-// dropsMemo is annotationDrops' answer for one annotation value.
-type dropsMemo struct {
-	have  string
-	drops bool
+// seenAnnotation is an annotation value as a namespace carries it, against
+// the cache's triples: stale counts the listed triples no network holds,
+// missing the held triples it does not list.
+type seenAnnotation struct {
+	have           string
+	listed         map[string]struct{}
+	stale, missing int
+}
+
+// tripleCame and tripleWent keep the seen annotation of namespace current
+// when a triple appears or disappears. Callers hold c.mu.
+func (c *Cache) tripleCame(namespace, t string) {
+	if st := c.nsSeen[namespace]; st != nil {
+		if _, ok := st.listed[t]; ok {
+			st.stale--
+		} else {
+			st.missing++
+		}
+	}
+}
+
+func (c *Cache) tripleWent(namespace, t string) {
+	if st := c.nsSeen[namespace]; st != nil {
+		if _, ok := st.listed[t]; ok {
+			st.stale++
+		} else {
+			st.missing--
+		}
+	}
 }
 
 // namespaceAnnotationOf is the annotation the observed networks of namespace

@@ -31,12 +31,25 @@ func recountAnnotation(c *Cache, namespace string) string {
 // TestNamespaceAnnotationIndex: whatever networks come, change and go, the
 // cache's incremental annotation equals a recount, including networks that
 // share a triple and networks that stop contributing (released, no VLAN,
-// deleting without the finalizer).
+// deleting without the finalizer). The comparison with the annotation a
+// namespace carries (annotationState), kept up to date as triples come and
+// go, equals a comparison of the two lists from scratch.
 func TestNamespaceAnnotationIndex(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := NewCache()
 		namespaces := []string{"tenant-a", "tenant-b"}
+		carried := map[string]string{}
+		triples := []string{Triple("vmbr1", 1, "p1"), Triple("vmbr1", 2, "p2"), Triple("vmbr2", 3, "p1"), Triple("vmbr2", 1, "p2")}
 		t.Repeat(map[string]func(*rapid.T){
+			"carry": func(t *rapid.T) {
+				ns := rapid.SampledFrom(namespaces).Draw(t, "ns")
+				if rapid.Bool().Draw(t, "current") {
+					carried[ns] = c.namespaceAnnotationOf(ns)
+					return
+				}
+				list := rapid.SliceOfDistinct(rapid.SampledFrom(triples), func(s string) string { return s }).Draw(t, "listed")
+				carried[ns] = strings.Join(list, ",")
+			},
 			"put": func(t *rapid.T) {
 				n := networkInfo{
 					Key:      Key{Namespace: rapid.SampledFrom(namespaces).Draw(t, "ns"), Name: fmt.Sprintf("net%d", rapid.IntRange(0, 5).Draw(t, "name"))},
@@ -59,11 +72,37 @@ func TestNamespaceAnnotationIndex(t *testing.T) {
 			},
 			"": func(t *rapid.T) {
 				for _, ns := range namespaces {
-					if got, want := c.namespaceAnnotationOf(ns), recountAnnotation(c, ns); got != want {
+					want := recountAnnotation(c, ns)
+					if got := c.namespaceAnnotationOf(ns); got != want {
 						t.Fatalf("namespace %s: index says %q, a recount %q", ns, got, want)
+					}
+					have := carried[ns]
+					listed, held := splitSet(have), splitSet(want)
+					wantStale, wantComplete := false, maps.Equal(listed, held)
+					for tr := range listed {
+						wantStale = wantStale || !held[tr]
+					}
+					for _, mine := range append([]string{""}, triples...) {
+						stale, complete, lists := c.annotationState(ns, have, mine)
+						if stale != wantStale || complete != wantComplete || lists != listed[mine] {
+							t.Fatalf("namespace %s carrying %q, holding %q, mine %q: stale %t complete %t lists %t; want %t %t %t",
+								ns, have, want, mine, stale, complete, lists, wantStale, wantComplete, listed[mine])
+						}
 					}
 				}
 			},
 		})
 	})
+}
+
+// splitSet is the set of a comma-separated list.
+func splitSet(list string) map[string]bool {
+	out := map[string]bool{}
+	if list == "" {
+		return out
+	}
+	for _, t := range strings.Split(list, ",") {
+		out[t] = true
+	}
+	return out
 }
