@@ -20,6 +20,7 @@ spec:
   proxmox:
     templateTags: [cozystack, talos]
     network: {bridge: vmbr0, vlan: 20}
+    pool: tenant-demo
     dnsServers: [1.1.1.1]
 `)
 	n, err := capmoxrender.ParseKubernetesNodes(pool)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -97,6 +99,7 @@ type NodesSpec struct {
 	Cluster              string            `json:"cluster,omitempty"`
 	Substrate            string            `json:"substrate,omitempty"`
 	Version              string            `json:"version,omitempty"`
+	Replicas             *int32            `json:"replicas,omitempty"`
 	MinReplicas          *int32            `json:"minReplicas,omitempty"`
 	MaxReplicas          *int32            `json:"maxReplicas,omitempty"`
 	InstanceType         string            `json:"instanceType,omitempty"`
@@ -210,7 +213,7 @@ func ParseKubernetesNodes(data []byte) (KubernetesNodes, error) {
 		return KubernetesNodes{}, err
 	}
 	n := KubernetesNodes{Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}
-	if err := decodeSpec(obj.Spec, &n.Spec); err != nil {
+	if err := decodeSpecStrict(obj.Spec, &n.Spec); err != nil {
 		return KubernetesNodes{}, fmt.Errorf("cannot read KubernetesNodes %q: %w", n.Name, err)
 	}
 	return n, nil
@@ -232,6 +235,37 @@ func parseApp(data []byte, kind string) (appObject, error) {
 		return obj, fmt.Errorf("cannot read %s %q: %w: metadata.namespace is empty; the objects are rendered into the tenant namespace, so name it", kind, obj.Metadata.Name, ErrInput)
 	}
 	return obj, nil
+}
+
+// decodeSpecStrict is decodeSpec that refuses a field the type does not
+// declare, naming its path (spec.proxmox.foo): a misspelt or foreign field
+// would otherwise be dropped without a word.
+func decodeSpecStrict(raw json.RawMessage, into any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	strict, err := kjson.UnmarshalStrict(raw, into, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return fmt.Errorf("%w: spec: %w", ErrInput, err)
+	}
+	if len(strict) > 0 {
+		return &RefusalError{Field: "spec", Message: "spec: " + strictMessage(strict)}
+	}
+	return nil
+}
+
+// strictMessage turns the decoder's `unknown field "a.b"` into one line
+// that names each field with its spec path.
+func strictMessage(errs []error) string {
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		m := e.Error()
+		if name, ok := strings.CutPrefix(m, "unknown field "); ok {
+			m = "unknown field spec." + strings.Trim(name, `"`) + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
+		}
+		parts = append(parts, m)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func decodeSpec(raw json.RawMessage, into any) error {

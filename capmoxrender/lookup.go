@@ -19,6 +19,13 @@ type SubstrateLookup interface {
 	MachineDeploymentInfrastructureKind(ctx context.Context, namespace, name string) (kind string, found bool, err error)
 }
 
+// ClusterLookup reads the tenant's own objects in the release namespace.
+type ClusterLookup interface {
+	// KubernetesVersion returns spec.version of the apps.cozystack.io
+	// Kubernetes object name, and found=false when there is none.
+	KubernetesVersion(ctx context.Context, namespace, name string) (version string, found bool, err error)
+}
+
 // NetworkLookup reads proxmox.cozystack.io ProxmoxNetwork objects of the
 // release namespace (never another namespace).
 type NetworkLookup interface {

@@ -72,6 +72,9 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 			return nodesPlan{}, err
 		}
 	}
+	if p.version, err = poolVersion(ctx, o, p, s.Version); err != nil {
+		return nodesPlan{}, err
+	}
 	if p.nics, err = planNICs(ctx, o.Networks, p.ns, s.Proxmox); err != nil {
 		return nodesPlan{}, err
 	}
@@ -167,16 +170,35 @@ func planTemplate(p *nodesPlan, s NodesSpec, _ Options) error {
 	if p.dns, err = checkDNSServers("proxmox.dnsServers", px.DNSServers); err != nil {
 		return err
 	}
+	if px.Pool == "" {
+		return refuse("proxmox.pool", "substrate proxmox requires proxmox.pool: the tenant's Proxmox tokens are granted on /pool/<name>, the one ACL path that follows every VM capmox clones, so a worker outside a pool is outside the tenant's scope; create the pool (pveum pool add <name>) and name it here")
+	}
 	p.tags, p.full, p.storage, p.pool = append([]string(nil), px.TemplateTags...), px.Full, px.Storage, px.Pool
 	return nil
 }
 
-// planTalos resolves the Kubernetes release and the Talos installer target.
-func planTalos(p *nodesPlan, s NodesSpec, o Options) error {
-	var err error
-	if p.version, err = o.kubernetesVersion("version", s.Version); err != nil {
-		return err
+// poolVersion resolves the pool's Kubernetes release: its own version, else
+// its parent cluster's (through Options.Clusters), else
+// DefaultKubernetesVersion, as the chart takes the parent's or its default.
+func poolVersion(ctx context.Context, o Options, p nodesPlan, v string) (string, error) {
+	if v != "" {
+		return o.kubernetesVersion("version", v)
 	}
+	if o.Clusters != nil {
+		parent, found, err := o.Clusters.KubernetesVersion(ctx, p.ns, p.cluster)
+		if err != nil {
+			return "", fmt.Errorf("cannot look up Kubernetes %s/%s: %w: %w", p.ns, p.cluster, ErrLookup, err)
+		}
+		if found && parent != "" {
+			return o.kubernetesVersion(fmt.Sprintf("version (from Kubernetes %s/%s)", p.ns, p.cluster), parent)
+		}
+	}
+	return o.kubernetesVersion("version", DefaultKubernetesVersion)
+}
+
+// planTalos resolves the Talos installer target and checks that the
+// template tags name the same Talos release.
+func planTalos(p *nodesPlan, s NodesSpec, _ Options) error {
 	p.talos = Talos{
 		Version:             or(s.Talos.Version, DefaultTalosVersion),
 		SchematicID:         or(s.Talos.SchematicID, DefaultTalosSchematicID),
@@ -188,10 +210,17 @@ func planTalos(p *nodesPlan, s NodesSpec, o Options) error {
 	if !schematicID.MatchString(p.talos.SchematicID) {
 		return refuse("talos.schematicID", "talos.schematicID %q is not an Image Factory schematic id (64 lowercase hex characters)", p.talos.SchematicID)
 	}
+	want := "talos-" + p.talos.Version
+	for i, t := range s.Proxmox.TemplateTags {
+		if talosTag.MatchString(t) && t != want {
+			return refuse(fmt.Sprintf("proxmox.templateTags[%d]", i), "proxmox.templateTags[%d] is %q, but the workers install Talos %s (talos.version): the template the tags select boots another Talos release than the installer writes; tag the template %s or set talos.version to match", i, t, p.talos.Version, want)
+		}
+	}
 	return nil
 }
 
 var (
+	talosTag     = regexp.MustCompile(`^talos-v[0-9]`)
 	talosVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9a-z.]+)?$`)
 	schematicID  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )

@@ -65,8 +65,33 @@ func positiveDuration(field, v string) (time.Duration, error) {
 	return d, nil
 }
 
+// fixedReplicas checks replicas: N, a pool of exactly N workers (the
+// autoscaler's minimum and maximum both N). minReplicas or maxReplicas next
+// to it must say the same.
+func fixedReplicas(s NodesSpec) error {
+	n := *s.Replicas
+	if n < 1 {
+		return refuse("replicas", "replicas %d: a fixed pool needs at least 1 worker; set minReplicas: 0 and maxReplicas for a pool that may scale to zero", n)
+	}
+	for _, f := range []struct {
+		name string
+		v    *int32
+	}{{"minReplicas", s.MinReplicas}, {"maxReplicas", s.MaxReplicas}} {
+		if f.v != nil && *f.v != n {
+			return refuse("replicas", "replicas %d fixes the pool at %d workers, but %s is %d: set either replicas, or minReplicas and maxReplicas for an autoscaled pool", n, n, f.name, *f.v)
+		}
+	}
+	return nil
+}
+
 func planReplicas(p *nodesPlan, s NodesSpec, _ Options) error {
 	p.minReplicas, p.maxReplicas = 0, 10
+	if s.Replicas != nil {
+		if err := fixedReplicas(s); err != nil {
+			return err
+		}
+		p.minReplicas, p.maxReplicas = *s.Replicas, *s.Replicas
+	}
 	if s.MinReplicas != nil {
 		p.minReplicas = *s.MinReplicas
 	}

@@ -23,6 +23,7 @@ type Objects struct {
 var (
 	_ SubstrateLookup = (*Objects)(nil)
 	_ NetworkLookup   = (*Objects)(nil)
+	_ ClusterLookup   = (*Objects)(nil)
 )
 
 // ReadObjects reads YAML or JSON documents (separated by ---), each an
@@ -108,6 +109,20 @@ func (o *Objects) ClusterInfrastructureKind(_ context.Context, namespace, name s
 	}
 	kind, _, _ := unstructured.NestedString(u.Object, "spec", "infrastructureRef", "kind")
 	return kind, true, nil
+}
+
+// KubernetesVersion implements ClusterLookup over apps.cozystack.io
+// Kubernetes objects.
+func (o *Objects) KubernetesVersion(_ context.Context, namespace, name string) (string, bool, error) {
+	if o.Err != nil {
+		return "", false, o.Err
+	}
+	u := o.get("apps.cozystack.io", "Kubernetes", namespace, name)
+	if u == nil {
+		return "", false, nil
+	}
+	v, _, _ := unstructured.NestedString(u.Object, "spec", "version")
+	return v, true, nil
 }
 
 // MachineDeploymentInfrastructureKind implements SubstrateLookup.

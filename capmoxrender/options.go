@@ -3,6 +3,7 @@ package capmoxrender
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -88,6 +89,9 @@ type Options struct {
 	Images Images
 	// CSIChart overrides DefaultCSIChart field by field.
 	CSIChart ChartRef
+	// Clusters reads the pool's parent Kubernetes object (for the version a
+	// pool that names none inherits); nil means DefaultKubernetesVersion.
+	Clusters ClusterLookup
 	// KubernetesVersions maps a minor such as v1.35 to the patch release
 	// rendered for it, such as v1.35.2. A full vX.Y.Z needs no entry.
 	KubernetesVersions map[string]string
@@ -130,21 +134,68 @@ func or(s, def string) string {
 	return s
 }
 
-var fullVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+var fullVersion = regexp.MustCompile(`^v([0-9]+)\.([0-9]+)\.[0-9]+$`)
 var minorVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+$`)
 
-// kubernetesVersion resolves the version field to a full vX.Y.Z.
+// The Kubernetes minors a cluster may run: the window this release
+// supports (see docs/capmoxrender.md); a release outside it is refused
+// rather than rendered untried.
+const (
+	MinKubernetesMinor = 31
+	MaxKubernetesMinor = 35
+)
+
+// DefaultKubernetesVersion is what a pool renders when neither it nor its
+// parent cluster (through Options.Clusters) names a version, as the
+// kubernetes-nodes chart falls back to its values' default.
+const DefaultKubernetesVersion = "v1.35.2"
+
+// kubernetesVersion resolves the version field to a full vX.Y.Z inside the
+// supported window.
 func (o Options) kubernetesVersion(field, v string) (string, error) {
+	full := v
 	switch {
 	case fullVersion.MatchString(v):
-		return v, nil
 	case minorVersion.MatchString(v):
-		if p, ok := o.KubernetesVersions[v]; ok && fullVersion.MatchString(p) && strings.HasPrefix(p, v+".") {
-			return p, nil
+		p, ok := o.KubernetesVersions[v]
+		if !ok || !fullVersion.MatchString(p) || !strings.HasPrefix(p, v+".") {
+			return "", refuse(field, "%s %q names a minor release, and Cluster API needs the patch release: map it with --kubernetes-version %s=%s.N (Options.KubernetesVersions) or write the full version", field, v, v, v)
 		}
-		return "", refuse(field, "%s %q names a minor release, and Cluster API needs the patch release: map it with --kubernetes-version %s=%s.N (Options.KubernetesVersions) or write the full version", field, v, v, v)
+		full = p
 	case v == "":
 		return "", refuse(field, "%s is required: write the Kubernetes release such as v1.35.2", field)
+	default:
+		return "", refuse(field, "%s %q is not a Kubernetes release: write vMAJOR.MINOR.PATCH such as v1.35.2", field, v)
 	}
-	return "", refuse(field, "%s %q is not a Kubernetes release: write vMAJOR.MINOR.PATCH such as v1.35.2", field, v)
+	m := fullVersion.FindStringSubmatch(full)
+	minor, _ := strconv.Atoi(m[2])
+	if m[1] != "1" || minor < MinKubernetesMinor || minor > MaxKubernetesMinor {
+		return "", refuse(field, "%s %q is outside the Kubernetes releases this renderer supports (v1.%d to v1.%d); pick a release in that window", field, v, MinKubernetesMinor, MaxKubernetesMinor)
+	}
+	return full, nil
+}
+
+// releaseTag is a vX.Y.Z image tag.
+var releaseTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// checkCCMImage refuses a CCM image that cannot start: v0.15.0 reports its
+// own version as "0.15.0", without the leading v, and panics parsing it; a
+// tag that is not a vX.Y.Z release names no known build. A digest pin is
+// taken as given.
+func checkCCMImage(image string) error {
+	if strings.Contains(image, "@sha256:") {
+		return nil
+	}
+	i := strings.LastIndex(image, ":")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return refuse("images.ccm", "the CCM image %q has no tag: pin a release such as %s", image, DefaultImages().CCM)
+	}
+	tag := image[i+1:]
+	switch {
+	case tag == "v0.15.0":
+		return refuse("images.ccm", "the CCM image %q is v0.15.0, whose version string lacks the leading v (0.15.0): it panics parsing it at start and crash-loops; use v0.16.1 or later", image)
+	case !releaseTag.MatchString(tag):
+		return refuse("images.ccm", "the CCM image %q is tagged %q, which is not a vMAJOR.MINOR.PATCH release: pin a release such as %s, or a digest", image, tag, DefaultImages().CCM)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,7 +16,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
 
-var tagGen = rapid.StringMatching(`[a-z0-9_][a-z0-9_+.-]{0,12}`)
+// tagGen draws Proxmox tags; a talos-vX tag must name the installed Talos
+// release, which TestNodesRefusals covers, so none is drawn here.
+var tagGen = rapid.StringMatching(`[a-z0-9_][a-z0-9_+.-]{0,12}`).Filter(func(s string) bool { return !strings.HasPrefix(s, "talos-v") })
 
 func ipv4Gen(prefix string) *rapid.Generator[string] {
 	return rapid.Custom(func(t *rapid.T) string {
@@ -76,7 +79,7 @@ func TestRenderProperties(t *testing.T) {
 			"clone": func(t *rapid.T) {
 				px := &m.nodes.Spec.Proxmox
 				px.Full = rapid.Bool().Draw(t, "full")
-				px.Storage, px.Pool = "", rapid.SampledFrom([]string{"", "tenant-a"}).Draw(t, "pool")
+				px.Storage, px.Pool = "", rapid.SampledFrom([]string{"tenant-a", "tenant-b"}).Draw(t, "pool")
 				if px.Full && rapid.Bool().Draw(t, "storage") {
 					px.Storage = "local-zfs"
 				}

@@ -141,6 +141,7 @@ func TestNodesRefusalOrder(t *testing.T) {
 		{"substrate proxmox requires proxmox.templateTags", func() { n.Spec.Proxmox.TemplateTags = []string{"talos"} }},
 		{"substrate proxmox requires proxmox.network.bridge", func() { n.Spec.Proxmox.Network.Bridge = "vmbr0" }},
 		{"substrate proxmox requires proxmox.dnsServers", func() { n.Spec.Proxmox.DNSServers = []string{"1.1.1.1"} }},
+		{"substrate proxmox requires proxmox.pool", func() { n.Spec.Proxmox.Pool = "tenant-e2e" }},
 		{"substrate proxmox does not take osImage", func() { n.Spec.OSImage = nil }},
 		{"proxmox.storage needs full: true", func() { n.Spec.Proxmox.Full = true }},
 		{"gpus is a kubevirt-only field", func() { n.Spec.GPUs = nil }},

@@ -34,6 +34,7 @@ func validNodes() capmoxrender.KubernetesNodes {
 			TemplateTags: []string{"cozystack", "talos"},
 			Network:      capmoxrender.NodeNetwork{Bridge: "vmbr50"},
 			DNSServers:   []string{"8.8.8.8"},
+			Pool:         "tenant-e2e",
 		},
 	}}
 }

@@ -61,7 +61,7 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("cannot read %s: %w", f.lookup, err)
 	}
-	o.Guards, o.Networks, o.Templates = objs, objs, objs
+	o.Guards, o.Networks, o.Templates, o.Clusters = objs, objs, objs, objs
 	return o, nil
 }
 

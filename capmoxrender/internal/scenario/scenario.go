@@ -52,7 +52,7 @@ func Load(dir string) ([]Scenario, error) {
 func Render(ctx context.Context, s Scenario, gen capmoxrender.Capmox) ([]*unstructured.Unstructured, error) {
 	opts := capmoxrender.Options{Capmox: gen}
 	if s.Lookup != nil {
-		opts.Guards, opts.Networks, opts.Templates = s.Lookup, s.Lookup, s.Lookup
+		opts.Guards, opts.Networks, opts.Templates, opts.Clusters = s.Lookup, s.Lookup, s.Lookup, s.Lookup
 	}
 	if bytes.Contains(s.Input, []byte("kind: KubernetesNodes")) {
 		n, err := capmoxrender.ParseKubernetesNodes(s.Input)

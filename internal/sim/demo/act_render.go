@@ -46,6 +46,7 @@ spec:
   proxmox:
     templateTags: [cozystack, schematic-ce4c9805, talos, talos-v1.13.6]
     network: {bridge: vmbr0}
+    pool: tenant-alpha
     dnsServers: [1.1.1.1]
 `
 
