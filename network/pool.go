@@ -146,7 +146,7 @@ func SubnetCIDRs(cidrBlock string) ([]netip.Prefix, error) {
 // CheckPoolSplit says whether a pool fits the Proxmox split of its subnet:
 // every pool address inside the subnet's CIDR, inside the subnet's
 // excludeIps (so Kube-OVN never gives it to a pod), and not the subnet's
-// gateway. It returns "" when the split holds, otherwise a message saying
+// gateway, with the subnet's gateway and prefix. It returns "" when the split holds, otherwise a message saying
 // which addresses break it (the PoolOverlapsSubnet condition).
 func CheckPoolSplit(cidrBlock, gateway string, excludeIps []string, spec ipamv1alpha2.InClusterIPPoolSpec) (string, error) {
 	pool, err := poolRanges(spec)
@@ -177,7 +177,38 @@ func CheckPoolSplit(cidrBlock, gateway string, excludeIps []string, spec ipamv1a
 	if gw, err := netip.ParseAddr(gateway); err == nil && pool.Contains(gw) {
 		return fmt.Sprintf("the pool includes the subnet's gateway %s", gw), nil
 	}
-	return "", nil
+	return checkPoolRouting(cidrs, gateway, pool, spec), nil
+}
+
+// checkPoolRouting compares the pool's gateway and prefix, which capmox
+// writes into every machine's network config, with the subnet's of the
+// pool's address family: a machine given another gateway or prefix has no
+// route off its subnet.
+func checkPoolRouting(cidrs []netip.Prefix, gateway string, pool *netipx.IPSet, spec ipamv1alpha2.InClusterIPPoolSpec) string {
+	ranges := pool.Ranges()
+	if len(ranges) == 0 {
+		return ""
+	}
+	is4 := ranges[0].From().Is4()
+	for _, p := range cidrs {
+		if p.Addr().Is4() == is4 && spec.Prefix != p.Bits() {
+			return fmt.Sprintf("the pool's prefix %d differs from the subnet's prefix %d (%s): machines would get a netmask the subnet does not have", spec.Prefix, p.Bits(), p)
+		}
+	}
+	if spec.Gateway == "" {
+		return ""
+	}
+	pgw, err := netip.ParseAddr(spec.Gateway)
+	if err != nil {
+		return fmt.Sprintf("the pool's gateway %q is not an address", spec.Gateway)
+	}
+	for _, g := range strings.Split(gateway, ",") {
+		sgw, err := netip.ParseAddr(strings.TrimSpace(g))
+		if err == nil && sgw.Is4() == pgw.Is4() && sgw != pgw {
+			return fmt.Sprintf("the pool's gateway %s differs from the subnet's gateway %s: machines would route through an address the subnet does not answer on", pgw, sgw)
+		}
+	}
+	return ""
 }
 
 // minus returns the ranges of a not covered by b, comma-separated.

@@ -105,6 +105,23 @@ func TestCheckPoolSplit(t *testing.T) {
 			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.1..10.0.0.20"}, pool: pool("10.0.0.1-10.0.0.20"),
 			want: "the pool includes the subnet's gateway 10.0.0.1",
 		},
+		"PoolGatewayDiffers": {
+			reason: "the pool's gateway must be the subnet's",
+			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"},
+			pool: ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 24, Gateway: "10.0.0.254"},
+			want: "the pool's gateway 10.0.0.254 differs from the subnet's gateway 10.0.0.1: machines would route through an address the subnet does not answer on",
+		},
+		"PoolPrefixDiffers": {
+			reason: "the pool's prefix must be the subnet's",
+			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"},
+			pool: ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 16, Gateway: "10.0.0.1"},
+			want: "the pool's prefix 16 differs from the subnet's prefix 24 (10.0.0.0/24): machines would get a netmask the subnet does not have",
+		},
+		"PoolWithoutGateway": {
+			reason: "a pool that names no gateway leaves the subnet's in place",
+			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"},
+			pool: ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 24},
+		},
 		"DualStack": {
 			reason: "an IPv4 pool fits the IPv4 half of a dual-stack subnet",
 			cidr:   "10.0.0.0/24,fd00::/120", exclude: []string{"10.0.0.64..10.0.0.191"}, pool: pool("10.0.0.64-10.0.0.191"),
