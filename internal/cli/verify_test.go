@@ -79,10 +79,16 @@ func verifyNode(name, pid string, ready bool) *corev1.Node {
 }
 
 func verifyMachine(name, pid, node string) *unstructured.Unstructured {
+	return verifyMachineIn("tenant-a", "kubernetes-prod", "v1beta2", name, pid, node)
+}
+
+// verifyMachineIn is a Machine of cluster in namespace ns, served as
+// cluster.x-k8s.io/<version>.
+func verifyMachineIn(ns, cluster, version, name, pid, node string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
-		"metadata": map[string]any{"name": name, "namespace": "tenant-a", "labels": map[string]any{"cluster.x-k8s.io/cluster-name": "kubernetes-prod"}},
-		"spec":     map[string]any{"clusterName": "kubernetes-prod", "providerID": pid},
+		"apiVersion": "cluster.x-k8s.io/" + version, "kind": "Machine",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"cluster.x-k8s.io/cluster-name": cluster}},
+		"spec":     map[string]any{"clusterName": cluster, "providerID": pid},
 		"status":   map[string]any{"nodeRef": map[string]any{"name": node}},
 	}}
 }

@@ -126,9 +126,7 @@ func (t *Table) fitWidths(shown, widths []int) {
 	for j, i := range shown {
 		floor[j] = utf8.RuneCountInString(t.cols[i].name)
 		for _, row := range t.rows {
-			for _, word := range strings.Fields(row[i]) {
-				floor[j] = max(floor[j], utf8.RuneCountInString(word))
-			}
+			floor[j] = max(floor[j], longestPiece(row[i]))
 		}
 	}
 	total := 2 * (len(widths) - 1)
@@ -179,23 +177,54 @@ func writeAligned(w io.Writer, row []string, shown, widths []int) {
 	}
 }
 
-// Wrap breaks s into lines of at most n runes at spaces. A word longer
-// than n (a URL, a path) is never cut: it gets a line of its own.
+// Wrap breaks s into lines of at most n runes at spaces, and a word
+// longer than n after its commas (a list such as VM.Audit,VM.Clone). A
+// piece still longer than n (a URL, a path) is never cut: it gets a line
+// of its own.
 func Wrap(s string, n int) []string {
 	var lines []string
 	line := ""
-	for _, word := range strings.Fields(s) {
+	add := func(piece string, sep string) {
 		switch {
 		case line == "":
-			line = word
-		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= n:
-			line += " " + word
+			line = piece
+		case utf8.RuneCountInString(line)+len(sep)+utf8.RuneCountInString(piece) <= n:
+			line += sep + piece
 		default:
-			lines, line = append(lines, line), word
+			lines, line = append(lines, line), piece
+		}
+	}
+	for _, word := range strings.Fields(s) {
+		if utf8.RuneCountInString(word) <= n || !strings.Contains(word, ",") {
+			add(word, " ")
+			continue
+		}
+		for i, piece := range commaPieces(word) {
+			add(piece, map[bool]string{true: " ", false: ""}[i == 0])
 		}
 	}
 	if line != "" {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// commaPieces splits a word after each comma, the commas kept.
+func commaPieces(word string) []string {
+	pieces := strings.SplitAfter(word, ",")
+	if pieces[len(pieces)-1] == "" {
+		pieces = pieces[:len(pieces)-1]
+	}
+	return pieces
+}
+
+// longestPiece is the longest part of s that Wrap never breaks.
+func longestPiece(s string) int {
+	n := 0
+	for _, word := range strings.Fields(s) {
+		for _, piece := range commaPieces(word) {
+			n = max(n, utf8.RuneCountInString(piece))
+		}
+	}
+	return n
 }

@@ -44,3 +44,11 @@ func TestWrap(t *testing.T) {
 		t.Errorf("wrap (-want +got):\n%s", diff)
 	}
 }
+
+func TestWrapLists(t *testing.T) {
+	got := Wrap("CozyCapmox [VM.Allocate,VM.Audit,VM.Clone,Datastore.Audit]", 24)
+	want := []string{"CozyCapmox [VM.Allocate,", "VM.Audit,VM.Clone,", "Datastore.Audit]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("wrap (-want +got):\n%s", diff)
+	}
+}
