@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -60,6 +61,10 @@ type Options struct {
 	// fake. Pass a client of a real API server (envtest) to run the same
 	// world and controller against it.
 	Store client.WithWatch
+	// Progress receives a line every second while a converge runs (time,
+	// networks Ready, controller writes), and a last one when it ends;
+	// nil prints nothing.
+	Progress io.Writer
 }
 
 // Harness is a simulated cluster: an in-memory API, a fake clock, the World
@@ -76,6 +81,10 @@ type Harness struct {
 	target *target
 	ctrl   *network.Controller
 	logs   *LogBook
+	// requests counts the controller's API calls; progress its networks
+	// Ready.
+	requests *kube.Requests
+	progress *progress
 	// watchErr holds what went wrong mapping Node changes to networks,
 	// returned by the next Converge.
 	watchErr []error
@@ -88,6 +97,8 @@ type target struct {
 	c       *network.Cache
 	clock   *clocktesting.FakeClock
 	deleted map[string]time.Time
+	// progress counts the networks Ready.
+	progress *progress
 	// nodes are the Nodes last seen, for onNode; nil when no one listens.
 	nodes  map[string]*metav1.ObjectMeta
 	onNode func(old, updated metav1.Object, known bool)
@@ -119,6 +130,7 @@ func (t *target) get() *network.Cache { t.mu.RLock(); defer t.mu.RUnlock(); retu
 
 func (t *target) Observe(o client.Object) {
 	t.noteDeletion(o)
+	t.progress.note(o, false)
 	if c := t.get(); c != nil {
 		c.Observe(o)
 	}
@@ -126,6 +138,7 @@ func (t *target) Observe(o client.Object) {
 }
 
 func (t *target) Forget(o client.Object) {
+	t.progress.note(o, true)
 	if c := t.get(); c != nil {
 		c.Forget(o)
 	}
@@ -147,16 +160,19 @@ func NewHarness(opts Options) *Harness {
 		opts.MaxReconciles = 100000
 	}
 	clk := clocktesting.NewFakeClock(Epoch)
+	prog := &progress{ready: map[client.ObjectKey]bool{}}
 	h := &Harness{
-		opts:   opts,
-		Clock:  clk,
-		World:  &World{PruneSubnets: !opts.KubeOVNDoesNotPrune, NB: opts.NB},
-		target: &target{clock: clk, deleted: map[string]time.Time{}},
-		logs:   &LogBook{},
+		opts:     opts,
+		Clock:    clk,
+		World:    &World{PruneSubnets: !opts.KubeOVNDoesNotPrune, NB: opts.NB},
+		target:   &target{clock: clk, deleted: map[string]time.Time{}, progress: prog},
+		logs:     &LogBook{},
+		requests: kube.NewRequests(),
+		progress: prog,
 	}
 	h.store = opts.Store
 	if h.store == nil {
-		h.store = kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus(), TypedReads: true})
+		h.store = NewStore(true)
 	}
 	if opts.Gateway != nil {
 		h.target.nodes = map[string]*metav1.ObjectMeta{}
@@ -166,6 +182,14 @@ func NewHarness(opts Options) *Harness {
 	}
 	h.client = interceptor.NewClient(h.store, network.Feed(h.target))
 	return h
+}
+
+// NewStore returns an empty in-memory API for Options.Store. typedReads
+// serves reads from typed copies, as a Harness does by default; without it
+// every call goes through controller-runtime's fake client as it is, the
+// way the simulator ran before, which benchmarks compare against.
+func NewStore(typedReads bool) client.WithWatch {
+	return kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus(), TypedReads: typedReads})
 }
 
 // Client writes and reads the simulated API as any other actor does; its
@@ -178,6 +202,9 @@ func (h *Harness) Store() client.WithWatch { return h.store }
 // Controller returns the running controller instance (nil before Start).
 func (h *Harness) Controller() *network.Controller { return h.ctrl }
 
+// Writes counts the API writes of every controller instance so far.
+func (h *Harness) Writes() int { return h.requests.Writes() }
+
 // Logs returns the controller log lines of every instance so far.
 func (h *Harness) Logs() *LogBook { return h.logs }
 
@@ -185,9 +212,10 @@ func (h *Harness) Logs() *LogBook { return h.logs }
 // every object. Calling it again is Restart.
 func (h *Harness) Start(ctx context.Context) error {
 	cache := network.NewCache()
-	var c client.Client = h.client
+	counted := interceptor.NewClient(h.client, h.requests.Funcs())
+	var c client.Client = counted
 	if h.opts.ControllerHooks != nil {
-		c = interceptor.NewClient(h.client, *h.opts.ControllerHooks)
+		c = interceptor.NewClient(counted, *h.opts.ControllerHooks)
 	}
 	cfg := network.Config{
 		Client:             c,
@@ -229,6 +257,7 @@ func (h *Harness) Converge(ctx context.Context) (int, error) {
 	if h.ctrl == nil {
 		return 0, fmt.Errorf("cannot converge: the controller is not started")
 	}
+	defer h.reportProgress()()
 	total := 0
 	for round := 0; ; round++ {
 		if err := h.takeWatchErr(); err != nil {

@@ -23,6 +23,8 @@ type Report struct {
 	Failures []string `json:"failures,omitempty"`
 	// Objects are the final objects, sorted by kind, namespace and name.
 	Objects []map[string]any `json:"objects"`
+	// Summary counts the final networks by state and the VLANs by zone.
+	Summary *Summary `json:"summary"`
 }
 
 // StepReport is one step's outcome.
@@ -34,11 +36,16 @@ type StepReport struct {
 
 // RunFile runs the scenario file at path.
 func RunFile(ctx context.Context, path string, data []byte) (*Report, error) {
+	return RunFileWith(ctx, path, data, Options{})
+}
+
+// RunFileWith is RunFile with the harness options o (see RunWith).
+func RunFileWith(ctx context.Context, path string, data []byte, o Options) (*Report, error) {
 	s, err := ParseScenario(data)
 	if err != nil {
 		return nil, err
 	}
-	return Run(ctx, s, filepath.Dir(path))
+	return RunWith(ctx, s, filepath.Dir(path), o)
 }
 
 // Run runs a parsed scenario; dir resolves apply files. A step that cannot
@@ -51,11 +58,19 @@ func Run(ctx context.Context, s *Scenario, dir string) (*Report, error) {
 // RunOn is Run on store, the API a Harness runs on (nil: a new in-memory
 // one), for example a client of a real API server.
 func RunOn(ctx context.Context, s *Scenario, dir string, store client.WithWatch) (*Report, error) {
+	return RunWith(ctx, s, dir, Options{Store: store})
+}
+
+// RunWith is Run with the harness options o (Store, Progress...); the
+// scenario sets the prune timeout and Kube-OVN's pruning.
+func RunWith(ctx context.Context, s *Scenario, dir string, o Options) (*Report, error) {
+	start := time.Now()
 	timeout, err := s.pruneTimeout()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
-	h := NewHarness(Options{SubnetPruneTimeout: timeout, KubeOVNDoesNotPrune: s.KubeOVNDoesNotPrune, Store: store})
+	o.SubnetPruneTimeout, o.KubeOVNDoesNotPrune = timeout, s.KubeOVNDoesNotPrune
+	h := NewHarness(o)
 	if err := h.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -70,8 +85,17 @@ func RunOn(ctx context.Context, s *Scenario, dir string, store client.WithWatch)
 		}
 		rep.Steps = append(rep.Steps, StepReport{Step: st.label(), Time: h.Clock.Now().UTC().Format(time.RFC3339), Reconciles: n})
 	}
-	rep.Objects, err = h.Objects(ctx)
-	return rep, err
+	if rep.Objects, err = h.Objects(ctx); err != nil {
+		return rep, err
+	}
+	if rep.Summary, err = h.summarize(ctx); err != nil {
+		return rep, err
+	}
+	for _, st := range rep.Steps {
+		rep.Summary.Reconciles += st.Reconciles
+	}
+	rep.Summary.Seconds = time.Since(start).Seconds()
+	return rep, nil
 }
 
 func (h *Harness) runStep(ctx context.Context, st Step, dir string) (int, []string, error) {
