@@ -13,11 +13,14 @@ import (
 	"strings"
 	"testing"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 )
 
 const liveTenants = `tenants:
@@ -238,6 +241,47 @@ func TestACLApplyAndAuditThroughMain(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `"code": "CrossTenantReach"`) {
 		t.Errorf("a leak found live exits 1 with its finding (exit %d):\n%s", code, out)
 	}
+	checkRemedyCommand(t, e, out)
+}
+
+// checkRemedyCommand runs the command a CrossTenantReach remedy names, on
+// the fake's user.cfg, as an operator would paste it: it must run and show
+// the reach.
+func checkRemedyCommand(t *testing.T, e *liveEnv, auditJSON string) {
+	t.Helper()
+	var rep struct {
+		Findings []struct{ Code, Path, Remedy string }
+	}
+	if err := json.Unmarshal([]byte(auditJSON), &rep); err != nil {
+		t.Fatal(err)
+	}
+	userCfg := filepath.Join(e.dir, "user.cfg")
+	if err := os.WriteFile(userCfg, usercfg.Marshal(e.srv.AccessConfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		_, cmd, ok := strings.Cut(f.Remedy, "pxsubstrate ")
+		cmd, _, shows := strings.Cut(cmd, " shows")
+		if f.Code != "CrossTenantReach" || !ok || !shows {
+			continue
+		}
+		parsed, err := syntax.NewParser().Parse(strings.NewReader(cmd), "remedy")
+		if err != nil || len(parsed.Stmts) != 1 {
+			t.Fatalf("the remedy's command %q does not parse as one shell command: %v", cmd, err)
+		}
+		_, args := words(parsed.Stmts[0])
+		for i, a := range args {
+			if a == "/etc/pve/user.cfg" {
+				args[i] = userCfg
+			}
+		}
+		out, errOut, code := run(t, args...)
+		if code != 0 || !strings.Contains(out, f.Path) {
+			t.Errorf("the remedy's command %q: exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
+		}
+		return
+	}
+	t.Errorf("no CrossTenantReach remedy names a command:\n%s", auditJSON)
 }
 
 // TestACLApplyDryRun: a dry run lists the changes apply then makes, one

@@ -737,6 +737,7 @@ var inlineCommand = regexp.MustCompile("`pxsubstrate ([^`]+)`")
 // every flag it shows is one of that command's flags.
 func TestDocSynopses(t *testing.T) {
 	root := NewRoot(&App{})
+	root.InitDefaultCompletionCmd()
 	n := 0
 	for _, page := range docPages(t) {
 		b, err := os.ReadFile(filepath.Join(repoRoot, page))

@@ -66,3 +66,64 @@ func TestRefusalIsNotUsage(t *testing.T) {
 		t.Errorf("a refusal mentioning \"accepts\": exit %d, stderr %q; want 1 without a usage hint", code, errOut)
 	}
 }
+
+// TestRefusalEveryCommand gives every command that reads input one input
+// it refuses: each exits 1, without a usage hint, since the command line
+// was right. The walk checks that no command is missing.
+func TestRefusalEveryCommand(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"empty.yaml":   "",
+		"garbage.yaml": "kind: [",
+		"user.cfg":     "user:root@pam:1:0::::::\n",
+		"typo.yaml":    "customization: {systemExtension: {}}\n",
+		"none.json":    "[]\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := func(name string) string { return filepath.Join(dir, name) }
+	live := []string{"--url", "https://127.0.0.1:1", "--token-id", "root@pam!x", "--token-secret", "s"}
+	refusals := map[string][]string{
+		"pxsubstrate acl apply":          append([]string{"acl", "apply", "--tenants", f("empty.yaml")}, live...),
+		"pxsubstrate acl audit":          {"acl", "audit", "--tenants", f("empty.yaml"), "--user-cfg", f("user.cfg")},
+		"pxsubstrate acl perms":          {"acl", "perms", "--user-cfg", f("user.cfg"), "--authid", "nobody"},
+		"pxsubstrate acl plan":           {"acl", "plan", "--tenants", f("garbage.yaml")},
+		"pxsubstrate admission policies": {"admission", "policies", "--config", f("garbage.yaml")},
+		"pxsubstrate admission review":   {"admission", "review", "-f", f("garbage.yaml")},
+		"pxsubstrate gateway priorities": {"gateway", "priorities", "--key", "vpc/a", "node-1", "node-1"},
+		"pxsubstrate lint credentials":   {"lint", "credentials", "-f", f("empty.yaml")},
+		"pxsubstrate render cluster":     {"render", "cluster", "-f", f("garbage.yaml")},
+		"pxsubstrate render nodes":       {"render", "nodes", "-f", f("garbage.yaml")},
+		"pxsubstrate render vpc":         {"render", "vpc", "-f", f("garbage.yaml")},
+		"pxsubstrate sim":                {"sim", "-f", f("garbage.yaml")},
+		"pxsubstrate talos schematic-id": {"talos", "schematic-id", f("typo.yaml")},
+		"pxsubstrate template create":    append([]string{"template", "create", "42", "9x", "--talos-version", "v1.13.6", "--schematic-id", guestAgentID}, live...),
+		"pxsubstrate template print":     {"template", "print", "42", "9x", "--talos-version", "v1.13.6", "--schematic-id", guestAgentID},
+		"pxsubstrate template select":    {"template", "select", "--tags", "cozystack,talos", "--resources", f("none.json")},
+		"pxsubstrate verify":             nil, // below: it needs its clusters
+		"pxsubstrate vlan ranges":        {"vlan", "ranges", "4000-4095"},
+	}
+	inputless := map[string]string{
+		"pxsubstrate demo":    "reads no input; it fails only when one of its invariants does",
+		"pxsubstrate version": "reads no input",
+	}
+	for _, c := range leaves(NewRoot(&App{})) {
+		_, ok := refusals[c.CommandPath()]
+		if _, none := inputless[c.CommandPath()]; !ok && !none {
+			t.Errorf("%s: give it a refused input here", c.CommandPath())
+		}
+	}
+	refusals["pxsubstrate verify"] = verifyArgs(t)
+	withVerifyClients(t, nil, nil)
+	for path, args := range refusals {
+		t.Run(path, func(t *testing.T) {
+			_, errOut, code := run(t, args...)
+			if code != 1 || strings.Contains(errOut, "--help' for usage") || !strings.HasPrefix(errOut, "Error: ") && !strings.Contains(errOut, "\nError: ") {
+				t.Errorf("%q: exit %d, stderr %q; want 1 with an error and no usage hint", args, code, errOut)
+			}
+		})
+	}
+}

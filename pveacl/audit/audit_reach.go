@@ -261,7 +261,7 @@ func (a *auditor) reach(i int, subject string) {
 		a.add(Finding{Severity: SeverityError, Code: CodeCrossTenantReach, Tenant: tn.Name, Subject: subject,
 			Path: path, Privileges: p.Names(),
 			Message: fmt.Sprintf("%s holds %s on %s%s, outside tenant %s", subject, p.String(), path, what, tn.Name),
-			Remedy: fmt.Sprintf("remove the entries that grant this: pxsubstrate acl perms --authid %s --path %s shows the result; look at /, %s and its pool",
+			Remedy: fmt.Sprintf("remove the entries that grant this: pxsubstrate acl perms --user-cfg /etc/pve/user.cfg --authid %s --path %s shows the result; look at /, %s and its pool",
 				quote(subject), path, path)})
 	}
 	a.reachSingled(i, r, report)
