@@ -45,7 +45,7 @@ func renderMachineDeployment(p nodesPlan, o Options, pmt, tct string) (*unstruct
 	md.Spec.Template.Spec = clusterv1.MachineSpec{
 		ClusterName:       p.release,
 		Version:           p.version,
-		Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: "bootstrap.cluster.x-k8s.io", Kind: KindTalosConfigTmpl, Name: tct}},
+		Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: TalosGroup, Kind: KindTalosConfigTmpl, Name: tct}},
 		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: capmox.Group, Kind: capmox.KindProxmoxMachineTemplate, Name: pmt},
 	}
 	return typed(md)

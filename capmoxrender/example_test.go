@@ -43,6 +43,10 @@ spec:
 	// TalosConfigTemplate
 	// MachineDeployment
 	// MachineHealthCheck
+	// ServiceAccount
+	// Role
+	// RoleBinding
+	// Job
 	// numCores 3 memoryMiB 960
 }
 

@@ -24,6 +24,10 @@ type ClusterLookup interface {
 	// KubernetesVersion returns spec.version of the apps.cozystack.io
 	// Kubernetes object name, and found=false when there is none.
 	KubernetesVersion(ctx context.Context, namespace, name string) (version string, found bool, err error)
+	// LoadBalancerAddress returns the first status.loadBalancer.ingress IP
+	// of the core Service name; found=false when there is no Service, and
+	// "" when it has no address yet.
+	LoadBalancerAddress(ctx context.Context, namespace, name string) (address string, found bool, err error)
 }
 
 // NetworkLookup reads proxmox.cozystack.io ProxmoxNetwork objects of the

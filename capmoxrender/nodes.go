@@ -23,8 +23,10 @@ const (
 // hash-named ProxmoxMachineTemplate and TalosConfigTemplate, the
 // MachineDeployment and the MachineHealthCheck, followed by the pool's
 // earlier machine templates that a MachineSet still references (with
-// Options.Templates). The output is deterministic; a refusal is a
-// *RefusalError.
+// Options.Templates), and, unless Options.Clusters knows the control plane
+// Service's LoadBalancer address, the host-entries Job with its
+// ServiceAccount, Role and RoleBinding. The output is deterministic; a
+// refusal is a *RefusalError.
 func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstructured.Unstructured, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -50,11 +52,16 @@ func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstr
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := renderHostEntries(p, o, tct.GetName())
+	if err != nil {
+		return nil, err
+	}
 	kept, err := retainedTemplates(ctx, o.Templates, p, pmt.GetName())
 	if err != nil {
 		return nil, err
 	}
-	return append([]*unstructured.Unstructured{pmt, tct, md, mhc}, kept...), nil
+	out := append([]*unstructured.Unstructured{pmt, tct, md, mhc}, kept...)
+	return append(out, hosts...), nil
 }
 
 func poolRef(name string) *corev1.TypedLocalObjectReference {

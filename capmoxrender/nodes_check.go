@@ -41,6 +41,9 @@ type nodesPlan struct {
 	storage, pool               string
 	dns                         []string
 	nics                        []nic
+	// controlPlaneIP is the control plane Service's LoadBalancer
+	// address when the lookup knows it.
+	controlPlaneIP string
 }
 
 // nic is one resolved NIC; pool is the InClusterIPPool of a VPC subnet.
@@ -73,6 +76,9 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 		}
 	}
 	if p.version, err = poolVersion(ctx, o, p, s.Version); err != nil {
+		return nodesPlan{}, err
+	}
+	if err := planHostAddress(ctx, o, &p); err != nil {
 		return nodesPlan{}, err
 	}
 	if p.nics, err = planNICs(ctx, o.Networks, p.ns, s.Proxmox); err != nil {

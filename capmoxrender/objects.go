@@ -125,6 +125,26 @@ func (o *Objects) KubernetesVersion(_ context.Context, namespace, name string) (
 	return v, true, nil
 }
 
+// LoadBalancerAddress implements ClusterLookup over core Services.
+func (o *Objects) LoadBalancerAddress(_ context.Context, namespace, name string) (string, bool, error) {
+	if o.Err != nil {
+		return "", false, o.Err
+	}
+	u := o.get("", "Service", namespace, name)
+	if u == nil {
+		return "", false, nil
+	}
+	ingress, _, _ := unstructured.NestedSlice(u.Object, "status", "loadBalancer", "ingress")
+	for _, i := range ingress {
+		if m, ok := i.(map[string]any); ok {
+			if ip, _ := m["ip"].(string); ip != "" {
+				return ip, true, nil
+			}
+		}
+	}
+	return "", true, nil
+}
+
 // MachineDeploymentInfrastructureKind implements SubstrateLookup.
 func (o *Objects) MachineDeploymentInfrastructureKind(_ context.Context, namespace, name string) (string, bool, error) {
 	if o.Err != nil {

@@ -47,6 +47,8 @@ type Images struct {
 	CSIResizer     string
 	// Busybox runs the build-cloud-config init container.
 	Busybox string
+	// Kubectl runs the host-entries Job: a shell and kubectl.
+	Kubectl string
 }
 
 // DefaultImages returns the images Cozystack pins.
@@ -58,6 +60,7 @@ func DefaultImages() Images {
 		CSIProvisioner: "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
 		CSIResizer:     "registry.k8s.io/sig-storage/csi-resizer:v2.2.1",
 		Busybox:        "docker.io/library/busybox:1.37.0",
+		Kubectl:        "docker.io/alpine/k8s:1.35.0",
 	}
 }
 
@@ -124,6 +127,7 @@ func mergeImages(i, d Images) Images {
 		CSIProvisioner: or(i.CSIProvisioner, d.CSIProvisioner),
 		CSIResizer:     or(i.CSIResizer, d.CSIResizer),
 		Busybox:        or(i.Busybox, d.Busybox),
+		Kubectl:        or(i.Kubectl, d.Kubectl),
 	}
 }
 

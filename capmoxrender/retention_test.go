@@ -62,7 +62,8 @@ func TestTemplateRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ProxmoxMachineTemplate/" + current, "TalosConfigTemplate/" + objs[1].GetName(), "MachineDeployment/" + cl + "-md0", "MachineHealthCheck/" + cl + "-md0", "ProxmoxMachineTemplate/" + cl + "-md0-aaaaaa"}
+	want := []string{"ProxmoxMachineTemplate/" + current, "TalosConfigTemplate/" + objs[1].GetName(), "MachineDeployment/" + cl + "-md0", "MachineHealthCheck/" + cl + "-md0", "ProxmoxMachineTemplate/" + cl + "-md0-aaaaaa",
+		"ServiceAccount/" + cl + "-md0-hosts", "Role/" + cl + "-md0-hosts", "RoleBinding/" + cl + "-md0-hosts", "Job/" + objs[1].GetName()}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("only the pool's referenced earlier template is kept (-want +got):\n%s", diff)
 	}

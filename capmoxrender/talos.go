@@ -32,10 +32,12 @@ func talosMinor(v string) string {
 	return parts[0] + "." + parts[1]
 }
 
-// renderTalosConfigTemplate renders the worker machine config with the two
+// renderTalosConfigTemplate renders the worker machine config with the
 // proxmox differences: the pool's nameservers instead of the management
-// CoreDNS, and kubelet cloud-provider=external so the CCM initialises the
-// Node. Its name carries a hash of its spec: the spec is immutable, so a
+// CoreDNS, kubelet cloud-provider=external so the CCM initialises the
+// Node, and a hosts entry for the control plane endpoint (at
+// HostEntriesPatchIndex: the address, or an empty list the host-entries Job
+// fills). Its name carries a hash of its spec: the spec is immutable, so a
 // change makes a new template.
 func renderTalosConfigTemplate(p nodesPlan) (*unstructured.Unstructured, error) {
 	var s talosConfigTemplateSpec
@@ -49,7 +51,8 @@ func renderTalosConfigTemplate(p nodesPlan) (*unstructured.Unstructured, error) 
 			"disk":  InstallDisk,
 			"image": p.talos.InstallerRepository + "/" + p.talos.SchematicID + ":" + p.talos.Version,
 		}},
-		{Op: "add", Path: "/cluster/controlPlane", Value: map[string]string{"endpoint": "https://" + p.release + "." + p.ns + ".svc:6443"}},
+		{Op: "add", Path: "/cluster/controlPlane", Value: map[string]string{"endpoint": "https://" + ControlPlaneHost(p.release, p.ns) + ":6443"}},
+		{Op: "add", Path: HostEntriesPath, Value: hostEntries(p)},
 	}
 	h, err := contentHash(s, 6)
 	if err != nil {

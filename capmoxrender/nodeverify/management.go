@@ -36,11 +36,13 @@ var capmoxVersions = []string{"v1alpha2", "v1alpha1"}
 // serves.
 var ipamVersions = []string{"v1alpha2", "v1alpha1"}
 
-// CheckManagement looks for the two management-cluster mistakes that stop a
-// Proxmox-backed cluster before any VM exists: no CAPI in-cluster IPAM
-// provider (capmox has no DHCP mode, so the ProxmoxCluster never becomes
-// Ready), and a ProxmoxCluster carrying cluster.x-k8s.io/managed-by (Cluster
-// API then never sets its ownerRef and capmox waits forever). It only reads.
+// CheckManagement looks for the management-cluster mistakes that keep a
+// Proxmox-backed cluster's workers out: no CAPI in-cluster IPAM provider
+// (capmox has no DHCP mode, so the ProxmoxCluster never becomes Ready), a
+// ProxmoxCluster carrying cluster.x-k8s.io/managed-by (Cluster API then
+// never sets its ownerRef and capmox waits forever), a control plane
+// Service without a LoadBalancer address, and a Machine whose TalosConfig
+// maps no (or another) address to the control plane endpoint. It only reads.
 //
 // mapper says which kinds the API server serves (a client.Client's
 // RESTMapper does discovery).
@@ -70,7 +72,11 @@ func CheckManagement(ctx context.Context, mgmt client.Reader, mapper meta.RESTMa
 			})
 		}
 	}
-	return out, nil
+	ep, err := checkEndpoint(ctx, mgmt, mapper, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ep...), nil
 }
 
 // proxmoxCluster reads the ProxmoxCluster in whichever version capmox

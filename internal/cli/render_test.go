@@ -90,7 +90,7 @@ func TestRenderJSONList(t *testing.T) {
 	for _, i := range l.Items {
 		kinds = append(kinds, i.Kind)
 	}
-	want := []string{"ProxmoxMachineTemplate", "TalosConfigTemplate", "MachineDeployment", "MachineHealthCheck"}
+	want := []string{"ProxmoxMachineTemplate", "TalosConfigTemplate", "MachineDeployment", "MachineHealthCheck", "ServiceAccount", "Role", "RoleBinding", "Job"}
 	if diff := cmp.Diff(want, kinds); diff != "" || l.Kind != "List" {
 		t.Errorf("-o json must be a List of the pool's objects (-want +got):\n%s", diff)
 	}

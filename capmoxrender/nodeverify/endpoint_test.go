@@ -1,0 +1,104 @@
+package nodeverify
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func TestCheckEndpoint(t *testing.T) {
+	const ns, cl = "tenant-a", "kubernetes-a"
+	host := cl + "." + ns + ".svc"
+	gvks := []schema.GroupVersionKind{
+		{Version: "v1", Kind: "Service"},
+		{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"},
+		{Group: "bootstrap.cluster.x-k8s.io", Version: "v1alpha3", Kind: "TalosConfig"},
+		{Group: "ipam.cluster.x-k8s.io", Version: "v1alpha2", Kind: "InClusterIPPool"},
+	}
+	s := runtime.NewScheme()
+	for _, k := range gvks {
+		s.AddKnownTypeWithName(k, &unstructured.Unstructured{})
+		s.AddKnownTypeWithName(k.GroupVersion().WithKind(k.Kind+"List"), &unstructured.UnstructuredList{})
+	}
+	obj := func(gvk schema.GroupVersionKind, name string, fields map[string]any) client.Object {
+		u := &unstructured.Unstructured{Object: fields}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	service := func(ip string) client.Object {
+		f := map[string]any{"spec": map[string]any{"type": "LoadBalancer"}}
+		if ip != "" {
+			f["status"] = map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": ip}}}}
+		}
+		return obj(gvks[0], cl, f)
+	}
+	machine := func(name, config string) client.Object {
+		u := obj(gvks[1], name, map[string]any{"spec": map[string]any{"bootstrap": map[string]any{"configRef": map[string]any{"kind": "TalosConfig", "name": config}}}})
+		u.SetLabels(map[string]string{LabelClusterName: cl})
+		return u
+	}
+	talosConfig := func(name string, entries ...any) client.Object {
+		return obj(gvks[2], name, map[string]any{"spec": map[string]any{"configPatches": []any{
+			map[string]any{"op": "add", "path": "/machine/network/nameservers", "value": []any{"1.1.1.1"}},
+			map[string]any{"op": "add", "path": hostEntriesPath, "value": entries},
+		}}})
+	}
+	entry := func(ip, alias string) any { return map[string]any{"ip": ip, "aliases": []any{alias}} }
+	cases := map[string]struct {
+		reason string
+		objs   []client.Object
+		want   []string
+	}{
+		"Reachable": {reason: "an address and a matching entry give no finding",
+			objs: []client.Object{service("192.0.2.10"), machine("m1", "tc1"), talosConfig("tc1", entry("192.0.2.10", host))}},
+		"NoAddress": {reason: "a LoadBalancer without an address",
+			objs: []client.Object{service(""), machine("m1", "tc1"), talosConfig("tc1", entry("192.0.2.10", host))},
+			want: []string{CodeLoadBalancerNoAddress}},
+		"NoEntry": {reason: "a worker created before the Job filled the template",
+			objs: []client.Object{service("192.0.2.10"), machine("m1", "tc1"), talosConfig("tc1")},
+			want: []string{CodeNoHostEntry}},
+		"OtherName": {reason: "an entry for another name does not count",
+			objs: []client.Object{service("192.0.2.10"), machine("m1", "tc1"), talosConfig("tc1", entry("192.0.2.10", "kubernetes-b."+ns+".svc"))},
+			want: []string{CodeNoHostEntry}},
+		"Stale": {reason: "an entry naming an old address",
+			objs: []client.Object{service("192.0.2.11"), machine("m1", "tc1"), talosConfig("tc1", entry("192.0.2.10", host))},
+			want: []string{CodeStaleHostEntry}},
+		"Both": {reason: "no address and no entry",
+			objs: []client.Object{service(""), machine("m1", "tc1"), talosConfig("tc1"), machine("m2", "tc2"), talosConfig("tc2", entry("192.0.2.10", host))},
+			want: []string{CodeLoadBalancerNoAddress, CodeNoHostEntry}},
+		"NoServiceYet": {reason: "before Kamaji made the Service there is nothing to judge",
+			objs: []client.Object{machine("m1", "tc1"), talosConfig("tc1", entry("192.0.2.10", host))}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mapper := meta.NewDefaultRESTMapper(s.PreferredVersionAllGroups())
+			for gvk := range s.AllKnownTypes() {
+				mapper.Add(gvk, meta.RESTScopeNamespace)
+			}
+			c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(tc.objs...).Build()
+			got, err := CheckManagement(context.Background(), c, c.RESTMapper(), ns, cl)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			var codes []string
+			for _, f := range got {
+				codes = append(codes, f.Code)
+				if f.Problem == "" || f.Fix == "" {
+					t.Errorf("%s: finding %s lacks a problem or a fix", tc.reason, f.Code)
+				}
+			}
+			if diff := cmp.Diff(tc.want, codes); diff != "" {
+				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
