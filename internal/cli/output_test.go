@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+
+	"mvdan.cc/sh/v3/syntax"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -146,4 +149,52 @@ func lastName(names []string, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestExamplesParse: every example in --help is safe to paste into bash
+// and zsh, names a command of the tree, and gives it flags it has, its
+// required flags and an argument count it accepts.
+func TestExamplesParse(t *testing.T) {
+	for _, c := range leaves(NewRoot(&App{})) {
+		b := docBlock{page: c.CommandPath() + " --help", lang: "sh"}
+		lines := strings.Split(c.Example, "\n")
+		for i := range lines {
+			lines[i] = strings.TrimPrefix(lines[i], "  ")
+		}
+		cmds, err := parseCommands(b, strings.Join(lines, "\n"), 1, nil)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, ex := range cmds {
+			syntax.Walk(ex.stmt, func(n syntax.Node) bool {
+				call, ok := n.(*syntax.CallExpr)
+				if !ok {
+					return true
+				}
+				_, args := words(&syntax.Stmt{Cmd: call})
+				if len(args) == 0 || args[0] != "pxsubstrate" {
+					return true
+				}
+				root := NewRoot(&App{})
+				found, rest, err := root.Find(args[1:])
+				if err == nil && found.CommandPath() != c.CommandPath() {
+					err = fmt.Errorf("runs %s", found.CommandPath())
+				}
+				if err == nil {
+					err = found.ParseFlags(rest)
+				}
+				if err == nil {
+					err = found.ValidateRequiredFlags()
+				}
+				if err == nil && found.Args != nil {
+					err = found.Args(found, found.Flags().Args())
+				}
+				if err != nil {
+					t.Errorf("%s example %q: %v", c.CommandPath(), ex.text, err)
+				}
+				return false
+			})
+		}
+	}
 }

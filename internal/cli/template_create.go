@@ -39,7 +39,7 @@ func newTemplateCreateCmd(app *App) *cobra.Command {
 	var f templateCreateFlags
 	cmd := &cobra.Command{
 		Use:     "create VMID STORAGE --url https://HOST:8006 --token-id ID (--token-secret-file F | --token-secret S) [--node N]",
-		Example: "  pxsubstrate template create 9000 local-lvm --values nodes-values.yaml --url https://pve1:8006 \\\n    --token-id 'capmox@pve!capi' --token-secret-file capi.secret",
+		Example: "  pxsubstrate template create 9000 local-lvm --values nodes-values.yaml --url https://pve1:8006 \\\n    --token-id 'root@pam!admin' --token-secret-file admin.secret",
 		Short:   "Create the Talos VM template through the Proxmox VE API, without ssh",
 		Long: `Builds the template the print program builds, through the API: checks that
 VMID is free in the whole cluster and that no template carries the same tag set,
