@@ -149,7 +149,7 @@ func TestRootHoldsEverything(t *testing.T) {
 func TestEffectivePermissions(t *testing.T) {
 	cfg, _ := usercfg.Parse([]byte(vectorConfig(t, "perm-test8")), pveacl.PVE9)
 	got := map[string]map[string]int{}
-	for p, s := range pveacl.NewEvaluator(cfg).EffectivePermissions("max@pve") {
+	for p, s := range pveacl.NewEvaluator(cfg).EffectivePermissions("ben@pve") {
 		got[p] = s.Map()
 	}
 	admin := map[string]int{}
@@ -157,11 +157,11 @@ func TestEffectivePermissions(t *testing.T) {
 		admin[p] = 1
 	}
 	want := map[string]map[string]int{
-		"/vms":     {"VM.Allocate": 1, "VM.Audit": 1, "VM.Console": 1},
-		"/vms/100": {"VM.Audit": 1, "VM.PowerMgmt": 1},
-		"/vms/200": {"Datastore.AllocateSpace": 1, "Datastore.Audit": 1},
-		"/vms/300": {"VM.Allocate": 1, "VM.Audit": 1, "VM.Console": 1, "VM.PowerMgmt": 0},
-		"/users":   admin,
+		"/vms":      {"VM.Allocate": 1, "VM.Audit": 1, "VM.Console": 1},
+		"/vms/2100": {"VM.Audit": 1, "VM.PowerMgmt": 1},
+		"/vms/2200": {"Datastore.AllocateSpace": 1, "Datastore.Audit": 1},
+		"/vms/2300": {"VM.Allocate": 1, "VM.Audit": 1, "VM.Console": 1, "VM.PowerMgmt": 0},
+		"/users":    admin,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the fixed paths, every ACL tree path and every pool member, empty ones left out: -want +got:\n%s", diff)
