@@ -98,6 +98,15 @@ func renderKamaji(p clusterPlan, _ Options) ([]*unstructured.Unstructured, error
 	return []*unstructured.Unstructured{u}, nil
 }
 
+// credentialsRef points capmox at the cluster's own credentials Secret in
+// the release namespace; nil keeps capmox's controller-wide credentials.
+func credentialsRef(p clusterPlan) *corev1.SecretReference {
+	if p.capmoxSecret == "" {
+		return nil
+	}
+	return &corev1.SecretReference{Name: p.capmoxSecret, Namespace: p.ns}
+}
+
 // renderProxmoxCluster never sets the cluster.x-k8s.io/managed-by
 // annotation: with it CAPI never sets the ownerRef and capmox waits forever.
 func renderProxmoxCluster(p clusterPlan, o Options) ([]*unstructured.Unstructured, error) {
@@ -107,14 +116,14 @@ func renderProxmoxCluster(p clusterPlan, o Options) ([]*unstructured.Unstructure
 	)
 	if o.Capmox == CapmoxV07 {
 		s := pmv1alpha1.ProxmoxClusterSpec{ExternalManagedControlPlane: true, AllowedNodes: p.allowedNodes, DNSServers: p.dns,
-			IPv4Config: &pmv1alpha1.IPConfigSpec{Addresses: p.pool.addresses, Prefix: p.pool.prefix, Gateway: p.pool.gateway}}
+			IPv4Config: &pmv1alpha1.IPConfigSpec{Addresses: p.pool.addresses, Prefix: p.pool.prefix, Gateway: p.pool.gateway}, CredentialsRef: credentialsRef(p)}
 		if err := CheckProxmoxClusterV1alpha1(s); err != nil {
 			return nil, err
 		}
 		spec, gv = s, pmv1alpha1.GroupVersion.String()
 	} else {
 		s := pmv1alpha2.ProxmoxClusterSpec{ExternalManagedControlPlane: ptr(true), AllowedNodes: p.allowedNodes, DNSServers: p.dns,
-			IPv4Config: &pmv1alpha2.IPConfigSpec{Addresses: p.pool.addresses, Prefix: int32(p.pool.prefix), Gateway: p.pool.gateway}}
+			IPv4Config: &pmv1alpha2.IPConfigSpec{Addresses: p.pool.addresses, Prefix: int32(p.pool.prefix), Gateway: p.pool.gateway}, CredentialsRef: credentialsRef(p)}
 		if err := CheckProxmoxClusterV1alpha2(s); err != nil {
 			return nil, err
 		}

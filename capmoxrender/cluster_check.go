@@ -27,6 +27,7 @@ type clusterPlan struct {
 	pool              poolPlan
 	insecure          bool
 	ccmSecret         string
+	capmoxSecret      string
 	csi               bool
 	csiSecret         string
 	storageClasses    []StorageClass
@@ -228,14 +229,34 @@ func planCredentials(p *clusterPlan, px ClusterProxmox) error {
 		return err
 	}
 	p.csi = px.CSI.On()
-	if !p.csi {
+	if p.csi {
+		p.csiSecret = px.CSI.CredentialsSecretName
+		if p.csiSecret == "" {
+			return refuse("proxmox.csi.credentialsSecretName", "proxmox.csi.credentialsSecretName is required on the proxmox substrate: the CSI controller cannot reach the hypervisor without an API token")
+		}
+		if err := checkSecretName("proxmox.csi.credentialsSecretName", p.csiSecret); err != nil {
+			return err
+		}
+	}
+	return planCapmoxCredentials(p, px)
+}
+
+// planCapmoxCredentials checks the optional per-cluster capmox Secret. It
+// must not be the CCM's or the CSI's: those Pods mount their Secret whole,
+// and the capmox token clones, reconfigures and deletes VMs.
+func planCapmoxCredentials(p *clusterPlan, px ClusterProxmox) error {
+	const f = "proxmox.capmox.credentialsSecretName"
+	p.capmoxSecret = px.Capmox.CredentialsSecretName
+	if p.capmoxSecret == "" {
 		return nil
 	}
-	p.csiSecret = px.CSI.CredentialsSecretName
-	if p.csiSecret == "" {
-		return refuse("proxmox.csi.credentialsSecretName", "proxmox.csi.credentialsSecretName is required on the proxmox substrate: the CSI controller cannot reach the hypervisor without an API token")
+	if err := checkSecretName(f, p.capmoxSecret); err != nil {
+		return err
 	}
-	return checkSecretName("proxmox.csi.credentialsSecretName", p.csiSecret)
+	if p.capmoxSecret == p.ccmSecret || p.capmoxSecret == p.csiSecret {
+		return refuse(f, "%s %q is also the CCM or CSI credentials Secret: those Pods mount their Secret whole, and the capmox token clones and deletes VMs; give capmox a Secret of its own (keys url, token, secret, insecure, root_ca)", f, p.capmoxSecret)
+	}
+	return nil
 }
 
 func checkSecretName(field, name string) error {

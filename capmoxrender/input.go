@@ -41,6 +41,7 @@ type ClusterProxmox struct {
 	Insecure     *bool          `json:"insecure,omitempty"`
 	IPv4Config   IPv4Config     `json:"ipv4Config,omitempty"`
 	Network      SubnetRef      `json:"network,omitempty"`
+	Capmox       CredentialsRef `json:"capmox,omitempty"`
 	CCM          CredentialsRef `json:"ccm,omitempty"`
 	CSI          CSI            `json:"csi,omitempty"`
 }

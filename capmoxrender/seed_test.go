@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
@@ -179,13 +180,40 @@ func TestClusterImageAndVersionRefusals(t *testing.T) {
 		"Version136": {reason: "the cluster's version is checked against the window", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) { k.Spec.Version = "v1.36.1" },
 			want: `version "v1.36.1" is outside the Kubernetes releases this renderer supports (v1.31 to v1.35); pick a release in that window`},
 		"Version131": {reason: "the lowest supported minor", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) { k.Spec.Version = "v1.31.4" }},
+		"CapmoxSecret": {reason: "a per-cluster capmox Secret of its own", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.Capmox.CredentialsSecretName = "pve-capmox"
+		}},
+		"CapmoxSecretIsCCMs": {reason: "the CCM Pod would mount the capmox token", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.Capmox.CredentialsSecretName = "pve"
+		}, want: `proxmox.capmox.credentialsSecretName "pve" is also the CCM or CSI credentials Secret: those Pods mount their Secret whole, and the capmox token clones and deletes VMs; give capmox a Secret of its own (keys url, token, secret, insecure, root_ca)`},
+		"CapmoxSecretBadName": {reason: "a Secret name", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.Capmox.CredentialsSecretName = "Pve_Capmox"
+		}, want: "PREFIX" + `proxmox.capmox.credentialsSecretName "Pve_Capmox" is not a Secret name`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			k, o := validCluster(), capmoxrender.Options{}
 			tc.mutate(&k, &o)
-			_, err := capmoxrender.RenderCluster(context.Background(), k, o)
+			objs, err := capmoxrender.RenderCluster(context.Background(), k, o)
+			if prefix, ok := strings.CutPrefix(tc.want, "PREFIX"); ok {
+				if err == nil || !strings.HasPrefix(err.Error(), prefix) {
+					t.Fatalf("%s: want a refusal starting %q, got %v", tc.reason, prefix, err)
+				}
+				return
+			}
 			checkRefusal(t, tc.reason, err, tc.want)
+			if err != nil {
+				return
+			}
+			pc := byKind(objs, "ProxmoxCluster")
+			ref, found, _ := unstructured.NestedStringMap(pc.Object, "spec", "credentialsRef")
+			if name := k.Spec.Proxmox.Capmox.CredentialsSecretName; name != "" {
+				if diff := cmp.Diff(map[string]string{"name": name, "namespace": k.Namespace}, ref); diff != "" {
+					t.Errorf("%s: credentialsRef (-want +got):\n%s", tc.reason, diff)
+				}
+			} else if found {
+				t.Errorf("%s: without a capmox Secret capmox keeps its controller-wide credentials, got credentialsRef %v", tc.reason, ref)
+			}
 		})
 	}
 }

@@ -20,6 +20,10 @@ type ProxmoxClusterSpec struct {
 	IPv4Config *IPConfigSpec `json:"ipv4Config,omitempty"`
 	// DNSServers is required by the schema (minItems 1).
 	DNSServers []string `json:"dnsServers"`
+	// CredentialsRef names the Secret (keys url, token, secret, and
+	// optional insecure and root_ca) capmox uses for this cluster instead
+	// of its controller-wide credentials (capmox v0.7.7 and later).
+	CredentialsRef *corev1.SecretReference `json:"credentialsRef,omitempty"`
 }
 
 // IPConfigSpec is an address pool: IPs, ranges a-b or CIDRs, a prefix and a gateway.

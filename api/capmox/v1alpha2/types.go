@@ -16,6 +16,8 @@ type ProxmoxClusterSpec struct {
 	AllowedNodes                []string      `json:"allowedNodes,omitempty"`
 	IPv4Config                  *IPConfigSpec `json:"ipv4Config,omitempty"`
 	DNSServers                  []string      `json:"dnsServers"`
+	// CredentialsRef names the per-cluster credentials Secret (see v1alpha1).
+	CredentialsRef *corev1.SecretReference `json:"credentialsRef,omitempty"`
 }
 
 // IPConfigSpec is an address pool; v1alpha2 requires the gateway.
