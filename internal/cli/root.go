@@ -130,11 +130,11 @@ func execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Wr
 	var exit *ExitError
 	if errors.As(err, &exit) {
 		if exit.Err != nil {
-			fmt.Fprintf(errOut, "Error: %s\n", escapeControl(exit.Err.Error()))
+			fmt.Fprintf(errOut, "Error: %s\n", escapeControl(plainError(exit.Err.Error())))
 		}
 		return exit.Code
 	}
-	fmt.Fprintf(errOut, "Error: %s\n", escapeControl(err.Error()))
+	fmt.Fprintf(errOut, "Error: %s\n", escapeControl(plainError(err.Error())))
 	var usage usageError
 	if errors.As(err, &usage) {
 		if cmd == nil {
