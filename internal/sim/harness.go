@@ -189,7 +189,7 @@ func NewHarness(opts Options) *Harness {
 // every call goes through controller-runtime's fake client as it is, the
 // way the simulator ran before, which benchmarks compare against.
 func NewStore(typedReads bool) client.WithWatch {
-	return kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus(), TypedReads: typedReads})
+	return kube.NewClient(kube.ClientOptions{Scheme: Scheme(), WithStatus: withStatus(), Typed: typedReads})
 }
 
 // Client writes and reads the simulated API as any other actor does; its

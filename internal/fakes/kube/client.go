@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,11 +26,12 @@ type ClientOptions struct {
 	// Hooks run in front of Faults and see every call, including the ones
 	// Faults then fails; use them to observe or count calls.
 	Hooks interceptor.Funcs
-	// TypedReads serves Get and List of typed objects from deep copies in
-	// memory instead of the fake's JSON round trip, and stores objects
-	// without managed fields (no per-write REST mapping). Writes keep the
-	// fake's semantics. For simulations of thousands of objects.
-	TypedReads bool
+	// Typed keeps the objects of kinds the scheme has Go types for as typed
+	// objects in memory and answers every call on them without the fake
+	// client's JSON conversions and per-write REST mapping, with the fake's
+	// semantics (see memStore); other kinds still go to the fake client.
+	// For simulations of thousands of objects.
+	Typed bool
 }
 
 // NewClient returns controller-runtime's fake client configured by o.
@@ -42,20 +42,22 @@ func NewClient(o ClientOptions) client.WithWatch {
 	}
 	b := fake.NewClientBuilder().
 		WithScheme(s).
-		WithObjects(o.Objects...).
 		WithStatusSubresource(o.WithStatus...)
-	if o.TypedReads {
+	var c client.WithWatch
+	if o.Typed {
 		b = b.WithObjectTracker(clienttesting.NewObjectTracker(s, serializer.NewCodecFactory(s).UniversalDecoder()))
-	}
-	c := b.Build()
-	if o.TypedReads {
-		tr := newTypedReads(c, s)
+		m, err := newMemStore(b.Build(), s, o.WithStatus)
+		if err != nil {
+			panic(err.Error())
+		}
 		for _, obj := range o.Objects {
-			if err := tr.readBack(context.Background(), obj); err != nil {
-				panic(fmt.Sprintf("cannot read back %s: %v", client.ObjectKeyFromObject(obj), err))
+			if err := m.seed(obj); err != nil {
+				panic(fmt.Sprintf("cannot store %s: %v", client.ObjectKeyFromObject(obj), err))
 			}
 		}
-		c = tr
+		c = m
+	} else {
+		c = b.WithObjects(o.Objects...).Build()
 	}
 	if o.Faults != nil {
 		c = interceptor.NewClient(c, o.Faults.Funcs())

@@ -4,26 +4,28 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 )
 
-// TestTypedReadsAgreeWithFake runs the same calls on a client with
-// TypedReads and on the plain fake client and compares every answer and
+// TestTypedAgreesWithFake runs the same calls on a client with
+// and on the plain fake client and compares every answer and
 // every read: conflicts on a stale resourceVersion, finalizers holding a
 // deleted object, the status subresource, merge patches with an optimistic
 // lock, label selection, unstructured writes of typed kinds and
 // deletecollection.
-func TestTypedReadsAgreeWithFake(t *testing.T) {
+func TestTypedAgreesWithFake(t *testing.T) {
 	run := func(typed bool) []string {
 		ctx := context.Background()
-		c := kube.NewClient(kube.ClientOptions{TypedReads: typed, WithStatus: []client.Object{&corev1.Pod{}},
+		c := kube.NewClient(kube.ClientOptions{Typed: typed, WithStatus: []client.Object{&corev1.Pod{}},
 			Objects: []client.Object{pod("seed", map[string]string{"app": "a"})}})
 		var log []string
 		note := func(what string, err error) { log = append(log, what+": "+kindOf(err)) }
@@ -76,7 +78,7 @@ func TestTypedReadsAgreeWithFake(t *testing.T) {
 		return log
 	}
 	if diff := cmp.Diff(run(false), run(true)); diff != "" {
-		t.Errorf("calls differ (-fake +typed reads):\n%s", diff)
+		t.Errorf("calls differ (-fake +typed):\n%s", diff)
 	}
 }
 
@@ -90,4 +92,73 @@ func stalePod(p *corev1.Pod) *corev1.Pod {
 	s := p.DeepCopy()
 	s.ResourceVersion = "1"
 	return s
+}
+
+// TestTypedWatchAndMetadata: a watch of a kept kind sees every write that
+// its namespace and labels select, in order: added, modified, the
+// deletionTimestamp a finalizer holds, deleted with the resourceVersion of
+// the write that removed the last finalizer. Here the store follows the
+// API server rather than the fake client, whose watch ignores the label
+// selector and reports the deleted object at its previous version. A
+// metadata-only get and list answer with the object's metadata.
+func TestTypedWatchAndMetadata(t *testing.T) {
+	run := func(typed bool) []string {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		c := kube.NewClient(kube.ClientOptions{Typed: typed, WithStatus: []client.Object{&corev1.Pod{}}})
+		w, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{"app": "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		p := pod("w1", map[string]string{"app": "a"})
+		p.Finalizers = []string{"example.com/hold"}
+		var log []string
+		must := func(what string, err error) {
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+		must("create", c.Create(ctx, p))
+		must("create other", c.Create(ctx, pod("w2", map[string]string{"app": "b"})))
+		p.Status.Phase = corev1.PodRunning
+		must("status", c.Status().Update(ctx, p))
+		must("delete", c.Delete(ctx, p))
+		must("get", c.Get(ctx, client.ObjectKeyFromObject(p), p))
+		old := p.DeepCopy()
+		p.Finalizers = nil
+		must("release", c.Patch(ctx, p, client.MergeFrom(old)))
+		for done := false; !done; {
+			select {
+			case e := <-w.ResultChan():
+				o, _ := e.Object.(*corev1.Pod)
+				log = append(log, fmt.Sprintf("%s %s rv=%s phase=%s deleting=%t", e.Type, o.Name, o.ResourceVersion, o.Status.Phase, o.DeletionTimestamp != nil))
+				done = e.Type == watch.Deleted
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no Deleted event within 5 s; events: %v", log)
+			}
+		}
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+		must("metadata get", c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w2"}, meta))
+		log = append(log, fmt.Sprintf("metadata %s %s labels=%v", meta.Kind, meta.Name, meta.Labels))
+		metas := &metav1.PartialObjectMetadataList{}
+		metas.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		must("metadata list", c.List(ctx, metas, client.MatchingLabels{"app": "b"}))
+		for _, m := range metas.Items {
+			log = append(log, "listed "+m.Kind+" "+m.Name)
+		}
+		return log
+	}
+	want := []string{
+		"ADDED w1 rv=1 phase= deleting=false",
+		"MODIFIED w1 rv=2 phase=Running deleting=false",
+		"MODIFIED w1 rv=3 phase=Running deleting=true",
+		"DELETED w1 rv=4 phase=Running deleting=true",
+		"metadata Pod w2 labels=map[app:b]",
+		"listed Pod w2",
+	}
+	if diff := cmp.Diff(want, run(true)); diff != "" {
+		t.Errorf("watch events and metadata (-want +got):\n%s", diff)
+	}
 }
