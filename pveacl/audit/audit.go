@@ -62,6 +62,10 @@ const (
 	// CodeForeignVolume: a tenant's dedicated storage holds a volume of a
 	// guest outside the tenant (another tenant's, a template's).
 	CodeForeignVolume Code = "ForeignVolume"
+	// CodeMissingSDNUse: the token that clones a tenant's VMs lacks
+	// SDN.Use on one of the tenant's bridges or VLANs, so Proxmox refuses
+	// the NIC when capmox configures the clone.
+	CodeMissingSDNUse Code = "MissingSDNUse"
 )
 
 // Finding is one result of an audit.
@@ -141,6 +145,7 @@ func (a *auditor) run() Report {
 	a.sharedStorages()
 	a.foreignVolumes()
 	a.platformToken()
+	a.sdnUse()
 	sortFindings(a.findings)
 	return Report{Findings: a.findings, Tenants: len(a.tenants), Subjects: a.subjects, Objects: a.objects}
 }
@@ -201,8 +206,8 @@ func (a *auditor) incomplete(tn tenantplan.Tenant) {
 		missing = append(missing, "user "+tn.User)
 	}
 	csi, ccm := tn.TokenIDs()
-	for _, id := range []string{csi, ccm} {
-		if _, ok := a.cfg.Token(id); !ok {
+	for _, id := range []string{csi, ccm, tn.CapmoxTokenID()} {
+		if _, ok := a.cfg.Token(id); id != "" && !ok {
 			missing = append(missing, "token "+id)
 		}
 	}
@@ -287,6 +292,34 @@ func (a *auditor) sharedStorages() {
 		a.add(Finding{Severity: SeverityError, Code: CodeSharedTenantStorage, Path: pveacl.StoragePath(s),
 			Message: fmt.Sprintf("storage %s is in the pools of tenants %s, so each reaches the other's volumes", s, strings.Join(owners, ", ")),
 			Remedy:  "give every tenant a dedicated storage and remove this one from all but one tenant pool"})
+	}
+}
+
+// sdnUse checks that the token that clones each tenant's VMs (its own
+// capmox token, else the platform's) holds SDN.Use on every bridge and
+// VLAN the tenant declares.
+func (a *auditor) sdnUse() {
+	for _, tn := range a.tenants {
+		id := tn.CapmoxTokenID()
+		if id == "" && a.spec.Platform.Capmox != nil {
+			id = a.spec.Platform.Capmox.TokenID()
+		}
+		if id == "" {
+			continue
+		}
+		if _, ok := a.cfg.Token(id); !ok {
+			continue
+		}
+		for _, n := range tn.Networks {
+			for _, path := range n.SDNPaths() {
+				if a.perm.Permissions(id, path).Has("SDN.Use") {
+					continue
+				}
+				a.add(Finding{Severity: SeverityError, Code: CodeMissingSDNUse, Tenant: tn.Name, Subject: id, Path: path,
+					Message: fmt.Sprintf("%s lacks SDN.Use on %s: Proxmox refuses a NIC there when capmox configures tenant %s's clone", id, path, tn.Name),
+					Remedy:  fmt.Sprintf("pveum acl modify %s --tokens %s --roles PVESDNUser --propagate 0 (or plan and apply)", path, quote(id))})
+			}
+		}
 	}
 }
 

@@ -249,15 +249,28 @@ func (a *auditor) specificStorage(r relevance, s string) bool {
 	return r.exact[pveacl.StoragePath(s)] || slices.ContainsFunc(a.storagePools[s], r.specificPool)
 }
 
-// reach looks for privileges of subject on objects foreign to tenant i.
+// cloneable is what a tenant may hold on a template it lists: enough to
+// find it and clone it, nothing that changes it.
+var cloneable = pveacl.NewPrivSet("VM.Audit", "VM.Clone")
+
+// reach looks for privileges of subject on objects foreign to tenant i; on
+// a template the tenant lists, only privileges beyond VM.Audit and
+// VM.Clone count.
 func (a *auditor) reach(i int, subject string) {
 	r := a.relevance(subject)
+	tn := a.tenants[i]
+	templates := map[string]bool{}
+	for _, vm := range tn.Templates {
+		templates[pveacl.VMPath(vm)] = true
+	}
 	report := func(path, what string) {
 		p := a.perm.Permissions(subject, path)
+		if templates[path] {
+			p = p.Minus(cloneable)
+		}
 		if p.Empty() {
 			return
 		}
-		tn := a.tenants[i]
 		a.add(Finding{Severity: SeverityError, Code: CodeCrossTenantReach, Tenant: tn.Name, Subject: subject,
 			Path: path, Privileges: p.Names(),
 			Message: fmt.Sprintf("%s holds %s on %s%s, outside tenant %s", subject, p.String(), path, what, tn.Name),

@@ -355,7 +355,7 @@ func (a *applier) createToken(ctx context.Context, ch tenantplan.Change, res *Re
 	}
 	id := pveacl.TokenID(ch.User, ch.Token)
 	loc, err := a.o.sink.Store(TokenSecret{URL: a.o.url, TokenID: id, Secret: Secret(created.Value),
-		Region: a.o.region, Tenant: a.o.tenants[id]})
+		Region: a.o.region, Tenant: a.o.tenants[id], Capmox: strings.HasSuffix(ch.Comment, tenantplan.CapmoxComment)})
 	if err != nil {
 		return "", fmt.Errorf("token %s was created but its secret could not be stored (delete the token and apply again): %w", id, err)
 	}

@@ -47,6 +47,22 @@ type TokenSecret struct {
 	Region  string `json:"region"`
 	// Tenant is the tenant the token belongs to ("" for the platform's).
 	Tenant string `json:"-"`
+	// Capmox marks a cluster-api provider token: its stored form is what a
+	// ProxmoxCluster credentialsRef names (url without /api2/json, token,
+	// secret, insecure "false").
+	Capmox bool `json:"-"`
+}
+
+// data is the stored form: url, token_id, token_secret and region for the
+// CCM and CSI; for capmox also token, secret and insecure, with url the
+// bare address capmox appends /api2/json to.
+func (s TokenSecret) data() map[string]string {
+	m := map[string]string{"url": s.URL, "token_id": s.TokenID, "token_secret": s.Secret.Reveal(), "region": s.Region}
+	if s.Capmox {
+		m["url"] = strings.TrimSuffix(strings.TrimSuffix(s.URL, "/"), "/api2/json")
+		m["token"], m["secret"], m["insecure"] = s.TokenID, s.Secret.Reveal(), "false"
+	}
+	return m
 }
 
 // SecretSink stores the secrets of new tokens. Check runs before an apply
@@ -186,8 +202,7 @@ func existsError(tokenID, where string) error {
 
 // Store writes the file and returns its path.
 func (d DirSink) Store(s TokenSecret) (string, error) {
-	body, err := json.MarshalIndent(map[string]string{"url": s.URL, "token_id": s.TokenID,
-		"token_secret": s.Secret.Reveal(), "region": s.Region}, "", "  ")
+	body, err := json.MarshalIndent(s.data(), "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("cannot encode the secret of %s: %w", s.TokenID, err)
 	}
@@ -288,7 +303,7 @@ func (m ManifestSink) Store(s TokenSecret) (string, error) {
 	docs[name] = secretManifest{APIVersion: "v1", Kind: "Secret", Type: "Opaque",
 		Metadata: manifestMeta{Name: name, Namespace: m.Namespace, Labels: labels,
 			Annotations: map[string]string{"proxmox.cozystack.io/token-id": s.TokenID}},
-		StringData: map[string]string{"url": s.URL, "token_id": s.TokenID, "token_secret": s.Secret.Reveal(), "region": s.Region}}
+		StringData: s.data()}
 	body, err := encodeManifests(docs)
 	if err != nil {
 		return "", err

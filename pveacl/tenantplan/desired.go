@@ -20,6 +20,8 @@ const (
 	RoleCCM = "CozyCCM"
 	// RoleCapmox is the cluster-api provider's role for creating VMs.
 	RoleCapmox = "CozyCapmox"
+	// RoleClone lets a tenant's capmox token find and clone a template.
+	RoleClone = "CozyClone"
 )
 
 // managedRoles holds the privileges of the roles the plan creates, per
@@ -36,6 +38,7 @@ func managedRolesOf(v pveacl.Version) map[string][]string {
 		RoleCSI:        {"VM.Audit", "VM.Config.Disk"},
 		RoleCSIStorage: {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.Audit"},
 		RoleCCM:        {"VM.Audit", agent},
+		RoleClone:      {"VM.Audit", "VM.Clone"},
 		RoleCapmox: {"Datastore.AllocateSpace", "Datastore.Audit", "Pool.Audit", "Sys.Audit",
 			"VM.Allocate", "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
 			"VM.Config.Disk", "VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
@@ -46,6 +49,9 @@ func managedRolesOf(v pveacl.Version) map[string][]string {
 	}
 	return roles
 }
+
+// CapmoxComment ends the comment of every capmox token a plan creates.
+const CapmoxComment = "cluster-api provider"
 
 // desiredState is what the tenants ask of the cluster.
 type desiredState struct {
@@ -68,8 +74,8 @@ func buildDesired(t *Tenants, v pveacl.Version) desiredState {
 		tokens: map[string]string{}, pools: map[string]pveacl.Pool{}, acl: map[pveacl.ACLKey]bool{},
 		managed: map[subjectRef]bool{}}
 	if c := t.Platform.Capmox; c != nil {
-		d.users[c.User] = "pxsubstrate platform: cluster-api provider"
-		d.tokens[c.TokenID()] = "pxsubstrate platform: cluster-api provider"
+		d.users[c.User] = "pxsubstrate platform: " + CapmoxComment
+		d.tokens[c.TokenID()] = "pxsubstrate platform: " + CapmoxComment
 		d.managed[subjectRef{pveacl.KindUser, c.User}] = true
 		d.managed[subjectRef{pveacl.KindToken, c.TokenID()}] = true
 		d.grant("/", pveacl.KindUser, c.User, true, RoleCapmox)
@@ -131,10 +137,38 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 	d.grant("/", pveacl.KindUser, tn.User, false, pveacl.RoleAuditor)
 	d.grant("/", pveacl.KindToken, ccm, false, pveacl.RoleAuditor)
 	for _, n := range tn.Networks {
-		for _, vlan := range n.VLANs {
-			path := fmt.Sprintf("/sdn/zones/%s/%s/%d", n.Zone, n.Bridge, vlan)
-			d.grant(path, pveacl.KindUser, capmox.User, false, pveacl.RoleSDNUser)
-			d.grant(path, pveacl.KindToken, capmox.TokenID(), false, pveacl.RoleSDNUser)
+		for _, path := range n.SDNPaths() {
+			if capmox != nil {
+				d.grant(path, pveacl.KindUser, capmox.User, false, pveacl.RoleSDNUser)
+				d.grant(path, pveacl.KindToken, capmox.TokenID(), false, pveacl.RoleSDNUser)
+			}
+		}
+	}
+	d.tenantCapmox(tn, comment)
+}
+
+// tenantCapmox records the tenant's own capmox token: CozyCapmox on its
+// pool only (which reaches the pool's VMs and storages, and the VMs it
+// clones there), CozyClone on each template, and SDN.Use on exactly its
+// bridges and VLANs. Its user holds the same, since a privilege-separated
+// token holds only what both hold.
+func (d *desiredState) tenantCapmox(tn Tenant, comment string) {
+	id := tn.CapmoxTokenID()
+	if id == "" {
+		return
+	}
+	d.tokens[id] = comment + ": " + CapmoxComment
+	d.managed[subjectRef{pveacl.KindToken, id}] = true
+	subjects := []subjectRef{{pveacl.KindUser, tn.User}, {pveacl.KindToken, id}}
+	for _, s := range subjects {
+		d.grant(pveacl.PoolPath(tn.Pool), s.kind, s.id, false, RoleCapmox)
+		for _, vm := range tn.Templates {
+			d.grant(pveacl.VMPath(vm), s.kind, s.id, false, RoleClone)
+		}
+		for _, n := range tn.Networks {
+			for _, path := range n.SDNPaths() {
+				d.grant(path, s.kind, s.id, false, pveacl.RoleSDNUser)
+			}
 		}
 	}
 }

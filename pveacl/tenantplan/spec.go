@@ -58,12 +58,20 @@ type Tenant struct {
 	Storages []string `json:"storages,omitempty"`
 	// Networks are the tenant's VLANs; capmox gets SDN.Use on each.
 	Networks []Network `json:"networks,omitempty"`
+	// Templates are the VM templates the tenant's capmox token may clone
+	// (VM.Clone and VM.Audit on each, nothing else); templates may be
+	// shared between tenants.
+	Templates []int `json:"templates,omitempty"`
 }
 
-// TenantTokens names a tenant's tokens (defaults csi and ccm).
+// TenantTokens names a tenant's tokens (defaults csi and ccm). Capmox,
+// when set, is the tenant's own cluster-api provider token, which a
+// ProxmoxCluster's credentialsRef names; without it the platform's capmox
+// token clones the tenant's VMs.
 type TenantTokens struct {
-	CSI string `json:"csi,omitempty"`
-	CCM string `json:"ccm,omitempty"`
+	CSI    string `json:"csi,omitempty"`
+	CCM    string `json:"ccm,omitempty"`
+	Capmox string `json:"capmox,omitempty"`
 }
 
 // Network is a bridge and the VLANs a tenant uses on it.
@@ -71,7 +79,34 @@ type Network struct {
 	// Zone is the SDN zone (default localnetwork: plain bridges).
 	Zone   string `json:"zone,omitempty"`
 	Bridge string `json:"bridge"`
-	VLANs  []int  `json:"vlans"`
+	VLANs  []int  `json:"vlans,omitempty"`
+	// Untagged grants the bridge itself, for NICs without a VLAN tag (a
+	// template's NIC, a pool on a plain bridge); implied when VLANs is
+	// empty.
+	Untagged bool `json:"untagged,omitempty"`
+}
+
+// SDNPaths are the ACL paths a NIC on this network is checked against:
+// /sdn/zones/<zone>/<bridge> for an untagged NIC, and
+// /sdn/zones/<zone>/<bridge>/<vlan> for each VLAN.
+func (n Network) SDNPaths() []string {
+	base := fmt.Sprintf("/sdn/zones/%s/%s", n.Zone, n.Bridge)
+	var out []string
+	if n.Untagged || len(n.VLANs) == 0 {
+		out = append(out, base)
+	}
+	for _, v := range n.VLANs {
+		out = append(out, fmt.Sprintf("%s/%d", base, v))
+	}
+	return out
+}
+
+// CapmoxTokenID returns the tenant's own capmox token id, "" without one.
+func (t Tenant) CapmoxTokenID() string {
+	if t.Tokens.Capmox == "" {
+		return ""
+	}
+	return pveacl.TokenID(t.User, t.Tokens.Capmox)
 }
 
 // TokenIDs returns the tenant's full CSI and CCM token ids.
@@ -111,6 +146,7 @@ func (t *Tenants) Defaulted() *Tenants {
 	for i, tn := range t.Tenants {
 		tn.VMs, tn.Storages = slices.Clone(tn.VMs), slices.Clone(tn.Storages)
 		tn.Networks = slices.Clone(tn.Networks)
+		tn.Templates = slices.Clone(tn.Templates)
 		d.Tenants[i] = tn
 	}
 	d.fillDefaults()
@@ -162,7 +198,7 @@ func (t *Tenants) Validate() error {
 		v.own("storage", s, f, "the shared storages")
 	}
 	for i, tn := range t.Tenants {
-		v.tenant(i, tn, t.Platform.Capmox != nil)
+		v.tenant(i, tn, t.Platform.Capmox != nil || tn.Tokens.Capmox != "")
 	}
 	v.nestedPools(t.Tenants)
 	return errors.Join(v.errs...)
@@ -259,6 +295,7 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 	if tn.Tokens.CSI == tn.Tokens.CCM {
 		v.add(f+".tokens", "the CSI and CCM tokens must differ (both are %q): each has its own blast radius", tn.Tokens.CSI)
 	}
+	v.capmoxToken(f, tn)
 	v.own("user", tn.User, f+".user", owner)
 	v.ownFolded("user", tn.User, f+".user", owner)
 	for j, vm := range tn.VMs {
@@ -271,16 +308,22 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 		}
 		v.own("VM", fmt.Sprint(vm), vf, owner)
 	}
+	v.networks(f, owner, tn, haveCapmox)
+}
+
+// networks checks the tenant's bridges and VLANs; a VLAN belongs to one
+// tenant.
+func (v *validator) networks(f, owner string, tn Tenant, haveCapmox bool) {
 	for j, n := range tn.Networks {
 		nf := fmt.Sprintf("%s.networks[%d]", f, j)
 		if !haveCapmox {
-			v.add(nf, "networks need platform.capmox: SDN.Use on a tenant VLAN is granted to the capmox token that creates the VMs")
+			v.add(nf, "networks need platform.capmox or tokens.capmox: SDN.Use on a tenant VLAN is granted to the capmox token that creates the VMs")
 		}
 		if pveacl.ValidRoleID(n.Zone) != nil || pveacl.ValidRoleID(n.Bridge) != nil {
 			v.add(nf, "zone %q or bridge %q is invalid: use letters, digits, '.', '-' or '_'", n.Zone, n.Bridge)
 		}
-		if len(n.VLANs) == 0 {
-			v.add(nf+".vlans", "list at least one VLAN id (1-4094)")
+		if len(n.VLANs) == 0 && !n.Untagged {
+			v.add(nf+".vlans", "list at least one VLAN id (1-4094), or set untagged: true for NICs on the bridge itself")
 		}
 		for k, vlan := range n.VLANs {
 			vf := fmt.Sprintf("%s.vlans[%d]", nf, k)
@@ -288,6 +331,28 @@ func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 				v.add(vf, "VLAN id %d is out of range: use 1-4094", vlan)
 			}
 			v.own("VLAN", fmt.Sprintf("%s/%s/%d", n.Zone, n.Bridge, vlan), vf, owner)
+		}
+	}
+}
+
+// capmoxToken checks the tenant's own capmox token and its templates.
+func (v *validator) capmoxToken(f string, tn Tenant) {
+	if tn.Tokens.Capmox == "" {
+		if len(tn.Templates) > 0 {
+			v.add(f+".templates", "templates are cloned by the tenant's own capmox token: set tokens.capmox")
+		}
+		return
+	}
+	v.check(f+".tokens.capmox", pveacl.ValidTokenName(tn.Tokens.Capmox))
+	if tn.Tokens.Capmox == tn.Tokens.CSI || tn.Tokens.Capmox == tn.Tokens.CCM {
+		v.add(f+".tokens.capmox", "the capmox token must differ from the CSI and CCM tokens (%q): it clones and deletes VMs", tn.Tokens.Capmox)
+	}
+	if len(tn.Templates) == 0 {
+		v.add(f+".templates", "list the VM templates the tenant's capmox token may clone")
+	}
+	for j, vm := range tn.Templates {
+		if vm < 100 || vm > 999999999 {
+			v.add(fmt.Sprintf("%s.templates[%d]", f, j), "VM id %d is invalid: use 100-999999999", vm)
 		}
 	}
 }

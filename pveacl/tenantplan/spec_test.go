@@ -129,6 +129,31 @@ func TestLoadTenantsErrors(t *testing.T) {
 			yaml:   "tenants",
 			want:   []string{"cannot read the tenant specification"},
 		},
+		"TemplatesWithoutCapmox": {
+			reason: "templates are cloned by the tenant's own capmox token",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  templates: [9000]\n",
+			want:   []string{"tenants[0].templates: templates are cloned by the tenant's own capmox token: set tokens.capmox"},
+		},
+		"CapmoxWithoutTemplates": {
+			reason: "a capmox token with nothing to clone",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n",
+			want:   []string{"tenants[0].templates: list the VM templates the tenant's capmox token may clone"},
+		},
+		"CapmoxIsCSI": {
+			reason: "the capmox token has its own blast radius",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: csi}\n  templates: [9000]\n",
+			want:   []string{`tenants[0].tokens.capmox: the capmox token must differ from the CSI and CCM tokens ("csi")`},
+		},
+		"BadTemplate": {
+			reason: "a template is a VM id",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [99]\n",
+			want:   []string{"tenants[0].templates[0]: VM id 99 is invalid: use 100-999999999"},
+		},
+		"NoVLANNotUntagged": {
+			reason: "a network names VLANs or says untagged",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [9000]\n  networks: [{bridge: vmbr0}]\n",
+			want:   []string{"tenants[0].networks[0].vlans: list at least one VLAN id (1-4094), or set untagged: true for NICs on the bridge itself"},
+		},
 		"Version": {
 			reason: "only PVE 8 and 9",
 			yaml:   "platform: {pveVersion: 7}\ntenants: []\n",
@@ -150,6 +175,24 @@ func TestLoadTenantsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTenantCapmoxAccepted is the control of the capmox refusals, and
+// checks the SDN paths of an untagged bridge and its VLANs.
+func TestTenantCapmoxAccepted(t *testing.T) {
+	spec, err := LoadTenants([]byte("tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [9000]\n  networks: [{bridge: vmbr0, untagged: true, vlans: [7]}, {bridge: vmbr1, untagged: true}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := spec.Tenants[0]
+	if tn.CapmoxTokenID() != "a@pve!capmox" {
+		t.Errorf("capmox token %q", tn.CapmoxTokenID())
+	}
+	got := append(tn.Networks[0].SDNPaths(), tn.Networks[1].SDNPaths()...)
+	want := []string{"/sdn/zones/localnetwork/vmbr0", "/sdn/zones/localnetwork/vmbr0/7", "/sdn/zones/localnetwork/vmbr1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SDN paths (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,0 +1,136 @@
+package liveacl_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
+)
+
+// Two tenants, each with its own capmox token, sharing one template whose
+// NIC sits on the untagged bridge vmbr0; no platform-wide capmox token.
+const capmoxTenants = `tenants:
+  - name: alpha
+    storage: alpha-disks
+    tokens: {capmox: capmox}
+    templates: [9000]
+    networks:
+      - bridge: vmbr0
+        untagged: true
+      - bridge: vmbr1
+        vlans: [100]
+  - name: beta
+    pool: tenant-beta
+    user: k8s-beta@pve
+    storage: beta-disks
+    tokens: {csi: csi-beta, ccm: ccm-beta, capmox: capmox-beta}
+    templates: [9000]
+    networks:
+      - bridge: vmbr0
+        untagged: true
+      - bridge: vmbr1
+        vlans: [200]
+`
+
+func clone(c *proxmox.Client, from int, params map[string]any) error {
+	return c.Post(ctx, "/nodes/pve/qemu/"+itoa(from)+"/clone", params, nil)
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestTenantCapmoxTokenIsolation applies per-tenant capmox tokens to the
+// Proxmox API fake and proves, through the API, that alpha's token clones
+// its template into its own pool and nowhere else, sees none of beta's
+// VMs, and attaches NICs only to its own VLANs; then the audit is clean,
+// and reports a removed SDN.Use.
+func TestTenantCapmoxTokenIsolation(t *testing.T) {
+	srv := cluster(t)
+	must(t, srv.AddStorage(pveacltest.StorageSpec{ID: "tmpl", Type: "lvmthin", Content: []string{"images"}}))
+	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 9000, Template: true, Tags: []string{"talos"},
+		Disks: map[string]string{"scsi0": "tmpl:4"}, Config: map[string]string{"net0": "virtio,bridge=vmbr0"}}))
+	spec := mustTenants(t, capmoxTenants)
+	sink := dirSink(t)
+	res, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(sink), liveacl.WithSecretContext("https://pve:8006/api2/json", "eu-1"))
+	must(t, err)
+	if len(res.Secrets) != 6 {
+		t.Fatalf("six tokens (CSI, CCM and capmox per tenant), got %v", res.Secrets)
+	}
+	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 200, Pool: "tenant-beta", Disks: map[string]string{"scsi0": "beta-disks:4"}}))
+	b, err := os.ReadFile(filepath.Join(sink.Dir, liveacl.SecretName("alpha@pve!capmox")+".json"))
+	must(t, err)
+	var stored map[string]string
+	must(t, json.Unmarshal(b, &stored))
+	if stored["url"] != "https://pve:8006" || stored["token"] != "alpha@pve!capmox" || stored["secret"] == "" || stored["insecure"] != "false" {
+		t.Fatalf("the capmox token's secret holds the credentialsRef keys (url without /api2/json, token, secret, insecure): %v", keysOf(stored))
+	}
+	capA := srv.TokenClient("alpha@pve!capmox", stored["secret"])
+	full := func(newid int, pool, storage string) map[string]any {
+		return map[string]any{"newid": newid, "pool": pool, "full": 1, "storage": storage}
+	}
+	checks := []struct {
+		reason string
+		err    error
+		want   string
+	}{
+		{"alpha's capmox token clones the template into alpha's pool and storage", clone(capA, 9000, full(101, "alpha", "alpha-disks")), ""},
+		{"not into beta's pool", clone(capA, 9000, full(102, "tenant-beta", "alpha-disks")), "403 Permission check failed"},
+		{"not onto beta's storage", clone(capA, 9000, full(103, "alpha", "beta-disks")), "403 Permission check failed (/storage/beta-disks, Datastore.AllocateSpace)"},
+		{"not beta's guest", clone(capA, 200, full(104, "alpha", "alpha-disks")), "403 Permission check failed (/vms/200, VM.Clone)"},
+		{"it attaches its clone to its VLAN", capA.Put(ctx, "/nodes/pve/qemu/101/config", map[string]any{"net0": "virtio,bridge=vmbr1,tag=100"}, nil), ""},
+		{"not to beta's VLAN", capA.Put(ctx, "/nodes/pve/qemu/101/config", map[string]any{"net0": "virtio,bridge=vmbr1,tag=200"}, nil), "403 Permission check failed (/sdn/zones/localnetwork/vmbr1/200, SDN.Use)"},
+		{"it cannot change the template", capA.Put(ctx, "/nodes/pve/qemu/9000/config", map[string]any{"memory": "8192"}, nil), "403 Permission check failed (/vms/9000"},
+	}
+	for _, c := range checks {
+		got := ""
+		if c.err != nil {
+			got = c.err.Error()
+		}
+		if (c.want == "") != (c.err == nil) || !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.reason, got, c.want)
+		}
+	}
+	var seen proxmox.ClusterResources
+	must(t, capA.Get(ctx, "/cluster/resources?type=vm", &seen))
+	var ids []int
+	for _, r := range seen {
+		ids = append(ids, int(r.VMID))
+	}
+	slices.Sort(ids)
+	if diff := cmp.Diff([]int{101, 9000}, ids); diff != "" {
+		t.Errorf("alpha's capmox token sees its clone and the template, none of beta's guests (-want +got):\n%s", diff)
+	}
+
+	state, err := liveacl.Read(ctx, srv.Client())
+	must(t, err)
+	rep, err := audit.Run(state, spec)
+	must(t, err)
+	if len(rep.Findings) != 0 {
+		t.Fatalf("after apply the audit is clean: %+v", rep.Findings)
+	}
+	must(t, srv.Client().Put(ctx, "/access/acl", map[string]any{"path": "/sdn/zones/localnetwork/vmbr1/100", "tokens": "alpha@pve!capmox", "roles": "PVESDNUser", "delete": 1}, nil))
+	state, err = liveacl.Read(ctx, srv.Client())
+	must(t, err)
+	rep, err = audit.Run(state, spec)
+	must(t, err)
+	if diff := cmp.Diff([]audit.Code{audit.CodeMissingSDNUse}, rep.Codes()); diff != "" || rep.Findings[0].Path != "/sdn/zones/localnetwork/vmbr1/100" {
+		t.Errorf("a removed SDN.Use is a finding on its path (-want +got):\n%s\n%+v", diff, rep.Findings)
+	}
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
