@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"container/heap"
 	"sync"
 	"time"
 
@@ -43,7 +44,12 @@ type tracker struct {
 	mu      sync.Mutex
 	clock   clock.PassiveClock
 	waiting map[Key]time.Time
-	direct  map[Key]int
+	// times holds every (time, key) that was ever the earliest of its key
+	// in waiting, earliest first; entries whose key left waiting or got an
+	// earlier time are dropped when they reach the top. It answers "is any
+	// key due" and "when is the next one" without a scan of every key.
+	times  waitHeap
+	direct map[Key]int
 	// moving counts adds between leaving the tracker and entering the
 	// queue; they count as due, so Drain never sees such a key nowhere.
 	moving int
@@ -61,7 +67,41 @@ func (t *tracker) delayed(k Key, d time.Duration) {
 	at := t.clock.Now().Add(d)
 	if old, ok := t.waiting[k]; !ok || at.Before(old) {
 		t.waiting[k] = at
+		heap.Push(&t.times, waitEntry{at: at, key: k})
 	}
+}
+
+// earliest returns the earliest time in waiting, dropping stale entries
+// from the top of times. Callers hold t.mu.
+func (t *tracker) earliest() (time.Time, bool) {
+	for t.times.Len() > 0 {
+		top := t.times[0]
+		if at, ok := t.waiting[top.key]; ok && at.Equal(top.at) {
+			return top.at, true
+		}
+		heap.Pop(&t.times)
+	}
+	return time.Time{}, false
+}
+
+// waitEntry is one key's time in tracker.times.
+type waitEntry struct {
+	at  time.Time
+	key Key
+}
+
+// waitHeap is a min-heap of waitEntry by time (container/heap).
+type waitHeap []waitEntry
+
+func (h waitHeap) Len() int           { return len(h) }
+func (h waitHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)        { *h = append(*h, x.(waitEntry)) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 // immediate records an add that reaches the queue without waiting.
@@ -99,16 +139,15 @@ func (t *tracker) moved() {
 	t.moving--
 }
 
-// due counts delayed keys whose time has come, and adds on their way into
-// the queue.
+// due counts the adds on their way into the queue, plus one when a delayed
+// key's time has come: zero means nothing is due. It costs O(log n) for n
+// waiting keys (amortized over the stale entries it drops), not a scan.
 func (t *tracker) due() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now, n := t.clock.Now(), t.moving
-	for _, at := range t.waiting {
-		if !at.After(now) {
-			n++
-		}
+	n := t.moving
+	if at, ok := t.earliest(); ok && !at.After(t.clock.Now()) {
+		n++
 	}
 	return n
 }
@@ -137,13 +176,7 @@ func (t *tracker) takeDue() []Key {
 func (t *tracker) next() (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var first time.Time
-	for _, at := range t.waiting {
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-	}
-	return first, !first.IsZero()
+	return t.earliest()
 }
 
 type trackedQueue struct {
