@@ -98,6 +98,7 @@ func judgeNode(n Node, byID, byNode map[string]Machine, machines []Machine) Row 
 	for _, m := range machines {
 		if m.Name == r.Machine {
 			r.VM = vmLabel(m)
+			checkZone(&r, m)
 		}
 	}
 	if r.Region == "" {
@@ -111,6 +112,17 @@ func judgeNode(n Node, byID, byNode map[string]Machine, machines []Machine) Row 
 	}
 	r.OK = len(r.Problems) == 0
 	return r
+}
+
+// checkZone compares the Node's zone, the Proxmox node the CCM saw when it
+// initialised the Node, with where capmox reports the VM: they differ
+// after a live migration, and the CSI topology follows the label.
+func checkZone(r *Row, m Machine) {
+	if r.Zone == "" || m.ProxmoxNode == "" || r.Zone == m.ProxmoxNode {
+		return
+	}
+	r.fail(fmt.Sprintf("zone label %s, but the VM runs on Proxmox node %s", r.Zone, m.ProxmoxNode),
+		fmt.Sprintf("the VM moved after its Node was initialised, and volumes on node-local storage follow the label: migrate it back to %s, or replace the worker (kubectl delete machine %s in the cluster's namespace)", r.Zone, m.Name))
 }
 
 func checkProviderID(r *Row, n Node, byID, byNode map[string]Machine, machines []Machine) {
