@@ -21,6 +21,7 @@ func TestCheckEndpoint(t *testing.T) {
 		{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"},
 		{Group: "bootstrap.cluster.x-k8s.io", Version: "v1alpha3", Kind: "TalosConfig"},
 		{Group: "ipam.cluster.x-k8s.io", Version: "v1alpha2", Kind: "InClusterIPPool"},
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
 	}
 	s := runtime.NewScheme()
 	for _, k := range gvks {
@@ -52,6 +53,12 @@ func TestCheckEndpoint(t *testing.T) {
 			map[string]any{"op": "add", "path": hostEntriesPath, "value": entries},
 		}}})
 	}
+	deployment := func(name string, replicas, available int64) client.Object {
+		return obj(gvks[4], name, map[string]any{"spec": map[string]any{"replicas": replicas}, "status": map[string]any{"availableReplicas": available}})
+	}
+	pool := func(free int64) client.Object {
+		return obj(gvks[3], cl+"-v4-icip", map[string]any{"status": map[string]any{"ipAddresses": map[string]any{"total": int64(6), "used": 6 - free, "free": free}}})
+	}
 	entry := func(ip, alias string) any { return map[string]any{"ip": ip, "aliases": []any{alias}} }
 	cases := map[string]struct {
 		reason string
@@ -75,6 +82,17 @@ func TestCheckEndpoint(t *testing.T) {
 		"Both": {reason: "no address and no entry",
 			objs: []client.Object{service(""), machine("m1", "tc1"), talosConfig("tc1"), machine("m2", "tc2"), talosConfig("tc2", entry("192.0.2.10", host))},
 			want: []string{CodeLoadBalancerNoAddress, CodeNoHostEntry}},
+		"ControllersReady": {reason: "running CCM and CSI controllers and free addresses",
+			objs: []client.Object{deployment(cl+"-pccm", 1, 1), deployment(cl+"-pcsi-controller", 1, 1), pool(2)}},
+		"CCMNotReady": {reason: "a CCM without an available replica",
+			objs: []client.Object{deployment(cl+"-pccm", 1, 0), deployment(cl+"-pcsi-controller", 1, 1), pool(2)},
+			want: []string{CodeControllerNotReady}},
+		"CSINotReady": {reason: "a CSI controller without an available replica",
+			objs: []client.Object{deployment(cl+"-pccm", 1, 1), deployment(cl+"-pcsi-controller", 1, 0)},
+			want: []string{CodeControllerNotReady}},
+		"PoolExhausted": {reason: "no free address for the next Machine",
+			objs: []client.Object{pool(0)},
+			want: []string{CodeIPPoolExhausted}},
 		"NoServiceYet": {reason: "before Kamaji made the Service there is nothing to judge",
 			objs: []client.Object{machine("m1", "tc1"), talosConfig("tc1", entry("192.0.2.10", host))}},
 	}

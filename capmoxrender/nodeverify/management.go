@@ -76,7 +76,11 @@ func CheckManagement(ctx context.Context, mgmt client.Reader, mapper meta.RESTMa
 	if err != nil {
 		return nil, err
 	}
-	return append(out, ep...), nil
+	ctl, err := checkControllers(ctx, mgmt, mapper, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(out, ep...), ctl...), nil
 }
 
 // proxmoxCluster reads the ProxmoxCluster in whichever version capmox
