@@ -272,15 +272,19 @@ func (m *memStore) Create(ctx context.Context, obj client.Object, opts ...client
 	if t.GetResourceVersion() != "" {
 		return apierrors.NewBadRequest("resourceVersion can not be set for Create requests")
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if t.GetName() == "" && t.GetGenerateName() != "" {
-		t.SetName(t.GetGenerateName() + strconv.Itoa(len(m.objs[gvk])+1))
+		for i := len(m.objs[gvk]) + 1; t.GetName() == ""; i++ {
+			if _, taken := m.objs[gvk][client.ObjectKey{Namespace: t.GetNamespace(), Name: t.GetGenerateName() + strconv.Itoa(i)}]; !taken {
+				t.SetName(t.GetGenerateName() + strconv.Itoa(i))
+			}
+		}
 	}
 	if t.GetName() == "" {
 		return apierrors.NewBadRequest("name is required")
 	}
 	key := client.ObjectKeyFromObject(t)
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if _, exists := m.objs[gvk][key]; exists {
 		return apierrors.NewAlreadyExists(resourceOf(gvk), key.Name)
 	}

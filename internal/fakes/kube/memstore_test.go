@@ -162,3 +162,25 @@ func TestTypedWatchAndMetadata(t *testing.T) {
 		t.Errorf("watch events and metadata (-want +got):\n%s", diff)
 	}
 }
+
+// TestTypedGenerateName: objects created with only a generateName get
+// distinct names with that prefix and can be read back by them.
+func TestTypedGenerateName(t *testing.T) {
+	ctx := context.Background()
+	c := kube.NewClient(kube.ClientOptions{Typed: true})
+	seen := map[string]bool{}
+	for range 3 {
+		p := pod("", nil)
+		p.GenerateName = "gen-"
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if seen[p.Name] || len(p.Name) <= len("gen-") || p.Name[:4] != "gen-" {
+			t.Fatalf("generated name %q: want a new name starting with gen- (so far %v)", p.Name, seen)
+		}
+		seen[p.Name] = true
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); err != nil {
+			t.Fatalf("get %s: %v", p.Name, err)
+		}
+	}
+}
