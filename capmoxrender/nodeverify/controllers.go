@@ -47,7 +47,7 @@ func checkControllers(ctx context.Context, mgmt client.Reader, mapper meta.RESTM
 				Fix:     fmt.Sprintf("kubectl -n %s logs deploy/%s -c %s, then the main container: a missing credentials key or a token that cannot read the VMs shows there", namespace, d.name, "build-cloud-config")})
 		}
 	}
-	pool, err := ipPool(ctx, mgmt, mapper, namespace, cluster+"-v4-icip")
+	pool, err := getServed(ctx, mgmt, mapper, schema.GroupKind{Group: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool"}, ipamVersions, namespace, cluster+"-v4-icip")
 	if err != nil || pool == nil {
 		return out, err
 	}
@@ -58,24 +58,4 @@ func checkControllers(ctx context.Context, mgmt client.Reader, mapper meta.RESTM
 			Fix:     "add addresses to proxmox.ipv4Config.addresses of the Kubernetes object and render the cluster again, or lower the pools' maxReplicas"})
 	}
 	return out, nil
-}
-
-// ipPool reads an InClusterIPPool; nil when the kind or the pool is absent.
-func ipPool(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace, name string) (*unstructured.Unstructured, error) {
-	m, err := mapper.RESTMapping(schema.GroupKind{Group: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool"}, ipamVersions...)
-	switch {
-	case meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot ask the API server whether it serves InClusterIPPool: %w", err)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(m.GroupVersionKind)
-	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot read InClusterIPPool %s/%s: %w", namespace, name, err)
-	}
-	return u, nil
 }

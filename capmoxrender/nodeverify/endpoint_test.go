@@ -1,16 +1,12 @@
 package nodeverify
 
 import (
-	"context"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestCheckEndpoint(t *testing.T) {
@@ -98,25 +94,7 @@ func TestCheckEndpoint(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			mapper := meta.NewDefaultRESTMapper(s.PreferredVersionAllGroups())
-			for gvk := range s.AllKnownTypes() {
-				mapper.Add(gvk, meta.RESTScopeNamespace)
-			}
-			c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(tc.objs...).Build()
-			got, err := CheckManagement(context.Background(), c, c.RESTMapper(), ns, cl)
-			if err != nil {
-				t.Fatalf("%s: %v", tc.reason, err)
-			}
-			var codes []string
-			for _, f := range got {
-				codes = append(codes, f.Code)
-				if f.Problem == "" || f.Fix == "" {
-					t.Errorf("%s: finding %s lacks a problem or a fix", tc.reason, f.Code)
-				}
-			}
-			if diff := cmp.Diff(tc.want, codes); diff != "" {
-				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
-			}
+			checkManagementCodes(t, s, tc.objs, tc.reason, tc.want)
 		})
 	}
 }

@@ -86,13 +86,19 @@ func CheckManagement(ctx context.Context, mgmt client.Reader, mapper meta.RESTMa
 // proxmoxCluster reads the ProxmoxCluster in whichever version capmox
 // serves; nil when there is none.
 func proxmoxCluster(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace, name string) (*unstructured.Unstructured, error) {
-	gk := schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxCluster"}
-	m, err := mapper.RESTMapping(gk, capmoxVersions...)
+	return getServed(ctx, mgmt, mapper, schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxCluster"}, capmoxVersions, namespace, name)
+}
+
+// getServed reads namespace/name of kind gk in the first of versions the
+// API server serves; nil when it serves none of them or the object is
+// absent.
+func getServed(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, gk schema.GroupKind, versions []string, namespace, name string) (*unstructured.Unstructured, error) {
+	m, err := mapper.RESTMapping(gk, versions...)
 	switch {
 	case meta.IsNoMatchError(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("cannot ask the API server whether it serves ProxmoxCluster: %w", err)
+		return nil, fmt.Errorf("cannot ask the API server whether it serves %s: %w", gk.Kind, err)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.GroupVersionKind)
@@ -102,6 +108,6 @@ func proxmoxCluster(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	default:
-		return nil, fmt.Errorf("cannot read ProxmoxCluster %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("cannot read %s %s/%s: %w", gk.Kind, namespace, name, err)
 	}
 }

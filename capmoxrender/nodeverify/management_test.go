@@ -70,26 +70,33 @@ func TestCheckManagement(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := scheme(tc.withIPAM)
-			mapper := meta.NewDefaultRESTMapper(s.PreferredVersionAllGroups())
-			for gvk := range s.AllKnownTypes() {
-				mapper.Add(gvk, meta.RESTScopeNamespace)
-			}
-			c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(tc.objs...).Build()
-			got, err := CheckManagement(context.Background(), c, c.RESTMapper(), "tenant-a", "kubernetes-a")
-			if err != nil {
-				t.Fatalf("%s: %v", tc.reason, err)
-			}
-			var codes []string
-			for _, f := range got {
-				codes = append(codes, f.Code)
-				if f.Problem == "" || f.Fix == "" {
-					t.Errorf("%s: finding %s lacks a problem or a fix", tc.reason, f.Code)
-				}
-			}
-			if diff := cmp.Diff(tc.want, codes); diff != "" {
-				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
-			}
+			checkManagementCodes(t, scheme(tc.withIPAM), tc.objs, tc.reason, tc.want)
 		})
+	}
+}
+
+// checkManagementCodes runs CheckManagement for tenant-a/kubernetes-a on a
+// fake management cluster serving s's kinds and holding objs, and compares
+// the finding codes; every finding must say its problem and its fix.
+func checkManagementCodes(t *testing.T, s *runtime.Scheme, objs []client.Object, reason string, want []string) {
+	t.Helper()
+	mapper := meta.NewDefaultRESTMapper(s.PreferredVersionAllGroups())
+	for gvk := range s.AllKnownTypes() {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(objs...).Build()
+	got, err := CheckManagement(context.Background(), c, c.RESTMapper(), "tenant-a", "kubernetes-a")
+	if err != nil {
+		t.Fatalf("%s: %v", reason, err)
+	}
+	var codes []string
+	for _, f := range got {
+		codes = append(codes, f.Code)
+		if f.Problem == "" || f.Fix == "" {
+			t.Errorf("%s: finding %s lacks a problem or a fix", reason, f.Code)
+		}
+	}
+	if diff := cmp.Diff(want, codes); diff != "" {
+		t.Errorf("%s: -want +got:\n%s", reason, diff)
 	}
 }

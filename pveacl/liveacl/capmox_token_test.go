@@ -76,11 +76,7 @@ func TestTenantCapmoxTokenIsolation(t *testing.T) {
 	full := func(newid int, pool, storage string) map[string]any {
 		return map[string]any{"newid": newid, "pool": pool, "full": 1, "storage": storage}
 	}
-	checks := []struct {
-		reason string
-		err    error
-		want   string
-	}{
+	checkAPI(t, []apiCheck{
 		{"alpha's capmox token clones the template into alpha's pool and storage", clone(capA, 9000, full(101, "alpha", "alpha-disks")), ""},
 		{"not into beta's pool", clone(capA, 9000, full(102, "tenant-beta", "alpha-disks")), "403 Permission check failed"},
 		{"not onto beta's storage", clone(capA, 9000, full(103, "alpha", "beta-disks")), "403 Permission check failed (/storage/beta-disks, Datastore.AllocateSpace)"},
@@ -88,16 +84,7 @@ func TestTenantCapmoxTokenIsolation(t *testing.T) {
 		{"it attaches its clone to its VLAN", capA.Put(ctx, "/nodes/pve/qemu/101/config", map[string]any{"net0": "virtio,bridge=vmbr1,tag=100"}, nil), ""},
 		{"not to beta's VLAN", capA.Put(ctx, "/nodes/pve/qemu/101/config", map[string]any{"net0": "virtio,bridge=vmbr1,tag=200"}, nil), "403 Permission check failed (/sdn/zones/localnetwork/vmbr1/200, SDN.Use)"},
 		{"it cannot change the template", capA.Put(ctx, "/nodes/pve/qemu/9000/config", map[string]any{"memory": "8192"}, nil), "403 Permission check failed (/vms/9000"},
-	}
-	for _, c := range checks {
-		got := ""
-		if c.err != nil {
-			got = c.err.Error()
-		}
-		if (c.want == "") != (c.err == nil) || !strings.Contains(got, c.want) {
-			t.Errorf("%s: got %q, want %q", c.reason, got, c.want)
-		}
-	}
+	})
 	var seen proxmox.ClusterResources
 	must(t, capA.Get(ctx, "/cluster/resources?type=vm", &seen))
 	var ids []int
@@ -123,6 +110,27 @@ func TestTenantCapmoxTokenIsolation(t *testing.T) {
 	must(t, err)
 	if diff := cmp.Diff([]audit.Code{audit.CodeMissingSDNUse}, rep.Codes()); diff != "" || rep.Findings[0].Path != "/sdn/zones/localnetwork/vmbr1/100" {
 		t.Errorf("a removed SDN.Use is a finding on its path (-want +got):\n%s\n%+v", diff, rep.Findings)
+	}
+}
+
+// apiCheck is one API call's outcome: no error when want is "", else an
+// error containing want.
+type apiCheck struct {
+	reason string
+	err    error
+	want   string
+}
+
+func checkAPI(t *testing.T, checks []apiCheck) {
+	t.Helper()
+	for _, c := range checks {
+		got := ""
+		if c.err != nil {
+			got = c.err.Error()
+		}
+		if (c.want == "") != (c.err == nil) || !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.reason, got, c.want)
+		}
 	}
 }
 

@@ -139,11 +139,7 @@ func TestTenantTokenIsolation(t *testing.T) {
 	csiA := srv.TokenClient("alpha@pve!csi", storedSecret(t, sink, "alpha@pve!csi"))
 	ccmB := srv.TokenClient("k8s-beta@pve!ccm-beta", storedSecret(t, sink, "k8s-beta@pve!ccm-beta"))
 	node := csiA.NodeRef("pve")
-	checks := []struct {
-		reason string
-		err    error
-		want   string
-	}{
+	checkAPI(t, []apiCheck{
 		{"alpha's CSI token reads its own VM", get(csiA, "/nodes/pve/qemu/100/config"), ""},
 		{"but not beta's", get(csiA, "/nodes/pve/qemu/200/config"), "403 Permission check failed (/vms/200, VM.Audit)"},
 		{"it may touch its own VM's disks", node.VirtualMachineRef(100).ConfigSync(ctx, opt("bootdisk", "scsi0")), ""},
@@ -155,16 +151,7 @@ func TestTenantTokenIsolation(t *testing.T) {
 		{"not alpha's", get(ccmB, "/nodes/pve/qemu/100/status/current"), "403 Permission check failed (/vms/100, VM.Audit)"},
 		{"alpha's CSI token allocates on its storage", get(csiA, "/nodes/pve/storage/alpha-disks/status"), ""},
 		{"not on beta's", get(csiA, "/nodes/pve/storage/beta-disks/status"), "403 Permission check failed (/storage/beta-disks, Datastore.Audit|Datastore.AllocateSpace)"},
-	}
-	for _, c := range checks {
-		got := ""
-		if c.err != nil {
-			got = c.err.Error()
-		}
-		if (c.want == "") != (c.err == nil) || !strings.Contains(got, c.want) {
-			t.Errorf("%s: got %q, want %q", c.reason, got, c.want)
-		}
-	}
+	})
 	var seen proxmox.ClusterResources
 	must(t, csiA.Get(ctx, "/cluster/resources?type=vm", &seen))
 	if len(seen) != 1 || seen[0].VMID != 100 {
