@@ -250,7 +250,7 @@ func decodeSpecStrict(raw json.RawMessage, into any) error {
 		return fmt.Errorf("%w: spec: %w", ErrInput, err)
 	}
 	if len(strict) > 0 {
-		return &RefusalError{Field: "spec", Message: "spec: " + strictMessage(strict)}
+		return fmt.Errorf("%w: %s", ErrInput, strictMessage(strict))
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 // categories, and an accepted pool always yields a machine template whose
 // sizes pass the schema rules.
 func FuzzRenderNodes(f *testing.F) {
-	for _, p := range []string{"testdata/scenarios/nodes-raw/input.yaml", "testdata/scenarios/nodes-full-storage/input.yaml"} {
+	for _, p := range []string{"testdata/scenarios/nodes-raw/input.yaml", "testdata/scenarios/nodes-full-storage/input.yaml", "testdata/scenarios/nodes-seed/input.yaml"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -24,6 +24,7 @@ func FuzzRenderNodes(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: n}\nspec: {cluster: a, substrate: proxmox, resources: {cpu: 1e3, memory: 7}}\n"))
+	f.Add([]byte("apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: n}\nspec: {cluster: a, replicas: 2, proxmox: {pool: p, vlan: 3}}\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		n, err := capmoxrender.ParseKubernetesNodes(doc)
 		if err != nil {

@@ -144,13 +144,9 @@ func TestPoolUnknownFields(t *testing.T) {
 				t.Fatalf("the edit %q did not apply", tc.from)
 			}
 			_, err := capmoxrender.ParseKubernetesNodes([]byte(in))
-			var r *capmoxrender.RefusalError
-			if !errors.As(err, &r) {
-				t.Fatalf("want a refusal naming %s, got %v", tc.path, err)
-			}
-			want := "spec: unknown field " + tc.path + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
-			if r.Message != want {
-				t.Errorf("message\n got %s\nwant %s", r.Message, want)
+			want := `cannot read KubernetesNodes "demo-workers": invalid input: unknown field ` + tc.path + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
+			if !errors.Is(err, capmoxrender.ErrInput) || err.Error() != want {
+				t.Errorf("want the input error\n%s\ngot %v", want, err)
 			}
 		})
 	}
