@@ -166,6 +166,45 @@ func (m *nodesModel) check(t *rapid.T, k capmoxrender.Kubernetes, full bool) {
 		t.Fatalf("the token value %q reached a rendered object", m.secret)
 	}
 	checkSizes(t, nodes[0], m.nodes.Spec.Resources)
+	checkTemplateNamesAgree(t, nodes)
+}
+
+// checkTemplateNamesAgree: the MachineDeployment's configRef, the
+// host-entries Job (its name and TCT_NAME) and its Role's resourceNames
+// name the one rendered TalosConfigTemplate.
+func checkTemplateNamesAgree(t *rapid.T, objs []*unstructured.Unstructured) {
+	names := map[string]string{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "TalosConfigTemplate":
+			names["template"] = o.GetName()
+		case "MachineDeployment":
+			names["configRef"], _, _ = unstructured.NestedString(o.Object, "spec", "template", "spec", "bootstrap", "configRef", "name")
+		case "Job":
+			names["job"] = o.GetName()
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, e := range cs[0].(map[string]any)["env"].([]any) {
+				if e.(map[string]any)["name"] == "TCT_NAME" {
+					names["TCT_NAME"], _ = e.(map[string]any)["value"].(string)
+				}
+			}
+		case "Role":
+			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+			for _, r := range rules {
+				if rm := r.(map[string]any); rm["resources"].([]any)[0] == "talosconfigtemplates" {
+					names["resourceNames"], _ = rm["resourceNames"].([]any)[0].(string)
+				}
+			}
+		}
+	}
+	if len(names) != 5 {
+		t.Fatalf("want the template, the configRef, the Job, its TCT_NAME and the Role's resourceNames, got %v", names)
+	}
+	for k, v := range names {
+		if v != names["template"] {
+			t.Fatalf("the TalosConfigTemplate name must agree everywhere: %s is %q in %v", k, v, names)
+		}
+	}
 }
 
 func checkSizes(t *rapid.T, pmt *unstructured.Unstructured, r capmoxrender.Resources) {
