@@ -93,12 +93,19 @@ func newVerifyCmd(app *App) *cobra.Command {
 		Long: `Reads the tenant cluster's Nodes and the management cluster's Machines of
 one Cluster and prints one row per Node: its providerID must equal its
 Machine's (proxmox://<SMBIOS UUID>), it must carry topology.kubernetes.io/region
-and zone, and must have lost the node.cloudprovider.kubernetes.io/uninitialized
-taint. Machines that no Node matches get a row too. Each failure says what to
-do. First it checks the management cluster for the two mistakes that stop
-workers before any VM exists: no CAPI in-cluster IPAM provider, and a
-ProxmoxCluster carrying cluster.x-k8s.io/managed-by. Exits 1 when a row or
-one of those checks fails.
+and zone (the zone the Proxmox node capmox reports), and must have lost the
+node.cloudprovider.kubernetes.io/uninitialized taint. Machines that no Node
+matches get a row too. Each failure says what to do.
+
+Before the rows it checks what stops workers as a whole, each reported with
+its code and fix: no CAPI in-cluster IPAM provider (IPAMProviderMissing), a
+ProxmoxCluster carrying cluster.x-k8s.io/managed-by (ManagedByAnnotation),
+a control plane Service without a LoadBalancer address
+(LoadBalancerNoAddress), a worker whose TalosConfig lacks the host entry of
+its control plane endpoint or names another address (NoHostEntry,
+StaleHostEntry), a CCM or CSI controller Deployment that is not ready
+(ControllerNotReady), and an IP pool with no free address
+(IPPoolExhausted). Exits 1 when a row or one of those checks fails.
 
 --cluster takes the Cluster name (kubernetes-<name>) or the Kubernetes
 application name. The management cluster is reached as kubectl reaches it:
@@ -154,7 +161,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	case len(findings) > 0:
 		return &ExitError{Code: 1, Err: errors.New("the management cluster cannot create these workers: see the errors above")}
 	case nodeverify.Failed(rows):
-		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the FIX column")}
+		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the fix of each failed row")}
 	case len(rows) == 0:
 		return &ExitError{Code: 1, Err: fmt.Errorf("the tenant has no Nodes and %s/%s has no Machines: nothing was verified", namespace, cluster)}
 	}

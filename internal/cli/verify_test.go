@@ -138,7 +138,7 @@ func TestVerify(t *testing.T) {
 			[]*corev1.Node{verifyNode("w1", verifyUUID1, true), verifyNode("w2", "proxmox://pve-eu1/119", false)},
 			[]*unstructured.Unstructured{verifyMachine("m1", verifyUUID1, "w1"), verifyMachine("m2", verifyUUID2, "w2")})
 		out, errOut, code := renderCLI(t, "", append(args, "-o", "json")...)
-		if code != 1 || !strings.Contains(errOut, "see the FIX column") {
+		if code != 1 || !strings.Contains(errOut, "see the fix of each failed row") {
 			t.Fatalf("exit %d, stderr %q: a failing row must exit 1", code, errOut)
 		}
 		var rows []struct {
