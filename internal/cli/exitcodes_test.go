@@ -71,19 +71,13 @@ func TestRefusalIsNotUsage(t *testing.T) {
 // it refuses: each exits 1, without a usage hint, since the command line
 // was right. The walk checks that no command is missing.
 func TestRefusalEveryCommand(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := writeFiles(t, map[string]string{
 		"empty.yaml":   "",
 		"garbage.yaml": "kind: [",
 		"user.cfg":     "user:root@pam:1:0::::::\n",
 		"typo.yaml":    "customization: {systemExtension: {}}\n",
 		"none.json":    "[]\n",
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	f := func(name string) string { return filepath.Join(dir, name) }
 	live := []string{"--url", "https://127.0.0.1:1", "--token-id", "root@pam!x", "--token-secret", "s"}
 	refusals := map[string][]string{

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -40,18 +39,12 @@ func FuzzPlainError(f *testing.F) {
 // the wrong kind: each error names the field and the kinds, never a Go
 // struct or type.
 func TestErrorsNameNoGoTypes(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := writeFiles(t, map[string]string{
 		"tenants.yaml":  "tenants:\n- name: a\n  storage: [x]\n",
 		"nodes.yaml":    "apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: t}\nspec:\n  cluster: a\n  minReplicas: \"x\"\n",
 		"values.yaml":   "zones: 5\n",
 		"scenario.yaml": "zones: {}\nsteps: 5\n",
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	goType := regexp.MustCompile(`Go (struct|value)|of type|\b[a-z]+\.[A-Z]\w+\b`)
 	for _, args := range [][]string{
 		{"acl", "plan", "--tenants", filepath.Join(dir, "tenants.yaml")},
