@@ -47,7 +47,9 @@ func Collect(ctx context.Context, mgmt, tenant client.Reader, namespace, cluster
 		ref, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
 		infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
 		vm := vms[infra]
-		ms = append(ms, Machine{Name: m.GetName(), ProviderID: pid, NodeRef: ref, VMID: vm.id, ProxmoxNode: vm.node})
+		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+		ms = append(ms, Machine{Name: m.GetName(), ProviderID: pid, NodeRef: ref, VMID: vm.id, ProxmoxNode: vm.node,
+			Address: machineAddress(m), Phase: phase})
 	}
 	return Judge(ns, ms), nil
 }
@@ -114,4 +116,22 @@ func nodeOf(n corev1.Node) Node {
 		}
 	}
 	return out
+}
+
+// machineAddress is the Machine's InternalIP from status.addresses, else
+// the first address it reports, else "".
+func machineAddress(m unstructured.Unstructured) string {
+	addrs, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
+	first := ""
+	for _, a := range addrs {
+		entry, _ := a.(map[string]any)
+		addr, _ := entry["address"].(string)
+		if first == "" {
+			first = addr
+		}
+		if t, _ := entry["type"].(string); t == "InternalIP" && addr != "" {
+			return addr
+		}
+	}
+	return first
 }

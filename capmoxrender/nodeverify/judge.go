@@ -36,6 +36,9 @@ type Machine struct {
 	// VMID and ProxmoxNode come from the Machine's ProxmoxMachine, when known.
 	VMID        int64
 	ProxmoxNode string
+	// Address is the Machine's InternalIP (else its first address) and
+	// Phase its CAPI phase (Provisioning, Running, ...), when reported.
+	Address, Phase string
 }
 
 // Row is the verdict on one Node (or on a Machine no Node matches).
@@ -46,6 +49,8 @@ type Row struct {
 	Region     string   `json:"region"`
 	Zone       string   `json:"zone"`
 	VM         string   `json:"vm,omitempty"`
+	Address    string   `json:"address,omitempty"`
+	State      string   `json:"state,omitempty"`
 	OK         bool     `json:"ok"`
 	Problems   []string `json:"problems,omitempty"`
 	Fixes      []string `json:"fixes,omitempty"`
@@ -97,7 +102,7 @@ func judgeNode(n Node, byID, byNode map[string]Machine, machines []Machine) Row 
 	checkProviderID(&r, n, byID, byNode, machines)
 	for _, m := range machines {
 		if m.Name == r.Machine {
-			r.VM = vmLabel(m)
+			r.VM, r.Address, r.State = vmLabel(m), m.Address, m.Phase
 			checkZone(&r, m)
 		}
 	}
@@ -165,7 +170,7 @@ func orphanMachines(machines []Machine, matched map[string]bool) []Row {
 		if matched[m.Name] {
 			continue
 		}
-		r := Row{Node: "-", Machine: m.Name, ProviderID: m.ProviderID, VM: vmLabel(m)}
+		r := Row{Node: "-", Machine: m.Name, ProviderID: m.ProviderID, VM: vmLabel(m), Address: m.Address, State: m.Phase}
 		if m.ProviderID == "" {
 			r.fail("Machine has no providerID yet", "capmox sets it once the VM is provisioned: check the ProxmoxMachine conditions (template not found, waiting for IP)")
 		} else {

@@ -169,14 +169,14 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 }
 
 func verifyTable(w io.Writer, rows []nodeverify.Row, wide bool) {
-	t := texttable.New(texttable.Main("NODE"), texttable.Main("MACHINE"), texttable.Main("VM"), texttable.Main("PROVIDERID"), texttable.Main("REGION"), texttable.Main("ZONE"),
-		texttable.Main("STATUS"), texttable.Note("PROBLEM"), texttable.Note("FIX"))
+	t := texttable.New(texttable.Main("NODE"), texttable.Main("MACHINE"), texttable.Main("VM"), texttable.Main("ADDRESS"), texttable.Main("STATE"),
+		texttable.Main("PROVIDERID"), texttable.Main("REGION"), texttable.Main("ZONE"), texttable.Main("STATUS"), texttable.Note("PROBLEM"), texttable.Note("FIX"))
 	for _, r := range rows {
 		status := "ok"
 		if !r.OK {
 			status = "failed"
 		}
-		t.Add(r.Node, r.Machine, r.VM, r.ProviderID, r.Region, r.Zone, status, strings.Join(r.Problems, "; "), strings.Join(r.Fixes, "; "))
+		t.Add(r.Node, r.Machine, r.VM, r.Address, r.State, r.ProviderID, r.Region, r.Zone, status, strings.Join(r.Problems, "; "), strings.Join(r.Fixes, "; "))
 	}
 	t.Write(w, wide)
 }

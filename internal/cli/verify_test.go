@@ -89,7 +89,8 @@ func verifyMachineIn(ns, cluster, version, name, pid, node string) *unstructured
 		"apiVersion": "cluster.x-k8s.io/" + version, "kind": "Machine",
 		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"cluster.x-k8s.io/cluster-name": cluster}},
 		"spec":     map[string]any{"clusterName": cluster, "providerID": pid},
-		"status":   map[string]any{"nodeRef": map[string]any{"name": node}},
+		"status": map[string]any{"nodeRef": map[string]any{"name": node}, "phase": "Running",
+			"addresses": []any{map[string]any{"type": "Hostname", "address": node}, map[string]any{"type": "InternalIP", "address": "10.0.0.11"}}},
 	}}
 }
 
@@ -128,7 +129,8 @@ func TestVerify(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		want := "NODE  MACHINE  VM  PROVIDERID                                      REGION   ZONE  STATUS\nw1    m1       -   " + verifyUUID1 + "  pve-eu1  pve1  ok\n"
+		want := "NODE  MACHINE  VM  ADDRESS    STATE    PROVIDERID                                      REGION   ZONE  STATUS\n" +
+			"w1    m1       -   10.0.0.11  Running  " + verifyUUID1 + "  pve-eu1  pve1  ok\n"
 		if diff := cmp.Diff(want, out); diff != "" {
 			t.Errorf("table (-want +got):\n%s", diff)
 		}
