@@ -156,12 +156,12 @@ func TestHostEntriesJobScript(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			stub := "#!/bin/sh\ncase \"$*\" in\n*' get service '*) printf '%s' \"$STUB_IP\" ;;\n*' patch '*) for a; do last=\"$a\"; done; printf '%s' \"$last\" > \"$STUB_DIR/patch\"; printf '%s\\n' \"$*\" > \"$STUB_DIR/args\" ;;\n*) exit 3 ;;\nesac\n"
-			if err := os.WriteFile(filepath.Join(dir, "kubectl"), []byte(stub), 0o755); err != nil {
+			fakeKubectl := "#!/bin/sh\ncase \"$*\" in\n*' get service '*) printf '%s' \"$FAKE_SVC_IP\" ;;\n*' patch '*) for a; do last=\"$a\"; done; printf '%s' \"$last\" > \"$FAKE_DIR/patch\"; printf '%s\\n' \"$*\" > \"$FAKE_DIR/args\" ;;\n*) exit 3 ;;\nesac\n"
+			if err := os.WriteFile(filepath.Join(dir, "kubectl"), []byte(fakeKubectl), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(cmdline[0].(string), cmdline[1].(string), cmdline[2].(string))
-			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "STUB_IP=" + tc.ip, "STUB_DIR=" + dir}
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_SVC_IP=" + tc.ip, "FAKE_DIR=" + dir}
 			for k, v := range jobEnv(t, job) {
 				switch k {
 				case "WAIT_STEPS":
