@@ -95,14 +95,8 @@ func apiLifecycle(t *testing.T, store client.WithWatch) {
 		t.Fatal("the released network is still there")
 	}
 	wantNet(t, c, "life-c", "True/Ready", 201)
-	invs, err := sim.CheckInvariants(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, inv := range invs {
-		if !inv.Holds {
-			t.Errorf("invariant %q: %s", inv.Name, inv.Detail)
-		}
+	if err := sim.VerifyInvariants(ctx, c); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -64,6 +65,27 @@ func CheckInvariants(ctx context.Context, c client.Reader) ([]Invariant, error) 
 	return []Invariant{
 		w.uniqueIDs(), w.networksMatchVlans(), w.zoneCounts(), w.annotations(), w.noLeaks(),
 	}, nil
+}
+
+// VerifyInvariants is CheckInvariants as one error: nil when every
+// invariant holds, else one line per invariant that does not, with its
+// detail.
+func VerifyInvariants(ctx context.Context, c client.Reader) error {
+	invs, err := CheckInvariants(ctx, c)
+	if err != nil {
+		return err
+	}
+	return joinFailed(invs)
+}
+
+func joinFailed(invs []Invariant) error {
+	var failed []error
+	for _, inv := range invs {
+		if !inv.Holds {
+			failed = append(failed, fmt.Errorf("invariant %q: %s", inv.Name, inv.Detail))
+		}
+	}
+	return errors.Join(failed...)
 }
 
 func verdict(name string, problems []string) Invariant {
