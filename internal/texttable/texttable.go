@@ -199,8 +199,10 @@ func Wrap(s string, n int) []string {
 			add(word, " ")
 			continue
 		}
-		for i, piece := range commaPieces(word) {
-			add(piece, map[bool]string{true: " ", false: ""}[i == 0])
+		sep := " " // the word's first piece follows a space, the rest its comma
+		for _, piece := range commaPieces(word) {
+			add(piece, sep)
+			sep = ""
 		}
 	}
 	if line != "" {
