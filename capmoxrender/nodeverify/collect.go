@@ -21,9 +21,12 @@ import (
 const LabelClusterName = "cluster.x-k8s.io/cluster-name"
 
 // Collect reads the tenant's Nodes and the cluster's Machines
-// (cluster.x-k8s.io/<capiVersion>, in namespace, labelled with the cluster
-// name) and judges them.
-func Collect(ctx context.Context, mgmt, tenant client.Reader, namespace, cluster, capiVersion string) ([]Row, error) {
+// (cluster.x-k8s.io/<t.CAPIVersion>, in t.Namespace, labelled with the
+// cluster name) and judges them against what the cluster's CCM and CSI
+// driver expect (JudgeWith): the CCM's region, and a ready CSI node plugin
+// Pod on every Node when the cluster runs the CSI controller.
+func Collect(ctx context.Context, mgmt, tenant client.Reader, t Target) ([]Row, error) {
+	namespace, cluster, capiVersion := t.Namespace, t.Cluster, t.CAPIVersion
 	var nodes corev1.NodeList
 	if err := tenant.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("cannot list the tenant's Nodes: %w", err)
@@ -51,7 +54,11 @@ func Collect(ctx context.Context, mgmt, tenant client.Reader, namespace, cluster
 		ms = append(ms, Machine{Name: m.GetName(), ProviderID: pid, NodeRef: ref, VMID: vm.id, ProxmoxNode: vm.node,
 			Address: machineAddress(m), Phase: phase})
 	}
-	return Judge(ns, ms), nil
+	e, err := expectOf(ctx, mgmt, tenant, t)
+	if err != nil {
+		return nil, err
+	}
+	return JudgeWith(ns, ms, e), nil
 }
 
 type vmInfo struct {

@@ -142,7 +142,7 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 
 func TestCollect(t *testing.T) {
 	mgmt, tenant := clients(t)
-	rows, err := nodeverify.Collect(context.Background(), mgmt, tenant, "tenant-a", "kubernetes-prod", "v1beta1")
+	rows, err := nodeverify.Collect(context.Background(), mgmt, tenant, nodeverify.Target{Namespace: "tenant-a", Cluster: "kubernetes-prod", CAPIVersion: "v1beta1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,11 +91,28 @@ func newVerifyCmd(app *App) *cobra.Command {
 			"  pxsubstrate verify --context mgmt --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha -o wide",
 		Short: "Check that every tenant worker is initialised by the Proxmox CCM and paired with its Machine",
 		Long: `Reads the tenant cluster's Nodes and the management cluster's Machines of
-one Cluster and prints one row per Node: its providerID must equal its
-Machine's (proxmox://<SMBIOS UUID>), it must carry topology.kubernetes.io/region
-and zone (the zone the Proxmox node capmox reports), and must have lost the
-node.cloudprovider.kubernetes.io/uninitialized taint. Machines that no Node
-matches get a row too. Each failure says what to do.
+one Cluster and prints one row per Node, then one per Machine no Node
+matches. Each problem of a row has a code and the command that fixes or
+inspects it:
+
+  NoProviderID           the CCM has not initialised the Node
+  ProviderIDDefaultForm  proxmox://<region>/<vmid>: the CCM lacks features.provider: capmox
+  ProviderIDForm         a providerID that is not proxmox://<SMBIOS UUID>
+  ProviderIDCase         it differs from its Machine's only in letter case
+  ProviderIDMismatch     its Machine (by nodeRef) has another providerID
+  NodeWithoutMachine     no Machine of the cluster has its providerID
+  NoTopologyLabels       no topology.kubernetes.io/region or zone label: the
+                         CSI node plugin exits with "Failed to get region or
+                         zone for node"
+  RegionMismatch         its region label is not the region of the CCM's
+                         credentials Secret (the <cluster>-pccm Deployment's)
+  ZoneMismatch           its zone is not the Proxmox node capmox reports for
+                         the VM (a live migration)
+  Uninitialized          still tainted node.cloudprovider.kubernetes.io/uninitialized
+  CSINodeNotReady        no ready CSI node plugin Pod on the Node (checked when
+                         the <cluster>-pcsi-controller Deployment exists)
+  MachineNoProviderID    a Machine whose VM is not provisioned yet
+  MachineWithoutNode     a Machine no tenant Node matches
 
 Before the rows it checks what stops workers as a whole, each reported with
 its code and fix: no CAPI in-cluster IPAM provider (IPAMProviderMissing), a
@@ -150,7 +167,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	for _, f := range findings {
 		fmt.Fprintf(app.ErrOut, "Error: %s: %s\n  fix: %s\n", f.Code, f.Problem, f.Fix)
 	}
-	rows, err := nodeverify.Collect(ctx, m, t, namespace, cluster, o.capi)
+	rows, err := nodeverify.Collect(ctx, m, t, nodeverify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
 	if err != nil {
 		return err
 	}
@@ -176,7 +193,11 @@ func verifyTable(w io.Writer, rows []nodeverify.Row, wide bool) {
 		if !r.OK {
 			status = "failed"
 		}
-		t.Add(r.Node, r.Machine, r.VM, r.Address, r.State, r.ProviderID, r.Region, r.Zone, status, strings.Join(r.Problems, "; "), strings.Join(r.Fixes, "; "))
+		problems := make([]string, len(r.Problems))
+		for i, p := range r.Problems {
+			problems[i] = r.Codes[i] + ": " + p
+		}
+		t.Add(r.Node, r.Machine, r.VM, r.Address, r.State, r.ProviderID, r.Region, r.Zone, status, strings.Join(problems, "; "), strings.Join(r.Fixes, "; "))
 	}
 	t.Write(w, wide)
 }

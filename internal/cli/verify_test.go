@@ -2,12 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,14 +40,25 @@ func withVerifyClients(t *testing.T, nodes []*corev1.Node, machines []*unstructu
 
 func withVerifyClusters(t *testing.T, ipam bool, nodes []*corev1.Node, machines []*unstructured.Unstructured) {
 	t.Helper()
+	var tenant, mgmt []client.Object
+	for _, n := range nodes {
+		tenant = append(tenant, n)
+	}
+	for _, m := range machines {
+		mgmt = append(mgmt, m)
+	}
+	withVerifyObjects(t, ipam, tenant, mgmt)
+}
+
+// withVerifyObjects points the verify command at a fake tenant cluster
+// holding tenant and a fake management cluster holding mgmt.
+func withVerifyObjects(t *testing.T, ipam bool, tenant, mgmt []client.Object) {
+	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	tb := fake.NewClientBuilder().WithScheme(s)
-	for _, n := range nodes {
-		tb = tb.WithObjects(n)
-	}
+	tb := fake.NewClientBuilder().WithScheme(s).WithObjects(tenant...)
 	ms := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(ms); err != nil {
 		t.Fatal(err)
@@ -57,10 +72,7 @@ func withVerifyClusters(t *testing.T, ipam bool, nodes []*corev1.Node, machines 
 	for gvk := range ms.AllKnownTypes() {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
-	mb := fake.NewClientBuilder().WithScheme(ms).WithRESTMapper(mapper)
-	for _, m := range machines {
-		mb = mb.WithObjects(m)
-	}
+	mb := fake.NewClientBuilder().WithScheme(ms).WithRESTMapper(mapper).WithObjects(mgmt...)
 	old := verifyClients
 	verifyClients = func(*rest.Config, *rest.Config) (client.Client, client.Reader, error) {
 		return mb.Build(), tb.Build(), nil
@@ -256,5 +268,99 @@ func TestVerifyKubeconfigLookup(t *testing.T) {
 				t.Errorf("namespace %s: found m1 = %v; output %s", tc.namespace, found, out)
 			}
 		})
+	}
+}
+
+// TestVerifyTenantFindings runs verify on a cluster whose CCM and CSI
+// controller run in the management cluster: a Node whose CSI node plugin
+// Pod is not ready, or whose region is not the CCM's, fails its row with
+// the code and the command; a control where both hold passes.
+func TestVerifyTenantFindings(t *testing.T) {
+	args := verifyArgs(t)
+	sel := map[string]string{"app.kubernetes.io/name": "proxmox-csi-plugin", "app.kubernetes.io/component": "node"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "proxmox-csi-proxmox-csi-plugin-node", Namespace: "kube-system", Labels: map[string]string{"app.kubernetes.io/name": "proxmox-csi-plugin"}},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}}}
+	csiPod := func(node string, ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "csi-node-" + node, Namespace: "kube-system", Labels: sel}, Spec: corev1.PodSpec{NodeName: node}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		return p
+	}
+	deploy := func(name, secret string) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant-a"}, Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}
+		d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "proxmox-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}}
+		return d
+	}
+	mgmt := []client.Object{
+		verifyMachine("m1", verifyUUID1, "w1"), verifyMachine("m2", verifyUUID2, "w2"),
+		deploy("kubernetes-prod-pccm", "ccm"), deploy("kubernetes-prod-pcsi-controller", "csi"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ccm", Namespace: "tenant-a"}, Data: map[string][]byte{"region": []byte("pve-eu1")}},
+	}
+	w2 := verifyNode("w2", verifyUUID2, true)
+	t.Run("Control", func(t *testing.T) {
+		withVerifyObjects(t, true, []client.Object{verifyNode("w1", verifyUUID1, true), w2, ds, csiPod("w1", true), csiPod("w2", true)}, mgmt)
+		if out, errOut, code := run(t, args...); code != 0 {
+			t.Fatalf("region and CSI node Pods as expected must pass, exit %d:\n%s%s", code, out, errOut)
+		}
+	})
+	t.Run("CSINodeNotReady", func(t *testing.T) {
+		withVerifyObjects(t, true, []client.Object{verifyNode("w1", verifyUUID1, true), w2, ds, csiPod("w1", true), csiPod("w2", false)}, mgmt)
+		out, errOut, code := run(t, append(args, "-o", "wide")...)
+		if code != 1 || !strings.Contains(out, "CSINodeNotReady: CSI node plugin Pod kube-system/csi-node-w2 is not ready") ||
+			!strings.Contains(out, "-n kube-system logs csi-node-w2 --all-containers") {
+			t.Fatalf("w2 without a ready CSI node Pod must fail its row with the command, exit %d:\n%s%s", code, out, errOut)
+		}
+	})
+	t.Run("RegionMismatch", func(t *testing.T) {
+		other := verifyNode("w2", verifyUUID2, true)
+		other.Labels["topology.kubernetes.io/region"] = "pve-us1"
+		withVerifyObjects(t, true, []client.Object{verifyNode("w1", verifyUUID1, true), other, ds, csiPod("w1", true), csiPod("w2", true)}, mgmt)
+		out, errOut, code := run(t, append(args, "-o", "wide")...)
+		if code != 1 || !strings.Contains(out, "RegionMismatch: region label pve-us1, but the CCM's credentials (Secret tenant-a/ccm) say region pve-eu1") {
+			t.Fatalf("w2 in another region must fail its row, exit %d:\n%s%s", code, out, errOut)
+		}
+	})
+}
+
+// TestVerifyHelpNamesEveryCode checks that verify's help and
+// docs/capmoxrender.md name every finding code nodeverify declares.
+func TestVerifyHelpNamesEveryCode(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(repoRoot, "capmoxrender", "nodeverify", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok && strings.HasPrefix(vs.Names[0].Name, "Code") {
+				codes = append(codes, strings.Trim(vs.Values[0].(*ast.BasicLit).Value, `"`))
+			}
+			return true
+		})
+	}
+	if len(codes) < 20 {
+		t.Fatalf("found only %d codes: %v", len(codes), codes)
+	}
+	help, _, _ := run(t, "verify", "--help")
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "capmoxrender.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range codes {
+		if !strings.Contains(help, c) {
+			t.Errorf("verify --help does not name %s", c)
+		}
+		if !strings.Contains(string(doc), "`"+c+"`") {
+			t.Errorf("docs/capmoxrender.md does not name `%s`", c)
+		}
 	}
 }
