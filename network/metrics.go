@@ -3,8 +3,6 @@ package network
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -43,7 +41,7 @@ const (
 type Metrics struct {
 	zoneTotal, zoneAllocated, zoneFree, zoneNetworks, orphaned *prometheus.GaugeVec
 
-	netReady, netPool, netConsumers, netDeleting, netChassis, netGatewayReady *prometheus.GaugeVec
+	networks *networkGauges
 
 	allocations     *prometheus.CounterVec
 	reconcileErrors *prometheus.CounterVec
@@ -54,12 +52,6 @@ type Metrics struct {
 	// NBErrors counts gateway passes and releases that could not reach or
 	// update the OVN NB.
 	NBErrors prometheus.Counter
-
-	// readyMu guards readyLabels: the zone and VLAN labels of each
-	// network's cozy_proxmox_network_ready series, so a change or a
-	// forget deletes that one series instead of scanning every network's.
-	readyMu     sync.Mutex
-	readyLabels map[networkID][2]string
 }
 
 // networkID is a network's namespace and name.
@@ -73,18 +65,12 @@ func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 // them unregistered. It never touches the global registry.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		readyLabels:     map[networkID][2]string{},
-		zoneTotal:       gauge(MetricZoneVLANsTotal, "VLANs the zone may allocate (ranges minus reserved).", "zone"),
-		zoneAllocated:   gauge(MetricZoneVLANsAllocated, "VLANs held by networks of the zone.", "zone"),
-		zoneFree:        gauge(MetricZoneVLANsFree, "VLANs the zone can still hand out.", "zone"),
-		zoneNetworks:    gauge(MetricZoneNetworks, "ProxmoxNetworks bound to the zone.", "zone"),
-		orphaned:        gauge(MetricOrphanedVLANs, "Kube-OVN Vlans labelled for the zone whose ProxmoxNetwork no longer exists.", "zone"),
-		netReady:        gauge(MetricNetworkReady, "1 when the ProxmoxNetwork is Ready.", "namespace", "network", "zone", "vlan"),
-		netPool:         gauge(MetricNetworkIPPoolAddresses, "Addresses of the network's InClusterIPPool by state.", "namespace", "network", "state"),
-		netConsumers:    gauge(MetricNetworkConsumers, "Addresses allocated to VMs on the network.", "namespace", "network"),
-		netDeleting:     gauge(MetricNetworkDeleting, "1 while a deleted network waits before it is released.", "namespace", "network"),
-		netChassis:      gauge(MetricNetworkGatewayChassis, "Chassis serving the network's router port, as last reported by the gateway.", "namespace", "network"),
-		netGatewayReady: gauge(MetricNetworkGatewayReady, "1 when GatewayReady is True; absent while gateways are not managed.", "namespace", "network"),
+		zoneTotal:     gauge(MetricZoneVLANsTotal, "VLANs the zone may allocate (ranges minus reserved).", "zone"),
+		zoneAllocated: gauge(MetricZoneVLANsAllocated, "VLANs held by networks of the zone.", "zone"),
+		zoneFree:      gauge(MetricZoneVLANsFree, "VLANs the zone can still hand out.", "zone"),
+		zoneNetworks:  gauge(MetricZoneNetworks, "ProxmoxNetworks bound to the zone.", "zone"),
+		orphaned:      gauge(MetricOrphanedVLANs, "Kube-OVN Vlans labelled for the zone whose ProxmoxNetwork no longer exists.", "zone"),
+		networks:      newNetworkGauges(),
 		allocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricVLANAllocations, Help: "VLAN allocation attempts by result (allocated, exhausted, conflict).",
 		}, []string{"zone", "result"}),
@@ -118,8 +104,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.zoneTotal, m.zoneAllocated, m.zoneFree, m.zoneNetworks, m.orphaned,
-		m.netReady, m.netPool, m.netConsumers, m.netDeleting, m.netChassis, m.netGatewayReady,
+		m.zoneTotal, m.zoneAllocated, m.zoneFree, m.zoneNetworks, m.orphaned, m.networks,
 		m.allocations, m.reconcileErrors, m.duration, m.GroupsCollected, m.NBErrors,
 	}
 }
@@ -150,52 +135,11 @@ type networkSample struct {
 	chassis               int
 }
 
-func (m *Metrics) network(s networkSample) {
-	m.setReady(s)
-	m.netDeleting.WithLabelValues(s.namespace, s.name).Set(b2f(s.deleting))
-	if s.pool != nil {
-		for i, state := range []string{"total", "used", "free"} {
-			m.netPool.WithLabelValues(s.namespace, s.name, state).Set(float64(s.pool[i]))
-		}
-		m.netConsumers.WithLabelValues(s.namespace, s.name).Set(float64(s.pool[1]))
-	}
-	if s.gateway == nil {
-		m.netGatewayReady.DeleteLabelValues(s.namespace, s.name)
-		m.netChassis.DeleteLabelValues(s.namespace, s.name)
-		return
-	}
-	m.netGatewayReady.WithLabelValues(s.namespace, s.name).Set(b2f(*s.gateway))
-	m.netChassis.WithLabelValues(s.namespace, s.name).Set(float64(s.chassis))
-}
+func (m *Metrics) network(s networkSample) { m.networks.record(s) }
 
-// setReady sets the network's ready series, deleting the one it had under
-// another zone or VLAN.
-func (m *Metrics) setReady(s networkSample) {
-	id, labels := networkID{s.namespace, s.name}, [2]string{s.zone, strconv.Itoa(int(s.vlan))}
-	m.readyMu.Lock()
-	defer m.readyMu.Unlock()
-	if old, ok := m.readyLabels[id]; ok && old != labels {
-		m.netReady.DeleteLabelValues(s.namespace, s.name, old[0], old[1])
-	}
-	m.readyLabels[id] = labels
-	m.netReady.WithLabelValues(s.namespace, s.name, labels[0], labels[1]).Set(b2f(s.ready))
-}
-
-// forgetNetwork drops every series of a network that is gone, each by its
-// full label values: the cost does not grow with the number of networks.
+// forgetNetwork drops every series of a network that is gone.
 func (m *Metrics) forgetNetwork(namespace, name string) {
-	m.readyMu.Lock()
-	if old, ok := m.readyLabels[networkID{namespace, name}]; ok {
-		m.netReady.DeleteLabelValues(namespace, name, old[0], old[1])
-		delete(m.readyLabels, networkID{namespace, name})
-	}
-	m.readyMu.Unlock()
-	for _, state := range []string{"total", "used", "free"} {
-		m.netPool.DeleteLabelValues(namespace, name, state)
-	}
-	for _, g := range []*prometheus.GaugeVec{m.netConsumers, m.netDeleting, m.netChassis, m.netGatewayReady} {
-		g.DeleteLabelValues(namespace, name)
-	}
+	m.networks.forget(networkID{namespace, name})
 }
 
 func b2f(b bool) float64 {
