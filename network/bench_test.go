@@ -72,7 +72,7 @@ func (m *readMeter) window(from, to int) float64 {
 }
 
 // createMany creates objects with a few writers in parallel.
-func createMany(b *testing.B, c client.Client, objs []client.Object) {
+func createMany(b testing.TB, c client.Client, objs []client.Object) {
 	b.Helper()
 	var wg sync.WaitGroup
 	work := make(chan client.Object)

@@ -67,6 +67,14 @@ type Config struct {
 	// Resync is the period of the runners' full resync; 0 means Resync.
 	// Negative turns it off (simulators enqueue themselves).
 	Resync time.Duration
+	// Workers is how many objects each runner (networks, zones,
+	// namespaces) reconciles at once; 0 means 1. One object is never
+	// reconciled by two workers at once; different networks are, and
+	// their allocations stay unique because the zone's index hands out
+	// each free ID once and the API server keeps one claim per
+	// (provider network, ID). Drain with one worker is deterministic, as
+	// simulators need; a controller process runs --workers.
+	Workers int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -75,6 +83,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SubnetPruneTimeout < 0 {
 		return c, fmt.Errorf("cannot build the network controller: subnet prune timeout %s is negative: %w", c.SubnetPruneTimeout, ErrInvalidConfig)
+	}
+	if c.Workers < 0 {
+		return c, fmt.Errorf("cannot build the network controller: Workers %d is negative: %w", c.Workers, ErrInvalidConfig)
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
 	}
 	if c.APIReader == nil {
 		c.APIReader = c.Client

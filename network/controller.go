@@ -49,7 +49,7 @@ func New(cfg Config) (*Controller, error) {
 	resync := max(cfg.Resync, 0)
 	opts := func(name string) []engine.Option {
 		o := []engine.Option{engine.WithName(name), engine.WithClock(cfg.Clock), engine.WithResync(resync),
-			engine.WithLogger(cfg.Log), engine.WithWorkers(1)}
+			engine.WithLogger(cfg.Log), engine.WithWorkers(cfg.Workers)}
 		if cfg.EngineMetrics != nil {
 			o = append(o, engine.WithMetrics(cfg.EngineMetrics))
 		}

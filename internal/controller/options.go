@@ -39,6 +39,12 @@ const (
 	defaultLeaderElectEnabled = true
 )
 
+// DefaultWorkers is --workers: how many networks (and zones, and
+// namespaces) are reconciled at once. A reconcile spends most of its time
+// waiting on the API server, so several in flight converge a burst of
+// networks several times faster than one.
+const DefaultWorkers = 8
+
 // ErrFlags marks a command line the controller cannot run with.
 var ErrFlags = errors.New("invalid flags")
 
@@ -84,6 +90,8 @@ type Options struct {
 	AdmissionConfig    string
 	KubeAPIQPS         float32
 	KubeAPIBurst       int
+	// Workers is network.Config.Workers.
+	Workers            int
 	LogLevel           string
 	GracefulShutdown   time.Duration
 	NBInactivityProbe  time.Duration
@@ -125,6 +133,7 @@ func DefaultOptions() Options {
 		WebhookCertDir:       DefaultWebhookCertDir,
 		KubeAPIQPS:           DefaultKubeAPIQPS,
 		KubeAPIBurst:         DefaultKubeAPIBurst,
+		Workers:              DefaultWorkers,
 		LogLevel:             "info",
 		GracefulShutdown:     DefaultGracefulShutdown,
 		NBInactivityProbe:    ovngateway.DefaultInactivityProbe,
@@ -159,6 +168,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AdmissionConfig, "admission-config", o.AdmissionConfig, "proxmox-network package values (zones, admission) the webhook judges by; default: every policy on, no zones")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the Kubernetes API")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the Kubernetes API")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "how many networks, zones and namespaces are reconciled at once (one object never twice at once)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json (one object a line) or text (key=value); logs go to stderr")
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long to wait for reconciles and servers to stop after SIGTERM")
@@ -200,6 +210,9 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		bad("--kube-api-qps (%v) and --kube-api-burst (%d) must be positive", o.KubeAPIQPS, o.KubeAPIBurst)
+	}
+	if o.Workers < 1 {
+		bad("--workers %d must be at least 1", o.Workers)
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)

@@ -44,9 +44,9 @@ func TestOptions(t *testing.T) {
 		"BadEverything": {
 			reason: "Every bad flag is reported at once.",
 			args: []string{"--ovn-nb-address=http://x", "--ovn-tls-secret=kube-ovn-tls", "--subnet-prune-timeout=0s",
-				"--leader-elect-renew-deadline=20s", "--webhook-port=70000", "--log-level=loud"},
+				"--leader-elect-renew-deadline=20s", "--webhook-port=70000", "--log-level=loud", "--workers=0"},
 			errs: []string{"--ovn-nb-address", "want <namespace>/<name>", "--subnet-prune-timeout 0s must be positive",
-				"leader election needs", "--webhook-port 70000", "--log-level \"loud\""},
+				"leader election needs", "--webhook-port 70000", "--log-level \"loud\"", "--workers 0 must be at least 1"},
 		},
 		"UnixNeedsNoSecret": {
 			reason: "A unix: endpoint needs no TLS.",
@@ -81,12 +81,12 @@ func TestDefaultFlags(t *testing.T) {
 		"manage-gateway-chassis": o.ManageGatewayChassis, "ovn-nb-address": o.OVNNBAddress, "ovn-tls-secret": o.OVNTLSSecret,
 		"subnet-prune-timeout": o.SubnetPruneTimeout, "leader-elect": o.LeaderElect, "metrics-bind-address": o.MetricsBindAddress,
 		"webhook-port": o.WebhookPort, "metrics-secure": o.MetricsSecure, "enable-http2": o.EnableHTTP2, "tls-min-version": o.TLSMinVersion,
-		"log-format": o.LogFormat,
+		"log-format": o.LogFormat, "workers": o.Workers,
 	}
 	want := map[string]any{
 		"manage-gateway-chassis": true, "ovn-nb-address": "ssl:ovn-nb.cozy-kubeovn.svc:6641", "ovn-tls-secret": "cozy-kubeovn/kube-ovn-tls",
 		"subnet-prune-timeout": 10 * time.Minute, "leader-elect": true, "metrics-bind-address": ":8080", "webhook-port": 9443,
-		"metrics-secure": true, "enable-http2": false, "tls-min-version": "1.2", "log-format": "json",
+		"metrics-secure": true, "enable-http2": false, "tls-min-version": "1.2", "log-format": "json", "workers": 8,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults: -want +got:\n%s", diff)

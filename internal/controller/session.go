@@ -56,7 +56,7 @@ func (p *Process) session(ctx context.Context) error {
 	ctrl, err := network.New(network.Config{
 		Client: c, APIReader: p.mgr.GetAPIReader(), Cache: cache, Gateway: gw,
 		SubnetPruneTimeout: p.opts.SubnetPruneTimeout, Metrics: p.metrics, EngineMetrics: p.deps.Registry,
-		Log: p.log.WithName("network"), Recorder: rec,
+		Log: p.log.WithName("network"), Recorder: rec, Workers: p.opts.Workers,
 	})
 	if err != nil {
 		return err

@@ -65,6 +65,9 @@ type Options struct {
 	// networks Ready, controller writes), and a last one when it ends;
 	// nil prints nothing.
 	Progress io.Writer
+	// Workers is the controller's network.Config.Workers; 0 means 1, which
+	// keeps a converge deterministic.
+	Workers int
 }
 
 // Harness is a simulated cluster: an in-memory API, a fake clock, the World
@@ -224,6 +227,7 @@ func (h *Harness) Start(ctx context.Context) error {
 		SubnetPruneTimeout: h.opts.SubnetPruneTimeout,
 		Log:                h.logs.Logger(),
 		Resync:             -1,
+		Workers:            h.opts.Workers,
 		Metrics:            h.opts.Metrics,
 		Recorder:           h.opts.Recorder,
 	}

@@ -1,0 +1,140 @@
+package network_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+)
+
+// writesPerNetwork are the controller's writes per network from request to
+// Ready in the simulator, whatever the number of workers: see
+// TestWritesPerNetwork.
+var writesPerNetwork = map[kube.RequestKey]int{
+	{Verb: kube.VerbPatch, Kind: "ProxmoxNetwork"}:        1,
+	{Verb: kube.VerbCreate, Kind: "ProxmoxVLANClaim"}:     1,
+	{Verb: kube.VerbCreate, Kind: "Vlan"}:                 1,
+	{Verb: kube.VerbPatch, Kind: "Subnet"}:                1,
+	{Verb: kube.VerbStatusUpdate, Kind: "ProxmoxNetwork"}: 2,
+}
+
+// concurrentWorld is n networks in three namespaces, in two zones whose
+// ranges overlap on one provider network: the two zones' allocators pick
+// from the same IDs and only the claims on the provider network keep them
+// apart.
+func concurrentWorld(n int) ([]client.Object, error) {
+	objs := []client.Object{
+		sim.ProviderNetwork("pxw", true),
+		sim.Zone("zone-a", "vmbr1", "pxw", "100-2099"),
+		sim.Zone("zone-b", "vmbr1", "pxw", "1100-3099"),
+	}
+	for ns := range 3 {
+		objs = append(objs, sim.Namespace(fmt.Sprintf("workers-%d", ns), nil))
+	}
+	for i := range n {
+		zone := []string{"zone-a", "zone-b"}[i%2]
+		net, err := sim.Network(fmt.Sprintf("workers-%d", i%3), fmt.Sprintf("w-%d", i), zone, "vpc-w", fmt.Sprintf("10.%d.%d.0/24", 60+i/256, i%256))
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, net...)
+	}
+	return objs, nil
+}
+
+// convergeWithWorkers converges the networks of concurrentWorld with the
+// given workers per runner on store, and checks the end state: every
+// network Ready, the invariants of the lifecycle (among them no VLAN ID
+// twice on the provider network and every network's VLAN carried by its
+// own Vlan under its own claim), one claim per Vlan and the same writes
+// per network as with one worker.
+func convergeWithWorkers(t *testing.T, store client.WithWatch, n, workers int) {
+	t.Helper()
+	ctx := context.Background()
+	reqs := kube.NewRequests()
+	hooks := reqs.Funcs()
+	h := sim.NewHarness(sim.Options{Store: store, ControllerHooks: &hooks, Workers: workers})
+	objs, err := concurrentWorld(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMany(t, h.Client(), objs)
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A write that lost a race is retried after a backoff on the
+	// simulated clock: a second is far more than any backoff here.
+	if _, err := h.Advance(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	invariantsHold(t, h)
+	s := read(t, store)
+	if len(s.networks) != n {
+		t.Fatalf("%d networks, want %d", len(s.networks), n)
+	}
+	ids := map[int32]string{}
+	for k, net := range s.networks {
+		if !meta.IsStatusConditionTrue(net.Status.Conditions, v1alpha1.ConditionReady) {
+			t.Errorf("network %s is not Ready: %v", k, net.Status.Conditions)
+		}
+		if other, dup := ids[net.Status.VLAN]; dup {
+			t.Errorf("VLAN %d is held by %s and %s", net.Status.VLAN, other, k)
+		}
+		ids[net.Status.VLAN] = k.String()
+	}
+	if len(s.vlans) != n || len(s.claims) != n {
+		t.Errorf("%d Vlans and %d claims for %d networks, want one of each per network", len(s.vlans), len(s.claims), n)
+	}
+	byVlan := map[string]int{}
+	for _, c := range s.claims {
+		byVlan[c.Spec.VLANName]++
+	}
+	for _, v := range s.vlans {
+		if byVlan[v.Name] != 1 {
+			t.Errorf("Vlan %s (ID %d) has %d claims, want 1", v.Name, v.Spec.ID, byVlan[v.Name])
+		}
+	}
+	checkWrites(t, reqs.Counts(), n)
+}
+
+// checkWrites compares the writes of converging n networks with
+// writesPerNetwork; the namespace annotation may take a few patches per
+// namespace.
+func checkWrites(t *testing.T, counts map[kube.RequestKey]int, n int) {
+	t.Helper()
+	for k, c := range counts {
+		if !kube.IsWrite(k.Verb) {
+			continue
+		}
+		switch want, ok := writesPerNetwork[k]; {
+		case ok && c != want*n:
+			t.Errorf("%d networks: %s %s %d times, want %d per network", n, k.Verb, k.Kind, c, want)
+		case !ok && k.Kind == "Namespace":
+			if c > 4*3 {
+				t.Errorf("%d networks in 3 namespaces: %d namespace patches, want a few per namespace", n, c)
+			}
+		case !ok && k.Kind != "ProxmoxNetworkZone":
+			t.Errorf("%d networks: %s %s %d times; no such write is needed", n, k.Verb, k.Kind, c)
+		}
+	}
+}
+
+// TestWorkersFake converges 600 networks with 8 workers per runner on the
+// simulator's API.
+func TestWorkersFake(t *testing.T) {
+	convergeWithWorkers(t, sim.NewStore(true), 600, 8)
+}
+
+// TestWorkersAPIServer converges 200 networks with 8 workers per runner
+// on a real kube-apiserver.
+func TestWorkersAPIServer(t *testing.T) {
+	_, store := startAPIServer(t)
+	convergeWithWorkers(t, store, 200, 8)
+}
