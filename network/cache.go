@@ -1,6 +1,8 @@
 package network
 
 import (
+	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -27,14 +29,44 @@ type claimInfo struct {
 type keySet map[Key]struct{}
 
 // sorted returns the keys in the order of their "<namespace>/<name>"
-// strings, building each string once rather than in every comparison.
-func (s keySet) sorted() []Key {
+// strings.
+func (s keySet) sorted() []Key { return sortKeys(maps.Keys(s), len(s)) }
+
+// keyList is a set of keys kept in a slice, for indexes whose entries hold
+// one network unless the configuration conflicts (a subnet or a pool named
+// by two networks): a slice of one key costs a tenth of a map of one.
+type keyList []Key
+
+func (l keyList) sorted() []Key { return sortKeys(slices.Values(l), len(l)) }
+
+func addToList[K comparable](m map[K]keyList, k K, v Key) {
+	if l := m[k]; !slices.Contains(l, v) {
+		m[k] = append(l, v)
+	}
+}
+
+func delFromList[K comparable](m map[K]keyList, k K, v Key) {
+	l := m[k]
+	i := slices.Index(l, v)
+	switch {
+	case i < 0:
+	case len(l) == 1:
+		delete(m, k)
+	default:
+		m[k] = slices.Delete(l, i, i+1)
+	}
+}
+
+// sortKeys returns the n keys of seq in the order of their
+// "<namespace>/<name>" strings, building each string once rather than in
+// every comparison.
+func sortKeys(seq iter.Seq[Key], n int) []Key {
 	type named struct {
 		k Key
 		s string
 	}
-	all := make([]named, 0, len(s))
-	for k := range s {
+	all := make([]named, 0, n)
+	for k := range seq {
 		all = append(all, named{k, k.String()})
 	}
 	slices.SortFunc(all, func(a, b named) int { return strings.Compare(a.s, b.s) })
@@ -69,8 +101,8 @@ type Cache struct {
 	nsTriples    map[string]map[string]int
 	nsAnnotation map[string]string
 	nsSeen       map[string]*seenAnnotation
-	bySubnet     map[string]keySet
-	byPool       map[poolKey]keySet
+	bySubnet     map[string]keyList
+	byPool       map[poolKey]keyList
 	addresses    map[Key]poolKey
 	addrCount    map[poolKey]int
 	machines     map[Key][]string
@@ -92,8 +124,8 @@ func NewCache() *Cache {
 		nsTriples:    map[string]map[string]int{},
 		nsAnnotation: map[string]string{},
 		nsSeen:       map[string]*seenAnnotation{},
-		bySubnet:     map[string]keySet{},
-		byPool:       map[poolKey]keySet{},
+		bySubnet:     map[string]keyList{},
+		byPool:       map[poolKey]keyList{},
 		addresses:    map[Key]poolKey{},
 		addrCount:    map[poolKey]int{},
 		machines:     map[Key][]string{},
@@ -221,8 +253,8 @@ func (c *Cache) putNetwork(n networkInfo) {
 	addKey(c.byZone, n.Zone, n.Key)
 	addKey(c.byNS, n.Key.Namespace, n.Key)
 	c.countTriple(n, 1)
-	addKey(c.bySubnet, n.Subnet, n.Key)
-	addKey(c.byPool, poolKey{n.Key.Namespace, n.Pool}, n.Key)
+	addToList(c.bySubnet, n.Subnet, n.Key)
+	addToList(c.byPool, poolKey{n.Key.Namespace, n.Pool}, n.Key)
 }
 
 func (c *Cache) dropNetwork(key Key) {
@@ -234,8 +266,8 @@ func (c *Cache) dropNetwork(key Key) {
 	delKey(c.byZone, n.Zone, key)
 	delKey(c.byNS, key.Namespace, key)
 	c.countTriple(n, -1)
-	delKey(c.bySubnet, n.Subnet, key)
-	delKey(c.byPool, poolKey{key.Namespace, n.Pool}, key)
+	delFromList(c.bySubnet, n.Subnet, key)
+	delFromList(c.byPool, poolKey{key.Namespace, n.Pool}, key)
 }
 
 func (c *Cache) setAddress(key Key, pool string, gone bool) {

@@ -2,6 +2,7 @@ package network
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,9 +84,13 @@ type eventMemo struct {
 }
 
 type memoEntry struct {
-	uid  types.UID
-	seen map[string]string
+	uid types.UID
+	// seen holds a pair per kind of event announced: a network has one or
+	// two, and a slice of them costs a fraction of a map.
+	seen []memoValue
 }
+
+type memoValue struct{ what, value string }
 
 // first records value for what of n and reports whether it differs from
 // what was recorded before (nothing counts as different).
@@ -98,20 +103,28 @@ func (m *eventMemo) first(n metav1.Object, what, value string) bool {
 	k := Key{Namespace: n.GetNamespace(), Name: n.GetName()}
 	e, ok := m.m[k]
 	if !ok || e.uid != n.GetUID() {
-		e = memoEntry{uid: n.GetUID(), seen: map[string]string{}}
-		m.m[k] = e
+		e = memoEntry{uid: n.GetUID()}
 	}
-	old, had := e.seen[what]
-	e.seen[what] = value
-	return !had || old != value
+	i := slices.IndexFunc(e.seen, func(v memoValue) bool { return v.what == what })
+	if i < 0 {
+		e.seen = append(e.seen, memoValue{what, value})
+		m.m[k] = e
+		return true
+	}
+	old := e.seen[i].value
+	e.seen[i].value = value
+	m.m[k] = e
+	return old != value
 }
 
 // clear forgets what of n, so that the next occurrence is announced again.
 func (m *eventMemo) clear(n metav1.Object, what string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.m[Key{Namespace: n.GetNamespace(), Name: n.GetName()}]; ok && e.uid == n.GetUID() {
-		delete(e.seen, what)
+	k := Key{Namespace: n.GetNamespace(), Name: n.GetName()}
+	if e, ok := m.m[k]; ok && e.uid == n.GetUID() {
+		e.seen = slices.DeleteFunc(e.seen, func(v memoValue) bool { return v.what == what })
+		m.m[k] = e
 	}
 }
 
