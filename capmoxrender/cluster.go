@@ -27,7 +27,8 @@ const (
 // Kubernetes on the Proxmox substrate: the CAPI Cluster, the Kamaji control
 // plane published as a LoadBalancer, the ProxmoxCluster, the CCM and CSI
 // controllers with their service accounts, and the tenant-side CSI
-// HelmRelease. The output is deterministic; a refusal is a *RefusalError.
+// HelmRelease; with Options.PreDelete, the Job that frees the tenant's
+// Proxmox volumes before the cluster is deleted. The output is deterministic; a refusal is a *RefusalError.
 func RenderCluster(ctx context.Context, k Kubernetes, opts Options) ([]*unstructured.Unstructured, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -37,9 +38,15 @@ func RenderCluster(ctx context.Context, k Kubernetes, opts Options) ([]*unstruct
 	if err != nil {
 		return nil, err
 	}
+	if o.PreDelete == PreDeleteOnly {
+		if !p.csi {
+			return nil, refuse("proxmox.csi.enabled", "the cluster runs no Proxmox CSI driver, so it has no Proxmox volumes for a pre-delete Job to free: delete it without one")
+		}
+		return renderPreDelete(p, o)
+	}
 	var out []*unstructured.Unstructured
 	steps := []func(clusterPlan, Options) ([]*unstructured.Unstructured, error){
-		renderCAPICluster, renderKamaji, renderProxmoxCluster, renderCCM, renderCSI,
+		renderCAPICluster, renderKamaji, renderProxmoxCluster, renderCCM, renderCSI, renderPreDelete,
 	}
 	for _, step := range steps {
 		objs, err := step(p, o)

@@ -98,6 +98,9 @@ type Options struct {
 	// KubernetesVersions maps a minor such as v1.35 to the patch release
 	// rendered for it, such as v1.35.2. A full vX.Y.Z needs no entry.
 	KubernetesVersions map[string]string
+	// PreDelete says whether RenderCluster prints the Job that frees the
+	// tenant's Proxmox volumes before the cluster is deleted.
+	PreDelete PreDelete
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -107,6 +110,9 @@ func (o Options) withDefaults() (Options, error) {
 	case CapmoxV07, CapmoxV08:
 	default:
 		return o, fmt.Errorf("cannot render: %w: capmox generation %q; use %q or %q", ErrInput, o.Capmox, CapmoxV07, CapmoxV08)
+	}
+	if _, err := ParsePreDelete(string(o.PreDelete)); err != nil {
+		return o, fmt.Errorf("cannot render: %w", err)
 	}
 	o.Images = mergeImages(o.Images, DefaultImages())
 	d := DefaultCSIChart()

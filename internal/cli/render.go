@@ -27,6 +27,7 @@ func newRenderCmd(app *App) *cobra.Command {
 type renderFlags struct {
 	file, lookup, capmox string
 	versions             []string
+	preDelete            string // render cluster only
 }
 
 func (f *renderFlags) bind(cmd *cobra.Command) {
@@ -42,7 +43,11 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 	if err != nil {
 		return capmoxrender.Options{}, usageError{err}
 	}
-	o := capmoxrender.Options{Capmox: gen, KubernetesVersions: map[string]string{}}
+	pd, err := capmoxrender.ParsePreDelete(f.preDelete)
+	if err != nil {
+		return capmoxrender.Options{}, usageError{fmt.Errorf("--%w", err)}
+	}
+	o := capmoxrender.Options{Capmox: gen, KubernetesVersions: map[string]string{}, PreDelete: pd}
 	for _, v := range f.versions {
 		minor, patch, ok := strings.Cut(v, "=")
 		if !ok {
@@ -81,6 +86,14 @@ cloud-controller-manager and CSI controller Deployments (their cloud-config is
 built from the credentials Secret at Pod start) and the tenant-side CSI
 HelmRelease. --lookup enables the substrate guard and VPC-subnet mode.
 
+--pre-delete adds the Job that frees the tenant's Proxmox volumes before
+the cluster is deleted (it deletes every PersistentVolumeClaim of the
+tenant and the Pods that hold one, then waits for the CSI driver to delete
+the disks): omit (default) leaves it out, since kubectl apply would run it
+at once; include adds it with the Helm pre-delete hook annotations, for a
+chart that packages the output; only prints it alone, to apply and wait
+for just before deleting the cluster with kubectl.
+
 ` + renderOutput,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -94,6 +107,7 @@ HelmRelease. --lookup enables the substrate guard and VPC-subnet mode.
 		},
 	}
 	f.bind(cmd)
+	cmd.Flags().StringVar(&f.preDelete, "pre-delete", "omit", "the Job that frees the tenant's Proxmox volumes before deletion: omit, include (Helm hook) or only")
 	return cmd
 }
 
