@@ -223,15 +223,23 @@ func (x *Index) ObserveVlan(v Vlan) {
 }
 
 func (x *Index) observeVlan(v Vlan) {
-	e := vlanEntry{vid: v.VID, provider: v.Provider, ours: v.Zone == x.zone.name && v.Network.Name != ""}
+	// A Vlan on another provider network holds no ID here; it is kept only
+	// to refuse a network whose Vlan sits there, so its network is not
+	// tracked: an index does not grow a record per network of every other
+	// zone.
+	local, network := v.Provider == x.zone.provider, v.Network
+	if !local {
+		network = NetworkRef{}
+	}
+	e := vlanEntry{vid: v.VID, provider: v.Provider, ours: local && v.Zone == x.zone.name && network.Name != ""}
 	if old, ok := x.vlans[v.Name]; ok {
-		if old.vid == e.vid && old.provider == e.provider && old.ours == e.ours && old.networkRef() == v.Network {
+		if old.vid == e.vid && old.provider == e.provider && old.ours == e.ours && old.networkRef() == network {
 			return
 		}
 		x.forgetVlan(v.Name)
 	}
-	if v.Network.Name != "" {
-		e.network = x.netFor(v.Network)
+	if network.Name != "" {
+		e.network = x.netFor(network)
 		e.network.vlans++
 	}
 	x.vlans[v.Name] = e

@@ -194,3 +194,28 @@ func TestCountsAndStranded(t *testing.T) {
 		t.Errorf("counts after release: -want +got:\n%s", diff)
 	}
 }
+
+// TestForeignVlansKeepNoNetworks: Vlans on another provider network,
+// labelled for networks of another zone, leave no per-network record in
+// the index (an index must not grow with every other zone's networks), yet
+// a network whose Vlan sits there is still refused. A Vlan on the zone's
+// provider network is the control: it is tracked.
+func TestForeignVlansKeepNoNetworks(t *testing.T) {
+	zone := mustZone(t, ZoneSpec{Name: "z", ProviderNetwork: testProvider, Ranges: []string{"100-199"}})
+	var vlans []Vlan
+	for i := range 50 {
+		n := NetworkRef{Namespace: "elsewhere", Name: string(rune('a'+i%26)) + string(rune('a'+i/26))}
+		vlans = append(vlans, Vlan{Name: "sub-" + n.Name, VID: 10 + i, Provider: "other", Zone: "other-zone", Network: n})
+	}
+	x := NewIndex(zone, vlans, nil)
+	if len(x.nets) != 0 {
+		t.Fatalf("the index keeps %d network records for Vlans on another provider network, want none", len(x.nets))
+	}
+	if _, err := x.Allocate(Claim{Network: NetworkRef{Namespace: "elsewhere", Name: "aa"}, Vlan: "sub-aa"}); !errors.Is(err, ErrProviderMismatch) {
+		t.Fatalf("a network whose Vlan is on another provider network: %v, want %v", err, ErrProviderMismatch)
+	}
+	x.ObserveVlan(ours("b", 150))
+	if len(x.nets) != 1 {
+		t.Fatalf("after a Vlan on the zone's provider network: %d network records, want 1", len(x.nets))
+	}
+}
