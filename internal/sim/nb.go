@@ -77,16 +77,12 @@ func (n OVNNB) DeleteRouterPort(ctx context.Context, port string) error {
 // routerPorts makes the NB hold, for every Subnet of a VPC, the router port
 // "<vpc>-<subnet>" in the VPC's router, from the moment the Subnet exists
 // until it is gone, as Kube-OVN does.
-func (w *World) routerPorts(ctx context.Context, c client.Client) (bool, error) {
+func (w *World) routerPorts(ctx context.Context, c client.Client, subnets []kubeovnv1.Subnet) (bool, error) {
 	if w.NB == nil {
 		return false, nil
 	}
-	var subnets kubeovnv1.SubnetList
-	if err := c.List(ctx, &subnets); err != nil {
-		return false, fmt.Errorf("cannot list Subnets: %w", err)
-	}
 	want := map[string]string{}
-	for _, s := range subnets.Items {
+	for _, s := range subnets {
 		if s.Spec.Vpc != "" {
 			want[ovngateway.RouterPortName(s.Spec.Vpc, s.Name)] = s.Spec.Vpc
 		}

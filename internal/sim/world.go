@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -40,20 +41,10 @@ type World struct {
 	NB RouterPorts
 }
 
-// React applies one round of the world's behaviour through c.
+// React applies one round of the world's behaviour through c. It lists
+// the Vlans and Subnets once for the round: Kube-OVN's Vlan and Subnet
+// behaviours only write statuses, which neither reads.
 func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
-	changed := false
-	for _, f := range []func(context.Context, client.Client) (bool, error){w.routerPorts, w.vlans, w.subnets, w.pools} {
-		ch, err := f(ctx, c)
-		if err != nil {
-			return changed, err
-		}
-		changed = changed || ch
-	}
-	return changed, nil
-}
-
-func (w *World) vlans(ctx context.Context, c client.Client) (bool, error) {
 	var vlans kubeovnv1.VlanList
 	var subnets kubeovnv1.SubnetList
 	if err := c.List(ctx, &vlans); err != nil {
@@ -62,33 +53,52 @@ func (w *World) vlans(ctx context.Context, c client.Client) (bool, error) {
 	if err := c.List(ctx, &subnets); err != nil {
 		return false, fmt.Errorf("cannot list Subnets: %w", err)
 	}
-	exists := map[string]bool{}
+	changed := false
+	for _, f := range []func() (bool, error){
+		func() (bool, error) { return w.routerPorts(ctx, c, subnets.Items) },
+		func() (bool, error) { return w.vlans(ctx, c, vlans.Items, subnets.Items) },
+		func() (bool, error) { return w.subnets(ctx, c, vlans.Items, subnets.Items) },
+		func() (bool, error) { return w.pools(ctx, c) },
+	} {
+		ch, err := f()
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || ch
+	}
+	return changed, nil
+}
+
+func (w *World) vlans(ctx context.Context, c client.Client, vlans []kubeovnv1.Vlan, subnets []kubeovnv1.Subnet) (bool, error) {
+	exists := make(map[string]bool, len(subnets))
 	binds := map[string][]string{}
-	for _, s := range subnets.Items {
+	for _, s := range subnets {
 		exists[s.Name] = true
 		if s.Spec.Vlan != "" {
 			binds[s.Spec.Vlan] = append(binds[s.Spec.Vlan], s.Name)
 		}
 	}
-	owner := conflictOwners(vlans.Items)
+	owner := conflictOwners(vlans)
 	changed := false
-	for i := range vlans.Items {
-		v := &vlans.Items[i]
-		want := v.DeepCopy()
+	for i := range vlans {
+		v := &vlans[i]
+		want := slices.Clone(v.Status.Subnets)
 		for _, s := range binds[v.Name] {
-			if !slices.Contains(want.Status.Subnets, s) {
-				want.Status.Subnets = append(want.Status.Subnets, s)
+			if !slices.Contains(want, s) {
+				want = append(want, s)
 			}
 		}
 		if w.PruneSubnets {
-			want.Status.Subnets = slices.DeleteFunc(want.Status.Subnets, func(s string) bool { return !exists[s] })
+			want = slices.DeleteFunc(want, func(s string) bool { return !exists[s] })
 		}
-		sort.Strings(want.Status.Subnets)
-		want.Status.Conflict = v.Spec.ID != 0 && owner[idKey(v)] != v.Name
-		if slices.Equal(want.Status.Subnets, v.Status.Subnets) && want.Status.Conflict == v.Status.Conflict {
+		sort.Strings(want)
+		conflict := v.Spec.ID != 0 && owner[idKey(v)] != v.Name
+		if slices.Equal(want, v.Status.Subnets) && conflict == v.Status.Conflict {
 			continue
 		}
-		if err := c.Status().Update(ctx, want); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		// The listed item is this round's own copy: write it.
+		v.Status.Subnets, v.Status.Conflict = want, conflict
+		if err := c.Status().Update(ctx, v); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return changed, fmt.Errorf("cannot update the status of Vlan %q: %w", v.Name, err)
 		}
 		changed = true
@@ -96,41 +106,48 @@ func (w *World) vlans(ctx context.Context, c client.Client) (bool, error) {
 	return changed, nil
 }
 
-func idKey(v *kubeovnv1.Vlan) string { return fmt.Sprintf("%s/%d", v.Spec.Provider, v.Spec.ID) }
+// vlanID is a VLAN ID on a provider network.
+type vlanID struct {
+	provider string
+	id       int
+}
+
+func idKey(v *kubeovnv1.Vlan) vlanID { return vlanID{v.Spec.Provider, v.Spec.ID} }
 
 // conflictOwners picks, per (provider network, ID), the Vlan Kube-OVN keeps:
 // the oldest, then the first by name. ID 0 never conflicts.
-func conflictOwners(vlans []kubeovnv1.Vlan) map[string]string {
-	sorted := append([]kubeovnv1.Vlan(nil), vlans...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i].CreationTimestamp, sorted[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return a.Before(&b)
+func conflictOwners(vlans []kubeovnv1.Vlan) map[vlanID]string {
+	type held struct {
+		name    string
+		created metav1.Time
+	}
+	first := map[vlanID]held{}
+	for i := range vlans {
+		v := &vlans[i]
+		k := idKey(v)
+		h, ok := first[k]
+		if !ok || v.CreationTimestamp.Before(&h.created) || (v.CreationTimestamp.Equal(&h.created) && v.Name < h.name) {
+			first[k] = held{v.Name, v.CreationTimestamp}
 		}
-		return sorted[i].Name < sorted[j].Name
-	})
-	owner := map[string]string{}
-	for _, v := range sorted {
-		if _, ok := owner[idKey(&v)]; !ok {
-			owner[idKey(&v)] = v.Name
-		}
+	}
+	owner := make(map[vlanID]string, len(first))
+	for k, h := range first {
+		owner[k] = h.name
 	}
 	return owner
 }
 
-func (w *World) subnets(ctx context.Context, c client.Client) (bool, error) {
-	var subnets kubeovnv1.SubnetList
-	if err := c.List(ctx, &subnets); err != nil {
-		return false, fmt.Errorf("cannot list Subnets: %w", err)
+func (w *World) subnets(ctx context.Context, c client.Client, vlans []kubeovnv1.Vlan, subnets []kubeovnv1.Subnet) (bool, error) {
+	vlanExists := make(map[string]bool, len(vlans))
+	for _, v := range vlans {
+		vlanExists[v.Name] = true
 	}
 	changed := false
-	for i := range subnets.Items {
-		s := &subnets.Items[i]
+	for i := range subnets {
+		s := &subnets[i]
 		status, msg := "True", ""
-		if s.Spec.Vlan != "" {
-			if err := c.Get(ctx, client.ObjectKey{Name: s.Spec.Vlan}, &kubeovnv1.Vlan{}); err != nil {
-				status, msg = "False", fmt.Sprintf("vlan %q not found", s.Spec.Vlan)
-			}
+		if s.Spec.Vlan != "" && !vlanExists[s.Spec.Vlan] {
+			status, msg = "False", fmt.Sprintf("vlan %q not found", s.Spec.Vlan)
 		}
 		want := []kubeovnv1.SubnetCondition{{Type: "Validated", Status: "True"}, {Type: "Ready", Status: status, Message: msg}}
 		if slices.Equal(want, s.Status.Conditions) {
