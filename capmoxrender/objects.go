@@ -64,6 +64,9 @@ func ReadObjects(r io.Reader) (*Objects, error) {
 // ReadObjectsBytes is ReadObjects over a byte slice.
 func ReadObjectsBytes(b []byte) (*Objects, error) { return ReadObjects(bytes.NewReader(b)) }
 
+// Items returns the objects in the order they were read.
+func (o *Objects) Items() []*unstructured.Unstructured { return o.items }
+
 // Add stores u, replacing an object of the same group, kind, namespace and name.
 func (o *Objects) Add(u *unstructured.Unstructured) {
 	gk := u.GroupVersionKind().GroupKind()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
@@ -219,9 +220,9 @@ func runACLPlan(app *App, tenants, userCfg string, version int, adopt []string) 
 }
 
 type auditFlags struct {
-	live             liveFlags
-	userCfg, tenants string
-	version          int
+	live                       liveFlags
+	userCfg, tenants, clusters string
+	version                    int
 }
 
 func newACLAuditCmd(app *App) *cobra.Command {
@@ -245,6 +246,7 @@ Exits 1 when an error-level finding exists.`,
 	fs.StringVar(&f.userCfg, "user-cfg", "", "the cluster's /etc/pve/user.cfg (- for standard input)")
 	fs.StringVar(&f.tenants, "tenants", "", "tenant specification YAML (see docs/pveacl.md)")
 	fs.IntVar(&f.version, "pve-version", 0, "Proxmox VE major version of the user.cfg, 8 or 9 (default: the specification's)")
+	fs.StringVar(&f.clusters, "clusters", "", "the tenant clusters that exist (kubectl get clusters.cluster.x-k8s.io -A -o yaml): CSI volumes of any other cluster are LeftoverVolume findings")
 	f.live.bind(fs)
 	_ = cmd.MarkFlagRequired("tenants")
 	return cmd
@@ -277,7 +279,13 @@ func runACLAudit(cmd *cobra.Command, app *App, f *auditFlags) error {
 	if err != nil {
 		return err
 	}
-	rep, err := audit.Run(cfg, spec)
+	var opts audit.Options
+	if f.clusters != "" {
+		if opts.Clusters, err = readClusters(app, f.clusters); err != nil {
+			return err
+		}
+	}
+	rep, err := audit.RunWith(cfg, spec, opts)
 	if err != nil {
 		return err
 	}
@@ -291,6 +299,28 @@ func runACLAudit(cmd *cobra.Command, app *App, f *auditFlags) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("the audit found %d error-level finding(s): the tenants are not isolated", n)}
 	}
 	return nil
+}
+
+// readClusters reads the Cluster API Clusters that exist and gives each
+// the CSI controllerVmID render cluster writes for it.
+func readClusters(app *App, file string) ([]audit.Cluster, error) {
+	data, err := readInput(app, file)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := capmoxrender.ReadObjectsBytes(data)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--clusters %s: %w", file, err)}
+	}
+	out := []audit.Cluster{}
+	for _, u := range objs.Items() {
+		gvk := u.GroupVersionKind()
+		if gvk.Group != "cluster.x-k8s.io" || gvk.Kind != "Cluster" || u.GetNamespace() == "" {
+			return nil, usageError{fmt.Errorf("--clusters %s: %s %s/%s is not a namespaced cluster.x-k8s.io Cluster: give the output of kubectl get clusters.cluster.x-k8s.io -A -o yaml", file, gvk.Kind, u.GetNamespace(), u.GetName())}
+		}
+		out = append(out, audit.Cluster{Name: u.GetNamespace() + "/" + u.GetName(), ControllerVMID: capmoxrender.ControllerVMID(u.GetNamespace(), u.GetName())})
+	}
+	return out, nil
 }
 
 func auditTable(w io.Writer, rep audit.Report, wide bool) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
@@ -280,5 +282,63 @@ func TestACLAuditLive(t *testing.T) {
 	out, errOut, code = aclRun(t, append([]string{"acl", "audit"}, apiFlags...)...)
 	if code != 1 || !strings.Contains(out, "/storage/alpha-disks") || !strings.Contains(errOut, "the audit found") {
 		t.Errorf("a propagating /storage grant reaches alpha's storage: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestACLAuditLeftoverVolumes: with --clusters, the audit names the CSI
+// volumes on a tenant's storage whose controllerVmID is no listed
+// cluster's, with the command that frees them; listing the deleted
+// cluster too (the control) passes; a file that holds anything but
+// Clusters is refused naming the object.
+func TestACLAuditLeftoverVolumes(t *testing.T) {
+	srv := pveacltest.NewServer(t, pveacltest.WithTLS())
+	for _, s := range []string{"alpha-disks", "beta-disks"} {
+		if err := srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, gone := capmoxrender.ControllerVMID("tenant-alpha", "kubernetes-a"), capmoxrender.ControllerVMID("tenant-alpha", "kubernetes-old")
+	var volids []string
+	for _, id := range []int{live, gone} {
+		v, err := srv.AddVolume(pveacltest.VolumeSpec{Storage: "alpha-disks", Content: "images", Format: "raw", Size: 1 << 30,
+			Name: fmt.Sprintf("vm-%d-pvc-0b7e6a52-3f1d-4c6e-9d8a-1e2f3a4b5c6d", id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		volids = append(volids, v)
+	}
+	dir := t.TempDir()
+	cluster := func(ns, name string) string {
+		return "---\napiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {namespace: " + ns + ", name: " + name + "}\n"
+	}
+	files := map[string]string{
+		"tenants.yaml":  "tenants:\n  - {name: alpha, storage: alpha-disks}\n  - {name: beta, storage: beta-disks}\n",
+		"ca.pem":        string(srv.CertificatePEM()),
+		"secret":        srv.RootSecret,
+		"live.yaml":     "apiVersion: v1\nkind: List\nitems:\n- apiVersion: cluster.x-k8s.io/v1beta1\n  kind: Cluster\n  metadata: {namespace: tenant-alpha, name: kubernetes-a}\n",
+		"both.yaml":     cluster("tenant-alpha", "kubernetes-a") + cluster("tenant-alpha", "kubernetes-old"),
+		"notKinds.yaml": cluster("tenant-alpha", "kubernetes-a") + "---\napiVersion: v1\nkind: Service\nmetadata: {namespace: tenant-alpha, name: kubernetes-a}\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apiFlags := []string{"--url", strings.TrimSuffix(srv.URL, "/api2/json"), "--token-id", srv.RootTokenID,
+		"--token-secret-file", filepath.Join(dir, "secret"), "--ca-file", filepath.Join(dir, "ca.pem"), "--tenants", filepath.Join(dir, "tenants.yaml")}
+	if _, errOut, code := aclRun(t, append([]string{"acl", "apply", "--secrets-dir", t.TempDir()}, apiFlags...)...); code != 0 {
+		t.Fatalf("apply must accept the CSI volumes as the tenant's own: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := aclRun(t, append([]string{"acl", "audit", "-o", "wide", "--clusters", filepath.Join(dir, "live.yaml")}, apiFlags...)...)
+	if code != 0 || !strings.Contains(out, "LeftoverVolume") || !strings.Contains(out, "pvesm free "+volids[1]) || strings.Contains(out, volids[0]) {
+		t.Fatalf("the volume of the deleted cluster is a LeftoverVolume warning, the live one's is not: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = aclRun(t, append([]string{"acl", "audit", "--clusters", filepath.Join(dir, "both.yaml")}, apiFlags...)...)
+	if code != 0 || strings.Contains(out, "LeftoverVolume") {
+		t.Fatalf("control: both clusters exist, no volume is left over: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = aclRun(t, append([]string{"acl", "audit", "--clusters", filepath.Join(dir, "notKinds.yaml")}, apiFlags...)...)
+	if code != 2 || !strings.Contains(errOut, "Service tenant-alpha/kubernetes-a is not a namespaced cluster.x-k8s.io Cluster") {
+		t.Fatalf("a Service in --clusters is refused by name: exit %d: %s", code, errOut)
 	}
 }

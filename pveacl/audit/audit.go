@@ -66,6 +66,9 @@ const (
 	// SDN.Use on one of the tenant's bridges or VLANs, so Proxmox refuses
 	// the NIC when capmox configures the clone.
 	CodeMissingSDNUse Code = "MissingSDNUse"
+	// CodeLeftoverVolume: a tenant's storage holds a volume the Proxmox
+	// CSI driver made for a cluster that no longer exists.
+	CodeLeftoverVolume Code = "LeftoverVolume"
 )
 
 // Finding is one result of an audit.
@@ -126,15 +129,7 @@ func (r Report) Codes() []Code {
 // and pool id) plus every object the subject's entries name, which keeps it
 // linear in the number of tenants. The other findings are listed with Code.
 func Run(cfg *pveacl.Config, spec *tenantplan.Tenants) (Report, error) {
-	if spec == nil {
-		return Report{}, fmt.Errorf("cannot audit: %w: no tenant specification", tenantplan.ErrInvalidSpec)
-	}
-	t := spec.Defaulted()
-	t.Platform.PVEVersion = cfg.Version
-	if err := t.Validate(); err != nil {
-		return Report{}, fmt.Errorf("cannot audit: %w", err)
-	}
-	return newAuditor(cfg, t).run(), nil
+	return RunWith(cfg, spec, Options{})
 }
 
 // run performs every check and returns the report.
@@ -144,6 +139,7 @@ func (a *auditor) run() Report {
 	}
 	a.sharedStorages()
 	a.foreignVolumes()
+	a.leftoverVolumes()
 	a.platformToken()
 	a.sdnUse()
 	sortFindings(a.findings)

@@ -19,6 +19,7 @@ type subjectRef struct {
 
 // auditor holds the indexes one audit needs.
 type auditor struct {
+	clusters     []Cluster // the existing clusters; nil skips leftoverVolumes
 	cfg          *pveacl.Config
 	spec         *tenantplan.Tenants
 	tenants      []tenantplan.Tenant

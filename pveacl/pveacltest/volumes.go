@@ -7,10 +7,12 @@ import (
 )
 
 var (
-	// images: [base-X-disk-N/]vm-Y-disk-N on block storages, or
-	// X/base-X-disk-N.fmt[/Y/vm-Y-disk-N.fmt] on file storages.
-	blockImageRe = regexp.MustCompile(`^(?:base-[1-9]\d*-disk-\d+/)?(?:vm|base)-([1-9]\d*)-(?:disk-\d+|cloudinit)$`)
-	fileImageRe  = regexp.MustCompile(`^(?:[1-9]\d*/base-[1-9]\d*-disk-\d+\.\w+/)?([1-9]\d*)/(?:vm|base)-[1-9]\d*-(?:disk-\d+|cloudinit)\.\w+$`)
+	// images: [base-X-NAME/]vm-Y-NAME on block storages, or
+	// X/base-X-NAME.fmt[/Y/vm-Y-NAME.fmt] on file storages, where NAME is
+	// disk-N, cloudinit, or any other name (the CSI driver's pvc-<uuid>):
+	// the plugins take the owner from vm-Y- and accept any rest.
+	blockImageRe = regexp.MustCompile(`^(?:base-[1-9]\d*-[^\s/]+/)?(?:vm|base)-([1-9]\d*)-[^\s/]+$`)
+	fileImageRe  = regexp.MustCompile(`^(?:[1-9]\d*/base-[1-9]\d*-[^\s/]+\.\w+/)?([1-9]\d*)/(?:vm|base)-[1-9]\d*-[^\s/]+\.\w+$`)
 	backupRe     = regexp.MustCompile(`^backup/vzdump-(?:qemu|lxc)-([1-9]\d*)-`)
 	contentDirRe = regexp.MustCompile(`^(iso|vztmpl|import|snippets)/[^/]+$`)
 )

@@ -2,7 +2,9 @@ package tenantplan
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
@@ -25,10 +27,39 @@ func (f ForeignVolume) String() string {
 	return fmt.Sprintf("%s on storage %s of tenant %s belongs to VM %d (%s)", f.VolID, f.Storage, f.Tenant, f.VMID, f.Owner)
 }
 
+// csiVolume matches the volume ids of the Proxmox CSI driver:
+// vm-<controllerVmID>-pvc-<uuid>, after the storage and any directory; a
+// VMID has at most nine digits, as in PVE.
+var csiVolume = regexp.MustCompile(`^[^:]+:(?:[^/]*/)*vm-([1-9][0-9]{0,8})-pvc-[0-9a-fA-F-]+(?:\.[a-z0-9]+)?$`)
+
+// CSIVolumeVMID returns the controllerVmID in the id of a volume the
+// Proxmox CSI driver made (PVE reports it as the volume's vmid), false
+// for any other volume.
+func CSIVolumeVMID(volid string) (int, bool) {
+	m := csiVolume.FindStringSubmatch(volid)
+	if m == nil {
+		return 0, false
+	}
+	id, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, false
+	}
+	return id, true
+}
+
+// csiOfNoGuest reports whether v is a CSI driver's volume whose
+// controllerVmID is no guest's.
+func csiOfNoGuest(v pveacl.Volume, observed *pveacl.Config) bool {
+	id, csi := CSIVolumeVMID(v.VolID)
+	return csi && !slices.Contains(observed.Resources.VMs, id)
+}
+
 // ForeignVolumes checks storage ownership against the cluster's contents
 // (observed.Resources.Volumes): every volume owned by a guest on a tenant's
 // storage must belong to a guest of that tenant, one its specification
-// lists or one in its pool (or a pool nested in it).
+// lists or one in its pool (or a pool nested in it). A volume of the CSI
+// driver (vm-<controllerVmID>-pvc-<uuid>) whose id is no guest's is the
+// tenant's own: its CSI token made it there.
 func ForeignVolumes(desired *Tenants, observed *pveacl.Config) []ForeignVolume {
 	spec := desired.Defaulted()
 	owner := map[int]string{}
@@ -53,7 +84,7 @@ func ForeignVolumes(desired *Tenants, observed *pveacl.Config) []ForeignVolume {
 	var out []ForeignVolume
 	for _, t := range spec.Tenants {
 		for _, v := range observed.Resources.Volumes {
-			if v.VMID == 0 || !slices.Contains(t.AllStorages(), v.Storage) || tenantOfVM[v.VMID] == t.Name {
+			if v.VMID == 0 || csiOfNoGuest(v, observed) || !slices.Contains(t.AllStorages(), v.Storage) || tenantOfVM[v.VMID] == t.Name {
 				continue
 			}
 			who := "no pool"
