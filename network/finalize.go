@@ -41,7 +41,7 @@ const ProtectPoolFinalizer = "ipam.cluster.x-k8s.io/ProtectPool"
 func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	n := s.Object
 	prevReady := condition(n.Status.Conditions, v1alpha1.ConditionReady)
-	meta.RemoveStatusCondition(&n.Status.Conditions, v1alpha1.ConditionSwitchDeleted)
+	removeCondition(&n.Status.Conditions, v1alpha1.ConditionSwitchDeleted)
 	wait := func(reason, msg string) (bool, error) {
 		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 		c.recordNetwork(n, 0)

@@ -86,12 +86,22 @@ func (c *Controller) networkReconciler() engine.Step[*v1alpha1.ProxmoxNetwork] {
 // reports a gateway the controller does not manage.
 func (c *Controller) startLive(ctx context.Context, p *netPass) (engine.Result, error) {
 	conds := &p.Object.Status.Conditions
-	meta.RemoveStatusCondition(conds, v1alpha1.ConditionSwitchDeleted)
+	removeCondition(conds, v1alpha1.ConditionSwitchDeleted)
 	if isDisabled(c.cfg.Gateway) {
 		gw, _ := Disabled{}.Ensure(ctx, NetworkInfo{})
 		p.SetCondition(conds, v1alpha1.ConditionGatewayReady, gw.Status, gw.Reason, gw.Message)
 	}
 	return engine.Result{}, nil
+}
+
+// removeCondition removes the condition of type t if there is one. Unlike
+// meta.RemoveStatusCondition it leaves the slice alone when there is none:
+// that one rebuilds it on every call, one element short of the room it
+// needs, so every pass of a live network grew and replaced its conditions.
+func removeCondition(conds *[]metav1.Condition, t string) {
+	if meta.FindStatusCondition(*conds, t) != nil {
+		meta.RemoveStatusCondition(conds, t)
+	}
 }
 
 // gatewayNotManaged says that GatewayReady does not hold Ready: Unknown

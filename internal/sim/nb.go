@@ -6,9 +6,7 @@ import (
 	"sort"
 
 	libovsdb "github.com/ovn-kubernetes/libovsdb/client"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
@@ -77,14 +75,14 @@ func (n OVNNB) DeleteRouterPort(ctx context.Context, port string) error {
 // routerPorts makes the NB hold, for every Subnet of a VPC, the router port
 // "<vpc>-<subnet>" in the VPC's router, from the moment the Subnet exists
 // until it is gone, as Kube-OVN does.
-func (w *World) routerPorts(ctx context.Context, c client.Client, subnets []kubeovnv1.Subnet) (bool, error) {
+func (w *World) routerPorts(ctx context.Context, subnets []subnetRef) (bool, error) {
 	if w.NB == nil {
 		return false, nil
 	}
 	want := map[string]string{}
 	for _, s := range subnets {
-		if s.Spec.Vpc != "" {
-			want[ovngateway.RouterPortName(s.Spec.Vpc, s.Name)] = s.Spec.Vpc
+		if s.vpc != "" {
+			want[ovngateway.RouterPortName(s.vpc, s.name)] = s.vpc
 		}
 	}
 	have, err := w.NB.RouterPorts(ctx)

@@ -41,23 +41,68 @@ type World struct {
 	NB RouterPorts
 }
 
-// React applies one round of the world's behaviour through c. It lists
-// the Vlans and Subnets once for the round: Kube-OVN's Vlan and Subnet
-// behaviours only write statuses, which neither reads.
-func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
-	var vlans kubeovnv1.VlanList
-	var subnets kubeovnv1.SubnetList
-	if err := c.List(ctx, &vlans); err != nil {
-		return false, fmt.Errorf("cannot list Vlans: %w", err)
+// pageSize is how many objects the world reads per list request: it reads
+// as the other controllers do, a few objects at a time, so that a round
+// over ten thousand networks does not hold every object at once.
+const pageSize = 500
+
+// eachPage lists the objects of newList's kind (named what in errors) a
+// page at a time and calls f with each page.
+func eachPage[L client.ObjectList](ctx context.Context, c client.Reader, what string, newList func() L, f func(L) error) error {
+	cont := ""
+	for {
+		l := newList()
+		if err := c.List(ctx, l, client.Limit(pageSize), client.Continue(cont)); err != nil {
+			return fmt.Errorf("cannot list %s: %w", what, err)
+		}
+		if err := f(l); err != nil {
+			return err
+		}
+		if cont = l.GetContinue(); cont == "" {
+			return nil
+		}
 	}
-	if err := c.List(ctx, &subnets); err != nil {
-		return false, fmt.Errorf("cannot list Subnets: %w", err)
+}
+
+// subnetRef is what the world's Vlan and router port behaviours read of a
+// Subnet.
+type subnetRef struct{ name, vlan, vpc string }
+
+// vlanRef is what the world's conflict and Subnet behaviours read of a Vlan.
+type vlanRef struct {
+	name    string
+	id      vlanID
+	created metav1.Time
+}
+
+// React applies one round of the world's behaviour through c. It reads the
+// Subnets and Vlans it compares once for the round: Kube-OVN's Vlan and
+// Subnet behaviours only write statuses, which neither reads.
+func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
+	var subnets []subnetRef
+	var vlans []vlanRef
+	if err := eachPage(ctx, c, "Subnets", func() *kubeovnv1.SubnetList { return &kubeovnv1.SubnetList{} }, func(l *kubeovnv1.SubnetList) error {
+		for _, s := range l.Items {
+			subnets = append(subnets, subnetRef{s.Name, s.Spec.Vlan, s.Spec.Vpc})
+		}
+		return nil
+	}); err != nil {
+		return false, err
+	}
+	if err := eachPage(ctx, c, "Vlans", func() *kubeovnv1.VlanList { return &kubeovnv1.VlanList{} }, func(l *kubeovnv1.VlanList) error {
+		for i := range l.Items {
+			v := &l.Items[i]
+			vlans = append(vlans, vlanRef{v.Name, idKey(v), v.CreationTimestamp})
+		}
+		return nil
+	}); err != nil {
+		return false, err
 	}
 	changed := false
 	for _, f := range []func() (bool, error){
-		func() (bool, error) { return w.routerPorts(ctx, c, subnets.Items) },
-		func() (bool, error) { return w.vlans(ctx, c, vlans.Items, subnets.Items) },
-		func() (bool, error) { return w.subnets(ctx, c, vlans.Items, subnets.Items) },
+		func() (bool, error) { return w.routerPorts(ctx, subnets) },
+		func() (bool, error) { return w.vlans(ctx, c, vlans, subnets) },
+		func() (bool, error) { return w.subnets(ctx, c, vlans) },
 		func() (bool, error) { return w.pools(ctx, c) },
 	} {
 		ch, err := f()
@@ -69,41 +114,44 @@ func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
 	return changed, nil
 }
 
-func (w *World) vlans(ctx context.Context, c client.Client, vlans []kubeovnv1.Vlan, subnets []kubeovnv1.Subnet) (bool, error) {
+func (w *World) vlans(ctx context.Context, c client.Client, vlans []vlanRef, subnets []subnetRef) (bool, error) {
 	exists := make(map[string]bool, len(subnets))
 	binds := map[string][]string{}
 	for _, s := range subnets {
-		exists[s.Name] = true
-		if s.Spec.Vlan != "" {
-			binds[s.Spec.Vlan] = append(binds[s.Spec.Vlan], s.Name)
+		exists[s.name] = true
+		if s.vlan != "" {
+			binds[s.vlan] = append(binds[s.vlan], s.name)
 		}
 	}
 	owner := conflictOwners(vlans)
 	changed := false
-	for i := range vlans {
-		v := &vlans[i]
-		want := slices.Clone(v.Status.Subnets)
-		for _, s := range binds[v.Name] {
-			if !slices.Contains(want, s) {
-				want = append(want, s)
+	err := eachPage(ctx, c, "Vlans", func() *kubeovnv1.VlanList { return &kubeovnv1.VlanList{} }, func(l *kubeovnv1.VlanList) error {
+		for i := range l.Items {
+			v := &l.Items[i]
+			want := slices.Clone(v.Status.Subnets)
+			for _, s := range binds[v.Name] {
+				if !slices.Contains(want, s) {
+					want = append(want, s)
+				}
 			}
+			if w.PruneSubnets {
+				want = slices.DeleteFunc(want, func(s string) bool { return !exists[s] })
+			}
+			sort.Strings(want)
+			conflict := v.Spec.ID != 0 && owner[idKey(v)] != v.Name
+			if slices.Equal(want, v.Status.Subnets) && conflict == v.Status.Conflict {
+				continue
+			}
+			// The listed item is this page's own copy: write it.
+			v.Status.Subnets, v.Status.Conflict = want, conflict
+			if err := c.Status().Update(ctx, v); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("cannot update the status of Vlan %q: %w", v.Name, err)
+			}
+			changed = true
 		}
-		if w.PruneSubnets {
-			want = slices.DeleteFunc(want, func(s string) bool { return !exists[s] })
-		}
-		sort.Strings(want)
-		conflict := v.Spec.ID != 0 && owner[idKey(v)] != v.Name
-		if slices.Equal(want, v.Status.Subnets) && conflict == v.Status.Conflict {
-			continue
-		}
-		// The listed item is this round's own copy: write it.
-		v.Status.Subnets, v.Status.Conflict = want, conflict
-		if err := c.Status().Update(ctx, v); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return changed, fmt.Errorf("cannot update the status of Vlan %q: %w", v.Name, err)
-		}
-		changed = true
-	}
-	return changed, nil
+		return nil
+	})
+	return changed, err
 }
 
 // vlanID is a VLAN ID on a provider network.
@@ -116,18 +164,12 @@ func idKey(v *kubeovnv1.Vlan) vlanID { return vlanID{v.Spec.Provider, v.Spec.ID}
 
 // conflictOwners picks, per (provider network, ID), the Vlan Kube-OVN keeps:
 // the oldest, then the first by name. ID 0 never conflicts.
-func conflictOwners(vlans []kubeovnv1.Vlan) map[vlanID]string {
-	type held struct {
-		name    string
-		created metav1.Time
-	}
-	first := map[vlanID]held{}
-	for i := range vlans {
-		v := &vlans[i]
-		k := idKey(v)
-		h, ok := first[k]
-		if !ok || v.CreationTimestamp.Before(&h.created) || (v.CreationTimestamp.Equal(&h.created) && v.Name < h.name) {
-			first[k] = held{v.Name, v.CreationTimestamp}
+func conflictOwners(vlans []vlanRef) map[vlanID]string {
+	first := map[vlanID]vlanRef{}
+	for _, v := range vlans {
+		h, ok := first[v.id]
+		if !ok || v.created.Before(&h.created) || (v.created.Equal(&h.created) && v.name < h.name) {
+			first[v.id] = v
 		}
 	}
 	owner := make(map[vlanID]string, len(first))
@@ -137,69 +179,80 @@ func conflictOwners(vlans []kubeovnv1.Vlan) map[vlanID]string {
 	return owner
 }
 
-func (w *World) subnets(ctx context.Context, c client.Client, vlans []kubeovnv1.Vlan, subnets []kubeovnv1.Subnet) (bool, error) {
+func (w *World) subnets(ctx context.Context, c client.Client, vlans []vlanRef) (bool, error) {
 	vlanExists := make(map[string]bool, len(vlans))
 	for _, v := range vlans {
-		vlanExists[v.Name] = true
+		vlanExists[v.name] = true
 	}
 	changed := false
-	for i := range subnets {
-		s := &subnets[i]
-		status, msg := "True", ""
-		if s.Spec.Vlan != "" && !vlanExists[s.Spec.Vlan] {
-			status, msg = "False", fmt.Sprintf("vlan %q not found", s.Spec.Vlan)
+	err := eachPage(ctx, c, "Subnets", func() *kubeovnv1.SubnetList { return &kubeovnv1.SubnetList{} }, func(l *kubeovnv1.SubnetList) error {
+		for i := range l.Items {
+			s := &l.Items[i]
+			status, msg := "True", ""
+			if s.Spec.Vlan != "" && !vlanExists[s.Spec.Vlan] {
+				status, msg = "False", fmt.Sprintf("vlan %q not found", s.Spec.Vlan)
+			}
+			want := []kubeovnv1.SubnetCondition{{Type: "Validated", Status: "True"}, {Type: "Ready", Status: status, Message: msg}}
+			if slices.Equal(want, s.Status.Conditions) {
+				continue
+			}
+			s.Status.Conditions = want
+			if err := c.Status().Update(ctx, s); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("cannot update the status of Subnet %q: %w", s.Name, err)
+			}
+			changed = true
 		}
-		want := []kubeovnv1.SubnetCondition{{Type: "Validated", Status: "True"}, {Type: "Ready", Status: status, Message: msg}}
-		if slices.Equal(want, s.Status.Conditions) {
-			continue
-		}
-		s.Status.Conditions = want
-		if err := c.Status().Update(ctx, s); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return changed, fmt.Errorf("cannot update the status of Subnet %q: %w", s.Name, err)
-		}
-		changed = true
-	}
-	return changed, nil
+		return nil
+	})
+	return changed, err
 }
 
 func (w *World) pools(ctx context.Context, c client.Client) (bool, error) {
-	var pools ipamv1alpha2.InClusterIPPoolList
-	var addrs capiipam.IPAddressList
-	if err := c.List(ctx, &pools); err != nil {
-		return false, fmt.Errorf("cannot list InClusterIPPools: %w", err)
-	}
-	if err := c.List(ctx, &addrs); err != nil {
-		return false, fmt.Errorf("cannot list IPAddresses: %w", err)
-	}
 	used := map[client.ObjectKey]bool{}
-	for _, a := range addrs.Items {
-		used[client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.PoolRef.Name}] = true
+	if err := eachPage(ctx, c, "IPAddresses", func() *capiipam.IPAddressList { return &capiipam.IPAddressList{} }, func(l *capiipam.IPAddressList) error {
+		for _, a := range l.Items {
+			used[client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.PoolRef.Name}] = true
+		}
+		return nil
+	}); err != nil {
+		return false, err
 	}
 	changed := false
-	for i := range pools.Items {
-		p := &pools.Items[i]
-		has := controllerutil.ContainsFinalizer(p, network.ProtectPoolFinalizer)
-		deleting := !p.DeletionTimestamp.IsZero()
-		want := has
-		switch {
-		case !deleting && !has:
-			want = true
-		case deleting && has && !used[client.ObjectKeyFromObject(p)]:
-			want = false
+	err := eachPage(ctx, c, "InClusterIPPools", func() *ipamv1alpha2.InClusterIPPoolList { return &ipamv1alpha2.InClusterIPPoolList{} }, func(l *ipamv1alpha2.InClusterIPPoolList) error {
+		for i := range l.Items {
+			ch, err := w.pool(ctx, c, &l.Items[i], used)
+			if err != nil {
+				return err
+			}
+			changed = changed || ch
 		}
-		if want == has {
-			continue
-		}
-		patch := client.MergeFrom(p.DeepCopy())
-		if want {
-			controllerutil.AddFinalizer(p, network.ProtectPoolFinalizer)
-		} else {
-			controllerutil.RemoveFinalizer(p, network.ProtectPoolFinalizer)
-		}
-		if err := c.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
-			return changed, fmt.Errorf("cannot update the finalizers of pool %s: %w", client.ObjectKeyFromObject(p), err)
-		}
-		changed = true
+		return nil
+	})
+	return changed, err
+}
+
+// pool keeps the ProtectPool finalizer on p while it is live or in use.
+func (w *World) pool(ctx context.Context, c client.Client, p *ipamv1alpha2.InClusterIPPool, used map[client.ObjectKey]bool) (bool, error) {
+	has := controllerutil.ContainsFinalizer(p, network.ProtectPoolFinalizer)
+	deleting := !p.DeletionTimestamp.IsZero()
+	want := has
+	switch {
+	case !deleting && !has:
+		want = true
+	case deleting && has && !used[client.ObjectKeyFromObject(p)]:
+		want = false
 	}
-	return changed, nil
+	if want == has {
+		return false, nil
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	if want {
+		controllerutil.AddFinalizer(p, network.ProtectPoolFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(p, network.ProtectPoolFinalizer)
+	}
+	if err := c.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("cannot update the finalizers of pool %s: %w", client.ObjectKeyFromObject(p), err)
+	}
+	return true, nil
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -176,22 +177,67 @@ func (m *memStore) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 func (m *memStore) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	gvk, ok := m.listKind(list)
-	if !ok || lo.FieldSelector != nil || lo.Limit > 0 || lo.Continue != "" {
+	if !ok || lo.FieldSelector != nil {
 		return m.WithWatch.List(ctx, list, opts...)
+	}
+	after, err := decodeContinue(lo.Continue)
+	if err != nil {
+		return err
 	}
 	m.mu.RLock()
 	var keys []client.ObjectKey
 	for k, o := range m.objs[gvk] {
-		if m.selects(lo.Namespace, lo.LabelSelector, k, o) {
+		if (after == nil || compareKeys(k, *after) > 0) && m.selects(lo.Namespace, lo.LabelSelector, k, o) {
 			keys = append(keys, k)
 		}
 	}
 	slices.SortFunc(keys, compareKeys)
+	next := ""
+	if lo.Limit > 0 && int64(len(keys)) > lo.Limit {
+		keys = keys[:lo.Limit]
+		next = encodeContinue(keys[len(keys)-1])
+	}
 	stored := make([]client.Object, len(keys))
 	for i, k := range keys {
 		stored[i] = m.objs[gvk][k]
 	}
 	m.mu.RUnlock()
+	if err := fillList(list, gvk, stored); err != nil {
+		return err
+	}
+	if next != "" {
+		acc, err := meta.ListAccessor(list)
+		if err != nil {
+			return err
+		}
+		acc.SetContinue(next)
+	}
+	return nil
+}
+
+// encodeContinue is the continue token of a page that ends at last. Later
+// pages see the store as it is when they are asked for, where the API
+// server serves every page from the first page's snapshot; the callers
+// here do not create or delete objects of the kind between pages.
+func encodeContinue(last client.ObjectKey) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(last.Namespace + "/" + last.Name))
+}
+
+// decodeContinue is the key a continue token resumes after; nil for none.
+func decodeContinue(token string) (*client.ObjectKey, error) {
+	if token == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	ns, name, found := strings.Cut(string(raw), "/")
+	if err != nil || !found || name == "" {
+		return nil, apierrors.NewBadRequest("continue key is not valid: " + token)
+	}
+	return &client.ObjectKey{Namespace: ns, Name: name}, nil
+}
+
+// fillList sets list's items to copies of stored, which are of kind gvk.
+func fillList(list client.ObjectList, gvk schema.GroupVersionKind, stored []client.Object) error {
 	switch l := list.(type) {
 	case *unstructured.UnstructuredList:
 		l.Items = make([]unstructured.Unstructured, len(stored))

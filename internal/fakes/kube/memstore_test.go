@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -182,5 +183,46 @@ func TestTypedGenerateName(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); err != nil {
 			t.Fatalf("get %s: %v", p.Name, err)
 		}
+	}
+}
+
+// TestTypedListPages: a list with a limit answers in pages in key order,
+// each with a continue token but the last, as the API server does; a
+// token that is not one is a bad request. A list without a limit is the
+// control: every item, no token.
+func TestTypedListPages(t *testing.T) {
+	ctx := context.Background()
+	c := kube.NewClient(kube.ClientOptions{Typed: true})
+	for _, name := range []string{"e", "b", "d", "a", "c"} {
+		if err := c.Create(ctx, pod(name, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pages [][]string
+	cont := ""
+	for {
+		var l corev1.PodList
+		if err := c.List(ctx, &l, client.InNamespace(ns), client.Limit(2), client.Continue(cont)); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		pages = append(pages, names)
+		if cont = l.Continue; cont == "" {
+			break
+		}
+	}
+	if diff := cmp.Diff([][]string{{"a", "b"}, {"c", "d"}, {"e"}}, pages); diff != "" {
+		t.Errorf("pages (-want +got):\n%s", diff)
+	}
+	var all corev1.PodList
+	if err := c.List(ctx, &all); err != nil || len(all.Items) != 5 || all.Continue != "" {
+		t.Errorf("list without a limit: %d items, continue %q, err %v; want 5, none, nil", len(all.Items), all.Continue, err)
+	}
+	err := c.List(ctx, &corev1.PodList{}, client.Limit(2), client.Continue("not a token"))
+	if !apierrors.IsBadRequest(err) {
+		t.Errorf("a bad continue token: %v, want a bad request", err)
 	}
 }
