@@ -254,20 +254,28 @@ func (a *auditor) specificStorage(r relevance, s string) bool {
 // find it and clone it, nothing that changes it.
 var cloneable = pveacl.NewPrivSet("VM.Audit", "VM.Clone")
 
+// linkedCloneable is what a tenant may hold on a storage it lists under
+// linkedCloneStorages: what PVE checks there for a linked clone.
+var linkedCloneable = pveacl.NewPrivSet("Datastore.AllocateSpace")
+
 // reach looks for privileges of subject on objects foreign to tenant i; on
 // a template the tenant lists, only privileges beyond VM.Audit and
-// VM.Clone count.
+// VM.Clone count, and on a storage it lists for linked clones only those
+// beyond Datastore.AllocateSpace.
 func (a *auditor) reach(i int, subject string) {
 	r := a.relevance(subject)
 	tn := a.tenants[i]
-	templates := map[string]bool{}
+	allowed := map[string]pveacl.PrivSet{}
 	for _, vm := range tn.Templates {
-		templates[pveacl.VMPath(vm)] = true
+		allowed[pveacl.VMPath(vm)] = cloneable
+	}
+	for _, s := range tn.LinkedCloneStorages {
+		allowed[pveacl.StoragePath(s)] = linkedCloneable
 	}
 	report := func(path, what string) {
 		p := a.perm.Permissions(subject, path)
-		if templates[path] {
-			p = p.Minus(cloneable)
+		if ok, listed := allowed[path]; listed {
+			p = p.Minus(ok)
 		}
 		if p.Empty() {
 			return

@@ -142,3 +142,62 @@ func keysOf(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestTenantLinkedClones: a linked clone (capmox's default full: false)
+// shares the template's base disk, and PVE checks Datastore.AllocateSpace
+// on the storage that disk is on, outside the tenant's own storage. alpha
+// lists that storage under linkedCloneStorages; beta does not. On the
+// fake, alpha's capmox token linked-clones the template into its pool and
+// not into beta's, beta's token gets PVE's 403 on the template's storage,
+// and after apply the audit is clean: the grant is what the tenant asked
+// for. The same privilege granted by hand to beta is a CrossTenantReach.
+func TestTenantLinkedClones(t *testing.T) {
+	srv := cluster(t)
+	must(t, srv.AddStorage(pveacltest.StorageSpec{ID: "tmpl", Type: "lvmthin", Content: []string{"images"}}))
+	must(t, srv.AddVM(pveacltest.VMSpec{VMID: 9000, Template: true, Tags: []string{"talos"},
+		Disks: map[string]string{"scsi0": "tmpl:4"}, Config: map[string]string{"net0": "virtio,bridge=vmbr0"}}))
+	spec := mustTenants(t, strings.Replace(capmoxTenants, "    templates: [9000]\n", "    templates: [9000]\n    linkedCloneStorages: [tmpl]\n", 1))
+	sink := dirSink(t)
+	_, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(sink), liveacl.WithSecretContext("https://pve:8006/api2/json", "eu-1"))
+	must(t, err)
+	capA := srv.TokenClient("alpha@pve!capmox", storedSecretKey(t, sink, "alpha@pve!capmox"))
+	capB := srv.TokenClient("k8s-beta@pve!capmox-beta", storedSecretKey(t, sink, "k8s-beta@pve!capmox-beta"))
+	linked := func(newid int, pool string) map[string]any { return map[string]any{"newid": newid, "pool": pool} }
+	checkAPI(t, []apiCheck{
+		{"alpha's capmox token linked-clones the template into alpha's pool", clone(capA, 9000, linked(101, "alpha")), ""},
+		{"not into beta's pool", clone(capA, 9000, linked(102, "tenant-beta")), "403 Permission check failed"},
+		{"beta's token, without the grant, gets PVE's refusal on the template's storage", clone(capB, 9000, linked(201, "tenant-beta")), "403 Permission check failed (/storage/tmpl, Datastore.AllocateSpace)"},
+		{"beta's token still makes full clones onto its own storage", clone(capB, 9000, map[string]any{"newid": 202, "pool": "tenant-beta", "full": 1, "storage": "beta-disks"}), ""},
+	})
+	for _, v := range srv.Volumes() {
+		if strings.Contains(v.VolID, "vm-101-") && !strings.HasPrefix(v.VolID, "tmpl:") {
+			t.Errorf("the linked clone's disk lives on the template's storage, got %s", v.VolID)
+		}
+	}
+	state, err := liveacl.Read(ctx, srv.Client())
+	must(t, err)
+	rep, err := audit.Run(state, spec)
+	must(t, err)
+	if len(rep.Findings) != 0 {
+		t.Fatalf("the declared linked-clone grant is no finding: %+v", rep.Findings)
+	}
+	must(t, srv.Client().Put(ctx, "/access/acl", map[string]any{"path": "/storage/tmpl", "tokens": "k8s-beta@pve!capmox-beta", "roles": "CozyLinkedClone"}, nil))
+	must(t, srv.Client().Put(ctx, "/access/acl", map[string]any{"path": "/storage/tmpl", "users": "k8s-beta@pve", "roles": "CozyLinkedClone"}, nil))
+	state, err = liveacl.Read(ctx, srv.Client())
+	must(t, err)
+	rep, err = audit.Run(state, spec)
+	must(t, err)
+	if diff := cmp.Diff([]audit.Code{audit.CodeCrossTenantReach}, rep.Codes()); diff != "" {
+		t.Errorf("the same grant to beta, which did not ask for it, reaches outside beta (-want +got):\n%s\n%+v", diff, rep.Findings)
+	}
+}
+
+// storedSecretKey reads the secret of a capmox token from a DirSink.
+func storedSecretKey(t *testing.T, sink liveacl.DirSink, tokenID string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sink.Dir, liveacl.SecretName(tokenID)+".json"))
+	must(t, err)
+	var m map[string]string
+	must(t, json.Unmarshal(b, &m))
+	return m["secret"]
+}

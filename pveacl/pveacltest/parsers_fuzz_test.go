@@ -51,7 +51,8 @@ func FuzzSizes(f *testing.F) {
 
 func FuzzParseVolname(f *testing.F) {
 	for _, s := range []string{"iso/a.iso", "import/talos.raw", "vm-100-disk-0", "base-9000-disk-0/vm-101-disk-0",
-		"9000/base-9000-disk-0.qcow2/101/vm-101-disk-0.qcow2", "backup/vzdump-qemu-100-2024_01_01-00_00_00.vma.zst", "x"} {
+		"9000/base-9000-disk-0.qcow2/101/vm-101-disk-0.qcow2", "backup/vzdump-qemu-100-2024_01_01-00_00_00.vma.zst", "x",
+		"vm-512345-pvc-0b7e6a52-3f1d-4c6e-9d8a-1e2f3a4b5c6d", "512345/vm-512345-pvc-0b7e6a52.raw"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {

@@ -22,6 +22,9 @@ const (
 	RoleCapmox = "CozyCapmox"
 	// RoleClone lets a tenant's capmox token find and clone a template.
 	RoleClone = "CozyClone"
+	// RoleLinkedClone lets a tenant's capmox token make linked clones of
+	// templates whose disks live on a storage outside the tenant.
+	RoleLinkedClone = "CozyLinkedClone"
 )
 
 // managedRoles holds the privileges of the roles the plan creates, per
@@ -35,10 +38,11 @@ func managedRolesOf(v pveacl.Version) map[string][]string {
 		agent = "VM.Monitor"
 	}
 	roles := map[string][]string{
-		RoleCSI:        {"VM.Audit", "VM.Config.Disk"},
-		RoleCSIStorage: {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.Audit"},
-		RoleCCM:        {"VM.Audit", agent},
-		RoleClone:      {"VM.Audit", "VM.Clone"},
+		RoleCSI:         {"VM.Audit", "VM.Config.Disk"},
+		RoleCSIStorage:  {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.Audit"},
+		RoleCCM:         {"VM.Audit", agent},
+		RoleClone:       {"VM.Audit", "VM.Clone"},
+		RoleLinkedClone: {"Datastore.AllocateSpace"},
 		RoleCapmox: {"Datastore.AllocateSpace", "Datastore.Audit", "Pool.Audit", "Sys.Audit",
 			"VM.Allocate", "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
 			"VM.Config.Disk", "VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
@@ -149,7 +153,8 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 
 // tenantCapmox records the tenant's own capmox token: CozyCapmox on its
 // pool only (which reaches the pool's VMs and storages, and the VMs it
-// clones there), CozyClone on each template, and SDN.Use on exactly its
+// clones there), CozyClone on each template, CozyLinkedClone on each
+// storage of linkedCloneStorages, and SDN.Use on exactly its
 // bridges and VLANs. Its user holds the same, since a privilege-separated
 // token holds only what both hold.
 func (d *desiredState) tenantCapmox(tn Tenant, comment string) {
@@ -164,6 +169,9 @@ func (d *desiredState) tenantCapmox(tn Tenant, comment string) {
 		d.grant(pveacl.PoolPath(tn.Pool), s.kind, s.id, false, RoleCapmox)
 		for _, vm := range tn.Templates {
 			d.grant(pveacl.VMPath(vm), s.kind, s.id, false, RoleClone)
+		}
+		for _, st := range tn.LinkedCloneStorages {
+			d.grant(pveacl.StoragePath(st), s.kind, s.id, false, RoleLinkedClone)
 		}
 		for _, n := range tn.Networks {
 			for _, path := range n.SDNPaths() {

@@ -62,6 +62,11 @@ type Tenant struct {
 	// (VM.Clone and VM.Audit on each, nothing else); templates may be
 	// shared between tenants.
 	Templates []int `json:"templates,omitempty"`
+	// LinkedCloneStorages are the storages holding the base disks of the
+	// templates, for linked clones (capmox's default full: false): PVE
+	// checks Datastore.AllocateSpace on the storage of each disk a linked
+	// clone shares, so the capmox token gets exactly that privilege there.
+	LinkedCloneStorages []string `json:"linkedCloneStorages,omitempty"`
 }
 
 // TenantTokens names a tenant's tokens (defaults csi and ccm). Capmox,
@@ -147,6 +152,7 @@ func (t *Tenants) Defaulted() *Tenants {
 		tn.VMs, tn.Storages = slices.Clone(tn.VMs), slices.Clone(tn.Storages)
 		tn.Networks = slices.Clone(tn.Networks)
 		tn.Templates = slices.Clone(tn.Templates)
+		tn.LinkedCloneStorages = slices.Clone(tn.LinkedCloneStorages)
 		d.Tenants[i] = tn
 	}
 	d.fillDefaults()
@@ -201,6 +207,7 @@ func (t *Tenants) Validate() error {
 		v.tenant(i, tn, t.Platform.Capmox != nil || tn.Tokens.Capmox != "")
 	}
 	v.nestedPools(t.Tenants)
+	v.linkedClones(t.Tenants)
 	return errors.Join(v.errs...)
 }
 
@@ -353,6 +360,39 @@ func (v *validator) capmoxToken(f string, tn Tenant) {
 	for j, vm := range tn.Templates {
 		if vm < 100 || vm > 999999999 {
 			v.add(fmt.Sprintf("%s.templates[%d]", f, j), "VM id %d is invalid: use 100-999999999", vm)
+		}
+	}
+}
+
+// linkedClones checks each tenant's linkedCloneStorages against every
+// tenant's own storages: a grant there must not reach another tenant's
+// storage, and the tenant's own needs none.
+func (v *validator) linkedClones(ts []Tenant) {
+	owner := map[string]string{}
+	for _, t := range ts {
+		for _, s := range t.AllStorages() {
+			owner[s] = t.Name
+		}
+	}
+	for i, t := range ts {
+		f := fmt.Sprintf("tenants[%d].linkedCloneStorages", i)
+		if len(t.LinkedCloneStorages) > 0 && t.Tokens.Capmox == "" {
+			v.add(f, "linked clones are made by the tenant's own capmox token: set tokens.capmox and templates, or drop linkedCloneStorages (the platform's capmox token already allocates everywhere)")
+		}
+		seen := map[string]bool{}
+		for j, s := range t.LinkedCloneStorages {
+			sf := fmt.Sprintf("%s[%d]", f, j)
+			switch o, owned := owner[s]; {
+			case pveacl.ValidStorageID(s) != nil:
+				v.check(sf, pveacl.ValidStorageID(s))
+			case seen[s]:
+				v.add(sf, "storage %q is listed twice", s)
+			case owned && o == t.Name:
+				v.add(sf, "storage %q is the tenant's own: its capmox token allocates there through the pool already; list only the storages that hold the templates' disks", s)
+			case owned:
+				v.add(sf, "storage %q is tenant %q's dedicated storage: Datastore.AllocateSpace there would let this tenant's token fill it; keep templates on a storage no tenant owns", s, o)
+			}
+			seen[s] = true
 		}
 	}
 }

@@ -3,6 +3,7 @@ package tenantplan
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,6 +155,26 @@ func TestLoadTenantsErrors(t *testing.T) {
 			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [9000]\n  networks: [{bridge: vmbr0}]\n",
 			want:   []string{"tenants[0].networks[0].vlans: list at least one VLAN id (1-4094), or set untagged: true for NICs on the bridge itself"},
 		},
+		"LinkedWithoutCapmox": {
+			reason: "linked clones are the tenant's capmox token's",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  linkedCloneStorages: [tmpl]\n",
+			want:   []string{"tenants[0].linkedCloneStorages: linked clones are made by the tenant's own capmox token: set tokens.capmox"},
+		},
+		"LinkedOwnStorage": {
+			reason: "the tenant's own storage needs no grant",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [9000]\n  linkedCloneStorages: [s1]\n",
+			want:   []string{`tenants[0].linkedCloneStorages[0]: storage "s1" is the tenant's own`},
+		},
+		"LinkedOtherTenant": {
+			reason: "another tenant's storage is refused, whichever comes first",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [9000]\n  linkedCloneStorages: [s2]\n- name: b\n  storage: s2\n",
+			want:   []string{`tenants[0].linkedCloneStorages[0]: storage "s2" is tenant "b"'s dedicated storage`},
+		},
+		"LinkedTwiceAndInvalid": {
+			reason: "a storage listed twice and an invalid id",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [9000]\n  linkedCloneStorages: [tmpl, tmpl, 'bad id']\n",
+			want:   []string{`tenants[0].linkedCloneStorages[1]: storage "tmpl" is listed twice`, "tenants[0].linkedCloneStorages[2]:"},
+		},
 		"Version": {
 			reason: "only PVE 8 and 9",
 			yaml:   "platform: {pveVersion: 7}\ntenants: []\n",
@@ -193,6 +214,32 @@ func TestTenantCapmoxAccepted(t *testing.T) {
 	want := []string{"/sdn/zones/localnetwork/vmbr0", "/sdn/zones/localnetwork/vmbr0/7", "/sdn/zones/localnetwork/vmbr1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SDN paths (-want +got):\n%s", diff)
+	}
+}
+
+// TestLinkedCloneStoragesAccepted is the control of the Linked refusals:
+// a storage no tenant owns (shared with other tenants' templates) is read,
+// and the plan grants the capmox token and its user exactly
+// Datastore.AllocateSpace there.
+func TestLinkedCloneStoragesAccepted(t *testing.T) {
+	spec, err := LoadTenants([]byte("tenants:\n- name: a\n  storage: s1\n  tokens: {capmox: capmox}\n  templates: [9000]\n  linkedCloneStorages: [tmpl]\n- name: b\n  storage: s2\n  tokens: {capmox: capmox}\n  templates: [9000]\n  linkedCloneStorages: [tmpl]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := buildDesired(spec, spec.Platform.PVEVersion)
+	var got []string
+	for k := range d.acl {
+		if k.Path == "/storage/tmpl" {
+			got = append(got, string(k.Kind)+" "+k.Subject+" "+k.Role)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"token a@pve!capmox CozyLinkedClone", "token b@pve!capmox CozyLinkedClone", "user a@pve CozyLinkedClone", "user b@pve CozyLinkedClone"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries on /storage/tmpl (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"Datastore.AllocateSpace"}, d.roles[RoleLinkedClone]); diff != "" {
+		t.Errorf("CozyLinkedClone (-want +got):\n%s", diff)
 	}
 }
 
