@@ -75,7 +75,19 @@ type Config struct {
 	// (provider network, ID). Drain with one worker is deterministic, as
 	// simulators need; a controller process runs --workers.
 	Workers int
+	// StatusInterval is the least time between two full passes over one
+	// zone (its orphans, counts and status) and over one namespace (its
+	// annotation, when no network's Ready waits for it): during a burst
+	// of new networks every event enqueues both and every allocation
+	// changes the counts, so without it the zone's status and the
+	// namespace's annotation are rewritten about once per network. 0 runs
+	// every pass (simulators, whose clock stands still between passes); a
+	// controller process uses DefaultStatusInterval.
+	StatusInterval time.Duration
 }
+
+// DefaultStatusInterval is the StatusInterval of a controller process.
+const DefaultStatusInterval = time.Second
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil {
@@ -86,6 +98,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Workers < 0 {
 		return c, fmt.Errorf("cannot build the network controller: Workers %d is negative: %w", c.Workers, ErrInvalidConfig)
+	}
+	if c.StatusInterval < 0 {
+		return c, fmt.Errorf("cannot build the network controller: StatusInterval %s is negative: %w", c.StatusInterval, ErrInvalidConfig)
 	}
 	if c.Workers == 0 {
 		c.Workers = 1

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
@@ -33,6 +34,9 @@ type Controller struct {
 	zones      *engine.Runner[*v1alpha1.ProxmoxNetworkZone]
 	namespaces *engine.Runner[*corev1.Namespace]
 	memo       eventMemo
+	throttle   *throttle
+	// nsWrites makes the annotation writes to one namespace take turns.
+	nsWrites keyedMutex
 }
 
 // New builds a Controller; it reads nothing yet.
@@ -42,9 +46,10 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		cfg:   cfg,
-		cache: cfg.Cache,
-		store: kubestore.New(cfg.Client, kubestore.WithReader(cfg.APIReader)),
+		cfg:      cfg,
+		cache:    cfg.Cache,
+		store:    kubestore.New(cfg.Client, kubestore.WithReader(cfg.APIReader)),
+		throttle: &throttle{interval: cfg.StatusInterval, clock: cfg.Clock, last: map[string]time.Time{}},
 	}
 	resync := max(cfg.Resync, 0)
 	opts := func(name string) []engine.Option {
@@ -150,3 +155,35 @@ func (c *Controller) enqueueNetworks(keys []Key) {
 
 // keyOf is client.ObjectKeyFromObject.
 func keyOf(o client.Object) Key { return client.ObjectKeyFromObject(o) }
+
+// throttle spaces the full passes over one key by at least interval on
+// clock (see Config.StatusInterval).
+type throttle struct {
+	interval time.Duration
+	clock    clock.PassiveClock
+	mu       sync.Mutex
+	last     map[string]time.Time
+}
+
+// wait returns how long a pass over key must wait, or 0 when it may run
+// now, which it records.
+func (t *throttle) wait(key string) time.Duration {
+	if t.interval <= 0 {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	if last, ok := t.last[key]; ok && now.Sub(last) < t.interval {
+		return t.interval - now.Sub(last)
+	}
+	t.last[key] = now
+	return 0
+}
+
+// forget drops key, whose object is gone.
+func (t *throttle) forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.last, key)
+}

@@ -29,6 +29,7 @@ func (c *Controller) enqueueFor(obj client.Object, gone bool) {
 			c.enqueueNetworks(c.cache.zoneNetworkKeys(o.Name))
 		}
 		if gone {
+			c.throttle.forget("zone/" + o.Name)
 			c.cache.dropZone(o.Name)
 			c.cfg.Metrics.forgetZone(o.Name)
 		}
@@ -63,6 +64,9 @@ func (c *Controller) enqueueFor(obj client.Object, gone bool) {
 		// namespace change concerns the networks still waiting for one.
 		c.namespaces.Enqueue(Key{Name: o.Name})
 		c.enqueueNetworks(c.cache.waitingIn(o.Name))
+		if gone {
+			c.throttle.forget("namespace/" + o.Name)
+		}
 	case *unstructured.Unstructured:
 		c.unstructuredChanged(o)
 	}

@@ -95,12 +95,13 @@ func convergeInformers(tb testing.TB, cfg *rest.Config, direct client.WithWatch,
 	hooks := run.api.Funcs()
 	cacheReads := run.meter.cacheFuncs()
 	hooks.Get, hooks.List = cacheReads.Get, cacheReads.List
+	checkReadyListed(tb, direct, &hooks)
 	counted := interceptor.NewClient(interceptor.NewClient(cached, hooks), interceptor.Funcs{Create: run.meter.funcs().Create})
 	apiReader := interceptor.NewClient(interceptor.NewClient(direct, run.api.Funcs()), run.meter.funcs())
 	cache := network.NewCache()
 	ctrl, err := network.New(network.Config{
 		Client: interceptor.NewClient(counted, network.Feed(cache)), APIReader: apiReader,
-		Cache: cache, Workers: workers,
+		Cache: cache, Workers: workers, StatusInterval: network.DefaultStatusInterval,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +34,7 @@ func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *
 	if ns == nil || err != nil {
 		return err
 	}
-	return c.writeAnnotation(ctx, ns, c.cache.namespaceAnnotationOf(namespace))
+	return c.writeAnnotation(ctx, ns)
 }
 
 // publishNamespace records what this pass knows of network n in the cache
@@ -63,7 +64,7 @@ func (c *Controller) publishNamespace(ctx context.Context, n *v1alpha1.ProxmoxNe
 		return nil
 	}
 	if stale || empty || (ready && mine != "" && !listsMine) {
-		return c.writeAnnotation(ctx, ns, c.cache.namespaceAnnotationOf(n.Namespace))
+		return c.writeAnnotation(ctx, ns)
 	}
 	c.namespaces.Enqueue(Key{Name: n.Namespace})
 	return nil
@@ -81,9 +82,16 @@ func (c *Controller) namespace(ctx context.Context, name string) (*corev1.Namesp
 	return ns, nil
 }
 
-// writeAnnotation patches ns so that its annotation is want ("" removes
-// it), unless it already is.
-func (c *Controller) writeAnnotation(ctx context.Context, ns *corev1.Namespace, want string) error {
+// writeAnnotation patches ns so that its annotation lists the triples the
+// cache holds for it ("" removes it), unless it already does. Writes to one
+// namespace take turns, and each computes its value when its turn comes:
+// the last write lists every triple recorded before it, so a slower pass
+// that computed its value earlier cannot overwrite a newer annotation (a
+// Ready network would be left unlisted).
+func (c *Controller) writeAnnotation(ctx context.Context, ns *corev1.Namespace) error {
+	unlock := c.nsWrites.lock(ns.Name)
+	defer unlock()
+	want := c.cache.namespaceAnnotationOf(ns.Name)
 	if have, ok := ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]; have == want && ok == (want != "") {
 		return nil
 	}
@@ -108,5 +116,30 @@ func (c *Controller) reconcileNamespace(ctx context.Context, s *engine.State[*co
 	if _, has := s.Object.Annotations[v1alpha1.AnnotationNamespaceNetworks]; !has && len(c.cache.namespaceNetworks(s.Object.Name)) == 0 {
 		return engine.Result{}, nil
 	}
+	if wait := c.throttle.wait("namespace/" + s.Object.Name); wait > 0 {
+		return engine.Result{RequeueAfter: wait}, nil
+	}
 	return engine.Result{}, c.syncNamespace(ctx, s.Object.Name, nil)
+}
+
+// keyedMutex is one mutex per key, made on first use.
+type keyedMutex struct {
+	mu   sync.Mutex
+	keys map[string]*sync.Mutex
+}
+
+// lock locks key's mutex and returns its unlock.
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.keys == nil {
+		k.keys = map[string]*sync.Mutex{}
+	}
+	m, ok := k.keys[key]
+	if !ok {
+		m = &sync.Mutex{}
+		k.keys[key] = m
+	}
+	k.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }

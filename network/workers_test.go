@@ -3,15 +3,20 @@ package network_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
 // writesPerNetwork are the controller's writes per network from request to
@@ -60,6 +65,7 @@ func convergeWithWorkers(t *testing.T, store client.WithWatch, n, workers int) {
 	ctx := context.Background()
 	reqs := kube.NewRequests()
 	hooks := reqs.Funcs()
+	checkReadyListed(t, store, &hooks)
 	h := sim.NewHarness(sim.Options{Store: store, ControllerHooks: &hooks, Workers: workers})
 	objs, err := concurrentWorld(n)
 	if err != nil {
@@ -137,4 +143,119 @@ func TestWorkersFake(t *testing.T) {
 func TestWorkersAPIServer(t *testing.T) {
 	_, store := startAPIServer(t)
 	convergeWithWorkers(t, store, 200, 8)
+}
+
+// TestStatusInterval: with a StatusInterval, a burst of networks costs one
+// zone status write and one namespace annotation write per interval, not
+// one per network, and the write after the interval has the final counts.
+// The clock stands still during the burst, so every pass over the zone and
+// the namespace after the first falls inside the interval.
+func TestStatusInterval(t *testing.T) {
+	ctx := context.Background()
+	store := sim.NewStore(true)
+	reqs := kube.NewRequests()
+	cache := network.NewCache()
+	clk := clocktesting.NewFakeClock(sim.Epoch)
+	c := interceptor.NewClient(interceptor.NewClient(store, reqs.Funcs()), network.Feed(cache))
+	ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1, StatusInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := concurrentWorld(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMany(t, store, objs)
+	if err := ctrl.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Resync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.Drain(ctx, 1000); err != nil {
+		t.Fatal(err)
+	}
+	writes := func(kind string, verb kube.Verb) int { return reqs.Counts()[kube.RequestKey{Verb: verb, Kind: kind}] }
+	zoneWrites := writes("ProxmoxNetworkZone", kube.VerbStatusUpdate)
+	const n = 30
+	for i := range n {
+		net, err := sim.Network("workers-0", fmt.Sprintf("w-%d", i), "zone-a", "vpc-w", fmt.Sprintf("10.70.%d.0/24", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		createMany(t, c, net)
+		if _, err := ctrl.Drain(ctx, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := writes("ProxmoxNetworkZone", kube.VerbStatusUpdate) - zoneWrites; got > 1 {
+		t.Errorf("%d networks allocated one by one within the interval: %d zone status writes, want at most 1", n, got)
+	}
+	if got := writes("Namespace", kube.VerbPatch); got > 1 {
+		t.Errorf("%d networks within the interval: %d namespace annotation writes, want at most 1", n, got)
+	}
+	next, ok := ctrl.NextDue()
+	if !ok {
+		t.Fatal("nothing waits for the interval to end")
+	}
+	clk.SetTime(next.Add(time.Minute))
+	if _, err := ctrl.Drain(ctx, 1000); err != nil {
+		t.Fatal(err)
+	}
+	z := &v1alpha1.ProxmoxNetworkZone{}
+	if err := store.Get(ctx, client.ObjectKey{Name: "zone-a"}, z); err != nil {
+		t.Fatal(err)
+	}
+	if z.Status.AllocatedVLANs != n || z.Status.Networks != n {
+		t.Errorf("after the interval, zone-a reports %d VLANs allocated and %d networks, want %d", z.Status.AllocatedVLANs, z.Status.Networks, n)
+	}
+	ns := &corev1.Namespace{}
+	if err := store.Get(ctx, client.ObjectKey{Name: "workers-0"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ",") + 1; got != n {
+		t.Errorf("after the interval, the annotation lists %d networks, want %d", got, n)
+	}
+}
+
+// checkReadyListed makes f check, after every namespace patch made through
+// the client it wraps, that the new annotation lists every network of the
+// namespace that reports Ready (read from store): a write computed before a
+// network became Ready must never land after it and drop it.
+func checkReadyListed(t testing.TB, store client.Reader, f *interceptor.Funcs) {
+	next := f.Patch
+	f.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+		var err error
+		if next != nil {
+			err = next(ctx, c, obj, p, opts...)
+		} else {
+			err = c.Patch(ctx, obj, p, opts...)
+		}
+		if err != nil {
+			return err
+		}
+		ns, ok := obj.(*corev1.Namespace)
+		if !ok {
+			return nil
+		}
+		listed := map[string]bool{}
+		for _, tr := range strings.Split(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ",") {
+			listed[tr] = true
+		}
+		var nets v1alpha1.ProxmoxNetworkList
+		if err := store.List(ctx, &nets, client.InNamespace(ns.Name)); err != nil {
+			t.Errorf("list the networks of %s: %v", ns.Name, err)
+			return nil
+		}
+		for _, n := range nets.Items {
+			if !meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady) {
+				continue
+			}
+			pool := n.Spec.IPPool
+			if tr := network.Triple(n.Status.Bridge, n.Status.VLAN, pool); !listed[tr] {
+				t.Errorf("namespace %s: an annotation write drops %s of Ready network %s", ns.Name, tr, n.Name)
+			}
+		}
+		return nil
+	}
 }

@@ -45,12 +45,23 @@ type (
 func (c *Controller) zoneReconciler() engine.Step[*v1alpha1.ProxmoxNetworkZone] {
 	type z = *v1alpha1.ProxmoxNetworkZone
 	return engine.WithPass[z, zonePass]{Step: engine.PassSequence[z, zonePass]{
+		zoneStep(c.zoneThrottle),
 		engine.Lift[z, zonePass](engine.ObserveGeneration[z]{Field: func(o z) *int64 { return &o.Status.ObservedGeneration }}),
 		zoneStep(c.zoneAllocator),
 		zoneStep(c.zoneOrphans),
 		zoneStep(c.zoneCounts),
 		zoneStep(c.zoneReady),
 	}}
+}
+
+// zoneThrottle lets the zone's full pass run at most once per
+// Config.StatusInterval; a pass in between changes nothing and comes back
+// when the interval is over.
+func (c *Controller) zoneThrottle(_ context.Context, p *zonePassState) (engine.Result, error) {
+	if wait := c.throttle.wait("zone/" + p.Object.Name); wait > 0 {
+		return engine.Result{RequeueAfter: wait}, engine.ErrHalt
+	}
+	return engine.Result{}, nil
 }
 
 // zoneAllocator builds the zone's allocator; a zone that cannot allocate is

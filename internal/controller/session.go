@@ -57,6 +57,7 @@ func (p *Process) session(ctx context.Context) error {
 		Client: c, APIReader: p.mgr.GetAPIReader(), Cache: cache, Gateway: gw,
 		SubnetPruneTimeout: p.opts.SubnetPruneTimeout, Metrics: p.metrics, EngineMetrics: p.deps.Registry,
 		Log: p.log.WithName("network"), Recorder: rec, Workers: p.opts.Workers,
+		StatusInterval: network.DefaultStatusInterval,
 	})
 	if err != nil {
 		return err
