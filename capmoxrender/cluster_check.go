@@ -74,9 +74,6 @@ func planCluster(ctx context.Context, k Kubernetes, o Options) (clusterPlan, err
 		return clusterPlan{}, err
 	}
 	px := k.Spec.Proxmox
-	if err := checkCCMImage(o.Images.CCM); err != nil {
-		return clusterPlan{}, err
-	}
 	var err error
 	if p.version, err = o.kubernetesVersion("version", k.Spec.Version); err != nil {
 		return clusterPlan{}, err

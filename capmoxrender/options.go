@@ -51,7 +51,10 @@ type Images struct {
 	Kubectl string
 }
 
-// DefaultImages returns the images Cozystack pins.
+// DefaultImages returns the images Cozystack pins, by tag: a digest is
+// the registry's answer for a tag, and the cluster may pull from a mirror,
+// so digests are resolved against the operator's registry and passed as
+// overrides (docs/capmoxrender.md, Images).
 func DefaultImages() Images {
 	return Images{
 		CCM:            "ghcr.io/sergelogvinov/proxmox-cloud-controller-manager:v0.16.1",
@@ -101,6 +104,9 @@ type Options struct {
 	// PreDelete says whether RenderCluster prints the Job that frees the
 	// tenant's Proxmox volumes before the cluster is deleted.
 	PreDelete PreDelete
+	// RequireDigests refuses, by field, every image not pinned by digest
+	// (name@sha256:<64 hex> or name:tag@sha256:<64 hex>).
+	RequireDigests bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -115,6 +121,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("cannot render: %w", err)
 	}
 	o.Images = mergeImages(o.Images, DefaultImages())
+	if err := checkImages(o.Images, o.RequireDigests); err != nil {
+		return o, err
+	}
 	d := DefaultCSIChart()
 	o.CSIChart = ChartRef{
 		Chart:           or(o.CSIChart.Chart, d.Chart),
@@ -190,22 +199,19 @@ var releaseTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
 
 // checkCCMImage refuses a CCM image that cannot start: v0.15.0 reports its
 // own version as "0.15.0", without the leading v, and panics parsing it; a
-// tag that is not a vX.Y.Z release names no known build. A digest pin is
-// taken as given.
-func checkCCMImage(image string) error {
-	if strings.Contains(image, "@sha256:") {
-		return nil
-	}
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return refuse("images.ccm", "the CCM image %q has no tag: pin a release such as %s", image, DefaultImages().CCM)
-	}
-	tag := image[i+1:]
+// tag that is not a vX.Y.Z release names no known build. The tag is judged
+// also next to a digest (name:tag@sha256:...); a digest alone is taken as
+// given.
+func checkCCMImage(image string, ref ImageRef) error {
 	switch {
-	case tag == "v0.15.0":
+	case ref.Tag == "" && ref.Pinned():
+		return nil
+	case ref.Tag == "":
+		return refuse("images.ccm", "the CCM image %q has no tag: pin a release such as %s", image, DefaultImages().CCM)
+	case ref.Tag == "v0.15.0":
 		return refuse("images.ccm", "the CCM image %q is v0.15.0, whose version string lacks the leading v (0.15.0): it panics parsing it at start and crash-loops; use v0.16.1 or later", image)
-	case !releaseTag.MatchString(tag):
-		return refuse("images.ccm", "the CCM image %q is tagged %q, which is not a vMAJOR.MINOR.PATCH release: pin a release such as %s, or a digest", image, tag, DefaultImages().CCM)
+	case !releaseTag.MatchString(ref.Tag):
+		return refuse("images.ccm", "the CCM image %q is tagged %q, which is not a vMAJOR.MINOR.PATCH release: pin a release such as %s, or a digest", image, ref.Tag, DefaultImages().CCM)
 	}
 	return nil
 }

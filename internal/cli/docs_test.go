@@ -334,6 +334,7 @@ var covered = []struct {
 var notRun = []struct{ pattern, why string }{
 	{`^kubectl `, "needs a management cluster with the controller running"},
 	{`^skopeo `, "needs a registry to push to"},
+	{`^crane digest `, "asks a registry for a digest; no registry is reachable from the tests"},
 	{`^curl `, "reads a running controller's metrics endpoint"},
 	{`^cd config/default && kustomize `, "edits the checkout's kustomization for a registry"},
 	{`^go tool pprof `, "reads the profile the benchmark before it writes; benchmarks are checked, not run"},

@@ -89,6 +89,7 @@ func TestRefusalEveryCommand(t *testing.T) {
 		"pxsubstrate admission review":   {"admission", "review", "-f", f("garbage.yaml")},
 		"pxsubstrate gateway priorities": {"gateway", "priorities", "--key", "vpc/a", "node-1", "node-1"},
 		"pxsubstrate lint credentials":   {"lint", "credentials", "-f", f("empty.yaml")},
+		"pxsubstrate lint images":        {"lint", "images", "-f", f("empty.yaml")},
 		"pxsubstrate render cluster":     {"render", "cluster", "-f", f("garbage.yaml")},
 		"pxsubstrate render nodes":       {"render", "nodes", "-f", f("garbage.yaml")},
 		"pxsubstrate render vpc":         {"render", "vpc", "-f", f("garbage.yaml")},

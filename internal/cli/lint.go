@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 )
@@ -23,8 +24,67 @@ func newLintCmd(app *App) *cobra.Command {
 		Use:   "lint",
 		Short: "Check configuration that the Proxmox substrate depends on",
 	}
-	cmd.AddCommand(newLintCredentialsCmd(app))
+	cmd.AddCommand(newLintCredentialsCmd(app), newLintImagesCmd(app))
 	return cmd
+}
+
+func newLintImagesCmd(app *App) *cobra.Command {
+	var files []string
+	cmd := &cobra.Command{
+		Use: "images -f MANIFESTS.yaml [-f ...]",
+		Example: "  pxsubstrate lint images -f rendered.yaml\n" +
+			"  kubectl -n tenant-alpha get deployments,jobs -o yaml | pxsubstrate lint images -f -",
+		Short: "List the container images of rendered objects and report those not pinned by digest",
+		Long: `Reads objects (a YAML stream or a List, such as render's output) and
+prints one row per container and init container of every Pod, workload
+with a Pod template and CronJob: its image and whether it is pinned by
+digest (name@sha256:<64 hex> or name:tag@sha256:<64 hex>). A tag can be
+moved to other content; an unpinned image's row names the command that
+resolves its digest. Exits 1 when an image is not pinned or not an image
+reference.`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			var found []capmoxrender.ImageFinding
+			for _, f := range files {
+				data, err := readInput(app, f)
+				if err != nil {
+					return err
+				}
+				objs, err := capmoxrender.ReadObjectsBytes(data)
+				if err != nil {
+					return fmt.Errorf("cannot read %s: %w", f, err)
+				}
+				found = append(found, capmoxrender.LintImages(objs.Items())...)
+			}
+			if len(found) == 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("no container in %s: nothing was checked", strings.Join(files, ", "))}
+			}
+			if err := app.Print(found, func(w io.Writer) { imagesTable(w, found, app.Wide()) }); err != nil {
+				return err
+			}
+			n := 0
+			for _, f := range found {
+				if !f.Pinned {
+					n++
+				}
+			}
+			if n > 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d images are not pinned by digest: see each row", n, len(found))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "file", "f", nil, "manifests, YAML or JSON (repeatable; - for stdin)")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+func imagesTable(w io.Writer, fs []capmoxrender.ImageFinding, wide bool) {
+	t := texttable.New(texttable.Main("OBJECT"), texttable.Main("CONTAINER"), texttable.Main("PINNED"), texttable.Note("IMAGE"), texttable.Note("PROBLEM"))
+	for _, f := range fs {
+		t.Add(f.Object, f.Container, map[bool]string{true: "yes", false: "no"}[f.Pinned], f.Image, f.Problem)
+	}
+	t.Write(w, wide)
 }
 
 func newLintCredentialsCmd(app *App) *cobra.Command {

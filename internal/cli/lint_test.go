@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
 
 const lintSecret = "5f1c1e9a-8d8b-4a5e-9c1b-2f0e6b7a9d31"
@@ -108,5 +110,59 @@ func TestLintCredentialsEmpty(t *testing.T) {
 	good := writeSecret(t, map[string]string{"PROXMOX_URL": "https://pve:8006", "PROXMOX_TOKEN": "capmox@pve!capi", "PROXMOX_SECRET": lintSecret})
 	if _, errOut, code := run(t, "lint", "credentials", "-f", good); code != 0 {
 		t.Errorf("the control: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestLintImagesAndRequireDigests: the default render is refused under
+// --require-digests by field, and its images are all reported unpinned by
+// lint images; with every image pinned through --image the render passes
+// and lint images passes (the control); a bad --image is a usage error.
+func TestLintImagesAndRequireDigests(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(scenarios, "scenarios", "cluster-ipv4", "input.yaml")
+	_, errOut, code := run(t, "render", "cluster", "-f", in, "--require-digests")
+	if code != 1 || !strings.Contains(errOut, "images.ccm, images.csiController, images.csiAttacher, images.csiProvisioner, images.csiResizer, images.busybox, images.kubectl are not pinned by digest") {
+		t.Fatalf("--require-digests refuses the tagged defaults by field: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := run(t, "render", "cluster", "-f", in)
+	if code != 0 {
+		t.Fatalf("render: exit %d: %s", code, errOut)
+	}
+	tagged := filepath.Join(dir, "tagged.yaml")
+	writeFile(t, tagged, out)
+	out, errOut, code = run(t, "lint", "images", "-f", tagged, "-o", "json")
+	var found []struct {
+		Image  string
+		Pinned bool
+	}
+	if code != 1 || !strings.Contains(errOut, "7 of 7 images are not pinned by digest") || json.Unmarshal([]byte(out), &found) != nil || len(found) != 7 {
+		t.Fatalf("lint images reports the 7 tagged images: exit %d: %s\n%s", code, errOut, out)
+	}
+	digest := "@sha256:" + strings.Repeat("0f", 32)
+	args := []string{"render", "cluster", "-f", in, "--require-digests"}
+	for _, f := range found {
+		field := map[string]string{"busybox": "busybox", "proxmox-cloud-controller-manager": "ccm", "proxmox-csi-controller": "csiController",
+			"csi-attacher": "csiAttacher", "csi-provisioner": "csiProvisioner", "csi-resizer": "csiResizer"}[strings.Split(f.Image[strings.LastIndex(f.Image, "/")+1:], ":")[0]]
+		args = append(args, "--image", field+"="+f.Image+digest)
+	}
+	args = append(args, "--image", "kubectl="+capmoxrender.DefaultImages().Kubectl+digest)
+	out, errOut, code = run(t, args...)
+	if code != 0 {
+		t.Fatalf("every image pinned renders under --require-digests: exit %d: %s", code, errOut)
+	}
+	pinned := filepath.Join(dir, "pinned.yaml")
+	writeFile(t, pinned, out)
+	if out, errOut, code := run(t, "lint", "images", "-f", pinned); code != 0 || strings.Contains(out, "  no") {
+		t.Fatalf("lint images passes a pinned render: exit %d: %s\n%s", code, errOut, out)
+	}
+	if _, errOut, code := run(t, "render", "cluster", "-f", in, "--image", "ccm"); code != 2 || !strings.Contains(errOut, "write FIELD=REF with FIELD one of ccm,") {
+		t.Fatalf("--image without a value is a usage error: exit %d: %s", code, errOut)
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -29,6 +29,7 @@ var outputKinds = map[string]string{
 	"pxsubstrate demo":                  "table",
 	"pxsubstrate gateway priorities":    "table",
 	"pxsubstrate lint credentials":      "table",
+	"pxsubstrate lint images":           "table",
 	"pxsubstrate render cluster":        "stream: YAML for kubectl apply -f -",
 	"pxsubstrate render nodes":          "stream: YAML for kubectl apply -f -",
 	"pxsubstrate render vpc":            "stream: YAML for kubectl apply -f -",

@@ -26,8 +26,9 @@ func newRenderCmd(app *App) *cobra.Command {
 // renderFlags are shared by render cluster and render nodes.
 type renderFlags struct {
 	file, lookup, capmox string
-	versions             []string
+	versions, images     []string
 	preDelete            string // render cluster only
+	requireDigests       bool
 }
 
 func (f *renderFlags) bind(cmd *cobra.Command) {
@@ -35,6 +36,8 @@ func (f *renderFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.lookup, "lookup", "", "live objects the guards, VPC lookups and template retention read: Clusters, MachineDeployments, MachineSets, ProxmoxMachineTemplates, ProxmoxNetworks (YAML stream or List)")
 	cmd.Flags().StringVar(&f.capmox, "capmox", "v0.7", "capmox release to render for: v0.7 (v1alpha1, CAPI v1beta1) or v0.8 and later (v1alpha2, CAPI v1beta2)")
 	cmd.Flags().StringArrayVar(&f.versions, "kubernetes-version", nil, "map a minor to the patch release rendered for it, e.g. v1.35=v1.35.2 (repeatable)")
+	cmd.Flags().StringArrayVar(&f.images, "image", nil, "override an image, FIELD=REF with FIELD one of "+strings.Join(capmoxrender.ImageFields, ", ")+" and REF name:tag, name@sha256:<64 hex> or name:tag@sha256:<64 hex> (repeatable)")
+	cmd.Flags().BoolVar(&f.requireDigests, "require-digests", false, "refuse, by field, every image not pinned by digest")
 	_ = cmd.MarkFlagRequired("file")
 }
 
@@ -47,7 +50,15 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 	if err != nil {
 		return capmoxrender.Options{}, usageError{fmt.Errorf("--%w", err)}
 	}
-	o := capmoxrender.Options{Capmox: gen, KubernetesVersions: map[string]string{}, PreDelete: pd}
+	o := capmoxrender.Options{Capmox: gen, KubernetesVersions: map[string]string{}, PreDelete: pd, RequireDigests: f.requireDigests}
+	for _, kv := range f.images {
+		field, ref, _ := strings.Cut(kv, "=")
+		p := o.Images.Field(field)
+		if p == nil || ref == "" {
+			return o, usageError{fmt.Errorf("--image %q: write FIELD=REF with FIELD one of %s", kv, strings.Join(capmoxrender.ImageFields, ", "))}
+		}
+		*p = ref
+	}
 	for _, v := range f.versions {
 		minor, patch, ok := strings.Cut(v, "=")
 		if !ok {
