@@ -37,6 +37,23 @@ func liveService(ns, name, ip string) *unstructured.Unstructured {
 	return u
 }
 
+// shortWaitEnv is a Job's environment as NAME=VALUE, its waits cut to
+// two steps of no time.
+func shortWaitEnv(t *testing.T, job *unstructured.Unstructured) []string {
+	t.Helper()
+	var out []string
+	for k, v := range jobEnv(t, job) {
+		switch k {
+		case "WAIT_STEPS":
+			v = "2"
+		case "WAIT_SECONDS":
+			v = "0"
+		}
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
 func jobEnv(t *testing.T, job *unstructured.Unstructured) map[string]string {
 	t.Helper()
 	cs, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
@@ -161,16 +178,7 @@ func TestHostEntriesJobScript(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(cmdline[0].(string), cmdline[1].(string), cmdline[2].(string))
-			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_SVC_IP=" + tc.ip, "FAKE_DIR=" + dir}
-			for k, v := range jobEnv(t, job) {
-				switch k {
-				case "WAIT_STEPS":
-					v = "2"
-				case "WAIT_SECONDS":
-					v = "0"
-				}
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
+			cmd.Env = append([]string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_SVC_IP=" + tc.ip, "FAKE_DIR=" + dir}, shortWaitEnv(t, job)...)
 			out, err := cmd.CombinedOutput()
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(string(out), tc.wantErr) {

@@ -241,16 +241,7 @@ func TestPreDeleteJobScript(t *testing.T) {
 			tmp := t.TempDir()
 			script := strings.ReplaceAll(cmdline[2].(string), "/tmp/", tmp+"/")
 			cmd := exec.Command(cmdline[0].(string), cmdline[1].(string), script)
-			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_DIR=" + dir}
-			for k, v := range jobEnv(t, job) {
-				switch k {
-				case "WAIT_STEPS":
-					v = "2"
-				case "WAIT_SECONDS":
-					v = "0"
-				}
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
+			cmd.Env = append([]string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_DIR=" + dir}, shortWaitEnv(t, job)...)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("the script must end in success so the deletion goes on: %v\n%s", err, out)

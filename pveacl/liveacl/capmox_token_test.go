@@ -160,8 +160,8 @@ func TestTenantLinkedClones(t *testing.T) {
 	sink := dirSink(t)
 	_, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(sink), liveacl.WithSecretContext("https://pve:8006/api2/json", "eu-1"))
 	must(t, err)
-	capA := srv.TokenClient("alpha@pve!capmox", storedSecretKey(t, sink, "alpha@pve!capmox"))
-	capB := srv.TokenClient("k8s-beta@pve!capmox-beta", storedSecretKey(t, sink, "k8s-beta@pve!capmox-beta"))
+	capA := srv.TokenClient("alpha@pve!capmox", storedSecret(t, sink, "alpha@pve!capmox"))
+	capB := srv.TokenClient("k8s-beta@pve!capmox-beta", storedSecret(t, sink, "k8s-beta@pve!capmox-beta"))
 	linked := func(newid int, pool string) map[string]any { return map[string]any{"newid": newid, "pool": pool} }
 	checkAPI(t, []apiCheck{
 		{"alpha's capmox token linked-clones the template into alpha's pool", clone(capA, 9000, linked(101, "alpha")), ""},
@@ -190,14 +190,4 @@ func TestTenantLinkedClones(t *testing.T) {
 	if diff := cmp.Diff([]audit.Code{audit.CodeCrossTenantReach}, rep.Codes()); diff != "" {
 		t.Errorf("the same grant to beta, which did not ask for it, reaches outside beta (-want +got):\n%s\n%+v", diff, rep.Findings)
 	}
-}
-
-// storedSecretKey reads the secret of a capmox token from a DirSink.
-func storedSecretKey(t *testing.T, sink liveacl.DirSink, tokenID string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sink.Dir, liveacl.SecretName(tokenID)+".json"))
-	must(t, err)
-	var m map[string]string
-	must(t, json.Unmarshal(b, &m))
-	return m["secret"]
 }
