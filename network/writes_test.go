@@ -69,13 +69,7 @@ func invariantsHold(t *testing.T, h *sim.Harness) {
 // per namespace, the same for 10 and for 40 networks in it. A restart over
 // the converged networks writes nothing at all.
 func TestWritesPerNetwork(t *testing.T) {
-	perNetwork := map[kube.RequestKey]int{
-		{Verb: kube.VerbPatch, Kind: "ProxmoxNetwork"}:        1,
-		{Verb: kube.VerbCreate, Kind: "ProxmoxVLANClaim"}:     1,
-		{Verb: kube.VerbCreate, Kind: "Vlan"}:                 1,
-		{Verb: kube.VerbPatch, Kind: "Subnet"}:                1,
-		{Verb: kube.VerbStatusUpdate, Kind: "ProxmoxNetwork"}: 2,
-	}
+	perNetwork := writesPerNetwork
 	nsPatches := map[int]int{}
 	for _, perNS := range []int{10, 40} {
 		first, restart := writesOf(t, perNS)
