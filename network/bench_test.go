@@ -184,7 +184,7 @@ func convergeZoneInformers(b *testing.B, cfg *rest.Config, store client.WithWatc
 		prefix := fmt.Sprintf("bench-%d", it)
 		createMany(b, store, zoneObjects(b, prefix, n))
 		b.StartTimer()
-		run := convergeInformers(b, cfg, store, prefix, n, *zoneWorkers)
+		run := convergeInformers(b, cfg, store, prefix, n, *zoneWorkers, false)
 		b.StopTimer()
 		meter := run.meter
 		if meter.allocs != n {

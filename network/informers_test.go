@@ -2,7 +2,12 @@ package network_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,8 +73,10 @@ func watchedKinds() []client.Object {
 // Run with workers per runner on the real clock. A simulated Kube-OVN
 // reports each Subnet Ready once its Vlan exists, as Kube-OVN does. It
 // returns once every network of ns is Ready and the controller has stopped
-// writing.
-func convergeInformers(tb testing.TB, cfg *rest.Config, direct client.WithWatch, ns string, want, workers int) informerRun {
+// writing. checkListed checks every annotation write (checkReadyListed),
+// which lists the namespace's networks each time: tests check, benchmarks
+// do not, so that the lists do not load the API server being measured.
+func convergeInformers(tb testing.TB, cfg *rest.Config, direct client.WithWatch, ns string, want, workers int, checkListed bool) informerRun {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -95,7 +102,9 @@ func convergeInformers(tb testing.TB, cfg *rest.Config, direct client.WithWatch,
 	hooks := run.api.Funcs()
 	cacheReads := run.meter.cacheFuncs()
 	hooks.Get, hooks.List = cacheReads.Get, cacheReads.List
-	checkReadyListed(tb, direct, &hooks)
+	if checkListed {
+		checkReadyListed(tb, direct, &hooks)
+	}
 	counted := interceptor.NewClient(interceptor.NewClient(cached, hooks), interceptor.Funcs{Create: run.meter.funcs().Create})
 	apiReader := interceptor.NewClient(interceptor.NewClient(direct, run.api.Funcs()), run.meter.funcs())
 	cache := network.NewCache()
@@ -112,6 +121,9 @@ func convergeInformers(tb testing.TB, cfg *rest.Config, direct client.WithWatch,
 	ready := watchReady(ctx, tb, informers, ns, want)
 	kubeOVN(ctx, tb, informers, direct, &wg)
 
+	if *apiServerProfile != "" {
+		wg.Go(func() { profileAPIServer(ctx, tb, cfg, *apiServerProfile) })
+	}
 	start := time.Now()
 	cpu0, _ := cpuNow()
 	if err := ctrl.Load(ctx); err != nil {
@@ -143,6 +155,44 @@ func convergeInformers(tb testing.TB, cfg *rest.Config, direct client.WithWatch,
 	}
 	stop()
 	return run
+}
+
+// apiServerProfile names the file convergeInformers writes a CPU profile
+// of kube-apiserver to.
+var apiServerProfile = flag.String("apiserver-cpuprofile", "", "write a 30 s CPU profile of kube-apiserver, taken while BenchmarkConvergeZoneAPIServer converges, to this file")
+
+// profileAPIServer writes a 30 s CPU profile of the API server of cfg
+// (its /debug/pprof/profile) to file.
+func profileAPIServer(ctx context.Context, tb testing.TB, cfg *rest.Config, file string) {
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		tb.Errorf("profile kube-apiserver: %v", err)
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/debug/pprof/profile?seconds=30", nil)
+	if err != nil {
+		tb.Errorf("profile kube-apiserver: %v", err)
+		return
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			tb.Errorf("profile kube-apiserver: %v", err)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if ctx.Err() != nil {
+		return // the converge ended first: no profile
+	}
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Errorf("profile kube-apiserver: status %d, %v", resp.StatusCode, err)
+		return
+	}
+	if err := os.WriteFile(file, body, 0o644); err != nil {
+		tb.Errorf("profile kube-apiserver: %v", err)
+	}
 }
 
 // watchReady closes the returned channel once want networks of namespace
@@ -226,7 +276,7 @@ func TestWorkersInformers(t *testing.T) {
 		objs = append(objs, net...)
 	}
 	createMany(t, store, objs)
-	run := convergeInformers(t, cfg, store, "informers", n, 8)
+	run := convergeInformers(t, cfg, store, "informers", n, 8, true)
 	if err := sim.VerifyInvariants(context.Background(), store); err != nil {
 		t.Fatal(err)
 	}
