@@ -45,7 +45,17 @@ func TestLoadTenantsErrors(t *testing.T) {
 		"UnknownField": {
 			reason: "typos are errors, not silently ignored keys",
 			yaml:   "tenants:\n- name: a\n  storage: s1\n  storag: s2\n",
-			want:   []string{`unknown field "storag"`},
+			want:   []string{`unknown field "tenants[0].storag"`},
+		},
+		"MiscasedField": {
+			reason: "a key matches its field exactly, as in the Kubernetes API, not whatever its case",
+			yaml:   "Tenants:\n- name: a\n  storage: s1\n",
+			want:   []string{`unknown field "Tenants"`},
+		},
+		"DuplicateField": {
+			reason: "a key given twice is refused, not decided by the later one",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  storage: s2\n",
+			want:   []string{`key "storage" already set in map`},
 		},
 		"MissingStorage": {
 			reason: "every tenant needs a dedicated storage",
