@@ -12,8 +12,9 @@
 #   - a real ovsdb-server (Debian package ovn-central) and the OVN data plane
 #     (ovn-host, openvswitch-switch, iproute2, iputils-ping), installed with
 #     apt-get when missing; the data-plane tests also need root;
-#   - kube-apiserver and etcd for envtest, built once from the Go module proxy
-#     into ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}
+#   - kube-apiserver and etcd for envtest, and the kubectl the host-entries
+#     test runs, built once from the Go module proxy into
+#     ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}
 #     (about 5 minutes on 2 cores the first time, instant afterwards);
 #   - for the nested modules: promtool (hack/promtool.sh) and
 #     prometheus-operator's CRDs (hack/prometheus-crds.sh), built once into

@@ -32,7 +32,7 @@ const (
 	stopTimeout     = time.Minute
 )
 
-// ErrMissingAssets says kube-apiserver or etcd cannot be found.
+// ErrMissingAssets says kube-apiserver, etcd or kubectl cannot be found.
 var ErrMissingAssets = errors.New("envtest binaries are missing")
 
 // APIServerOptions says which CRDs StartAPIServer installs. Every field is optional.
@@ -102,17 +102,39 @@ func StartAPIServer(t testing.TB, o APIServerOptions) (*rest.Config, client.Clie
 // $KUBEBUILDER_ASSETS when set, else the cache folder hack/kube-assets.sh
 // builds into.
 func FindAssets() (string, error) {
-	dir := os.Getenv(envAssets)
-	if dir == "" {
-		dir = DefaultAssetsDir()
-	}
+	dir := assetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		fi, err := os.Stat(filepath.Join(dir, bin))
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("%w: no executable %s in %s (%s)", ErrMissingAssets, bin, dir, assetsHint)
+		if err := executable(dir, bin); err != nil {
+			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// FindKubectl returns the kubectl that hack/kube-assets.sh builds next to
+// kube-apiserver and etcd, for tests that run the rendered scripts against
+// the test API server.
+func FindKubectl() (string, error) {
+	dir := assetsDir()
+	if err := executable(dir, "kubectl"); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "kubectl"), nil
+}
+
+func assetsDir() string {
+	if dir := os.Getenv(envAssets); dir != "" {
+		return dir
+	}
+	return DefaultAssetsDir()
+}
+
+func executable(dir, bin string) error {
+	fi, err := os.Stat(filepath.Join(dir, bin))
+	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: no executable %s in %s (%s)", ErrMissingAssets, bin, dir, assetsHint)
+	}
+	return nil
 }
 
 // DefaultAssetsDir is where hack/kube-assets.sh puts the binaries:

@@ -74,6 +74,16 @@ func TestFindAssets(t *testing.T) {
 	if dir, err := kube.FindAssets(); err != nil || dir != empty {
 		t.Errorf("FindAssets() = %q, %v; want %q", dir, err, empty)
 	}
+	if _, err := kube.FindKubectl(); !errors.Is(err, kube.ErrMissingAssets) || !strings.Contains(err.Error(), "no executable kubectl in "+empty) {
+		t.Errorf("FindKubectl() without kubectl = %v; want ErrMissingAssets naming kubectl and the folder", err)
+	}
+	kubectl := filepath.Join(empty, "kubectl")
+	if err := os.WriteFile(kubectl, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := kube.FindKubectl(); err != nil || got != kubectl {
+		t.Errorf("FindKubectl() = %q, %v; want %q", got, err, kubectl)
+	}
 	t.Setenv("KUBEBUILDER_ASSETS", "")
 	t.Setenv("PXSUBSTRATE_CACHE", "/cache-root")
 	if got, want := kube.DefaultAssetsDir(), "/cache-root/kube/1.37.2-etcd3.7.3"; got != want {
