@@ -69,24 +69,11 @@ func invariantsHold(t *testing.T, h *sim.Harness) {
 // per namespace, the same for 10 and for 40 networks in it. A restart over
 // the converged networks writes nothing at all.
 func TestWritesPerNetwork(t *testing.T) {
-	perNetwork := writesPerNetwork
 	nsPatches := map[int]int{}
 	for _, perNS := range []int{10, 40} {
 		first, restart := writesOf(t, perNS)
 		networks := 2 * perNS
-		for k, c := range first {
-			if !kube.IsWrite(k.Verb) {
-				continue
-			}
-			switch want, ok := perNetwork[k]; {
-			case ok && c != want*networks:
-				t.Errorf("%d networks: %s %s %d times, want %d per network", networks, k.Verb, k.Kind, c, want)
-			case !ok && k.Kind == "Namespace":
-				nsPatches[perNS] = c
-			case !ok && k.Kind != "ProxmoxNetworkZone":
-				t.Errorf("%d networks: %s %s %d times; no such write is needed", networks, k.Verb, k.Kind, c)
-			}
-		}
+		nsPatches[perNS] = checkWrites(t, first, networks)
 		for k, c := range restart {
 			if kube.IsWrite(k.Verb) {
 				t.Errorf("restart over %d converged networks: %s %s %d times, want no write", networks, k.Verb, k.Kind, c)
