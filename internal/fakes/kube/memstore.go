@@ -45,12 +45,13 @@ type memStore struct {
 
 	mu       sync.RWMutex
 	objs     map[schema.GroupVersionKind]map[client.ObjectKey]client.Object
+	slabs    map[schema.GroupVersionKind]reflect.Value
 	watchers []*memWatcher
 }
 
 func newMemStore(fake client.WithWatch, s *runtime.Scheme, withStatus []client.Object) (*memStore, error) {
 	m := &memStore{WithWatch: fake, scheme: s, withStatus: map[schema.GroupVersionKind]bool{},
-		objs: map[schema.GroupVersionKind]map[client.ObjectKey]client.Object{}}
+		objs: map[schema.GroupVersionKind]map[client.ObjectKey]client.Object{}, slabs: map[schema.GroupVersionKind]reflect.Value{}}
 	for _, o := range withStatus {
 		gvk, ok := m.typedKind(o)
 		if !ok {
@@ -165,8 +166,8 @@ func (m *memStore) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 		return m.WithWatch.Get(ctx, key, obj, opts...)
 	}
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	stored, found := m.objs[gvk][key]
-	m.mu.RUnlock()
 	if !found {
 		return apierrors.NewNotFound(resourceOf(gvk), key.Name)
 	}
@@ -201,8 +202,9 @@ func (m *memStore) List(ctx context.Context, list client.ObjectList, opts ...cli
 	for i, k := range keys {
 		stored[i] = m.objs[gvk][k]
 	}
+	err = fillList(list, gvk, stored)
 	m.mu.RUnlock()
-	if err := fillList(list, gvk, stored); err != nil {
+	if err != nil {
 		return err
 	}
 	if next != "" {
@@ -334,12 +336,33 @@ func (m *memStore) Create(ctx context.Context, obj client.Object, opts ...client
 	if _, exists := m.objs[gvk][key]; exists {
 		return apierrors.NewAlreadyExists(resourceOf(gvk), key.Name)
 	}
-	stored, _ := t.DeepCopyObject().(client.Object)
+	stored := m.place(gvk, t.DeepCopyObject())
 	stored.SetResourceVersion("1")
 	stored.SetDeletionTimestamp(nil)
 	stored.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	m.put(gvk, key, stored, watch.Added)
 	return copyOut(stored, gvk, obj)
+}
+
+// slabSize is how many objects of a kind the store allocates at once.
+const slabSize = 64
+
+// place moves o (a fresh copy) into the next free object of its kind's
+// slab and returns that object. The store's objects outlive the garbage
+// every request makes; allocated a chunk at a time they sit together in
+// memory instead of one by one among that garbage, which would hold a
+// span of the heap for each. Callers hold m.mu.
+func (m *memStore) place(gvk schema.GroupVersionKind, o runtime.Object) client.Object {
+	v := reflect.ValueOf(o)
+	slab, ok := m.slabs[gvk]
+	if !ok || slab.Len() == 0 {
+		slab = reflect.MakeSlice(reflect.SliceOf(v.Type().Elem()), slabSize, slabSize)
+	}
+	slot := slab.Index(0).Addr()
+	m.slabs[gvk] = slab.Slice(1, slab.Len())
+	slot.Elem().Set(v.Elem())
+	placed, _ := slot.Interface().(client.Object)
+	return placed
 }
 
 // seed stores obj as the fake client stores the objects it is built with
@@ -423,10 +446,15 @@ func (m *memStore) update(gvk schema.GroupVersionKind, t, out client.Object, sta
 	next.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	if next.GetDeletionTimestamp() != nil && len(next.GetFinalizers()) == 0 {
 		m.remove(gvk, key, next)
-	} else {
-		m.put(gvk, key, next, watch.Modified)
+		return copyOut(next, gvk, out)
 	}
-	return copyOut(next, gvk, out)
+	// Stored objects never leave the store (reads copy them under the
+	// lock), so the new version takes the place of the old one: an object
+	// written many times keeps the memory it was created in instead of
+	// scattering its last version among the garbage of every write.
+	reflect.ValueOf(cur).Elem().Set(reflect.ValueOf(next).Elem())
+	m.put(gvk, key, cur, watch.Modified)
+	return copyOut(cur, gvk, out)
 }
 
 func statusOf(o client.Object) reflect.Value {
