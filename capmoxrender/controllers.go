@@ -73,9 +73,38 @@ func controllerTolerations() []corev1.Toleration {
 
 func controllerVolumes(release, secret string) []corev1.Volume {
 	return []corev1.Volume{
-		{Name: "kubeconfig", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: release + "-admin-kubeconfig", Items: []corev1.KeyToPath{{Key: TenantKubeconfigKey, Path: TenantKubeconfigKey}}}}},
+		kubeconfigVolume(release),
 		{Name: CredentialsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}},
-		{Name: "cloud-config", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		memoryVolume("cloud-config"),
+	}
+}
+
+// kubeconfigVolume is the tenant's admin kubeconfig, mounted with
+// mountKubeconfig.
+func kubeconfigVolume(release string) corev1.Volume {
+	return corev1.Volume{Name: "kubeconfig", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: release + "-admin-kubeconfig", Items: []corev1.KeyToPath{{Key: TenantKubeconfigKey, Path: TenantKubeconfigKey}}}}}
+}
+
+// memoryVolume is an emptyDir named name, kept in memory.
+func memoryVolume(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
+}
+
+// restrictedPodSecurity and restrictedContainerSecurity are the security
+// contexts of the Jobs that run kubectl (host entries, pre-delete): an
+// unprivileged user, the runtime's seccomp profile, no escalation, no
+// capabilities, a read-only root.
+func restrictedPodSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65534)),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+}
+
+func restrictedContainerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 }
 
