@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/keymutex"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
@@ -35,8 +36,9 @@ type Controller struct {
 	namespaces *engine.Runner[*corev1.Namespace]
 	memo       eventMemo
 	throttle   *throttle
-	// nsWrites makes the annotation writes to one namespace take turns.
-	nsWrites keyedMutex
+	// nsWrites makes the annotation writes to one namespace take turns
+	// (namespaces hashed onto a fixed set of locks, so it does not grow).
+	nsWrites keymutex.KeyMutex
 }
 
 // New builds a Controller; it reads nothing yet.
@@ -49,6 +51,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg:      cfg,
 		cache:    cfg.Cache,
 		store:    kubestore.New(cfg.Client, kubestore.WithReader(cfg.APIReader)),
+		nsWrites: keymutex.NewHashed(0),
 		throttle: &throttle{interval: cfg.StatusInterval, clock: cfg.Clock, last: map[string]time.Time{}},
 	}
 	resync := max(cfg.Resync, 0)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -89,8 +88,8 @@ func (c *Controller) namespace(ctx context.Context, name string) (*corev1.Namesp
 // that computed its value earlier cannot overwrite a newer annotation (a
 // Ready network would be left unlisted).
 func (c *Controller) writeAnnotation(ctx context.Context, ns *corev1.Namespace) error {
-	unlock := c.nsWrites.lock(ns.Name)
-	defer unlock()
+	c.nsWrites.LockKey(ns.Name)
+	defer func() { _ = c.nsWrites.UnlockKey(ns.Name) }()
 	want := c.cache.namespaceAnnotationOf(ns.Name)
 	if have, ok := ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]; have == want && ok == (want != "") {
 		return nil
@@ -120,26 +119,4 @@ func (c *Controller) reconcileNamespace(ctx context.Context, s *engine.State[*co
 		return engine.Result{RequeueAfter: wait}, nil
 	}
 	return engine.Result{}, c.syncNamespace(ctx, s.Object.Name, nil)
-}
-
-// keyedMutex is one mutex per key, made on first use.
-type keyedMutex struct {
-	mu   sync.Mutex
-	keys map[string]*sync.Mutex
-}
-
-// lock locks key's mutex and returns its unlock.
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	if k.keys == nil {
-		k.keys = map[string]*sync.Mutex{}
-	}
-	m, ok := k.keys[key]
-	if !ok {
-		m = &sync.Mutex{}
-		k.keys[key] = m
-	}
-	k.mu.Unlock()
-	m.Lock()
-	return m.Unlock
 }
