@@ -76,19 +76,12 @@ type vlanRef struct {
 }
 
 // React applies one round of the world's behaviour through c. It reads the
-// Subnets and Vlans it compares once for the round: Kube-OVN's Vlan and
-// Subnet behaviours only write statuses, which neither reads.
+// Vlans' names and IDs, then the Subnets once, reporting each Subnet's
+// status on the way and keeping what the Vlan and router port behaviours
+// compare: Kube-OVN's Vlan and Subnet behaviours only write statuses, which
+// neither reads. Only the Vlans are read again, to write their statuses.
 func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
-	var subnets []subnetRef
 	var vlans []vlanRef
-	if err := eachPage(ctx, c, "Subnets", func() *kubeovnv1.SubnetList { return &kubeovnv1.SubnetList{} }, func(l *kubeovnv1.SubnetList) error {
-		for _, s := range l.Items {
-			subnets = append(subnets, subnetRef{s.Name, s.Spec.Vlan, s.Spec.Vpc})
-		}
-		return nil
-	}); err != nil {
-		return false, err
-	}
 	if err := eachPage(ctx, c, "Vlans", func() *kubeovnv1.VlanList { return &kubeovnv1.VlanList{} }, func(l *kubeovnv1.VlanList) error {
 		for i := range l.Items {
 			v := &l.Items[i]
@@ -98,11 +91,13 @@ func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
 	}); err != nil {
 		return false, err
 	}
-	changed := false
+	subnets, changed, err := w.subnets(ctx, c, vlans)
+	if err != nil {
+		return changed, err
+	}
 	for _, f := range []func() (bool, error){
 		func() (bool, error) { return w.routerPorts(ctx, subnets) },
 		func() (bool, error) { return w.vlans(ctx, c, vlans, subnets) },
-		func() (bool, error) { return w.subnets(ctx, c, vlans) },
 		func() (bool, error) { return w.pools(ctx, c) },
 	} {
 		ch, err := f()
@@ -138,7 +133,7 @@ func (w *World) vlans(ctx context.Context, c client.Client, vlans []vlanRef, sub
 				want = slices.DeleteFunc(want, func(s string) bool { return !exists[s] })
 			}
 			sort.Strings(want)
-			conflict := v.Spec.ID != 0 && owner[idKey(v)] != v.Name
+			conflict := v.Spec.ID != 0 && owner[idKey(v)].name != v.Name
 			if slices.Equal(want, v.Status.Subnets) && conflict == v.Status.Conflict {
 				continue
 			}
@@ -164,30 +159,30 @@ func idKey(v *kubeovnv1.Vlan) vlanID { return vlanID{v.Spec.Provider, v.Spec.ID}
 
 // conflictOwners picks, per (provider network, ID), the Vlan Kube-OVN keeps:
 // the oldest, then the first by name. ID 0 never conflicts.
-func conflictOwners(vlans []vlanRef) map[vlanID]string {
-	first := map[vlanID]vlanRef{}
+func conflictOwners(vlans []vlanRef) map[vlanID]vlanRef {
+	owner := map[vlanID]vlanRef{}
 	for _, v := range vlans {
-		h, ok := first[v.id]
+		h, ok := owner[v.id]
 		if !ok || v.created.Before(&h.created) || (v.created.Equal(&h.created) && v.name < h.name) {
-			first[v.id] = v
+			owner[v.id] = v
 		}
-	}
-	owner := make(map[vlanID]string, len(first))
-	for k, h := range first {
-		owner[k] = h.name
 	}
 	return owner
 }
 
-func (w *World) subnets(ctx context.Context, c client.Client, vlans []vlanRef) (bool, error) {
+// subnets reports each Subnet Ready once its Vlan exists, and returns
+// what the other behaviours read of the Subnets, from the same pages.
+func (w *World) subnets(ctx context.Context, c client.Client, vlans []vlanRef) ([]subnetRef, bool, error) {
 	vlanExists := make(map[string]bool, len(vlans))
 	for _, v := range vlans {
 		vlanExists[v.name] = true
 	}
+	var refs []subnetRef
 	changed := false
 	err := eachPage(ctx, c, "Subnets", func() *kubeovnv1.SubnetList { return &kubeovnv1.SubnetList{} }, func(l *kubeovnv1.SubnetList) error {
 		for i := range l.Items {
 			s := &l.Items[i]
+			refs = append(refs, subnetRef{s.Name, s.Spec.Vlan, s.Spec.Vpc})
 			status, msg := "True", ""
 			if s.Spec.Vlan != "" && !vlanExists[s.Spec.Vlan] {
 				status, msg = "False", fmt.Sprintf("vlan %q not found", s.Spec.Vlan)
@@ -204,7 +199,7 @@ func (w *World) subnets(ctx context.Context, c client.Client, vlans []vlanRef) (
 		}
 		return nil
 	})
-	return changed, err
+	return refs, changed, err
 }
 
 func (w *World) pools(ctx context.Context, c client.Client) (bool, error) {
