@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	kjson "sigs.k8s.io/json"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -239,30 +239,33 @@ func parseApp(data []byte, kind string) (appObject, error) {
 }
 
 // decodeSpecStrict is decodeSpec that refuses a field the type does not
-// declare, naming its path (spec.proxmox.foo): a misspelt or foreign field
-// would otherwise be dropped without a word.
+// declare (in another case than declared, too) or that is given twice,
+// naming its path (spec.proxmox.foo): such a field would otherwise be
+// dropped without a word.
 func decodeSpecStrict(raw json.RawMessage, into any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	strict, err := kjson.UnmarshalStrict(raw, into, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	err := strictyaml.UnmarshalJSON(raw, into)
+	if fields := strictyaml.FieldErrors(err); len(fields) > 0 {
+		return fmt.Errorf("%w: %s", ErrInput, strictMessage(fields))
+	}
 	if err != nil {
 		return fmt.Errorf("%w: spec: %w", ErrInput, err)
-	}
-	if len(strict) > 0 {
-		return fmt.Errorf("%w: %s", ErrInput, strictMessage(strict))
 	}
 	return nil
 }
 
-// strictMessage turns the decoder's `unknown field "a.b"` into one line
-// that names each field with its spec path.
-func strictMessage(errs []error) string {
-	parts := make([]string, 0, len(errs))
-	for _, e := range errs {
-		m := e.Error()
-		if name, ok := strings.CutPrefix(m, "unknown field "); ok {
-			m = "unknown field spec." + strings.Trim(name, `"`) + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
+// strictMessage names each refused field with its spec path, on one line.
+func strictMessage(fields []*strictyaml.FieldError) string {
+	parts := make([]string, 0, len(fields))
+	for _, f := range fields {
+		m := "duplicate field spec." + f.Path + ": give it once"
+		if !f.Duplicate {
+			m = "unknown field spec." + f.Path + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
+			if f.Suggestion != "" {
+				m += fmt.Sprintf(" (did you mean %q?)", f.Suggestion)
+			}
 		}
 		parts = append(parts, m)
 	}

@@ -130,12 +130,13 @@ func TestPoolUnknownFields(t *testing.T) {
 	if _, err := capmoxrender.ParseKubernetesNodes(seed); err != nil {
 		t.Fatalf("the seed pool must parse: %v", err)
 	}
-	cases := map[string]struct{ from, to, path string }{
-		"TopLevel":  {"  replicas: 2\n", "  replicas: 2\n  nodeCount: 2\n", "spec.nodeCount"},
-		"Proxmox":   {"    pool: tenant-demo\n", "    pool: tenant-demo\n    templateTag: [talos]\n", "spec.proxmox.templateTag"},
-		"Network":   {"      vlan: 100\n", "      vlan: 100\n      vlanId: 100\n", "spec.proxmox.network.vlanId"},
-		"Resources": {"    memory: 8Gi\n", "    memory: 8Gi\n    disk: 20Gi\n", "spec.resources.disk"},
-		"WrongCase": {"  replicas: 2\n", "  Replicas: 2\n", "spec.Replicas"},
+	cases := map[string]struct{ from, to, path, hint string }{
+		"TopLevel":  {"  replicas: 2\n", "  replicas: 2\n  nodeCount: 2\n", "spec.nodeCount", ""},
+		"Proxmox":   {"    pool: tenant-demo\n", "    pool: tenant-demo\n    templateTag: [talos]\n", "spec.proxmox.templateTag", "templateTags"},
+		"Network":   {"      vlan: 100\n", "      vlan: 100\n      vlanId: 100\n", "spec.proxmox.network.vlanId", ""},
+		"Resources": {"    memory: 8Gi\n", "    memory: 8Gi\n    disk: 20Gi\n", "spec.resources.disk", ""},
+		"WrongCase": {"  replicas: 2\n", "  Replicas: 2\n", "spec.Replicas", "replicas"},
+		"BothCases": {"  replicas: 2\n", "  replicas: 2\n  Replicas: 3\n", "spec.Replicas", "replicas"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -145,6 +146,9 @@ func TestPoolUnknownFields(t *testing.T) {
 			}
 			_, err := capmoxrender.ParseKubernetesNodes([]byte(in))
 			want := `cannot read KubernetesNodes "demo-workers": invalid input: unknown field ` + tc.path + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
+			if tc.hint != "" {
+				want += ` (did you mean "` + tc.hint + `"?)`
+			}
 			if !errors.Is(err, capmoxrender.ErrInput) || err.Error() != want {
 				t.Errorf("want the input error\n%s\ngot %v", want, err)
 			}

@@ -3,6 +3,7 @@ package vpcrender
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -328,5 +329,39 @@ func TestParseSpecRefusesUnknownFields(t *testing.T) {
 	}
 	if _, err := ParseSpec([]byte("namespace: a\nname: b\nsubnets: [{name: s, cidr: 10.0.0.0/24, proxmox: {}}]\n")); err != nil {
 		t.Fatalf("control: %v", err)
+	}
+}
+
+// TestParseSpecMatchesCase: a key in another case than its field is
+// refused by its path, alone or next to the right one (which would
+// otherwise keep one of the two values without a word), and so is a key
+// given twice; the same document with the right keys is admitted.
+func TestParseSpecMatchesCase(t *testing.T) {
+	const control = "namespace: a\nname: b\nsubnets:\n- name: s\n  cidr: 10.0.0.0/24\n  proxmox: {vmRange: 10.0.0.10-10.0.0.20}\n"
+	s, err := ParseSpec([]byte(control))
+	if err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	if s.Name != "b" || s.Subnets[0].Proxmox.VMRange != "10.0.0.10-10.0.0.20" {
+		t.Fatalf("control decoded as %+v", s)
+	}
+	cases := map[string]struct{ from, to, want string }{
+		"MiscasedTop":     {"name: b\n", "Name: b\n", `unknown field "Name"; did you mean "name"?`},
+		"BothCasesTop":    {"name: b\n", "name: b\nNAME: c\n", `unknown field "NAME"; did you mean "name"?`},
+		"MiscasedNested":  {"vmRange:", "vmrange:", `unknown field "subnets[0].proxmox.vmrange"; did you mean "vmRange"?`},
+		"BothCasesNested": {"  cidr: 10.0.0.0/24\n", "  cidr: 10.0.0.0/24\n  CIDR: 10.1.0.0/24\n", `unknown field "subnets[0].CIDR"; did you mean "cidr"?`},
+		"Duplicate":       {"name: b\n", "name: b\nname: c\n", `key "name" already set`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := strings.Replace(control, tc.from, tc.to, 1)
+			if in == control {
+				t.Fatalf("the edit %q did not apply", tc.from)
+			}
+			_, err := ParseSpec([]byte(in))
+			if !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseSpec(%q) = %v, want ErrParse naming %s", in, err, tc.want)
+			}
+		})
 	}
 }

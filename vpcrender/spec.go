@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"sigs.k8s.io/yaml"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Spec is a tenant VPC as the VPC application describes it, plus what the
@@ -104,11 +104,12 @@ type Network struct {
 // fields, wrong types).
 var ErrParse = errors.New("not a VPC spec")
 
-// ParseSpec reads a Spec from YAML or JSON. Unknown fields are refused, so a
-// typo does not silently drop a setting.
+// ParseSpec reads a Spec from YAML or JSON. Unknown fields (a declared
+// one in another case too) and fields given twice are refused by name, so
+// a typo does not silently drop a setting.
 func ParseSpec(data []byte) (Spec, error) {
 	var s Spec
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+	if err := strictyaml.Unmarshal(data, &s); err != nil {
 		return Spec{}, fmt.Errorf("cannot parse VPC spec: %w: %w", ErrParse, err)
 	}
 	return s, nil

@@ -2,10 +2,9 @@ package credlint
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // KindCloudConfig is the upstream CCM and CSI charts' Secret: one key,
@@ -35,18 +34,15 @@ type cloudCluster struct {
 	Region          string `json:"region"`
 }
 
-// unknownField finds the key a strict decode refused.
-var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
-
 // cloudConfig lints config.yaml: it must parse strictly, hold at least one
 // cluster, and each cluster is checked as a CCM/CSI Secret's keys are,
 // its findings keyed config.yaml:clusters[i].<key>.
 func (l *linter) cloudConfig() {
 	var c cloudConfig
-	if err := yaml.UnmarshalStrict([]byte(l.s.Data[cloudConfigKey]), &c); err != nil {
+	if err := strictyaml.Unmarshal([]byte(l.s.Data[cloudConfigKey]), &c); err != nil {
 		msg := "config.yaml is not a cloud config (clusters: [{url, token_id, token_secret, region}])"
-		if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-			msg += fmt.Sprintf(": unknown key %q", m[1])
+		if fields := strictyaml.FieldErrors(err); len(fields) > 0 {
+			msg += ": " + fieldsMessage(fields)
 		}
 		l.add(cloudConfigKey, Error, "BadCloudConfig", msg, "write config.yaml as the Proxmox CCM documents it")
 		return
@@ -74,6 +70,23 @@ func (l *linter) cloudConfig() {
 	}
 }
 
+// fieldsMessage names the keys a strict decode refused: `unknown key
+// "clusters[0].Token_ID" (did you mean "token_id"?)`, `duplicate key "url"`.
+func fieldsMessage(fields []*strictyaml.FieldError) string {
+	parts := make([]string, 0, len(fields))
+	for _, f := range fields {
+		switch {
+		case f.Duplicate:
+			parts = append(parts, fmt.Sprintf("duplicate key %q", f.Path))
+		case f.Suggestion != "":
+			parts = append(parts, fmt.Sprintf("unknown key %q (did you mean %q?)", f.Path, f.Suggestion))
+		default:
+			parts = append(parts, fmt.Sprintf("unknown key %q", f.Path))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // data is the cluster as a CCM/CSI Secret's keys; credentials kept in
 // files or a password leave the token keys out.
 func (c cloudCluster) data() map[string]string {
@@ -88,7 +101,7 @@ func (c cloudCluster) data() map[string]string {
 // token, for the probe.
 func singleCluster(s Secret) (cloudCluster, bool) {
 	var c cloudConfig
-	if yaml.UnmarshalStrict([]byte(s.Data[cloudConfigKey]), &c) != nil || len(c.Clusters) != 1 {
+	if strictyaml.Unmarshal([]byte(s.Data[cloudConfigKey]), &c) != nil || len(c.Clusters) != 1 {
 		return cloudCluster{}, false
 	}
 	cl := c.Clusters[0]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,6 +66,41 @@ func TestLint(t *testing.T) {
 				if strings.Contains(f.Message+f.Fix, goodSecret) || strings.Contains(f.Message+f.Fix, "hunter2") {
 					t.Errorf("a finding carries the token secret: %+v", f)
 				}
+			}
+		})
+	}
+}
+
+// TestCloudConfigMatchesCase: in config.yaml a key in another case than
+// the CCM's is refused by its path, alone or next to the right one (which
+// would otherwise keep one of the two tokens without a word), and so is a
+// key given twice; the same config with the right keys lints clean.
+func TestCloudConfigMatchesCase(t *testing.T) {
+	const control = "clusters:\n- url: https://pve:8006/api2/json\n  token_id: ccm@pve!ccm\n  token_secret: " + goodSecret + "\n  region: pve-eu1\n"
+	lint := func(cfg string) []credlint.Finding {
+		return credlint.Lint([]credlint.Secret{{Namespace: "ns", Name: "s", Data: map[string]string{"config.yaml": cfg}}})
+	}
+	if got := codes(lint(control)); !slices.Equal(got, []string{":OK"}) {
+		t.Fatalf("control: %v", got)
+	}
+	cases := map[string]struct{ from, to, want string }{
+		"Miscased":  {"  token_id:", "  Token_ID:", `unknown key "clusters[0].Token_ID" (did you mean "token_id"?)`},
+		"BothCases": {"  region: pve-eu1\n", "  region: pve-eu1\n  Region: pve-us1\n", `unknown key "clusters[0].Region" (did you mean "region"?)`},
+		"TopLevel":  {"clusters:", "Clusters:", `unknown key "Clusters" (did you mean "clusters"?)`},
+		"Duplicate": {"  region: pve-eu1\n", "  region: pve-eu1\n  region: pve-us1\n", "config.yaml is not a cloud config"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := strings.Replace(control, tc.from, tc.to, 1)
+			if in == control {
+				t.Fatalf("the edit %q did not apply", tc.from)
+			}
+			fs := lint(in)
+			if got := codes(fs); !slices.Equal(got, []string{"config.yaml:BadCloudConfig"}) {
+				t.Fatalf("codes %v, want config.yaml:BadCloudConfig", got)
+			}
+			if !strings.Contains(fs[0].Message, tc.want) || strings.Contains(fs[0].Message, goodSecret) {
+				t.Errorf("message %q, want it to name %s and not the secret", fs[0].Message, tc.want)
 			}
 		})
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 // ErrInvalidScenario says a scenario file cannot be run as written.
@@ -95,7 +95,7 @@ type Expectation struct {
 // ErrInvalidScenario) holds for any of them.
 func ParseScenario(data []byte) (*Scenario, error) {
 	var s Scenario
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+	if err := strictyaml.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
 	}
 	var problems *multierror.Error

@@ -41,6 +41,39 @@ steps:
 	}
 }
 
+// TestParseScenarioMatchesCase: a key in another case than its field is
+// refused by its path, alone or next to the right one, and so is a key
+// given twice; the same scenario with the right keys is admitted.
+func TestParseScenarioMatchesCase(t *testing.T) {
+	const control = "name: demo\nsteps:\n- converge: true\n- expect:\n  - {apiVersion: v1, kind: Namespace, name: a, absent: true}\n"
+	s, err := sim.ParseScenario([]byte(control))
+	if err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	if s.Name != "demo" || len(s.Steps) != 2 || !s.Steps[1].Expect[0].Absent {
+		t.Fatalf("control decoded as %+v", s)
+	}
+	cases := map[string]struct{ from, to, want string }{
+		"MiscasedTop":    {"name: demo\n", "Name: demo\n", `unknown field "Name"; did you mean "name"?`},
+		"BothCasesTop":   {"name: demo\n", "name: demo\nName: other\n", `unknown field "Name"; did you mean "name"?`},
+		"MiscasedInline": {"kind: Namespace", "Kind: Namespace", `unknown field "steps[1].expect[0].Kind"; did you mean "kind"?`},
+		"BothCasesStep":  {"- converge: true\n", "- converge: true\n  Converge: false\n", `unknown field "steps[0].Converge"; did you mean "converge"?`},
+		"Duplicate":      {"name: demo\n", "name: demo\nname: other\n", `key "name" already set`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := strings.Replace(control, tc.from, tc.to, 1)
+			if in == control {
+				t.Fatalf("the edit %q did not apply", tc.from)
+			}
+			_, err := sim.ParseScenario([]byte(in))
+			if !errors.Is(err, sim.ErrInvalidScenario) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseScenario(%q) = %v, want ErrInvalidScenario naming %s", in, err, tc.want)
+			}
+		})
+	}
+}
+
 // FuzzParseScenario: any input parses or is refused with
 // ErrInvalidScenario, and a refusal of several problems lists as many
 // lines as its count says.

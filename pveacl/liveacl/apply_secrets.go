@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -343,7 +344,7 @@ func (m ManifestSink) read() (map[string]secretManifest, error) {
 	}
 	for i, doc := range splitYAMLDocs(data) {
 		var s secretManifest
-		if err := yaml.UnmarshalStrict(doc, &s); err != nil || s.Kind != "Secret" || s.Metadata.Name == "" {
+		if err := strictyaml.Unmarshal(doc, &s); err != nil || s.Kind != "Secret" || s.Metadata.Name == "" {
 			return nil, fmt.Errorf("cannot add to %s: document %d is not a Secret manifest this tool wrote (%v); name another file", m.Path, i+1, err)
 		}
 		out[s.Metadata.Name] = s

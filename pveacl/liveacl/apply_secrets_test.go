@@ -201,6 +201,41 @@ func TestManifestSink(t *testing.T) {
 	}
 }
 
+// TestManifestSinkMatchesCase: a Secret manifest read back from the file
+// with a key in another case than the sink writes is refused by its path,
+// alone or next to the right one (which would otherwise keep one of the
+// two values without a word); the file as the sink wrote it is admitted.
+func TestManifestSinkMatchesCase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secrets.yaml")
+	sink := liveacl.ManifestSink{Path: path, Namespace: "tenant-alpha"}
+	_, err := sink.Store(liveacl.TokenSecret{URL: "u", TokenID: "alpha@pve!csi", Secret: "one", Region: "eu", Tenant: "alpha"})
+	must(t, err)
+	written, err := os.ReadFile(path)
+	must(t, err)
+	must(t, sink.Check(nil))
+	cases := map[string]struct{ from, to, want string }{
+		"Miscased":  {"stringData:", "StringData:", `unknown field "StringData"; did you mean "stringData"?`},
+		"BothCases": {"  name: proxmox-alpha-40pve-21csi\n", "  name: proxmox-alpha-40pve-21csi\n  Name: proxmox-other\n", `unknown field "metadata.Name"; did you mean "name"?`},
+		"Duplicate": {"type: Opaque\n", "type: Opaque\ntype: Other\n", `key "type" already set`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := strings.Replace(string(written), tc.from, tc.to, 1)
+			if in == string(written) {
+				t.Fatalf("the edit %q did not apply to:\n%s", tc.from, written)
+			}
+			must(t, os.WriteFile(path, []byte(in), 0o600))
+			err := sink.Check(nil)
+			if err == nil || !strings.Contains(err.Error(), "is not a Secret manifest") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check = %v, want a refusal naming %s", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "token_secret: one") {
+				t.Errorf("the refusal carries the secret: %v", err)
+			}
+		})
+	}
+}
+
 // TestLegacySecretNames: a secret stored by an earlier version, under the
 // name it used then (proxmox-a-b-pve-csi for a-b@pve!csi), is recognised
 // as the token's: neither sink stores a second secret of that token beside

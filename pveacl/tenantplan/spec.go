@@ -7,10 +7,10 @@ import (
 	"strings"
 	"unicode"
 
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Tenants is the desired isolation: the platform's own credentials and one
@@ -133,7 +133,7 @@ func LoadTenants(data []byte) (*Tenants, error) {
 		return nil, fmt.Errorf("cannot read the tenant specification: %w: it is empty; write the tenants (or `tenants: []` to mean none)", ErrInvalidSpec)
 	}
 	var t Tenants
-	if err := decodeStrict(data, &t); err != nil {
+	if err := strictyaml.Unmarshal(data, &t); err != nil {
 		return nil, fmt.Errorf("cannot read the tenant specification: %w: %w", ErrInvalidSpec, err)
 	}
 	d := t.Defaulted()
@@ -141,22 +141,6 @@ func LoadTenants(data []byte) (*Tenants, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// decodeStrict decodes YAML into v as the Kubernetes API machinery does:
-// field names match exactly (encoding/json would take "Platform" or
-// "plAtform" for platform, and let the later of two such keys win), and an
-// unknown or duplicated field is an error naming its path.
-func decodeStrict(data []byte, v any) error {
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return err
-	}
-	strict, err := kjson.UnmarshalStrict(j, v)
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
 }
 
 // Defaulted returns a copy of the specification with the defaults filled

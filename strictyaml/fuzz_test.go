@@ -1,0 +1,55 @@
+package strictyaml
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzUnmarshal: any input decodes or is refused without a panic; a
+// refused key is named in the error, never with itself as the suggestion,
+// and a document admitted once is admitted again.
+func FuzzUnmarshal(f *testing.F) {
+	for _, seed := range []string{
+		"kind: Plan\ntenants:\n- name: a\n  vmRange: 1-2\n",
+		"tenants:\n- Name: a\n",
+		"tenants:\n- name: a\n  Name: b\n",
+		"storage: a\nstorage: b\n",
+		`{"storage":"a","storage":"b"}`,
+		"byName:\n  x: {vmrange: 1-2}\n",
+		"features: {a: [1, 2.5, x]}\n",
+		"tenants: [\n",
+		"",
+		"~\n",
+		`{""}`,
+		"- a\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d doc
+		err := Unmarshal(data, &d)
+		for _, fe := range FieldErrors(err) {
+			if !strings.Contains(err.Error(), fe.Error()) {
+				t.Fatalf("the error of %q leaves out %q: %v", data, fe, err)
+			}
+			if fe.Suggestion != "" && fe.Suggestion == lastSegment(fe.Path) {
+				t.Fatalf("suggests the key itself for %q: %v", data, err)
+			}
+		}
+		if err != nil {
+			return
+		}
+		var again doc
+		if err := Unmarshal(data, &again); err != nil {
+			t.Fatalf("admitted %q once and refused it next: %v", data, err)
+		}
+	})
+}
+
+func lastSegment(path string) string {
+	segs := splitPath(path)
+	if len(segs) == 0 {
+		return ""
+	}
+	return strings.TrimSpace(segs[len(segs)-1])
+}

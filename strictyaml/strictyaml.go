@@ -1,0 +1,110 @@
+// Package strictyaml decodes YAML (or JSON) input files into Go values
+// without dropping a field. Field names match exactly, as the Kubernetes
+// API server matches them: encoding/json, which sigs.k8s.io/yaml's
+// UnmarshalStrict goes through, would take "Name" or "NAME" for name, and
+// of a document holding both keep one and drop the other without a word.
+// Here a key the type does not declare is refused by its path, with the
+// declared field it probably means, and so is a key given twice.
+package strictyaml
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// FieldError is a key the decoding refused: unknown to the type, or given
+// twice in one mapping.
+type FieldError struct {
+	// Path is the key's place in the document: tenants[0].Name.
+	Path string
+	// Duplicate is true for a key given twice, false for an unknown one.
+	Duplicate bool
+	// Suggestion is the declared field an unknown key probably means
+	// (same letters in another case, or one or two letters off); empty
+	// when there is none.
+	Suggestion string
+}
+
+// Error reads `unknown field "tenants[0].Name"; did you mean "name"?`.
+func (e *FieldError) Error() string {
+	if e.Duplicate {
+		return "duplicate field " + strconv.Quote(e.Path) + "; give it once"
+	}
+	msg := "unknown field " + strconv.Quote(e.Path)
+	if e.Suggestion != "" {
+		msg += "; did you mean " + strconv.Quote(e.Suggestion) + "?"
+	}
+	return msg
+}
+
+// Unmarshal decodes a YAML or JSON document into v, which must be a
+// non-nil pointer. A key given twice in a mapping, or a key v's type does
+// not declare (in any other case than declared, too), is an error; the
+// refused keys come back as *FieldError, one per key, joined with
+// errors.Join (see FieldErrors). Other errors are the YAML parser's or
+// the JSON decoder's, naming the line or the field.
+func Unmarshal(data []byte, v any) error {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	return UnmarshalJSON(j, v)
+}
+
+// UnmarshalJSON is Unmarshal for input that is JSON already, such as a
+// json.RawMessage cut out of a larger object.
+func UnmarshalJSON(data []byte, v any) error {
+	strict, err := kjson.UnmarshalStrict(data, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return err
+	}
+	if len(strict) == 0 {
+		return nil
+	}
+	errs := make([]error, 0, len(strict))
+	for _, e := range strict {
+		errs = append(errs, fieldError(e, v))
+	}
+	return errors.Join(errs...)
+}
+
+// fieldError turns one of the decoder's strict errors ("unknown field
+// \"a.b\"", with the path in FieldPath) into a *FieldError.
+func fieldError(e error, v any) error {
+	p, ok := e.(interface{ FieldPath() string })
+	if !ok {
+		return e
+	}
+	fe := &FieldError{Path: p.FieldPath(), Duplicate: strings.HasPrefix(e.Error(), "duplicate field")}
+	if !fe.Duplicate {
+		fe.Suggestion = suggest(v, fe.Path)
+	}
+	return fe
+}
+
+// FieldErrors returns the *FieldError values in err, in order; nil when
+// err holds none.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		var fe *FieldError
+		switch x := err.(type) {
+		case nil:
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				walk(e)
+			}
+		default:
+			if errors.As(err, &fe) {
+				out = append(out, fe)
+			}
+		}
+	}
+	walk(err)
+	return out
+}

@@ -1,0 +1,152 @@
+package strictyaml
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type inner struct {
+	Name    string `json:"name"`
+	VMRange string `json:"vmRange,omitempty"`
+}
+
+type ref struct {
+	Kind string `json:"kind"`
+}
+
+type doc struct {
+	ref      `json:",inline"`
+	Tenants  []inner           `json:"tenants"`
+	ByName   map[string]*inner `json:"byName,omitempty"`
+	Storage  string            `json:"storage,omitempty"`
+	Ignored  string            `json:"-"`
+	Count    int               `json:"count,omitempty"`
+	Features map[string]any    `json:"features,omitempty"`
+}
+
+func TestUnmarshalAdmits(t *testing.T) {
+	var d doc
+	in := "kind: Plan\ntenants:\n- name: a\n  vmRange: 10-20\nbyName:\n  x: {name: b}\nstorage: s\ncount: 3\nfeatures: {a: 1}\n"
+	if err := Unmarshal([]byte(in), &d); err != nil {
+		t.Fatalf("Unmarshal: %v", err)
+	}
+	want := doc{ref: ref{Kind: "Plan"}, Tenants: []inner{{Name: "a", VMRange: "10-20"}}, ByName: map[string]*inner{"x": {Name: "b"}},
+		Storage: "s", Count: 3, Features: map[string]any{"a": int64(1)}}
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("got %+v, want %+v", d, want)
+	}
+}
+
+func TestUnmarshalRefuses(t *testing.T) {
+	cases := map[string]struct {
+		in   string
+		want []string // each must appear in the error
+	}{
+		"CaseMismatch":        {"tenants:\n- Name: a\n", []string{`unknown field "tenants[0].Name"; did you mean "name"?`}},
+		"BothCases":           {"tenants:\n- name: a\n  Name: b\n", []string{`unknown field "tenants[0].Name"; did you mean "name"?`}},
+		"UpperCase":           {"NAME: x\nkind: K\n", []string{`unknown field "NAME"`}},
+		"Typo":                {"storag: x\n", []string{`unknown field "storag"; did you mean "storage"?`}},
+		"Promoted":            {"Kind: x\n", []string{`unknown field "Kind"; did you mean "kind"?`}},
+		"InMap":               {"byName:\n  x: {vmrange: 1-2}\n", []string{`unknown field "byName.x.vmrange"; did you mean "vmRange"?`}},
+		"NoGuess":             {"zzz: 1\n", []string{`unknown field "zzz"`}},
+		"DashField":           {"Ignored: x\n", []string{`unknown field "Ignored"`}},
+		"Several":             {"Storage: a\ncounts: 1\n", []string{`unknown field "Storage"; did you mean "storage"?`, `unknown field "counts"; did you mean "count"?`}},
+		"DuplicateYAML":       {"storage: a\nstorage: b\n", []string{`"storage" already set`}},
+		"DuplicateNestedYAML": {"tenants:\n- name: a\n  name: b\n", []string{`"name" already set`}},
+		"WrongType":           {"tenants: x\n", []string{"cannot unmarshal string"}},
+		"BadYAML":             {"tenants: [\n", []string{"yaml"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var d doc
+			err := Unmarshal([]byte(tc.in), &d)
+			if err == nil {
+				t.Fatalf("Unmarshal(%q) = nil, want an error", tc.in)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if name == "NoGuess" && strings.Contains(err.Error(), "did you mean") {
+				t.Errorf("error %q guesses a field for a key close to none", err)
+			}
+		})
+	}
+}
+
+func TestUnmarshalJSONDuplicate(t *testing.T) {
+	var d doc
+	err := UnmarshalJSON([]byte(`{"storage":"a","tenants":[{"name":"x","name":"y"}],"storage":"b"}`), &d)
+	got := FieldErrors(err)
+	want := []*FieldError{{Path: "storage", Duplicate: true}, {Path: "tenants[0].name", Duplicate: true}}
+	if len(got) != len(want) {
+		t.Fatalf("FieldErrors(%v) = %v, want %v", err, got, want)
+	}
+	for _, w := range want {
+		if !containsField(got, *w) {
+			t.Errorf("FieldErrors(%v) = %v, missing %+v", err, got, w)
+		}
+	}
+	if !strings.Contains(err.Error(), `duplicate field "storage"; give it once`) {
+		t.Errorf("error %q does not name the duplicate", err)
+	}
+}
+
+func containsField(fs []*FieldError, w FieldError) bool {
+	for _, f := range fs {
+		if *f == w {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFieldErrors(t *testing.T) {
+	var d doc
+	err := Unmarshal([]byte("Storage: a\ntenants: [{Name: b}]\n"), &d)
+	wrapped := errors.Join(errors.New("context"), err)
+	got := FieldErrors(wrapped)
+	want := []FieldError{{Path: "Storage", Suggestion: "storage"}, {Path: "tenants[0].Name", Suggestion: "name"}}
+	if len(got) != len(want) {
+		t.Fatalf("FieldErrors = %v, want %v", got, want)
+	}
+	for i := range want {
+		if *got[i] != want[i] {
+			t.Errorf("FieldErrors[%d] = %+v, want %+v", i, *got[i], want[i])
+		}
+	}
+	if FieldErrors(errors.New("plain")) != nil || FieldErrors(nil) != nil {
+		t.Error("FieldErrors finds fields in an error that has none")
+	}
+}
+
+func TestSplitPath(t *testing.T) {
+	cases := map[string][]string{
+		"a":           {"a"},
+		"a.b[2].c":    {"a", "b", "[2]", "c"},
+		"[0].x":       {"[0]", "x"},
+		"m[0][1]":     {"m", "[0]", "[1]"},
+		"key[odd":     {"key[odd"},
+		"tenants[0]]": {"tenants", "[0]", "]"},
+	}
+	for in, want := range cases {
+		if got := splitPath(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("splitPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDistance(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"a", "", 1}, {"storag", "storage", 1}, {"kitten", "sitting", 3}, {"abc", "abc", 0}}
+	for _, c := range cases {
+		if got := distance(c.a, c.b); got != c.want {
+			t.Errorf("distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
