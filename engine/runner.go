@@ -275,6 +275,9 @@ func (r *Runner[T]) ReconcileKey(ctx context.Context, key Key) (res Result, err 
 		err = nil
 	}
 	if r.status.changed(before, s.Object) {
+		if s.hold > 0 && err == nil {
+			return res.Merge(Result{RequeueAfter: s.hold}), nil
+		}
 		if serr := r.client.Status().Update(ctx, s.Object); serr != nil && !apierrors.IsNotFound(serr) {
 			return Result{}, fmt.Errorf("cannot update status of %s %s: %w", r.name, key, serr)
 		}

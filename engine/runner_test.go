@@ -190,6 +190,58 @@ func TestRunnerWritesStatusOnlyWhenChanged(t *testing.T) {
 	}
 }
 
+// TestRunnerHoldStatus: a pass that holds its status writes none and is
+// looked at again after the hold (the shorter of the hold and the step's
+// own requeue); a failing pass writes its status despite the hold; a pass
+// that no longer holds writes the status once.
+func TestRunnerHoldStatus(t *testing.T) {
+	ctx := context.Background()
+	var writes statusWrites
+	c := fakeClient(nil, writes.hooks(), widget.New(ns, "a", "1"))
+	clk := newClock()
+	var hold time.Duration
+	var fail error
+	step := engine.StepFunc[*widget.Widget](func(ctx context.Context, s *engine.State[*widget.Widget]) (engine.Result, error) {
+		if _, err := mirror(ctx, s); err != nil {
+			return engine.Result{}, err
+		}
+		s.HoldStatus(hold)
+		s.HoldStatus(hold / 2) // the longest hold of a pass wins
+		return engine.Result{RequeueAfter: time.Hour}, fail
+	})
+	r, err := engine.NewRunner(c, newWidget, engine.Step[*widget.Widget](step), engine.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold = 2 * time.Second
+	res, err := r.ReconcileKey(ctx, key("a"))
+	if err != nil || res.RequeueAfter != hold {
+		t.Fatalf("a held pass: %+v, %v; want a requeue after %v", res, err, hold)
+	}
+	if got, _ := getWidget(t, c, "a"); writes.count("a") != 0 || got.Status.Mirror != "" {
+		t.Fatalf("a held pass wrote the status: %d writes, mirror %q", writes.count("a"), got.Status.Mirror)
+	}
+	fail = errors.New("boom")
+	if _, err := r.ReconcileKey(ctx, key("a")); err == nil {
+		t.Fatal("the failing pass returned no error")
+	}
+	if got, _ := getWidget(t, c, "a"); writes.count("a") != 1 || got.Status.Mirror != "1" {
+		t.Fatalf("a failing pass that holds: %d writes, mirror %q; want its status written", writes.count("a"), got.Status.Mirror)
+	}
+	w, _ := getWidget(t, c, "a")
+	w.Spec.Value = "2"
+	if err := c.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	fail, hold = nil, 0
+	if res, err := r.ReconcileKey(ctx, key("a")); err != nil || res.RequeueAfter != time.Hour {
+		t.Fatalf("a pass without a hold: %+v, %v; want the step's own requeue", res, err)
+	}
+	if got, _ := getWidget(t, c, "a"); writes.count("a") != 2 || got.Status.Mirror != "2" {
+		t.Errorf("a pass without a hold: %d writes, mirror %q; want 2 and \"2\"", writes.count("a"), got.Status.Mirror)
+	}
+}
+
 // TestRunnerBackoffConverges fails a status write with conflicts and then
 // lets it through: the key is retried with growing backoff on the fake clock
 // until it converges.

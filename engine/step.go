@@ -48,6 +48,23 @@ type State[T client.Object] struct {
 	Log logr.Logger
 	// Recorder receives events about Object.
 	Recorder Recorder
+
+	// hold is what HoldStatus asked for; zero writes the status as usual.
+	hold time.Duration
+}
+
+// HoldStatus says that the status this pass leaves is a passing one: a step
+// has just started something that another controller finishes, and the
+// status will change again as soon as it does. The runner then does not
+// write the status of this pass and looks at the object again after d at
+// the latest, so the next pass writes the settled status once instead of
+// the passing one followed by it. A pass that fails writes its status
+// anyway, so error conditions still reach the object. The longest d of a
+// pass wins; d <= 0 is ignored. A step must hold only on a transition that
+// happens once (an object it has just created), or the status of an
+// object that never settles would never be written.
+func (s *State[T]) HoldStatus(d time.Duration) {
+	s.hold = max(s.hold, d)
 }
 
 // NewState returns a State for obj with a real clock, a logger that discards

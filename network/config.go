@@ -23,6 +23,14 @@ const (
 	DefaultSubnetPruneTimeout = 10 * time.Minute
 )
 
+// FreshVLANHold is how long after the controller created a network's Vlan
+// the network's status waits for Kube-OVN to report the Subnet Ready.
+// Kube-OVN has not seen the Vlan yet, so the SubnetNotReady the passes of
+// those moments would write is soon replaced; holding it lets the network
+// reach Ready with one status write instead of two. When Kube-OVN has not
+// reported by then, the status is written as it stands.
+const FreshVLANHold = 2 * time.Second
+
 // PruneTimeoutLog is logged when a VLAN is released although Kube-OVN still
 // lists deleted subnets on its Vlan.
 const PruneTimeoutLog = "Kube-OVN did not prune deleted subnets from the Vlan in time; releasing the VLAN anyway"

@@ -39,6 +39,8 @@ type Controller struct {
 	// nsWrites makes the annotation writes to one namespace take turns
 	// (namespaces hashed onto a fixed set of locks, so it does not grow).
 	nsWrites keymutex.KeyMutex
+	// fresh holds the statuses of networks whose Vlans were just created.
+	fresh *freshVlans
 }
 
 // New builds a Controller; it reads nothing yet.
@@ -53,6 +55,7 @@ func New(cfg Config) (*Controller, error) {
 		store:    kubestore.New(cfg.Client, kubestore.WithReader(cfg.APIReader)),
 		nsWrites: keymutex.NewHashed(0),
 		throttle: &throttle{interval: cfg.StatusInterval, clock: cfg.Clock, last: map[string]time.Time{}},
+		fresh:    &freshVlans{clock: cfg.Clock, at: map[string]time.Time{}},
 	}
 	resync := max(cfg.Resync, 0)
 	opts := func(name string) []engine.Option {

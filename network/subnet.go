@@ -2,11 +2,16 @@ package network
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -56,6 +61,7 @@ func (c *Controller) checkSubnet(ctx context.Context, p *netPass) (engine.Result
 	case validated != nil && validated.Status == string(metav1.ConditionFalse):
 		set(metav1.ConditionFalse, ReasonSubnetInvalid, validated.Message)
 	case ready != nil && ready.Status == string(metav1.ConditionTrue):
+		c.fresh.forget(sub.Spec.Vlan)
 		set(metav1.ConditionTrue, ReasonReady, "Kube-OVN reports the subnet Ready")
 	default:
 		msg := "Kube-OVN has not reported the subnet Ready yet"
@@ -63,6 +69,9 @@ func (c *Controller) checkSubnet(ctx context.Context, p *netPass) (engine.Result
 			msg = ready.Message
 		}
 		set(metav1.ConditionFalse, ReasonSubnetNotReady, msg)
+		// Kube-OVN may not have seen a Vlan created moments ago: the
+		// status waits for its report instead of saying so first.
+		p.HoldStatus(c.fresh.hold(sub.Spec.Vlan))
 	}
 	return engine.Result{}, nil
 }
@@ -76,17 +85,63 @@ func subnetCondition(sub *kubeovnv1.Subnet, typ string) *kubeovnv1.SubnetConditi
 	return nil
 }
 
-// holdSubnet puts the network finalizer on a live subnet.
+// holdSubnet puts the network finalizer on a live subnet. The Subnet is
+// Kube-OVN's: it writes the status, often between the informer's copy and
+// this patch, so the patch tests the finalizers alone (addFinalizer) rather
+// than the whole object's resourceVersion.
 func (c *Controller) holdSubnet(ctx context.Context, sub *kubeovnv1.Subnet) error {
 	if !sub.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(sub, v1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(sub.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(sub, v1alpha1.Finalizer)
-	if err := c.cfg.Client.Patch(ctx, sub, patch); err != nil {
+	if err := addFinalizer(ctx, c.cfg.Client, sub, v1alpha1.Finalizer); err != nil {
 		return fmt.Errorf("cannot add finalizer %q to Kube-OVN Subnet %q: %w", v1alpha1.Finalizer, sub.Name, err)
 	}
 	return nil
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// addFinalizer adds finalizer to obj, which lacks it, with a JSON patch that
+// first tests the finalizers obj has (none tests as null) and then adds
+// one. A change elsewhere in the object since obj was read does not refuse
+// it, as a merge patch with an optimistic lock would; a change of the
+// finalizers does, with a Conflict, so no one's finalizer is lost. obj
+// becomes the object the server stored.
+func addFinalizer(ctx context.Context, c client.Writer, obj client.Object, finalizer string) error {
+	have := obj.GetFinalizers()
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/finalizers", Value: have}, {Op: "add", Path: "/metadata/finalizers/-", Value: finalizer}}
+	if len(have) == 0 {
+		ops[0].Value, ops[1] = nil, jsonPatchOp{Op: "add", Path: "/metadata/finalizers", Value: []string{finalizer}}
+	}
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, data))
+	if finalizersTestFailed(err) {
+		return apierrors.NewConflict(schema.GroupResource{}, obj.GetName(),
+			errors.New("its finalizers changed since it was read; it is read again"))
+	}
+	return err
+}
+
+// finalizersTestFailed reports whether err is the API server's answer to
+// addFinalizer's patch when it does not apply: 422 Invalid with no causes
+// (the server keeps the patch library's message to itself), unlike a
+// validation failure, which lists its fields. The add applies to whatever
+// passes the test, so the test failed: the finalizers changed.
+func finalizersTestFailed(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	s := st.Status()
+	return s.Code == http.StatusUnprocessableEntity && s.Reason == metav1.StatusReasonInvalid && (s.Details == nil || len(s.Details.Causes) == 0)
 }
 
 // checkPool reports IPPoolReady and the pool's address counts: total from

@@ -127,6 +127,7 @@ func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanallo
 			return 0, false, err
 		}
 		if got == vid {
+			c.fresh.created(claim.Vlan)
 			c.countAllocation(zs.zone.Name(), v1alpha1.ReasonAllocated)
 			c.cfg.Log.Info("allocated VLAN", "zone", zs.zone.Name(), "vlan", vid, "network", claim.Network.String(), "subnet", claim.Vlan)
 			if _, exists := c.cache.vlan(claim.Vlan); !exists {

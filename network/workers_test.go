@@ -27,7 +27,7 @@ var writesPerNetwork = map[kube.RequestKey]int{
 	{Verb: kube.VerbCreate, Kind: "ProxmoxVLANClaim"}:     1,
 	{Verb: kube.VerbCreate, Kind: "Vlan"}:                 1,
 	{Verb: kube.VerbPatch, Kind: "Subnet"}:                1,
-	{Verb: kube.VerbStatusUpdate, Kind: "ProxmoxNetwork"}: 2,
+	{Verb: kube.VerbStatusUpdate, Kind: "ProxmoxNetwork"}: 1,
 }
 
 // concurrentWorld is n networks in three namespaces, in two zones whose

@@ -62,8 +62,9 @@ func invariantsHold(t *testing.T, h *sim.Harness) {
 
 // TestWritesPerNetwork counts the controller's writes from request to
 // Ready. A network needs its finalizer, its claim, its Vlan, the finalizer
-// on its Subnet and its status, written twice here: once while Kube-OVN has
-// not reported the Subnet Ready, once Ready. Nothing else is written per
+// on its Subnet and its status, written once: the status waits for
+// Kube-OVN's report on the new Vlan (FreshVLANHold) instead of saying
+// SubnetNotReady first. Nothing else is written per
 // network: no claim create the API server refuses because the claim
 // exists, and the namespace annotation is written a bounded number of times
 // per namespace, the same for 10 and for 40 networks in it. A restart over

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -507,9 +508,15 @@ func (m *memStore) patch(_ context.Context, obj client.Object, patch client.Patc
 	case types.MergePatchType:
 		patched, err = jsonpatch.MergePatch(curJSON, data)
 	case types.JSONPatchType:
-		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(data); err == nil {
-			patched, err = p.Apply(curJSON)
+		p, derr := jsonpatch.DecodePatch(data)
+		if derr != nil {
+			return apierrors.NewBadRequest(derr.Error())
+		}
+		if patched, err = p.Apply(curJSON); err != nil {
+			// The API server's answer to a patch that does not apply (a
+			// failed test among them): 422 with the library's message as
+			// the cause.
+			return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.StrategicMergePatchType:
 		patched, err = strategicpatch.StrategicMergePatch(curJSON, data, cur)

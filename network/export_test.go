@@ -1,0 +1,5 @@
+package network
+
+// AddFinalizer exposes addFinalizer to the tests that run it against the
+// real API server and the in-memory store.
+var AddFinalizer = addFinalizer

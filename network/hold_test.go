@@ -1,0 +1,119 @@
+package network_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/network"
+)
+
+// TestFreshVLANHold: a network whose Vlan the controller has just created
+// gets no SubnetNotReady status while Kube-OVN may still answer; when it
+// answers within FreshVLANHold, the network goes from no status to Ready
+// in one status write; when it does not, SubnetNotReady is written once the
+// hold ends; a restarted controller holds nothing.
+func TestFreshVLANHold(t *testing.T) {
+	ctx := context.Background()
+	store := sim.NewStore(true)
+	clk := clocktesting.NewFakeClock(sim.Epoch)
+	start := func() (*network.Controller, *kube.Requests, client.Client) {
+		reqs := kube.NewRequests()
+		cache := network.NewCache()
+		c := interceptor.NewClient(interceptor.NewClient(store, reqs.Funcs()), network.Feed(cache))
+		ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ctrl.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ctrl, reqs, c
+	}
+	reconcile := func(ctrl *network.Controller) {
+		t.Helper()
+		if err := ctrl.Resync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ctrl.Drain(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	statusWrites := func(reqs *kube.Requests) int {
+		return reqs.Counts()[kube.RequestKey{Verb: kube.VerbStatusUpdate, Kind: "ProxmoxNetwork"}]
+	}
+	subnetCond := func(name string) *metav1.Condition {
+		t.Helper()
+		n := &v1alpha1.ProxmoxNetwork{}
+		if err := store.Get(ctx, client.ObjectKey{Namespace: "hold", Name: name}, n); err != nil {
+			t.Fatal(err)
+		}
+		return meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionSubnetReady)
+	}
+	add := func(c client.Client, name, cidr string) {
+		t.Helper()
+		objs, err := sim.Network("hold", name, "zone-h", "vpc-h", cidr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, c, objs...)
+	}
+	mustCreate(t, store, sim.ProviderNetwork("pxh", true), sim.Zone("zone-h", "vmbr1", "pxh", "10-20"), sim.Namespace("hold", nil))
+	ctrl, reqs, c := start()
+
+	// Kube-OVN answers within the hold: one status write, Ready.
+	add(c, "answered", "10.80.0.0/24")
+	reconcile(ctrl)
+	reconcile(ctrl) // the passes the controller's own writes queue hold too
+	if got := subnetCond("answered"); got != nil {
+		t.Fatalf("the status was written before Kube-OVN could answer: SubnetReady %s/%s", got.Status, got.Reason)
+	}
+	if err := c.Status().Patch(ctx, &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: "answered"}}, subnetReady); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(ctrl)
+	if got := subnetCond("answered"); got == nil || got.Status != metav1.ConditionTrue {
+		t.Fatalf("after Kube-OVN's report, SubnetReady %v, want True", got)
+	}
+	if got := statusWrites(reqs); got != 1 {
+		t.Errorf("a network answered within the hold: %d status writes, want 1", got)
+	}
+
+	// Kube-OVN does not answer: SubnetNotReady once the hold ends.
+	add(c, "silent", "10.80.1.0/24")
+	reconcile(ctrl)
+	if got := subnetCond("silent"); got != nil {
+		t.Fatalf("the status was written during the hold: SubnetReady %s/%s", got.Status, got.Reason)
+	}
+	next, ok := ctrl.NextDue()
+	if !ok || next.After(clk.Now().Add(network.FreshVLANHold)) {
+		t.Fatalf("next pass at %v (%v), want within %v", next, ok, network.FreshVLANHold)
+	}
+	clk.Step(network.FreshVLANHold)
+	if _, err := ctrl.Drain(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := subnetCond("silent"); got == nil || got.Reason != network.ReasonSubnetNotReady {
+		t.Errorf("after the hold, SubnetReady %v, want False/%s", got, network.ReasonSubnetNotReady)
+	}
+
+	// A restarted controller did not create the Vlan: nothing is held.
+	add(c, "restarted", "10.80.2.0/24")
+	reconcile(ctrl)
+	ctrl, _, _ = start()
+	clk.Step(time.Millisecond)
+	reconcile(ctrl)
+	if got := subnetCond("restarted"); got == nil || got.Reason != network.ReasonSubnetNotReady {
+		t.Errorf("after a restart, SubnetReady %v, want False/%s at once", got, network.ReasonSubnetNotReady)
+	}
+}
