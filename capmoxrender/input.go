@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
-	"sigs.k8s.io/yaml"
 )
 
 // AppsAPIVersion is the API version of the Cozystack application objects.
@@ -222,7 +221,7 @@ func ParseKubernetesNodes(data []byte) (KubernetesNodes, error) {
 
 func parseApp(data []byte, kind string) (appObject, error) {
 	var obj appObject
-	if err := yaml.Unmarshal(data, &obj); err != nil {
+	if err := strictyaml.UnmarshalOpen(data, &obj); err != nil {
 		return obj, fmt.Errorf("cannot read %s: %w: %w", kind, ErrInput, err)
 	}
 	switch {
@@ -272,11 +271,15 @@ func strictMessage(fields []*strictyaml.FieldError) string {
 	return strings.Join(parts, "; ")
 }
 
+// decodeSpec reads the fields the type declares and leaves the others to
+// the chart; a key that is a declared field in another case, or a key given
+// twice, is refused, as it would take the field's place or be dropped
+// beside it.
 func decodeSpec(raw json.RawMessage, into any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	if err := json.Unmarshal(raw, into); err != nil {
+	if err := strictyaml.UnmarshalOpenJSON(raw, into); err != nil {
 		return fmt.Errorf("%w: spec: %w", ErrInput, err)
 	}
 	return nil

@@ -222,3 +222,45 @@ func TestClusterImageAndVersionRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestKubernetesMatchesCase: the Kubernetes object's own keys and its
+// spec's declared fields match in case. Keys the spec leaves to the chart
+// (addons, status, labels) pass, but a declared field in another case,
+// alone or beside the right one, is refused by its path: encoding/json
+// would take it for the field or drop one of the two. The same object with
+// the right keys is admitted.
+func TestKubernetesMatchesCase(t *testing.T) {
+	seed, err := os.ReadFile(filepath.Join("testdata", "scenarios", "cluster-ipv4", "input.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	control := string(seed) + "status:\n  ready: true\n"
+	control = strings.Replace(control, "  namespace: tenant-e2eproxmox\n", "  namespace: tenant-e2eproxmox\n  labels: {team: a}\n", 1)
+	control = strings.Replace(control, "spec:\n", "spec:\n  addons: {ingress: {enabled: true}}\n", 1)
+	k, err := capmoxrender.ParseKubernetes([]byte(control))
+	if err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	if k.Name != "k8s-e2e" || k.Spec.Version != "v1.35.2" {
+		t.Fatalf("control decoded as %+v", k)
+	}
+	cases := map[string]struct{ from, to, want string }{
+		"MiscasedSpec":      {"spec:\n", "Spec:\n", `unknown field "Spec"; did you mean "spec"?`},
+		"BothCasesMetadata": {"  name: k8s-e2e\n", "  name: k8s-e2e\n  Name: other\n", `unknown field "metadata.Name"; did you mean "name"?`},
+		"MiscasedVersion":   {"  version: v1.35.2\n", "  Version: v1.35.2\n", `spec: unknown field "Version"; did you mean "version"?`},
+		"BothCasesVersion":  {"  version: v1.35.2\n", "  version: v1.35.2\n  VERSION: v1.31.0\n", `spec: unknown field "VERSION"; did you mean "version"?`},
+		"Duplicate":         {"  version: v1.35.2\n", "  version: v1.35.2\n  version: v1.31.0\n", `key "version" already set`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := strings.Replace(control, tc.from, tc.to, 1)
+			if in == control {
+				t.Fatalf("the edit %q did not apply", tc.from)
+			}
+			_, err := capmoxrender.ParseKubernetes([]byte(in))
+			if !errors.Is(err, capmoxrender.ErrInput) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseKubernetes = %v, want ErrInput naming %s", err, tc.want)
+			}
+		})
+	}
+}

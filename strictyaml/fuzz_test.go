@@ -7,7 +7,8 @@ import (
 
 // FuzzUnmarshal: any input decodes or is refused without a panic; a
 // refused key is named in the error, never with itself as the suggestion,
-// and a document admitted once is admitted again.
+// a document admitted once is admitted again, and UnmarshalOpen admits
+// whatever Unmarshal admits.
 func FuzzUnmarshal(f *testing.F) {
 	for _, seed := range []string{
 		"kind: Plan\ntenants:\n- name: a\n  vmRange: 1-2\n",
@@ -35,6 +36,11 @@ func FuzzUnmarshal(f *testing.F) {
 			if fe.Suggestion != "" && fe.Suggestion == lastSegment(fe.Path) {
 				t.Fatalf("suggests the key itself for %q: %v", data, err)
 			}
+		}
+		var open doc
+		openErr := UnmarshalOpen(data, &open)
+		if err == nil && openErr != nil {
+			t.Fatalf("Unmarshal admits %q and UnmarshalOpen refuses it: %v", data, openErr)
 		}
 		if err != nil {
 			return

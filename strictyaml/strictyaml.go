@@ -72,6 +72,44 @@ func UnmarshalJSON(data []byte, v any) error {
 	return errors.Join(errs...)
 }
 
+// UnmarshalOpen is Unmarshal for a document that v's type reads only part
+// of, leaving the rest to other readers: a key the type does not declare
+// passes, unless it is a declared field's name in another case (which
+// encoding/json would take for the field, or drop beside it). A key given
+// twice is refused, as by Unmarshal.
+func UnmarshalOpen(data []byte, v any) error {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	return UnmarshalOpenJSON(j, v)
+}
+
+// UnmarshalOpenJSON is UnmarshalOpen for input that is JSON already.
+func UnmarshalOpenJSON(data []byte, v any) error {
+	err := UnmarshalJSON(data, v)
+	fields := FieldErrors(err)
+	if len(fields) == 0 {
+		return err
+	}
+	var errs []error
+	for _, f := range fields {
+		if f.Duplicate || (f.Suggestion != "" && strings.EqualFold(f.Suggestion, lastKey(f.Path))) {
+			errs = append(errs, f)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lastKey is the last key of a field path: "Name" of "tenants[0].Name".
+func lastKey(path string) string {
+	segs := splitPath(path)
+	if len(segs) == 0 {
+		return path
+	}
+	return segs[len(segs)-1]
+}
+
 // fieldError turns one of the decoder's strict errors ("unknown field
 // \"a.b\"", with the path in FieldPath) into a *FieldError.
 func fieldError(e error, v any) error {

@@ -150,3 +150,37 @@ func TestDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestUnmarshalOpen(t *testing.T) {
+	var d doc
+	if err := UnmarshalOpen([]byte("kind: K\nstatus: {ready: true}\ntenants: [{name: a, extra: 1}]\nstorag: x\n"), &d); err != nil {
+		t.Fatalf("keys no field reads must pass: %v", err)
+	}
+	if d.Kind != "K" || len(d.Tenants) != 1 || d.Tenants[0].Name != "a" || d.Storage != "" {
+		t.Fatalf("decoded %+v", d)
+	}
+	cases := map[string]struct{ in, want string }{
+		"Miscased":   {"Kind: K\n", `unknown field "Kind"; did you mean "kind"?`},
+		"BothCases":  {"tenants: [{name: a, NAME: b}]\n", `unknown field "tenants[0].NAME"; did you mean "name"?`},
+		"Duplicate":  {"kind: a\nkind: b\n", `key "kind" already set`},
+		"WrongType":  {"kind: [a]\n", "cannot unmarshal array"},
+		"Syntax":     {"kind: [\n", "yaml"},
+		"TypoPasses": {"storag: x\nKind: K\n", `unknown field "Kind"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var d doc
+			err := UnmarshalOpen([]byte(tc.in), &d)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("UnmarshalOpen(%q) = %v, want an error naming %s", tc.in, err, tc.want)
+			}
+			if strings.Contains(err.Error(), "storag") {
+				t.Errorf("a key no field reads is refused: %v", err)
+			}
+		})
+	}
+	err := UnmarshalOpenJSON([]byte(`{"kind": "a", "status": 1, "kind": "b"}`), &d)
+	if got := FieldErrors(err); len(got) != 1 || *got[0] != (FieldError{Path: "kind", Duplicate: true}) {
+		t.Errorf("UnmarshalOpenJSON of a key given twice = %v, want the duplicate alone", err)
+	}
+}
