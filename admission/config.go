@@ -10,7 +10,8 @@ import (
 
 	"github.com/samber/lo"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // DefaultReleaseNamespace is where the proxmox-network package runs.
@@ -154,11 +155,13 @@ type rawZone struct {
 
 // ParseConfig reads the package values (releaseNamespace, zones and
 // admission) from YAML or JSON. Keys it does not use, such as a zone's
-// vlanRanges, are allowed, so the package's values file can be passed as is.
+// vlanRanges, are allowed, so the package's values file can be passed as is;
+// a key it reads spelt in another case (Zones:, uplinkVlan:) or a key given
+// twice is refused by its path.
 // Missing switches take the package defaults.
 func ParseConfig(data []byte) (Config, error) {
 	var raw rawConfig
-	if err := yaml.Unmarshal(data, &raw); err != nil {
+	if err := strictyaml.UnmarshalOpen(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("cannot parse admission configuration: %w: %w", ErrConfig, err)
 	}
 	c := DefaultConfig()
@@ -221,6 +224,8 @@ func (rz rawZone) zone(i int) (Zone, error) {
 func vlanID(v any) (int, bool) {
 	var n float64
 	switch t := v.(type) {
+	case int64:
+		n = float64(t)
 	case float64:
 		n = t
 	case string:

@@ -87,6 +87,18 @@ func TestConfigRefusals(t *testing.T) {
 			admitted: "admission: {validationActions: [Deny, Audit]}",
 			want:     "admission.validationActions: Deny and Warn cannot be used together",
 		},
+		"MiscasedKey": {
+			reason:   "a key read in another case would be taken for it",
+			refused:  "Zones: [{name: z, bridge: vmbr70}]",
+			admitted: "zones: [{name: z, bridge: vmbr70}]\nother: [kept for other readers]",
+			want:     `unknown field "Zones"; did you mean "zones"?`,
+		},
+		"BothCases": {
+			reason:   "of a key in two cases one would be dropped without a word",
+			refused:  "zones: [{name: z, bridge: vmbr70, uplinkVLAN: 70, uplinkVlan: 80}]",
+			admitted: "zones: [{name: z, bridge: vmbr70, uplinkVLAN: 70, vlanRanges: [100-199]}]",
+			want:     `unknown field "zones[0].uplinkVlan"; did you mean "uplinkVLAN"?`,
+		},
 		"ZoneWithoutBridge": {
 			reason:   "a zone has a bridge",
 			refused:  "zones: [{name: z}]",

@@ -68,9 +68,12 @@ func TestReadChartValues(t *testing.T) {
 				"  imageFactoryURL: \"https://factory.talos.dev\"\n  installerRepository: \"factory.talos.dev/installer\"\n  registryMirrors: {}\nsubstrate: kubevirt\n",
 			want: ChartTalos{Version: "v1.13.6", SchematicID: idGuestAgent, ImageFactoryURL: "https://factory.talos.dev"},
 		},
-		"NoBlock":  {reason: "a file without talos: is not a pool's values", doc: "substrate: proxmox\n", err: "there is no talos: block"},
-		"NotYAML":  {reason: "broken YAML is reported", doc: "talos: [\n", err: "cannot read the chart values"},
-		"BadValue": {reason: "a version must be a string", doc: "talos:\n  version: [1]\n", err: "cannot read the chart values"},
+		"Miscased":  {reason: "a key read in another case would be taken for it", doc: "Talos:\n  version: v1.13.6\n", err: `unknown field "Talos"; did you mean "talos"?`},
+		"BothCases": {reason: "of a key in two cases one would be dropped", doc: "talos:\n  version: v1.13.6\n  Version: v1.12.0\n", err: `unknown field "talos.Version"; did you mean "version"?`},
+		"Duplicate": {reason: "a key given twice is refused", doc: "talos:\n  version: v1.13.6\n  version: v1.12.0\n", err: `key "version" already set`},
+		"NoBlock":   {reason: "a file without talos: is not a pool's values", doc: "substrate: proxmox\n", err: "there is no talos: block"},
+		"NotYAML":   {reason: "broken YAML is reported", doc: "talos: [\n", err: "cannot read the chart values"},
+		"BadValue":  {reason: "a version must be a string", doc: "talos:\n  version: [1]\n", err: "cannot read the chart values"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"sigs.k8s.io/yaml"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // ChartTalos is the talos: block of a kubernetes-nodes chart values file:
@@ -17,12 +17,14 @@ type ChartTalos struct {
 }
 
 // ReadChartValues reads the talos: block of a chart values file. Other keys
-// are ignored; a file without the block is an error.
+// are ignored, but a key it reads spelt in another case (Talos:,
+// schematicId:) or a key given twice is refused by its path; a file without
+// the block is an error.
 func ReadChartValues(data []byte) (ChartTalos, error) {
 	var doc struct {
 		Talos *ChartTalos `json:"talos"`
 	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := strictyaml.UnmarshalOpen(data, &doc); err != nil {
 		return ChartTalos{}, fmt.Errorf("cannot read the chart values: %w", err)
 	}
 	if doc.Talos == nil {
