@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/admission"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 func init() { register(newAdmissionCmd) }
@@ -102,7 +102,7 @@ func readReview(app *App, file string) (*admissionv1.AdmissionReview, error) {
 		return nil, err
 	}
 	var review admissionv1.AdmissionReview
-	if err := yaml.Unmarshal(data, &review); err != nil {
+	if err := strictyaml.UnmarshalOpen(data, &review); err != nil {
 		return nil, fmt.Errorf("cannot parse %s as an AdmissionReview: %w", file, err)
 	}
 	return &review, nil
@@ -126,7 +126,7 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 		return nil, err
 	}
 	var ns corev1.Namespace
-	if err := yaml.Unmarshal(data, &ns); err != nil {
+	if err := strictyaml.UnmarshalOpen(data, &ns); err != nil {
 		return nil, fmt.Errorf("cannot parse %s as a Namespace: %w", file, err)
 	}
 	if ns.Kind != "" && ns.Kind != "Namespace" {

@@ -58,13 +58,15 @@ request:
 
 func TestAdmissionReview(t *testing.T) {
 	dir := admissionFiles(t, map[string]string{
-		"foreign.json":    strings.Replace(podReview, "NETWORKS", "tenant-b/subnet-b", 1),
-		"own.json":        strings.Replace(podReview, "NETWORKS", "subnet-a", 1),
-		"machine.yaml":    machineReview,
-		"ns.yaml":         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant-a\n  annotations:\n    proxmox.cozystack.io/networks: vmbr70/101/subnet-a\n",
-		"other-ns.yaml":   "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant-b}\n",
-		"values.yaml":     "zones: [{name: default, bridge: vmbr70, uplinkVLAN: 70, uplinkBridges: [vmbr0]}]\n",
-		"bad-values.yaml": "zones: [{name: default, bridge: vmbr70, uplinkBridges: vmbr0}]\n",
+		"foreign.json":     strings.Replace(podReview, "NETWORKS", "tenant-b/subnet-b", 1),
+		"own.json":         strings.Replace(podReview, "NETWORKS", "subnet-a", 1),
+		"machine.yaml":     machineReview,
+		"ns.yaml":          "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant-a\n  annotations:\n    proxmox.cozystack.io/networks: vmbr70/101/subnet-a\n",
+		"other-ns.yaml":    "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant-b}\n",
+		"miscased-ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant-a\n  annotations: {}\n  Annotations:\n    proxmox.cozystack.io/networks: vmbr70/101/subnet-a\n",
+		"miscased.json":    strings.Replace(strings.Replace(podReview, "NETWORKS", "subnet-a", 1), `"request"`, `"Request"`, 1),
+		"values.yaml":      "zones: [{name: default, bridge: vmbr70, uplinkVLAN: 70, uplinkBridges: [vmbr0]}]\n",
+		"bad-values.yaml":  "zones: [{name: default, bridge: vmbr70, uplinkBridges: vmbr0}]\n",
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
 	podMsg := "a pod may attach only network attachment definitions and Kube-OVN subnets of its own namespace (tenant-a; a multus default network as tenant-a/<name>); refused: k8s.v1.cni.cncf.io/networks=tenant-b/subnet-b"
@@ -100,6 +102,16 @@ func TestAdmissionReview(t *testing.T) {
 			args:   []string{"admission", "review", "-f", p("machine.yaml")},
 			out:    []string{"m-1", "true"},
 			errOut: `Note: no --namespace-file: namespace "tenant-a" is taken to have no labels or annotations, so it holds no Proxmox network`,
+		},
+		"MiscasedNamespaceKey": {
+			reason: "metadata.Annotations beside metadata.annotations is refused by its path, not one of them dropped (ns.yaml is the control)",
+			args:   []string{"admission", "review", "-f", p("machine.yaml"), "--namespace-file", p("miscased-ns.yaml")},
+			code:   1, errOut: `unknown field "metadata.Annotations"; did you mean "annotations"?`,
+		},
+		"MiscasedReviewKey": {
+			reason: "a review's Request is not taken for request (own.json is the control)",
+			args:   []string{"admission", "review", "-f", p("miscased.json")},
+			code:   1, errOut: `unknown field "Request"; did you mean "request"?`,
 		},
 		"NamespaceMismatch": {
 			reason: "a namespace file for another namespace is an error",
