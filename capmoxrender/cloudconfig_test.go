@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // initScript returns the build-cloud-config script of the named Deployment.
@@ -75,7 +75,7 @@ func runInit(t *testing.T, script string, creds map[string]string) (cloudConfig,
 		t.Fatal(err)
 	}
 	var c cloudConfig
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+	if err := strictyaml.Unmarshal(b, &c); err != nil {
 		t.Fatalf("the cloud-config is not the expected YAML: %v\n%s", err, b)
 	}
 	fi, err := os.Stat(p)
