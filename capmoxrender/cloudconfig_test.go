@@ -107,7 +107,7 @@ func TestCloudConfigScript(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]any{"provider": "capmox", "controllerVmID": float64(capmoxrender.ControllerVMID("tenant-e2e", "kubernetes-k8s-e2e"))}
+		want := map[string]any{"provider": "capmox", "controllerVmID": int64(capmoxrender.ControllerVMID("tenant-e2e", "kubernetes-k8s-e2e"))}
 		if diff := cmp.Diff(want, c.Features); diff != "" {
 			t.Errorf("features (-want +got):\n%s", diff)
 		}
