@@ -10,7 +10,8 @@ import (
 // freshVlans remembers when this process created each Vlan, for
 // FreshVLANHold: the passes over a network right after its Vlan was created
 // (requeued by the controller's own writes, before Kube-OVN can answer)
-// hold the network's status while the Subnet is not Ready. The memory is
+// hold the network's status while the Subnet is not Ready, and a Ready
+// status until the namespace runner's next annotation write lists it. The memory is
 // this process's only: after a restart nothing is fresh, and a status is
 // written as it stands, which is always safe.
 type freshVlans struct {
@@ -55,11 +56,4 @@ func (f *freshVlans) hold(name string) time.Duration {
 	}
 	delete(f.at, name)
 	return 0
-}
-
-// forget drops the Vlan name: Kube-OVN has reported on it.
-func (f *freshVlans) forget(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.at, name)
 }

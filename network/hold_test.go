@@ -2,6 +2,7 @@ package network_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -115,5 +116,75 @@ func TestFreshVLANHold(t *testing.T) {
 	reconcile(ctrl)
 	if got := subnetCond("restarted"); got == nil || got.Reason != network.ReasonSubnetNotReady {
 		t.Errorf("after a restart, SubnetReady %v, want False/%s at once", got, network.ReasonSubnetNotReady)
+	}
+}
+
+// TestBurstReadyWaitsForAnnotation: a burst of new networks in one
+// namespace, whose Subnets Kube-OVN reports Ready at once, costs a few
+// namespace annotation writes, not one per network: a network about to
+// report Ready whose Vlan is fresh holds its status until the namespace
+// runner's next write lists it. No status reports Ready before the
+// annotation lists the network, and each network's status is written once.
+func TestBurstReadyWaitsForAnnotation(t *testing.T) {
+	ctx := context.Background()
+	store := sim.NewStore(true)
+	clk := clocktesting.NewFakeClock(sim.Epoch)
+	reqs := kube.NewRequests()
+	hooks := reqs.Funcs()
+	checkListedWhenReady(t, store, &hooks)
+	cache := network.NewCache()
+	c := interceptor.NewClient(interceptor.NewClient(store, hooks), network.Feed(cache))
+	ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1, StatusInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, store, sim.ProviderNetwork("pxb", true), sim.Zone("zone-b", "vmbr1", "pxb", "100-200"), sim.Namespace("burst", nil))
+	if err := ctrl.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	drain := func() {
+		t.Helper()
+		if err := ctrl.Resync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ctrl.Drain(ctx, 10*n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One network after the other within the interval, each reported
+	// Ready by Kube-OVN before the next arrives.
+	for i := range n {
+		name := fmt.Sprintf("b-%d", i)
+		objs, err := sim.Network("burst", name, "zone-b", "vpc-b", fmt.Sprintf("10.81.%d.0/24", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, c, objs...)
+		drain()
+		if err := c.Status().Patch(ctx, &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: name}}, subnetReady); err != nil {
+			t.Fatal(err)
+		}
+		drain()
+	}
+	for range 4 {
+		clk.Step(500 * time.Millisecond)
+		drain()
+	}
+	var nets v1alpha1.ProxmoxNetworkList
+	if err := store.List(ctx, &nets, client.InNamespace("burst")); err != nil {
+		t.Fatal(err)
+	}
+	for _, net := range nets.Items {
+		if !meta.IsStatusConditionTrue(net.Status.Conditions, v1alpha1.ConditionReady) {
+			t.Errorf("network %s is not Ready: %+v", net.Name, net.Status.Conditions)
+		}
+	}
+	counts := reqs.Counts()
+	if got := counts[kube.RequestKey{Verb: kube.VerbPatch, Kind: "Namespace"}]; got > 3 {
+		t.Errorf("a burst of %d networks: %d namespace annotation writes, want at most 3 (one per StatusInterval)", n, got)
+	}
+	if got := counts[kube.RequestKey{Verb: kube.VerbStatusUpdate, Kind: "ProxmoxNetwork"}]; got != n {
+		t.Errorf("a burst of %d networks: %d status writes, want one each", n, got)
 	}
 }

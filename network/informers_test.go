@@ -104,6 +104,7 @@ func convergeInformers(tb testing.TB, cfg *rest.Config, direct client.WithWatch,
 	hooks.Get, hooks.List = cacheReads.Get, cacheReads.List
 	if checkListed {
 		checkReadyListed(tb, direct, &hooks)
+		checkListedWhenReady(tb, direct, &hooks)
 	}
 	counted := interceptor.NewClient(interceptor.NewClient(cached, hooks), interceptor.Funcs{Create: run.meter.funcs().Create})
 	apiReader := interceptor.NewClient(interceptor.NewClient(direct, run.api.Funcs()), run.meter.funcs())

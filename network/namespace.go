@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,11 +47,17 @@ func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *
 // writes the annotation once for every pass that changed it meanwhile: a
 // burst of new networks in one namespace costs a few annotation writes
 // instead of one each, whatever the size of the namespace.
-func (c *Controller) publishNamespace(ctx context.Context, n *v1alpha1.ProxmoxNetwork, ready bool) error {
+//
+// A network of such a burst (its Vlan created within FreshVLANHold) that is
+// about to report Ready does not write the annotation itself either: it
+// returns how long its status should be held (StatusInterval at most, the
+// longest the namespace runner waits), and the runner's next write lists
+// it. Once the Vlan is no longer fresh, the pass writes at once.
+func (c *Controller) publishNamespace(ctx context.Context, n *v1alpha1.ProxmoxNetwork, ready bool) (hold time.Duration, err error) {
 	c.cache.record(n.DeepCopy(), false)
 	ns, err := c.namespace(ctx, n.Namespace)
 	if ns == nil || err != nil {
-		return err
+		return 0, err
 	}
 	have, ok := ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]
 	mine := ""
@@ -60,13 +67,17 @@ func (c *Controller) publishNamespace(ctx context.Context, n *v1alpha1.ProxmoxNe
 	stale, complete, listsMine := c.cache.annotationState(n.Namespace, have, mine)
 	empty := ok && have == "" // an annotation that lists nothing goes
 	if complete && !empty {
-		return nil
+		return 0, nil
 	}
-	if stale || empty || (ready && mine != "" && !listsMine) {
-		return c.writeAnnotation(ctx, ns)
+	mustList := ready && mine != "" && !listsMine
+	if mustList && !stale && !empty && c.cfg.StatusInterval > 0 {
+		hold = min(c.fresh.hold(n.Status.VLANName), c.cfg.StatusInterval)
+	}
+	if hold <= 0 && (stale || empty || mustList) {
+		return 0, c.writeAnnotation(ctx, ns)
 	}
 	c.namespaces.Enqueue(Key{Name: n.Namespace})
-	return nil
+	return hold, nil
 }
 
 // namespace reads a namespace; nil without an error when it does not exist.

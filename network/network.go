@@ -118,9 +118,11 @@ func gatewayNotManaged(cond metav1.Condition) bool {
 // resync, or after RetryAfter while the network is not Ready.
 func (c *Controller) publish(ctx context.Context, p *netPass) (engine.Result, error) {
 	ready := meta.IsStatusConditionTrue(p.Object.Status.Conditions, v1alpha1.ConditionReady)
-	if err := c.publishNamespace(ctx, p.Object, ready); err != nil {
+	hold, err := c.publishNamespace(ctx, p.Object, ready)
+	if err != nil {
 		return engine.Result{}, err
 	}
+	p.HoldStatus(hold)
 	c.recordNetwork(p.Object, p.Data.chassis)
 	if !ready {
 		return engine.Result{RequeueAfter: RetryAfter}, nil

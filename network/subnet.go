@@ -61,7 +61,6 @@ func (c *Controller) checkSubnet(ctx context.Context, p *netPass) (engine.Result
 	case validated != nil && validated.Status == string(metav1.ConditionFalse):
 		set(metav1.ConditionFalse, ReasonSubnetInvalid, validated.Message)
 	case ready != nil && ready.Status == string(metav1.ConditionTrue):
-		c.fresh.forget(sub.Spec.Vlan)
 		set(metav1.ConditionTrue, ReasonReady, "Kube-OVN reports the subnet Ready")
 	default:
 		msg := "Kube-OVN has not reported the subnet Ready yet"

@@ -3,6 +3,7 @@ package network_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,36 @@ func TestStatusInterval(t *testing.T) {
 	}
 	if got := strings.Count(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ",") + 1; got != n {
 		t.Errorf("after the interval, the annotation lists %d networks, want %d", got, n)
+	}
+}
+
+// checkListedWhenReady makes f check, after every status write through the
+// client it wraps that reports a network Ready, that its namespace's
+// annotation (read from store) lists the network's triple: Ready never
+// reaches the API before the annotation.
+func checkListedWhenReady(t testing.TB, store client.Reader, f *interceptor.Funcs) {
+	next := f.SubResourceUpdate
+	f.SubResourceUpdate = func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		var err error
+		if next != nil {
+			err = next(ctx, c, sub, obj, opts...)
+		} else {
+			err = c.SubResource(sub).Update(ctx, obj, opts...)
+		}
+		n, ok := obj.(*v1alpha1.ProxmoxNetwork)
+		if err != nil || !ok || !meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady) {
+			return err
+		}
+		ns := &corev1.Namespace{}
+		if err := store.Get(ctx, client.ObjectKey{Name: n.Namespace}, ns); err != nil {
+			t.Errorf("get namespace %s: %v", n.Namespace, err)
+			return nil
+		}
+		tr := network.Triple(n.Status.Bridge, n.Status.VLAN, n.Spec.IPPool)
+		if !slices.Contains(strings.Split(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ","), tr) {
+			t.Errorf("network %s/%s reports Ready while the annotation of its namespace does not list %s", n.Namespace, n.Name, tr)
+		}
+		return nil
 	}
 }
 
