@@ -499,9 +499,9 @@ func (w *docWorld) pxsubstrate(c docCommand, args []string) {
 	}
 }
 
-// subshellTestBinary reads "(cd DIR && [VAR=...] BIN.test -test.X ...)":
-// the package folder and the arguments with -test. removed from go
-// test's own flags, as go test would pass them.
+// subshellTestBinary reads "(cd DIR && [VAR=...] [taskset -c CPUS]
+// BIN.test -test.X ...)": the package folder and the arguments with -test.
+// removed from go test's own flags, as go test would pass them.
 func subshellTestBinary(st *syntax.Stmt) (string, []string) {
 	sub, ok := st.Cmd.(*syntax.Subshell)
 	if !ok || len(sub.Stmts) != 1 {
@@ -513,6 +513,9 @@ func subshellTestBinary(st *syntax.Stmt) (string, []string) {
 	}
 	_, cd := words(and.X)
 	_, run := words(and.Y)
+	if len(run) > 3 && run[0] == "taskset" && run[1] == "-c" {
+		run = run[3:]
+	}
 	if len(cd) != 2 || cd[0] != "cd" || len(run) == 0 || !strings.HasSuffix(run[0], ".test") {
 		return "", nil
 	}
