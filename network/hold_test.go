@@ -3,9 +3,11 @@ package network_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -134,7 +136,12 @@ func TestBurstReadyWaitsForAnnotation(t *testing.T) {
 	checkListedWhenReady(t, store, &hooks)
 	cache := network.NewCache()
 	c := interceptor.NewClient(interceptor.NewClient(store, hooks), network.Feed(cache))
-	ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1, StatusInterval: time.Second})
+	reg := prometheus.NewRegistry()
+	metrics, err := network.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1, StatusInterval: time.Second, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +173,28 @@ func TestBurstReadyWaitsForAnnotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain()
+	}
+	// The networks whose Ready waits for the annotation are not Ready on
+	// the gauges either.
+	held := 0
+	for i := range n {
+		net := &v1alpha1.ProxmoxNetwork{}
+		if err := store.Get(ctx, client.ObjectKey{Namespace: "burst", Name: fmt.Sprintf("b-%d", i)}, net); err != nil {
+			t.Fatal(err)
+		}
+		apiReady := meta.IsStatusConditionTrue(net.Status.Conditions, v1alpha1.ConditionReady)
+		if !apiReady {
+			held++
+		}
+		prefix := fmt.Sprintf(`cozy_proxmox_network_ready{namespace="burst",network="b-%d",`, i)
+		for series, gauge := range gather(t, reg) {
+			if strings.HasPrefix(series, prefix) && (gauge == 1) != apiReady {
+				t.Errorf("%s = %v while the API says Ready %v", series, gauge, apiReady)
+			}
+		}
+	}
+	if held == 0 {
+		t.Fatal("no network waited for the annotation; the burst does not exercise the hold")
 	}
 	for range 4 {
 		clk.Step(500 * time.Millisecond)

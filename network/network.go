@@ -113,9 +113,11 @@ func gatewayNotManaged(cond metav1.Condition) bool {
 }
 
 // publish brings the namespace annotation up to date (at once when Ready
-// must wait for it, otherwise through the namespace runner) and records the
-// network's gauges, and says when to look again: after the
-// resync, or after RetryAfter while the network is not Ready.
+// must wait for it, otherwise through the namespace runner, holding a
+// fresh network's Ready status until then) and records the network's
+// gauges unless its status is held for the annotation, and says when to
+// look again: after the resync, or after RetryAfter while the network is
+// not Ready.
 func (c *Controller) publish(ctx context.Context, p *netPass) (engine.Result, error) {
 	ready := meta.IsStatusConditionTrue(p.Object.Status.Conditions, v1alpha1.ConditionReady)
 	hold, err := c.publishNamespace(ctx, p.Object, ready)
@@ -123,7 +125,11 @@ func (c *Controller) publish(ctx context.Context, p *netPass) (engine.Result, er
 		return engine.Result{}, err
 	}
 	p.HoldStatus(hold)
-	c.recordNetwork(p.Object, p.Data.chassis)
+	if hold == 0 {
+		// A Ready held for the annotation is not Ready yet for anyone
+		// reading the API; the gauges wait with it.
+		c.recordNetwork(p.Object, p.Data.chassis)
+	}
 	if !ready {
 		return engine.Result{RequeueAfter: RetryAfter}, nil
 	}
