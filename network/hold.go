@@ -11,9 +11,9 @@ import (
 // FreshVLANHold: the passes over a network right after its Vlan was created
 // (requeued by the controller's own writes, before Kube-OVN can answer)
 // hold the network's status while the Subnet is not Ready, and a Ready
-// status until the namespace runner's next annotation write lists it. The memory is
-// this process's only: after a restart nothing is fresh, and a status is
-// written as it stands, which is always safe.
+// status until the namespace runner's next annotation write lists it. The
+// memory is this process's only: after a restart nothing is fresh, and a
+// status is written as it stands, which is always safe.
 type freshVlans struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
