@@ -236,7 +236,10 @@ func TestTypedListPages(t *testing.T) {
 func TestTypedReadsDuringWrites(t *testing.T) {
 	ctx := context.Background()
 	c := kube.NewClient(kube.ClientOptions{Typed: true})
-	if err := c.Create(ctx, pod("p", map[string]string{"v": "0"})); err != nil {
+	// The first version is whole too: its label and annotation agree.
+	first := pod("p", map[string]string{"v": "0"})
+	first.Annotations = map[string]string{"v": "0"}
+	if err := c.Create(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "p"}
