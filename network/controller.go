@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/keymutex"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,8 +53,8 @@ func New(cfg Config) (*Controller, error) {
 		cache:    cfg.Cache,
 		store:    kubestore.New(cfg.Client, kubestore.WithReader(cfg.APIReader)),
 		nsWrites: keymutex.NewHashed(0),
-		throttle: &throttle{interval: cfg.StatusInterval, clock: cfg.Clock, last: map[string]time.Time{}},
-		fresh:    &freshVlans{clock: cfg.Clock, at: map[string]time.Time{}},
+		throttle: &throttle{stamps: newStamps(cfg.Clock), interval: cfg.StatusInterval},
+		fresh:    &freshVlans{stamps: newStamps(cfg.Clock)},
 	}
 	resync := max(cfg.Resync, 0)
 	opts := func(name string) []engine.Option {
@@ -161,35 +160,3 @@ func (c *Controller) enqueueNetworks(keys []Key) {
 
 // keyOf is client.ObjectKeyFromObject.
 func keyOf(o client.Object) Key { return client.ObjectKeyFromObject(o) }
-
-// throttle spaces the full passes over one key by at least interval on
-// clock (see Config.StatusInterval).
-type throttle struct {
-	interval time.Duration
-	clock    clock.PassiveClock
-	mu       sync.Mutex
-	last     map[string]time.Time
-}
-
-// wait returns how long a pass over key must wait, or 0 when it may run
-// now, which it records.
-func (t *throttle) wait(key string) time.Duration {
-	if t.interval <= 0 {
-		return 0
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.clock.Now()
-	if last, ok := t.last[key]; ok && now.Sub(last) < t.interval {
-		return t.interval - now.Sub(last)
-	}
-	t.last[key] = now
-	return 0
-}
-
-// forget drops key, whose object is gone.
-func (t *throttle) forget(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.last, key)
-}
