@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,15 +62,34 @@ type proc struct {
 	exit    int
 }
 
-// freeAddr returns 127.0.0.1:<a free port>.
+// handedOut holds the ports freeAddr has returned in this process. A
+// port is free only while nobody listens on it, and the kernel may hand
+// the same ephemeral port to two probes in a row, so two flags of one
+// process (the webhook and the metrics) could otherwise share it.
+var handedOut = struct {
+	sync.Mutex
+	ports map[string]bool
+}{ports: map[string]bool{}}
+
+// freeAddr returns 127.0.0.1:<a free port> that no earlier call returned.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handedOut.ports[addr] {
+			handedOut.ports[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no port the test has not handed out already in 100 tries")
+	return ""
 }
 
 // start runs the controller as replica name with e's kubeconfig and args,
