@@ -2,13 +2,16 @@ package network_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
@@ -177,4 +180,88 @@ func TestOverlappingZonesCountClaims(t *testing.T) {
 		t.Fatalf("left behind: claims %v, networks %d", claimIDs(s), len(s.networks))
 	}
 	checkZoneCounts(t, s)
+}
+
+// TestDisplacedReservation: the first claim of network 0 fails (before or
+// after the API server records it) and, before the retry, a Vlan created
+// outside the controller takes the ID the network picked. The network
+// never published that ID and has no Vlan, so it releases it and takes the
+// next free one instead of staying in VLANConflict; the zone counts only
+// what the objects hold.
+func TestDisplacedReservation(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(map[bool]string{false: "refused", true: "recorded"}[after], func(t *testing.T) {
+			foreign := &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: kubeovnv1.VlanSpec{ID: 100, Provider: provider}}
+			c := claimFault(t, kube.Unavailable, after, func(client.WithWatch) {},
+				func(c client.WithWatch) { mustCreate(t, c, foreign.DeepCopy()) })
+			holdsOnly(t, c, 101)
+			wantCond(t, getNet(t, c, 0), v1alpha1.ConditionVLANAllocated, "True/"+v1alpha1.ReasonAllocated)
+		})
+	}
+}
+
+// TestPublishedVLANKeepsConflict is the control of
+// TestDisplacedReservation: a network that published its VLAN keeps its
+// claim when its Vlan goes and a foreign Vlan holds the ID, and reports
+// VLANConflict naming that Vlan, because its machines may carry the ID.
+func TestPublishedVLANKeepsConflict(t *testing.T) {
+	ctx := context.Background()
+	h := sim.NewHarness(sim.Options{})
+	c := h.Client()
+	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
+	createNetwork(t, c, 0, "zone-a")
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, h)
+	holdsOnly(t, c, 100)
+	mustCreate(t, c, &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: kubeovnv1.VlanSpec{ID: 100, Provider: provider}})
+	own := &kubeovnv1.Vlan{}
+	if err := c.Get(ctx, client.ObjectKey{Name: netID(0).name()}, own); err != nil {
+		t.Fatal(err)
+	}
+	own.Finalizers = nil
+	if err := c.Update(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, h)
+	n := getNet(t, c, 0)
+	wantCond(t, n, v1alpha1.ConditionVLANAllocated, "False/"+v1alpha1.ReasonVLANConflict)
+	if c := meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionVLANAllocated); !strings.Contains(c.Message, `"foreign"`) {
+		t.Errorf("VLANAllocated message %q does not name the foreign Vlan", c.Message)
+	}
+	holdsOnly(t, c, 100)
+}
+
+// TestHeldNetworkWithoutVLAN: the first claim of network 0 fails (before
+// or after the API server records it) and, before the retry, the network
+// gets an address and is deleted. The address holds the network
+// (Ready=False/InUse), but it never published a VLAN and has no Vlan, so
+// it holds no claim either: the zone counts nothing for it.
+func TestHeldNetworkWithoutVLAN(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(map[bool]string{false: "refused", true: "recorded"}[after], func(t *testing.T) {
+			n := netID(0)
+			c := claimFault(t, kube.Unavailable, after, func(client.WithWatch) {}, func(c client.WithWatch) {
+				mustCreate(t, c, sim.IPAddress(n.ns(), "vm-0", n.name(), "10.0.0.70", 24))
+				uninstall(t, c, n)
+			})
+			s := read(t, c)
+			if len(s.claims) != 0 || len(s.vlans) != 0 {
+				t.Errorf("a held network without a VLAN keeps claims %v and %d Vlans", claimIDs(s), len(s.vlans))
+			}
+			checkZoneCounts(t, s)
+			if z := s.zones[0]; z.Status.AllocatedVLANs != 0 || z.Status.FreeVLANs != 4 {
+				t.Errorf("zone allocated/free %d/%d, want 0/4", z.Status.AllocatedVLANs, z.Status.FreeVLANs)
+			}
+			net := getNet(t, c, n)
+			wantCond(t, net, v1alpha1.ConditionReady, "False/"+v1alpha1.ReasonInUse)
+			if msg := meta.FindStatusCondition(net.Status.Conditions, v1alpha1.ConditionReady).Message; strings.Contains(msg, "VLAN 0") {
+				t.Errorf("Ready message %q speaks of VLAN 0", msg)
+			}
+		})
+	}
 }

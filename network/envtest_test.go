@@ -39,6 +39,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("SplitBrain", func(t *testing.T) { splitBrain(t, c, 30) })
 	t.Run("Lifecycle", func(t *testing.T) { apiLifecycle(t, c) })
 	t.Run("SubnetFinalizer", func(t *testing.T) { subnetFinalizerCases(t, c) })
+	t.Run("VlanAdoption", func(t *testing.T) { vlanAdoptionCases(t, c) })
 }
 
 // apiLifecycle: a zone of two VLANs and three networks (one exhausted), a

@@ -47,21 +47,12 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 		c.recordNetwork(n, 0)
 		return false, nil
 	}
-	use, protected, err := c.inUse(ctx, n)
-	if err != nil {
-		return false, err
-	}
-	if p := n.Status.IPPool; p != nil {
-		p.Used = int32(use.Addresses)
-		p.Free = max(p.Total-p.Used, 0)
-	}
-	if use.Addresses > 0 || use.Machines > 0 || protected {
-		msg := fmt.Sprintf("%d address(es) of pool %q are allocated and %d ProxmoxMachine(s) reference it; VLAN %d and subnet %q are kept until they are gone",
-			use.Addresses, n.Spec.IPPool, use.Machines, n.Status.VLAN, n.Spec.Subnet)
-		c.heldEvent(n, prevReady, msg)
+	if held, msg, err := c.holdForConsumers(ctx, n, prevReady); err != nil || held {
+		if err != nil {
+			return false, err
+		}
 		return wait(v1alpha1.ReasonInUse, msg)
 	}
-	c.memo.clear(n, memoHeld)
 	reason, msg, foreign, err := c.releaseSubnet(ctx, n)
 	if err != nil || reason != "" {
 		if err != nil {
@@ -95,6 +86,59 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	c.cfg.Metrics.forgetNetwork(n.Namespace, n.Name)
 	c.cfg.Log.Info("released network", "network", n.Namespace+"/"+n.Name, "vlan", n.Status.VLAN, "subnet", n.Spec.Subnet)
 	return true, nil
+}
+
+// holdForConsumers is the first stage of finalize: held is true, with the
+// InUse message, while the pool has consumers or the IPAM provider still
+// protects it. It refreshes the pool's counts in the status.
+func (c *Controller) holdForConsumers(ctx context.Context, n *v1alpha1.ProxmoxNetwork, prevReady *metav1.Condition) (held bool, msg string, err error) {
+	use, protected, err := c.inUse(ctx, n)
+	if err != nil {
+		return false, "", err
+	}
+	if p := n.Status.IPPool; p != nil {
+		p.Used = int32(use.Addresses)
+		p.Free = max(p.Total-p.Used, 0)
+	}
+	if use.Addresses == 0 && use.Machines == 0 && !protected {
+		c.memo.clear(n, memoHeld)
+		return false, "", nil
+	}
+	if err := c.releaseUnpublished(ctx, n); err != nil {
+		return false, "", err
+	}
+	kept := fmt.Sprintf("VLAN %d and subnet %q are kept", n.Status.VLAN, n.Spec.Subnet)
+	if n.Status.VLAN == 0 {
+		kept = fmt.Sprintf("subnet %q is kept (the network holds no VLAN)", n.Spec.Subnet)
+	}
+	msg = fmt.Sprintf("%d address(es) of pool %q are allocated and %d ProxmoxMachine(s) reference it; %s until they are gone",
+		use.Addresses, n.Spec.IPPool, use.Machines, kept)
+	c.heldEvent(n, prevReady, msg)
+	return true, msg, nil
+}
+
+// releaseUnpublished releases the VLAN claims of a deleted network its
+// consumers hold when it never published a VLAN and no Vlan carries its
+// subnet's name: nothing uses an ID on its behalf, and a deleted network
+// never allocates again. Without this, a claim recorded just before the
+// delete, or a reservation whose write failed and that no claim backs,
+// would count in the zone for as long as the consumers stay.
+func (c *Controller) releaseUnpublished(ctx context.Context, n *v1alpha1.ProxmoxNetwork) error {
+	network := v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name}
+	if n.Status.VLAN != 0 || !c.cache.reserves(network) {
+		return nil
+	}
+	switch err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: n.Spec.Subnet}, &kubeovnv1.Vlan{}); {
+	case err == nil:
+		return nil // a Vlan of the name exists: the claims wait for the usual release
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", n.Spec.Subnet, err)
+	}
+	vid, err := c.releaseClaims(ctx, network)
+	if err == nil {
+		c.cfg.Log.Info("released the VLAN claims of a deleted network that never held a VLAN", "network", network.String(), "vlan", vid)
+	}
+	return err
 }
 
 // releaseGateway releases the network's gateway, when gateways are managed

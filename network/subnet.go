@@ -2,16 +2,11 @@ package network
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -96,51 +91,6 @@ func (c *Controller) holdSubnet(ctx context.Context, sub *kubeovnv1.Subnet) erro
 		return fmt.Errorf("cannot add finalizer %q to Kube-OVN Subnet %q: %w", v1alpha1.Finalizer, sub.Name, err)
 	}
 	return nil
-}
-
-// jsonPatchOp is one operation of an RFC 6902 JSON patch.
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
-// addFinalizer adds finalizer to obj, which lacks it, with a JSON patch that
-// first tests the finalizers obj has (none tests as null) and then adds
-// one. A change elsewhere in the object since obj was read does not refuse
-// it, as a merge patch with an optimistic lock would; a change of the
-// finalizers does, with a Conflict, so no one's finalizer is lost. obj
-// becomes the object the server stored.
-func addFinalizer(ctx context.Context, c client.Writer, obj client.Object, finalizer string) error {
-	have := obj.GetFinalizers()
-	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/finalizers", Value: have}, {Op: "add", Path: "/metadata/finalizers/-", Value: finalizer}}
-	if len(have) == 0 {
-		ops[0].Value, ops[1] = nil, jsonPatchOp{Op: "add", Path: "/metadata/finalizers", Value: []string{finalizer}}
-	}
-	data, err := json.Marshal(ops)
-	if err != nil {
-		return err
-	}
-	err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, data))
-	if finalizersTestFailed(err) {
-		return apierrors.NewConflict(schema.GroupResource{}, obj.GetName(),
-			errors.New("its finalizers changed since it was read; it is read again"))
-	}
-	return err
-}
-
-// finalizersTestFailed reports whether err is the API server's answer to
-// addFinalizer's patch when it does not apply: 422 Invalid with no causes
-// (the server keeps the patch library's message to itself), unlike a
-// validation failure, which lists its fields. The add applies to whatever
-// passes the test, so the test failed: the finalizers changed.
-func finalizersTestFailed(err error) bool {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return false
-	}
-	s := st.Status()
-	return s.Code == http.StatusUnprocessableEntity && s.Reason == metav1.StatusReasonInvalid && (s.Details == nil || len(s.Details.Causes) == 0)
 }
 
 // checkPool reports IPPoolReady and the pool's address counts: total from

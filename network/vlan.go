@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,7 +60,7 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 	if err != nil {
 		return false, err
 	}
-	vid, created, err := c.allocate(ctx, zs, claim)
+	vid, created, err := c.allocateOrYield(ctx, zs, claim, prevVLAN)
 	if reason, msg, ok := allocationRefusal(err); ok {
 		c.countAllocation(zone.Name, reason)
 		c.refusalEvent(n, prevCond, reason, msg)
@@ -144,6 +145,45 @@ func (c *Controller) allocate(ctx context.Context, zs *zoneState, claim vlanallo
 	return 0, false, fmt.Errorf("cannot bind Kube-OVN Vlan %q: it keeps changing under the controller", claim.Vlan)
 }
 
+// allocateOrYield is allocate, once more after releaseDisplaced gave up a
+// reserved ID someone else took.
+func (c *Controller) allocateOrYield(ctx context.Context, zs *zoneState, claim vlanalloc.Claim, published int32) (vid int, created bool, err error) {
+	vid, created, err = c.allocate(ctx, zs, claim)
+	if yielded, yerr := c.releaseDisplaced(ctx, zs, claim, published, err); yerr != nil {
+		return 0, false, yerr
+	} else if yielded {
+		return c.allocate(ctx, zs, claim)
+	}
+	return vid, created, err
+}
+
+// releaseDisplaced releases the network's reservations when err is a
+// conflict over an ID the network only reserved and someone else took: a
+// Vlan created outside the controller, or a static pin, after the claim's
+// answer was lost or before the network's Vlan was created. The network
+// never published a VLAN and has no Vlan, so nothing uses the ID on its
+// behalf, and it yields the ID instead of staying in VLANConflict (its
+// next allocation picks another one). A network that published its VLAN
+// keeps the conflict: its machines may carry the ID already.
+func (c *Controller) releaseDisplaced(ctx context.Context, zs *zoneState, claim vlanalloc.Claim, published int32, err error) (bool, error) {
+	var conflict *vlanalloc.ConflictError
+	if published != 0 || !errors.As(err, &conflict) {
+		return false, nil
+	}
+	if _, exists := c.cache.vlan(claim.Vlan); exists {
+		return false, nil
+	}
+	reserved := slices.ContainsFunc(zs.alloc.Index().Reservations(claim.Network), func(r vlanalloc.Reservation) bool { return r.VID == conflict.VID })
+	if !reserved {
+		return false, nil
+	}
+	if err := zs.alloc.Release(ctx, claim.Network); err != nil {
+		return false, err
+	}
+	c.cfg.Log.Info("released a reserved VLAN another holder took", "zone", zs.zone.Name(), "vlan", conflict.VID, "holder", conflict.Holder, "network", claim.Network.String())
+	return true, nil
+}
+
 // held answers allocate from the cache alone when the API already records
 // everything the network needs: its Vlan exists with the ID the index gives
 // it, and the claim on that ID names the network. A converged network then
@@ -218,14 +258,27 @@ func (c *Controller) adoptVlan(ctx context.Context, v vlanInfo) error {
 	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: v.Name}, cur); err != nil {
 		return fmt.Errorf("cannot get Kube-OVN Vlan %q: %w", v.Name, err)
 	}
-	patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if cur.DeletionTimestamp.IsZero() {
-		controllerutil.AddFinalizer(cur, v1alpha1.Finalizer)
-	}
-	delete(cur.Annotations, v1alpha1.AnnotationDeletedSubnets)
-	if err := c.cfg.Client.Patch(ctx, cur, patch); err != nil {
+	if err := adoptPatch(ctx, c.cfg.Client, cur); err != nil {
 		return fmt.Errorf("cannot adopt Kube-OVN Vlan %q: %w", v.Name, err)
 	}
 	c.cache.Observe(cur)
 	return nil
+}
+
+// adoptPatch is adoptVlan's write. Kube-OVN writes the Vlan's status, often
+// between the copy v and this patch, so the patch tests only what it
+// changes (guardedPatch): the finalizers and the prune timers. v becomes
+// the object the server stored; nothing is written when v needs nothing.
+func adoptPatch(ctx context.Context, c client.Writer, v *kubeovnv1.Vlan) error {
+	var ops []jsonPatchOp
+	if v.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(v, v1alpha1.Finalizer) {
+		ops = finalizerOps(v, v1alpha1.Finalizer)
+	}
+	if _, ok := v.Annotations[v1alpha1.AnnotationDeletedSubnets]; ok {
+		ops = append(ops, annotationRemovalOps(v, v1alpha1.AnnotationDeletedSubnets)...)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return guardedPatch(ctx, c, v, ops)
 }

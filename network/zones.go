@@ -76,6 +76,19 @@ func (c *Cache) zoneSpecChanged(obj *v1alpha1.ProxmoxNetworkZone) bool {
 	return !ok || z.fingerprint != fp
 }
 
+// reserves reports whether any zone's allocator holds a reservation of
+// network (from a claim, or from a write whose answer was lost).
+func (c *Cache) reserves(network v1alpha1.NetworkReference) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, z := range c.zones {
+		if z.alloc != nil && len(z.alloc.Index().Reservations(vlanalloc.NetworkRef(network))) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // dropReservations forgets the reservations of network in every zone's
 // allocator. Call it once the network's claims are deleted: what is left is
 // a reservation whose write failed, which no claim backs.
