@@ -17,6 +17,19 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
+// getNamed reads the cluster-scoped object name from c.
+func getNamed[T any, PT interface {
+	*T
+	client.Object
+}](t *testing.T, c client.Client, name string) PT {
+	t.Helper()
+	obj := PT(new(T))
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
 // subnetFinalizerCases runs the Subnet finalizer patch on store: it
 // applies over a status Kube-OVN wrote after the copy was read, keeps the
 // finalizers others hold, and is refused with a Conflict, changing
@@ -37,14 +50,7 @@ func subnetFinalizerCases(t *testing.T, c client.Client) {
 		}
 		return s
 	}
-	get := func(t *testing.T, name string) *kubeovnv1.Subnet {
-		t.Helper()
-		s := &kubeovnv1.Subnet{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	get := func(t *testing.T, name string) *kubeovnv1.Subnet { return getNamed[kubeovnv1.Subnet](t, c, name) }
 	reportReady := func(t *testing.T, name string) {
 		t.Helper()
 		if err := c.Status().Patch(ctx, &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: name}}, subnetReady); err != nil {
@@ -125,14 +131,7 @@ func vlanAdoptionCases(t *testing.T, c client.Client) {
 		}
 		return v
 	}
-	get := func(t *testing.T, name string) *kubeovnv1.Vlan {
-		t.Helper()
-		v := &kubeovnv1.Vlan{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, v); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	get := func(t *testing.T, name string) *kubeovnv1.Vlan { return getNamed[kubeovnv1.Vlan](t, c, name) }
 	timers := func(value string) map[string]string {
 		return map[string]string{v1alpha1.AnnotationDeletedSubnets: value, other: "kept"}
 	}
