@@ -206,14 +206,7 @@ func TestDisplacedReservation(t *testing.T) {
 // VLANConflict naming that Vlan, because its machines may carry the ID.
 func TestPublishedVLANKeepsConflict(t *testing.T) {
 	ctx := context.Background()
-	h := sim.NewHarness(sim.Options{})
-	c := h.Client()
-	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
-	createNetwork(t, c, 0, "zone-a")
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	converge(t, h)
+	h, c := startOne(t, sim.Options{}, "100-103")
 	holdsOnly(t, c, 100)
 	mustCreate(t, c, &kubeovnv1.Vlan{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: kubeovnv1.VlanSpec{ID: 100, Provider: provider}})
 	own := &kubeovnv1.Vlan{}

@@ -51,14 +51,7 @@ func (g *fakeGateway) Release(_ context.Context, n network.NetworkInfo) (bool, e
 func TestGateway(t *testing.T) {
 	ctx := context.Background()
 	gw := &fakeGateway{up: map[string]network.NetworkInfo{}}
-	h := sim.NewHarness(sim.Options{Gateway: func() network.Gateway { return gw }})
-	c := h.Client()
-	baseWorld(t, c, map[string][]string{"zone-a": {"100-101"}})
-	createNetwork(t, c, 0, "zone-a")
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	converge(t, h)
+	h, c := startOne(t, sim.Options{Gateway: func() network.Gateway { return gw }}, "100-101")
 	n := getNet(t, c, 0)
 	wantCond(t, n, v1alpha1.ConditionGatewayReady, "True/ChassisAssigned")
 	wantCond(t, n, v1alpha1.ConditionReady, "True/Ready")
@@ -85,6 +78,21 @@ func TestGateway(t *testing.T) {
 	if len(gw.up) != 0 {
 		t.Errorf("gateways left: %v", gw.up)
 	}
+}
+
+// startOne starts a harness with opts on zone-a of ranges and network 0
+// in it, and converges; it returns the harness and the world's client.
+func startOne(t *testing.T, opts sim.Options, ranges ...string) (*sim.Harness, client.WithWatch) {
+	t.Helper()
+	h := sim.NewHarness(opts)
+	c := h.Client()
+	baseWorld(t, c, map[string][]string{"zone-a": ranges})
+	createNetwork(t, c, 0, "zone-a")
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, h)
+	return h, c
 }
 
 func converge(t *testing.T, h *sim.Harness) {

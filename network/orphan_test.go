@@ -26,14 +26,7 @@ func TestOrphanedVlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sim.NewHarness(sim.Options{KubeOVNDoesNotPrune: true, Metrics: m})
-	c := h.Client()
-	baseWorld(t, c, map[string][]string{"zone-a": {"100-101"}})
-	createNetwork(t, c, 0, "zone-a")
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	converge(t, h)
+	h, c := startOne(t, sim.Options{KubeOVNDoesNotPrune: true, Metrics: m}, "100-101")
 	for _, o := range []client.Object{&v1alpha1.ProxmoxNetwork{}, &kubeovnv1.Subnet{}} {
 		key := netID(0).key()
 		if _, sub := o.(*kubeovnv1.Subnet); sub {
