@@ -2,10 +2,12 @@ package network_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +16,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
@@ -256,5 +259,42 @@ func TestHeldNetworkWithoutVLAN(t *testing.T) {
 				t.Errorf("Ready message %q speaks of VLAN 0", msg)
 			}
 		})
+	}
+}
+
+// TestReleaseUnlistsBeforeFreeing: admission lets a namespace attach only
+// to the VLANs its annotation lists, so a deleted network leaves its
+// namespace's annotation before its claim goes and another namespace can
+// get the ID. Every claim delete checks the annotation of the claim's
+// namespace at that moment.
+func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
+	ctx := context.Background()
+	hooks := kube.NewFaults(1).Funcs()
+	del := hooks.Delete
+	deletes := 0
+	hooks.Delete = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if cl, ok := obj.(*v1alpha1.ProxmoxVLANClaim); ok {
+			deletes++
+			ns := &corev1.Namespace{}
+			if err := c.Get(ctx, client.ObjectKey{Name: cl.Spec.Network.Namespace}, ns); err != nil {
+				t.Errorf("get namespace: %v", err)
+			}
+			listed := strings.Split(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ",")
+			if tr := network.Triple("vmbr1", cl.Spec.VLAN, cl.Spec.Network.Name); slices.Contains(listed, tr) {
+				t.Errorf("claim %s deleted while namespace %s still lists %s", cl.Name, ns.Name, tr)
+			}
+		}
+		return del(ctx, c, obj, opts...)
+	}
+	h, c := startOne(t, sim.Options{ControllerHooks: &hooks}, "100-103")
+	if got := namespaceAnnotation(t, c, netID(0).ns()); got != network.Triple("vmbr1", 100, netID(0).name()) {
+		t.Fatalf("annotation %q before the delete", got)
+	}
+	uninstall(t, c, 0)
+	if _, err := h.Advance(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if s := read(t, c); len(s.networks) != 0 || len(s.claims) != 0 || deletes != 1 {
+		t.Fatalf("networks %d, claims %v after the release, %d claim deletes; want none, none, 1", len(s.networks), claimIDs(s), deletes)
 	}
 }

@@ -36,8 +36,8 @@ const ProtectPoolFinalizer = "ipam.cluster.x-k8s.io/ProtectPool"
 //     (SwitchDeleting, SwitchDeleted=False/ListedOnVlan), or the prune
 //     timeout runs out; a live subnet listed there holds the VLAN for good
 //     (VLANStillReferenced);
-//  5. the Vlan is deleted and the VLAN claim released: the ID is back in
-//     the zone.
+//  5. the Vlan is deleted, the namespace annotation stops listing the
+//     network, and the VLAN claim is released: the ID is back in the zone.
 func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	n := s.Object
 	prevReady := condition(n.Status.Conditions, v1alpha1.ConditionReady)
@@ -73,15 +73,18 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 		}
 		return wait(reason, msg)
 	}
+	// The namespace stops listing the VLAN before the claim goes: admission
+	// reads the annotation, and once the claim is gone another namespace
+	// can get the ID.
+	if err := c.syncNamespace(ctx, n.Namespace, n, true); err != nil {
+		return false, err
+	}
 	claimed, err := c.releaseClaims(ctx, v1alpha1.NetworkReference{Namespace: n.Namespace, Name: n.Name})
 	if err != nil {
 		return false, err
 	}
 	if vid = cmp.Or(vid, claimed); vid != 0 {
 		c.releasedEvent(n, vid)
-	}
-	if err := c.syncNamespace(ctx, n.Namespace, n, true); err != nil {
-		return false, err
 	}
 	c.cfg.Metrics.forgetNetwork(n.Namespace, n.Name)
 	c.cfg.Log.Info("released network", "network", n.Namespace+"/"+n.Name, "vlan", n.Status.VLAN, "subnet", n.Spec.Subnet)
