@@ -8,9 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
@@ -262,39 +264,76 @@ func TestHeldNetworkWithoutVLAN(t *testing.T) {
 	}
 }
 
-// TestReleaseUnlistsBeforeFreeing: admission lets a namespace attach only
-// to the VLANs its annotation lists, so a deleted network leaves its
-// namespace's annotation before its claim goes and another namespace can
-// get the ID. Every claim delete checks the annotation of the claim's
-// namespace at that moment.
-func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
-	ctx := context.Background()
+// unlistedWhenFreed returns controller hooks that check, whenever a delete
+// frees an ID (a claim's, or a Vlan's that no claim holds), that the
+// namespace of its network no longer lists it: admission reads the
+// annotation, and a free ID can go to another namespace. It counts the
+// deletes that free an ID.
+func unlistedWhenFreed(t *testing.T) (interceptor.Funcs, *int) {
 	hooks := kube.NewFaults(1).Funcs()
 	del := hooks.Delete
-	deletes := 0
+	frees := new(int)
+	check := func(ctx context.Context, c client.Client, what string, vid int32, ref v1alpha1.NetworkReference) {
+		*frees++
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: ref.Namespace}, ns); err != nil {
+			t.Errorf("get namespace: %v", err)
+		}
+		listed := strings.Split(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ",")
+		if tr := network.Triple("vmbr1", vid, ref.Name); slices.Contains(listed, tr) {
+			t.Errorf("%s deleted while namespace %s still lists %s", what, ns.Name, tr)
+		}
+	}
 	hooks.Delete = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-		if cl, ok := obj.(*v1alpha1.ProxmoxVLANClaim); ok {
-			deletes++
-			ns := &corev1.Namespace{}
-			if err := c.Get(ctx, client.ObjectKey{Name: cl.Spec.Network.Namespace}, ns); err != nil {
-				t.Errorf("get namespace: %v", err)
-			}
-			listed := strings.Split(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ",")
-			if tr := network.Triple("vmbr1", cl.Spec.VLAN, cl.Spec.Network.Name); slices.Contains(listed, tr) {
-				t.Errorf("claim %s deleted while namespace %s still lists %s", cl.Name, ns.Name, tr)
+		switch o := obj.(type) {
+		case *v1alpha1.ProxmoxVLANClaim:
+			check(ctx, c, "claim "+o.Name, o.Spec.VLAN, o.Spec.Network)
+		case *kubeovnv1.Vlan:
+			err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.VLANClaimName(o.Spec.Provider, o.Spec.ID)}, &v1alpha1.ProxmoxVLANClaim{})
+			if apierrors.IsNotFound(err) {
+				ref := v1alpha1.NetworkReference{Namespace: o.Labels[v1alpha1.LabelNetworkNamespace], Name: o.Labels[v1alpha1.LabelNetworkName]}
+				check(ctx, c, "Vlan "+o.Name+" (no claim)", int32(o.Spec.ID), ref)
 			}
 		}
 		return del(ctx, c, obj, opts...)
 	}
-	h, c := startOne(t, sim.Options{ControllerHooks: &hooks}, "100-103")
-	if got := namespaceAnnotation(t, c, netID(0).ns()); got != network.Triple("vmbr1", 100, netID(0).name()) {
-		t.Fatalf("annotation %q before the delete", got)
-	}
-	uninstall(t, c, 0)
-	if _, err := h.Advance(ctx, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if s := read(t, c); len(s.networks) != 0 || len(s.claims) != 0 || deletes != 1 {
-		t.Fatalf("networks %d, claims %v after the release, %d claim deletes; want none, none, 1", len(s.networks), claimIDs(s), deletes)
+	return hooks, frees
+}
+
+// TestReleaseUnlistsBeforeFreeing: a deleted network leaves its
+// namespace's annotation before its ID is freed; and so does a network
+// whose finalizer an admin removed, before the zone collects its claim, or
+// its Vlan when the admin deleted the claim too.
+func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
+	for _, tc := range []string{"finalize", "orphan", "orphan without claim"} {
+		t.Run(tc, func(t *testing.T) {
+			ctx := context.Background()
+			hooks, frees := unlistedWhenFreed(t)
+			h, c := startOne(t, sim.Options{ControllerHooks: &hooks}, "100-103")
+			if got := namespaceAnnotation(t, c, netID(0).ns()); got != network.Triple("vmbr1", 100, netID(0).name()) {
+				t.Fatalf("annotation %q before the delete", got)
+			}
+			if tc != "finalize" { // the admin takes the finalizers off the network and its Subnet
+				for _, o := range []client.Object{getNet(t, c, 0), getNamed[kubeovnv1.Subnet](t, c, netID(0).name())} {
+					o.SetFinalizers(nil)
+					if err := c.Update(ctx, o); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tc == "orphan without claim" {
+				if err := c.Delete(ctx, &read(t, c).claims[0]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			uninstall(t, c, 0)
+			if _, err := h.Advance(ctx, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if s := read(t, c); len(s.networks) != 0 || len(s.claims) != 0 || len(s.vlans) != 0 || *frees != 1 {
+				t.Fatalf("networks %d, claims %v, Vlans %d after the release, %d deletes freed an ID; want none, none, none, 1",
+					len(s.networks), claimIDs(s), len(s.vlans), *frees)
+			}
+		})
 	}
 }

@@ -171,6 +171,10 @@ func (c *Controller) collectOrphanVlan(ctx context.Context, vi vlanInfo) (kept b
 		reason = v1alpha1.ReasonVLANStillReferenced
 	}
 	if err == nil && reason == "" {
+		// the namespace stops listing the VLAN before it can be handed out
+		err = c.syncNamespace(ctx, vi.Network.Namespace, nil)
+	}
+	if err == nil && reason == "" {
 		reason, _, err = c.deleteVlan(ctx, v)
 	}
 	if err != nil || reason != "" {
@@ -193,6 +197,10 @@ func (c *Controller) collectOrphanClaims(ctx context.Context, zone string) error
 		}
 		if !gone {
 			continue
+		}
+		// the namespace stops listing the VLAN before it can be handed out
+		if err := c.syncNamespace(ctx, ci.R.Network.Namespace, nil); err != nil {
+			return err
 		}
 		if err := c.store.Release(ctx, ci.Provider, ci.R); err != nil {
 			return fmt.Errorf("cannot release the orphaned claim of VLAN %d: %w", ci.R.VID, err)
