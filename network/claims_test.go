@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,24 +265,26 @@ func TestHeldNetworkWithoutVLAN(t *testing.T) {
 	}
 }
 
-// unlistedWhenFreed returns controller hooks that check, whenever a delete
-// frees an ID (a claim's, or a Vlan's that no claim holds), that the
-// namespace of its network no longer lists it: admission reads the
-// annotation, and a free ID can go to another namespace. It counts the
-// deletes that free an ID.
-func unlistedWhenFreed(t *testing.T) (interceptor.Funcs, *int) {
-	hooks := kube.NewFaults(1).Funcs()
+// unlistedWhenFreed wraps hooks so that, whenever a delete frees an ID (a
+// claim's, or a Vlan's that no claim holds), it checks that the namespace
+// of the ID's network no longer lists it and calls report when it does:
+// admission reads the annotation, and a free ID can go to another
+// namespace. frees counts the deletes that free an ID.
+func unlistedWhenFreed(hooks interceptor.Funcs, report func(format string, args ...any)) (_ interceptor.Funcs, frees *atomic.Int32) {
 	del := hooks.Delete
-	frees := new(int)
+	frees = new(atomic.Int32)
 	check := func(ctx context.Context, c client.Client, what string, vid int32, ref v1alpha1.NetworkReference) {
-		*frees++
+		frees.Add(1)
 		ns := &corev1.Namespace{}
 		if err := c.Get(ctx, client.ObjectKey{Name: ref.Namespace}, ns); err != nil {
-			t.Errorf("get namespace: %v", err)
+			if !apierrors.IsNotFound(err) {
+				report("get namespace %s: %v", ref.Namespace, err)
+			}
+			return
 		}
 		listed := strings.Split(ns.Annotations[v1alpha1.AnnotationNamespaceNetworks], ",")
 		if tr := network.Triple("vmbr1", vid, ref.Name); slices.Contains(listed, tr) {
-			t.Errorf("%s deleted while namespace %s still lists %s", what, ns.Name, tr)
+			report("%s deleted while namespace %s still lists %s", what, ns.Name, tr)
 		}
 	}
 	hooks.Delete = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -308,7 +311,7 @@ func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
 	for _, tc := range []string{"finalize", "orphan", "orphan without claim"} {
 		t.Run(tc, func(t *testing.T) {
 			ctx := context.Background()
-			hooks, frees := unlistedWhenFreed(t)
+			hooks, frees := unlistedWhenFreed(kube.NewFaults(1).Funcs(), t.Errorf)
 			h, c := startOne(t, sim.Options{ControllerHooks: &hooks}, "100-103")
 			if got := namespaceAnnotation(t, c, netID(0).ns()); got != network.Triple("vmbr1", 100, netID(0).name()) {
 				t.Fatalf("annotation %q before the delete", got)
@@ -330,9 +333,9 @@ func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
 			if _, err := h.Advance(ctx, time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if s := read(t, c); len(s.networks) != 0 || len(s.claims) != 0 || len(s.vlans) != 0 || *frees != 1 {
+			if s := read(t, c); len(s.networks) != 0 || len(s.claims) != 0 || len(s.vlans) != 0 || frees.Load() != 1 {
 				t.Fatalf("networks %d, claims %v, Vlans %d after the release, %d deletes freed an ID; want none, none, none, 1",
-					len(s.networks), claimIDs(s), len(s.vlans), *frees)
+					len(s.networks), claimIDs(s), len(s.vlans), frees.Load())
 			}
 		})
 	}

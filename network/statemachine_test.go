@@ -3,6 +3,7 @@ package network_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +36,16 @@ type lifecycleModel struct {
 	heldVlan, heldSubnet map[netID]bool
 	foreign              int
 	serial               int
+	// freedListed: IDs freed while their namespace still listed them,
+	// reported from the controller's goroutines (unlistedWhenFreed).
+	mu          sync.Mutex
+	freedListed []string
+}
+
+func (m *lifecycleModel) listedWhenFreed(format string, args ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.freedListed = append(m.freedListed, fmt.Sprintf(format, args...))
 }
 
 var rangeChoices = [][]string{{"100-107"}, {"100-103"}, {"102-110"}, {"100-105", "120"}}
@@ -47,19 +58,20 @@ var rangeChoices = [][]string{{"100-107"}, {"100-103"}, {"102-110"}, {"100-105",
 // Vlan or Subnet of a network released while it has a consumer; and after
 // every fault-free settle, zone counts equal a recount, every deleted
 // network without consumers is gone, and every live network with a VLAN
-// holds exactly the claim of that VLAN.
+// holds exactly the claim of that VLAN. At every delete that frees an ID,
+// the namespace annotation must no longer list it.
 func TestLifecycleStateMachine(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
 		faults := kube.NewFaults(rapid.Uint64().Draw(rt, "seed"))
-		hooks := faults.Funcs()
-		h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
-		m := &lifecycleModel{
-			h: h, c: h.Client(), faults: faults, live: map[netID]bool{},
+		m := &lifecycleModel{faults: faults, live: map[netID]bool{},
 			addrs: map[netID][]string{}, machines: map[netID][]*unstructured.Unstructured{},
 			vlan: map[netID]int32{}, heldVlan: map[netID]bool{}, heldSubnet: map[netID]bool{},
 		}
+		hooks, _ := unlistedWhenFreed(faults.Funcs(), m.listedWhenFreed)
+		h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
+		m.h, m.c = h, h.Client()
 		baseWorld(rt, m.c, map[string][]string{"zone-a": {"100-107"}, "zone-b": {"104-111"}})
 		if err := h.Start(ctx); err != nil {
 			rt.Fatalf("start: %v", err)
@@ -265,6 +277,12 @@ func (m *lifecycleModel) consumed(n netID) bool { return len(m.addrs[n]) > 0 || 
 
 // checkSafety holds after every step, faults or not.
 func (m *lifecycleModel) checkSafety(t *rapid.T) {
+	m.mu.Lock()
+	freed := m.freedListed
+	m.mu.Unlock()
+	if len(freed) > 0 {
+		t.Fatalf("IDs freed while listed: %v", freed)
+	}
 	s := read(t, m.c)
 	checkUniqueIDs(t, s)
 	vlans := map[string]kubeovnv1.Vlan{}
