@@ -2,8 +2,10 @@ package network_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -272,8 +275,16 @@ func TestHeldNetworkWithoutVLAN(t *testing.T) {
 // namespace. frees counts the deletes that free an ID.
 func unlistedWhenFreed(hooks interceptor.Funcs, report func(format string, args ...any)) (_ interceptor.Funcs, frees *atomic.Int32) {
 	del := hooks.Delete
+	if del == nil {
+		del = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			return c.Delete(ctx, obj, opts...)
+		}
+	}
 	frees = new(atomic.Int32)
 	check := func(ctx context.Context, c client.Client, what string, vid int32, ref v1alpha1.NetworkReference) {
+		if ref.Namespace == "" {
+			return // a Vlan no network of ours holds
+		}
 		frees.Add(1)
 		ns := &corev1.Namespace{}
 		if err := c.Get(ctx, client.ObjectKey{Name: ref.Namespace}, ns); err != nil {
@@ -301,6 +312,27 @@ func unlistedWhenFreed(hooks interceptor.Funcs, report func(format string, args 
 		return del(ctx, c, obj, opts...)
 	}
 	return hooks, frees
+}
+
+// freedListed collects what unlistedWhenFreed reports from the
+// controller's goroutines, for a state machine to check after each step.
+type freedListed struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (f *freedListed) report(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
+
+func (f *freedListed) check(t *rapid.T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.msgs) > 0 {
+		t.Fatalf("IDs freed while listed: %v", f.msgs)
+	}
 }
 
 // TestReleaseUnlistsBeforeFreeing: a deleted network leaves its

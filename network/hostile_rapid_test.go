@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
@@ -35,6 +36,8 @@ type hostileModel struct {
 	hostile map[string]string
 	// own are the hostile tenant's networks on Subnets of its own VPC.
 	own map[string]bool
+	// freed: IDs freed while their namespace still listed them.
+	freed freedListed
 }
 
 const legitNets = 6
@@ -48,15 +51,18 @@ const legitNets = 6
 // no platform Vlan or Subnet carries the network finalizer, a label or an
 // annotation; no other tenant's Subnet or Vlan is labelled for tenant-evil;
 // a hostile network holds no VLAN and no claim; no namespace's annotation
-// lists a VLAN that its own networks do not hold. After every settle every
+// lists a VLAN that its own networks do not hold, and no delete frees an
+// ID a namespace still lists. After every settle every
 // legitimate network holds its VLAN or waits for a full zone, and every
 // hostile network says why it holds none.
 func TestHostileStateMachine(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
-		h := sim.NewHarness(sim.Options{})
-		m := &hostileModel{h: h, c: h.Client(), legit: map[netID]bool{}, hostile: map[string]string{}, own: map[string]bool{}}
+		m := &hostileModel{legit: map[netID]bool{}, hostile: map[string]string{}, own: map[string]bool{}}
+		hooks, _ := unlistedWhenFreed(interceptor.Funcs{}, m.freed.report)
+		h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
+		m.h, m.c = h, h.Client()
 		baseWorld(rt, m.c, map[string][]string{"zone-a": {"100-105"}})
 		z := &v1alpha1.ProxmoxNetworkZone{}
 		if err := m.c.Get(ctx, client.ObjectKey{Name: "zone-a"}, z); err != nil {
@@ -204,6 +210,7 @@ func (m *hostileModel) deleteHostile(t *rapid.T) {
 
 // checkSafety holds after every step.
 func (m *hostileModel) checkSafety(t *rapid.T) {
+	m.freed.check(t)
 	s := read(t, m.c)
 	checkUniqueIDs(t, s)
 	for name := range platformVlans {

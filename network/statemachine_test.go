@@ -3,7 +3,6 @@ package network_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,16 +35,8 @@ type lifecycleModel struct {
 	heldVlan, heldSubnet map[netID]bool
 	foreign              int
 	serial               int
-	// freedListed: IDs freed while their namespace still listed them,
-	// reported from the controller's goroutines (unlistedWhenFreed).
-	mu          sync.Mutex
-	freedListed []string
-}
-
-func (m *lifecycleModel) listedWhenFreed(format string, args ...any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.freedListed = append(m.freedListed, fmt.Sprintf(format, args...))
+	// freed: IDs freed while their namespace still listed them.
+	freed freedListed
 }
 
 var rangeChoices = [][]string{{"100-107"}, {"100-103"}, {"102-110"}, {"100-105", "120"}}
@@ -69,7 +60,7 @@ func TestLifecycleStateMachine(t *testing.T) {
 			addrs: map[netID][]string{}, machines: map[netID][]*unstructured.Unstructured{},
 			vlan: map[netID]int32{}, heldVlan: map[netID]bool{}, heldSubnet: map[netID]bool{},
 		}
-		hooks, _ := unlistedWhenFreed(faults.Funcs(), m.listedWhenFreed)
+		hooks, _ := unlistedWhenFreed(faults.Funcs(), m.freed.report)
 		h := sim.NewHarness(sim.Options{ControllerHooks: &hooks})
 		m.h, m.c = h, h.Client()
 		baseWorld(rt, m.c, map[string][]string{"zone-a": {"100-107"}, "zone-b": {"104-111"}})
@@ -277,12 +268,7 @@ func (m *lifecycleModel) consumed(n netID) bool { return len(m.addrs[n]) > 0 || 
 
 // checkSafety holds after every step, faults or not.
 func (m *lifecycleModel) checkSafety(t *rapid.T) {
-	m.mu.Lock()
-	freed := m.freedListed
-	m.mu.Unlock()
-	if len(freed) > 0 {
-		t.Fatalf("IDs freed while listed: %v", freed)
-	}
+	m.freed.check(t)
 	s := read(t, m.c)
 	checkUniqueIDs(t, s)
 	vlans := map[string]kubeovnv1.Vlan{}
