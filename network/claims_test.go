@@ -336,11 +336,12 @@ func (f *freedListed) check(t *rapid.T) {
 }
 
 // TestReleaseUnlistsBeforeFreeing: a deleted network leaves its
-// namespace's annotation before its ID is freed; and so does a network
-// whose finalizer an admin removed, before the zone collects its claim, or
-// its Vlan when the admin deleted the claim too.
+// namespace's annotation before its ID is freed, even when an admin
+// deleted its claim; and so does a network whose finalizer an admin
+// removed, before the zone collects its claim, or its Vlan when the admin
+// deleted the claim too.
 func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
-	for _, tc := range []string{"finalize", "orphan", "orphan without claim"} {
+	for _, tc := range []string{"finalize", "finalize without claim", "orphan", "orphan without claim"} {
 		t.Run(tc, func(t *testing.T) {
 			ctx := context.Background()
 			hooks, frees := unlistedWhenFreed(kube.NewFaults(1).Funcs(), t.Errorf)
@@ -348,7 +349,7 @@ func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
 			if got := namespaceAnnotation(t, c, netID(0).ns()); got != network.Triple("vmbr1", 100, netID(0).name()) {
 				t.Fatalf("annotation %q before the delete", got)
 			}
-			if tc != "finalize" { // the admin takes the finalizers off the network and its Subnet
+			if strings.HasPrefix(tc, "orphan") { // the admin takes the finalizers off the network and its Subnet
 				for _, o := range []client.Object{getNet(t, c, 0), getNamed[kubeovnv1.Subnet](t, c, netID(0).name())} {
 					o.SetFinalizers(nil)
 					if err := c.Update(ctx, o); err != nil {
@@ -356,7 +357,7 @@ func TestReleaseUnlistsBeforeFreeing(t *testing.T) {
 					}
 				}
 			}
-			if tc == "orphan without claim" {
+			if strings.HasSuffix(tc, "without claim") { // the admin deletes the claim too
 				if err := c.Delete(ctx, &read(t, c).claims[0]); err != nil {
 					t.Fatal(err)
 				}

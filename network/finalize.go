@@ -3,6 +3,7 @@ package network
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -260,10 +261,33 @@ func (c *Controller) releaseVlan(ctx context.Context, s *netState) (reason, msg 
 	if len(listed) > 0 && v.DeletionTimestamp.IsZero() {
 		c.pruneTimeoutEvent(n, v.Name, v.Spec.ID, listed) // released although still listed: the timeout ran out
 	}
+	if err := c.claimBeforeDelete(ctx, n, v); err != nil {
+		return "", "", 0, err
+	}
 	if reason, msg, err = c.deleteVlan(ctx, v); err != nil || reason != "" {
 		return reason, msg, 0, err
 	}
 	return "", "", v.Spec.ID, nil
+}
+
+// claimBeforeDelete makes sure a claim holds the ID of the network's Vlan
+// before the Vlan goes. The namespace annotation stops listing the network
+// only after the Vlan is gone, and the claim is released after that; a
+// Vlan whose claim was deleted by hand would otherwise free its ID while
+// the namespace still lists it.
+func (c *Controller) claimBeforeDelete(ctx context.Context, n *v1alpha1.ProxmoxNetwork, v *kubeovnv1.Vlan) error {
+	name := v1alpha1.VLANClaimName(v.Spec.Provider, v.Spec.ID)
+	switch err := c.cfg.APIReader.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.ProxmoxVLANClaim{}); {
+	case err == nil:
+		return nil // this network's claim, or another's: either holds the ID
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("cannot read ProxmoxVLANClaim %q: %w", name, err)
+	}
+	r := vlanalloc.Reservation{VID: v.Spec.ID, Zone: n.Spec.Zone, Network: vlanalloc.NetworkRef{Namespace: n.Namespace, Name: n.Name}, Vlan: v.Name}
+	if err := c.store.Reserve(ctx, v.Spec.Provider, r); err != nil && !errors.Is(err, vlanalloc.ErrTaken) {
+		return fmt.Errorf("cannot hold VLAN %d with a claim while its Vlan is deleted: %w", v.Spec.ID, err)
+	}
+	return nil
 }
 
 // waitForPrune applies the prune rules to a Vlan about to be released: a
