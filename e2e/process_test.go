@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 )
 
 // serviceAccount is the user the processes run as.
@@ -62,43 +61,13 @@ type proc struct {
 	exit    int
 }
 
-// handedOut holds the ports freeAddr has returned in this process. A
-// port is free only while nobody listens on it, and the kernel may hand
-// the same ephemeral port to two probes in a row, so two flags of one
-// process (the webhook and the metrics) could otherwise share it.
-var handedOut = struct {
-	sync.Mutex
-	ports map[string]bool
-}{ports: map[string]bool{}}
-
-// freeAddr returns 127.0.0.1:<a free port> that no earlier call returned.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		if !handedOut.ports[addr] {
-			handedOut.ports[addr] = true
-			return addr
-		}
-	}
-	t.Fatal("no port the test has not handed out already in 100 tries")
-	return ""
-}
-
 // start runs the controller as replica name with e's kubeconfig and args,
 // metrics and probes on free ports; it is killed on cleanup, and its log
 // is printed when the test failed.
 func (e *env) start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
 	kubeconfig := e.kubeconfig
-	p := &proc{name: name, metrics: freeAddr(t), probes: freeAddr(t), token: e.scrapeToken, done: make(chan struct{}),
+	p := &proc{name: name, metrics: controllertest.FreeAddr(t), probes: controllertest.FreeAddr(t), token: e.scrapeToken, done: make(chan struct{}),
 		logPath: filepath.Join(t.TempDir(), name+".log")}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {

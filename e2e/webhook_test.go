@@ -46,7 +46,7 @@ func newWebhook(t *testing.T, cl controllertest.Cluster) *webhook {
 			t.Fatal(err)
 		}
 	}
-	addr := freeAddr(t)
+	addr := controllertest.FreeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.PEM)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,17 +22,6 @@ import (
 
 // metricsReader is the ClusterRole of config/rbac a scraper is bound to.
 const metricsReader = "proxmox-network-controller-metrics-reader"
-
-// freeAddr returns 127.0.0.1:<a free port>.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // scrapeToken creates the ServiceAccount monitoring/name, binds it to the
 // metrics reader role when reader, and returns a token for it.

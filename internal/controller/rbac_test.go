@@ -114,7 +114,7 @@ func testRBAC(t *testing.T, cfg *rest.Config, admin client.Client, install []*un
 
 	o := controller.DefaultOptions()
 	o.OVNNBAddress = nb.SSLEndpoint()
-	o.MetricsBindAddress, o.ProbeBindAddress, o.WebhookPort = freeAddr(t), "0", 0
+	o.MetricsBindAddress, o.ProbeBindAddress, o.WebhookPort = controllertest.FreeAddr(t), "0", 0
 	o.LeaderElectionNS = "cozy-proxmox-network"
 	o.SubnetPruneTimeout = time.Minute
 	if err := o.Validate(); err != nil {

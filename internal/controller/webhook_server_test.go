@@ -16,6 +16,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/admission"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 )
 
@@ -40,12 +41,15 @@ func startWebhook(t *testing.T, o controller.Options, readTimeout time.Duration)
 			t.Fatal(err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := controllertest.FreeAddr(t)
+	_, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o.WebhookPort, o.WebhookCertDir = port, dir
 	srv := o.WebhookServer()
 	v, err := admission.New(admission.DefaultConfig())
@@ -66,7 +70,6 @@ func startWebhook(t *testing.T, o controller.Options, readTimeout time.Duration)
 	})
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.PEM)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool})
