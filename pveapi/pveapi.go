@@ -1,7 +1,7 @@
 // Package pveapi is the one Proxmox VE API client interface of this module:
 // the four calls that pveacl's live reader and applier and talostemplate's
 // template creation and guest listing make. go-proxmox's *proxmox.Client
-// satisfies it; tests pass the same client pointed at pveacl/pveacltest.
+// satisfies it; tests pass the same client pointed at pveapi/pveapitest.
 // Unescape is PVE's percent decoding, which pveacl's user.cfg reader and
 // the fake's cookie reading share; SplitList is PVE's list splitting, which
 // the user.cfg reader, the live reader and the fake's parameters share;

@@ -18,9 +18,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
 const liveTenants = `tenants:
@@ -32,16 +32,16 @@ const liveTenants = `tenants:
 
 // liveEnv is a TLS fake with the tenants' storages and files for the flags.
 type liveEnv struct {
-	srv                       *pveacltest.Server
+	srv                       *pveapitest.Server
 	dir, tenants, ca, rootSec string
 	bare                      string // https://127.0.0.1:PORT
 }
 
 func newLiveEnv(t *testing.T) *liveEnv {
 	t.Helper()
-	srv := pveacltest.NewServer(t, pveacltest.WithTLS(), pveacltest.WithCluster("eu-west"))
+	srv := pveapitest.NewServer(t, pveapitest.WithTLS(), pveapitest.WithCluster("eu-west"))
 	for _, s := range []string{"alpha-disks", "beta-disks"} {
-		if err := srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+		if err := srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -335,7 +335,7 @@ func TestACLApplyDryRun(t *testing.T) {
 func TestACLApplyFoldedTenants(t *testing.T) {
 	e := newLiveEnv(t)
 	for _, s := range []string{"s1", "s2"} {
-		if err := e.srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+		if err := e.srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -423,7 +423,7 @@ func TestACLApplyPruneNamesWhatGoes(t *testing.T) {
 // takeover with --confirm-removals and the entry goes.
 func TestACLApplyTakeover(t *testing.T) {
 	e := newLiveEnv(t)
-	if err := e.srv.AddUser("ops@pve", pveacltest.UserSpec{Comment: "operations"}); err != nil {
+	if err := e.srv.AddUser("ops@pve", pveapitest.UserSpec{Comment: "operations"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.srv.SetACL("/", pveacl.KindUser, "ops@pve", true, "Administrator"); err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
 // aclRun executes the CLI in-process and returns stdout, stderr and the exit code.
@@ -247,9 +247,9 @@ func TestACLAudit(t *testing.T) {
 // applied it reports what they lack, after `acl apply` it passes, and a
 // leak added through the API fails it.
 func TestACLAuditLive(t *testing.T) {
-	srv := pveacltest.NewServer(t, pveacltest.WithTLS())
+	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
 	for _, s := range []string{"alpha-disks", "beta-disks", "iso"} {
-		if err := srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "dir", Content: []string{"images"}}); err != nil {
+		if err := srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "dir", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -291,16 +291,16 @@ func TestACLAuditLive(t *testing.T) {
 // cluster too (the control) passes; a file that holds anything but
 // Clusters is refused naming the object.
 func TestACLAuditLeftoverVolumes(t *testing.T) {
-	srv := pveacltest.NewServer(t, pveacltest.WithTLS())
+	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
 	for _, s := range []string{"alpha-disks", "beta-disks"} {
-		if err := srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+		if err := srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	live, gone := capmoxrender.ControllerVMID("tenant-alpha", "kubernetes-a"), capmoxrender.ControllerVMID("tenant-alpha", "kubernetes-old")
 	var volids []string
 	for _, id := range []int{live, gone} {
-		v, err := srv.AddVolume(pveacltest.VolumeSpec{Storage: "alpha-disks", Content: "images", Format: "raw", Size: 1 << 30,
+		v, err := srv.AddVolume(pveapitest.VolumeSpec{Storage: "alpha-disks", Content: "images", Format: "raw", Size: 1 << 30,
 			Name: fmt.Sprintf("vm-%d-pvc-0b7e6a52-3f1d-4c6e-9d8a-1e2f3a4b5c6d", id)})
 		if err != nil {
 			t.Fatal(err)

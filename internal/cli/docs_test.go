@@ -23,8 +23,8 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
 // The documentation test: every command README.md and docs/*.md show in
@@ -654,7 +654,7 @@ func testSymbols(t *testing.T, dir string) (benches, flags []string) {
 // docPVE is a page's Proxmox VE fake: TLS, one node, and an Image Factory
 // stand-in that serves every nocloud image.
 type docPVE struct {
-	srv  *pveacltest.Server
+	srv  *pveapitest.Server
 	bare string
 }
 
@@ -669,7 +669,7 @@ func (docFactory) Download(_ context.Context, url string, _ bool) (io.ReadCloser
 
 func (w *docWorld) fake() *docPVE {
 	if w.pve == nil {
-		srv := pveacltest.NewServer(w.t, pveacltest.WithTLS(), pveacltest.WithNodes("pve1"), pveacltest.WithDownloader(docFactory{}))
+		srv := pveapitest.NewServer(w.t, pveapitest.WithTLS(), pveapitest.WithNodes("pve1"), pveapitest.WithDownloader(docFactory{}))
 		w.pve = &docPVE{srv: srv, bare: strings.TrimSuffix(srv.URL, "/api2/json")}
 	}
 	return w.pve
@@ -686,9 +686,9 @@ func (w *docWorld) prepareLive(args []string) {
 		user, name, _ := strings.Cut(id, "!")
 		if _, ok := srv.TokenSecret(id); !ok {
 			if user != "root@pam" {
-				_ = srv.AddUser(user, pveacltest.UserSpec{})
+				_ = srv.AddUser(user, pveapitest.UserSpec{})
 			}
-			if _, err := srv.AddToken(user, name, pveacltest.TokenSpec{Secret: "docs-" + name}); err != nil {
+			if _, err := srv.AddToken(user, name, pveapitest.TokenSpec{Secret: "docs-" + name}); err != nil {
 				t.Fatalf("token %s: %v", id, err)
 			}
 			if user != "root@pam" {
@@ -723,14 +723,14 @@ func (w *docWorld) prepareTenants(file string) {
 	}
 	for _, tn := range spec.Tenants {
 		for _, s := range append([]string{tn.Storage}, tn.Storages...) {
-			_ = srv.AddStorage(pveacltest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}})
+			_ = srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}})
 		}
 		for _, id := range tn.VMs {
-			_ = srv.AddVM(pveacltest.VMSpec{VMID: id, Node: "pve1", Name: fmt.Sprintf("vm-%d", id)})
+			_ = srv.AddVM(pveapitest.VMSpec{VMID: id, Node: "pve1", Name: fmt.Sprintf("vm-%d", id)})
 		}
 	}
 	for _, s := range spec.Platform.SharedStorages {
-		_ = srv.AddStorage(pveacltest.StorageSpec{ID: s, Shared: true, Content: []string{"images", "iso", "import"}})
+		_ = srv.AddStorage(pveapitest.StorageSpec{ID: s, Shared: true, Content: []string{"images", "iso", "import"}})
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
 const alphaOnly = `platform:
@@ -54,13 +54,13 @@ func TestPrune(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			srv := cluster(t)
-			must(t, srv.AddUser("ops@pve", pveacltest.UserSpec{}))
+			must(t, srv.AddUser("ops@pve", pveapitest.UserSpec{}))
 			must(t, srv.AddPool("legacy", "", nil, nil))
 			sink := dirSink(t)
 			_, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(sink))
 			must(t, err)
 			if tc.betaVM {
-				must(t, srv.AddVM(pveacltest.VMSpec{VMID: 200, Pool: "tenant-beta"}))
+				must(t, srv.AddVM(pveapitest.VMSpec{VMID: 200, Pool: "tenant-beta"}))
 			}
 			opts := []liveacl.Option{liveacl.WithSecretSink(sink)}
 			if tc.prune != nil {

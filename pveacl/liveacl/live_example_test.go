@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/pveacltest"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
 // ExampleApply applies a tenant specification to a (fake) cluster,
@@ -16,8 +16,8 @@ import (
 func ExampleApply() {
 	t := &exampleT{}
 	defer t.cleanup()
-	srv := pveacltest.NewServer(t)
-	_ = srv.AddStorage(pveacltest.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}})
+	srv := pveapitest.NewServer(t)
+	_ = srv.AddStorage(pveapitest.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}})
 	spec, _ := tenantplan.LoadTenants([]byte("tenants:\n- name: alpha\n  storage: alpha-disks\n"))
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)

@@ -1,0 +1,143 @@
+package pveapitest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+)
+
+func TestErrorEnvelopes(t *testing.T) {
+	srv, _ := start(t)
+	grantee(t, srv, "weak@pve", nil)
+	secret, ok := srv.TokenSecret("weak@pve!tk")
+	if !ok {
+		t.Fatal("the grantee's token has no secret")
+	}
+	weakAuth := "PVEAPIToken=weak@pve!tk=" + secret
+	cases := map[string]struct {
+		reason string
+		method string
+		path   string
+		auth   string
+		body   string
+		status string
+		want   map[string]any
+	}{
+		"Die": {reason: "a plain die is a 500 whose reason phrase is the message",
+			method: "GET", path: "/nodes/pve/qemu/555/config", auth: rootAuth(srv),
+			status: "500 Configuration file 'nodes/pve/qemu-server/555.conf' does not exist",
+			want:   map[string]any{"data": nil, "message": "Configuration file 'nodes/pve/qemu-server/555.conf' does not exist\n"}},
+		"Param": {reason: "raise_param_exc is a 400 with per-parameter errors",
+			method: "PUT", path: "/access/acl", auth: rootAuth(srv), body: "path=/&roles=PVEAuditor",
+			status: "400 Parameter verification failed.",
+			want: map[string]any{"data": nil, "message": "Parameter verification failed.\n", "errors": map[string]any{
+				"users": "either 'users', 'groups' or 'tokens' is required.", "groups": "either 'users', 'groups' or 'tokens' is required.",
+				"tokens": "either 'users', 'groups' or 'tokens' is required."}}},
+		"Perm": {reason: "a missing privilege is a 403 naming path and privilege",
+			method: "GET", path: "/nodes/pve/status", auth: weakAuth,
+			status: "403 Permission check failed (/nodes/pve, Sys.Audit)",
+			want:   map[string]any{"data": nil, "message": "Permission check failed (/nodes/pve, Sys.Audit)\n"}},
+		"Unknown": {reason: "an unknown path is not implemented",
+			method: "GET", path: "/nope", auth: rootAuth(srv), status: "501 Method 'GET /nope' not implemented",
+			want: map[string]any{"data": nil, "message": "Method 'GET /nope' not implemented"}},
+		"Schema": {reason: "parameters outside the schema are refused",
+			method: "POST", path: "/pools", auth: rootAuth(srv), body: "poolid=a&color=red",
+			status: "400 Parameter verification failed.",
+			want: map[string]any{"data": nil, "message": "Parameter verification failed.\n", "errors": map[string]any{
+				"color": "property is not defined in schema and the schema does not allow additional properties"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var status, got string
+			if tc.body != "" {
+				status, got = raw(t, srv, tc.method, tc.path, tc.auth, strings.NewReader(tc.body))
+			} else {
+				status, got = raw(t, srv, tc.method, tc.path, tc.auth, nil)
+			}
+			if status != tc.status {
+				t.Errorf("%s: status %q, want %q", tc.reason, status, tc.status)
+			}
+			var env map[string]any
+			if err := json.Unmarshal([]byte(got), &env); err != nil {
+				t.Fatalf("%s: body %q is not JSON: %v", tc.reason, got, err)
+			}
+			if diff := cmp.Diff(tc.want, env); diff != "" {
+				t.Errorf("%s: body -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestGoProxmoxErrorClasses(t *testing.T) {
+	srv, root := start(t)
+	weak := grantee(t, srv, "weak@pve", nil)
+	_, err := root.NodeRef("pve").VirtualMachine(ctx, 555)
+	if !proxmox.IsNotFound(err) {
+		t.Errorf("a missing guest must read as not found through go-proxmox, got %v", err)
+	}
+	err = weak.NodeRef("pve").StorageRef("local").Ping(ctx)
+	if !proxmox.IsForbidden(err) || !strings.Contains(err.Error(), "Permission check failed (/storage/local, Datastore.Audit|Datastore.AllocateSpace)") {
+		t.Errorf("a missing privilege must be a 403 naming it, got %v", err)
+	}
+	err = root.UpdateACL(ctx, proxmox.ACLOptions{Path: "/nope", Roles: "PVEAuditor", Users: "root@pam", Propagate: true})
+	if !proxmox.IsBadRequest(err) {
+		t.Errorf("an invalid path must be a 400, got %v", err)
+	}
+}
+
+func TestInjectedFaults(t *testing.T) {
+	srv, root := start(t)
+	must(t, srv.InjectError(pveapitest.Fault{Method: "GET", Path: `^/version$`, Status: 503, Message: "service unavailable", Times: 1}))
+	must(t, srv.InjectError(pveapitest.Fault{Path: `^/pools$`, Status: 400, Param: "poolid", Message: "pool is busy"}))
+	_, err := root.Version(ctx)
+	wantMessage(t, "the first GET /version fails as injected", err, "service unavailable")
+	_, err = root.Version(ctx)
+	wantMessage(t, "Times: 1 fails once only", err, "")
+	err = root.NewPool(ctx, "a", "")
+	wantMessage(t, "a 400 fault carries its parameter", err, "poolid: pool is busy")
+	srv.ClearFaults()
+	wantMessage(t, "cleared faults are gone", root.NewPool(ctx, "a", ""), "")
+	if err := srv.InjectError(pveapitest.Fault{Path: "(", Status: 500}); err == nil {
+		t.Error("an invalid path pattern must be refused")
+	}
+	if err := srv.InjectError(pveapitest.Fault{Path: ".", Status: 200}); err == nil {
+		t.Error("a non-error status must be refused")
+	}
+}
+
+func TestLatency(t *testing.T) {
+	srv, root := start(t)
+	srv.SetLatency(time.Hour)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := root.Version(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a request slower than its deadline must fail with the deadline, got %v", err)
+	}
+	srv.SetLatency(0)
+	if _, err := root.Version(ctx); err != nil {
+		t.Errorf("without latency the request succeeds: %v", err)
+	}
+}
+
+func TestRequestLog(t *testing.T) {
+	srv, root := start(t)
+	srv.ResetRequests()
+	_, _ = root.Version(ctx)
+	must(t, root.NewPool(ctx, "a", ""))
+	_ = root.NewPool(ctx, "a", "")
+	want := []pveapitest.Request{{Method: "POST", Path: "/api2/json/pools"}, {Method: "POST", Path: "/api2/json/pools"}}
+	if diff := cmp.Diff(want, srv.MutatingRequests()); diff != "" {
+		t.Errorf("mutating requests (failed ones count too): -want +got:\n%s", diff)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("every request is logged: got %d, want 3", n)
+	}
+}
