@@ -8,14 +8,76 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc/kubestore"
 )
+
+// Key names a namespaced object.
+type Key = client.ObjectKey
+
+// MachineKinds are the capmox ProxmoxMachine versions the controller reads:
+// v1alpha1 (capmox v0.7) and v1alpha2 (capmox v0.8 and later).
+var MachineKinds = []schema.GroupVersionKind{
+	{Group: capmox.Group, Version: "v1alpha1", Kind: capmox.KindProxmoxMachine},
+	{Group: capmox.Group, Version: "v1alpha2", Kind: capmox.KindProxmoxMachine},
+}
+
+// vlanInfo is an observed Kube-OVN Vlan: what the allocator reads
+// (kubestore.ObservedVlan) and what the network's decisions add.
+type vlanInfo struct {
+	vlanalloc.Vlan
+	Finalizer bool
+	Timers    bool
+	Deleting  bool
+	Conflict  bool
+}
+
+func observeVlan(v *kubeovnv1.Vlan) vlanInfo {
+	_, timers := v.Annotations[v1alpha1.AnnotationDeletedSubnets]
+	return vlanInfo{
+		Vlan:      kubestore.ObservedVlan(v),
+		Finalizer: controllerutil.ContainsFinalizer(v, v1alpha1.Finalizer),
+		Timers:    timers,
+		Deleting:  !v.DeletionTimestamp.IsZero(),
+		Conflict:  v.Status.Conflict,
+	}
+}
+
+// ours reports whether the Vlan carries the labels of a network.
+func (v vlanInfo) ours() bool { return v.Network.Namespace != "" && v.Network.Name != "" }
+
+// networkInfo is an observed ProxmoxNetwork.
+type networkInfo struct {
+	Key      Key
+	Zone     string
+	Subnet   string
+	Pool     string
+	VLAN     int32
+	Bridge   string
+	Deleting bool
+	Held     bool // carries the network finalizer
+}
+
+func observeNetwork(n *v1alpha1.ProxmoxNetwork) networkInfo {
+	return networkInfo{
+		Key:      client.ObjectKeyFromObject(n),
+		Zone:     n.Spec.Zone,
+		Subnet:   n.Spec.Subnet,
+		Pool:     n.Spec.IPPool,
+		VLAN:     n.Status.VLAN,
+		Bridge:   n.Status.Bridge,
+		Deleting: !n.DeletionTimestamp.IsZero(),
+		Held:     controllerutil.ContainsFinalizer(n, v1alpha1.Finalizer),
+	}
+}
 
 // poolKey names an InClusterIPPool.
 type poolKey struct{ namespace, name string }
