@@ -18,7 +18,7 @@
 // (network.Watch), fills it from the API once (Load) and runs it. With
 // --manage-gateway-chassis (the default) it also reads the TLS Secret named
 // by --ovn-tls-secret through the API, by name, connects to the endpoints
-// of --ovn-nb-address (the RAFT leader), runs the ovnadapter Gateway and
+// of --ovn-nb-address (the RAFT leader), runs the kubenetgateway Gateway and
 // its garbage collector, and re-reconciles the networks of a provider
 // network when one of its Nodes changes. The network controller's Events
 // go to the API server through an events.k8s.io broadcaster, reporting as

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
@@ -27,7 +27,7 @@ func (p *Process) session(ctx context.Context) error {
 	p.log.Info("leading: starting the reconcilers")
 	var (
 		gw        network.Gateway
-		collector *ovnadapter.Collector
+		collector *kubenetgateway.Collector
 	)
 	if p.opts.ManageGatewayChassis {
 		nb, err := p.dialNB(ctx)
@@ -35,12 +35,12 @@ func (p *Process) session(ctx context.Context) error {
 			return err
 		}
 		defer nb.Close()
-		adapter, err := ovnadapter.New(nb, p.mgr.GetClient())
+		adapter, err := kubenetgateway.New(nb, p.mgr.GetClient())
 		if err != nil {
 			return err
 		}
 		gw = adapter
-		collector = &ovnadapter.Collector{NB: nb, Reader: p.mgr.GetAPIReader(), Collected: p.metrics.GroupsCollected,
+		collector = &kubenetgateway.Collector{NB: nb, Reader: p.mgr.GetAPIReader(), Collected: p.metrics.GroupsCollected,
 			Errors: p.metrics.NBErrors, Log: p.log.WithName("gateway-gc")}
 	}
 	rec, stopEvents, err := p.eventRecorder()

@@ -17,7 +17,7 @@ import (
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
@@ -54,7 +54,7 @@ func (p *Process) watch(ctx context.Context, ctrl *network.Controller, nodes boo
 		return nil
 	}
 	node := &metav1.PartialObjectMetadata{}
-	node.SetGroupVersionKind(ovnadapter.NodeGVK)
+	node.SetGroupVersionKind(kubenetgateway.NodeGVK)
 	inf, err := p.mgr.GetCache().GetInformer(ctx, node)
 	if err != nil {
 		return fmt.Errorf("cannot watch Nodes: %w", err)
@@ -87,7 +87,7 @@ type enqueuer interface{ EnqueueNetwork(network.Key) }
 
 // nodeHandler maps Node events to the networks whose gateway may change:
 // those of the zones on a provider network the event concerns (see
-// ovnadapter.ChangedProviders). Zones and networks are read from the cache.
+// kubenetgateway.ChangedProviders). Zones and networks are read from the cache.
 func nodeHandler(r client.Reader, q enqueuer) toolscache.ResourceEventHandlerFuncs {
 	on := func(old, updated metav1.Object) {
 		ctx := context.Background()
@@ -100,7 +100,7 @@ func nodeHandler(r client.Reader, q enqueuer) toolscache.ResourceEventHandlerFun
 			providers[z.Spec.ProviderNetwork] = append(providers[z.Spec.ProviderNetwork], z.Name)
 		}
 		var affected []string
-		for _, p := range ovnadapter.ChangedProviders(slices.Sorted(maps.Keys(providers)), old, updated) {
+		for _, p := range kubenetgateway.ChangedProviders(slices.Sorted(maps.Keys(providers)), old, updated) {
 			affected = append(affected, providers[p]...)
 		}
 		if len(affected) == 0 {

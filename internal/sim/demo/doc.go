@@ -9,7 +9,7 @@
 // the end), the simulated Kube-OVN writes each VPC subnet's router port
 // there, and the controller gives every port an HA_Chassis_Group of the
 // trunk Nodes through ovngateway and the controller's own gateway adapter
-// (internal/controller/ovnadapter). The gateway
+// (internal/controller/kubenetgateway). The gateway
 // invariants are judged on rows read back from that database.
 //
 // The demo needs no flags and no cluster: everything runs in memory with a

@@ -10,7 +10,7 @@ import (
 
 	libovsdb "github.com/ovn-kubernetes/libovsdb/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
@@ -120,7 +120,7 @@ func (nb *northbound) outage() (restore func(context.Context) error) {
 // proxmox-network-controller runs, with the simulated cluster's Nodes and
 // clock.
 func (s *Stage) gateway() network.Gateway {
-	g, err := ovnadapter.New(synced{s.nb.client}, s.H.Store(), ovnadapter.WithClock(s.H.Clock))
+	g, err := kubenetgateway.New(synced{s.nb.client}, s.H.Store(), kubenetgateway.WithClock(s.H.Clock))
 	if err != nil {
 		// New refuses only a nil client or reader, and both exist before
 		// the harness starts a controller.
@@ -135,7 +135,7 @@ func (s *Stage) gateway() network.Gateway {
 // trail the other client's writes by one monitor update.
 type synced struct{ c *ovngateway.Client }
 
-var _ ovnadapter.NB = synced{}
+var _ kubenetgateway.NB = synced{}
 
 func (s synced) Reconcile(ctx context.Context, gw ovngateway.Gateway) (ovngateway.Outcome, error) {
 	if err := s.c.Sync(ctx); err != nil {

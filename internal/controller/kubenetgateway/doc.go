@@ -1,4 +1,4 @@
-// Package ovnadapter is the network.Gateway of the proxmox-network
+// Package kubenetgateway is the network.Gateway of the proxmox-network
 // controller: it turns what the network reconciler knows about a
 // ProxmoxNetwork (namespace, name, provider network, VPC, subnet, VLAN) into
 // an ovngateway.Gateway, asks the northbound database to match it, and maps
@@ -30,4 +30,4 @@
 // It never writes to Kubernetes, never creates or deletes router ports,
 // never touches a group without the owner tag (ovngateway guarantees it),
 // and never logs a TLS secret: it does not see one.
-package ovnadapter
+package kubenetgateway

@@ -1,11 +1,11 @@
-package ovnadapter_test
+package kubenetgateway_test
 
 import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
@@ -15,6 +15,6 @@ func ExampleChangedProviders() {
 	before := &metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{kubegateway.ChassisAnnotation: "ch-1"}}
 	after := before.DeepCopy()
 	after.Labels = map[string]string{kubegateway.ReadyLabel("pxtenant"): "true"}
-	fmt.Println(ovnadapter.ChangedProviders([]string{"pxtenant", "pxother"}, before, after))
+	fmt.Println(kubenetgateway.ChangedProviders([]string{"pxtenant", "pxother"}, before, after))
 	// Output: [pxtenant]
 }

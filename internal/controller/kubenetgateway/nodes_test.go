@@ -1,4 +1,4 @@
-package ovnadapter_test
+package kubenetgateway_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 )
 
@@ -41,7 +41,7 @@ func TestChangedProviders(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ovnadapter.ChangedProviders(providers, tc.old, tc.upd)
+			got := kubenetgateway.ChangedProviders(providers, tc.old, tc.upd)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nChangedProviders: -want +got:\n%s", tc.reason, diff)
 			}

@@ -1,4 +1,4 @@
-package ovnadapter_test
+package kubenetgateway_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
@@ -139,7 +139,7 @@ func TestEnsure(t *testing.T) {
 			for _, p := range tc.ports {
 				ovngatewaytest.AddRouterPort(t, admin, "vpc-a", p)
 			}
-			gw, err := ovnadapter.New(gc, k)
+			gw, err := kubenetgateway.New(gc, k)
 			if err != nil {
 				t.Fatal(err)
 			}

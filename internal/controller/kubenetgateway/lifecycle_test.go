@@ -1,4 +1,4 @@
-package ovnadapter_test
+package kubenetgateway_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/controller/ovnadapter"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
@@ -42,7 +42,7 @@ func TestGrace(t *testing.T) {
 	admin := ovngatewaytest.Connect(t, s.Endpoint())
 	ovngatewaytest.AddRouterPort(t, admin, "vpc-a", "vpc-a-up")
 	clk := clocktesting.NewFakeClock(time.Now())
-	gw, err := ovnadapter.New(gc, k, ovnadapter.WithClock(clk))
+	gw, err := kubenetgateway.New(gc, k, kubenetgateway.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRelease(t *testing.T) {
 	}
 	foreign := map[string]string{ovngateway.OwnerKey: "someone-else", ovngateway.NetworkKey: "tenant-a/net1"}
 	ovngatewaytest.AddGroup(t, admin, "other", foreign, ovngatewaytest.Chassis{Name: "ch-x", Priority: 1})
-	gw, err := ovnadapter.New(gc, k)
+	gw, err := kubenetgateway.New(gc, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestCollector(t *testing.T) {
 	for _, p := range []string{"vpc-a-live", "vpc-a-gone"} {
 		ovngatewaytest.AddRouterPort(t, admin, "vpc-a", p)
 	}
-	gw, err := ovnadapter.New(gc, k)
+	gw, err := kubenetgateway.New(gc, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestCollector(t *testing.T) {
 		}
 	}
 	collected := prometheus.NewCounter(prometheus.CounterOpts{Name: "collected"})
-	c := &ovnadapter.Collector{NB: gc, Reader: k, Collected: collected, Log: logr.Discard()}
+	c := &kubenetgateway.Collector{NB: gc, Reader: k, Collected: collected, Log: logr.Discard()}
 	out, err := c.Once(ctx)
 	if err != nil {
 		t.Fatal(err)

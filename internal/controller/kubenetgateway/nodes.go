@@ -1,4 +1,4 @@
-package ovnadapter
+package kubenetgateway
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package ovnadapter
+package kubenetgateway
 
 import (
 	"context"
