@@ -101,6 +101,7 @@ func Model() (model.ClientDBModel, error) {
 		},
 		nbdb.LogicalRouterPortTable: {
 			{Columns: []model.ColumnKey{{Column: "ha_chassis_group"}}},
+			{Columns: []model.ColumnKey{{Column: "external_ids", Key: GatewayMTUOwnerKey}}},
 		},
 	})
 	return m, nil

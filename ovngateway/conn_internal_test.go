@@ -19,7 +19,7 @@ func TestMonitorColumns(t *testing.T) {
 	want := map[string][]string{
 		nbdb.HAChassisGroupTable:    {"external_ids", "ha_chassis", "name"},
 		nbdb.HAChassisTable:         {"chassis_name", "priority"},
-		nbdb.LogicalRouterPortTable: {"gateway_chassis", "ha_chassis_group", "name"},
+		nbdb.LogicalRouterPortTable: {"external_ids", "gateway_chassis", "ha_chassis_group", "name", "options"},
 	}
 	schema := nbdb.Schema()
 	m := monitor()

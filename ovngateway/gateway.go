@@ -13,6 +13,10 @@ type Gateway struct {
 	// means no trunk node is ready: nothing is written and an existing group
 	// keeps its chassis.
 	Members []Member
+	// GatewayMTU is the options:gateway_mtu the router port gets while it
+	// is in the group. 0 leaves the option alone, and removes a value this
+	// package set earlier.
+	GatewayMTU int
 }
 
 // NewGateway ranks the candidates for the network's VPC and returns the
@@ -35,6 +39,9 @@ func NewGateway(n Network, vpc, providerNetwork string, candidates []Candidate) 
 func (g Gateway) Validate() error {
 	if err := g.Network.Validate(); err != nil {
 		return err
+	}
+	if g.GatewayMTU != 0 && (g.GatewayMTU < MinGatewayMTU || g.GatewayMTU > MaxGatewayMTU) {
+		return fmt.Errorf("network %q: %w: gateway MTU %d is outside %d-%d", g.ID(), ErrInvalid, g.GatewayMTU, MinGatewayMTU, MaxGatewayMTU)
 	}
 	seen := make(map[string]bool, len(g.Members))
 	for _, m := range g.Members {

@@ -18,6 +18,18 @@ const (
 	GroupPrefix = "px-"
 	// KeyPrefix starts the rendezvous key of a VPC.
 	KeyPrefix = "vpc/"
+	// GatewayMTUOption is the router port option that makes OVN answer a
+	// packet larger than its value with ICMP "fragmentation needed" (IPv4)
+	// or "packet too big" (IPv6) instead of dropping it on the way.
+	GatewayMTUOption = "gateway_mtu"
+	// GatewayMTUOwnerKey, in a router port's external_ids, names the network
+	// ("<namespace>/<name>") whose gateway set the port's gateway_mtu. Only
+	// a value marked so is ever changed or removed.
+	GatewayMTUOwnerKey = "proxmox-network.gateway_mtu"
+	// MaxGatewayMTU is the largest gateway_mtu accepted; MinGatewayMTU is
+	// IPv4's minimum MTU.
+	MaxGatewayMTU = 65535
+	MinGatewayMTU = 68
 )
 
 // RouterPortName is Kube-OVN's name for the logical router port of a subnet

@@ -66,7 +66,38 @@ func (s *session) buildInto(t *txn, gw Gateway, v view, p plan) error {
 			return fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
 		}
 	}
+	if p.mtu {
+		if err := s.setPortMTU(t, v.port, portMTU(gw, v.port), portMarks(gw, v.port)); err != nil {
+			return fmt.Errorf("cannot build the NB transaction for network %q: %w", gw.ID(), err)
+		}
+	}
 	return nil
+}
+
+// setPortMTU writes the port's options and external_ids, guarded by a wait
+// that both are still the maps read, so a key someone else writes
+// meanwhile is neither lost nor overwritten: the server refuses the
+// transaction and the next pass decides on the new rows.
+func (s *session) setPortMTU(t *txn, port *nbdb.LogicalRouterPort, opts, ids map[string]string) error {
+	zero := 0
+	seen := &nbdb.LogicalRouterPort{Options: nonNil(port.Options), ExternalIDs: nonNil(port.ExternalIDs)}
+	ops, err := s.nb.Where(&nbdb.LogicalRouterPort{UUID: port.UUID}).
+		Wait(ovsdb.WaitConditionEqual, &zero, seen, &seen.Options, &seen.ExternalIDs)
+	if err := t.add(anyCount, ops, err); err != nil {
+		return err
+	}
+	upd := &nbdb.LogicalRouterPort{UUID: port.UUID, Options: opts, ExternalIDs: ids}
+	ops, err = s.nb.Where(upd).Update(upd, &upd.Options, &upd.ExternalIDs)
+	return t.add(1, ops, err)
+}
+
+// nonNil is m, or an empty map for nil, so that a wait compares an empty
+// column instead of skipping it.
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // insertMembers adds HA_Chassis rows with named UUIDs and returns the names.

@@ -25,6 +25,9 @@ const (
 	// ReasonForeignGroup: the group or the port belongs to someone else and
 	// is left alone.
 	ReasonForeignGroup Reason = "ForeignGroup"
+	// ReasonForeignGatewayMTU: the router port's options:gateway_mtu was set
+	// by someone else and is left alone; nothing was written.
+	ReasonForeignGatewayMTU Reason = "ForeignGatewayMTU"
 	// ReasonDisabled: gateway management is turned off.
 	ReasonDisabled Reason = "Disabled"
 	// ReasonWaitingForVLAN: the network has no VLAN yet.
@@ -62,6 +65,9 @@ type Outcome struct {
 	Chassis int
 	// Active is the chassis with the highest priority (ChassisAssigned only).
 	Active string
+	// GatewayMTU is the port's gateway_mtu after the pass (ChassisAssigned
+	// only; 0 when the option is not managed).
+	GatewayMTU int
 	// Changed reports that the pass committed a write transaction.
 	Changed bool
 }

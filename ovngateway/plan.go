@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/nbdb"
 )
@@ -39,11 +40,15 @@ type plan struct {
 	// point sets the port's ha_chassis_group, guarded by a wait that both of
 	// its gateway columns are still empty.
 	point bool
+	// mtu rewrites the port's gateway_mtu and its owner mark (see
+	// portMTU), guarded by a wait that the port's options and external_ids
+	// are still the ones read.
+	mtu bool
 }
 
 // writes reports whether the plan needs a transaction.
 func (p plan) writes() bool {
-	return p.create || p.adopt || p.point || len(p.insert) > 0 || len(p.update) > 0 || len(p.remove) > 0
+	return p.create || p.adopt || p.point || p.mtu || len(p.insert) > 0 || len(p.update) > 0 || len(p.remove) > 0
 }
 
 // decide compares the wanted gateway with what the database holds. It never
@@ -65,10 +70,14 @@ func decide(gw Gateway, v view) plan {
 	case v.port.HaChassisGroup != nil && (v.group == nil || *v.port.HaChassisGroup != v.group.UUID):
 		return plan{outcome: Outcome{Reason: ReasonForeignGroup, Group: name,
 			Message: fmt.Sprintf("router port %q already uses HA_Chassis_Group %q; the controller leaves it alone", port, v.portGroup)}}
-	case len(gw.Members) == 0:
+	}
+	if msg, foreign := foreignMTU(gw, v.port); foreign && gw.GatewayMTU != 0 {
+		return plan{outcome: Outcome{Reason: ReasonForeignGatewayMTU, Group: name, Message: msg}}
+	}
+	if len(gw.Members) == 0 {
 		return plan{outcome: Outcome{Reason: ReasonNoTrunkNodes, Group: name, Message: noTrunkMessage(gw)}}
 	}
-	p := plan{point: v.port.HaChassisGroup == nil}
+	p := plan{point: v.port.HaChassisGroup == nil, mtu: mtuDiffers(gw, v.port)}
 	if v.group == nil {
 		p.create = true
 	} else {
@@ -78,7 +87,7 @@ func decide(gw Gateway, v view) plan {
 	}
 	top := gw.Members[0]
 	p.outcome = Outcome{
-		Reason: ReasonChassisAssigned, Group: name, Chassis: len(gw.Members), Active: top.Chassis,
+		Reason: ReasonChassisAssigned, Group: name, Chassis: len(gw.Members), Active: top.Chassis, GatewayMTU: gw.GatewayMTU,
 		Message: fmt.Sprintf("router port %q uses HA_Chassis_Group %q with %d chassis; %s is active (node %s)",
 			port, name, len(gw.Members), top.Chassis, top.Node),
 	}
@@ -97,6 +106,62 @@ func foreignGroup(gw Gateway, g *nbdb.HAChassisGroup) (string, bool) {
 		return fmt.Sprintf("OVN HA_Chassis_Group %q belongs to network %q", g.Name, network), true
 	}
 	return "", false
+}
+
+// foreignMTU says whether the port's gateway_mtu, or its owner mark, was
+// set by anyone but this network's gateway. Such a value is never
+// overwritten or removed.
+func foreignMTU(gw Gateway, port *nbdb.LogicalRouterPort) (string, bool) {
+	value, set := port.Options[GatewayMTUOption]
+	owner, marked := port.ExternalIDs[GatewayMTUOwnerKey]
+	switch {
+	case marked && owner != gw.ID():
+		return fmt.Sprintf("router port %q has options:%s set for network %q; the controller leaves it alone", port.Name, GatewayMTUOption, owner), true
+	case set && !marked:
+		return fmt.Sprintf("router port %q has options:%s=%s set by someone else; the controller leaves it alone", port.Name, GatewayMTUOption, value), true
+	}
+	return "", false
+}
+
+// portMTU is the port's options as the gateway wants them: gateway_mtu at
+// gw.GatewayMTU, or without it when gw.GatewayMTU is 0. The caller has
+// checked that any value there is this network's (foreignMTU).
+func portMTU(gw Gateway, port *nbdb.LogicalRouterPort) map[string]string {
+	opts := maps.Clone(port.Options)
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	if gw.GatewayMTU == 0 {
+		delete(opts, GatewayMTUOption)
+	} else {
+		opts[GatewayMTUOption] = strconv.Itoa(gw.GatewayMTU)
+	}
+	return opts
+}
+
+// mtuDiffers reports whether the port's gateway_mtu or its owner mark
+// differ from what the gateway wants. A gateway without an MTU only ever
+// removes the value its own network set.
+func mtuDiffers(gw Gateway, port *nbdb.LogicalRouterPort) bool {
+	if gw.GatewayMTU == 0 && port.ExternalIDs[GatewayMTUOwnerKey] != gw.ID() {
+		return false
+	}
+	return !maps.Equal(portMTU(gw, port), port.Options) || !maps.Equal(portMarks(gw, port), port.ExternalIDs)
+}
+
+// portMarks is the port's external_ids as the gateway wants them: the
+// owner mark present exactly while the gateway sets gateway_mtu.
+func portMarks(gw Gateway, port *nbdb.LogicalRouterPort) map[string]string {
+	ids := maps.Clone(port.ExternalIDs)
+	if ids == nil {
+		ids = map[string]string{}
+	}
+	if gw.GatewayMTU == 0 {
+		delete(ids, GatewayMTUOwnerKey)
+	} else {
+		ids[GatewayMTUOwnerKey] = gw.ID()
+	}
+	return ids
 }
 
 func noTrunkMessage(gw Gateway) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -15,14 +16,19 @@ type Released struct {
 	// Deleted is true when the network's group existed, was ours and is
 	// now gone.
 	Deleted bool
+	// MTUCleared counts the router ports whose gateway_mtu this network's
+	// gateway had set and Release removed.
+	MTUCleared int
 	// Foreign is set when a group with the network's name exists but
 	// belongs to someone else; it is left alone and counts as released.
 	Foreign string
 }
 
 // Release deletes the network's group when it is ours, after clearing the
-// ha_chassis_group of every router port that points at it, in one
-// transaction. A missing or foreign group needs nothing. Call it before the
+// ha_chassis_group of every router port that points at it, and removes the
+// gateway_mtu of every port marked as set by this network, in one
+// transaction. A missing or foreign group needs nothing; a gateway_mtu
+// without this network's mark is left alone. Call it before the
 // network's VLAN is given back; until it succeeds the VLAN is held
 // (GatewayReleasePending).
 func (c *Client) Release(ctx context.Context, n Network) (Released, error) {
@@ -37,26 +43,85 @@ func (c *Client) Release(ctx context.Context, n Network) (Released, error) {
 	}
 	g := &nbdb.HAChassisGroup{Name: n.Group()}
 	ok, err := s.get(ctx, g)
-	if err != nil || !ok {
+	if err != nil {
 		return Released{}, err
 	}
-	gw := Gateway{Network: n}
-	if msg, foreign := foreignGroup(gw, g); foreign || g.ExternalIDs[OwnerKey] != OwnerValue {
-		if msg == "" {
-			msg = fmt.Sprintf("OVN HA_Chassis_Group %q has no owner", g.Name)
+	var out Released
+	if ok {
+		if msg, foreign := foreignGroup(Gateway{Network: n}, g); foreign || g.ExternalIDs[OwnerKey] != OwnerValue {
+			if msg == "" {
+				msg = fmt.Sprintf("OVN HA_Chassis_Group %q has no owner", g.Name)
+			}
+			out.Foreign, g = msg, nil
 		}
-		return Released{Foreign: msg}, nil
+	} else {
+		g = nil
 	}
-	if err := s.deleteGroup(ctx, g); err != nil {
+	out.MTUCleared, err = s.release(ctx, n.ID(), g)
+	if err != nil {
 		return Released{}, fmt.Errorf("cannot release the gateway of network %q: %w", n.ID(), err)
 	}
-	return Released{Deleted: true}, nil
+	out.Deleted = g != nil
+	return out, nil
 }
 
-// deleteGroup clears every port that points at g and deletes g, in one
-// transaction.
+// deleteGroup clears every port that points at g, deletes g and removes
+// the gateway_mtu set for g's network, in one transaction.
 func (s *session) deleteGroup(ctx context.Context, g *nbdb.HAChassisGroup) error {
+	_, err := s.release(ctx, g.ExternalIDs[NetworkKey], g)
+	return err
+}
+
+// release removes, in one transaction, the gateway_mtu of every port
+// marked as set by network id and, when g is not nil, clears every port
+// that points at g and deletes g. It returns how many ports' gateway_mtu
+// it removed; with nothing to do it sends no transaction.
+func (s *session) release(ctx context.Context, id string, g *nbdb.HAChassisGroup) (int, error) {
 	t := &txn{}
+	if g != nil {
+		if err := s.unpointPorts(ctx, t, g); err != nil {
+			return 0, err
+		}
+	}
+	cleared, err := s.clearMTU(ctx, t, id)
+	if err != nil || len(t.ops) == 0 {
+		return 0, err
+	}
+	return cleared, s.transact(ctx, t)
+}
+
+// clearMTU adds to t the removal of gateway_mtu and its owner mark from
+// every port marked as set by network id.
+func (s *session) clearMTU(ctx context.Context, t *txn, id string) (int, error) {
+	if id == "" {
+		return 0, nil
+	}
+	var ports []nbdb.LogicalRouterPort
+	marked := &nbdb.LogicalRouterPort{ExternalIDs: map[string]string{GatewayMTUOwnerKey: id}}
+	if err := s.nb.Where(marked).List(ctx, &ports); err != nil {
+		return 0, wrapNB("read the NB cache", err)
+	}
+	slices.SortFunc(ports, func(a, b nbdb.LogicalRouterPort) int { return strings.Compare(a.Name, b.Name) })
+	n := 0
+	for i := range ports {
+		p := &ports[i]
+		if p.ExternalIDs[GatewayMTUOwnerKey] != id {
+			continue
+		}
+		opts, ids := maps.Clone(nonNil(p.Options)), maps.Clone(nonNil(p.ExternalIDs))
+		delete(opts, GatewayMTUOption)
+		delete(ids, GatewayMTUOwnerKey)
+		if err := s.setPortMTU(t, p, opts, ids); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// unpointPorts adds to t the clearing of every port that points at g and
+// the deletion of g.
+func (s *session) unpointPorts(ctx context.Context, t *txn, g *nbdb.HAChassisGroup) error {
 	var ports []nbdb.LogicalRouterPort
 	uuid := g.UUID
 	if err := s.nb.Where(&nbdb.LogicalRouterPort{HaChassisGroup: &uuid}).List(ctx, &ports); err != nil {
@@ -75,10 +140,7 @@ func (s *session) deleteGroup(ctx context.Context, g *nbdb.HAChassisGroup) error
 		}
 	}
 	ops, err := s.nb.Where(&nbdb.HAChassisGroup{UUID: g.UUID}).Delete()
-	if err := t.add(1, ops, err); err != nil {
-		return err
-	}
-	return s.transact(ctx, t)
+	return t.add(1, ops, err)
 }
 
 // Exists says whether the ProxmoxNetwork namespace/name still exists. It

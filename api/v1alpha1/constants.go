@@ -78,6 +78,7 @@ const (
 	ReasonRouterPortMissing = "RouterPortMissing"
 	ReasonNBUnavailable     = "NBUnavailable"
 	ReasonForeignGroup      = "ForeignGroup"
+	ReasonForeignGatewayMTU = "ForeignGatewayMTU"
 	ReasonDisabled          = "Disabled"
 	ReasonWaitingForVLAN    = "WaitingForVLAN"
 	ReasonSubnetUnavailable = "SubnetUnavailable"

@@ -9,14 +9,46 @@ const LogicalRouterPortTable = "Logical_Router_Port"
 
 // LogicalRouterPort defines an object in Logical_Router_Port table
 type LogicalRouterPort struct {
-	UUID           string   `ovsdb:"_uuid"`
-	GatewayChassis []string `ovsdb:"gateway_chassis"`
-	HaChassisGroup *string  `ovsdb:"ha_chassis_group"`
-	Name           string   `ovsdb:"name"`
+	UUID           string            `ovsdb:"_uuid"`
+	ExternalIDs    map[string]string `ovsdb:"external_ids"`
+	GatewayChassis []string          `ovsdb:"gateway_chassis"`
+	HaChassisGroup *string           `ovsdb:"ha_chassis_group"`
+	Name           string            `ovsdb:"name"`
+	Options        map[string]string `ovsdb:"options"`
 }
 
 func (a *LogicalRouterPort) GetUUID() string {
 	return a.UUID
+}
+
+func (a *LogicalRouterPort) GetExternalIDs() map[string]string {
+	return a.ExternalIDs
+}
+
+func copyLogicalRouterPortExternalIDs(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalLogicalRouterPortExternalIDs(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *LogicalRouterPort) GetGatewayChassis() []string {
@@ -73,10 +105,42 @@ func (a *LogicalRouterPort) GetName() string {
 	return a.Name
 }
 
+func (a *LogicalRouterPort) GetOptions() map[string]string {
+	return a.Options
+}
+
+func copyLogicalRouterPortOptions(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalLogicalRouterPortOptions(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
 func (a *LogicalRouterPort) DeepCopyInto(b *LogicalRouterPort) {
 	*b = *a
+	b.ExternalIDs = copyLogicalRouterPortExternalIDs(a.ExternalIDs)
 	b.GatewayChassis = copyLogicalRouterPortGatewayChassis(a.GatewayChassis)
 	b.HaChassisGroup = copyLogicalRouterPortHaChassisGroup(a.HaChassisGroup)
+	b.Options = copyLogicalRouterPortOptions(a.Options)
 }
 
 func (a *LogicalRouterPort) DeepCopy() *LogicalRouterPort {
@@ -96,9 +160,11 @@ func (a *LogicalRouterPort) CloneModel() model.Model {
 
 func (a *LogicalRouterPort) Equals(b *LogicalRouterPort) bool {
 	return a.UUID == b.UUID &&
+		equalLogicalRouterPortExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
 		equalLogicalRouterPortGatewayChassis(a.GatewayChassis, b.GatewayChassis) &&
 		equalLogicalRouterPortHaChassisGroup(a.HaChassisGroup, b.HaChassisGroup) &&
-		a.Name == b.Name
+		a.Name == b.Name &&
+		equalLogicalRouterPortOptions(a.Options, b.Options)
 }
 
 func (a *LogicalRouterPort) EqualsModel(b model.Model) bool {

@@ -77,6 +77,18 @@ var schema = `{
     },
     "Logical_Router_Port": {
       "columns": {
+        "external_ids": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
         "gateway_chassis": {
           "type": {
             "key": {
@@ -101,6 +113,18 @@ var schema = `{
         },
         "name": {
           "type": "string"
+        },
+        "options": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
         }
       },
       "indexes": [

@@ -145,6 +145,12 @@ func (a Admin) SetPortGroup(ctx context.Context, port, group string) error {
 		p.HaChassisGroup = &group
 	}
 	ops, err := a.C.Where(p).Update(p, &p.HaChassisGroup)
+	return a.updatePort(ctx, "group", port, ops, err)
+}
+
+// updatePort runs the update ops of the router port named port and checks
+// that it existed.
+func (a Admin) updatePort(ctx context.Context, what, port string, ops []ovsdb.Operation, err error) error {
 	if err != nil {
 		return err
 	}
@@ -153,9 +159,23 @@ func (a Admin) SetPortGroup(ctx context.Context, port, group string) error {
 		return err
 	}
 	if res[0].Count != 1 {
-		return fmt.Errorf("cannot set the group of router port %q: it does not exist", port)
+		return fmt.Errorf("cannot set the %s of router port %q: it does not exist", what, port)
 	}
 	return nil
+}
+
+// SetPortMaps replaces the options and external_ids of the router port
+// named port, as Kube-OVN or an operator writes them.
+func (a Admin) SetPortMaps(ctx context.Context, port string, options, externalIDs map[string]string) error {
+	p := &nbmodel.LogicalRouterPort{Name: port, Options: options, ExternalIDs: externalIDs}
+	if p.Options == nil {
+		p.Options = map[string]string{}
+	}
+	if p.ExternalIDs == nil {
+		p.ExternalIDs = map[string]string{}
+	}
+	ops, err := a.C.Where(p).Update(p, &p.Options, &p.ExternalIDs)
+	return a.updatePort(ctx, "options", port, ops, err)
 }
 
 // AddGatewayChassis gives the router port named port a Gateway_Chassis row,

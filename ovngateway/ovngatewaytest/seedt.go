@@ -53,6 +53,12 @@ func SetPortGroup(t testing.TB, c client.Client, port, group string) {
 	must(t, Admin{c}.SetPortGroup(context.Background(), port, group))
 }
 
+// SetPortMaps is Admin.SetPortMaps for tests.
+func SetPortMaps(t testing.TB, c client.Client, port string, options, externalIDs map[string]string) {
+	t.Helper()
+	must(t, Admin{c}.SetPortMaps(context.Background(), port, options, externalIDs))
+}
+
 // AddGatewayChassis is Admin.AddGatewayChassis for tests.
 func AddGatewayChassis(t testing.TB, c client.Client, port, chassis string, priority int) {
 	t.Helper()

@@ -2,6 +2,7 @@ package ovngatewaytest
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -33,6 +34,12 @@ type Port struct {
 	Group string
 	// GatewayChassis are the port's Gateway_Chassis rows.
 	GatewayChassis []Chassis
+	// Options is the port's options; nil when empty.
+	Options map[string]string
+	// ExternalIDs is the port's external_ids without the "lr" and "vendor"
+	// tags Kube-OVN writes on every router port (AddRouterPort seeds them);
+	// nil when nothing else is there.
+	ExternalIDs map[string]string
 }
 
 // State is the UUID-free view of r.
@@ -57,9 +64,25 @@ func (r Rows) State() State {
 			port.Group = names[*p.HaChassisGroup]
 		}
 		port.GatewayChassis = sorted(p.GatewayChassis, gws)
+		if len(p.Options) > 0 {
+			port.Options = p.Options
+		}
+		port.ExternalIDs = withoutKubeOVNTags(p.ExternalIDs)
 		st.Ports[p.Name] = port
 	}
 	return st
+}
+
+// withoutKubeOVNTags is ids without the tags AddRouterPort seeds, or nil
+// when nothing else is left.
+func withoutKubeOVNTags(ids map[string]string) map[string]string {
+	out := maps.Clone(ids)
+	delete(out, "lr")
+	delete(out, "vendor")
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func sorted(uuids []string, rows map[string]Chassis) []Chassis {
