@@ -34,8 +34,8 @@ func clusterRoutes() []*route {
 var versions = map[pveacl.Version][2]string{pveacl.PVE8: {"8.4.1", "8.4"}, pveacl.PVE9: {"9.1.1", "9.1"}}
 
 func readVersion(c *call) (any, *apiError) {
-	v := versions[c.s.cfg.Version]
-	return map[string]any{"version": v[0], "release": v[1], "repoid": "d0ec33c6"}, nil
+	full, rel := c.srv.cfg.releaseOf()
+	return map[string]any{"version": full, "release": rel, "repoid": "d0ec33c6"}, nil
 }
 
 func clusterStatus(c *call) (any, *apiError) {
@@ -85,10 +85,10 @@ func nodeStatus(c *call) (any, *apiError) {
 		return nil, err
 	}
 	n := c.s.nodes[c.node]
-	v := versions[c.s.cfg.Version]
+	full, _ := c.srv.cfg.releaseOf()
 	return map[string]any{
 		"uptime": 86400, "cpu": 0.02, "wait": 0, "idle": 0,
-		"pveversion": "pve-manager/" + v[0] + "/d0ec33c6", "kversion": "Linux 6.8.12-pve",
+		"pveversion": "pve-manager/" + full + "/d0ec33c6", "kversion": "Linux 6.8.12-pve",
 		"memory":  map[string]any{"total": n.maxMem, "used": n.maxMem / 8, "free": n.maxMem - n.maxMem/8},
 		"swap":    map[string]any{"total": 0, "used": 0, "free": 0},
 		"rootfs":  map[string]any{"total": uint64(100 << 30), "used": uint64(8 << 30), "free": uint64(92 << 30), "avail": uint64(92 << 30)},

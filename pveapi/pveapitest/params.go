@@ -141,7 +141,9 @@ type param struct {
 	format  func(string) error
 	pattern *regexp.Regexp
 	maxLen  int
+	minLen  int
 	min     *int
+	max     *int
 	// requires names a parameter that must be set with this one.
 	requires string
 }
@@ -198,7 +200,11 @@ func (s param) check(v string) string {
 		if !integerRe.MatchString(v) {
 			return fmt.Sprintf("type check ('integer') failed - got '%s'", v)
 		}
-		if n, _ := strconv.Atoi(strings.TrimSpace(v)); s.min != nil && n < *s.min {
+		n, _ := strconv.Atoi(strings.TrimSpace(v))
+		if s.max != nil && n > *s.max {
+			return fmt.Sprintf("value must have a maximum value of %d", *s.max)
+		}
+		if s.min != nil && n < *s.min {
 			return fmt.Sprintf("value must have a minimum value of %d", *s.min)
 		}
 	}
@@ -215,6 +221,9 @@ func (s param) check(v string) string {
 	}
 	if s.maxLen > 0 && len(v) > s.maxLen {
 		return fmt.Sprintf("value may only be %d characters long", s.maxLen)
+	}
+	if s.minLen > 0 && len(v) < s.minLen {
+		return fmt.Sprintf("value must be at least %d characters long", s.minLen)
 	}
 	return ""
 }

@@ -105,8 +105,9 @@ func (c *call) checkModifyConfigPerm(vmid int, pool string, keys []string) *apiE
 	return nil
 }
 
-// checkBridgeAccess is check_bridge_access: SDN.Use on the bridge's VLAN
-// (or on the bridge when untagged) in the localnetwork zone.
+// checkBridgeAccess is check_bridge_access with check_vnet_access: SDN.Use
+// on the bridge's VLAN (or on the bridge when untagged) in the zone of the
+// SDN VNet of that name, or in the localnetwork zone of plain bridges.
 func (c *call) checkBridgeAccess(conf map[string]string) *apiError {
 	if c.isRoot() {
 		return nil
@@ -120,7 +121,11 @@ func (c *call) checkBridgeAccess(conf map[string]string) *apiError {
 		if bridge == "" {
 			continue
 		}
-		path := "/sdn/zones/localnetwork/" + bridge
+		zone := "localnetwork"
+		if v, ok := c.s.sdn().pending.vnets[bridge]; ok {
+			zone = v["zone"]
+		}
+		path := "/sdn/zones/" + zone + "/" + bridge
 		if tag != "" {
 			path += "/" + tag
 		}

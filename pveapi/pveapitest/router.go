@@ -104,5 +104,7 @@ func (srv *Server) routes() *router {
 	rt.add(qemuOpRoutes()...)
 	rt.add(storageRoutes()...)
 	rt.add(taskRoutes()...)
+	rt.add(sdnRoutes(srv.cfg)...)
+	rt.add(nodeNetworkRoutes()...)
 	return rt
 }

@@ -52,6 +52,7 @@ type config struct {
 	nodes      []string
 	now        func() time.Time
 	downloader Downloader
+	release    string
 }
 
 // WithVersion sets the Proxmox VE major version (8 or 9; default 9). It
@@ -91,6 +92,9 @@ func New(opts ...Option) (*Server, error) {
 		o(&c)
 	}
 	if err := c.version.Validate(); err != nil {
+		return nil, fmt.Errorf("cannot start the fake Proxmox VE API: %w", err)
+	}
+	if err := c.checkRelease(); err != nil {
 		return nil, fmt.Errorf("cannot start the fake Proxmox VE API: %w", err)
 	}
 	srv := &Server{cfg: c, st: newState(c.version, c.now, newUUID)}
@@ -193,6 +197,9 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 	}
 	for k, v := range vars {
 		p[k] = v
+	}
+	if e := srv.st.unreachableErr(vars["node"]); e != nil {
+		return nil, nil, e
 	}
 	c := &call{srv: srv, s: srv.st, r: r, auth: auth, p: p, node: vars["node"]}
 	if rt.check != nil {

@@ -24,6 +24,7 @@ type state struct {
 	now     func() time.Time
 	newUUID func() string
 	macSeq  int
+	sdnSt   *sdnState // SDN and node networks; see sdn()
 }
 
 type node struct {
