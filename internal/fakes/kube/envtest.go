@@ -57,13 +57,37 @@ type APIServerOptions struct {
 // It fails the test when the binaries or a CRD folder are missing.
 func StartAPIServer(t testing.TB, o APIServerOptions) (*rest.Config, client.Client) {
 	t.Helper()
-	assets, err := FindAssets()
+	env, err := Environment(o)
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver: %v", err)
 	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver and etcd from %s: %v", env.BinaryAssetsDirectory, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("cannot stop kube-apiserver and etcd: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatalf("cannot create a client for the test API server: %v", err)
+	}
+	return cfg, c
+}
+
+// Environment is the envtest environment StartAPIServer starts, for a
+// TestMain that shares one API server among a package's tests and starts
+// and stops it itself.
+func Environment(o APIServerOptions) (*envtest.Environment, error) {
+	assets, err := FindAssets()
+	if err != nil {
+		return nil, err
+	}
 	paths, err := crdPaths(o)
 	if err != nil {
-		t.Fatalf("cannot start kube-apiserver: %v", err)
+		return nil, err
 	}
 	s := o.Scheme
 	if s == nil {
@@ -82,20 +106,7 @@ func StartAPIServer(t testing.TB, o APIServerOptions) (*rest.Config, client.Clie
 	if os.Getenv("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT") == "" {
 		env.ControlPlaneStopTimeout = stopTimeout
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("cannot start kube-apiserver and etcd from %s: %v", assets, err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("cannot stop kube-apiserver and etcd: %v", err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatalf("cannot create a client for the test API server: %v", err)
-	}
-	return cfg, c
+	return env, nil
 }
 
 // FindAssets returns the folder holding kube-apiserver and etcd:
@@ -140,16 +151,21 @@ func executable(dir, bin string) error {
 // DefaultAssetsDir is where hack/kube-assets.sh puts the binaries:
 // ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/kube/<kube>-etcd<etcd>.
 func DefaultAssetsDir() string {
-	root := os.Getenv(envCache)
-	if root == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache")
-		}
-		root = filepath.Join(cache, "pxsubstrate")
+	return filepath.Join(CacheRoot(), "kube", KubeVersion+"-etcd"+EtcdVersion)
+}
+
+// CacheRoot is the folder the hack/*-assets.sh scripts build into:
+// ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}.
+func CacheRoot() string {
+	if root := os.Getenv(envCache); root != "" {
+		return root
 	}
-	return filepath.Join(root, "kube", KubeVersion+"-etcd"+EtcdVersion)
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "pxsubstrate")
 }
 
 func crdPaths(o APIServerOptions) ([]string, error) {

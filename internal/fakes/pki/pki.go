@@ -15,6 +15,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,6 +27,7 @@ type CA struct {
 	key  *ecdsa.PrivateKey
 	// PEM is the CA certificate, to trust.
 	PEM    []byte
+	mu     sync.Mutex
 	serial int64
 }
 
@@ -44,9 +46,21 @@ var Loopback = []net.IP{net.ParseIP("127.0.0.1")}
 // made.
 func New(t testing.TB, cn string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := Make(cn)
 	if err != nil {
 		t.Fatal(err)
+	}
+	ca.t = t
+	return ca
+}
+
+// Make makes a CA named cn without a test, for a TestMain that shares one
+// server among a package's tests; its certificates come from Sign, and
+// Issue and KeyPEM, which report to a test, must not be called on it.
+func Make(cn string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
@@ -55,39 +69,51 @@ func New(t testing.TB, cn string) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &CA{t: t, cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), serial: 1}
+	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), serial: 1}, nil
 }
 
 // Issue returns a certificate for cn signed by the CA and its PKCS #8 key,
 // both as PEM.
 func (ca *CA) Issue(cn string, leaf Leaf) (certPEM, keyPEM []byte) {
 	ca.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certPEM, keyPEM, err := ca.Sign(cn, leaf)
 	if err != nil {
 		ca.t.Fatal(err)
 	}
+	return certPEM, keyPEM
+}
+
+// Sign is Issue returning its error instead of failing a test.
+func (ca *CA) Sign(cn string, leaf Leaf) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca.mu.Lock()
 	ca.serial++
+	serial := ca.serial
+	ca.mu.Unlock()
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: cn},
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: leaf.EKUs, DNSNames: leaf.DNSNames, IPAddresses: leaf.IPs,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		ca.t.Fatal(err)
+		return nil, nil, err
 	}
 	kder, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		ca.t.Fatal(err)
+		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), nil
 }
 
 // KeyPEM returns the CA's own private key as an "EC PRIVATE KEY" block, for

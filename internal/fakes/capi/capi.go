@@ -1,0 +1,320 @@
+package capi
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
+)
+
+const (
+	envAssets    = "PXSUBSTRATE_CAPI_ASSETS"
+	assetsHint   = "run hack/test.sh or hack/capi-assets.sh to build them"
+	readyTimeout = 3 * time.Minute
+	logTailLines = 30
+)
+
+// ErrMissingAssets says a manager binary cannot be found.
+var ErrMissingAssets = errors.New("Cluster API manager binaries are missing")
+
+// Options says which managers Start runs. At least one must be set.
+type Options struct {
+	// CAPI runs Cluster API core's manager (every core controller and
+	// webhook, and the conversion of cluster.x-k8s.io, ipam.cluster.x-k8s.io
+	// v1beta1 to v1beta2) after installing its CRDs.
+	CAPI bool
+	// IPAM runs the in-cluster IPAM provider's manager (InClusterIPPool and
+	// GlobalInClusterIPPool, their webhooks, and the controller that answers
+	// IPAddressClaims) after installing its CRDs. The claims' CRDs belong to
+	// Cluster API core: install them with kube.APIServerOptions.CAPI or
+	// set CAPI too.
+	IPAM bool
+	// ports picks the managers' ports; nil means a free port of 127.0.0.1.
+	ports func() (int, error)
+}
+
+// Managers are the running managers.
+type Managers struct {
+	// CAPI and IPAM are nil when not started.
+	CAPI, IPAM *Manager
+	dir        string
+}
+
+// Start installs the CRDs and webhook configurations of the managers o asks
+// for on the API server of cfg and starts them with an administrator's
+// kubeconfig, each serving its webhooks on a port of 127.0.0.1 with a
+// certificate of a throwaway CA. It returns once every manager reports
+// ready and serves its webhooks; a manager that does not is stopped and
+// named with its log tail.
+func Start(cfg *rest.Config, o Options) (*Managers, error) {
+	if !o.CAPI && !o.IPAM {
+		return nil, errors.New("capi.Start: set Options.CAPI, Options.IPAM or both")
+	}
+	assets, err := FindAssets()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "pxsubstrate-capi-")
+	if err != nil {
+		return nil, err
+	}
+	m := &Managers{dir: dir}
+	if err := m.start(cfg, o, assets); err != nil {
+		return nil, errors.Join(err, m.Stop())
+	}
+	return m, nil
+}
+
+// StartT is Start for one test: it fails t when a manager does not start
+// and stops the managers when t ends.
+func StartT(t testing.TB, cfg *rest.Config, o Options) *Managers {
+	t.Helper()
+	m, err := Start(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return m
+}
+
+func (m *Managers) start(cfg *rest.Config, o Options, assets string) error {
+	ca, err := pki.Make("pxsubstrate capi test CA")
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := ca.Sign("127.0.0.1", pki.Leaf{
+		EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPs: pki.Loopback, DNSNames: []string{"localhost"},
+	})
+	if err != nil {
+		return err
+	}
+	certDir := filepath.Join(m.dir, "certs")
+	kubeconfig := filepath.Join(m.dir, "kubeconfig")
+	if err := writeFiles(certDir, certPEM, keyPEM); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(kubeconfig, cfg); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	if o.ports == nil {
+		o.ports = freePort
+	}
+	r := runner{cfg: cfg, c: c, assets: assets, kubeconfig: kubeconfig, certDir: certDir, caPEM: ca.PEM, ports: o.ports}
+	if o.CAPI {
+		if m.CAPI, err = m.run(r, coreComponent); err != nil {
+			return err
+		}
+	}
+	if o.IPAM {
+		if m.IPAM, err = m.run(r, ipamComponent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runner is what starting a manager needs.
+type runner struct {
+	cfg                         *rest.Config
+	c                           client.Client
+	assets, kubeconfig, certDir string
+	caPEM                       []byte
+	ports                       func() (int, error)
+}
+
+// run installs comp's manifests for a webhook port and starts its manager there.
+func (m *Managers) run(r runner, comp component) (*Manager, error) {
+	webhookPort, err := r.ports()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := r.ports()
+	if err != nil {
+		return nil, err
+	}
+	base := fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
+	if err := install(r.cfg, r.c, comp, base, r.caPEM); err != nil {
+		return nil, err
+	}
+	args := comp.args(webhookPort, healthPort, r.certDir)
+	mgr, err := startProcess(comp.binary, filepath.Join(r.assets, comp.binary), args, r.kubeconfig, filepath.Join(m.dir, comp.binary+".log"))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.waitReady(webhookPort, healthPort, r.caPEM); err != nil {
+		return nil, errors.Join(err, mgr.Stop())
+	}
+	return mgr, nil
+}
+
+// args are the manager's flags: webhooks on webhookPort with the
+// certificates of certDir, health probes on healthPort, no metrics server,
+// no leader election (one replica).
+func (comp component) args(webhookPort, healthPort int, certDir string) []string {
+	common := []string{
+		fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-cert-dir=" + certDir, "--leader-elect=false",
+	}
+	if comp == coreComponent {
+		return append(common, fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort), "--diagnostics-address=0",
+			"--insecure-diagnostics")
+	}
+	return append(common, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort), "--metrics-bind-address=0")
+}
+
+// install creates or updates comp's CRDs (waiting until they are served) and
+// its webhook configurations.
+func install(cfg *rest.Config, c client.Client, comp component, base string, caPEM []byte) error {
+	crds, err := comp.crds(base, caPEM)
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return fmt.Errorf("cannot install the CRDs of %s: %w", comp.module, err)
+	}
+	objs, err := comp.webhookConfigs(base, caPEM)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := createOrReplace(c, o); err != nil {
+			return fmt.Errorf("cannot install %s of %s: %w", o.GetName(), comp.module, err)
+		}
+	}
+	return nil
+}
+
+func createOrReplace(c client.Client, o client.Object) error {
+	ctx := context.Background()
+	err := c.Create(ctx, o)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	old := o.DeepCopyObject().(client.Object)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o), old); err != nil {
+		return err
+	}
+	o.SetResourceVersion(old.GetResourceVersion())
+	return c.Update(ctx, o)
+}
+
+// Stop stops every started manager by its process id and removes the
+// managers' folder (certificates, kubeconfig, logs).
+func (m *Managers) Stop() error {
+	var errs []error
+	for _, mgr := range []*Manager{m.IPAM, m.CAPI} {
+		if mgr != nil {
+			errs = append(errs, mgr.Stop())
+		}
+	}
+	errs = append(errs, os.RemoveAll(m.dir))
+	return errors.Join(errs...)
+}
+
+// FindAssets returns the folder holding cluster-api-manager and
+// ipam-manager: $PXSUBSTRATE_CAPI_ASSETS when set, else the cache folder
+// hack/capi-assets.sh builds into.
+func FindAssets() (string, error) {
+	dir := os.Getenv(envAssets)
+	if dir == "" {
+		dir = DefaultAssetsDir()
+	}
+	for _, bin := range []string{coreComponent.binary, ipamComponent.binary} {
+		fi, err := os.Stat(filepath.Join(dir, bin))
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("%w: no executable %s in %s (%s)", ErrMissingAssets, bin, dir, assetsHint)
+		}
+	}
+	return dir, nil
+}
+
+// DefaultAssetsDir is where hack/capi-assets.sh puts the binaries:
+// ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/capi/<capi>-ipam<ipam>.
+func DefaultAssetsDir() string {
+	return filepath.Join(kube.CacheRoot(), "capi", version(kube.CAPIModule)+"-ipam"+version(kube.CAPIIPAMModule))
+}
+
+func version(moduleAtVersion string) string {
+	_, v, _ := strings.Cut(moduleAtVersion, "@")
+	return v
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func writeFiles(dir string, certPEM, keyPEM []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600)
+}
+
+// writeKubeconfig writes cfg (the envtest administrator) as a kubeconfig.
+func writeKubeconfig(path string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
+	}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	kc.CurrentContext = "test"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// ready says whether the manager answers /readyz and serves TLS on its
+// webhook port with a certificate caPEM signed.
+func ready(webhookPort, healthPort int, caPEM []byte) bool {
+	hc := http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
+		fmt.Sprintf("127.0.0.1:%d", webhookPort), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}

@@ -1,0 +1,114 @@
+package capi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const stopTimeout = 30 * time.Second
+
+// Manager is one running manager process.
+type Manager struct {
+	name, log string
+	cmd       *exec.Cmd
+	done      chan struct{}
+	waitErr   error
+}
+
+// startProcess starts bin with args and KUBECONFIG=kubeconfig, its output
+// going to the file log. The process dies with the test binary (Linux's
+// parent-death signal), so a crashed test leaves no manager behind.
+func startProcess(name, bin string, args []string, kubeconfig, log string) (*Manager, error) {
+	f, err := os.Create(log)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start %s: %w", name, err)
+	}
+	m := &Manager{name: name, log: log, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		m.waitErr = cmd.Wait()
+		close(m.done)
+	}()
+	return m, nil
+}
+
+// Pid is the manager's process id.
+func (m *Manager) Pid() int { return m.cmd.Process.Pid }
+
+// Log returns everything the manager has written so far.
+func (m *Manager) Log() string {
+	data, _ := os.ReadFile(m.log)
+	return string(data)
+}
+
+// LogTail returns the last n lines of the manager's output.
+func (m *Manager) LogTail(n int) string {
+	lines := strings.Split(strings.TrimRight(m.Log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Exited says whether the process has ended.
+func (m *Manager) Exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *Manager) waitReady(webhookPort, healthPort int, caPEM []byte) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if m.Exited() {
+			return fmt.Errorf("%s (pid %d) exited before it was ready (%v); the last lines of its log:\n%s",
+				m.name, m.Pid(), m.waitErr, m.LogTail(logTailLines))
+		}
+		if ready(webhookPort, healthPort, caPEM) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s (pid %d) not ready after %s; the last lines of its log:\n%s",
+				m.name, m.Pid(), readyTimeout, m.LogTail(logTailLines))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Stop sends SIGTERM to the manager's process id, waits for it to exit,
+// and kills it when it has not after 30 seconds. A manager that had already
+// exited on its own is reported with its log tail.
+func (m *Manager) Stop() error {
+	if m.Exited() {
+		return fmt.Errorf("%s (pid %d) had exited by itself (%v); the last lines of its log:\n%s",
+			m.name, m.Pid(), m.waitErr, m.LogTail(logTailLines))
+	}
+	if err := syscall.Kill(m.Pid(), syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("cannot stop %s (pid %d): %w", m.name, m.Pid(), err)
+	}
+	select {
+	case <-m.done:
+		return nil
+	case <-time.After(stopTimeout):
+	}
+	if err := syscall.Kill(m.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("cannot kill %s (pid %d): %w", m.name, m.Pid(), err)
+	}
+	<-m.done
+	return fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM and was killed", m.name, m.Pid(), stopTimeout)
+}
