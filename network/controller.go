@@ -74,7 +74,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("cannot build the network controller: %w", err)
 	}
 	if c.namespaces, err = engine.NewRunner(cfg.Client, func() *corev1.Namespace { return &corev1.Namespace{} },
-		engine.Step[*corev1.Namespace](engine.StepFunc[*corev1.Namespace](c.reconcileNamespace)), opts(NamespaceRunner)...); err != nil {
+		engine.StepFunc[*corev1.Namespace](c.reconcileNamespace), opts(NamespaceRunner)...); err != nil {
 		return nil, fmt.Errorf("cannot build the network controller: %w", err)
 	}
 	c.cache.OnChange(c.enqueueFor)

@@ -63,11 +63,17 @@ var _ Gateway = Disabled{}
 
 // Ensure reports GatewayReady=Unknown/Disabled.
 func (Disabled) Ensure(context.Context, NetworkInfo) (GatewayStatus, error) {
+	return disabledStatus(), nil
+}
+
+// disabledStatus is GatewayReady=Unknown/Disabled, what every network of a
+// controller that does not manage gateways reports.
+func disabledStatus() GatewayStatus {
 	return GatewayStatus{
 		Status:  metav1.ConditionUnknown,
 		Reason:  v1alpha1.ReasonDisabled,
 		Message: "the controller does not manage the router port's HA chassis group (--manage-gateway-chassis=false)",
-	}, nil
+	}
 }
 
 // Release has nothing to release.

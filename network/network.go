@@ -53,23 +53,23 @@ type (
 // (finalize), and Measured records each reconcile in the cozy_proxmox
 // metrics.
 func (c *Controller) networkReconciler() engine.Step[*v1alpha1.ProxmoxNetwork] {
-	type n = *v1alpha1.ProxmoxNetwork
-	return engine.Measured[n]{
+	type netObj = *v1alpha1.ProxmoxNetwork
+	return engine.Measured[netObj]{
 		Duration: c.cfg.Metrics.duration,
 		Errors:   c.cfg.Metrics.reconcileErrors,
-		Step: engine.WithFinalizer[n]{
+		Step: engine.WithFinalizer[netObj]{
 			Finalizer:    v1alpha1.Finalizer,
 			ReadyToClear: c.finalize,
 			RecheckAfter: RetryAfter,
-			Step: engine.Live[n]{Step: engine.WithPass[n, livePass]{Step: engine.PassSequence[n, livePass]{
-				engine.Lift[n, livePass](engine.ObserveGeneration[n]{Field: func(o n) *int64 { return &o.Status.ObservedGeneration }}),
+			Step: engine.Live[netObj]{Step: engine.WithPass[netObj, livePass]{Step: engine.PassSequence[netObj, livePass]{
+				engine.Lift[netObj, livePass](engine.ObserveGeneration[netObj]{Field: func(o netObj) *int64 { return &o.Status.ObservedGeneration }}),
 				netStep(c.startLive),
 				netStep(c.ensureVLAN),
 				netStep(c.checkSubnet),
 				netStep(c.checkPool),
 				netStep(c.ensureGateway),
-				engine.Lift[n, livePass](engine.SummarizeReady[n]{
-					Conditions: func(o n) *[]metav1.Condition { return &o.Status.Conditions },
+				engine.Lift[netObj, livePass](engine.SummarizeReady[netObj]{
+					Conditions: func(o netObj) *[]metav1.Condition { return &o.Status.Conditions },
 					SubTypes: []string{v1alpha1.ConditionVLANAllocated, v1alpha1.ConditionSubnetReady,
 						v1alpha1.ConditionIPPoolReady, v1alpha1.ConditionGatewayReady},
 					Skip:     gatewayNotManaged,
@@ -84,11 +84,11 @@ func (c *Controller) networkReconciler() engine.Step[*v1alpha1.ProxmoxNetwork] {
 
 // startLive drops SwitchDeleted, which only a deleting network carries, and
 // reports a gateway the controller does not manage.
-func (c *Controller) startLive(ctx context.Context, p *netPass) (engine.Result, error) {
+func (c *Controller) startLive(_ context.Context, p *netPass) (engine.Result, error) {
 	conds := &p.Object.Status.Conditions
 	removeCondition(conds, v1alpha1.ConditionSwitchDeleted)
 	if isDisabled(c.cfg.Gateway) {
-		gw, _ := Disabled{}.Ensure(ctx, NetworkInfo{})
+		gw := disabledStatus()
 		p.SetCondition(conds, v1alpha1.ConditionGatewayReady, gw.Status, gw.Reason, gw.Message)
 	}
 	return engine.Result{}, nil

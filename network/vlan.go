@@ -25,46 +25,72 @@ import (
 // network cannot have a VLAN now, VLANAllocated is False and the pass goes
 // on with allocated unset; an error only for API failures worth a retry.
 func (c *Controller) ensureVLAN(ctx context.Context, p *netPass) (engine.Result, error) {
-	ok, err := c.bindVLAN(ctx, p.State, &p.Data)
-	p.Data.allocated = ok
-	return engine.Result{}, err
-}
-
-// bindVLAN is ensureVLAN; it reports whether the network holds its VLAN.
-func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) (bool, error) {
-	n := s.Object
-	prevVLAN, prevCond := n.Status.VLAN, condition(n.Status.Conditions, v1alpha1.ConditionVLANAllocated)
-	notAllocated := func(reason, msg string) (bool, error) {
-		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionFalse, reason, msg)
-		return false, nil
-	}
-	zone := &v1alpha1.ProxmoxNetworkZone{}
-	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Spec.Zone}, zone); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notAllocated(v1alpha1.ReasonZoneNotFound, fmt.Sprintf("ProxmoxNetworkZone %q does not exist", n.Spec.Zone))
-		}
-		return false, fmt.Errorf("cannot get ProxmoxNetworkZone %q: %w", n.Spec.Zone, err)
-	}
-	zs, err := c.cache.allocator(zone, c.store)
-	if err != nil {
-		return notAllocated(ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
-	}
-	pass.zoneProvider = zone.Spec.ProviderNetwork
-	if r, err := c.proveOwnership(ctx, n, zs, pass, prevCond); err != nil || r.reason != "" {
-		if err != nil {
-			return false, err
-		}
-		return notAllocated(r.reason, r.msg)
+	n := p.Object
+	prevCond := condition(n.Status.Conditions, v1alpha1.ConditionVLANAllocated)
+	zone, zs, err := c.ownedZone(ctx, p, prevCond)
+	if err != nil || zs == nil {
+		return engine.Result{}, err
 	}
 	claim, err := c.claimOf(ctx, n, zs, zone)
 	if err != nil {
-		return false, err
+		return engine.Result{}, err
 	}
+	p.Data.allocated, err = c.holdVLAN(ctx, p, zs, zone, claim, prevCond)
+	return engine.Result{}, err
+}
+
+// refuseVLAN sets VLANAllocated False with reason and msg, and reports that
+// the network holds no VLAN.
+func refuseVLAN(p *netPass, reason, msg string) bool {
+	p.SetCondition(&p.Object.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionFalse, reason, msg)
+	return false
+}
+
+// ownedZone returns the network's zone and its allocator once the network
+// has proved it may take the Vlan it names there; a nil zoneState, with
+// VLANAllocated False, when the zone is missing or invalid or the network
+// is refused.
+func (c *Controller) ownedZone(ctx context.Context, p *netPass, prevCond *metav1.Condition) (*v1alpha1.ProxmoxNetworkZone, *zoneState, error) {
+	n := p.Object
+	zone := &v1alpha1.ProxmoxNetworkZone{}
+	if err := c.cfg.Client.Get(ctx, client.ObjectKey{Name: n.Spec.Zone}, zone); err != nil {
+		if apierrors.IsNotFound(err) {
+			refuseVLAN(p, v1alpha1.ReasonZoneNotFound, fmt.Sprintf("ProxmoxNetworkZone %q does not exist", n.Spec.Zone))
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("cannot get ProxmoxNetworkZone %q: %w", n.Spec.Zone, err)
+	}
+	zs, err := c.cache.allocator(zone, c.store)
+	if err != nil {
+		refuseVLAN(p, ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
+		return nil, nil, nil
+	}
+	p.Data.zoneProvider = zone.Spec.ProviderNetwork
+	r, err := c.proveOwnership(ctx, n, zs, &p.Data, prevCond)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.reason != "" {
+		refuseVLAN(p, r.reason, r.msg)
+		return nil, nil, nil
+	}
+	return zone, zs, nil
+}
+
+// holdVLAN allocates or adopts claim's Vlan in zone and records it in the
+// network's status. It reports whether the network holds its VLAN: false,
+// with VLANAllocated False, when the zone refuses it or Kube-OVN reports
+// the VLAN in conflict.
+func (c *Controller) holdVLAN(ctx context.Context, p *netPass, zs *zoneState, zone *v1alpha1.ProxmoxNetworkZone,
+	claim vlanalloc.Claim, prevCond *metav1.Condition,
+) (bool, error) {
+	n := p.Object
+	prevVLAN := n.Status.VLAN
 	vid, created, err := c.allocateOrYield(ctx, zs, claim, prevVLAN)
 	if reason, msg, ok := allocationRefusal(err); ok {
 		c.countAllocation(zone.Name, reason)
 		c.refusalEvent(n, prevCond, reason, msg)
-		return notAllocated(reason, msg)
+		return refuseVLAN(p, reason, msg), nil
 	}
 	if err != nil {
 		return false, err
@@ -84,13 +110,13 @@ func (c *Controller) bindVLAN(ctx context.Context, s *netState, pass *livePass) 
 	n.Status.VLAN, n.Status.VLANName, n.Status.Bridge, n.Status.MTU = int32(vid), v.Name, zone.Spec.Bridge, zone.Spec.MTU
 	c.vlanEvent(n, created, prevVLAN, vid)
 	if v.Conflict {
-		return notAllocated(v1alpha1.ReasonVLANConflict, fmt.Sprintf("Kube-OVN reports VLAN %d on provider network %q as used by another Vlan too", vid, v.Provider))
+		return refuseVLAN(p, v1alpha1.ReasonVLANConflict, fmt.Sprintf("Kube-OVN reports VLAN %d on provider network %q as used by another Vlan too", vid, v.Provider)), nil
 	}
 	msg := fmt.Sprintf("VLAN %d on bridge %s", vid, zone.Spec.Bridge)
 	if want, pinned := zs.zone.Static(claim.Network); pinned && want != vid {
 		msg += fmt.Sprintf("; the static assignment asks for VLAN %d, which applies only when the network is recreated", want)
 	}
-	s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionTrue, v1alpha1.ReasonAllocated, msg)
+	p.SetCondition(&n.Status.Conditions, v1alpha1.ConditionVLANAllocated, metav1.ConditionTrue, v1alpha1.ReasonAllocated, msg)
 	return true, nil
 }
 

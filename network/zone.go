@@ -43,10 +43,10 @@ type (
 // reports the zone's counts and readiness, and collects the Vlans and
 // claims of networks that are gone (orphans).
 func (c *Controller) zoneReconciler() engine.Step[*v1alpha1.ProxmoxNetworkZone] {
-	type z = *v1alpha1.ProxmoxNetworkZone
-	return engine.WithPass[z, zonePass]{Step: engine.PassSequence[z, zonePass]{
+	type zoneObj = *v1alpha1.ProxmoxNetworkZone
+	return engine.WithPass[zoneObj, zonePass]{Step: engine.PassSequence[zoneObj, zonePass]{
 		zoneStep(c.zoneThrottle),
-		engine.Lift[z, zonePass](engine.ObserveGeneration[z]{Field: func(o z) *int64 { return &o.Status.ObservedGeneration }}),
+		engine.Lift[zoneObj, zonePass](engine.ObserveGeneration[zoneObj]{Field: func(o zoneObj) *int64 { return &o.Status.ObservedGeneration }}),
 		zoneStep(c.zoneAllocator),
 		zoneStep(c.zoneOrphans),
 		zoneStep(c.zoneCounts),
