@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // DefaultReleaseNamespace is where the proxmox-network package runs.
@@ -98,7 +99,7 @@ func (c Config) Validate() error {
 	if deny && warn {
 		errs = append(errs, fmt.Errorf("%w: admission.validationActions: Deny and Warn cannot be used together", ErrConfig))
 	}
-	return errors.Join(errs...)
+	return termsafe.Join(errs...)
 }
 
 func (c Config) zoneBridges() []string {

@@ -232,7 +232,7 @@ func TestWrittenConfigEvaluatesAlike(t *testing.T) {
 		for _, id := range m.authIDs() {
 			for _, path := range rQueryPaths {
 				if a, b := ev1.Permissions(id, path), ev2.Permissions(id, path); a != b {
-					t.Fatalf("%s on %q: %v before writing, %v after\n%s\n%v", id, path, a.Map(), b.Map(), text, warnings)
+					t.Fatalf("%s on %q: %v before writing, %v after\n%s\n%v", id, path, a.Map(), b.Map(), text, warnings.Warnings)
 				}
 			}
 		}

@@ -117,9 +117,9 @@ role:S:Datastore.Audit:
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, warnings := usercfg.Parse([]byte(base+tc.acl+"pool:p::100:st:\npool:q:::st:\n"), pveacl.PVE9)
-			if len(warnings) > 0 {
-				t.Fatalf("fixture warnings: %v", warnings)
+			cfg, rep := usercfg.Parse([]byte(base+tc.acl+"pool:p::100:st:\npool:q:::st:\n"), pveacl.PVE9)
+			if rep.Total() > 0 {
+				t.Fatalf("fixture warnings: %v", rep.Warnings)
 			}
 			got := pveacl.NewEvaluator(cfg).Permissions(tc.authID, tc.path).Map()
 			if diff := cmp.Diff(tc.want, got); diff != "" {

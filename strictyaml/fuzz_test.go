@@ -3,9 +3,12 @@ package strictyaml
 import (
 	"strings"
 	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
-// FuzzUnmarshal: any input decodes or is refused without a panic; a
+// FuzzUnmarshal: any input decodes or is refused without a panic, in an
+// error of at most termsafe.MaxErrors+1 lines without a control character; a
 // refused key is named in the error, never with itself as the suggestion,
 // a document admitted once is admitted again, and UnmarshalOpen admits
 // whatever Unmarshal admits.
@@ -36,6 +39,9 @@ func FuzzUnmarshal(f *testing.F) {
 			if fe.Suggestion != "" && fe.Suggestion == lastSegment(fe.Path) {
 				t.Fatalf("suggests the key itself for %q: %v", data, err)
 			}
+		}
+		if err != nil && (strings.Count(err.Error(), "\n") > termsafe.MaxErrors || strings.ContainsFunc(err.Error(), termsafe.IsEscaped)) {
+			t.Fatalf("the error of %q floods or carries a control character: %q", data, err)
 		}
 		var open doc
 		openErr := UnmarshalOpen(data, &open)

@@ -14,6 +14,8 @@ import (
 
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // FieldError is a key the decoding refused: unknown to the type, or given
@@ -45,7 +47,8 @@ func (e *FieldError) Error() string {
 // non-nil pointer. A key given twice in a mapping, or a key v's type does
 // not declare (in any other case than declared, too), is an error; the
 // refused keys come back as *FieldError, one per key, joined with
-// errors.Join (see FieldErrors). Other errors are the YAML parser's or
+// termsafe.Join (see FieldErrors): the first termsafe.MaxErrors keys and a
+// count of the rest (the decoder stops collecting at 100). Other errors are the YAML parser's or
 // the JSON decoder's, naming the line or the field.
 func Unmarshal(data []byte, v any) error {
 	j, err := yaml.YAMLToJSONStrict(data)
@@ -58,18 +61,25 @@ func Unmarshal(data []byte, v any) error {
 // UnmarshalJSON is Unmarshal for input that is JSON already, such as a
 // json.RawMessage cut out of a larger object.
 func UnmarshalJSON(data []byte, v any) error {
-	strict, err := kjson.UnmarshalStrict(data, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	refused, err := unmarshalJSON(data, v)
 	if err != nil {
 		return err
 	}
-	if len(strict) == 0 {
-		return nil
+	return termsafe.Join(refused...)
+}
+
+// unmarshalJSON decodes data into v and returns every refused key (as
+// *FieldError where the decoder names its path), or the decoder's error.
+func unmarshalJSON(data []byte, v any) ([]error, error) {
+	strict, err := kjson.UnmarshalStrict(data, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, err
 	}
-	errs := make([]error, 0, len(strict))
+	refused := make([]error, 0, len(strict))
 	for _, e := range strict {
-		errs = append(errs, fieldError(e, v))
+		refused = append(refused, fieldError(e, v))
 	}
-	return errors.Join(errs...)
+	return refused, nil
 }
 
 // UnmarshalOpen is Unmarshal for a document that v's type reads only part
@@ -87,18 +97,18 @@ func UnmarshalOpen(data []byte, v any) error {
 
 // UnmarshalOpenJSON is UnmarshalOpen for input that is JSON already.
 func UnmarshalOpenJSON(data []byte, v any) error {
-	err := UnmarshalJSON(data, v)
-	fields := FieldErrors(err)
-	if len(fields) == 0 {
+	refused, err := unmarshalJSON(data, v)
+	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, f := range fields {
-		if f.Duplicate || (f.Suggestion != "" && strings.EqualFold(f.Suggestion, lastKey(f.Path))) {
-			errs = append(errs, f)
+	for _, e := range refused {
+		f, ok := e.(*FieldError)
+		if !ok || f.Duplicate || (f.Suggestion != "" && strings.EqualFold(f.Suggestion, lastKey(f.Path))) {
+			errs = append(errs, e)
 		}
 	}
-	return errors.Join(errs...)
+	return termsafe.Join(errs...)
 }
 
 // lastKey is the last key of a field path: "Name" of "tenants[0].Name".

@@ -2,9 +2,12 @@ package strictyaml
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 type inner struct {
@@ -182,5 +185,29 @@ func TestUnmarshalOpen(t *testing.T) {
 	err := UnmarshalOpenJSON([]byte(`{"kind": "a", "status": 1, "kind": "b"}`), &d)
 	if got := FieldErrors(err); len(got) != 1 || *got[0] != (FieldError{Path: "kind", Duplicate: true}) {
 		t.Errorf("UnmarshalOpenJSON of a key given twice = %v, want the duplicate alone", err)
+	}
+}
+
+// TestUnmarshalBounded: a document of a thousand unknown keys is refused in
+// termsafe.MaxErrors of them and a count; UnmarshalOpen still finds the one
+// miscased key among the unknown keys it lets pass, however late it comes.
+func TestUnmarshalBounded(t *testing.T) {
+	var in strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&in, "junk%d: 1\n", i)
+	}
+	err := Unmarshal([]byte(in.String()), &doc{})
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != termsafe.MaxErrors+1 || len(FieldErrors(err)) != termsafe.MaxErrors ||
+		!strings.HasPrefix(lines[termsafe.MaxErrors], "and ") || !strings.HasSuffix(lines[termsafe.MaxErrors], " more not shown (100 in all)") {
+		t.Errorf("a thousand unknown keys: %d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+	var open strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&open, "extra%d: 1\n", i)
+	}
+	open.WriteString("Kind: K\n")
+	if err := UnmarshalOpen([]byte(open.String()), &doc{}); err == nil || !strings.Contains(err.Error(), `unknown field "Kind"`) {
+		t.Errorf("the miscased key after 50 others: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
 package vpcrender
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
+)
 
 // ErrRefused is the category of every refusal: the spec is well-formed but
 // the platform must not render it.
@@ -51,4 +55,4 @@ func (r *refusals) add(field, msg string) {
 	*r = append(*r, &RefusalError{Field: field, Message: msg})
 }
 
-func (r refusals) err() error { return errors.Join(r...) }
+func (r refusals) err() error { return termsafe.Join(r...) }

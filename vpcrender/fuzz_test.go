@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // FuzzRenderSpec feeds arbitrary bytes through ParseSpec and Render. A parse
@@ -31,6 +33,7 @@ func FuzzRenderSpec(f *testing.F) {
 			if !errors.Is(err, ErrParse) {
 				t.Fatalf("parse error is not ErrParse: %v", err)
 			}
+			assertBounded(t, err)
 			return
 		}
 		r, err := Render(s)
@@ -39,6 +42,7 @@ func FuzzRenderSpec(f *testing.F) {
 			if !errors.Is(err, ErrRefused) || len(rs) == 0 {
 				t.Fatalf("render error without refusals: %v", err)
 			}
+			assertBounded(t, err)
 			for _, x := range rs {
 				if x.Message == "" || x.Field == "" {
 					t.Fatalf("refusal without message or field: %+v", x)
@@ -189,4 +193,13 @@ func FuzzParseLookup(f *testing.F) {
 			}
 		}
 	})
+}
+
+// assertBounded fails t when err's text floods (more than
+// termsafe.MaxErrors+1 lines) or carries a control character.
+func assertBounded(t *testing.T, err error) {
+	t.Helper()
+	if msg := err.Error(); strings.Count(msg, "\n") > termsafe.MaxErrors || strings.ContainsFunc(msg, termsafe.IsEscaped) {
+		t.Fatalf("the refusal floods or carries a control character: %q", msg)
+	}
 }

@@ -42,15 +42,23 @@ func aclVersion(v int) (pveacl.Version, error) {
 	return pveacl.Version(v), nil
 }
 
-// readUserCfg parses a user.cfg file and reports PVE's warnings on errOut.
+// readUserCfg parses a user.cfg file and reports PVE's warnings on errOut:
+// the first usercfg.MaxWarnings, escaped, and a count of the rest. A file
+// with text but no user.cfg line is refused by name.
 func readUserCfg(app *App, name string, v pveacl.Version) (*pveacl.Config, error) {
 	data, err := readInput(app, name)
 	if err != nil {
 		return nil, err
 	}
-	cfg, warnings := usercfg.Parse(data, v)
-	for _, w := range warnings {
-		fmt.Fprintf(app.ErrOut, "Warning: %s: %s\n", name, w)
+	cfg, rep := usercfg.Parse(data, v)
+	if err := rep.Err(name, data); err != nil {
+		return nil, err
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(app.ErrOut, "Warning: %s: %s\n", escapeControl(name), escapeControl(w.String()))
+	}
+	if rep.More > 0 {
+		fmt.Fprintf(app.ErrOut, "Warning: %s: %d more warnings not shown (%d in all)\n", escapeControl(name), rep.More, rep.Total())
 	}
 	return cfg, nil
 }

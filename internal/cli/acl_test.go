@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -340,5 +341,47 @@ func TestACLAuditLeftoverVolumes(t *testing.T) {
 	_, errOut, code = aclRun(t, append([]string{"acl", "audit", "--clusters", filepath.Join(dir, "notKinds.yaml")}, apiFlags...)...)
 	if code != 2 || !strings.Contains(errOut, "Service tenant-alpha/kubernetes-a is not a namespaced cluster.x-k8s.io Cluster") {
 		t.Fatalf("a Service in --clusters is refused by name: exit %d: %s", code, errOut)
+	}
+}
+
+// TestACLHostileUserCfg: 4 KiB of random bytes is no user.cfg: refused with
+// exit 1, naming the file; a user.cfg with thousands of bad lines draws
+// usercfg.MaxWarnings warnings and a count, none of them carrying a raw
+// control byte, and the audit still runs on the lines that are good.
+func TestACLHostileUserCfg(t *testing.T) {
+	tenants, _, converged := aclFiles(t)
+	dir := t.TempDir()
+	random := filepath.Join(dir, "random.cfg")
+	noise := make([]byte, 4096)
+	rand.New(rand.NewSource(1)).Read(noise) //nolint:gosec // test noise, not a secret
+	if err := os.WriteFile(random, noise, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := aclRun(t, "acl", "audit", "--user-cfg", random, "--tenants", tenants)
+	if code != 1 || out != "" || !strings.Contains(errOut, random+": not a user.cfg") || strings.Contains(errOut, "Warning") {
+		t.Errorf("random bytes: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+	good, err := os.ReadFile(converged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&bad, "junk %d \x1b]0;owned\x07\x1b[2J\x9b\n", i)
+	}
+	flooded := filepath.Join(dir, "flooded.cfg")
+	if err := os.WriteFile(flooded, append(good, bad.String()...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = aclRun(t, "acl", "audit", "--user-cfg", flooded, "--tenants", tenants)
+	if code != 0 || !strings.Contains(out, "0 error(s)") {
+		t.Errorf("the good lines of a flooded file are audited: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n := strings.Count(errOut, "\n"); n != usercfg.MaxWarnings+1 {
+		t.Errorf("%d warning lines, want %d and a count:\n%s", n, usercfg.MaxWarnings+1, errOut)
+	}
+	if !strings.Contains(errOut, fmt.Sprintf("%d more warnings not shown (3000 in all)", 3000-usercfg.MaxWarnings)) ||
+		!strings.Contains(errOut, `junk 0 \x1b]0;owned\x07\x1b[2J\x9b`) || strings.ContainsAny(errOut, "\x1b\x07\u009b") {
+		t.Errorf("warnings are escaped and counted:\n%q", errOut)
 	}
 }

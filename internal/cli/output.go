@@ -8,7 +8,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"unicode/utf8"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 
 	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
@@ -64,7 +65,7 @@ func (a *App) Print(v any, table func(w io.Writer)) error {
 			return usageError{errors.New("-o name: this command lists no objects; use -o json, -o yaml or -o jsonpath")}
 		}
 		for _, name := range n.objectNames() {
-			fmt.Fprintln(controlEscaper{a.Out}, name)
+			fmt.Fprintln(controlEscaper{W: a.Out}, name)
 		}
 		return nil
 	case strings.HasPrefix(f, "jsonpath="):
@@ -78,7 +79,7 @@ func (a *App) Print(v any, table func(w io.Writer)) error {
 		return err
 	default:
 		tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
-		table(controlEscaper{tw})
+		table(controlEscaper{W: tw})
 		return tw.Flush()
 	}
 }
@@ -104,46 +105,14 @@ func (a *App) printJSONPath(v any, tmpl string) error {
 	if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
 		out.WriteByte('\n')
 	}
-	_, err = controlEscaper{a.Out}.Write(out.Bytes())
+	_, err = controlEscaper{W: a.Out}.Write(out.Bytes())
 	return err
 }
 
-// escapeControl writes the control characters of s (other than newline
-// and tab) and bytes that are not UTF-8 as \xNN, so that text from an
-// input file, an API answer or an error cannot move the cursor, retitle
-// the terminal or hide a line.
-func escapeControl(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, isEscaped) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case isEscaped(r):
-			fmt.Fprintf(&b, "\\x%02x", r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-// isEscaped reports the C0 and C1 control characters and DEL, newline and
-// tab excepted.
-func isEscaped(r rune) bool {
-	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
-}
+// escapeControl escapes the control characters of s (termsafe.Escape), so
+// that text from an input file, an API answer or an error cannot move the
+// cursor, retitle the terminal or hide a line.
+func escapeControl(s string) string { return termsafe.Escape(s) }
 
 // controlEscaper escapes control characters on their way to a terminal.
-type controlEscaper struct{ w io.Writer }
-
-func (c controlEscaper) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(c.w, escapeControl(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
+type controlEscaper = termsafe.Writer

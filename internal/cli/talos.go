@@ -56,7 +56,7 @@ and hashed with SHA-256. Lists keep their order, as on the factory's API.`,
 				return fmt.Errorf("cannot compute the schematic ID of %s: %w", args[0], err)
 			}
 			if _, err := talostemplate.CheckSchematic(id, s, false); errors.Is(err, talostemplate.ErrUnfitSchematic) {
-				fmt.Fprintf(app.ErrOut, "Warning: %v\n", err)
+				fmt.Fprintf(app.ErrOut, "Warning: %s\n", escapeControl(err.Error()))
 			}
 			res := schematicIDResult{ID: id, Schematic: string(canon), Extensions: s.Customization.SystemExtensions.OfficialExtensions}
 			return app.Print(res, func(w io.Writer) { fmt.Fprintln(w, id) })

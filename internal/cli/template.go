@@ -118,7 +118,7 @@ func (f *specFlags) schematic(app *App, in *talostemplate.Inputs) (*talostemplat
 
 func warn(app *App, ws []talostemplate.Warning) {
 	for _, w := range ws {
-		fmt.Fprintf(app.ErrOut, "Warning: %s\n", w.Message)
+		fmt.Fprintf(app.ErrOut, "Warning: %s\n", escapeControl(w.Message))
 	}
 }
 

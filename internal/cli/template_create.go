@@ -102,7 +102,7 @@ func runTemplateCreate(ctx context.Context, app *App, f *templateCreateFlags, vm
 		return grantHint(tlsHint(err), f.live.tokenID)
 	}
 	for _, l := range res.Left {
-		fmt.Fprintf(app.ErrOut, "Warning: the template is ready, but this is left: %s\n", l)
+		fmt.Fprintf(app.ErrOut, "Warning: the template is ready, but this is left: %s\n", escapeControl(fmt.Sprint(l)))
 	}
 	out := templateCreateResult{CreateResult: res, PoolSnippet: talostemplate.PoolSnippet(spec), Warnings: warnings}
 	return app.Print(out, func(w io.Writer) { createTable(w, out) })

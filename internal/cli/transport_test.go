@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // TestPlainHTTPRefused: a command that sends an API token refuses an
@@ -65,23 +64,6 @@ func TestControlCharactersEscaped(t *testing.T) {
 	if got := out.String(); strings.ContainsRune(got, 0x9b) || !strings.Contains(got, `\x9b31mx`) || !strings.Contains(got, "plain ü") || strings.Count(got, "\n") != 2 {
 		t.Errorf("table %q", got)
 	}
-}
-
-// FuzzEscapeControl: whatever goes in, what comes out is valid UTF-8
-// without a control character but newline and tab, and plain text is
-// unchanged.
-func FuzzEscapeControl(f *testing.F) {
-	f.Add("plain ü\ttext\n")
-	f.Add("\x1b]0;title\x07\x9b2J\xff")
-	f.Fuzz(func(t *testing.T, s string) {
-		got := escapeControl(s)
-		if !utf8.ValidString(got) || strings.ContainsFunc(got, isEscaped) {
-			t.Fatalf("escapeControl(%q) = %q", s, got)
-		}
-		if utf8.ValidString(s) && !strings.ContainsFunc(s, isEscaped) && got != s {
-			t.Fatalf("escapeControl changed plain %q to %q", s, got)
-		}
-	})
 }
 
 // TestProxmoxEnv: without --url, --token-id and a secret flag, the API

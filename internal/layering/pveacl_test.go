@@ -14,10 +14,10 @@ import (
 // library but the module's one Proxmox VE API package, and no package of
 // pveacl/... pulls in a Kubernetes package.
 func TestPveaclModelStandardLibraryOnly(t *testing.T) {
-	allowed := []string{module + "/pveacl", module + "/pveacl/usercfg", module + "/pveapi"}
+	allowed := []string{module + "/pveacl", module + "/pveacl/usercfg", module + "/pveapi", module + "/termsafe"}
 	for _, p := range nonStandard(t, module+"/pveacl", module+"/pveacl/usercfg") {
 		if !slices.Contains(allowed, p) {
-			t.Errorf("the pveacl model must import only the standard library and pveapi, but it pulls in %s", p)
+			t.Errorf("the pveacl model must import only the standard library, pveapi and termsafe, but it pulls in %s", p)
 		}
 	}
 	for _, p := range nonStandard(t, module+"/pveacl/...") {

@@ -187,9 +187,9 @@ func Run(t *testing.T, f func(t *testing.T, c Case, cfg *pveacl.Config)) {
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			cfg, warnings := usercfg.Parse([]byte(c.Config), pveacl.PVE9)
-			if len(warnings) != 0 {
-				t.Fatalf("%s: the user.cfg of %s: %v", c.File, c.Name, warnings)
+			cfg, rep := usercfg.Parse([]byte(c.Config), pveacl.PVE9)
+			if rep.Total() != 0 {
+				t.Fatalf("%s: the user.cfg of %s: %v", c.File, c.Name, rep.Warnings)
 			}
 			f(t, c, cfg)
 		})

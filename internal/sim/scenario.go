@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -113,15 +114,18 @@ func ParseScenario(data []byte) (*Scenario, error) {
 }
 
 // listProblems prints a single problem as it is, and several as a count
-// followed by one indented line each.
+// followed by one indented line each, the first termsafe.MaxErrors of them.
 func listProblems(errs []error) string {
 	if len(errs) == 1 {
 		return errs[0].Error()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d problems:", len(errs))
-	for _, err := range errs {
+	for _, err := range errs[:min(len(errs), termsafe.MaxErrors)] {
 		b.WriteString("\n  " + err.Error())
+	}
+	if more := len(errs) - termsafe.MaxErrors; more > 0 {
+		fmt.Fprintf(&b, "\n  and %d more not shown", more)
 	}
 	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // TestParseScenarioEveryMistake: a scenario with five mistakes gets five
@@ -76,7 +77,8 @@ func TestParseScenarioMatchesCase(t *testing.T) {
 
 // FuzzParseScenario: any input parses or is refused with
 // ErrInvalidScenario, and a refusal of several problems lists as many
-// lines as its count says.
+// lines as its count says (the first termsafe.MaxErrors and a count of the
+// rest), none with a control character.
 func FuzzParseScenario(f *testing.F) {
 	for _, seed := range []string{
 		"steps:\n- converge: true\n",
@@ -100,9 +102,12 @@ func FuzzParseScenario(f *testing.F) {
 			msg := err.Error()
 			var n int
 			if _, scanErr := fmt.Sscanf(msg, "invalid scenario: %d problems:", &n); scanErr == nil {
-				if lines := strings.Count(msg, "\n  "); lines != n {
+				if lines := strings.Count(msg, "\n  "); lines != min(n, termsafe.MaxErrors+1) {
 					t.Fatalf("%d problems announced, %d listed: %q", n, lines, msg)
 				}
+			}
+			if strings.Count(msg, "\n") > termsafe.MaxErrors+1 || strings.ContainsFunc(msg, termsafe.IsEscaped) {
+				t.Fatalf("the refusal floods or carries a control character: %q", msg)
 			}
 			return
 		}

@@ -185,9 +185,9 @@ func TestReadNeedsTheWholeView(t *testing.T) {
 
 func TestReadMatchesServerState(t *testing.T) {
 	srv := cluster(t)
-	cfg, warnings := usercfg.Parse([]byte(userCfg), pveacl.PVE9)
-	if len(warnings) > 0 {
-		t.Fatalf("fixture warnings: %v", warnings)
+	cfg, rep := usercfg.Parse([]byte(userCfg), pveacl.PVE9)
+	if rep.Total() > 0 {
+		t.Fatalf("fixture warnings: %v", rep.Warnings)
 	}
 	must(t, srv.SetAccessConfig(cfg))
 	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 100}))

@@ -1,7 +1,6 @@
 package tenantplan
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Tenants is the desired isolation: the platform's own credentials and one
@@ -209,7 +209,7 @@ func (t *Tenants) Validate() error {
 	}
 	v.nestedPools(t.Tenants)
 	v.linkedClones(t.Tenants)
-	return errors.Join(v.errs...)
+	return termsafe.Join(v.errs...)
 }
 
 type validator struct {

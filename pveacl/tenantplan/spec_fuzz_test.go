@@ -3,6 +3,7 @@ package tenantplan_test
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,12 +11,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // FuzzLoadTenants: any input either loads into a specification that
 // validates, whose YAML loads again into the same specification (an empty
 // list and none are the same), or is
-// refused with ErrInvalidSpec; it never panics.
+// refused with ErrInvalidSpec in at most termsafe.MaxErrors+1 lines without a
+// control character; it never panics.
 func FuzzLoadTenants(f *testing.F) {
 	shipped, err := os.ReadFile("testdata/tenants.yaml")
 	if err != nil {
@@ -41,6 +44,9 @@ func FuzzLoadTenants(f *testing.F) {
 		if err != nil {
 			if !errors.Is(err, tenantplan.ErrInvalidSpec) {
 				t.Fatalf("refused without ErrInvalidSpec: %v", err)
+			}
+			if msg := err.Error(); strings.Count(msg, "\n") > termsafe.MaxErrors || strings.ContainsFunc(msg, termsafe.IsEscaped) {
+				t.Fatalf("the refusal floods or carries a control character: %q", msg)
 			}
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
@@ -38,7 +39,8 @@ func FuzzUserCfg(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, _ := Parse(data, pveacl.PVE9)
 		first := Marshal(cfg)
-		again, warnings := Parse(first, pveacl.PVE9)
+		again, rep := Parse(first, pveacl.PVE9)
+		warnings := rep.Warnings
 		second := Marshal(again)
 		if !bytes.Equal(first, second) {
 			t.Fatalf("not a fixed point:\nfirst:\n%s\nsecond:\n%s\nwarnings: %v", first, second, warnings)
@@ -50,6 +52,32 @@ func FuzzUserCfg(f *testing.F) {
 					t.Fatalf("the canonical form must parse without loss, got %v\n%s", w, first)
 				}
 			}
+		}
+	})
+}
+
+// FuzzParseBounded: whatever the input, Parse keeps at most MaxWarnings
+// warnings and counts the rest, no warning carries a control character, a
+// newline or a byte that is not UTF-8, and Report.Err refuses exactly the
+// files with text but no user.cfg line.
+func FuzzParseBounded(f *testing.F) {
+	f.Add([]byte(canonicalCfg))
+	f.Add([]byte("\x1b]0;x\x07\n\x9b2J\xff\nuser:a@pve:1:0:\x1b[1m::::\n"))
+	f.Add(bytes.Repeat([]byte("junk\x1b\n"), 50))
+	f.Add([]byte(" \n\t\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, rep := Parse(data, pveacl.PVE9)
+		if len(rep.Warnings) > MaxWarnings || (rep.More > 0 && len(rep.Warnings) != MaxWarnings) {
+			t.Fatalf("%d warnings kept and %d counted", len(rep.Warnings), rep.More)
+		}
+		for _, w := range rep.Warnings {
+			if s := w.String(); !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }) {
+				t.Fatalf("a raw control character in %q", s)
+			}
+		}
+		refused := rep.Err("f", data) != nil
+		if want := rep.Lines == 0 && strings.Trim(string(data), " \t\n\v\f\r") != ""; refused != want {
+			t.Fatalf("refused %v with %d user.cfg lines of %q", refused, rep.Lines, data)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Warning is a line PVE's parser would warn about; the line is ignored in
@@ -20,6 +21,37 @@ type Warning struct {
 
 func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Msg) }
 
+// MaxWarnings is the most warnings a Report keeps: a file of thousands of
+// bad lines yields these and a count of the rest, never a flood.
+const MaxWarnings = 20
+
+// Report is what Parse has to say about a file besides its Config.
+type Report struct {
+	// Warnings are the first MaxWarnings warnings, in line order. The
+	// input text they quote has its control characters, newline and tab
+	// escaped as \xNN (termsafe.EscapeLine), so a warning cannot drive a
+	// terminal.
+	Warnings []Warning
+	// More counts the warnings beyond Warnings.
+	More int
+	// Lines counts the lines that are user.cfg lines (user:, token:,
+	// group:, role:, acl: or pool:), read or ignored.
+	Lines int
+}
+
+// Total is the number of warnings, kept or counted.
+func (r Report) Total() int { return len(r.Warnings) + r.More }
+
+// Err refuses a file that has text but no user.cfg line at all, naming
+// it as name: such a file is something else, not a user.cfg whose every
+// line PVE would ignore.
+func (r Report) Err(name string, data []byte) error {
+	if r.Lines > 0 || trimPerl(string(data)) == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: not a user.cfg: none of its lines starts with user:, token:, group:, role:, acl: or pool: (give the cluster's /etc/pve/user.cfg)", name)
+}
+
 var (
 	digitsRe       = regexp.MustCompile(`^[0-9]+$`)
 	groupSubjectRe = regexp.MustCompile(`^@([^\t\n\v\f\r ]+)$`)
@@ -27,7 +59,9 @@ var (
 
 // Parse reads /etc/pve/user.cfg as PVE's parse_user_config does,
 // with the privilege table of version v. It never fails: like PVE it skips
-// what it cannot use and reports it as warnings. The quirks kept:
+// what it cannot use and reports it as warnings (bounded, see Report; a
+// file with no user.cfg line at all is refused by Report.Err). The quirks
+// kept:
 //
 //   - every line is trimmed and split on every ':', and each field is trimmed;
 //   - free text (names, comments) is percent-decoded;
@@ -42,7 +76,7 @@ var (
 // Two deliberate differences, both invisible to permissions: ACL entries for
 // root@pam are dropped (PVE never writes them back), and a role line that
 // names a built-in role is ignored instead of altering the built-in role.
-func Parse(data []byte, v pveacl.Version) (*pveacl.Config, []Warning) {
+func Parse(data []byte, v pveacl.Version) (*pveacl.Config, Report) {
 	p := parser{cfg: pveacl.NewConfig(v), vmPool: map[int]string{}}
 	for i, raw := range strings.Split(string(data), "\n") {
 		line := trimPerl(raw)
@@ -52,22 +86,39 @@ func Parse(data []byte, v pveacl.Version) (*pveacl.Config, []Warning) {
 		p.line = i + 1
 		p.parseLine(line)
 	}
-	return p.cfg, p.warnings
+	return p.cfg, p.report
 }
 
 type parser struct {
-	cfg      *pveacl.Config
-	vmPool   map[int]string
-	line     int
-	warnings []Warning
+	cfg    *pveacl.Config
+	vmPool map[int]string
+	line   int
+	report Report
 }
 
+// warn records PVE's warning, its quoted input escaped onto one line, or
+// only counts it once MaxWarnings are kept.
 func (p *parser) warn(format string, args ...any) {
-	p.warnings = append(p.warnings, Warning{Line: p.line, Msg: "user config - " + fmt.Sprintf(format, args...)})
+	if len(p.report.Warnings) >= MaxWarnings {
+		p.report.More++
+		return
+	}
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = termsafe.EscapeLine(s)
+		}
+	}
+	p.report.Warnings = append(p.report.Warnings, Warning{Line: p.line, Msg: "user config - " + fmt.Sprintf(format, args...)})
 }
+
+// lineKinds are the first fields of user.cfg lines.
+var lineKinds = []string{"user", "token", "group", "role", "acl", "pool"}
 
 func (p *parser) parseLine(line string) {
 	f := lineFields(line)
+	if slices.Contains(lineKinds, field(f, 0)) {
+		p.report.Lines++
+	}
 	switch field(f, 0) {
 	case "user":
 		p.user(f)

@@ -23,7 +23,8 @@ var canonicalCfg = func() string {
 }()
 
 func TestCanonicalFileIsAFixedPoint(t *testing.T) {
-	cfg, warnings := Parse([]byte(canonicalCfg), pveacl.PVE9)
+	cfg, rep := Parse([]byte(canonicalCfg), pveacl.PVE9)
+	warnings := rep.Warnings
 	if len(warnings) != 2 || !strings.Contains(warnings[0].Msg, "ignore invalid group member 'ghost@pve'") ||
 		!strings.Contains(warnings[1].Msg, "ignore invalid acl member 'ghost@pve'") || warnings[1].Line != 21 {
 		t.Errorf("warnings = %v, want the missing group member and ACL member (kept all the same)", warnings)
@@ -126,9 +127,9 @@ func TestParseQuirks(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, warnings := Parse([]byte(tc.in), pveacl.PVE9)
+			cfg, rep := Parse([]byte(tc.in), pveacl.PVE9)
 			var msgs []string
-			for _, w := range warnings {
+			for _, w := range rep.Warnings {
 				msgs = append(msgs, w.Msg)
 			}
 			opts := []cmp.Option{cmpopts.EquateEmpty()}
@@ -164,5 +165,30 @@ func TestWriterOrder(t *testing.T) {
 		"acl:1:/a-b:x@pve:R:\n"
 	if diff := cmp.Diff(want, string(Marshal(cfg))); diff != "" {
 		t.Errorf("the ACL walks the tree depth-first with sorted children, propagate=0 first, subjects sharing a role list share a line, root@pam is never written: -want +got:\n%s", diff)
+	}
+}
+
+// TestHostileFile: a file without a user.cfg line is refused by name; one
+// of thousands of bad lines keeps MaxWarnings warnings, escaped onto one
+// line each, and counts the rest.
+func TestHostileFile(t *testing.T) {
+	junk := []byte("\x1b]0;t\x07garbage\nmore:garbage\n")
+	_, rep := Parse(junk, pveacl.PVE9)
+	if err := rep.Err("x.cfg", junk); err == nil || !strings.HasPrefix(err.Error(), "x.cfg: not a user.cfg") {
+		t.Errorf("a file of no user.cfg line: %v", err)
+	}
+	if _, rep := Parse([]byte("\n  \n"), pveacl.PVE9); rep.Err("empty", []byte("\n  \n")) != nil || rep.Total() != 0 {
+		t.Errorf("a blank file is an empty user.cfg: %+v", rep)
+	}
+	in := "user:root@pam:1:0::::::\n" + strings.Repeat("bad\x1b[2J\tline\n", 5000)
+	cfg, rep := Parse([]byte(in), pveacl.PVE9)
+	if rep.Err("f", []byte(in)) != nil || rep.Lines != 1 || len(cfg.Users) != 1 {
+		t.Errorf("one good line makes a user.cfg: %+v", rep)
+	}
+	if len(rep.Warnings) != MaxWarnings || rep.More != 5000-MaxWarnings || rep.Total() != 5000 {
+		t.Errorf("%d warnings kept, %d counted", len(rep.Warnings), rep.More)
+	}
+	if w := rep.Warnings[0]; w.Line != 2 || w.Msg != `user config - ignore config line: bad\x1b[2J\x09line` {
+		t.Errorf("first warning %q", w)
 	}
 }

@@ -1,0 +1,73 @@
+package termsafe
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain ü\ttext\n":  "plain ü\ttext\n",
+		"\x1b]0;title\x07": `\x1b]0;title\x07`,
+		"\x9b2J\xff":       `\x9b2J\xff`,
+		"\u009b31m":        `\x9b31m`,
+		"a\x7fb":           `a\x7fb`,
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := EscapeLine("a\nb\tc\x1b"); got != `a\x0ab\x09c\x1b` {
+		t.Errorf("EscapeLine = %q", got)
+	}
+	var b strings.Builder
+	if _, err := (Writer{&b}).Write([]byte("x\x1b[2Jy\n")); err != nil || b.String() != "x\\x1b[2Jy\n" {
+		t.Errorf("Writer wrote %q, %v", b.String(), err)
+	}
+}
+
+// FuzzEscape: whatever goes in, what comes out is valid UTF-8 without a
+// control character but newline and tab (none at all from EscapeLine),
+// and plain text is unchanged.
+func FuzzEscape(f *testing.F) {
+	f.Add("plain ü\ttext\n")
+	f.Add("\x1b]0;title\x07\x9b2J\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Escape(s)
+		if !utf8.ValidString(got) || strings.ContainsFunc(got, IsEscaped) {
+			t.Fatalf("Escape(%q) = %q", s, got)
+		}
+		if utf8.ValidString(s) && !strings.ContainsFunc(s, IsEscaped) && got != s {
+			t.Fatalf("Escape changed plain %q to %q", s, got)
+		}
+		if line := EscapeLine(s); strings.ContainsAny(line, "\n\t") || strings.ContainsFunc(line, IsEscaped) {
+			t.Fatalf("EscapeLine(%q) = %q", s, line)
+		}
+	})
+}
+
+func TestJoin(t *testing.T) {
+	if Join(nil, nil) != nil {
+		t.Error("no error joins to nil")
+	}
+	errs := make([]error, 0, 1000)
+	for i := range 1000 {
+		errs = append(errs, fmt.Errorf("e%d", i), nil)
+	}
+	err := Join(errs...)
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != MaxErrors+1 || lines[0] != "e0" || lines[MaxErrors-1] != fmt.Sprintf("e%d", MaxErrors-1) ||
+		lines[MaxErrors] != fmt.Sprintf("and %d more not shown (1000 in all)", 1000-MaxErrors) {
+		t.Errorf("Join of 1000: %q", lines)
+	}
+	if err := Join(errs[:2*MaxErrors]...); strings.Count(err.Error(), "\n") != MaxErrors-1 {
+		t.Errorf("Join of exactly MaxErrors adds no count: %q", err)
+	}
+	target := errors.New("x")
+	if !errors.Is(Join(errs[0], target), target) {
+		t.Error("Join keeps the errors for errors.Is")
+	}
+}
