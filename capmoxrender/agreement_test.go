@@ -102,6 +102,24 @@ func TestConstraintsAgreeWithCRDs(t *testing.T) {
 					}
 				}
 			}},
+		"BootVolume4": {reason: "sizeGb minimum 5", scenario: "nodes-disk", kind: "ProxmoxMachineTemplate",
+			brk: func(capmoxrender.Capmox) breaker {
+				return func(s map[string]any) {
+					machine(s)["disks"].(map[string]any)["bootVolume"].(map[string]any)["sizeGb"] = int64(4)
+				}
+			}},
+		"VMIDRangeBackwards": {reason: "end should be greater than or equal to start", scenario: "nodes-placement", kind: "ProxmoxMachineTemplate",
+			brk: func(capmoxrender.Capmox) breaker {
+				return func(s map[string]any) {
+					machine(s)["vmIDRange"] = map[string]any{"start": int64(6000), "end": int64(5000)}
+				}
+			}},
+		"VMIDBelow100": {reason: "vmIDRange minimum 100", scenario: "nodes-placement", kind: "ProxmoxMachineTemplate",
+			brk: func(capmoxrender.Capmox) breaker {
+				return func(s map[string]any) {
+					machine(s)["vmIDRange"] = map[string]any{"start": int64(99), "end": int64(5000)}
+				}
+			}},
 		"NoDNS": {reason: "dnsServers minItems 1", scenario: "cluster-ipv4", kind: "ProxmoxCluster",
 			brk: func(capmoxrender.Capmox) breaker { return func(s map[string]any) { s["dnsServers"] = []any{} } }},
 		"NoAddresses": {reason: "IPv4Config addresses must be provided", scenario: "cluster-ipv4", kind: "ProxmoxCluster",

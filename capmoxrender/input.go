@@ -104,6 +104,9 @@ type NodesSpec struct {
 	MaxReplicas          *int32            `json:"maxReplicas,omitempty"`
 	InstanceType         string            `json:"instanceType,omitempty"`
 	Resources            Resources         `json:"resources,omitempty"`
+	DiskSize             *Quantity         `json:"diskSize,omitempty"`
+	EphemeralStorage     *Quantity         `json:"ephemeralStorage,omitempty"`
+	StorageClass         string            `json:"storageClass,omitempty"`
 	Roles                []string          `json:"roles,omitempty"`
 	GPUs                 []json.RawMessage `json:"gpus,omitempty"`
 	LogSerialConsole     bool              `json:"logSerialConsole,omitempty"`
@@ -141,6 +144,11 @@ type NodesProxmox struct {
 	Storage            string              `json:"storage,omitempty"`
 	Pool               string              `json:"pool,omitempty"`
 	DNSServers         []string            `json:"dnsServers,omitempty"`
+	// TemplateDiskSize is the size of the template's boot disk (scsi0),
+	// as `pxsubstrate template select` reads it from the Proxmox API.
+	TemplateDiskSize *Quantity `json:"templateDiskSize,omitempty"`
+	// AllowedNodes narrows the cluster's proxmox.allowedNodes for this pool.
+	AllowedNodes []string `json:"allowedNodes,omitempty"`
 }
 
 // NodeNetwork is net0: a raw bridge (and optional VLAN and MTU), or a VPC subnet.

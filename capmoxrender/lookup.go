@@ -28,6 +28,10 @@ type ClusterLookup interface {
 	// of the core Service name; found=false when there is no Service, and
 	// "" when it has no address yet.
 	LoadBalancerAddress(ctx context.Context, namespace, name string) (address string, found bool, err error)
+	// AllowedNodes returns spec.proxmox.allowedNodes of the
+	// apps.cozystack.io Kubernetes object name (empty: every node), and
+	// found=false when there is none.
+	AllowedNodes(ctx context.Context, namespace, name string) (nodes []string, found bool, err error)
 }
 
 // NetworkLookup reads proxmox.cozystack.io ProxmoxNetwork objects of the

@@ -93,6 +93,13 @@ func machineSpecV1alpha1(p nodesPlan) pmv1alpha1.ProxmoxMachineSpec {
 		Storage:          p.storage,
 		Pool:             p.pool,
 		Network:          &pmv1alpha1.NetworkSpec{},
+		AllowedNodes:     p.allowedNodes,
+	}
+	if p.bootGiB > 0 {
+		s.Disks = &pmv1alpha1.Storage{BootVolume: &pmv1alpha1.DiskSize{Disk: BootDisk, SizeGB: p.bootGiB}}
+	}
+	if p.vmIDRange != nil {
+		s.VMIDRange = &pmv1alpha1.VMIDRange{Start: p.vmIDRange.Start, End: p.vmIDRange.End}
 	}
 	for _, n := range p.nics {
 		d := pmv1alpha1.NetworkDevice{Bridge: n.bridge, Model: ptr("virtio"), VLAN: u16(n.vlan), MTU: u16(n.mtu)}
@@ -117,6 +124,13 @@ func machineSpecV1alpha2(p nodesPlan) pmv1alpha2.ProxmoxMachineSpec {
 		NumCores:         ptr(p.cores),
 		MemoryMiB:        ptr(p.memoryMiB),
 		Network:          &pmv1alpha2.NetworkSpec{},
+		AllowedNodes:     p.allowedNodes,
+	}
+	if p.bootGiB > 0 {
+		s.Disks = &pmv1alpha2.Storage{BootVolume: &pmv1alpha2.DiskSize{Disk: BootDisk, SizeGB: p.bootGiB}}
+	}
+	if p.vmIDRange != nil {
+		s.VMIDRange = &pmv1alpha2.VMIDRange{Start: p.vmIDRange.Start, End: p.vmIDRange.End}
 	}
 	if p.storage != "" {
 		s.Storage = ptr(p.storage)

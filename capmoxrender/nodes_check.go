@@ -30,17 +30,23 @@ type nodesPlan struct {
 	version                     string
 	minReplicas, maxReplicas    int32
 	cores, memoryMiB            int32
-	roles                       []string
-	maxUnhealthy                intstr.IntOrString
-	startup, readyUnknown       time.Duration
-	readyFalse                  time.Duration
-	provisionTime               string
-	talos                       Talos
-	tags                        []string
-	full                        bool
-	storage, pool               string
-	dns                         []string
-	nics                        []nic
+	// bootGiB is disks.bootVolume.sizeGb; 0 leaves the template's disk.
+	bootGiB int32
+	// allowedNodes narrows the cluster's nodes for this pool.
+	allowedNodes []string
+	// vmIDRange is the tenant's VM id range, nil without one.
+	vmIDRange             *VMIDRange
+	roles                 []string
+	maxUnhealthy          intstr.IntOrString
+	startup, readyUnknown time.Duration
+	readyFalse            time.Duration
+	provisionTime         string
+	talos                 Talos
+	tags                  []string
+	full                  bool
+	storage, pool         string
+	dns                   []string
+	nics                  []nic
 	// controlPlaneIP is the control plane Service's LoadBalancer
 	// address when the lookup knows it.
 	controlPlaneIP string
@@ -69,7 +75,7 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 	}
 	// The checks run in the chart's order, so an input with several faults
 	// gets the same first refusal.
-	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planTalos, planHealth, planReplicas}
+	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planDisk, planVMIDRange, planTalos, planHealth, planReplicas}
 	for _, step := range steps {
 		if err := step(&p, s, o); err != nil {
 			return nodesPlan{}, err
@@ -82,6 +88,9 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 		return nodesPlan{}, err
 	}
 	if p.nics, err = planNICs(ctx, o.Networks, p.ns, s.Proxmox); err != nil {
+		return nodesPlan{}, err
+	}
+	if p.allowedNodes, err = planAllowedNodes(ctx, o, p, s.Proxmox.AllowedNodes); err != nil {
 		return nodesPlan{}, err
 	}
 	return p, nil
@@ -136,25 +145,14 @@ func refuseKubevirtOnly(_ *nodesPlan, s NodesSpec, _ Options) error {
 		return refuse("proxmox.storage", "proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage")
 	case len(s.GPUs) > 0:
 		return refuse("gpus", "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead")
+	case s.StorageClass != "":
+		return refuse("storageClass", "storageClass is a kubevirt-only field: a Proxmox worker's system disk is cloned from the template, onto the template's storage for a linked clone; to place it elsewhere use proxmox.storage with proxmox.full: true, and size it with diskSize")
+	case s.EphemeralStorage != nil && *s.EphemeralStorage != "":
+		return refuse("ephemeralStorage", "ephemeralStorage has been renamed to diskSize, which sizes the worker's single system disk; write diskSize: %s instead", *s.EphemeralStorage)
 	case s.LogSerialConsole:
 		return refuse("logSerialConsole", "logSerialConsole is a kubevirt-only field; use the Proxmox serial console on the VM")
 	case s.PodCPULimit != nil || s.PodCPURequest != nil:
 		return refuse("podCpuLimit", "podCpuLimit/podCpuRequest size the virt-launcher pod and are kubevirt-only")
-	}
-	return nil
-}
-
-func planSizing(p *nodesPlan, s NodesSpec, _ Options) error {
-	r := s.Resources
-	if r.CPU == nil || *r.CPU == "" || r.Memory == nil || *r.Memory == "" {
-		return refuse("resources", "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from")
-	}
-	var err error
-	if p.cores, err = Cores(string(*r.CPU)); err != nil {
-		return refuse("resources.cpu", "resources.cpu: %v", err)
-	}
-	if p.memoryMiB, err = MemoryMiB(string(*r.Memory)); err != nil {
-		return refuse("resources.memory", "resources.memory: %v", err)
 	}
 	return nil
 }

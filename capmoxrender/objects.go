@@ -128,6 +128,23 @@ func (o *Objects) KubernetesVersion(_ context.Context, namespace, name string) (
 	return v, true, nil
 }
 
+// AllowedNodes implements ClusterLookup over apps.cozystack.io Kubernetes
+// objects.
+func (o *Objects) AllowedNodes(_ context.Context, namespace, name string) ([]string, bool, error) {
+	if o.Err != nil {
+		return nil, false, o.Err
+	}
+	u := o.get("apps.cozystack.io", "Kubernetes", namespace, name)
+	if u == nil {
+		return nil, false, nil
+	}
+	nodes, _, err := unstructured.NestedStringSlice(u.Object, "spec", "proxmox", "allowedNodes")
+	if err != nil {
+		return nil, true, fmt.Errorf("Kubernetes %s/%s spec.proxmox.allowedNodes: %w", namespace, name, err)
+	}
+	return nodes, true, nil
+}
+
 // LoadBalancerAddress implements ClusterLookup over core Services.
 func (o *Objects) LoadBalancerAddress(_ context.Context, namespace, name string) (string, bool, error) {
 	if o.Err != nil {

@@ -107,6 +107,29 @@ type Options struct {
 	// RequireDigests refuses, by field, every image not pinned by digest
 	// (name@sha256:<64 hex> or name:tag@sha256:<64 hex>).
 	RequireDigests bool
+	// VMIDRanges maps a Proxmox pool (a tenant's proxmox.pool) to the VM id
+	// range of its tenant, which RenderNodes writes as vmIDRange.
+	VMIDRanges map[string]VMIDRange
+	// Warn receives what the render cannot check but still renders (such
+	// as a diskSize without the template's disk size); nil discards it.
+	Warn func(string)
+}
+
+// VMIDRange is a tenant's range of VM ids, both ends included.
+type VMIDRange struct {
+	Start, End int64
+}
+
+// The VM ids capmox's vmIDRange accepts (and Proxmox allocates).
+const (
+	MinVMID = 100
+	MaxVMID = 999999999
+)
+
+func (o Options) warn(msg string) {
+	if o.Warn != nil {
+		o.Warn(msg)
+	}
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -73,6 +73,22 @@ func TestRenderProperties(t *testing.T) {
 				m.nodes.Spec.Resources.CPU = q(cpuGen().Draw(t, "cpu"))
 				m.nodes.Spec.Resources.Memory = q(memoryGen().Draw(t, "memory"))
 			},
+			"disk": func(t *rapid.T) {
+				m.nodes.Spec.DiskSize = q(diskGen().Draw(t, "disk"))
+				m.nodes.Spec.Proxmox.TemplateDiskSize = nil
+				if rapid.Bool().Draw(t, "templateKnown") {
+					m.nodes.Spec.Proxmox.TemplateDiskSize = q(fmt.Sprintf("%dG", rapid.IntRange(1, 5).Draw(t, "templateG")))
+				}
+			},
+			"instanceType": func(t *rapid.T) {
+				m.nodes.Spec.InstanceType = rapid.SampledFrom(keptInstanceTypes()).Draw(t, "instanceType")
+				if rapid.Bool().Draw(t, "dropCPU") {
+					m.nodes.Spec.Resources.CPU = nil
+				}
+				if rapid.Bool().Draw(t, "dropMemory") {
+					m.nodes.Spec.Resources.Memory = nil
+				}
+			},
 			"tags": func(t *rapid.T) {
 				m.nodes.Spec.Proxmox.TemplateTags = rapid.SliceOfNDistinct(tagGen, 1, 6, rapid.ID[string]).Draw(t, "tags")
 			},
@@ -165,7 +181,7 @@ func (m *nodesModel) check(t *rapid.T, k capmoxrender.Kubernetes, full bool) {
 	if m.secret != "" && bytes.Contains(first, []byte(m.secret)) {
 		t.Fatalf("the token value %q reached a rendered object", m.secret)
 	}
-	checkSizes(t, nodes[0], m.nodes.Spec.Resources)
+	checkSizes(t, nodes[0], m.nodes.Spec)
 	checkTemplateNamesAgree(t, nodes)
 }
 
@@ -207,17 +223,63 @@ func checkTemplateNamesAgree(t *rapid.T, objs []*unstructured.Unstructured) {
 	}
 }
 
-func checkSizes(t *rapid.T, pmt *unstructured.Unstructured, r capmoxrender.Resources) {
-	cores, _, _ := unstructured.NestedInt64(pmt.Object, "spec", "template", "spec", "numCores")
-	mem, _, _ := unstructured.NestedInt64(pmt.Object, "spec", "template", "spec", "memoryMiB")
-	cpu := resource.MustParse(string(*r.CPU))
-	memory := resource.MustParse(string(*r.Memory))
+// diskGen draws disk sizes of at least 5 GiB, binary and decimal.
+func diskGen() *rapid.Generator[string] {
+	return rapid.OneOf(
+		rapid.Map(rapid.IntRange(5, 4096), func(n int) string { return fmt.Sprintf("%dGi", n) }),
+		rapid.Map(rapid.IntRange(6, 4096), func(n int) string { return fmt.Sprintf("%dG", n) }),
+		rapid.Map(rapid.IntRange(5<<10, 4<<20), func(n int) string { return fmt.Sprintf("%dMi", n) }),
+	)
+}
+
+// keptInstanceTypes are the sizes a Proxmox VM honours (no hugepages).
+func keptInstanceTypes() []string {
+	var out []string
+	for _, n := range capmoxrender.InstanceTypeNames() {
+		if t, _ := capmoxrender.LookupInstanceType(n); t.Hugepages == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkSizes: numCores, memoryMiB and the boot volume are never below what
+// the pool asked, through resources or, per field, its instanceType.
+func checkSizes(t *rapid.T, pmt *unstructured.Unstructured, s capmoxrender.NodesSpec) {
+	spec := pmt.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	cores, _, _ := unstructured.NestedInt64(spec, "numCores")
+	mem, _, _ := unstructured.NestedInt64(spec, "memoryMiB")
+	it, _ := capmoxrender.LookupInstanceType(s.InstanceType)
+	cpu, memory := resource.MustParse(fmt.Sprint(it.CPU)), resource.MustParse(or(it.Memory, "0"))
+	if s.Resources.CPU != nil {
+		cpu = resource.MustParse(string(*s.Resources.CPU))
+	}
+	if s.Resources.Memory != nil {
+		memory = resource.MustParse(string(*s.Resources.Memory))
+	}
 	if new(big.Rat).SetInt64(cores).Cmp(exact(cpu)) < 0 {
 		t.Fatalf("numCores %d is below the %s asked", cores, cpu.String())
 	}
 	if new(big.Rat).SetInt64(mem<<20).Cmp(exact(memory)) < 0 {
 		t.Fatalf("memoryMiB %d is below the %s asked", mem, memory.String())
 	}
+	size, found, _ := unstructured.NestedInt64(spec, "disks", "bootVolume", "sizeGb")
+	if s.DiskSize == nil {
+		if found {
+			t.Fatalf("no diskSize asked, but sizeGb %d rendered", size)
+		}
+		return
+	}
+	if disk := resource.MustParse(string(*s.DiskSize)); new(big.Rat).SetInt64(size<<30).Cmp(exact(disk)) < 0 {
+		t.Fatalf("sizeGb %d is below the %s asked", size, disk.String())
+	}
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // jsonOf is the objects' JSON: deterministic (sorted keys) and cheaper than YAML.

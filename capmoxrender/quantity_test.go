@@ -155,3 +155,39 @@ func TestHugeQuantitiesAreRefusedQuickly(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDiskGiB: DiskGiB is the smallest whole GiB at or above the size
+// asked, and refuses what does not parse, is not above zero, or is beyond
+// int32 GiB.
+func FuzzDiskGiB(f *testing.F) {
+	for _, s := range []string{"50Gi", "50G", "20Gi", "5368709121", "0", "-1Gi", "1Ei", "8Ei", "abc", "1e3", "1n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := capmoxrender.DiskGiB(s)
+		if len(s) > 40 || bigExponent.MatchString(s) {
+			if err == nil {
+				t.Fatalf("%q is outside the quantity bound but was accepted", s)
+			}
+			return
+		}
+		q, perr := resource.ParseQuantity(s)
+		if perr != nil || q.Sign() <= 0 {
+			if err == nil {
+				t.Fatalf("%q is not a positive size but DiskGiB gave %d", s, g)
+			}
+			return
+		}
+		asked := new(big.Rat).Quo(exact(q), big.NewRat(1<<30, 1))
+		if err != nil {
+			if asked.Cmp(big.NewRat(2147483647, 1)) <= 0 {
+				t.Fatalf("DiskGiB(%q) refused a size within int32 GiB: %v", s, err)
+			}
+			return
+		}
+		got := new(big.Rat).SetInt64(int64(g))
+		if got.Cmp(asked) < 0 || new(big.Rat).Sub(got, asked).Cmp(big.NewRat(1, 1)) >= 0 {
+			t.Fatalf("DiskGiB(%q) = %d, asked %s GiB", s, g, asked.FloatString(6))
+		}
+	})
+}

@@ -162,6 +162,13 @@ func CheckMachineSpecV1alpha1(s pmv1alpha1.ProxmoxMachineSpec) error {
 	if err := checkSizing(k, s.NumSockets, s.NumCores, s.MemoryMiB); err != nil {
 		return err
 	}
+	var boot *pmv1alpha1.DiskSize
+	if s.Disks != nil {
+		boot = s.Disks.BootVolume
+	}
+	if err := checkPlacement(k, boot, s.VMIDRange); err != nil {
+		return err
+	}
 	if s.Network == nil || s.Network.Default == nil {
 		return nil
 	}
@@ -210,6 +217,16 @@ func CheckMachineSpecV1alpha2(s pmv1alpha2.ProxmoxMachineSpec) error {
 	if err := checkSizing(k, *s.NumSockets, *s.NumCores, *s.MemoryMiB); err != nil {
 		return err
 	}
+	var boot *pmv1alpha1.DiskSize
+	if s.Disks != nil {
+		boot = (*pmv1alpha1.DiskSize)(s.Disks.BootVolume)
+	}
+	if err := checkPlacement(k, boot, (*pmv1alpha1.VMIDRange)(s.VMIDRange)); err != nil {
+		return err
+	}
+	if err := checkSet(k, "spec.template.spec.allowedNodes", s.AllowedNodes); err != nil {
+		return err
+	}
 	if s.Network == nil || len(s.Network.NetworkDevices) == 0 {
 		return schemaErr(k, "spec.template.spec.network.networkDevices", "absent", "network.networkDevices")
 	}
@@ -230,6 +247,30 @@ func CheckMachineSpecV1alpha2(s pmv1alpha2.ProxmoxMachineSpec) error {
 			if err := checkPoolRef(k, fmt.Sprintf("%s.ipPoolRef[%d]", p, j), &d.IPPoolRef[j]); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkPlacement applies the rules both generations put on
+// disks.bootVolume and vmIDRange.
+func checkPlacement(kind string, b *pmv1alpha1.DiskSize, r *pmv1alpha1.VMIDRange) error {
+	if b != nil {
+		if b.Disk == "" {
+			return schemaErr(kind, "spec.template.spec.disks.bootVolume.disk", "empty", "a disk name (minLength 1)")
+		}
+		if b.SizeGB < MinBootVolumeGiB {
+			return schemaErr(kind, "spec.template.spec.disks.bootVolume.sizeGb", b.SizeGB, fmt.Sprintf("at least %d", MinBootVolumeGiB))
+		}
+	}
+	if r != nil {
+		switch {
+		case r.Start < MinVMID || r.Start > MaxVMID:
+			return schemaErr(kind, "spec.template.spec.vmIDRange.start", r.Start, fmt.Sprintf("%d to %d", MinVMID, MaxVMID))
+		case r.End < MinVMID || r.End > MaxVMID:
+			return schemaErr(kind, "spec.template.spec.vmIDRange.end", r.End, fmt.Sprintf("%d to %d", MinVMID, MaxVMID))
+		case r.End < r.Start:
+			return schemaErr(kind, "spec.template.spec.vmIDRange", fmt.Sprintf("%d-%d", r.Start, r.End), "end should be greater than or equal to start")
 		}
 	}
 	return nil

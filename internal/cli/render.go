@@ -51,6 +51,7 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 		return capmoxrender.Options{}, usageError{fmt.Errorf("--%w", err)}
 	}
 	o := capmoxrender.Options{Capmox: gen, KubernetesVersions: map[string]string{}, PreDelete: pd, RequireDigests: f.requireDigests}
+	o.Warn = func(msg string) { fmt.Fprintf(app.ErrOut, "Warning: %s\n", msg) }
 	for _, kv := range f.images {
 		field, ref, _ := strings.Cut(kv, "=")
 		p := o.Images.Field(field)

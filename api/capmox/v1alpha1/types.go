@@ -57,6 +57,32 @@ type ProxmoxMachineSpec struct {
 	MemoryMiB        int32             `json:"memoryMiB,omitempty"`
 	Network          *NetworkSpec      `json:"network,omitempty"`
 	Checks           *Checks           `json:"checks,omitempty"`
+	// Disks resizes the cloned boot disk before the first start.
+	Disks *Storage `json:"disks,omitempty"`
+	// VMIDRange is the range capmox picks the VM id from.
+	VMIDRange *VMIDRange `json:"vmIDRange,omitempty"`
+	// AllowedNodes narrows the ProxmoxCluster's nodes for this machine.
+	AllowedNodes []string `json:"allowedNodes,omitempty"`
+}
+
+// Storage is spec.disks.
+type Storage struct {
+	BootVolume *DiskSize `json:"bootVolume,omitempty"`
+}
+
+// DiskSize names a disk device (scsi0) and its size in GiB (capmox writes
+// it as <n>G, which Proxmox reads as GiB); the schema's minimum is 5 and
+// the value is immutable.
+type DiskSize struct {
+	Disk   string `json:"disk"`
+	SizeGB int32  `json:"sizeGb"`
+}
+
+// VMIDRange bounds the VM ids capmox allocates (100 to 999999999, end not
+// below start).
+type VMIDRange struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
 }
 
 // TemplateSelector picks the VM template whose tag set equals MatchTags.

@@ -7,13 +7,16 @@ package scenario
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Scenario is one folder of testdata/scenarios.
@@ -21,6 +24,15 @@ type Scenario struct {
 	Name   string
 	Input  []byte
 	Lookup *capmoxrender.Objects
+	// VMIDRanges come from options.yaml (vmIDRanges: {POOL: {start, end}}).
+	VMIDRanges map[string]capmoxrender.VMIDRange
+}
+
+type options struct {
+	VMIDRanges map[string]struct {
+		Start int64 `json:"start"`
+		End   int64 `json:"end"`
+	} `json:"vmIDRanges"`
 }
 
 // Load reads every scenario folder under dir, in name order.
@@ -42,6 +54,9 @@ func Load(dir string) ([]Scenario, error) {
 				return nil, fmt.Errorf("cannot read the lookup of %s: %w", p, err)
 			}
 		}
+		if err := readOptions(filepath.Join(p, "options.yaml"), &s); err != nil {
+			return nil, err
+		}
 		out = append(out, s)
 	}
 	return out, nil
@@ -50,7 +65,7 @@ func Load(dir string) ([]Scenario, error) {
 // Render renders s for one capmox generation, with its lookup (if any) as
 // guards, networks and templates.
 func Render(ctx context.Context, s Scenario, gen capmoxrender.Capmox) ([]*unstructured.Unstructured, error) {
-	opts := capmoxrender.Options{Capmox: gen}
+	opts := capmoxrender.Options{Capmox: gen, VMIDRanges: s.VMIDRanges}
 	if s.Lookup != nil {
 		opts.Guards, opts.Networks, opts.Templates, opts.Clusters = s.Lookup, s.Lookup, s.Lookup, s.Lookup
 	}
@@ -66,4 +81,23 @@ func Render(ctx context.Context, s Scenario, gen capmoxrender.Capmox) ([]*unstru
 		return nil, err
 	}
 	return capmoxrender.RenderCluster(ctx, k, opts)
+}
+
+func readOptions(path string, s *Scenario) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	var o options
+	if err := strictyaml.Unmarshal(data, &o); err != nil {
+		return fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	s.VMIDRanges = map[string]capmoxrender.VMIDRange{}
+	for pool, r := range o.VMIDRanges {
+		s.VMIDRanges[pool] = capmoxrender.VMIDRange{Start: r.Start, End: r.End}
+	}
+	return nil
 }
