@@ -7,9 +7,13 @@ import (
 )
 
 // ParseRange parses one vlanRanges entry: a single ID ("120") or an inclusive
-// range ("101-199"), each bound a decimal number in 1-4094. It returns a
-// *RangeError otherwise.
+// range ("101-199"), each bound a decimal number in 1-4094. Whitespace around
+// the entry, its numbers and its dash is ignored (" 7 - 8 " is 7-8), as by
+// Cozystack's proxmox-network controller; the CRD's pattern refuses such an
+// entry at the API all the same. It returns a *RangeError otherwise, naming
+// the entry without its outer whitespace.
 func ParseRange(r string) (first, last int, err error) {
+	r = strings.TrimSpace(r)
 	lo, hi, isRange := strings.Cut(r, "-")
 	if first, err = parseBound(r, lo); err != nil {
 		return 0, 0, err
@@ -26,9 +30,10 @@ func ParseRange(r string) (first, last int, err error) {
 	return first, last, nil
 }
 
-func parseBound(r, s string) (int, error) {
+func parseBound(r, bound string) (int, error) {
+	s := strings.TrimSpace(bound)
 	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-		return 0, &RangeError{Range: r, Value: s, Problem: NotANumber}
+		return 0, &RangeError{Range: r, Value: bound, Problem: NotANumber}
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil { // only digits, so the number is too large for an int

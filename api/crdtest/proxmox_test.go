@@ -45,6 +45,9 @@ func testProxmoxCRDs(t *testing.T, c client.Client) {
 		"ProviderLength": {reason: "provider network names are at most 12 characters", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.ProviderNetwork = "abcdefghijklm" }, want: "spec.providerNetwork"},
 		"NoRanges":       {reason: "a zone needs at least one range", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.VLANRanges = nil }, want: "spec.vlanRanges"},
 		"RangePattern":   {reason: "ranges are digits and one dash", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.VLANRanges = []string{"1-2-3"} }, want: "spec.vlanRanges[0]"},
+		"RangeSpaces": {reason: "the pattern refuses spaces, which the controller would read (as the peer's CRD and controller do)", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {
+			z.Spec.VLANRanges = []string{" 7 - 8 "}
+		}, want: "spec.vlanRanges[0]"},
 		"ReservedBounds": {reason: "reserved IDs lie in 1-4094", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.ReservedVLANs = []int32{4095} }, want: "spec.reservedVLANs[0]"},
 		"MTUBounds":      {reason: "the MTU is at least 576", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.MTU = ptr.To[int32](500) }, want: "spec.mtu"},
 		"StaticBounds": {reason: "a static VLAN lies in 1-4094", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {

@@ -33,6 +33,11 @@ func TestVLANRanges(t *testing.T) {
 			args:   []string{"ranges", "5", "--reserved", "5", "-o", "json"},
 			want:   want{out: "{\n  \"count\": 0,\n  \"ranges\": [],\n  \"ids\": []\n}\n"},
 		},
+		"Spaces": {
+			reason: "whitespace around an entry's numbers and dash is read, as by the peer controller",
+			args:   []string{"ranges", " 7 - 8 ", "10\t"},
+			want:   want{out: "RANGE  COUNT\n7-8    2\n10     1\ntotal  3\n"},
+		},
 		"OutOfBounds": {
 			reason: "the controller's exact error, exit 1",
 			args:   []string{"ranges", "100", "4000-4095"},
