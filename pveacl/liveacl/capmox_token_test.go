@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	proxmox "github.com/luthermonson/go-proxmox"
@@ -169,6 +170,18 @@ func TestTenantLinkedClones(t *testing.T) {
 		{"beta's token, without the grant, gets PVE's refusal on the template's storage", clone(capB, 9000, linked(201, "tenant-beta")), "403 Permission check failed (/storage/tmpl, Datastore.AllocateSpace)"},
 		{"beta's token still makes full clones onto its own storage", clone(capB, 9000, map[string]any{"newid": 202, "pool": "tenant-beta", "full": 1, "storage": "beta-disks"}), ""},
 	})
+	// capmox's path after the clone: grow the boot volume
+	// (disks.bootVolume), size the VM, start it.
+	vmA := capA.NodeRef("pve").VirtualMachineRef(101)
+	checkAPI(t, []apiCheck{
+		{"alpha's token grows its linked clone's disk on the template's storage", taskDone(vmA.ResizeDisk(ctx, "scsi0", "10G")), ""},
+		{"it sizes the clone", capA.Put(ctx, "/nodes/pve/qemu/101/config", map[string]any{"cores": 4, "memory": "16384"}, nil), ""},
+		{"it starts the clone", taskDone(vmA.Start(ctx)), ""},
+		{"beta's token grows its full clone on its own storage", taskDone(capB.NodeRef("pve").VirtualMachineRef(202).ResizeDisk(ctx, "scsi0", "10G")), ""},
+	})
+	if conf, _, _ := srv.VMConfig(101); !strings.HasSuffix(conf["scsi0"], ",size=10G") {
+		t.Errorf("the linked clone's disk is grown: scsi0 = %q", conf["scsi0"])
+	}
 	for _, v := range srv.Volumes() {
 		if strings.Contains(v.VolID, "vm-101-") && !strings.HasPrefix(v.VolID, "tmpl:") {
 			t.Errorf("the linked clone's disk lives on the template's storage, got %s", v.VolID)
@@ -190,4 +203,12 @@ func TestTenantLinkedClones(t *testing.T) {
 	if diff := cmp.Diff([]audit.Code{audit.CodeCrossTenantReach}, rep.Codes()); diff != "" {
 		t.Errorf("the same grant to beta, which did not ask for it, reaches outside beta (-want +got):\n%s\n%+v", diff, rep.Findings)
 	}
+}
+
+// taskDone waits for a task and returns its failure.
+func taskDone(task *proxmox.Task, err error) error {
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx, time.Millisecond, 5*time.Second)
 }

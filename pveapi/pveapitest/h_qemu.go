@@ -22,14 +22,14 @@ func qemuRoutes() []*route {
 		opt("skiplock", tBool), opt("force", tBool), {name: "background_delay", typ: tInt, optional: true}}
 	return []*route{
 		{method: "GET", path: "/nodes/{node}/qemu", schema: []param{nodeParam, opt("full", tBool)}, handle: listVMs},
-		{method: "POST", path: "/nodes/{node}/qemu", extra: isConfigKey, handle: createVM, schema: []param{nodeParam, vmidParam,
+		{method: "POST", path: "/nodes/{node}/qemu", extra: isConfigKey, handle: createVM, schema: withConfigValues([]param{nodeParam, vmidParam,
 			{name: "pool", optional: true, format: pveacl.ValidPoolID}, {name: "storage", optional: true, format: fmtStorageID},
-			opt("start", tBool), opt("force", tBool), opt("unique", tBool)}},
+			opt("start", tBool), opt("force", tBool), opt("unique", tBool)})},
 		{method: "GET", path: "/nodes/{node}/qemu/{vmid}/config", check: audit, handle: readConfig,
 			schema: []param{nodeParam, vmidParam, opt("current", tBool), opt("snapshot", tString)}},
-		{method: "POST", path: "/nodes/{node}/qemu/{vmid}/config", check: cfgAny, schema: update, extra: isConfigKey,
+		{method: "POST", path: "/nodes/{node}/qemu/{vmid}/config", check: cfgAny, schema: withConfigValues(update), extra: isConfigKey,
 			handle: func(c *call) (any, *apiError) { return updateConfig(c, false) }},
-		{method: "PUT", path: "/nodes/{node}/qemu/{vmid}/config", check: cfgAny, schema: update, extra: isConfigKey,
+		{method: "PUT", path: "/nodes/{node}/qemu/{vmid}/config", check: cfgAny, schema: withConfigValues(update), extra: isConfigKey,
 			handle: func(c *call) (any, *apiError) { return updateConfig(c, true) }},
 		{method: "GET", path: "/nodes/{node}/qemu/{vmid}/status/current", check: audit, handle: vmStatus,
 			schema: []param{nodeParam, vmidParam}},
@@ -97,13 +97,18 @@ func listVMs(c *call) (any, *apiError) {
 	return out, nil
 }
 
-// statusEntry is GET status/current: template only when set, as in PVE.
+// statusEntry is GET status/current: template only when set, and an
+// unnamed guest called "VM <vmid>", as qemu-server's vmstatus does.
 func (s *state) statusEntry(g *guest) map[string]any {
 	status := "stopped"
 	if g.running {
 		status = "running"
 	}
-	e := map[string]any{"vmid": g.vmid, "name": g.conf["name"], "status": status, "qmpstatus": status,
+	name := g.conf["name"]
+	if name == "" {
+		name = fmt.Sprintf("VM %d", g.vmid)
+	}
+	e := map[string]any{"vmid": g.vmid, "name": name, "status": status, "qmpstatus": status,
 		"cpus": g.cpus(), "maxmem": g.memBytes(), "maxdisk": s.bootDiskSize(g), "mem": 0, "disk": 0, "cpu": 0,
 		"uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0, "ha": map[string]int{"managed": 0}}
 	if g.conf["template"] == "1" {

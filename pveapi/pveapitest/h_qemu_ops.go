@@ -371,35 +371,31 @@ func (c *call) makeBase(g *guest, key string) {
 	g.conf[key] = d.String()
 }
 
-// resizeDisk is PUT .../resize: a resize worker grows a disk; shrinking
-// fails.
+// resizeDisk is PUT .../resize, as qemu-server's resize_vm
+// (src/PVE/API2/Qemu.pm): only skiplock is judged before the worker; the
+// worker checks the digest ("checksum mismatch (file change by other
+// user?)"), the lock, the disk, Datastore.AllocateSpace on the disk's
+// storage, and refuses to shrink; an unchanged size writes nothing.
 func resizeDisk(c *call) (any, *apiError) {
 	g, err := c.loadGuest()
 	if err != nil {
 		return nil, err
 	}
-	if c.p.flag("skiplock", false) && !c.isRoot() {
+	skiplock := c.p.flag("skiplock", false)
+	if skiplock && !c.isRoot() {
 		return nil, paramErr("skiplock", "Only root may use this option.")
 	}
-	if d := c.p["digest"]; d != "" && d != g.digest() {
-		return nil, die("detected modified configuration - file changed by other user? Try again.")
-	}
-	key, sizeStr := c.p["disk"], c.p["size"]
+	digest, key, sizeStr := c.p["digest"], c.p["disk"], c.p["size"]
 	return c.startTask("resize", strconv.Itoa(g.vmid), func(l *taskLog) error {
-		v, ok := g.conf[key]
-		if !ok {
-			return fmt.Errorf("disk '%s' does not exist", key)
+		if digest != "" && digest != g.digest() {
+			return errors.New("checksum mismatch (file change by other user?)")
 		}
-		d, err := parseDrive(v)
+		if lock := g.conf["lock"]; lock != "" && !skiplock {
+			return fmt.Errorf("VM is locked (%s)", lock)
+		}
+		d, vol, err := c.resizeTarget(g, key)
 		if err != nil {
 			return err
-		}
-		if d.cdrom() {
-			return errors.New("you can't resize a cdrom")
-		}
-		vol, ok := c.s.volume(g.node, d.file)
-		if !ok {
-			return fmt.Errorf("Could not determine current size of volume '%s'", d.file)
 		}
 		n, rel, err := parseSize(sizeStr)
 		if err != nil {
@@ -411,9 +407,37 @@ func resizeDisk(c *call) (any, *apiError) {
 		if n < vol.size {
 			return errors.New("shrinking disks is not supported")
 		}
+		if n == vol.size {
+			return nil
+		}
 		l.printf("update VM %d: resize --disk %s --size %s", g.vmid, key, sizeStr)
 		vol.size, d.opts["size"] = n, formatSize(n)
 		g.conf[key] = d.String()
 		return nil
 	}), nil
+}
+
+// resizeTarget finds the drive and volume a resize grows, after the
+// Datastore.AllocateSpace check on the volume's storage.
+func (c *call) resizeTarget(g *guest, key string) (*drive, *volume, error) {
+	v, ok := g.conf[key]
+	if !ok {
+		return nil, nil, fmt.Errorf("disk '%s' does not exist", key)
+	}
+	d, err := parseDrive(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.cdrom() {
+		return nil, nil, errors.New("you can't resize a cdrom")
+	}
+	storeID, _, _ := strings.Cut(d.file, ":")
+	if _, perr := c.checkAll("/storage/"+storeID, []string{"Datastore.AllocateSpace"}, false); perr != nil {
+		return nil, nil, perr
+	}
+	vol, ok := c.s.volume(g.node, d.file)
+	if !ok {
+		return nil, nil, fmt.Errorf("Could not determine current size of volume '%s'", d.file)
+	}
+	return &d, vol, nil
 }

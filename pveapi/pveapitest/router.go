@@ -102,6 +102,7 @@ func (srv *Server) routes() *router {
 	rt.add(clusterRoutes()...)
 	rt.add(qemuRoutes()...)
 	rt.add(qemuOpRoutes()...)
+	rt.add(powerRoutes()...)
 	rt.add(storageRoutes()...)
 	rt.add(taskRoutes()...)
 	rt.add(sdnRoutes(srv.cfg)...)

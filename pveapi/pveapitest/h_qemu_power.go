@@ -1,0 +1,104 @@
+package pveapitest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// powerRoutes are POST status/start, stop and shutdown, as qemu-server's
+// vm_start, vm_stop and vm_shutdown (src/PVE/API2/Qemu.pm): VM.PowerMgmt
+// on the guest, the root-only parameters refused for everyone else, and a
+// worker (qmstart, qmstop, qmshutdown) that loads the configuration and
+// checks the lock as vm_start and _do_vm_stop in src/PVE/QemuServer.pm do.
+func powerRoutes() []*route {
+	power := perm{path: "/vms/{vmid}", privs: []string{"VM.PowerMgmt"}}
+	timeout := param{name: "timeout", typ: tInt, optional: true, min: &zero}
+	return []*route{
+		{method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/start", check: power, handle: startVM,
+			schema: []param{nodeParam, vmidParam, opt("skiplock", tBool), opt("stateuri", tString),
+				{name: "migratedfrom", optional: true, format: fmtNode},
+				{name: "migration_type", optional: true, enum: []string{"secure", "insecure"}},
+				opt("migration_network", tString), opt("machine", tString), opt("force-cpu", tString),
+				opt("targetstorage", tString), timeout, opt("with-conntrack-state", tBool), opt("nets-host-mtu", tString)}},
+		{method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/stop", check: power,
+			handle: func(c *call) (any, *apiError) { return stopVM(c, "qmstop") },
+			schema: []param{nodeParam, vmidParam, opt("skiplock", tBool), {name: "migratedfrom", optional: true, format: fmtNode},
+				timeout, opt("keepActive", tBool), opt("overrule-shutdown", tBool)}},
+		{method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/shutdown", check: power,
+			handle: func(c *call) (any, *apiError) { return stopVM(c, "qmshutdown") },
+			schema: []param{nodeParam, vmidParam, opt("skiplock", tBool), timeout, opt("forceStop", tBool), opt("keepActive", tBool)}},
+	}
+}
+
+// rootOnly refuses the named parameters, when set, to anyone but root@pam.
+func (c *call) rootOnly(names ...string) *apiError {
+	for _, n := range names {
+		if c.p.has(n) && c.p[n] != "" && c.p[n] != "0" && !c.isRoot() {
+			return paramErr(n, "Only root may use this option.")
+		}
+	}
+	return nil
+}
+
+// guestOf is load_config inside a worker: the guest, or the error PVE
+// dies with when the node holds no such configuration.
+func (c *call) guestOf(vmid int) (*guest, error) {
+	g, ok := c.s.vms[vmid]
+	if !ok || g.node != c.node {
+		return nil, fmt.Errorf("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist", c.node, vmid)
+	}
+	return g, nil
+}
+
+func startVM(c *call) (any, *apiError) {
+	if err := c.rootOnly("stateuri", "skiplock", "migratedfrom", "migration_type", "migration_network",
+		"targetstorage", "force-cpu", "with-conntrack-state", "nets-host-mtu"); err != nil {
+		return nil, err
+	}
+	if c.p.has("targetstorage") && !c.p.has("migratedfrom") {
+		return nil, paramErr("targetstorage", "targetstorage can only by used with migratedfrom.")
+	}
+	vmid, skiplock := c.p.int("vmid"), c.p.flag("skiplock", false)
+	return c.startTask("qmstart", strconv.Itoa(vmid), func(l *taskLog) error {
+		g, err := c.guestOf(vmid)
+		if err != nil {
+			return err
+		}
+		if g.conf["template"] == "1" {
+			return errors.New("you can't start a vm if it's a template")
+		}
+		if lock := g.conf["lock"]; lock != "" && lock != "suspended" && !skiplock {
+			return fmt.Errorf("VM is locked (%s)", lock)
+		}
+		if g.running {
+			return fmt.Errorf("VM %d already running", vmid)
+		}
+		g.running = true
+		return nil
+	}), nil
+}
+
+// stopVM is vm_stop (qmstop) and vm_shutdown (qmshutdown): a guest that is
+// not running ends the task at once and OK, as _do_vm_stop returns.
+func stopVM(c *call, typ string) (any, *apiError) {
+	if err := c.rootOnly("skiplock", "keepActive", "migratedfrom"); err != nil {
+		return nil, err
+	}
+	vmid, skiplock := c.p.int("vmid"), c.p.flag("skiplock", false)
+	return c.startTask(typ, strconv.Itoa(vmid), func(l *taskLog) error {
+		g, ok := c.s.vms[vmid]
+		if !ok || g.node != c.node {
+			// check_running's assert_config_exists_on_node
+			return fmt.Errorf("unable to find configuration file for VM %d on node '%s'", vmid, c.node)
+		}
+		if !g.running {
+			return nil
+		}
+		if lock := g.conf["lock"]; lock != "" && !skiplock {
+			return fmt.Errorf("VM is locked (%s)", lock)
+		}
+		g.running = false
+		return nil
+	}), nil
+}
