@@ -28,6 +28,8 @@ func validZone(name string) *v1alpha1.ProxmoxNetworkZone {
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}},
 			StaticAssignments: []v1alpha1.StaticVLANAssignment{{Namespace: "tenant-a", Name: "net-a", VLAN: 7}},
 			Egress:            &v1alpha1.ZoneEgress{ExternalSubnet: "px-transit", GatewayNamespace: "cozy-egress"},
+			SDN: &v1alpha1.ZoneSDN{Mode: "VNets", Zone: "pxa", VNetPrefix: "pxa",
+				CredentialsRef: &v1alpha1.SecretRef{Namespace: "cozy-proxmox", Name: "pve-sdn"}},
 		},
 	}
 }
@@ -49,6 +51,11 @@ func testProxmoxCRDs(t *testing.T, c client.Client) {
 			z.Spec.VLANRanges = []string{" 7 - 8 "}
 		}, want: "spec.vlanRanges[0]"},
 		"ReservedBounds": {reason: "reserved IDs lie in 1-4094", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.ReservedVLANs = []int32{4095} }, want: "spec.reservedVLANs[0]"},
+		"SDNMode":        {reason: "the SDN mode is Check or VNets", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN.Mode = "Vnets" }, want: "spec.sdn.mode"},
+		"SDNZoneNeeded":  {reason: "mode VNets names the Proxmox SDN zone", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN.Zone = "" }, want: "sdn.zone is required in mode VNets"},
+		"SDNZoneID":      {reason: "a Proxmox SDN zone ID is at most 8 characters", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN.Zone = "zonezone9" }, want: "spec.sdn.zone"},
+		"SDNPrefix":      {reason: "a VNet prefix leaves room for 4 digits", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN.VNetPrefix = "pxabc" }, want: "spec.sdn.vnetPrefix"},
+		"SDNCheckOnly":   {reason: "mode Check needs no SDN zone", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN = &v1alpha1.ZoneSDN{Mode: "Check"} }},
 		"MTUBounds":      {reason: "the MTU is at least 576", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.MTU = ptr.To[int32](500) }, want: "spec.mtu"},
 		"StaticBounds": {reason: "a static VLAN lies in 1-4094", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {
 			z.Spec.StaticAssignments[0].VLAN = 0

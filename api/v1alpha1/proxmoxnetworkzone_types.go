@@ -59,6 +59,48 @@ type ProxmoxNetworkZoneSpec struct {
 	// gateways of this zone.
 	// +optional
 	Egress *ZoneEgress `json:"egress,omitempty"`
+
+	// SDN declares the Proxmox VE side of the zone: Check reads every
+	// Proxmox node before a VLAN is handed out; VNets also gives each VLAN
+	// its own Proxmox SDN VNet in a VLAN zone on the bridge.
+	// +optional
+	SDN *ZoneSDN `json:"sdn,omitempty"`
+}
+
+// ZoneSDN is the Proxmox SDN side of a zone.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'VNets' || has(self.zone)",message="sdn.zone is required in mode VNets"
+type ZoneSDN struct {
+	// Mode is Check (read-only checks of every node: the bridge, its VLANs,
+	// its MTU, other users of the VLANs) or VNets (the checks, and one VNet
+	// per VLAN in the Proxmox SDN VLAN zone Zone).
+	// +kubebuilder:validation:Enum=Check;VNets
+	Mode string `json:"mode"`
+	// Zone is the Proxmox SDN zone ID of the VNets: 2-8 letters and digits,
+	// starting with a letter.
+	// +optional
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=8
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9]*[a-zA-Z0-9]$`
+	Zone string `json:"zone,omitempty"`
+	// VNetPrefix starts every VNet ID: the prefix and the VLAN ID in four
+	// digits ("pxa" and 117 give pxa0117). Default: the first four
+	// characters of Zone.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9]{0,3}$`
+	VNetPrefix string `json:"vnetPrefix,omitempty"`
+	// CredentialsRef names the Secret (keys url, token_id, token_secret, and
+	// optionally ca.crt) the controller checks the nodes with; an audit
+	// token suffices (PVEAuditor on /sdn). Without it only the CLI checks.
+	// +optional
+	CredentialsRef *SecretRef `json:"credentialsRef,omitempty"`
+}
+
+// SecretRef names a Secret.
+type SecretRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // StaticVLANAssignment pins a VLAN to one ProxmoxNetwork.

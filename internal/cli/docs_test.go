@@ -472,6 +472,9 @@ func (w *docWorld) pxsubstrate(c docCommand, args []string) {
 	}
 	if live {
 		w.prepareLive(args)
+		if args[0] == "sdn" {
+			w.prepareSDN()
+		}
 		if !slices.Contains(args, "--ca-file") {
 			args = append(args, "--ca-file", "docs-fake-ca.pem")
 			w.write("docs-fake-ca.pem", string(w.pve.srv.CertificatePEM()))
@@ -673,6 +676,17 @@ func (w *docWorld) fake() *docPVE {
 		w.pve = &docPVE{srv: srv, bare: strings.TrimSuffix(srv.URL, "/api2/json")}
 	}
 	return w.pve
+}
+
+// prepareSDN makes the fake's node pve1 what docs/operator-guide.md asks
+// of a node before the SDN path: vmbr0 VLAN-aware, bridge-vids 2-4094, MTU
+// 9000.
+func (w *docWorld) prepareSDN() {
+	err := w.pve.srv.SetInterface("pve1", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+		VIDs: "2-4094", MTU: 9000})
+	if err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // prepareLive makes the fake hold what the command assumes: the token it

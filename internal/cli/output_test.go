@@ -22,6 +22,7 @@ import (
 var outputKinds = map[string]string{
 	"pxsubstrate acl apply":             "table",
 	"pxsubstrate acl audit":             "table",
+	"pxsubstrate sdn check":             "table",
 	"pxsubstrate acl perms":             "stream: PVE's own compact JSON, as /access/permissions answers",
 	"pxsubstrate acl plan":              "stream: a pveum program (-o table lists the steps)",
 	"pxsubstrate admission policies":    "stream: YAML for kubectl apply -f -",

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+)
+
+const sdnZoneYAML = `apiVersion: proxmox.cozystack.io/v1alpha1
+kind: ProxmoxNetworkZone
+metadata:
+  name: zone-a
+spec:
+  bridge: vmbr0
+  providerNetwork: pn-a
+  vlanRanges: ["100-103"]
+  reservedVLANs: [103]
+  mtu: 9000
+  sdn:
+    mode: VNets
+    zone: pxa
+`
+
+// sdnEnv is a TLS fake with two nodes and the zone file.
+func sdnEnv(t *testing.T, zoneYAML string) (*liveEnv, []string) {
+	t.Helper()
+	e := newLiveEnv(t)
+	zone := filepath.Join(e.dir, "zone.yaml")
+	if err := os.WriteFile(zone, []byte(zoneYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e, []string{"--zone", zone, "--url", e.bare, "--token-id", e.srv.RootTokenID, "--token-secret-file", e.rootSec,
+		"--ca-file", e.ca}
+}
+
+func TestSDNCheckCommand(t *testing.T) {
+	e, args := sdnEnv(t, sdnZoneYAML)
+	out, _, code := runIn(t, "", append([]string{"sdn", "check"}, args...)...)
+	if code != 1 || !strings.Contains(out, "BridgeNotVLANAware") || !strings.Contains(out, "carryable VLANs: none") {
+		t.Fatalf("check of the installer's vmbr0: exit %d\n%s", code, out)
+	}
+	if err := e.srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+		VIDs: "2-4094", MTU: 9000}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runIn(t, "", append([]string{"sdn", "check"}, args...)...)
+	if code != 0 || !strings.Contains(out, "carryable VLANs: 100-102") {
+		t.Fatalf("check of a VLAN-aware vmbr0: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = runIn(t, "", "sdn", "check", "--zone", filepath.Join(e.dir, "missing.yaml"), "--url", e.bare)
+	if code == 0 || !strings.Contains(errOut, "missing.yaml") {
+		t.Fatalf("a missing zone file: exit %d %s", code, errOut)
+	}
+	_, badArgs := sdnEnv(t, strings.Replace(sdnZoneYAML, "mode: VNets", "mode: Vnets", 1))
+	_, errOut, code = runIn(t, "", append([]string{"sdn", "check"}, badArgs...)...)
+	if code == 0 || !strings.Contains(errOut, `spec.sdn.mode "Vnets" is neither Check nor VNets`) {
+		t.Fatalf("a misspelt mode: exit %d %s", code, errOut)
+	}
+}
