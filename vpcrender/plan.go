@@ -3,6 +3,7 @@ package vpcrender
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,6 +49,12 @@ func checkIdentity(s Spec, rf *refusals) {
 func planSubnets(s Spec, vpcID cozyid.VPCID, rf *refusals) []subnetPlan {
 	seen := map[string]bool{}
 	var out []subnetPlan
+	if s.API == APIAbsent {
+		if i := slices.IndexFunc(s.Subnets, func(v VPCSubnet) bool { return v.Proxmox != nil }); i >= 0 {
+			rf.add(fmt.Sprintf("subnets[%d].proxmox", i), APINotInstalled)
+			return nil
+		}
+	}
 	for i, sub := range s.Subnets {
 		field := fmt.Sprintf("subnets[%d]", i)
 		if msgs := validation.IsDNS1123Label(sub.Name); len(msgs) > 0 {
@@ -62,7 +69,7 @@ func planSubnets(s Spec, vpcID cozyid.VPCID, rf *refusals) []subnetPlan {
 		p := subnetPlan{index: i, spec: sub, id: string(cozyid.Subnet(s.Namespace, vpcID, cozyid.SubnetName(sub.Name)))}
 		var ok bool
 		if sub.Proxmox != nil {
-			p.proxmox, ok = planProxmox(sub, s.Zones, rf)
+			p.proxmox, ok = planProxmox(sub, s.Zones, s.API, rf)
 			if ok {
 				p.prefixes = []netip.Prefix{p.proxmox.prefix}
 			}
@@ -102,7 +109,7 @@ func parseOverlayCIDR(sub VPCSubnet, rf *refusals) ([]netip.Prefix, bool) {
 	return out, true
 }
 
-func planProxmox(sub VPCSubnet, zones []Zone, rf *refusals) (*proxmoxPlan, bool) {
+func planProxmox(sub VPCSubnet, zones []Zone, api APIState, rf *refusals) (*proxmoxPlan, bool) {
 	name := sub.Name
 	field := "subnets[" + name + "]"
 	if sub.CIDR == "" {
@@ -130,7 +137,7 @@ func planProxmox(sub VPCSubnet, zones []Zone, rf *refusals) (*proxmoxPlan, bool)
 	if !ok {
 		return nil, false
 	}
-	zone, ok := resolveZone(name, sub.Proxmox.Zone, zones, rf)
+	zone, ok := resolveZone(name, sub.Proxmox.Zone, zones, api, rf)
 	if !ok {
 		return nil, false
 	}
@@ -178,8 +185,10 @@ func splitRange(sub VPCSubnet, prefix netip.Prefix, rf *refusals) (*proxmoxPlan,
 
 // resolveZone finds the subnet's zone. A subnet that names none gets the
 // only zone there is. A named zone that the cluster lacks is kept by name:
-// the controller reports ZoneNotFound on the ProxmoxNetwork.
-func resolveZone(subnet, zone string, zones []Zone, rf *refusals) (Zone, bool) {
+// the controller reports ZoneNotFound on the ProxmoxNetwork. With no zone
+// at all, a cluster known to serve the API needs a zone created, not the
+// package enabled.
+func resolveZone(subnet, zone string, zones []Zone, api APIState, rf *refusals) (Zone, bool) {
 	field := "subnets[" + subnet + "].proxmox.zone"
 	if zone != "" {
 		for _, z := range zones {
@@ -193,7 +202,11 @@ func resolveZone(subnet, zone string, zones []Zone, rf *refusals) (Zone, bool) {
 	case 1:
 		return zones[0], true
 	case 0:
-		rf.add(field, fmt.Sprintf("subnet %q: no ProxmoxNetworkZone exists; ask the platform administrator to enable the proxmox-network package", subnet))
+		fix := "ask the platform administrator to enable the proxmox-network package"
+		if api == APIServed {
+			fix = "the proxmox.cozystack.io API is installed; ask the platform administrator to create a ProxmoxNetworkZone"
+		}
+		rf.add(field, fmt.Sprintf("subnet %q: no ProxmoxNetworkZone exists; %s", subnet, fix))
 	default:
 		names := make([]string, 0, len(zones))
 		for _, z := range zones {

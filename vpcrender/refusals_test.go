@@ -40,6 +40,7 @@ func routes(hop string) func(*Spec) {
 func peers(p ...Peer) func(*Spec) { return func(s *Spec) { s.Peers = p } }
 func egress(e Egress) func(*Spec) { return func(s *Spec) { s.Egress = &e } }
 func zones(z ...Zone) func(*Spec) { return func(s *Spec) { s.Zones = z } }
+func api(a APIState) func(*Spec)  { return func(s *Spec) { s.API = a } }
 func addSubnet(sub VPCSubnet) func(*Spec) {
 	return func(s *Spec) { s.Subnets = append(s.Subnets, sub) }
 }
@@ -126,6 +127,24 @@ func TestRefusals(t *testing.T) {
 			reason:  "without a zone there is nowhere to allocate a VLAN",
 			refused: base(zones()), control: base(zones(zoneDefault)),
 			want: `subnet "workers": no ProxmoxNetworkZone exists; ask the platform administrator to enable the proxmox-network package`,
+		},
+		"APINotInstalled": {
+			reason:  "a cluster without the API needs the package enabled, in the vpc chart's words",
+			refused: base(zones(), api(APIAbsent)),
+			control: base(zones(zoneDefault), api(APIServed)),
+			want:    APINotInstalled,
+		},
+		"APINotInstalledOverlayOnly": {
+			reason:  "a VPC of overlay subnets only needs no Proxmox API",
+			refused: base(zones(), api(APIAbsent)),
+			control: base(zones(), api(APIAbsent), func(s *Spec) { s.Subnets[0].Proxmox = nil }),
+			want:    APINotInstalled,
+		},
+		"NoZoneAPIServed": {
+			reason:  "a cluster that serves the API but has no zone needs a zone, not the package",
+			refused: base(zones(), api(APIServed)),
+			control: base(zones(zoneDefault), api(APIServed)),
+			want:    `subnet "workers": no ProxmoxNetworkZone exists; the proxmox.cozystack.io API is installed; ask the platform administrator to create a ProxmoxNetworkZone`,
 		},
 		"SeveralZones": {
 			reason:  "with several zones the subnet must name one",

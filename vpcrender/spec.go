@@ -28,7 +28,30 @@ type Spec struct {
 	// Previous are the ProxmoxNetworks of the namespace as an earlier render
 	// left them; they decide whether a Proxmox-backed subnet may go.
 	Previous []Network `json:"previous,omitempty"`
+	// API is what a lookup found of the cluster's proxmox.cozystack.io
+	// API; a spec file cannot say (APIUnknown).
+	API APIState `json:"-"`
 }
+
+// APIState is what a render knows of the cluster's proxmox.cozystack.io
+// API: a Proxmox-backed subnet with no zone to take needs the
+// proxmox-network package installed when the API is absent, and a zone
+// created when it is served.
+type APIState int
+
+const (
+	// APIUnknown is a render whose zones come from the spec or a file, not the cluster.
+	APIUnknown APIState = iota
+	// APIAbsent is a cluster that does not serve proxmox.cozystack.io/v1alpha1.
+	APIAbsent
+	// APIServed is a cluster that serves it; Zones are all the zones it has.
+	APIServed
+)
+
+// APINotInstalled is the refusal of a Proxmox-backed subnet on a cluster
+// without the proxmox.cozystack.io API, in the words of Cozystack's vpc
+// chart.
+const APINotInstalled = "a subnet sets proxmox, but the proxmox.cozystack.io API is not installed; ask the platform administrator to enable the proxmox-network package"
 
 // VPCSubnet is one subnet of the VPC.
 type VPCSubnet struct {

@@ -1,11 +1,23 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 
 // vpcRun runs `pxsubstrate render vpc` in-process: stdout, and the error
@@ -93,4 +105,62 @@ func TestRenderVPCExit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "neither ProxmoxNetworkZone nor ProxmoxNetwork") {
 		t.Errorf("a lookup file of the wrong kind is refused: %v", err)
 	}
+}
+
+// TestRenderVPCFromCluster runs `render vpc --from-cluster` against a real
+// API server in three states, each refused with its own fix before the
+// last renders: without the proxmox.cozystack.io CRDs (enable the
+// package), with them but no zone (create one), and with a zone.
+func TestRenderVPCFromCluster(t *testing.T) {
+	s := kube.Scheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: s})
+	kc := writeRESTKubeconfig(t, cfg)
+	dir := admissionFiles(t, map[string]string{"vpc.yaml": vpcSpec})
+	args := []string{"render", "vpc", "-f", filepath.Join(dir, "vpc.yaml"), "--from-cluster", "--kubeconfig", kc}
+
+	if _, err := vpcRun(t, args...); err == nil || err.Error() != vpcrender.APINotInstalled {
+		t.Errorf("without the CRDs: %v", err)
+	}
+	root, err := kube.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := `subnet "private": no ProxmoxNetworkZone exists; the proxmox.cozystack.io API is installed; ask the platform administrator to create a ProxmoxNetworkZone`
+	if _, err := vpcRun(t, args...); err == nil || err.Error() != want {
+		t.Errorf("with the CRDs and no zone: %v", err)
+	}
+	zone := &v1alpha1.ProxmoxNetworkZone{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.ProxmoxNetworkZoneSpec{Bridge: "vmbr70", ProviderNetwork: "pxtenant", VLANRanges: []string{"101-199"}, MTU: ptr.To[int32](8996)}}
+	if err := c.Create(context.Background(), zone); err != nil {
+		t.Fatal(err)
+	}
+	out, err := vpcRun(t, args...)
+	if err != nil || !strings.Contains(out, "kind: ProxmoxNetwork\n") || !strings.Contains(out, "mtu: 8996") || !strings.Contains(out, "zone: default") {
+		t.Errorf("with a zone the render reads it: %v\n%s", err, out)
+	}
+	if _, errOut, code := admissionRun(t, append(args, "--lookup", kc)...); code != 2 || !strings.Contains(errOut, "[from-cluster lookup] were all set") {
+		t.Errorf("--lookup and --from-cluster together: exit %d, %q", code, errOut)
+	}
+}
+
+// writeRESTKubeconfig writes a kubeconfig for cfg's server and client
+// certificate, as kubectl would read it.
+func writeRESTKubeconfig(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "test.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
