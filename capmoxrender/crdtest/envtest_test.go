@@ -14,6 +14,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender/internal/scenario"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 )
 
@@ -58,7 +59,7 @@ func TestGoldenAcceptedByAPIServer(t *testing.T) {
 			c := apiServer(t, gen)
 			created := map[string]bool{}
 			for _, s := range loadScenarios(t) {
-				for _, o := range renderScenario(t, s, gen) {
+				for _, o := range scenario.RenderT(t, s, gen) {
 					ensureNamespace(t, c, o.GetNamespace(), created)
 					if noUpstreamCRD[o.GetKind()] {
 						continue
@@ -89,10 +90,10 @@ func ensureNamespace(t *testing.T, c client.Client, ns string, done map[string]b
 // the unrounded 1G) and checks that the server rejects it as Invalid.
 func rejectedControl(t *testing.T, c client.Client, gen capmoxrender.Capmox) {
 	t.Helper()
-	objs := renderScenario(t, loadScenarios(t)[0], gen)
+	objs := scenario.RenderT(t, loadScenarios(t)[0], gen)
 	for _, s := range loadScenarios(t) {
 		if s.Name == "nodes-full-storage" {
-			objs = renderScenario(t, s, gen)
+			objs = scenario.RenderT(t, s, gen)
 		}
 	}
 	pmt := objs[0].DeepCopy()

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender/internal/scenario"
 )
 
 // TestHostEntriesJobPrivileges creates the seed pool's objects on a real
@@ -27,7 +28,7 @@ func TestHostEntriesJobPrivileges(t *testing.T) {
 			continue
 		}
 		created := map[string]bool{}
-		for _, o := range renderScenario(t, s, gen) {
+		for _, o := range scenario.RenderT(t, s, gen) {
 			ensureNamespace(t, c, o.GetNamespace(), created)
 			if noUpstreamCRD[o.GetKind()] {
 				if o.GetKind() == "TalosConfigTemplate" {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender/internal/scenario"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 )
 
@@ -141,7 +142,7 @@ func assertCredentialsRefKept(t *testing.T, c client.Client) {
 		if s.Name != "cluster-vpc" {
 			continue
 		}
-		for _, o := range renderScenario(t, s, capmoxrender.CapmoxV08) {
+		for _, o := range scenario.RenderT(t, s, capmoxrender.CapmoxV08) {
 			ensureNamespace(t, c, o.GetNamespace(), created)
 			if noUpstreamCRD[o.GetKind()] {
 				continue
@@ -186,7 +187,7 @@ func createSeedPool(t *testing.T, c client.Client) (*batchv1.Job, string) {
 		if s.Name != "nodes-seed" {
 			continue
 		}
-		for _, o := range renderScenario(t, s, capmoxrender.CapmoxV08) {
+		for _, o := range scenario.RenderT(t, s, capmoxrender.CapmoxV08) {
 			ensureNamespace(t, c, o.GetNamespace(), created)
 			switch o.GetKind() {
 			case "Job":

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -100,4 +101,26 @@ func readOptions(path string, s *Scenario) error {
 		s.VMIDRanges[pool] = capmoxrender.VMIDRange{Start: r.Start, End: r.End}
 	}
 	return nil
+}
+
+// LoadT is Load for a test of a folder beside capmoxrender: it reads
+// ../testdata/scenarios and fails t when it cannot.
+func LoadT(t testing.TB) []Scenario {
+	t.Helper()
+	s, err := Load(filepath.Join("..", "testdata", "scenarios"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// RenderT is Render failing t, naming the scenario and generation, when
+// the render fails.
+func RenderT(t testing.TB, s Scenario, gen capmoxrender.Capmox) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := Render(context.Background(), s, gen)
+	if err != nil {
+		t.Fatalf("%s (%s): %v", s.Name, gen, err)
+	}
+	return objs
 }
