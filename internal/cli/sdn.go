@@ -23,7 +23,7 @@ func newSDNCmd(app *App) *cobra.Command {
 would drop a zone VLAN on a node; plan, apply and audit move the zone to one
 Proxmox SDN VNet per VLAN. See docs/pvesdn.md.`,
 	}
-	cmd.AddCommand(newSDNCheckCmd(app))
+	cmd.AddCommand(newSDNCheckCmd(app), newSDNPlanCmd(app), newSDNApplyCmd(app), newSDNAuditCmd(app))
 	return cmd
 }
 
@@ -150,4 +150,164 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+func newSDNPlanCmd(app *App) *cobra.Command {
+	var f sdnFlags
+	cmd := &cobra.Command{
+		Use:     "plan --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
+		Example: "  pxsubstrate sdn plan --zone zone.yaml --url https://pve1:8006 --token-id 'root@pam!sdn' --token-secret-file sdn.secret",
+		Short:   "List the Proxmox SDN zone and VNets the zone still needs (one VNet per VLAN)",
+		Long: `Reads the SDN zones and VNets and lists what apply would create: the VLAN zone
+spec.sdn.zone on the bridge, and VNet <vnetPrefix><VLAN in 4 digits> with the
+VLAN as tag for every zone VLAN that has none. Refuses a zone of more than
+1,024 VLANs, an SDN zone of that name that is not a VLAN zone on the bridge,
+and a VNet of a planned name with another tag or zone. Changes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			z, _, err := readSDNZone(app, f.zone, true)
+			if err != nil {
+				return err
+			}
+			c, _, err := f.live.client(app)
+			if err != nil {
+				return err
+			}
+			plan, err := pvesdn.PlanVNets(cmd.Context(), c, z)
+			if err != nil {
+				return tlsHint(err)
+			}
+			return app.Print(plan, func(w io.Writer) { sdnPlanTable(w, plan) })
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+func sdnPlanTable(w io.Writer, plan *pvesdn.Plan) {
+	t := texttable.New(texttable.Main("OBJECT"), texttable.Main("ID"), texttable.Main("SETTINGS"))
+	if plan.CreateZone {
+		settings := "type=vlan bridge=" + plan.Bridge
+		if plan.MTU > 0 {
+			settings += fmt.Sprintf(" mtu=%d", plan.MTU)
+		}
+		t.Add("zone", plan.Zone, settings)
+	}
+	for _, v := range plan.Add {
+		t.Add("vnet", v.ID, fmt.Sprintf("zone=%s tag=%d", plan.Zone, v.Tag))
+	}
+	t.Write(w, false)
+	fmt.Fprintf(w, "%d VNet(s) to create, %d present; one apply\n", len(plan.Add), plan.Present)
+}
+
+func newSDNApplyCmd(app *App) *cobra.Command {
+	var f sdnFlags
+	cmd := &cobra.Command{
+		Use:     "apply --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
+		Example: "  pxsubstrate sdn apply --zone zone.yaml --url https://pve1:8006 --token-id 'root@pam!sdn' --token-secret-file sdn.secret",
+		Short:   "Create the planned SDN zone and VNets and apply them once; exit 1 when a node fails its reload",
+		Long: `Plans as sdn plan does, then writes the plan and applies the SDN configuration
+once, however many VNets it adds. On PVE 9.2 and later it works under the SDN
+lock, dry-runs every node before the apply and rolls back when a write or a
+dry-run fails; before 9.2 it applies plainly and names the risk. Either way
+it refuses while other SDN changes are pending, since the apply would take
+them along. Proxmox applies on every node and only logs a node that fails:
+apply reads each node's reload back and exits 1 when one did not reload.
+The token needs PVESDNAdmin on /sdn and Sys.Audit on /nodes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			z, _, err := readSDNZone(app, f.zone, true)
+			if err != nil {
+				return err
+			}
+			c, _, err := f.live.client(app)
+			if err != nil {
+				return err
+			}
+			plan, err := pvesdn.PlanVNets(cmd.Context(), c, z)
+			if err != nil {
+				return tlsHint(err)
+			}
+			res, err := pvesdn.Apply(cmd.Context(), c, plan)
+			if err != nil {
+				return err
+			}
+			if res.Risk != "" {
+				fmt.Fprintln(app.ErrOut, "Warning: "+res.Risk)
+			}
+			if err := app.Print(res, func(w io.Writer) { sdnApplyTable(w, plan, res) }); err != nil {
+				return err
+			}
+			if !res.OK() {
+				return &ExitError{Code: 1, Err: fmt.Errorf("zone %s: the SDN configuration is applied, but not every node reloaded it; fix those nodes and reload their network", z.Name)}
+			}
+			return nil
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+func sdnApplyTable(w io.Writer, plan *pvesdn.Plan, res *pvesdn.ApplyResult) {
+	if res.Applies == 0 {
+		fmt.Fprintf(w, "nothing to apply: %d VNet(s) present\n", plan.Present)
+		return
+	}
+	t := texttable.New(texttable.Main("NODE"), texttable.Main("RELOAD"))
+	for _, n := range res.Nodes {
+		t.Add(n.Node, n.Status)
+	}
+	t.Write(w, false)
+	how := "plainly (no SDN lock before PVE 9.2)"
+	if res.Locked {
+		how = "under the SDN lock, after a dry-run on every node"
+	}
+	fmt.Fprintf(w, "%d VNet(s) created, applied once %s\n", len(plan.Add), how)
+}
+
+func newSDNAuditCmd(app *App) *cobra.Command {
+	var f sdnFlags
+	cmd := &cobra.Command{
+		Use:     "audit --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
+		Example: "  pxsubstrate sdn audit --zone zone.yaml --url https://pve1:8006 --token-id 'sdncheck@pve!audit' --token-secret-file audit.secret",
+		Short:   "Name the drift between the zone and its Proxmox SDN VNets; exit 1 on any",
+		Long: `Reads the SDN configuration and names: the SDN zone missing, a zone VLAN
+without its VNet (VNetMissing), a VNet of the zone's with another tag or zone
+(VNetOtherTag), a VNet in the SDN zone no zone VLAN accounts for
+(VNetNotOurs), and VNets written but not applied (VNetUnapplied). Changes
+nothing; PVEAuditor on /sdn suffices.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			z, _, err := readSDNZone(app, f.zone, true)
+			if err != nil {
+				return err
+			}
+			c, _, err := f.live.client(app)
+			if err != nil {
+				return err
+			}
+			drift, err := pvesdn.AuditVNets(cmd.Context(), c, z)
+			if err != nil {
+				return tlsHint(err)
+			}
+			if err := app.Print(drift, func(w io.Writer) { sdnAuditTable(w, z, drift) }); err != nil {
+				return err
+			}
+			if len(drift) > 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("zone %s: %d difference(s) from its Proxmox SDN VNets", z.Name, len(drift))}
+			}
+			return nil
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+func sdnAuditTable(w io.Writer, z pvesdn.Zone, drift []pvesdn.Drift) {
+	t := texttable.New(texttable.Main("CODE"), texttable.Main("VNET"), texttable.Note("FINDING"), texttable.Note("WHAT TO DO"))
+	for _, d := range drift {
+		t.Add(d.Code, d.VNet, d.Message, d.Action)
+	}
+	t.Write(w, false)
+	fmt.Fprintf(w, "zone %s: %d VLAN(s), %d difference(s) in SDN zone %s\n", z.Name, z.VLANs.Len(), len(drift), z.SDNZone)
 }

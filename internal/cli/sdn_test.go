@@ -60,3 +60,38 @@ func TestSDNCheckCommand(t *testing.T) {
 		t.Fatalf("a misspelt mode: exit %d %s", code, errOut)
 	}
 }
+
+func TestSDNPlanApplyAuditCommands(t *testing.T) {
+	e, args := sdnEnv(t, sdnZoneYAML)
+	if err := e.srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+		VIDs: "2-4094", MTU: 9000}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runIn(t, "", append([]string{"sdn", "plan"}, args...)...)
+	if code != 0 || !strings.Contains(out, "vnet    pxa0102  zone=pxa tag=102") || !strings.Contains(out, "3 VNet(s) to create, 0 present") {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runIn(t, "", append([]string{"sdn", "audit"}, args...)...)
+	if code != 1 || !strings.Contains(out, "ZoneMissing") || !strings.Contains(out, "VNetMissing  pxa0100") {
+		t.Fatalf("audit before the apply: exit %d\n%s%s", code, out, errOut)
+	}
+	e.srv.FailNodeReload("pve", "command 'ifreload -a' failed: exit code 1")
+	out, errOut, code = runIn(t, "", append([]string{"sdn", "apply"}, args...)...)
+	if code != 1 || !strings.Contains(out, "pve   command 'ifreload -a' failed") || !strings.Contains(errOut, "Warning: PVE 9.1 has no SDN lock") {
+		t.Fatalf("apply with a failing node: exit %d\n%s%s", code, out, errOut)
+	}
+	e.srv.FailNodeReload("pve", "")
+	out, errOut, code = runIn(t, "", append([]string{"sdn", "apply"}, args...)...)
+	if code != 0 || !strings.Contains(out, "nothing to apply: 3 VNet(s) present") {
+		t.Fatalf("second apply: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runIn(t, "", append([]string{"sdn", "audit"}, args...)...)
+	if code != 0 || !strings.Contains(out, "0 difference(s)") {
+		t.Fatalf("audit after the apply: exit %d\n%s%s", code, out, errOut)
+	}
+	_, checkArgs := sdnEnv(t, strings.Replace(sdnZoneYAML, "mode: VNets", "mode: Check", 1))
+	_, errOut, code = runIn(t, "", append([]string{"sdn", "plan"}, checkArgs...)...)
+	if code == 0 || !strings.Contains(errOut, "spec.sdn.mode must be VNets") {
+		t.Fatalf("plan of a Check zone: exit %d %s", code, errOut)
+	}
+}
