@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 func init() { register(newRenderCmd) }
@@ -26,6 +27,7 @@ func newRenderCmd(app *App) *cobra.Command {
 // renderFlags are shared by render cluster and render nodes.
 type renderFlags struct {
 	file, lookup, capmox string
+	tenants              string // render nodes only
 	versions, images     []string
 	preDelete            string // render cluster only
 	requireDigests       bool
@@ -66,6 +68,9 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 			return o, usageError{fmt.Errorf("--kubernetes-version %q: write MINOR=PATCH such as v1.35=v1.35.2", v)}
 		}
 		o.KubernetesVersions[minor] = patch
+	}
+	if err := f.vmIDRanges(app, &o); err != nil {
+		return o, err
 	}
 	if f.lookup == "" {
 		return o, nil
@@ -148,7 +153,30 @@ templates that a MachineSet still references.
 		},
 	}
 	f.bind(cmd)
+	cmd.Flags().StringVar(&f.tenants, "tenants", "", "the tenant specification (acl plan's TENANTS.yaml): each tenant's vmIDRange becomes the vmIDRange of the pools in its Proxmox pool")
 	return cmd
+}
+
+// vmIDRanges reads --tenants into Options.VMIDRanges, by Proxmox pool.
+func (f *renderFlags) vmIDRanges(app *App, o *capmoxrender.Options) error {
+	if f.tenants == "" {
+		return nil
+	}
+	data, err := readInput(app, f.tenants)
+	if err != nil {
+		return err
+	}
+	spec, err := tenantplan.LoadTenants(data)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", f.tenants, err)
+	}
+	o.VMIDRanges = map[string]capmoxrender.VMIDRange{}
+	for _, t := range spec.Tenants {
+		if r := t.VMIDRange; r != nil {
+			o.VMIDRanges[t.Pool] = capmoxrender.VMIDRange{Start: int64(r.Start), End: int64(r.End)}
+		}
+	}
+	return nil
 }
 
 type renderFunc func(context.Context, []byte, capmoxrender.Options) ([]*unstructured.Unstructured, error)

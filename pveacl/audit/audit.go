@@ -142,6 +142,7 @@ func (a *auditor) run() Report {
 	a.leftoverVolumes()
 	a.platformToken()
 	a.sdnUse()
+	a.vmIDRanges()
 	sortFindings(a.findings)
 	return Report{Findings: a.findings, Tenants: len(a.tenants), Subjects: a.subjects, Objects: a.objects}
 }

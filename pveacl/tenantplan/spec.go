@@ -68,7 +68,24 @@ type Tenant struct {
 	// checks Datastore.AllocateSpace on the storage of each disk a linked
 	// clone shares, so the capmox token gets exactly that privilege there.
 	LinkedCloneStorages []string `json:"linkedCloneStorages,omitempty"`
+	// VMIDRange is the range of VM ids the tenant's VMs take: the render
+	// writes it as the tenant's pools' vmIDRange, so capmox clones inside
+	// it, and the audit reports a tenant VM outside it and another
+	// tenant's VM inside it. Ranges of two tenants may not overlap.
+	VMIDRange *VMIDRange `json:"vmIDRange,omitempty"`
 }
+
+// VMIDRange is a range of VM ids, both ends included.
+type VMIDRange struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Contains reports whether vmid is in the range.
+func (r VMIDRange) Contains(vmid int) bool { return vmid >= r.Start && vmid <= r.End }
+
+// String is START-END.
+func (r VMIDRange) String() string { return fmt.Sprintf("%d-%d", r.Start, r.End) }
 
 // TenantTokens names a tenant's tokens (defaults csi and ccm). Capmox,
 // when set, is the tenant's own cluster-api provider token, which a
@@ -154,6 +171,10 @@ func (t *Tenants) Defaulted() *Tenants {
 		tn.Networks = slices.Clone(tn.Networks)
 		tn.Templates = slices.Clone(tn.Templates)
 		tn.LinkedCloneStorages = slices.Clone(tn.LinkedCloneStorages)
+		if tn.VMIDRange != nil {
+			r := *tn.VMIDRange
+			tn.VMIDRange = &r
+		}
 		d.Tenants[i] = tn
 	}
 	d.fillDefaults()
@@ -209,6 +230,7 @@ func (t *Tenants) Validate() error {
 	}
 	v.nestedPools(t.Tenants)
 	v.linkedClones(t.Tenants)
+	v.vmIDRanges(t.Tenants)
 	return termsafe.Join(v.errs...)
 }
 
@@ -409,6 +431,26 @@ func (v *validator) nestedPools(ts []Tenant) {
 		for p := pveacl.PoolParent(t.Pool); p != ""; p = pveacl.PoolParent(p) {
 			if name, ok := owner[p]; ok {
 				v.add(fmt.Sprintf("tenants[%d].pool", i), "pool %q is nested in pool %q of tenant %q; give each tenant a top-level pool", t.Pool, p, name)
+			}
+		}
+	}
+}
+
+// vmIDRanges checks each tenant's range and that no two overlap.
+func (v *validator) vmIDRanges(ts []Tenant) {
+	for i, t := range ts {
+		r := t.VMIDRange
+		if r == nil {
+			continue
+		}
+		f := fmt.Sprintf("tenants[%d].vmIDRange", i)
+		if r.Start < 100 || r.End > 999999999 || r.End < r.Start {
+			v.add(f, "range %s is invalid: write start and end within 100-999999999, end not below start", r)
+			continue
+		}
+		for j, o := range ts[:i] {
+			if o.VMIDRange != nil && r.Start <= o.VMIDRange.End && o.VMIDRange.Start <= r.End {
+				v.add(f, "range %s of tenant %q overlaps range %s of tenant %q (tenants[%d]): give every tenant a range of its own", r, t.Name, o.VMIDRange, o.Name, j)
 			}
 		}
 	}

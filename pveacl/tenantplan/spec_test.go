@@ -57,6 +57,16 @@ func TestLoadTenantsErrors(t *testing.T) {
 			yaml:   "tenants:\n- name: a\n  storage: s1\n  storage: s2\n",
 			want:   []string{`key "storage" already set in map`},
 		},
+		"VMIDRangeOverlap": {
+			reason: "two tenants' VM id ranges may not overlap",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  vmIDRange: {start: 1000, end: 1999}\n- name: b\n  storage: s2\n  vmIDRange: {start: 1500, end: 2999}\n",
+			want:   []string{`tenants[1].vmIDRange: range 1500-2999 of tenant "b" overlaps range 1000-1999 of tenant "a" (tenants[0]): give every tenant a range of its own`},
+		},
+		"VMIDRangeBackwards": {
+			reason: "end not below start, within Proxmox's VM ids",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  vmIDRange: {start: 1999, end: 1000}\n- name: b\n  storage: s2\n  vmIDRange: {start: 50, end: 99}\n",
+			want:   []string{"tenants[0].vmIDRange: range 1999-1000 is invalid", "tenants[1].vmIDRange: range 50-99 is invalid"},
+		},
 		"MissingStorage": {
 			reason: "every tenant needs a dedicated storage",
 			yaml:   "tenants:\n- name: a\n",
@@ -261,5 +271,17 @@ func TestLoadTenantsExplicitlyNone(t *testing.T) {
 		if err != nil || len(spec.Tenants) != 0 {
 			t.Errorf("%q is read as no tenants: %v %v", doc, spec, err)
 		}
+	}
+}
+
+// TestVMIDRangesAccepted is the control of the VMIDRange refusals: ranges
+// that touch without overlapping, and a tenant without one.
+func TestVMIDRangesAccepted(t *testing.T) {
+	spec, err := LoadTenants([]byte("tenants:\n- name: a\n  storage: s1\n  vmIDRange: {start: 1000, end: 1999}\n- name: b\n  storage: s2\n  vmIDRange: {start: 2000, end: 2999}\n- name: c\n  storage: s3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := spec.Tenants[1].VMIDRange; r == nil || !r.Contains(2000) || r.Contains(1999) {
+		t.Errorf("tenant b's range: %v", r)
 	}
 }
