@@ -188,6 +188,7 @@ func (a *auditor) auditTenant(i int) {
 		a.subjects++
 		a.topLevel(tn, s)
 		a.reach(i, s)
+		a.foreignSDN(i, s)
 	}
 	csi, ccm := tn.TokenIDs()
 	for _, id := range []string{csi, ccm} {

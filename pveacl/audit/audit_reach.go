@@ -40,6 +40,7 @@ type auditor struct {
 	vmProbe      int
 	stProbe      string
 	poolProbe    string
+	sdnPaths     []string // SDN paths to ask about, sorted; see sdnCandidates
 	findings     []Finding
 	subjects     int
 	objects      int

@@ -2,6 +2,7 @@ package tenantplan
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -107,12 +108,25 @@ type Network struct {
 	// template's NIC, a pool on a plain bridge); implied when VLANs is
 	// empty.
 	Untagged bool `json:"untagged,omitempty"`
+	// VNets are the tenant's Proxmox SDN VNets in Zone (a zone in mode
+	// VNets gives each VLAN one): SDN.Use on /sdn/zones/<zone>/<vnet> for
+	// each, and nothing on the bridge. Bridge, VLANs and Untagged stay
+	// unset with VNets.
+	VNets []string `json:"vnets,omitempty"`
 }
 
 // SDNPaths are the ACL paths a NIC on this network is checked against:
-// /sdn/zones/<zone>/<bridge> for an untagged NIC, and
-// /sdn/zones/<zone>/<bridge>/<vlan> for each VLAN.
+// /sdn/zones/<zone>/<bridge> for an untagged NIC,
+// /sdn/zones/<zone>/<bridge>/<vlan> for each VLAN, and
+// /sdn/zones/<zone>/<vnet> for each VNet.
 func (n Network) SDNPaths() []string {
+	if len(n.VNets) > 0 {
+		out := make([]string, len(n.VNets))
+		for i, v := range n.VNets {
+			out[i] = fmt.Sprintf("/sdn/zones/%s/%s", n.Zone, v)
+		}
+		return out
+	}
 	base := fmt.Sprintf("/sdn/zones/%s/%s", n.Zone, n.Bridge)
 	var out []string
 	if n.Untagged || len(n.VLANs) == 0 {
@@ -259,6 +273,27 @@ func (v *validator) own(kind, id, field, owner string) {
 	v.owners[key] = owner
 }
 
+// sdnIDRe is Proxmox's VNet and SDN zone ID rule (pve-network's
+// pve-sdn-vnet-id): 2-8 letters and digits, starting with a letter.
+var sdnIDRe = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{1,7}$`)
+
+// vnets checks a network of SDN VNets; a VNet belongs to one tenant.
+func (v *validator) vnets(nf, owner string, n Network) {
+	if n.Zone == "localnetwork" || !sdnIDRe.MatchString(n.Zone) {
+		v.add(nf+".zone", "zone %q is not a Proxmox SDN zone: VNets need the zone's spec.sdn.zone (2-8 letters and digits)", n.Zone)
+	}
+	if n.Bridge != "" || len(n.VLANs) > 0 || n.Untagged {
+		v.add(nf, "a network of vnets has no bridge, vlans or untagged: a VNet is the bridge and carries its VLAN")
+	}
+	for k, id := range n.VNets {
+		vf := fmt.Sprintf("%s.vnets[%d]", nf, k)
+		if !sdnIDRe.MatchString(id) {
+			v.add(vf, "VNet %q is not a Proxmox VNet ID: 2-8 letters and digits, starting with a letter", id)
+		}
+		v.own("VNet", n.Zone+"/"+id, vf, owner)
+	}
+}
+
 // ownFolded refuses two tenants whose ids differ only in case or in '-',
 // '_' and '.': names derived from them that allow only lower-case letters,
 // digits and '-' (Kubernetes namespaces and Secrets, DNS labels) would be
@@ -348,6 +383,10 @@ func (v *validator) networks(f, owner string, tn Tenant, haveCapmox bool) {
 		nf := fmt.Sprintf("%s.networks[%d]", f, j)
 		if !haveCapmox {
 			v.add(nf, "networks need platform.capmox or tokens.capmox: SDN.Use on a tenant VLAN is granted to the capmox token that creates the VMs")
+		}
+		if len(n.VNets) > 0 {
+			v.vnets(nf, owner, n)
+			continue
 		}
 		if pveacl.ValidRoleID(n.Zone) != nil || pveacl.ValidRoleID(n.Bridge) != nil {
 			v.add(nf, "zone %q or bridge %q is invalid: use letters, digits, '.', '-' or '_'", n.Zone, n.Bridge)
