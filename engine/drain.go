@@ -7,15 +7,6 @@ import (
 	"time"
 )
 
-// dueWait bounds how long Drain waits, in real time, for client-go's delaying
-// queue to move a due key into the queue.
-const dueWait = 10 * time.Second
-
-// dueNudge is how long Drain lets the delaying queue move due keys before
-// it moves them itself (see tracker.takeDue). A key the layer still holds
-// then fires once more later, which a level-triggered step absorbs.
-const dueNudge = 100 * time.Millisecond
-
 // Drain reconciles queued keys, with the runner's workers, until the queue is
 // empty, no worker is busy and no delayed key (RequeueAfter or error backoff)
 // is due on the runner's clock. It returns how many reconciles it ran. Keys
@@ -65,16 +56,13 @@ type drain struct {
 
 // take hands out the next key, or reports that draining is over. Only
 // drain workers call Get, always under d.mu and only when the queue holds a
-// key, so Get never blocks.
+// key, so Get never blocks. When the queue is empty and no worker is busy,
+// the delayed keys due on the runner's clock move into the queue; when none
+// is due, draining is over.
 func (d *drain) take(ctx context.Context, r queueView) (Key, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var waitingSince time.Time
 	for {
-		// Due keys are counted before the queue is looked at: a key moving
-		// from the delaying layer counts as due until it is in the queue,
-		// so no key slips between the two reads.
-		due := r.due()
 		switch {
 		case d.stop:
 			return Key{}, false
@@ -90,21 +78,8 @@ func (d *drain) take(ctx context.Context, r queueView) (Key, bool) {
 			return key, true
 		case d.active > 0:
 			d.cond.Wait()
-		case due == 0:
+		case r.moveDue() == 0:
 			return Key{}, d.end(nil)
-		default:
-			if waitingSince.IsZero() {
-				waitingSince = time.Now()
-			} else if time.Since(waitingSince) > dueWait {
-				return Key{}, d.end(fmt.Errorf("cannot drain %s: due keys did not reach the queue within %s", r.Name(), dueWait))
-			}
-			d.mu.Unlock()
-			if time.Since(waitingSince) > dueNudge {
-				r.moveDue()
-			}
-			r.wake()
-			time.Sleep(100 * time.Microsecond)
-			d.mu.Lock()
 		}
 	}
 }
@@ -128,19 +103,18 @@ type queueView interface {
 	Name() string
 	queueLen() int
 	get() (Key, bool)
-	due() int
-	wake()
-	moveDue()
+	moveDue() int
 }
 
 func (r *Runner[T]) queueLen() int    { return r.queue.Len() }
 func (r *Runner[T]) get() (Key, bool) { return r.queue.Get() }
-func (r *Runner[T]) due() int         { return r.track.due() }
-func (r *Runner[T]) wake()            { r.nudge() }
 
-// moveDue adds the keys the tracker holds as due straight to the queue.
-func (r *Runner[T]) moveDue() {
-	for _, k := range r.track.takeDue() {
+// moveDue adds the delayed keys due on the runner's clock to the queue,
+// earliest first, and returns how many it added.
+func (r *Runner[T]) moveDue() int {
+	keys := r.track.takeDue()
+	for _, k := range keys {
 		r.queue.Add(k)
 	}
+	return len(keys)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"container/heap"
 	"sync"
 	"time"
@@ -13,33 +14,57 @@ import (
 // Key identifies an object in the queue: its namespace and name.
 type Key = client.ObjectKey
 
-// nudgeKey is never an object's key (names cannot be empty); nudge uses it.
-var nudgeKey = Key{Namespace: "engine.pxsubstrate.io", Name: ""}
-
-// nudgeDelay is far enough that the nudge entry never fires.
-const nudgeDelay = 100 * 365 * 24 * time.Hour
-
-// newQueue builds client-go's rate-limiting queue with two thin decorators
-// that let tracker mirror which keys wait in the delaying layer. It also
-// returns nudge, which wakes the delaying layer so that it moves every due key
-// into the queue: with a fake clock, a clock step racing with the layer's own
-// timer set-up can leave a due key waiting for the next wake-up.
-func newQueue(c clock.WithTicker, limiter workqueue.TypedRateLimiter[Key], t *tracker) (workqueue.TypedRateLimitingInterface[Key], func()) {
+// newQueue builds client-go's rate-limiting queue over a delaying layer
+// that hands each delayed add (RequeueAfter, error backoff) to t until Run
+// starts: Drain moves due keys from t into the queue itself, on the
+// runner's clock, so a fake clock needs no timer to fire. Once Run calls
+// handOver, delayed adds go to client-go's delaying queue, which fires them
+// on its own timers.
+func newQueue(c clock.WithTicker, limiter workqueue.TypedRateLimiter[Key], t *tracker) (workqueue.TypedRateLimitingInterface[Key], *delayer) {
 	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Clock: c})
-	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[Key]{
-		Clock: c,
-		Queue: trackedQueue{TypedInterface: base, t: t},
-	})
+	d := &delayer{
+		TypedDelayingInterface: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[Key]{Clock: c, Queue: base}),
+		t:                      t,
+	}
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[Key]{
 		Clock:         c,
-		DelayingQueue: trackedDelaying{TypedDelayingInterface: delaying, t: t},
+		DelayingQueue: d,
 	})
-	return q, func() { delaying.AddAfter(nudgeKey, nudgeDelay) }
+	return q, d
 }
 
-// tracker mirrors the delaying queue's waiting set: for each key, the
-// earliest time a delayed add will put it in the queue. Drain uses it to tell
-// "nothing left" from "something is due but not yet moved into the queue".
+// delayer is client-go's delaying queue whose delayed adds the tracker
+// holds until Run starts.
+type delayer struct {
+	workqueue.TypedDelayingInterface[Key]
+	t *tracker
+}
+
+// AddAfter adds k now when d is not positive; otherwise the tracker keeps
+// it, or client-go's delaying queue once Run has started.
+func (q *delayer) AddAfter(k Key, d time.Duration) {
+	if q.ShuttingDown() {
+		return
+	}
+	if d > 0 && q.t.delayed(k, d) {
+		return
+	}
+	q.TypedDelayingInterface.AddAfter(k, d)
+}
+
+// handOver gives every key the tracker holds to client-go's delaying queue,
+// with the time it has left, and sends later delayed adds there too.
+func (q *delayer) handOver() {
+	now, waiting := q.t.handOver()
+	for _, e := range waiting {
+		q.TypedDelayingInterface.AddAfter(e.key, e.at.Sub(now))
+	}
+}
+
+// tracker holds the delayed keys of a runner that does not run: for each
+// key, the earliest time a delayed add asked for, like client-go's delaying
+// queue keeps it. Drain moves the due ones into the queue and NextDue
+// reports the earliest.
 type tracker struct {
 	mu      sync.Mutex
 	clock   clock.PassiveClock
@@ -48,40 +73,43 @@ type tracker struct {
 	// in waiting, earliest first; entries whose key left waiting or got an
 	// earlier time are dropped when they reach the top. It answers "is any
 	// key due" and "when is the next one" without a scan of every key.
-	times  waitHeap
-	direct map[Key]int
-	// moving counts adds between leaving the tracker and entering the
-	// queue; they count as due, so Drain never sees such a key nowhere.
-	moving int
+	times waitHeap
+	// live is set when Run took the delayed keys over.
+	live bool
 }
 
 func newTracker(c clock.PassiveClock) *tracker {
-	return &tracker{clock: c, waiting: map[Key]time.Time{}, direct: map[Key]int{}}
+	return &tracker{clock: c, waiting: map[Key]time.Time{}}
 }
 
-// delayed records AddAfter(k, d) with d > 0; like the delaying queue, it
-// keeps the earliest time per key.
-func (t *tracker) delayed(k Key, d time.Duration) {
+// delayed records AddAfter(k, d) with d > 0, keeping the earliest time per
+// key, and reports true; false, recording nothing, once Run took the
+// delayed keys over.
+func (t *tracker) delayed(k Key, d time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.live {
+		return false
+	}
 	at := t.clock.Now().Add(d)
 	if old, ok := t.waiting[k]; !ok || at.Before(old) {
 		t.waiting[k] = at
 		heap.Push(&t.times, waitEntry{at: at, key: k})
 	}
+	return true
 }
 
-// earliest returns the earliest time in waiting, dropping stale entries
+// earliest returns the earliest entry in waiting, dropping stale entries
 // from the top of times. Callers hold t.mu.
-func (t *tracker) earliest() (time.Time, bool) {
+func (t *tracker) earliest() (waitEntry, bool) {
 	for t.times.Len() > 0 {
 		top := t.times[0]
 		if at, ok := t.waiting[top.key]; ok && at.Equal(top.at) {
-			return top.at, true
+			return top, true
 		}
 		heap.Pop(&t.times)
 	}
-	return time.Time{}, false
+	return waitEntry{}, false
 }
 
 // waitEntry is one key's time in tracker.times.
@@ -90,13 +118,19 @@ type waitEntry struct {
 	key Key
 }
 
-// waitHeap is a min-heap of waitEntry by time (container/heap).
+// waitHeap is a min-heap of waitEntry by time, then key (container/heap):
+// keys due at the same time leave in the order of their names.
 type waitHeap []waitEntry
 
-func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *waitHeap) Push(x any)        { *h = append(*h, x.(waitEntry)) }
+func (h waitHeap) Len() int { return len(h) }
+func (h waitHeap) Less(i, j int) bool {
+	if c := h[i].at.Compare(h[j].at); c != 0 {
+		return c < 0
+	}
+	return cmp.Or(cmp.Compare(h[i].key.Namespace, h[j].key.Namespace), cmp.Compare(h[i].key.Name, h[j].key.Name)) < 0
+}
+func (h waitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)   { *h = append(*h, x.(waitEntry)) }
 func (h *waitHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
@@ -104,108 +138,48 @@ func (h *waitHeap) Pop() any {
 	return e
 }
 
-// immediate records an add that reaches the queue without waiting.
-func (t *tracker) immediate(k Key) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.direct[k]++
-}
-
-// arrived is called for every add before it enters the queue (moved is
-// called once it has); an add that was not announced as immediate is a
-// delayed one firing. A delayed entry goes only when it is due: a plain Add
-// leaves a later delayed add of the same key waiting.
-func (t *tracker) arrived(k Key) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.moving++
-	if n := t.direct[k]; n > 0 {
-		if n == 1 {
-			delete(t.direct, k)
-		} else {
-			t.direct[k] = n - 1
-		}
-		return
-	}
-	if at, ok := t.waiting[k]; ok && !at.After(t.clock.Now()) {
-		delete(t.waiting, k)
-	}
-}
-
-// moved is called when an add that arrived is in the queue.
-func (t *tracker) moved() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.moving--
-}
-
-// due counts the adds on their way into the queue, plus one when a delayed
-// key's time has come: zero means nothing is due. It costs O(log n) for n
-// waiting keys (amortized over the stale entries it drops), not a scan.
-func (t *tracker) due() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := t.moving
-	if at, ok := t.earliest(); ok && !at.After(t.clock.Now()) {
-		n++
-	}
-	return n
-}
-
-// takeDue removes and returns the delayed keys whose time has come. Drain
-// calls it when such keys stay out of the queue: a CI run of the network
-// state machine showed the tracker holding a due key that the delaying
-// layer never fired, by a path not pinned down yet (plain adds are
-// announced by Enqueue, so it is not those), and a due key must never
-// wait for an entry the layer no longer has.
+// takeDue removes and returns the keys whose time has come, earliest
+// first. It costs O(log n) per key for n waiting keys (amortized over the
+// stale entries it drops), not a scan.
 func (t *tracker) takeDue() []Key {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()
 	var out []Key
-	for k, at := range t.waiting {
-		if !at.After(now) {
-			out = append(out, k)
-			delete(t.waiting, k)
+	for {
+		e, ok := t.earliest()
+		if !ok || e.at.After(now) {
+			return out
 		}
+		heap.Pop(&t.times)
+		delete(t.waiting, e.key)
+		out = append(out, e.key)
 	}
-	return out
 }
 
 // next returns the earliest time a delayed key becomes due.
 func (t *tracker) next() (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.earliest()
+	e, ok := t.earliest()
+	return e.at, ok
 }
 
-type trackedQueue struct {
-	workqueue.TypedInterface[Key]
-	t *tracker
-}
-
-// Add tells the tracker before k enters the queue, so that a worker that
-// takes k and delays it again cannot be overtaken by the tracker forgetting
-// the entry that fired; until k is in the queue it counts as due.
-func (q trackedQueue) Add(k Key) {
-	q.t.arrived(k)
-	q.TypedInterface.Add(k)
-	q.t.moved()
-}
-
-type trackedDelaying struct {
-	workqueue.TypedDelayingInterface[Key]
-	t *tracker
-}
-
-func (q trackedDelaying) AddAfter(k Key, d time.Duration) {
-	if q.ShuttingDown() {
-		return
+// handOver empties the tracker and returns what it held, earliest first,
+// with the time of the hand-over; later delayed adds are not recorded.
+func (t *tracker) handOver() (time.Time, []waitEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.live = true
+	var out []waitEntry
+	for {
+		e, ok := t.earliest()
+		if !ok {
+			break
+		}
+		heap.Pop(&t.times)
+		delete(t.waiting, e.key)
+		out = append(out, e)
 	}
-	if d > 0 {
-		q.t.delayed(k, d)
-	} else {
-		q.t.immediate(k)
-	}
-	q.TypedDelayingInterface.AddAfter(k, d)
+	return t.clock.Now(), out
 }

@@ -2,89 +2,131 @@ package engine
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-// TestTrackerMove: a delayed key that fires counts as due until it is in
-// the queue; an immediate add of a key leaves its later delayed add
-// waiting; the earliest delayed add of a key wins.
-func TestTrackerMove(t *testing.T) {
+// TestTrackerTakeDue: the earliest delayed add of a key wins; takeDue
+// hands out only the keys whose time has come, earliest first and by name
+// at the same time, and each once; next() is the earliest time left.
+func TestTrackerTakeDue(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 	tr := newTracker(clk)
-	k := Key{Namespace: "ns", Name: "w"}
+	a, b, c := Key{Namespace: "ns", Name: "a"}, Key{Namespace: "ns", Name: "b"}, Key{Namespace: "ns", Name: "c"}
 
-	tr.delayed(k, 10*time.Millisecond)
-	tr.delayed(k, 5*time.Millisecond)
+	tr.delayed(c, 10*time.Millisecond)
+	tr.delayed(c, 5*time.Millisecond)
+	tr.delayed(b, 5*time.Millisecond)
+	tr.delayed(a, 7*time.Millisecond)
+	tr.delayed(a, time.Hour) // later than a's first: a keeps 7ms
 	if at, ok := tr.next(); !ok || !at.Equal(clk.Now().Add(5*time.Millisecond)) {
 		t.Fatalf("next() = %v, %v; want the earliest delayed add", at, ok)
 	}
-	if n := tr.due(); n != 0 {
-		t.Fatalf("due() = %d before the time, want 0", n)
+	if got := tr.takeDue(); len(got) != 0 {
+		t.Fatalf("takeDue() = %v before any time, want none", got)
 	}
-	clk.Step(5 * time.Millisecond)
-	if n := tr.due(); n != 1 {
-		t.Fatalf("due() = %d at the time, want 1", n)
+	clk.Step(7 * time.Millisecond)
+	if got, want := tr.takeDue(), []Key{b, c, a}; !slices.Equal(got, want) {
+		t.Fatalf("takeDue() = %v, want %v", got, want)
 	}
-	tr.arrived(k) // the delaying layer fires k ...
-	if n := tr.due(); n != 1 {
-		t.Fatalf("due() = %d while k moves into the queue, want 1", n)
-	}
-	tr.moved() // ... and k is in the queue
-	if n := tr.due(); n != 0 {
-		t.Fatalf("due() = %d once k is queued, want 0", n)
+	if got := tr.takeDue(); len(got) != 0 {
+		t.Fatalf("takeDue() = %v a second time, want none", got)
 	}
 	if _, ok := tr.next(); ok {
-		t.Fatal("next() still reports the entry that fired")
-	}
-
-	tr.delayed(k, time.Hour)
-	tr.immediate(k)
-	tr.arrived(k)
-	tr.moved()
-	if at, ok := tr.next(); !ok || !at.Equal(clk.Now().Add(time.Hour)) {
-		t.Fatalf("next() = %v, %v after an immediate add; want the delayed add an hour away", at, ok)
+		t.Fatal("next() still reports a key that was taken")
 	}
 }
 
-// TestDrainMovesDueKeysTheLayerLost: when the tracker holds a due key that
-// client-go's delaying layer no longer has (the state a failed CI run of
-// the network state machine ended in), Drain
-// moves the key into the queue itself: it is reconciled once and Drain
-// ends, instead of waiting for an entry that never fires.
-func TestDrainMovesDueKeysTheLayerLost(t *testing.T) {
+// TestDrainMovesDueKeys: a key due on the runner's fake clock is moved
+// into the queue by Drain itself, with no timer to fire: it is reconciled
+// once and Drain ends with nothing left waiting.
+func TestDrainMovesDueKeys(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := fake.NewClientBuilder().Build()
 	var reconciled []Key
 	step := StepFunc[*corev1.ConfigMap](func(_ context.Context, s *State[*corev1.ConfigMap]) (Result, error) {
-		reconciled = append(reconciled, client.ObjectKeyFromObject(s.Object))
+		reconciled = append(reconciled, Key{Namespace: s.Object.Namespace, Name: s.Object.Name})
 		return Result{}, nil
 	})
-	r, err := NewRunner(c, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, Step[*corev1.ConfigMap](step), WithClock(clk), WithResync(0), WithWorkers(1))
+	r, err := NewRunner(c, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, step, WithClock(clk), WithResync(0), WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := Key{Namespace: "ns", Name: "lost"}
+	k := Key{Namespace: "ns", Name: "due"}
 	if err := c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	r.track.delayed(k, 5*time.Millisecond) // the tracker has it, the layer does not
+	r.queue.AddAfter(k, 5*time.Millisecond)
+	if n, err := r.Drain(context.Background(), 10); err != nil || n != 0 {
+		t.Fatalf("Drain = %d, %v before the key is due; want no reconcile", n, err)
+	}
 	clk.Step(5 * time.Millisecond)
-	start := time.Now()
 	n, err := r.Drain(context.Background(), 10)
-	if err != nil || n != 1 || len(reconciled) != 1 || reconciled[0] != k {
-		t.Fatalf("Drain = %d, %v; reconciled %v; want the lost key reconciled once", n, err, reconciled)
+	if err != nil || n != 1 || !slices.Equal(reconciled, []Key{k}) {
+		t.Fatalf("Drain = %d, %v; reconciled %v; want the due key reconciled once", n, err, reconciled)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("Drain took %s to move the lost key", took)
+	if at, ok := r.NextDue(); ok {
+		t.Errorf("NextDue() = %v after Drain, want nothing waiting", at)
 	}
-	if r.track.due() != 0 {
-		t.Errorf("the tracker still counts %d due keys", r.track.due())
+}
+
+// TestRunTakesOverDelayedKeys: a key a Drain left waiting (RequeueAfter) is
+// reconciled by Run when its time comes, through client-go's delaying
+// queue: the tracker hands it over and records nothing after.
+func TestRunTakesOverDelayedKeys(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	var mu sync.Mutex
+	reconciled := 0
+	step := StepFunc[*corev1.ConfigMap](func(context.Context, *State[*corev1.ConfigMap]) (Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reconciled++
+		if reconciled == 1 {
+			return Result{RequeueAfter: 20 * time.Millisecond}, nil
+		}
+		return Result{}, nil
+	})
+	r, err := NewRunner(c, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, step, WithResync(0), WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Namespace: "ns", Name: "later"}
+	if err := c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	r.Enqueue(k)
+	if n, err := r.Drain(context.Background(), 10); err != nil || n != 1 {
+		t.Fatalf("Drain = %d, %v; want 1 reconcile", n, err)
+	}
+	if _, ok := r.NextDue(); !ok {
+		t.Fatal("Drain left no delayed key")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		n := reconciled
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Run reconciled the delayed key %d times within a minute, want once", n-1)
+		}
+	}
+	if _, ok := r.NextDue(); ok {
+		t.Error("the tracker still holds delayed keys while Run owns them")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,48 +11,67 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestTrackerTimes: whatever keys are delayed, fire, are taken as due and
-// whatever the clock does, next() is the earliest time of a waiting key and
-// due() is zero exactly when no add is moving and no waiting key's time has
-// come, as a scan of every waiting key says.
+// TestTrackerTimes: whatever keys are delayed, taken as due and whatever
+// the clock does, the tracker keeps the earliest time of each key; next()
+// is the earliest time of a waiting key and takeDue returns exactly the
+// keys whose time has come, earliest first and by name at the same time,
+// as a model of every key's time says.
 func TestTrackerTimes(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		clk := clocktesting.NewFakeClock(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 		tr := newTracker(clk)
+		model := map[Key]time.Time{}
 		key := func(t *rapid.T) Key {
 			return Key{Namespace: "ns", Name: fmt.Sprintf("k%d", rapid.IntRange(0, 6).Draw(t, "key"))}
 		}
 		t.Repeat(map[string]func(*rapid.T){
 			"delay": func(t *rapid.T) {
-				tr.delayed(key(t), time.Duration(rapid.IntRange(1, 50).Draw(t, "ms"))*time.Millisecond)
+				k, d := key(t), time.Duration(rapid.IntRange(1, 50).Draw(t, "ms"))*time.Millisecond
+				if !tr.delayed(k, d) {
+					t.Fatal("delayed() refused a key before Run")
+				}
+				if at, ok := model[k]; !ok || clk.Now().Add(d).Before(at) {
+					model[k] = clk.Now().Add(d)
+				}
 			},
-			"fire": func(t *rapid.T) {
-				k := key(t)
-				tr.arrived(k)
-				tr.moved()
+			"takeDue": func(t *rapid.T) {
+				var want []Key
+				for k, at := range model {
+					if !at.After(clk.Now()) {
+						want = append(want, k)
+					}
+				}
+				slices.SortFunc(want, func(a, b Key) int {
+					if c := model[a].Compare(model[b]); c != 0 {
+						return c
+					}
+					return compareKeys(a, b)
+				})
+				if got := tr.takeDue(); !slices.Equal(got, want) {
+					t.Fatalf("takeDue() = %v, the model says %v", got, want)
+				}
+				for _, k := range want {
+					delete(model, k)
+				}
 			},
-			"takeDue": func(_ *rapid.T) { tr.takeDue() },
 			"tick": func(t *rapid.T) {
 				clk.Step(time.Duration(rapid.IntRange(1, 30).Draw(t, "step")) * time.Millisecond)
 			},
 			"": func(t *rapid.T) {
-				tr.mu.Lock()
 				var first time.Time
-				anyDue := tr.moving > 0
-				for _, at := range tr.waiting {
+				for _, at := range model {
 					if first.IsZero() || at.Before(first) {
 						first = at
 					}
-					anyDue = anyDue || !at.After(clk.Now())
 				}
-				tr.mu.Unlock()
 				if at, ok := tr.next(); ok != !first.IsZero() || !at.Equal(first) {
-					t.Fatalf("next() = %v, %t; a scan says %v", at, ok, first)
-				}
-				if n := tr.due(); (n > 0) != anyDue {
-					t.Fatalf("due() = %d; a scan says due: %t", n, anyDue)
+					t.Fatalf("next() = %v, %t; the model says %v", at, ok, first)
 				}
 			},
 		})
 	})
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }

@@ -32,7 +32,7 @@ type Runner[T client.Object] struct {
 	opts      options
 
 	queue   workqueue.TypedRateLimitingInterface[Key]
-	nudge   func()
+	delay   *delayer
 	track   *tracker
 	metrics *metrics
 	started atomic.Bool
@@ -73,7 +73,7 @@ func NewRunner[T client.Object](c client.Client, newObject func() T, step Step[T
 		step: step, status: newStatusAccess(sample), opts: o,
 		track: newTracker(o.clock),
 	}
-	r.queue, r.nudge = newQueue(o.clock, o.limiter, r.track)
+	r.queue, r.delay = newQueue(o.clock, o.limiter, r.track)
 	if r.metrics, err = newMetrics(o.name, o.registerer, func() float64 { return float64(r.queue.Len()) }); err != nil {
 		return nil, fmt.Errorf("cannot create runner: %w", err)
 	}
@@ -123,7 +123,6 @@ func (r *Runner[T]) Name() string { return r.name }
 // Enqueue asks for key to be reconciled. It is safe to call at any time,
 // from any goroutine; a key already waiting is not queued twice.
 func (r *Runner[T]) Enqueue(key Key) {
-	r.track.immediate(key)
 	r.queue.Add(key)
 }
 
@@ -151,6 +150,7 @@ func (r *Runner[T]) Run(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("cannot run %s: it already ran; build a new runner", r.name)
 	}
+	r.delay.handOver()
 	var wg sync.WaitGroup
 	for range r.opts.workers {
 		wg.Go(func() {
@@ -214,10 +214,6 @@ func (r *Runner[T]) next(ctx context.Context) bool {
 // RequeueAfter -> Forget and AddAfter; success -> Forget.
 func (r *Runner[T]) process(ctx context.Context, key Key) {
 	defer r.queue.Done(key)
-	if key == nudgeKey {
-		r.queue.Forget(key)
-		return
-	}
 	start := time.Now()
 	res, err := r.ReconcileKey(ctx, key)
 	outcome := OutcomeSuccess
