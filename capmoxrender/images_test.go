@@ -76,13 +76,46 @@ func pinnedImages() capmoxrender.Images {
 	var i capmoxrender.Images
 	d := capmoxrender.DefaultImages()
 	for _, f := range capmoxrender.ImageFields {
-		*i.Field(f) = *d.Field(f) + "@" + testDigest
+		*i.Field(f) = *d.Field(f)
+		if ref, err := capmoxrender.ParseImage(*d.Field(f)); err != nil || !ref.Pinned() {
+			*i.Field(f) += "@" + testDigest
+		}
 	}
 	return i
 }
 
-// TestRequireDigests: with RequireDigests, the default (tag-only) images
-// are refused naming every field, one unpinned field is refused by name,
+// chartPins are the images Cozystack's charts pin by digest, as the charts
+// write them (cozystack/cozystack, packages/apps/kubernetes/images/busybox.tag
+// for the build-cloud-config and wait-for-kubeconfig init containers, and
+// packages/apps/kubernetes-nodes/images/kubectl.tag for the pool's Jobs).
+var chartPins = map[string]string{
+	"busybox": "docker.io/library/busybox:1.37.0@sha256:1487d0af5f52b4ba31c7e465126ee2123fe3f2305d638e7827681e7cf6c83d5e",
+	"kubectl": "docker.io/alpine/k8s:1.33.4@sha256:b0523f0a244ddc4c8e055aa335c040d3d78b3ead5528f4544395f7f9f69c7b68",
+}
+
+// TestDefaultImagesCarryChartDigests: a default image the charts pin by
+// digest is that pin, and every other default carries no digest (none
+// that a chart does not publish).
+func TestDefaultImagesCarryChartDigests(t *testing.T) {
+	d := capmoxrender.DefaultImages()
+	for _, f := range capmoxrender.ImageFields {
+		ref, err := capmoxrender.ParseImage(*d.Field(f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		pin, pinned := chartPins[f]
+		switch {
+		case pinned && *d.Field(f) != pin:
+			t.Errorf("images.%s = %s, the chart pins %s", f, *d.Field(f), pin)
+		case !pinned && ref.Pinned():
+			t.Errorf("images.%s = %s carries a digest no chart publishes", f, *d.Field(f))
+		}
+	}
+}
+
+// TestRequireDigests: with RequireDigests, the defaults the charts pin by
+// tag are refused naming every such field (busybox and kubectl, pinned by
+// the charts' digests, pass), one unpinned field is refused by name,
 // and all pinned (the control) render, in both renders; without it the
 // defaults render.
 func TestRequireDigests(t *testing.T) {
@@ -100,13 +133,13 @@ func TestRequireDigests(t *testing.T) {
 	var refusal *capmoxrender.RefusalError
 	err := render(capmoxrender.Options{RequireDigests: true})
 	if !errors.As(err, &refusal) || refusal.Field != "images.ccm" ||
-		!strings.HasPrefix(err.Error(), "images.ccm, images.csiController, images.csiAttacher, images.csiProvisioner, images.csiResizer, images.busybox, images.kubectl are not pinned by digest") {
-		t.Fatalf("the defaults are refused naming every field: %v", err)
+		!strings.HasPrefix(err.Error(), "images.ccm, images.csiController, images.csiAttacher, images.csiProvisioner, images.csiResizer are not pinned by digest") {
+		t.Fatalf("the defaults are refused naming every field the charts pin by tag, and no other: %v", err)
 	}
 	one := pinnedImages()
-	one.Kubectl = capmoxrender.DefaultImages().Kubectl
+	one.CSIResizer = capmoxrender.DefaultImages().CSIResizer
 	err = render(capmoxrender.Options{RequireDigests: true, Images: one})
-	if !errors.As(err, &refusal) || refusal.Field != "images.kubectl" || !strings.HasPrefix(err.Error(), "images.kubectl is not pinned by digest") {
+	if !errors.As(err, &refusal) || refusal.Field != "images.csiResizer" || !strings.HasPrefix(err.Error(), "images.csiResizer is not pinned by digest") {
 		t.Fatalf("one unpinned image is refused by its field: %v", err)
 	}
 	objs, err := capmoxrender.RenderCluster(ctx, validCluster(), capmoxrender.Options{RequireDigests: true, Images: pinnedImages(), PreDelete: capmoxrender.PreDeleteInclude})
@@ -127,7 +160,8 @@ func TestRequireDigests(t *testing.T) {
 
 // TestLintImages lists the images of the rendered cluster: every
 // container of the default render is tag-only, each with the command
-// that resolves it; a pinned one is not a problem.
+// that resolves it, but build-cloud-config, whose busybox carries the
+// chart's digest; a pinned one is not a problem.
 func TestLintImages(t *testing.T) {
 	objs, err := capmoxrender.RenderCluster(context.Background(), validCluster(), capmoxrender.Options{})
 	if err != nil {
@@ -136,6 +170,12 @@ func TestLintImages(t *testing.T) {
 	var got []string
 	for _, f := range capmoxrender.LintImages(objs) {
 		got = append(got, f.Object+" "+f.Container)
+		if f.Container == "build-cloud-config" {
+			if !f.Pinned || f.Problem != "" || f.Image != chartPins["busybox"] {
+				t.Errorf("%+v: the busybox the chart pins is pinned and no problem", f)
+			}
+			continue
+		}
 		if f.Pinned || !strings.Contains(f.Problem, "crane digest "+f.Image) {
 			t.Errorf("%+v: a tag-only image is a problem with the command that resolves it", f)
 		}

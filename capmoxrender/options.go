@@ -51,10 +51,15 @@ type Images struct {
 	Kubectl string
 }
 
-// DefaultImages returns the images Cozystack pins, by tag: a digest is
-// the registry's answer for a tag, and the cluster may pull from a mirror,
-// so digests are resolved against the operator's registry and passed as
-// overrides (docs/capmoxrender.md, Images).
+// DefaultImages returns the images Cozystack's charts pin, as they pin
+// them. Busybox and kubectl carry the digests the charts publish beside
+// their tags (packages/apps/kubernetes/images/busybox.tag and
+// packages/apps/kubernetes-nodes/images/kubectl.tag of cozystack/cozystack);
+// the controllers are pinned by tag there, and a digest is the registry's
+// answer for a tag that the cluster may pull from a mirror, so theirs are
+// resolved against the operator's registry and passed as overrides
+// (docs/capmoxrender.md, Images). No digest here is one a chart does not
+// publish.
 func DefaultImages() Images {
 	return Images{
 		CCM:            "ghcr.io/sergelogvinov/proxmox-cloud-controller-manager:v0.16.1",
@@ -62,8 +67,8 @@ func DefaultImages() Images {
 		CSIAttacher:    "registry.k8s.io/sig-storage/csi-attacher:v4.12.0",
 		CSIProvisioner: "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
 		CSIResizer:     "registry.k8s.io/sig-storage/csi-resizer:v2.2.1",
-		Busybox:        "docker.io/library/busybox:1.37.0",
-		Kubectl:        "docker.io/alpine/k8s:1.35.0",
+		Busybox:        "docker.io/library/busybox:1.37.0@sha256:1487d0af5f52b4ba31c7e465126ee2123fe3f2305d638e7827681e7cf6c83d5e",
+		Kubectl:        "docker.io/alpine/k8s:1.33.4@sha256:b0523f0a244ddc4c8e055aa335c040d3d78b3ead5528f4544395f7f9f69c7b68",
 	}
 }
 
