@@ -207,6 +207,9 @@ type CreateResult struct {
 	Tasks map[Step]string `json:"tasks,omitempty"`
 	// Config is the template's configuration as PVE reports it.
 	Config map[string]string `json:"config,omitempty"`
+	// DiskSize is the size of the template's boot disk (scsi0) read from
+	// Config, as a pool's proxmox.templateDiskSize takes it (20Gi).
+	DiskSize string `json:"diskSize,omitempty"`
 	// Left lists what stays on the hypervisor besides the template and a
 	// kept image: an image that could not be removed.
 	Left []Leftover `json:"left,omitempty"`

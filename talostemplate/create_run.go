@@ -278,6 +278,7 @@ func (r *creator) template(ctx context.Context, log func(string)) error {
 		return fmt.Errorf("VM %d is not a template after its template task succeeded (template: %q)", vmid, conf["template"])
 	}
 	r.res.Config = conf
+	r.res.DiskSize, _ = BootDiskSize(conf)
 	return nil
 }
 

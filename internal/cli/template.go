@@ -166,8 +166,11 @@ Warnings about the schematic go to stderr.`,
 type templateSelectResult struct {
 	talostemplate.Selection
 	// Error is capmox's error text when it would not clone.
-	Error       string   `json:"error,omitempty"`
-	Explanation []string `json:"explanation"`
+	Error string `json:"error,omitempty"`
+	// TemplateDiskSize is the size of the selected template's scsi0, read
+	// from its configuration (with --url): a pool's proxmox.templateDiskSize.
+	TemplateDiskSize string   `json:"templateDiskSize,omitempty"`
+	Explanation      []string `json:"explanation"`
 }
 
 func newTemplateSelectCmd(app *App) *cobra.Command {
@@ -192,7 +195,7 @@ Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 				return usageError{err}
 			}
 			opts := talostemplate.SelectOptions{Capmox: talostemplate.CapmoxVersion(capmox), Policy: talostemplate.MatchPolicy(policy)}
-			lister, err := selectLister(app, resources, &live)
+			lister, api, err := selectLister(app, resources, &live)
 			if err != nil {
 				return err
 			}
@@ -202,6 +205,11 @@ Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 				return err
 			}
 			res := templateSelectResult{Selection: sel, Explanation: talostemplate.Explain(sel)}
+			if api != nil && sel.Template != nil {
+				if res.TemplateDiskSize, _, err = api.BootDiskSize(cmd.Context(), sel.Template.Node, sel.Template.VMID); err != nil {
+					return tlsHint(err)
+				}
+			}
 			if notFound != nil {
 				res.Error = notFound.Error()
 			}
@@ -238,6 +246,9 @@ func selectorTags(list string) ([]string, error) {
 func selectTable(w io.Writer, res templateSelectResult, wide bool) {
 	if res.Template != nil {
 		fmt.Fprintf(w, "capmox %s clones template %d (%s) on node %s\n", res.Capmox, res.Template.VMID, res.Template.Name, res.Template.Node)
+		if res.TemplateDiskSize != "" {
+			fmt.Fprintf(w, "Its disk %s is %s: a pool's diskSize may not be smaller (proxmox.templateDiskSize: %s)\n", talostemplate.BootDisk, res.TemplateDiskSize, res.TemplateDiskSize)
+		}
 	} else {
 		fmt.Fprintln(w, res.Error)
 	}

@@ -105,6 +105,9 @@ func runTemplateCreate(ctx context.Context, app *App, f *templateCreateFlags, vm
 		fmt.Fprintf(app.ErrOut, "Warning: the template is ready, but this is left: %s\n", escapeControl(fmt.Sprint(l)))
 	}
 	out := templateCreateResult{CreateResult: res, PoolSnippet: talostemplate.PoolSnippet(spec), Warnings: warnings}
+	if res.DiskSize != "" {
+		out.PoolSnippet += fmt.Sprintf("  templateDiskSize: %q\n", res.DiskSize)
+	}
 	return app.Print(out, func(w io.Writer) { createTable(w, out) })
 }
 
@@ -227,20 +230,21 @@ func smallestRoleWith(priv string) string {
 // selectLister is the guest list `template select` reads: the file of
 // --resources, or the API of --url with the token of --token-id.
 // Exactly one of them must be given.
-func selectLister(app *App, resources string, live *liveFlags) (talostemplate.ResourceLister, error) {
+func selectLister(app *App, resources string, live *liveFlags) (talostemplate.ResourceLister, *talostemplate.LiveResources, error) {
 	switch {
 	case resources != "" && live.url != "":
-		return nil, usageError{errors.New("pass either --resources or --url, not both")}
+		return nil, nil, usageError{errors.New("pass either --resources or --url, not both")}
 	case resources != "":
-		return talostemplate.ResourcesFile(resources), nil
+		return talostemplate.ResourcesFile(resources), nil, nil
 	case live.url == "" && os.Getenv(envURL) == "":
-		return nil, usageError{errors.New("the guests are missing: pass --resources FILE, or --url https://HOST:8006 (or PROXMOX_URL) with --token-id and the token secret")}
+		return nil, nil, usageError{errors.New("the guests are missing: pass --resources FILE, or --url https://HOST:8006 (or PROXMOX_URL) with --token-id and the token secret")}
 	}
 	c, _, err := live.client(app)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return hintedLister{talostemplate.LiveResources{Client: c}}, nil
+	l := talostemplate.LiveResources{Client: c}
+	return hintedLister{l}, &l, nil
 }
 
 // hintedLister adds what to do when the API's certificate is not trusted.

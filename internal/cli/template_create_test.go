@@ -67,7 +67,7 @@ func TestTemplateCreateCommand(t *testing.T) {
 		t.Errorf("the fake holds the template: %v", conf)
 	}
 	snippet := "talos:\n  version: \"v1.13.6\"\n  schematicID: \"" + guestAgentID + "\"\nproxmox:\n  templateTags:\n" +
-		"    - \"cozystack\"\n    - \"schematic-ce4c9805\"\n    - \"talos\"\n    - \"talos-v1.13.6\"\n"
+		"    - \"cozystack\"\n    - \"schematic-ce4c9805\"\n    - \"talos\"\n    - \"talos-v1.13.6\"\n  templateDiskSize: \"20Gi\"\n"
 	if !strings.HasPrefix(out, "Template 9000 (talos-v1.13.6-ce4c9805) is ready on node pve, tags cozystack;schematic-ce4c9805;talos;talos-v1.13.6.\n") ||
 		!strings.HasSuffix(out, "Values for the kubernetes-nodes pool:\n"+snippet) {
 		t.Errorf("stdout ends with the pool snippet:\n%s", out)
@@ -105,7 +105,10 @@ func TestTemplateCreateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("stdout is JSON: %v\n%s", err, out)
 	}
-	want := talostemplate.PoolSnippet(res.Spec)
+	want := talostemplate.PoolSnippet(res.Spec) + "  templateDiskSize: \"" + res.DiskSize + "\"\n"
+	if conf := res.Config["scsi0"]; res.DiskSize == "" || !strings.Contains(conf+",", ",size="+strings.TrimSuffix(res.DiskSize, "i")+",") {
+		t.Errorf("the template's disk size %q is read from its scsi0 %q", res.DiskSize, conf)
+	}
 	if res.Node != "pve" || res.ImageVolume != "local:import/talos-v1.13.6-ce4c9805-nocloud-amd64.qcow2" || res.ImageRemoved ||
 		res.Config["tags"] != "pool-a;talos" || res.PoolSnippet != want || res.Tasks[talostemplate.StepTemplate] == "" {
 		t.Errorf("the JSON report: %+v", res)
@@ -289,5 +292,27 @@ func TestTemplateSelectLive(t *testing.T) {
 	_, errOut, code := run(t, "template", "select", "--tags", "a", "--resources", file, "--url", e.bare)
 	if code != 2 || !strings.Contains(errOut, "pass either --resources or --url, not both") {
 		t.Errorf("both sources: exit %d %s", code, errOut)
+	}
+}
+
+// TestTemplateSelectDiskSize: with --url the selected template's disk size
+// is read from its configuration and named as the pool's
+// proxmox.templateDiskSize; --resources cannot know it.
+func TestTemplateSelectDiskSize(t *testing.T) {
+	e := newTplEnv(t)
+	if err := e.srv.AddVM(pveapitest.VMSpec{VMID: 9000, Name: "a", Template: true, Tags: []string{"talos"},
+		Disks: map[string]string{"scsi0": "local-lvm:20"}}); err != nil {
+		t.Fatal(err)
+	}
+	live := []string{"--url", e.bare, "--token-id", e.srv.RootTokenID, "--token-secret-file", e.secret, "--ca-file", e.ca}
+	out, errOut, code := run(t, append([]string{"template", "select", "--tags", "talos"}, live...)...)
+	want := "Its disk scsi0 is 20Gi: a pool's diskSize may not be smaller (proxmox.templateDiskSize: 20Gi)"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want %q in\n%s%s", code, want, out, errOut)
+	}
+	out, _, _ = run(t, append([]string{"template", "select", "--tags", "talos", "-o", "json"}, live...)...)
+	var res templateSelectResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.TemplateDiskSize != "20Gi" {
+		t.Errorf("templateDiskSize in JSON: %q (%v)", res.TemplateDiskSize, err)
 	}
 }
