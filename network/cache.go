@@ -150,6 +150,12 @@ func sortKeys(seq iter.Seq[Key], n int) []Key {
 type Cache struct {
 	mu sync.Mutex
 
+	// withheld holds, per zone, the VLANs its Proxmox nodes cannot carry;
+	// with checkZones a zone to be checked withholds all until its first
+	// check.
+	withheld   map[string]string
+	checkZones bool
+
 	vlans       map[string]vlanInfo
 	vlansByZone map[string]map[string]struct{}
 	claims      map[string]claimInfo

@@ -57,6 +57,9 @@ type Config struct {
 	SubnetPruneTimeout time.Duration
 	// Gateway manages the OVN side of each network; nil means Disabled.
 	Gateway Gateway
+	// Hypervisor checks the Proxmox nodes of zones with
+	// spec.sdn.credentialsRef once per zone pass; nil checks none.
+	Hypervisor Hypervisor
 	// Metrics receives the cozy_proxmox_* series; nil keeps unregistered ones.
 	Metrics *Metrics
 	// EngineMetrics, when set, registers the engine's runner metrics.

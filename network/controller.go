@@ -40,6 +40,8 @@ type Controller struct {
 	nsWrites keymutex.KeyMutex
 	// fresh holds the statuses of networks whose Vlans were just created.
 	fresh *freshVlans
+	// hyper keeps each zone's last check of its Proxmox nodes.
+	hyper hyperViews
 }
 
 // New builds a Controller; it reads nothing yet.
@@ -48,6 +50,9 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Cache.mu.Lock()
+	cfg.Cache.checkZones = cfg.Hypervisor != nil
+	cfg.Cache.mu.Unlock()
 	c := &Controller{
 		cfg:      cfg,
 		cache:    cfg.Cache,

@@ -108,6 +108,7 @@ func (c *Controller) holdVLAN(ctx context.Context, p *netPass, zs *zoneState, zo
 		c.cfg.Log.Info("released surplus VLAN claims", "zone", zone.Name, "vlan", vid, "released", released, "network", claim.Network.String())
 	}
 	n.Status.VLAN, n.Status.VLANName, n.Status.Bridge, n.Status.MTU = int32(vid), v.Name, zone.Spec.Bridge, zone.Spec.MTU
+	n.Status.VNet = vnetOf(zone, vid)
 	c.vlanEvent(n, created, prevVLAN, vid)
 	if v.Conflict {
 		return refuseVLAN(p, v1alpha1.ReasonVLANConflict, fmt.Sprintf("Kube-OVN reports VLAN %d on provider network %q as used by another Vlan too", vid, v.Provider)), nil

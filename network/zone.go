@@ -47,6 +47,7 @@ func (c *Controller) zoneReconciler() engine.Step[*v1alpha1.ProxmoxNetworkZone] 
 	return engine.WithPass[zoneObj, zonePass]{Step: engine.PassSequence[zoneObj, zonePass]{
 		zoneStep(c.zoneThrottle),
 		engine.Lift[zoneObj, zonePass](engine.ObserveGeneration[zoneObj]{Field: func(o zoneObj) *int64 { return &o.Status.ObservedGeneration }}),
+		zoneStep(c.zoneHypervisor),
 		zoneStep(c.zoneAllocator),
 		zoneStep(c.zoneOrphans),
 		zoneStep(c.zoneCounts),

@@ -43,6 +43,9 @@ const (
 	ConditionIPPoolReady   = "IPPoolReady"
 	ConditionGatewayReady  = "GatewayReady"
 	ConditionReady         = "Ready"
+	// ConditionHypervisorReady is a zone's check of its Proxmox nodes
+	// (spec.sdn with a credentialsRef).
+	ConditionHypervisorReady = "HypervisorReady"
 	// ConditionSwitchDeleted is present only while the network is being
 	// deleted: False while Kube-OVN still lists a deleted subnet on the
 	// network's Vlan.

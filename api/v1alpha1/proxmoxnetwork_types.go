@@ -45,6 +45,10 @@ type ProxmoxNetworkStatus struct {
 	// Bridge is the Proxmox bridge the NICs attach to.
 	// +optional
 	Bridge string `json:"bridge,omitempty"`
+	// VNet is the Proxmox SDN VNet of the VLAN when the zone gives each
+	// VLAN one (spec.sdn.mode VNets): NICs attach to it with no tag.
+	// +optional
+	VNet string `json:"vnet,omitempty"`
 	// MTU of the NICs, when the zone sets one.
 	// +optional
 	MTU *int32 `json:"mtu,omitempty"`

@@ -152,6 +152,33 @@ type ProxmoxNetworkZoneStatus struct {
 	// Networks counts the ProxmoxNetworks bound to this zone.
 	// +optional
 	Networks int32 `json:"networks"`
+	// SDN is the last check of the zone's Proxmox nodes (spec.sdn with a
+	// credentialsRef); its condition is HypervisorReady.
+	// +optional
+	SDN *ZoneSDNStatus `json:"sdn,omitempty"`
+}
+
+// ZoneSDNStatus is what the check of a zone's Proxmox nodes found.
+type ZoneSDNStatus struct {
+	// CarryableVLANs are the zone VLANs every node carries, as runs
+	// ("100-149,151-199"): what the allocator may hand out.
+	// +optional
+	CarryableVLANs string `json:"carryableVLANs,omitempty"`
+	// WithheldVLANs are the zone VLANs the allocator does not hand out
+	// because a node cannot carry them; the HypervisorReady message says
+	// why. They come back when the nodes are fixed.
+	// +optional
+	WithheldVLANs string `json:"withheldVLANs,omitempty"`
+	// Nodes counts the nodes checked.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// StaleNodes are the nodes that could not be read now, whose last known
+	// view is used.
+	// +optional
+	StaleNodes []string `json:"staleNodes,omitempty"`
+	// Requests counts the API requests of the last check.
+	// +optional
+	Requests int32 `json:"requests,omitempty"`
 }
 
 // ProxmoxNetworkZone is an admin-owned Proxmox transport domain.

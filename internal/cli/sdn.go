@@ -8,9 +8,9 @@ import (
 
 	v1alpha1 "github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
+	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
-	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
 
 func init() { register(newSDNCmd) }
@@ -41,7 +41,7 @@ func readSDNZone(app *App, file string, withSDN bool) (pvesdn.Zone, *v1alpha1.Pr
 	if obj.Kind != "ProxmoxNetworkZone" {
 		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: kind %q is not ProxmoxNetworkZone", file, obj.Kind)
 	}
-	z, err := SDNZoneOf(&obj)
+	z, err := network.SDNZone(&obj)
 	if err != nil {
 		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: %w", file, err)
 	}
@@ -52,30 +52,6 @@ func readSDNZone(app *App, file string, withSDN bool) (pvesdn.Zone, *v1alpha1.Pr
 		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: %w", file, err)
 	}
 	return z, &obj, nil
-}
-
-// SDNZoneOf turns a ProxmoxNetworkZone into pvesdn's zone: its VLAN ranges
-// minus the reserved IDs, bridge, MTU and SDN zone.
-func SDNZoneOf(obj *v1alpha1.ProxmoxNetworkZone) (pvesdn.Zone, error) {
-	reserved := make([]int, len(obj.Spec.ReservedVLANs))
-	for i, r := range obj.Spec.ReservedVLANs {
-		reserved[i] = int(r)
-	}
-	set, err := vlanalloc.Allocatable(obj.Spec.VLANRanges, reserved)
-	if err != nil {
-		return pvesdn.Zone{}, fmt.Errorf("spec.vlanRanges: %w", err)
-	}
-	z := pvesdn.Zone{Name: obj.Name, Bridge: obj.Spec.Bridge, VLANs: set}
-	if obj.Spec.MTU != nil {
-		z.MTU = int(*obj.Spec.MTU)
-	}
-	if s := obj.Spec.SDN; s != nil {
-		if s.Mode != "Check" && s.Mode != "VNets" {
-			return pvesdn.Zone{}, fmt.Errorf("spec.sdn.mode %q is neither Check nor VNets", s.Mode)
-		}
-		z.SDNZone, z.VNetPrefix = s.Zone, s.VNetPrefix
-	}
-	return z, nil
 }
 
 type sdnFlags struct {

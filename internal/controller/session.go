@@ -58,6 +58,7 @@ func (p *Process) session(ctx context.Context) error {
 		SubnetPruneTimeout: p.opts.SubnetPruneTimeout, Metrics: p.metrics, EngineMetrics: p.deps.Registry,
 		Log: p.log.WithName("network"), Recorder: rec, Workers: p.opts.Workers,
 		StatusInterval: network.DefaultStatusInterval,
+		Hypervisor:     network.SecretHypervisor{Reader: p.mgr.GetAPIReader()},
 	})
 	if err != nil {
 		return err

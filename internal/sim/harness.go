@@ -42,6 +42,9 @@ type Options struct {
 	// networks of the zones whose provider network it concerns, as the
 	// controller's Node watch does.
 	Gateway func() network.Gateway
+	// Hypervisor checks the Proxmox nodes of zones with
+	// spec.sdn.credentialsRef; nil checks none.
+	Hypervisor network.Hypervisor
 	// NB is the OVN northbound database the simulated Kube-OVN keeps router
 	// ports in (see World); nil means there is none.
 	NB RouterPorts
@@ -199,6 +202,10 @@ func NewStore(typedReads bool) client.WithWatch {
 // writes reach the controller's cache.
 func (h *Harness) Client() client.WithWatch { return h.client }
 
+// SetHypervisor sets Options.Hypervisor before Start, for a checker that
+// reads the world (a SecretHypervisor on Client).
+func (h *Harness) SetHypervisor(hv network.Hypervisor) { h.opts.Hypervisor = hv }
+
 // Store reads and writes the API without feeding the controller's cache.
 func (h *Harness) Store() client.WithWatch { return h.store }
 
@@ -230,6 +237,7 @@ func (h *Harness) Start(ctx context.Context) error {
 		Workers:            h.opts.Workers,
 		Metrics:            h.opts.Metrics,
 		Recorder:           h.opts.Recorder,
+		Hypervisor:         h.opts.Hypervisor,
 	}
 	if h.opts.Gateway != nil {
 		cfg.Gateway = h.opts.Gateway()
