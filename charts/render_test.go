@@ -90,6 +90,18 @@ func TestRenderBranches(t *testing.T) {
 				}
 			},
 		},
+		"SDNCredentials": {
+			reason:  "each sdn.credentialsSecrets entry gets a Role that reads exactly that Secret",
+			values:  "sdn: {credentialsSecrets: [cozy-proxmox/pve-sdn]}",
+			objects: join(base, tlsRole, policies, alertRule, []string{"Role cozy-proxmox/proxmox-network-controller-sdn-pve-sdn", "RoleBinding cozy-proxmox/proxmox-network-controller-sdn-pve-sdn"}),
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				r := mustFind(t, objs, "Role cozy-proxmox/proxmox-network-controller-sdn-pve-sdn")
+				rules, _, _ := unstructured.NestedSlice(r.Object, "rules")
+				if got := rules[0].(map[string]any)["resourceNames"]; !cmp.Equal(got, []any{"pve-sdn"}) {
+					t.Errorf("resourceNames %v, want [pve-sdn]", got)
+				}
+			},
+		},
 		"PlainMetrics": {
 			reason:  "metrics.secure=false serves plain HTTP and needs no TokenReview or SubjectAccessReview",
 			values:  "proxmoxNetworkController: {metrics: {secure: false, readers: [{namespace: monitoring, name: prometheus}]}, logLevel: debug, replicas: 1}",

@@ -20,6 +20,7 @@ func TestSchemaRefuses(t *testing.T) {
 		"BadLogLevel":       {"proxmoxNetworkController: {logLevel: loud}", []string{"logLevel"}},
 		"BadNBAddress":      {"ovn: {nbAddress: 'http://ovn:6641'}", []string{"nbAddress"}},
 		"BadTLSSecret":      {"ovn: {tlsSecret: kube-ovn-tls}", []string{"tlsSecret"}},
+		"BadSDNSecret":      {"sdn: {credentialsSecrets: [pve-sdn]}", []string{"credentialsSecrets"}},
 		"LongProvider":      {"providerNetwork: {name: thirteenchars}", []string{"providerNetwork", "name"}},
 		"LongBridge":        {"zones: [{name: a, bridge: vmbr-far-too-long, vlanRanges: ['1']}]", []string{"zones", "bridge"}},
 		"BadRange":          {"zones: [{name: a, bridge: vmbr1, vlanRanges: ['1..9']}]", []string{"vlanRanges"}},
