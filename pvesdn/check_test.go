@@ -15,7 +15,13 @@ import (
 
 var ctx = context.Background()
 
-func must(t testing.TB, err error) {
+// fataler is what must needs of a *testing.T, *testing.B or *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func must(t fataler, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
