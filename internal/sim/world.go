@@ -39,6 +39,9 @@ type World struct {
 	// NB is the OVN northbound database Kube-OVN writes router ports to;
 	// nil means the world has none.
 	NB RouterPorts
+	// IPAMProvider says the real in-cluster IPAM provider runs: the world
+	// then leaves the pools' ProtectPool finalizer to it.
+	IPAMProvider bool
 }
 
 // pageSize is how many objects the world reads per list request: it reads
@@ -98,7 +101,12 @@ func (w *World) React(ctx context.Context, c client.Client) (bool, error) {
 	for _, f := range []func() (bool, error){
 		func() (bool, error) { return w.routerPorts(ctx, subnets) },
 		func() (bool, error) { return w.vlans(ctx, c, vlans, subnets) },
-		func() (bool, error) { return w.pools(ctx, c) },
+		func() (bool, error) {
+			if w.IPAMProvider {
+				return false, nil
+			}
+			return w.pools(ctx, c)
+		},
 	} {
 		ch, err := f()
 		if err != nil {
