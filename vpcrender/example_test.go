@@ -3,6 +3,9 @@ package vpcrender_test
 import (
 	"fmt"
 
+	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 
@@ -21,11 +24,11 @@ func ExampleRender() {
 	}
 	for _, o := range r.Objects {
 		switch v := o.(type) {
-		case *vpcrender.Subnet:
+		case *kubeovnv1.Subnet:
 			fmt.Println("Subnet", v.Name, v.Spec.Gateway, v.Spec.ExcludeIps)
-		case *vpcrender.InClusterIPPool:
+		case *ipamv1alpha2.InClusterIPPool:
 			fmt.Println("InClusterIPPool", v.Name, v.Spec.Addresses)
-		case *vpcrender.ProxmoxNetwork:
+		case *v1alpha1.ProxmoxNetwork:
 			fmt.Println("ProxmoxNetwork", v.Name, v.Spec.Zone)
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
@@ -74,7 +77,7 @@ func checkRenderInvariants(t *testing.T, s Spec, r Rendering) {
 		}
 		seen[key] = true
 		switch v := o.(type) {
-		case *Subnet:
+		case *kubeovnv1.Subnet:
 			for _, c := range strings.Split(v.Spec.CIDRBlock, ",") {
 				p, err := netip.ParsePrefix(strings.TrimSpace(c))
 				if err != nil {
@@ -107,7 +110,7 @@ func checkRenderInvariants(t *testing.T, s Spec, r Rendering) {
 
 // checkSplit: the gateway is the first address, the VM range lies after it
 // and before the broadcast address, and the pool holds exactly that range.
-func checkSplit(t *testing.T, v *Subnet) {
+func checkSplit(t *testing.T, v *kubeovnv1.Subnet) {
 	t.Helper()
 	p := netip.MustParsePrefix(v.Spec.CIDRBlock)
 	gw := netip.MustParseAddr(v.Spec.Gateway)
@@ -126,14 +129,14 @@ func typeName(o any) string {
 	switch o.(type) {
 	case *Vpc:
 		return "vpcrender.Vpc"
-	case *Subnet:
-		return "vpcrender.Subnet"
+	case *kubeovnv1.Subnet:
+		return "kubeovnv1.Subnet"
 	case *NetworkAttachmentDefinition:
 		return "vpcrender.NAD"
-	case *InClusterIPPool:
-		return "vpcrender.Pool"
-	case *ProxmoxNetwork:
-		return "vpcrender.ProxmoxNetwork"
+	case *ipamv1alpha2.InClusterIPPool:
+		return "ipamv1alpha2.Pool"
+	case *v1alpha1.ProxmoxNetwork:
+		return "v1alpha1.ProxmoxNetwork"
 	case *VpcEgressGateway:
 		return "vpcrender.Egress"
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,7 +91,10 @@ func zoneFrom(u *unstructured.Unstructured) (Zone, error) {
 	if err != nil {
 		return Zone{}, fmt.Errorf("%w: zone %s: spec.mtu: %w", ErrParse, z.Name, err)
 	}
-	z.MTU = int32(mtu)
+	if mtu < 0 || mtu > math.MaxUint32 {
+		return Zone{}, fmt.Errorf("%w: zone %s: spec.mtu: %d is not an MTU", ErrParse, z.Name, mtu)
+	}
+	z.MTU = uint32(mtu)
 	ext, _, err1 := unstructured.NestedString(u.Object, "spec", "egress", "externalSubnet")
 	gns, _, err2 := unstructured.NestedString(u.Object, "spec", "egress", "gatewayNamespace")
 	if err := errors.Join(err1, err2); err != nil {

@@ -61,6 +61,11 @@ func TestParseLookup(t *testing.T) {
 			in:     "kind: ProxmoxNetwork\nmetadata: {name: n}\nstatus: {ipPool: {used: many}}\n",
 			err:    ErrParse,
 		},
+		"NegativeMTU": {
+			reason: "a negative spec.mtu is no MTU: refused, not wrapped",
+			in:     "kind: ProxmoxNetworkZone\nmetadata: {name: z}\nspec: {mtu: -1}\n",
+			err:    ErrParse,
+		},
 		"Empty": {
 			reason: "an empty file is an empty lookup",
 			in:     "",

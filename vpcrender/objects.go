@@ -28,12 +28,13 @@ const (
 	AnnotationSkipDeleteWebhook = "ipam.cluster.x-k8s.io/skip-validate-delete-webhook"
 )
 
-// API versions of the rendered kinds.
+// NADAPIVersion is the API version of Multus' NetworkAttachmentDefinition,
+// the one rendered kind without a type in api/. The Kube-OVN, in-cluster
+// IPAM and ProxmoxNetwork kinds are those of api/kubeovn/v1,
+// api/ipam/v1alpha2 and api/v1alpha1, with their GroupVersions.
+const NADAPIVersion = "k8s.cni.cncf.io/v1"
+
 const (
-	KubeOVNAPIVersion  = "kubeovn.io/v1"
-	NADAPIVersion      = "k8s.cni.cncf.io/v1"
-	IPAMAPIVersion     = "ipam.cluster.x-k8s.io/v1alpha2"
-	ProxmoxAPIVersion  = "proxmox.cozystack.io/v1alpha1"
 	egressPriority     = 30500
 	routeMetricBase    = 100
 	kubeOVNServerSock  = "/run/openvswitch/kube-ovn-daemon.sock"
@@ -76,29 +77,6 @@ type PolicyRoute struct {
 	Match    string `json:"match"`
 }
 
-// Subnet is the Kube-OVN Subnet (cluster-scoped).
-type Subnet struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              SubnetSpec `json:"spec"`
-}
-
-// SubnetSpec holds the Subnet fields the render sets.
-type SubnetSpec struct {
-	Vpc            string   `json:"vpc"`
-	CIDRBlock      string   `json:"cidrBlock"`
-	Gateway        string   `json:"gateway,omitempty"`
-	ExcludeIps     []string `json:"excludeIps,omitempty"`
-	Provider       string   `json:"provider,omitempty"`
-	Protocol       string   `json:"protocol"`
-	EnableLb       bool     `json:"enableLb"`
-	Private        bool     `json:"private"`
-	AllowSubnets   []string `json:"allowSubnets,omitempty"`
-	Vlan           string   `json:"vlan,omitempty"`
-	LogicalGateway bool     `json:"logicalGateway,omitempty"`
-	MTU            int32    `json:"mtu,omitempty"`
-}
-
 // NetworkAttachmentDefinition is the Multus attachment of a subnet
 // (namespaced).
 type NetworkAttachmentDefinition struct {
@@ -110,35 +88,6 @@ type NetworkAttachmentDefinition struct {
 // NADSpec carries the CNI configuration as a JSON string.
 type NADSpec struct {
 	Config string `json:"config"`
-}
-
-// InClusterIPPool is the CAPI in-cluster IPAM pool of a subnet's VM range
-// (namespaced).
-type InClusterIPPool struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              PoolSpec `json:"spec"`
-}
-
-// PoolSpec holds the InClusterIPPool fields the render sets.
-type PoolSpec struct {
-	Addresses []string `json:"addresses"`
-	Prefix    int      `json:"prefix"`
-	Gateway   string   `json:"gateway"`
-}
-
-// ProxmoxNetwork asks the controller for a VLAN for a subnet (namespaced).
-type ProxmoxNetwork struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              ProxmoxNetworkSpec `json:"spec"`
-}
-
-// ProxmoxNetworkSpec names the zone, the Kube-OVN Subnet and the pool.
-type ProxmoxNetworkSpec struct {
-	Zone   string `json:"zone"`
-	Subnet string `json:"subnet"`
-	IPPool string `json:"ipPool"`
 }
 
 // VpcEgressGateway is the Kube-OVN egress gateway of the VPC's
@@ -170,8 +119,9 @@ type Rendering struct {
 	// VPCID is the Kube-OVN Vpc name.
 	VPCID string
 	// Objects are the rendered objects in apply order: the Vpc, then per
-	// subnet its NAD, Subnet and (when Proxmox-backed) InClusterIPPool and
-	// ProxmoxNetwork, then the egress gateway's objects.
+	// subnet its NAD, Subnet (*kubeovnv1.Subnet) and, when Proxmox-backed,
+	// InClusterIPPool (*ipamv1alpha2.InClusterIPPool) and ProxmoxNetwork
+	// (*v1alpha1.ProxmoxNetwork), then the egress gateway's objects.
 	Objects []any
 }
 

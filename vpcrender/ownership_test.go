@@ -3,6 +3,7 @@ package vpcrender
 import (
 	"testing"
 
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
@@ -20,7 +21,7 @@ func TestSubnetCarriesTenant(t *testing.T) {
 	}
 	subnets := 0
 	for _, o := range r.Objects {
-		if s, ok := o.(*Subnet); ok {
+		if s, ok := o.(*kubeovnv1.Subnet); ok {
 			subnets++
 			if got := s.Labels[v1alpha1.LabelTenantName]; got != spec.Namespace {
 				t.Errorf("Subnet %s: label %s = %q, want the tenant namespace %q", s.Name, v1alpha1.LabelTenantName, got, spec.Namespace)

@@ -6,9 +6,16 @@ import (
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
+
+// kubeovnAPIVersion is the API version of every Kube-OVN kind rendered.
+var kubeovnAPIVersion = kubeovnv1.GroupVersion.String()
 
 // Render checks s and returns the VPC's objects. Every refusal found is
 // returned at once, joined; each is a *RefusalError (see Refusals).
@@ -59,7 +66,7 @@ func (b builder) labels(subnet string) map[string]string {
 
 func (b builder) vpc(peerings []VpcPeering, routes []parsedRoute) *Vpc {
 	v := &Vpc{
-		TypeMeta: typeMeta(KubeOVNAPIVersion, "Vpc"),
+		TypeMeta: typeMeta(kubeovnAPIVersion, "Vpc"),
 		ObjectMeta: metav1.ObjectMeta{Name: b.vpcID, Labels: map[string]string{
 			LabelVPCName: b.release, LabelTenantName: b.ns,
 		}},
@@ -90,21 +97,22 @@ func (b builder) nad(p subnetPlan) *NetworkAttachmentDefinition {
 	}
 }
 
-func (b builder) subnet(p subnetPlan) *Subnet {
-	s := &Subnet{
-		TypeMeta:   typeMeta(KubeOVNAPIVersion, "Subnet"),
+func (b builder) subnet(p subnetPlan) *kubeovnv1.Subnet {
+	s := &kubeovnv1.Subnet{
+		TypeMeta:   typeMeta(kubeovnAPIVersion, "Subnet"),
 		ObjectMeta: metav1.ObjectMeta{Name: p.id, Labels: b.labels(p.spec.Name)},
-		Spec: SubnetSpec{
+		Spec: kubeovnv1.SubnetSpec{
 			Vpc:       b.vpcID,
 			CIDRBlock: p.spec.CIDR,
 			Provider:  b.provider(p.id),
 			Protocol:  protocol(p),
-			Private:   true,
+			EnableLb:  ptr.To(false),
+			Private:   ptr.To(true),
 		},
 	}
 	if px := p.proxmox; px != nil {
 		s.Labels[LabelZone] = px.zone.Name
-		s.Spec.Private = false
+		s.Spec.Private = ptr.To(false)
 		s.Spec.Gateway = px.gateway.String()
 		s.Spec.ExcludeIps = []string{px.from.String() + ".." + px.to.String()}
 		s.Spec.Vlan = p.id
@@ -126,10 +134,10 @@ func protocol(p subnetPlan) string {
 	return "IPv6"
 }
 
-func (b builder) pool(p subnetPlan) *InClusterIPPool {
+func (b builder) pool(p subnetPlan) *ipamv1alpha2.InClusterIPPool {
 	px := p.proxmox
-	return &InClusterIPPool{
-		TypeMeta: typeMeta(IPAMAPIVersion, "InClusterIPPool"),
+	return &ipamv1alpha2.InClusterIPPool{
+		TypeMeta: typeMeta(ipamv1alpha2.GroupVersion.String(), "InClusterIPPool"),
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.id, Namespace: b.ns, Labels: b.labels(p.spec.Name),
 			Annotations: map[string]string{
@@ -137,7 +145,7 @@ func (b builder) pool(p subnetPlan) *InClusterIPPool {
 				AnnotationSkipDeleteWebhook: "",
 			},
 		},
-		Spec: PoolSpec{
+		Spec: ipamv1alpha2.InClusterIPPoolSpec{
 			Addresses: []string{px.from.String() + "-" + px.to.String()},
 			Prefix:    px.prefix.Bits(),
 			Gateway:   px.gateway.String(),
@@ -145,21 +153,22 @@ func (b builder) pool(p subnetPlan) *InClusterIPPool {
 	}
 }
 
-func (b builder) network(p subnetPlan) *ProxmoxNetwork {
-	return &ProxmoxNetwork{
-		TypeMeta:   typeMeta(ProxmoxAPIVersion, "ProxmoxNetwork"),
+func (b builder) network(p subnetPlan) *v1alpha1.ProxmoxNetwork {
+	return &v1alpha1.ProxmoxNetwork{
+		TypeMeta:   typeMeta(v1alpha1.GroupVersion.String(), "ProxmoxNetwork"),
 		ObjectMeta: metav1.ObjectMeta{Name: p.id, Namespace: b.ns, Labels: b.labels(p.spec.Name)},
-		Spec:       ProxmoxNetworkSpec{Zone: p.proxmox.zone.Name, Subnet: p.id, IPPool: p.id},
+		Spec:       v1alpha1.ProxmoxNetworkSpec{Zone: p.proxmox.zone.Name, Subnet: p.id, IPPool: p.id},
 	}
 }
 
-func (b builder) egressSubnet(e *egressPlan) *Subnet {
+func (b builder) egressSubnet(e *egressPlan) *kubeovnv1.Subnet {
 	l := b.labels("")
 	l[LabelEgressSubnet] = "true"
-	return &Subnet{
-		TypeMeta:   typeMeta(KubeOVNAPIVersion, "Subnet"),
+	return &kubeovnv1.Subnet{
+		TypeMeta:   typeMeta(kubeovnAPIVersion, "Subnet"),
 		ObjectMeta: metav1.ObjectMeta{Name: e.internalID, Labels: l},
-		Spec:       SubnetSpec{Vpc: b.vpcID, CIDRBlock: e.internalCIDR, Protocol: "IPv4"},
+		Spec: kubeovnv1.SubnetSpec{Vpc: b.vpcID, CIDRBlock: e.internalCIDR, Protocol: "IPv4",
+			EnableLb: ptr.To(false), Private: ptr.To(false)},
 	}
 }
 
@@ -168,7 +177,7 @@ func (b builder) egressSubnet(e *egressPlan) *Subnet {
 // gateways of different tenants never collide there.
 func (b builder) egressGateway(e *egressPlan) *VpcEgressGateway {
 	g := &VpcEgressGateway{
-		TypeMeta:   typeMeta(KubeOVNAPIVersion, "VpcEgressGateway"),
+		TypeMeta:   typeMeta(kubeovnAPIVersion, "VpcEgressGateway"),
 		ObjectMeta: metav1.ObjectMeta{Name: b.vpcID + "-egress", Namespace: e.zone.Egress.GatewayNamespace, Labels: b.labels("")},
 		Spec: EgressGatewaySpec{
 			Vpc:            b.vpcID,

@@ -8,6 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+
+	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current render")
@@ -77,13 +82,13 @@ func nameOf(o any) string {
 	switch v := o.(type) {
 	case *Vpc:
 		return v.Name
-	case *Subnet:
+	case *kubeovnv1.Subnet:
 		return v.Name
 	case *NetworkAttachmentDefinition:
 		return v.Name
-	case *InClusterIPPool:
+	case *ipamv1alpha2.InClusterIPPool:
 		return v.Name
-	case *ProxmoxNetwork:
+	case *v1alpha1.ProxmoxNetwork:
 		return v.Name
 	case *VpcEgressGateway:
 		return v.Name
@@ -99,11 +104,12 @@ func TestProxmoxSubnetMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	workers, data := "subnet-ff692499", "subnet-bd55eab5"
-	sub := find[Subnet](t, r, workers)
-	wantSub := SubnetSpec{
+	sub := find[kubeovnv1.Subnet](t, r, workers)
+	wantSub := kubeovnv1.SubnetSpec{
 		Vpc: "vpc-a0c9fc", CIDRBlock: "10.208.64.0/24", Gateway: "10.208.64.1",
 		ExcludeIps: []string{"10.208.64.100..10.208.64.199"}, Provider: workers + ".tenant-test.ovn",
 		Protocol: "IPv4", Vlan: workers, LogicalGateway: true, MTU: 8996,
+		EnableLb: ptr.To(false), Private: ptr.To(false),
 	}
 	if diff := cmp.Diff(wantSub, sub.Spec); diff != "" {
 		t.Errorf("Subnet %s spec (-want +got):\n%s", workers, diff)
@@ -111,18 +117,18 @@ func TestProxmoxSubnetMapping(t *testing.T) {
 	if sub.Labels[LabelZone] != "jumbo" {
 		t.Errorf("Subnet zone label = %q, want jumbo", sub.Labels[LabelZone])
 	}
-	pool := find[InClusterIPPool](t, r, data)
-	if diff := cmp.Diff(PoolSpec{Addresses: []string{"10.208.65.32-10.208.65.95"}, Prefix: 25, Gateway: "10.208.65.1"}, pool.Spec); diff != "" {
+	pool := find[ipamv1alpha2.InClusterIPPool](t, r, data)
+	if diff := cmp.Diff(ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.208.65.32-10.208.65.95"}, Prefix: 25, Gateway: "10.208.65.1"}, pool.Spec); diff != "" {
 		t.Errorf("default VM range is the middle half of the subnet (-want +got):\n%s", diff)
 	}
 	wantAnn := map[string]string{AnnotationMetric: "102", AnnotationSkipDeleteWebhook: ""}
 	if diff := cmp.Diff(wantAnn, pool.Annotations); diff != "" {
 		t.Errorf("pool annotations: metric is 100 + the subnet's index (-want +got):\n%s", diff)
 	}
-	if got := find[ProxmoxNetwork](t, r, data).Spec; got != (ProxmoxNetworkSpec{Zone: "jumbo", Subnet: data, IPPool: data}) {
+	if got := find[v1alpha1.ProxmoxNetwork](t, r, data).Spec; got != (v1alpha1.ProxmoxNetworkSpec{Zone: "jumbo", Subnet: data, IPPool: data}) {
 		t.Errorf("ProxmoxNetwork spec = %+v", got)
 	}
-	if got := find[Subnet](t, r, "subnet-8d88a9d5"); !got.Spec.Private || got.Spec.Vlan != "" {
+	if got := find[kubeovnv1.Subnet](t, r, "subnet-8d88a9d5"); !ptr.Deref(got.Spec.Private, false) || got.Spec.Vlan != "" {
 		t.Errorf("the overlay subnet stays private and VLAN-less: %+v", got.Spec)
 	}
 	vpc := find[Vpc](t, r, "vpc-a0c9fc")

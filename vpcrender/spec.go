@@ -101,7 +101,7 @@ type Egress struct {
 type Zone struct {
 	Name            string      `json:"name"`
 	ProviderNetwork string      `json:"providerNetwork,omitempty"`
-	MTU             int32       `json:"mtu,omitempty"`
+	MTU             uint32      `json:"mtu,omitempty"`
 	Egress          *ZoneEgress `json:"egress,omitempty"`
 }
 

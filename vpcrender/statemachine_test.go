@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/cozyid"
 )
 
@@ -75,7 +76,7 @@ func (m *upgradeMachine) propose(t *rapid.T, next []VPCSubnet) {
 	m.spec.Previous = nil
 	used := map[string]int{}
 	for _, o := range r.Objects {
-		if n, ok := o.(*ProxmoxNetwork); ok {
+		if n, ok := o.(*v1alpha1.ProxmoxNetwork); ok {
 			used[n.Labels[LabelSubnetName]] = m.used[n.Labels[LabelSubnetName]]
 		}
 	}

@@ -112,7 +112,7 @@ func testMirrorsRoundTrip(t *testing.T, c client.Client) {
 				Spec: kubeovnv1.SubnetSpec{
 					Vpc: "vpc-a", CIDRBlock: "10.1.0.0/24", Gateway: "10.1.0.1", Provider: "ovn", Vlan: "subnet-a",
 					ExcludeIps: []string{"10.1.0.64..10.1.0.191"}, MTU: 1400, LogicalGateway: true, U2OInterconnection: true,
-					Private: true, AllowSubnets: []string{"10.2.0.0/24"},
+					Protocol: "IPv4", EnableLb: ptr.To(true), Private: ptr.To(true), AllowSubnets: []string{"10.2.0.0/24"},
 				},
 				Status: kubeovnv1.SubnetStatus{Conditions: []kubeovnv1.SubnetCondition{{
 					Type: "Ready", Status: "True", Reason: "ResetLogicalSwitchAclSuccess", Message: "ok",

@@ -89,7 +89,7 @@ type ProxmoxNetwork struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   ProxmoxNetworkSpec   `json:"spec,omitempty"`
-	Status ProxmoxNetworkStatus `json:"status,omitempty"`
+	Status ProxmoxNetworkStatus `json:"status,omitzero"` // none when empty: a rendered network carries no status
 }
 
 // ProxmoxNetworkList is a list of ProxmoxNetwork.

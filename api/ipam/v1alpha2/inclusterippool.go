@@ -10,7 +10,7 @@ type InClusterIPPool struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   InClusterIPPoolSpec   `json:"spec,omitempty"`
-	Status InClusterIPPoolStatus `json:"status,omitempty"`
+	Status InClusterIPPoolStatus `json:"status,omitzero"` // none when empty: a rendered pool carries no status
 }
 
 // InClusterIPPoolSpec is the pool's address set.

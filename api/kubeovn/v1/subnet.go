@@ -9,7 +9,7 @@ type Subnet struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   SubnetSpec   `json:"spec,omitempty"`
-	Status SubnetStatus `json:"status,omitempty"`
+	Status SubnetStatus `json:"status,omitzero"` // none when empty: a rendered Subnet carries no status
 }
 
 // SubnetSpec holds the fields a Proxmox-backed subnet sets or is checked on.
@@ -20,6 +20,8 @@ type SubnetSpec struct {
 	CIDRBlock string `json:"cidrBlock,omitempty"`
 	// Gateway is the gateway address.
 	Gateway string `json:"gateway,omitempty"`
+	// Protocol is IPv4, IPv6 or Dual.
+	Protocol string `json:"protocol,omitempty"`
 	// Provider is the NAD provider string (default "ovn"); it is not the
 	// ProviderNetwork.
 	Provider string `json:"provider,omitempty"`
@@ -34,8 +36,12 @@ type SubnetSpec struct {
 	// U2OInterconnection also keeps the router port, for underlay-to-overlay
 	// traffic.
 	U2OInterconnection bool `json:"u2oInterconnection,omitempty"`
-	// Private limits traffic to AllowSubnets.
-	Private bool `json:"private,omitempty"`
+	// EnableLb turns the subnet's load balancer on or off (nil leaves
+	// Kube-OVN's default).
+	EnableLb *bool `json:"enableLb,omitempty"`
+	// Private limits traffic to AllowSubnets (nil is false); a pointer, so
+	// that a rendered subnet can say false.
+	Private *bool `json:"private,omitempty"`
 	// AllowSubnets are the CIDRs a private subnet accepts traffic from.
 	AllowSubnets []string `json:"allowSubnets,omitempty"`
 }

@@ -196,6 +196,16 @@ func (in *SubnetSpec) DeepCopyInto(out *SubnetSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.EnableLb != nil {
+		in, out := &in.EnableLb, &out.EnableLb
+		*out = new(bool)
+		**out = **in
+	}
+	if in.Private != nil {
+		in, out := &in.Private, &out.Private
+		*out = new(bool)
+		**out = **in
+	}
 	if in.AllowSubnets != nil {
 		in, out := &in.AllowSubnets, &out.AllowSubnets
 		*out = make([]string, len(*in))
