@@ -52,7 +52,7 @@ func Collect(ctx context.Context, mgmt, tenant client.Reader, t Target) ([]Row, 
 		vm := vms[infra]
 		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 		ms = append(ms, Machine{Name: m.GetName(), ProviderID: pid, NodeRef: ref, VMID: vm.id, ProxmoxNode: vm.node,
-			Address: machineAddress(m), Phase: phase})
+			Address: machineAddress(m), Phase: phase, BootVolumeGiB: vm.bootSize})
 	}
 	e, err := expectOf(ctx, mgmt, tenant, t)
 	if err != nil {
@@ -62,8 +62,9 @@ func Collect(ctx context.Context, mgmt, tenant client.Reader, t Target) ([]Row, 
 }
 
 type vmInfo struct {
-	id   int64
-	node string
+	id       int64
+	node     string
+	bootSize int32
 }
 
 // proxmoxMachines maps ProxmoxMachine names to their VM id and PVE node,
@@ -98,13 +99,21 @@ func vmOf(obj map[string]any, version string) (vmInfo, error) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &m); err != nil {
 			return vmInfo{}, err
 		}
-		return vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}, nil
+		info := vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}
+		if m.Spec.Disks != nil && m.Spec.Disks.BootVolume != nil {
+			info.bootSize = m.Spec.Disks.BootVolume.SizeGB
+		}
+		return info, nil
 	}
 	var m pmv1alpha2.ProxmoxMachine
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &m); err != nil {
 		return vmInfo{}, err
 	}
-	return vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}, nil
+	info := vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}
+	if m.Spec.Disks != nil && m.Spec.Disks.BootVolume != nil {
+		info.bootSize = m.Spec.Disks.BootVolume.SizeGB
+	}
+	return info, nil
 }
 
 func deref[T any](p *T) T {
@@ -117,6 +126,9 @@ func deref[T any](p *T) T {
 
 func nodeOf(n corev1.Node) Node {
 	out := Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels}
+	if q, ok := n.Status.Capacity[corev1.ResourceEphemeralStorage]; ok {
+		out.EphemeralStorage = q.Value()
+	}
 	for _, t := range n.Spec.Taints {
 		if t.Key == TaintUninitialized {
 			out.Uninitialized = true

@@ -26,6 +26,10 @@ type Node struct {
 	ProviderID    string
 	Labels        map[string]string
 	Uninitialized bool
+	// EphemeralStorage is status.capacity's ephemeral-storage in bytes
+	// (the kubelet's filesystem, Talos's EPHEMERAL partition); 0 when the
+	// Node does not report it.
+	EphemeralStorage int64
 }
 
 // Machine is what Judge needs of a CAPI Machine.
@@ -39,6 +43,9 @@ type Machine struct {
 	// Address is the Machine's InternalIP (else its first address) and
 	// Phase its CAPI phase (Provisioning, Running, ...), when reported.
 	Address, Phase string
+	// BootVolumeGiB is the ProxmoxMachine's disks.bootVolume.sizeGb, the
+	// system disk the pool's diskSize asked for; 0 when none was asked.
+	BootVolumeGiB int32
 }
 
 // Finding codes of the Node rows: each problem of a row has one.
@@ -56,6 +63,7 @@ const (
 	CodeCSINodeNotReady       = "CSINodeNotReady"
 	CodeMachineNoProviderID   = "MachineNoProviderID"
 	CodeMachineWithoutNode    = "MachineWithoutNode"
+	CodeDiskSmallerThanAsked  = "DiskSmallerThanAsked"
 )
 
 // Expect is what the cluster's own configuration says its Nodes must
@@ -160,6 +168,7 @@ func judgeNode(n Node, byID, byNode map[string]Machine, machines []Machine, e Ex
 		if m.Name == r.Machine {
 			r.VM, r.Address, r.State = vmLabel(m), m.Address, m.Phase
 			checkZone(&r, m, e)
+			checkDisk(&r, n, m, e)
 		}
 	}
 	checkTopology(&r, e)
@@ -233,6 +242,27 @@ func checkZone(r *Row, m Machine, e Expect) {
 	}
 	r.fail(CodeZoneMismatch, fmt.Sprintf("zone label %s, but the VM runs on Proxmox node %s", r.Zone, m.ProxmoxNode),
 		fmt.Sprintf("the VM moved after its Node was initialised, and volumes on node-local storage follow the label: migrate it back to %s, or replace the worker (kubectl -n %s delete machine %s)", r.Zone, e.namespace(), m.Name))
+}
+
+// TalosSystemPartitions bounds what Talos keeps of the system disk besides
+// the kubelet's EPHEMERAL partition (EFI, BIOS, BOOT, META and STATE, about
+// 1.2 GiB), with room for the filesystem's own metadata.
+const TalosSystemPartitions = 2 << 30
+
+// checkDisk compares the Node's filesystem with the system disk its pool
+// asked for (disks.bootVolume): a capacity below 90% of the asked size,
+// less TalosSystemPartitions, means the clone kept the template's smaller
+// disk.
+func checkDisk(r *Row, n Node, m Machine, e Expect) {
+	if m.BootVolumeGiB == 0 || n.EphemeralStorage == 0 {
+		return
+	}
+	asked := int64(m.BootVolumeGiB) << 30
+	if n.EphemeralStorage >= asked/10*9-TalosSystemPartitions {
+		return
+	}
+	r.fail(CodeDiskSmallerThanAsked, fmt.Sprintf("its filesystem holds %.1f GiB, but the pool asked for a %d GiB system disk (disks.bootVolume)", float64(n.EphemeralStorage)/(1<<30), m.BootVolumeGiB),
+		fmt.Sprintf("the clone kept the template's smaller disk: read capmox's resize in kubectl -n %s describe proxmoxmachine %s (a token without Datastore.AllocateSpace on the disk's storage fails it), then replace the worker (kubectl -n %s delete machine %s)", e.namespace(), m.Name, e.namespace(), m.Name))
 }
 
 func checkProviderID(r *Row, n Node, byID, byNode map[string]Machine, machines []Machine, e Expect) {

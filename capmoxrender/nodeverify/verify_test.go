@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +57,18 @@ func TestJudge(t *testing.T) {
 			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}},
 			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA}, {Name: "m2"}},
 			want:     []string{"w1/m1:ok", "-/m2:Machine has no providerID yet"}},
+		"DiskGrown": {reason: "a 50 GiB system disk leaves about 48 GiB to the kubelet",
+			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 48 << 30}},
+			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", BootVolumeGiB: 50}},
+			want:     []string{"w1/m1:ok"}},
+		"DiskNotGrown": {reason: "the clone kept the template's 20 GiB disk", failed: true,
+			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 37 << 29}},
+			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", BootVolumeGiB: 50}},
+			want:     []string{"w1/m1:its filesystem holds 18.5 GiB, but the pool asked for a 50 GiB system disk (disks.bootVolume)"}},
+		"DiskNotAsked": {reason: "without a bootVolume the template's disk is what was asked",
+			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 18 << 30}},
+			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
+			want:     []string{"w1/m1:ok"}},
 		"Foreign": {reason: "a Node of no Machine", failed: true,
 			nodes: []nodeverify.Node{{Name: "w9", ProviderID: uuidB, Labels: topo}},
 			want:  []string{"w9/:no Machine has this providerID"}},
@@ -110,8 +123,10 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 		}
 		return n
 	}
+	w1 := node("w1", uuidA, topo, false)
+	w1.Status.Capacity = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("18Gi")}
 	tenant := fake.NewClientBuilder().WithScheme(s).WithObjects(
-		node("w1", uuidA, topo, false),
+		w1,
 		node("w2", "", nil, true),
 	).Build()
 	machine := func(name, cluster, pid, nodeRef string) *unstructured.Unstructured {
@@ -128,8 +143,9 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 	pm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "ProxmoxMachine",
 		"metadata": map[string]any{"name": "m1-pm", "namespace": "tenant-a", "labels": map[string]any{nodeverify.LabelClusterName: "kubernetes-prod"}},
-		"spec":     map[string]any{"virtualMachineID": int64(119), "providerID": uuidA},
-		"status":   map[string]any{"proxmoxNode": "pve1", "ready": true},
+		"spec": map[string]any{"virtualMachineID": int64(119), "providerID": uuidA,
+			"disks": map[string]any{"bootVolume": map[string]any{"disk": "scsi0", "sizeGb": int64(50)}}},
+		"status": map[string]any{"proxmoxNode": "pve1", "ready": true},
 	}}
 	mgmt := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		pm,
@@ -147,7 +163,7 @@ func TestCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"w1/m1:ok",
+		"w1/m1:its filesystem holds 18.0 GiB, but the pool asked for a 50 GiB system disk (disks.bootVolume)",
 		"w2/m2:no providerID|no topology.kubernetes.io/region label|no topology.kubernetes.io/zone label|still tainted node.cloudprovider.kubernetes.io/uninitialized",
 	}
 	if diff := cmp.Diff(want, summarize(rows)); diff != "" {

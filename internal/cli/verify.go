@@ -113,6 +113,8 @@ inspects it:
                          the <cluster>-pcsi-controller Deployment exists)
   MachineNoProviderID    a Machine whose VM is not provisioned yet
   MachineWithoutNode     a Machine no tenant Node matches
+  DiskSmallerThanAsked   its filesystem is smaller than the system disk the
+                         pool's diskSize asked for (disks.bootVolume)
 
 Before the rows it checks what stops workers as a whole, each reported with
 its code and fix: no CAPI in-cluster IPAM provider (IPAMProviderMissing), a
