@@ -23,11 +23,13 @@ func ExamplePruneTimers() {
 func ExampleCheckPoolSplit() {
 	pool := ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.200"}, Prefix: 24, Gateway: "10.0.0.1"}
 	total, _ := network.PoolTotal(pool)
-	msg, _ := network.CheckPoolSplit("10.0.0.0/24", "10.0.0.1", []string{"10.0.0.64..10.0.0.191"}, pool)
+	reason, msg := network.CheckPoolSplit("10.0.0.0/24", "10.0.0.1", []string{"10.0.0.64..10.0.0.191"}, pool)
 	fmt.Println(total)
+	fmt.Println(reason)
 	fmt.Println(msg)
 	// Output:
 	// 137
+	// PoolOverlapsSubnet
 	// pool addresses 10.0.0.192-10.0.0.200 are not in the subnet's excludeIps, so Kube-OVN may give them to pods
 }
 

@@ -19,7 +19,6 @@ const (
 	ReasonSubnetNotReady    = "SubnetNotReady"
 	ReasonSubnetInvalid     = "SubnetInvalid"
 	ReasonPoolNotFound      = "PoolNotFound"
-	ReasonPoolInvalid       = "PoolInvalid"
 	ReasonSubnetStillExists = "SubnetStillExists"
 	ReasonReady             = "Ready"
 )

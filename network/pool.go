@@ -11,6 +11,7 @@ import (
 	"go4.org/netipx"
 
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 )
 
 // ErrInvalidAddress says a pool entry, an excludeIps entry or a CIDR does
@@ -146,16 +147,21 @@ func SubnetCIDRs(cidrBlock string) ([]netip.Prefix, error) {
 // CheckPoolSplit says whether a pool fits the Proxmox split of its subnet:
 // every pool address inside the subnet's CIDR, inside the subnet's
 // excludeIps (so Kube-OVN never gives it to a pod), and not the subnet's
-// gateway, with the subnet's gateway and prefix. It returns "" when the split holds, otherwise a message saying
-// which addresses break it (the PoolOverlapsSubnet condition).
-func CheckPoolSplit(cidrBlock, gateway string, excludeIps []string, spec ipamv1alpha2.InClusterIPPoolSpec) (string, error) {
+// gateway, with the subnet's gateway and prefix. It returns "", "" when the
+// split holds, otherwise the IPPoolReady reason, spelled as Cozystack's
+// controller spells it, and a message saying which addresses break it:
+// PoolAddressInvalid, SubnetCIDRInvalid, SubnetExcludeIPsInvalid (an entry
+// that does not parse), PoolOutsideSubnet, PoolOverlapsSubnet (addresses
+// Kube-OVN may give to pods, or the gateway), PoolPrefixMismatch or
+// PoolGatewayMismatch.
+func CheckPoolSplit(cidrBlock, gateway string, excludeIps []string, spec ipamv1alpha2.InClusterIPPoolSpec) (reason, msg string) {
 	pool, err := poolRanges(spec)
 	if err != nil {
-		return "", err
+		return v1alpha1.ReasonPoolAddressInvalid, err.Error()
 	}
 	cidrs, err := SubnetCIDRs(cidrBlock)
 	if err != nil {
-		return "", err
+		return v1alpha1.ReasonSubnetCIDRInvalid, err.Error()
 	}
 	var inCIDR, excluded netipx.IPSetBuilder
 	for _, p := range cidrs {
@@ -164,51 +170,51 @@ func CheckPoolSplit(cidrBlock, gateway string, excludeIps []string, spec ipamv1a
 	for _, e := range excludeIps {
 		r, err := ParseExcludeIP(e)
 		if err != nil {
-			return "", err
+			return v1alpha1.ReasonSubnetExcludeIPsInvalid, err.Error()
 		}
 		excluded.AddRange(r)
 	}
 	if out := minus(pool, &inCIDR); out != "" {
-		return fmt.Sprintf("pool addresses %s are outside the subnet's CIDR %s", out, cidrBlock), nil
+		return v1alpha1.ReasonPoolOutsideSubnet, fmt.Sprintf("pool addresses %s are outside the subnet's CIDR %s", out, cidrBlock)
 	}
 	if out := minus(pool, &excluded); out != "" {
-		return fmt.Sprintf("pool addresses %s are not in the subnet's excludeIps, so Kube-OVN may give them to pods", out), nil
+		return v1alpha1.ReasonPoolOverlapsSubnet, fmt.Sprintf("pool addresses %s are not in the subnet's excludeIps, so Kube-OVN may give them to pods", out)
 	}
 	if gw, err := netip.ParseAddr(gateway); err == nil && pool.Contains(gw) {
-		return fmt.Sprintf("the pool includes the subnet's gateway %s", gw), nil
+		return v1alpha1.ReasonPoolOverlapsSubnet, fmt.Sprintf("the pool includes the subnet's gateway %s", gw)
 	}
-	return checkPoolRouting(cidrs, gateway, pool, spec), nil
+	return checkPoolRouting(cidrs, gateway, pool, spec)
 }
 
 // checkPoolRouting compares the pool's gateway and prefix, which capmox
 // writes into every machine's network config, with the subnet's of the
 // pool's address family: a machine given another gateway or prefix has no
 // route off its subnet.
-func checkPoolRouting(cidrs []netip.Prefix, gateway string, pool *netipx.IPSet, spec ipamv1alpha2.InClusterIPPoolSpec) string {
+func checkPoolRouting(cidrs []netip.Prefix, gateway string, pool *netipx.IPSet, spec ipamv1alpha2.InClusterIPPoolSpec) (reason, msg string) {
 	ranges := pool.Ranges()
 	if len(ranges) == 0 {
-		return ""
+		return "", ""
 	}
 	is4 := ranges[0].From().Is4()
 	for _, p := range cidrs {
 		if p.Addr().Is4() == is4 && spec.Prefix != p.Bits() {
-			return fmt.Sprintf("the pool's prefix %d differs from the subnet's prefix %d (%s): machines would get a netmask the subnet does not have", spec.Prefix, p.Bits(), p)
+			return v1alpha1.ReasonPoolPrefixMismatch, fmt.Sprintf("the pool's prefix %d differs from the subnet's prefix %d (%s): machines would get a netmask the subnet does not have", spec.Prefix, p.Bits(), p)
 		}
 	}
 	if spec.Gateway == "" {
-		return ""
+		return "", ""
 	}
 	pgw, err := netip.ParseAddr(spec.Gateway)
 	if err != nil {
-		return fmt.Sprintf("the pool's gateway %q is not an address", spec.Gateway)
+		return v1alpha1.ReasonPoolGatewayMismatch, fmt.Sprintf("the pool's gateway %q is not an address", spec.Gateway)
 	}
 	for _, g := range strings.Split(gateway, ",") {
 		sgw, err := netip.ParseAddr(strings.TrimSpace(g))
 		if err == nil && sgw.Is4() == pgw.Is4() && sgw != pgw {
-			return fmt.Sprintf("the pool's gateway %s differs from the subnet's gateway %s: machines would route through an address the subnet does not answer on", pgw, sgw)
+			return v1alpha1.ReasonPoolGatewayMismatch, fmt.Sprintf("the pool's gateway %s differs from the subnet's gateway %s: machines would route through an address the subnet does not answer on", pgw, sgw)
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // minus returns the ranges of a not covered by b, comma-separated.

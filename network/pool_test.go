@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
@@ -80,6 +81,7 @@ func TestCheckPoolSplit(t *testing.T) {
 		cidr    string
 		exclude []string
 		pool    ipamv1alpha2.InClusterIPPoolSpec
+		cause   string // the IPPoolReady reason
 		want    string
 	}{
 		"Fits": {
@@ -93,34 +95,55 @@ func TestCheckPoolSplit(t *testing.T) {
 		"OutsideCIDR": {
 			reason: "addresses outside the CIDR are named",
 			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.0..10.0.1.255"}, pool: pool("10.0.0.250-10.0.1.5"),
-			want: "pool addresses 10.0.1.0-10.0.1.5 are outside the subnet's CIDR 10.0.0.0/24",
+			cause: v1alpha1.ReasonPoolOutsideSubnet, want: "pool addresses 10.0.1.0-10.0.1.5 are outside the subnet's CIDR 10.0.0.0/24",
 		},
 		"NotExcluded": {
 			reason: "addresses Kube-OVN may give to pods are named",
 			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.100"}, pool: pool("10.0.0.64-10.0.0.110", "10.0.0.120"),
-			want: "pool addresses 10.0.0.101-10.0.0.110,10.0.0.120 are not in the subnet's excludeIps, so Kube-OVN may give them to pods",
+			cause: v1alpha1.ReasonPoolOverlapsSubnet, want: "pool addresses 10.0.0.101-10.0.0.110,10.0.0.120 are not in the subnet's excludeIps, so Kube-OVN may give them to pods",
 		},
 		"Gateway": {
 			reason: "the subnet's gateway must not be in the pool",
 			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.1..10.0.0.20"}, pool: pool("10.0.0.1-10.0.0.20"),
-			want: "the pool includes the subnet's gateway 10.0.0.1",
+			cause: v1alpha1.ReasonPoolOverlapsSubnet, want: "the pool includes the subnet's gateway 10.0.0.1",
 		},
 		"PoolGatewayDiffers": {
 			reason: "the pool's gateway must be the subnet's",
 			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"},
-			pool: ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 24, Gateway: "10.0.0.254"},
-			want: "the pool's gateway 10.0.0.254 differs from the subnet's gateway 10.0.0.1: machines would route through an address the subnet does not answer on",
+			pool:  ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 24, Gateway: "10.0.0.254"},
+			cause: v1alpha1.ReasonPoolGatewayMismatch, want: "the pool's gateway 10.0.0.254 differs from the subnet's gateway 10.0.0.1: machines would route through an address the subnet does not answer on",
 		},
 		"PoolPrefixDiffers": {
 			reason: "the pool's prefix must be the subnet's",
 			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"},
-			pool: ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 16, Gateway: "10.0.0.1"},
-			want: "the pool's prefix 16 differs from the subnet's prefix 24 (10.0.0.0/24): machines would get a netmask the subnet does not have",
+			pool:  ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 16, Gateway: "10.0.0.1"},
+			cause: v1alpha1.ReasonPoolPrefixMismatch, want: "the pool's prefix 16 differs from the subnet's prefix 24 (10.0.0.0/24): machines would get a netmask the subnet does not have",
 		},
 		"PoolWithoutGateway": {
 			reason: "a pool that names no gateway leaves the subnet's in place",
 			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"},
 			pool: ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 24},
+		},
+		"PoolGatewayNotAnAddress": {
+			reason: "a pool gateway that is no address is not the subnet's",
+			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"},
+			pool:  ipamv1alpha2.InClusterIPPoolSpec{Addresses: []string{"10.0.0.64-10.0.0.191"}, Prefix: 24, Gateway: "gw"},
+			cause: v1alpha1.ReasonPoolGatewayMismatch, want: `the pool's gateway "gw" is not an address`,
+		},
+		"PoolAddressInvalid": {
+			reason: "a pool address that does not parse",
+			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..10.0.0.191"}, pool: pool("10.0.0.x"),
+			cause: v1alpha1.ReasonPoolAddressInvalid,
+		},
+		"SubnetCIDRInvalid": {
+			reason: "a subnet cidrBlock that does not parse",
+			cidr:   "10.0.0.0/33", exclude: []string{"10.0.0.64..10.0.0.191"}, pool: pool("10.0.0.64-10.0.0.191"),
+			cause: v1alpha1.ReasonSubnetCIDRInvalid,
+		},
+		"SubnetExcludeIPsInvalid": {
+			reason: "an excludeIps entry that does not parse",
+			cidr:   "10.0.0.0/24", exclude: []string{"10.0.0.64..x"}, pool: pool("10.0.0.64-10.0.0.191"),
+			cause: v1alpha1.ReasonSubnetExcludeIPsInvalid,
 		},
 		"DualStack": {
 			reason: "an IPv4 pool fits the IPv4 half of a dual-stack subnet",
@@ -129,11 +152,11 @@ func TestCheckPoolSplit(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := network.CheckPoolSplit(tc.cidr, "10.0.0.1", tc.exclude, tc.pool)
-			if err != nil {
-				t.Fatalf("%s: %v", tc.reason, err)
+			cause, got := network.CheckPoolSplit(tc.cidr, "10.0.0.1", tc.exclude, tc.pool)
+			if cause != tc.cause || (cause == "") != (got == "") {
+				t.Fatalf("%s: reason %q (%s), want %q", tc.reason, cause, got, tc.cause)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got); tc.want != "" && diff != "" {
 				t.Errorf("%s: -want +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -24,6 +24,8 @@ func TestAllocationRefusal(t *testing.T) {
 		"Exhausted": {reason: "a full zone", err: fmt.Errorf("cannot allocate: %w", vlanalloc.ErrExhausted), want: v1alpha1.ReasonZoneExhausted, ok: true},
 		"Namespace": {reason: "a namespace the zone does not admit", err: fmt.Errorf("x: %w", vlanalloc.ErrNamespaceNotAllowed), want: v1alpha1.ReasonNamespaceNotAllowed, ok: true},
 		"Conflict":  {reason: "an ID held by another", err: fmt.Errorf("x: %w", &vlanalloc.ConflictError{VID: 1}), want: v1alpha1.ReasonVLANConflict, ok: true},
+		"NameTaken": {reason: "a Vlan of the subnet's name labelled for another network, as the peer spells it", err: fmt.Errorf("x: %w", &vlanalloc.ConflictError{VID: 1, Cause: vlanalloc.NameTaken}), want: v1alpha1.ReasonVLANNameTaken, ok: true},
+		"Static":    {reason: "a static assignment's ID another holds, as the peer spells it", err: fmt.Errorf("x: %w", &vlanalloc.ConflictError{VID: 1, Cause: vlanalloc.StaticInUse}), want: v1alpha1.ReasonStaticVLANInUse, ok: true},
 		"Unusable":  {reason: "a Vlan with ID 0", err: fmt.Errorf("x: %w", vlanalloc.ErrUnusableVlan), want: v1alpha1.ReasonVLANConflict, ok: true},
 		"Provider":  {reason: "a Vlan on another provider network", err: &vlanalloc.ProviderMismatchError{}, want: v1alpha1.ReasonVLANProviderMismatch, ok: true},
 		"API":       {reason: "an API failure is retried, not reported", err: errors.New("etcdserver: leader changed")},

@@ -115,7 +115,7 @@ func (c *Controller) checkPool(ctx context.Context, p *netPass) (engine.Result, 
 	total, err := PoolTotal(pool.Spec)
 	if err != nil {
 		n.Status.IPPool = nil
-		set(metav1.ConditionFalse, ReasonPoolInvalid, err.Error())
+		set(metav1.ConditionFalse, v1alpha1.ReasonPoolAddressInvalid, err.Error())
 		return engine.Result{}, nil
 	}
 	used := int32(c.cache.PoolUsage(n.Namespace, n.Spec.IPPool).Addresses)
@@ -125,12 +125,10 @@ func (c *Controller) checkPool(ctx context.Context, p *netPass) (engine.Result, 
 		set(metav1.ConditionUnknown, v1alpha1.ReasonSubnetUnavailable, "the pool is checked against the subnet once the subnet is bound")
 		return engine.Result{}, nil
 	}
-	msg, err := CheckPoolSplit(sub.Spec.CIDRBlock, sub.Spec.Gateway, sub.Spec.ExcludeIps, pool.Spec)
+	reason, msg := CheckPoolSplit(sub.Spec.CIDRBlock, sub.Spec.Gateway, sub.Spec.ExcludeIps, pool.Spec)
 	switch {
-	case err != nil:
-		set(metav1.ConditionFalse, v1alpha1.ReasonPoolOverlapsSubnet, err.Error())
-	case msg != "":
-		set(metav1.ConditionFalse, v1alpha1.ReasonPoolOverlapsSubnet, msg)
+	case reason != "":
+		set(metav1.ConditionFalse, reason, msg)
 	case total > 0 && n.Status.IPPool.Free == 0:
 		set(metav1.ConditionTrue, v1alpha1.ReasonPoolExhausted, fmt.Sprintf("all %d addresses of the pool are allocated; new machines will wait", total))
 	default:

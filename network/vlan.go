@@ -250,13 +250,33 @@ func allocationRefusal(err error) (reason, msg string, ok bool) {
 	case errors.Is(err, vlanalloc.ErrNamespaceNotAllowed):
 		reason = v1alpha1.ReasonNamespaceNotAllowed
 	case errors.Is(err, vlanalloc.ErrConflict), errors.Is(err, vlanalloc.ErrUnusableVlan):
-		reason = v1alpha1.ReasonVLANConflict
+		reason = conflictReason(err)
 	case errors.Is(err, vlanalloc.ErrProviderMismatch):
 		reason = v1alpha1.ReasonVLANProviderMismatch
 	default:
 		return "", "", false
 	}
 	return reason, err.Error(), true
+}
+
+// conflictReason spells a conflict as Cozystack's controller does: a Vlan
+// of the subnet's name labelled for another network is VLANNameTaken, a
+// static assignment's ID held by another is StaticVLANInUse, anything else
+// (an ID the network keeps that another holds too, an unusable ID) is
+// VLANConflict.
+func conflictReason(err error) string {
+	var ce *vlanalloc.ConflictError
+	if !errors.As(err, &ce) {
+		return v1alpha1.ReasonVLANConflict
+	}
+	switch ce.Cause {
+	case vlanalloc.NameTaken:
+		return v1alpha1.ReasonVLANNameTaken
+	case vlanalloc.StaticInUse:
+		return v1alpha1.ReasonStaticVLANInUse
+	default:
+		return v1alpha1.ReasonVLANConflict
+	}
 }
 
 func (c *Controller) countAllocation(zone, reason string) {
@@ -266,7 +286,7 @@ func (c *Controller) countAllocation(zone, reason string) {
 		result = AllocationAllocated
 	case v1alpha1.ReasonZoneExhausted:
 		result = AllocationExhausted
-	case v1alpha1.ReasonVLANConflict, v1alpha1.ReasonVLANProviderMismatch:
+	case v1alpha1.ReasonVLANConflict, v1alpha1.ReasonVLANNameTaken, v1alpha1.ReasonStaticVLANInUse, v1alpha1.ReasonVLANProviderMismatch:
 		result = AllocationConflict
 	default:
 		return

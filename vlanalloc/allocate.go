@@ -48,13 +48,17 @@ func (x *Index) allocate(claim Claim) (int, source, error) {
 			own++
 		}
 		if x.refs[vid] > own {
-			return 0, 0, x.conflict(vid, claim)
+			cause := HeldElsewhere
+			if own > 1 {
+				cause = StaticInUse
+			}
+			return 0, 0, x.conflict(vid, claim, cause)
 		}
 		return vid, fromReservation, nil
 	}
 	if vid, ok := x.zone.Static(claim.Network); ok {
 		if x.refs[vid] > 1 { // the static pin itself is one holder
-			return 0, 0, x.conflict(vid, claim)
+			return 0, 0, x.conflict(vid, claim, StaticInUse)
 		}
 		x.reserve(vid, claim)
 		return vid, fromStatic, nil
@@ -75,7 +79,7 @@ func (x *Index) allocate(claim Claim) (int, source, error) {
 func (x *Index) adopt(claim Claim, e vlanEntry) (int, source, error) {
 	if n := e.networkRef(); n.Name != "" && n != claim.Network {
 		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
-			&ConflictError{VID: e.vid, Provider: x.zone.provider, Network: claim.Network, Holder: "network " + n.String()})
+			&ConflictError{VID: e.vid, Provider: x.zone.provider, Network: claim.Network, Holder: "network " + n.String(), Cause: NameTaken})
 	}
 	vid := e.vid
 	if vid < MinVID || vid > MaxVID {
@@ -91,7 +95,7 @@ func (x *Index) adopt(claim Claim, e vlanEntry) (int, source, error) {
 		own++
 	}
 	if x.refs[vid] > own {
-		return 0, 0, x.conflict(vid, claim)
+		return 0, 0, x.conflict(vid, claim, HeldElsewhere)
 	}
 	if !reserved {
 		x.reserve(vid, claim)
@@ -99,9 +103,9 @@ func (x *Index) adopt(claim Claim, e vlanEntry) (int, source, error) {
 	return vid, fromVlan, nil
 }
 
-func (x *Index) conflict(vid int, claim Claim) error {
+func (x *Index) conflict(vid int, claim Claim, cause ConflictCause) error {
 	return fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
-		&ConflictError{VID: vid, Provider: x.zone.provider, Network: claim.Network, Holder: x.holderOf(vid, claim)})
+		&ConflictError{VID: vid, Provider: x.zone.provider, Network: claim.Network, Holder: x.holderOf(vid, claim), Cause: cause})
 }
 
 func (x *Index) reserve(vid int, claim Claim) {

@@ -71,6 +71,21 @@ func (e *RangeError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalidRange) true.
 func (e *RangeError) Unwrap() error { return ErrInvalidRange }
 
+// ConflictCause says why a network must have the contested ID.
+type ConflictCause int
+
+const (
+	// HeldElsewhere is an ID the network keeps (its Vlan's or its
+	// reservation's) that another holder has too (VLANConflict).
+	HeldElsewhere ConflictCause = iota
+	// NameTaken is a Vlan of the network's name labelled for another
+	// network (VLANNameTaken).
+	NameTaken
+	// StaticInUse is the ID of the network's static assignment, which
+	// another holder has (StaticVLANInUse).
+	StaticInUse
+)
+
 // ConflictError says who holds the ID a network must keep or was pinned to.
 type ConflictError struct {
 	// VID is the contested ID.
@@ -82,6 +97,8 @@ type ConflictError struct {
 	// Holder describes the other holder: `Vlan "x"`, `network ns/name` or
 	// `static assignment of ns/name`.
 	Holder string
+	// Cause says why the network must have VID.
+	Cause ConflictCause
 }
 
 func (e *ConflictError) Error() string {

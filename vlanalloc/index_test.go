@@ -39,9 +39,10 @@ func mustZone(t testing.TB, spec ZoneSpec) *Zone {
 func TestIndexAllocate(t *testing.T) {
 	gold := func(namespaceLabels map[string]string) bool { return namespaceLabels["tier"] == "gold" }
 	type want struct {
-		vid int
-		err string
-		is  error
+		vid   int
+		err   string
+		is    error
+		cause ConflictCause
 	}
 	cases := map[string]struct {
 		reason       string
@@ -71,7 +72,7 @@ func TestIndexAllocate(t *testing.T) {
 		"StaticTaken": {reason: "a static ID some other Vlan carries is a conflict",
 			zone:  ZoneSpec{Ranges: []string{"100-102"}, Static: []StaticAssignment{{Network: net("a"), VID: 100}}},
 			vlans: []Vlan{foreign("x", 100)}, claim: claimFor("a"),
-			want: want{is: ErrConflict, err: `cannot allocate a VLAN for tenant-a/a: VLAN 100 on provider network "pxtenant" is held by Vlan "x", not by network tenant-a/a`}},
+			want: want{is: ErrConflict, cause: StaticInUse, err: `cannot allocate a VLAN for tenant-a/a: VLAN 100 on provider network "pxtenant" is held by Vlan "x", not by network tenant-a/a`}},
 		"AdoptOwnVlan": {reason: "the network's existing Vlan keeps its ID, even outside the ranges",
 			zone: ZoneSpec{Ranges: []string{"100-102"}}, vlans: []Vlan{ours("a", 150)}, claim: claimFor("a"), want: want{vid: 150}},
 		"AdoptUnlabelledVlan": {reason: "a Vlan named after the subnet is adopted after a crash",
@@ -82,7 +83,7 @@ func TestIndexAllocate(t *testing.T) {
 		"VlanOfAnotherNetwork": {reason: "a Vlan labelled for another network is not adopted",
 			zone:  ZoneSpec{Ranges: []string{"100-102"}},
 			vlans: []Vlan{{Name: "sub-a", VID: 100, Provider: testProvider, Zone: "z", Network: net("b")}}, claim: claimFor("a"),
-			want: want{is: ErrConflict, err: `cannot allocate a VLAN for tenant-a/a: VLAN 100 on provider network "pxtenant" is held by network tenant-b/b, not by network tenant-a/a`}},
+			want: want{is: ErrConflict, cause: NameTaken, err: `cannot allocate a VLAN for tenant-a/a: VLAN 100 on provider network "pxtenant" is held by network tenant-b/b, not by network tenant-a/a`}},
 		"DuplicateID": {reason: "a Vlan whose ID another Vlan also carries is a conflict",
 			zone: ZoneSpec{Ranges: []string{"100-102"}}, vlans: []Vlan{ours("a", 101), foreign("x", 101)}, claim: claimFor("a"),
 			want: want{is: ErrConflict, err: `cannot allocate a VLAN for tenant-a/a: VLAN 101 on provider network "pxtenant" is held by Vlan "x", not by network tenant-a/a`}},
@@ -113,6 +114,9 @@ func TestIndexAllocate(t *testing.T) {
 			got := want{vid: vid}
 			if err != nil {
 				got = want{err: err.Error(), is: tc.want.is}
+				if ce := (*ConflictError)(nil); errors.As(err, &ce) {
+					got.cause = ce.Cause
+				}
 				if !errors.Is(err, tc.want.is) {
 					t.Errorf("%s: %v is not %v", tc.reason, err, tc.want.is)
 				}

@@ -68,8 +68,12 @@ func (a *Allocator) Allocate(ctx context.Context, claim Claim) (int, error) {
 		}
 		a.learn(vid, taken.Holder, claim)
 		if src == fromVlan || src == fromStatic {
+			cause := HeldElsewhere
+			if src == fromStatic {
+				cause = StaticInUse
+			}
 			return 0, fmt.Errorf("cannot allocate a VLAN for %s: %w", claim.Network,
-				&ConflictError{VID: vid, Provider: provider, Network: claim.Network, Holder: holderName(taken.Holder)})
+				&ConflictError{VID: vid, Provider: provider, Network: claim.Network, Holder: holderName(taken.Holder), Cause: cause})
 		}
 	}
 	return 0, fmt.Errorf("cannot allocate a VLAN for %s in zone %q: %w", claim.Network, a.index.zone.name, ErrExhausted)

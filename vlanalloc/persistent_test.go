@@ -139,8 +139,9 @@ func TestAllocatorStaticTakenElsewhere(t *testing.T) {
 	}
 	_, err = vlanalloc.NewAllocator(vlanalloc.NewIndex(z, nil, nil), store).Allocate(ctx, claim(2))
 	want := `cannot allocate a VLAN for tenant-2/net-2: VLAN 7 on provider network "pxtenant" is held by network tenant-1/net-1, not by network tenant-2/net-2`
-	if !errors.Is(err, vlanalloc.ErrConflict) || err.Error() != want {
-		t.Fatalf("got %v, want %s", err, want)
+	var ce *vlanalloc.ConflictError
+	if !errors.As(err, &ce) || err.Error() != want || ce.Cause != vlanalloc.StaticInUse {
+		t.Fatalf("got %v, want %s (StaticInUse)", err, want)
 	}
 }
 

@@ -62,6 +62,12 @@ const (
 	ReasonVLANConflict         = "VLANConflict"
 	ReasonVLANProviderMismatch = "VLANProviderMismatch"
 	ReasonVLANStillReferenced  = "VLANStillReferenced"
+	// ReasonVLANNameTaken: a Kube-OVN Vlan of the subnet's name exists,
+	// labelled for another network.
+	ReasonVLANNameTaken = "VLANNameTaken"
+	// ReasonStaticVLANInUse: the VLAN a static assignment pins the network
+	// to is held by another Vlan, network or claim.
+	ReasonStaticVLANInUse = "StaticVLANInUse"
 	// ReasonProviderNetworkNotReady is the zone's Ready=False reason while its
 	// Kube-OVN ProviderNetwork is not ready.
 	ReasonProviderNetworkNotReady = "ProviderNetworkNotReady"
@@ -70,8 +76,22 @@ const (
 // Reasons of ConditionIPPoolReady. PoolExhausted keeps the condition True:
 // the VMs already on the network keep working.
 const (
+	// ReasonPoolOverlapsSubnet: pool addresses Kube-OVN may give to pods
+	// (outside the subnet's excludeIps), or the subnet's gateway.
 	ReasonPoolOverlapsSubnet = "PoolOverlapsSubnet"
 	ReasonPoolExhausted      = "PoolExhausted"
+	// ReasonPoolOutsideSubnet: pool addresses outside the subnet's CIDR.
+	ReasonPoolOutsideSubnet = "PoolOutsideSubnet"
+	// ReasonPoolGatewayMismatch: the pool's gateway is not the subnet's.
+	ReasonPoolGatewayMismatch = "PoolGatewayMismatch"
+	// ReasonPoolPrefixMismatch: the pool's prefix is not the subnet's.
+	ReasonPoolPrefixMismatch = "PoolPrefixMismatch"
+	// ReasonPoolAddressInvalid: a pool address that does not parse.
+	ReasonPoolAddressInvalid = "PoolAddressInvalid"
+	// ReasonSubnetCIDRInvalid: the subnet's cidrBlock does not parse.
+	ReasonSubnetCIDRInvalid = "SubnetCIDRInvalid"
+	// ReasonSubnetExcludeIPsInvalid: an excludeIps entry that does not parse.
+	ReasonSubnetExcludeIPsInvalid = "SubnetExcludeIPsInvalid"
 )
 
 // Reasons of ConditionGatewayReady.
