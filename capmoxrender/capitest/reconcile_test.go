@@ -56,6 +56,11 @@ func TestScenariosReconciledByClusterAPI(t *testing.T) {
 					create(t, srv.c, ns, append(cluster, objs...))
 					checkPools(t, srv.c, ns, cluster, objs)
 					if s.Name == "nodes-seed" {
+						var machines []string
+						for _, m := range list(t, srv.c, "Machine", ns, nil) {
+							machines = append(machines, m.GetName())
+						}
+						checkVerify(t, srv.cfg, ns, only(t, cluster, "Cluster").GetName(), machines)
 						checkRoll(t, srv.c, gen, s, ns)
 					}
 				})
