@@ -44,6 +44,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("MirrorsRoundTrip", func(t *testing.T) { testMirrorsRoundTrip(t, c) })
 	t.Run("ProxmoxCRDs", func(t *testing.T) { testProxmoxCRDs(t, c) })
 	t.Run("Immutability", func(t *testing.T) { testImmutability(t, c) })
+	t.Run("NetworkQuota", func(t *testing.T) { testNetworkQuota(t, c) })
 }
 
 // roundTrip creates obj, writes its status (taken from a copy made before
