@@ -93,10 +93,14 @@ func checkTemplateDisk(s NodesSpec, size int32, o Options) error {
 }
 
 // planVMIDRange writes the tenant's VM id range (Options.VMIDRanges, by
-// proxmox.pool) so capmox clones the pool's VMs inside it.
+// proxmox.pool) so capmox clones the pool's VMs inside it; with ranges
+// given but none for the pool, Options.Warn says so.
 func planVMIDRange(p *nodesPlan, _ NodesSpec, o Options) error {
 	r, ok := o.VMIDRanges[p.pool]
 	if !ok {
+		if o.VMIDRanges != nil {
+			o.warn(fmt.Sprintf("proxmox.pool %q is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere: give the tenant whose pool it is a vmIDRange, or correct proxmox.pool", p.pool))
+		}
 		return nil
 	}
 	if r.Start < MinVMID || r.End > MaxVMID || r.End < r.Start {

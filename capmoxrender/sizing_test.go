@@ -225,3 +225,19 @@ func TestInstanceTypeTable(t *testing.T) {
 		t.Error("o1 has no 2xmedium in v1.7.0")
 	}
 }
+
+// TestVMIDRangeWarnsForAnotherPool: ranges given, none for the pool's
+// Proxmox pool: the pool renders without vmIDRange and the warning says why.
+func TestVMIDRangeWarnsForAnotherPool(t *testing.T) {
+	var warned []string
+	o := capmoxrender.Options{VMIDRanges: map[string]capmoxrender.VMIDRange{"other": {Start: 1000, End: 1999}},
+		Warn: func(m string) { warned = append(warned, m) }}
+	s := machineSpec(t, validNodes(), o)
+	if nested(s, "vmIDRange") != nil {
+		t.Errorf("another pool's range is not this pool's: %v", nested(s, "vmIDRange"))
+	}
+	want := `proxmox.pool "tenant-e2e" is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere: give the tenant whose pool it is a vmIDRange, or correct proxmox.pool`
+	if len(warned) != 1 || warned[0] != want {
+		t.Errorf("want the warning %q, got %q", want, warned)
+	}
+}
