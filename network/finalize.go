@@ -151,7 +151,7 @@ func (c *Controller) releaseGateway(ctx context.Context, n *v1alpha1.ProxmoxNetw
 	if isDisabled(c.cfg.Gateway) || n.Status.VLAN == 0 {
 		return "", ""
 	}
-	released, err := c.cfg.Gateway.Release(ctx, c.info(n, "", ""))
+	released, err := c.cfg.Gateway.Release(ctx, c.info(n, livePass{}, ""))
 	if err != nil {
 		c.cfg.Metrics.NBErrors.Inc()
 		return v1alpha1.ReasonGatewayReleasePending, fmt.Sprintf("cannot delete the network's HA chassis group from OVN NB: %v", err)

@@ -22,6 +22,9 @@ type NetworkInfo struct {
 	VPC, Subnet string
 	// VLAN is the 802.1Q ID the network holds.
 	VLAN int
+	// GatewayMTU is the zone's gateway MTU (v1alpha1.GatewayMTUOf): the
+	// options:gateway_mtu of the router port; 0 leaves it unset.
+	GatewayMTU int
 }
 
 // GatewayStatus is the GatewayReady condition a Gateway reports for one

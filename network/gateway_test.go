@@ -55,7 +55,7 @@ func TestGateway(t *testing.T) {
 	n := getNet(t, c, 0)
 	wantCond(t, n, v1alpha1.ConditionGatewayReady, "True/ChassisAssigned")
 	wantCond(t, n, v1alpha1.ConditionReady, "True/Ready")
-	if info := gw.up[netID(0).key().String()]; info.VPC != "vpc-tenant-0" || info.VLAN != 100 || info.ProviderNetwork != provider {
+	if info := gw.up[netID(0).key().String()]; info.VPC != "vpc-tenant-0" || info.VLAN != 100 || info.ProviderNetwork != provider || info.GatewayMTU != 1400 {
 		t.Errorf("the gateway was asked for %+v", info)
 	}
 

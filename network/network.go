@@ -32,6 +32,8 @@ type livePass struct {
 	allocated bool
 	// zoneProvider is the zone's Kube-OVN provider network.
 	zoneProvider string
+	// zoneGatewayMTU is the zone's gateway MTU (v1alpha1.GatewayMTUOf).
+	zoneGatewayMTU int
 	// named is the Kube-OVN Subnet the network names, as the ownership
 	// check read it; nil when it does not exist.
 	named *kubeovnv1.Subnet

@@ -152,7 +152,7 @@ func (c *Controller) ensureGateway(ctx context.Context, p *netPass) (engine.Resu
 		set(metav1.ConditionUnknown, v1alpha1.ReasonSubnetUnavailable, "the router port is looked up once the subnet is bound")
 		return engine.Result{}, nil
 	}
-	gs, err := c.cfg.Gateway.Ensure(ctx, c.info(n, p.Data.zoneProvider, sub.Spec.Vpc))
+	gs, err := c.cfg.Gateway.Ensure(ctx, c.info(n, p.Data, sub.Spec.Vpc))
 	p.Data.chassis = gs.Chassis
 	if err != nil {
 		c.cfg.Metrics.NBErrors.Inc()
@@ -171,9 +171,9 @@ func (c *Controller) ensureGateway(ctx context.Context, p *netPass) (engine.Resu
 	return engine.Result{RequeueAfter: gs.RequeueAfter}, nil
 }
 
-func (c *Controller) info(n *v1alpha1.ProxmoxNetwork, provider, vpc string) NetworkInfo {
+func (c *Controller) info(n *v1alpha1.ProxmoxNetwork, pass livePass, vpc string) NetworkInfo {
 	return NetworkInfo{
-		Namespace: n.Namespace, Name: n.Name, Zone: n.Spec.Zone, ProviderNetwork: provider,
-		VPC: vpc, Subnet: n.Spec.Subnet, VLAN: int(n.Status.VLAN),
+		Namespace: n.Namespace, Name: n.Name, Zone: n.Spec.Zone, ProviderNetwork: pass.zoneProvider,
+		VPC: vpc, Subnet: n.Spec.Subnet, VLAN: int(n.Status.VLAN), GatewayMTU: pass.zoneGatewayMTU,
 	}
 }

@@ -65,7 +65,7 @@ func (c *Controller) ownedZone(ctx context.Context, p *netPass, prevCond *metav1
 		refuseVLAN(p, ReasonZoneInvalid, fmt.Sprintf("zone %q cannot allocate: %v", zone.Name, err))
 		return nil, nil, nil
 	}
-	p.Data.zoneProvider = zone.Spec.ProviderNetwork
+	p.Data.zoneProvider, p.Data.zoneGatewayMTU = zone.Spec.ProviderNetwork, int(v1alpha1.GatewayMTUOf(zone.Spec))
 	r, err := c.proveOwnership(ctx, n, zs, &p.Data, prevCond)
 	if err != nil {
 		return nil, nil, err

@@ -24,7 +24,7 @@ func validZone(name string) *v1alpha1.ProxmoxNetworkZone {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.ProxmoxNetworkZoneSpec{
 			Bridge: "vmbr1", ProviderNetwork: "pxtenant", VLANRanges: []string{"100-199", "250"},
-			ReservedVLANs: []int32{150}, MTU: ptr.To[int32](1450),
+			ReservedVLANs: []int32{150}, MTU: ptr.To[int32](1450), GatewayMTU: ptr.To[int32](1350),
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}},
 			StaticAssignments: []v1alpha1.StaticVLANAssignment{{Namespace: "tenant-a", Name: "net-a", VLAN: 7}},
 			Egress:            &v1alpha1.ZoneEgress{ExternalSubnet: "px-transit", GatewayNamespace: "cozy-egress"},
@@ -57,6 +57,11 @@ func testProxmoxCRDs(t *testing.T, c client.Client) {
 		"SDNPrefix":      {reason: "a VNet prefix leaves room for 4 digits", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN.VNetPrefix = "pxabc" }, want: "spec.sdn.vnetPrefix"},
 		"SDNCheckOnly":   {reason: "mode Check needs no SDN zone", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN = &v1alpha1.ZoneSDN{Mode: "Check"} }},
 		"MTUBounds":      {reason: "the MTU is at least 576", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.MTU = ptr.To[int32](500) }, want: "spec.mtu"},
+		"GatewayMTUOff":  {reason: "a gateway MTU of 0 turns the option off", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.GatewayMTU = ptr.To[int32](0) }},
+		"GatewayMTULow":  {reason: "a gateway MTU is 0 or at least 68", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.GatewayMTU = ptr.To[int32](67) }, want: "spec.gatewayMTU"},
+		"GatewayMTUBound": {reason: "a gateway MTU is at most 65535", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {
+			z.Spec.GatewayMTU = ptr.To[int32](65536)
+		}, want: "spec.gatewayMTU"},
 		"StaticBounds": {reason: "a static VLAN lies in 1-4094", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {
 			z.Spec.StaticAssignments[0].VLAN = 0
 		}, want: "spec.staticAssignments[0].vlan"},

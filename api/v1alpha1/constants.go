@@ -117,6 +117,19 @@ const (
 	ReasonListedOnVlan          = "ListedOnVlan"
 )
 
+// MTU defaults of a zone (see GatewayMTUOf).
+const (
+	// DefaultZoneMTU is the MTU of a zone without spec.mtu: Ethernet's.
+	DefaultZoneMTU = 1500
+	// GeneveOverhead is what the gateway MTU leaves for the Geneve overlay
+	// between chassis: Geneve over IPv4 takes 58 bytes with OVN's option
+	// (measured in internal/ovnlab), over IPv6 78, and 100 leaves room for
+	// both.
+	GeneveOverhead = 100
+	// MinGatewayMTU is IPv4's minimum MTU.
+	MinGatewayMTU = 68
+)
+
 // VLAN ID bounds: 802.1Q reserves 0 and 4095, and capmox accepts 1-4094 on a
 // NIC, so every ID this API hands out lies in [MinVLAN, MaxVLAN].
 const (

@@ -41,6 +41,19 @@ type ProxmoxNetworkZoneSpec struct {
 	// +kubebuilder:validation:Maximum=65520
 	MTU *int32 `json:"mtu,omitempty"`
 
+	// GatewayMTU is the options:gateway_mtu the controller sets on the OVN
+	// router port of every network of the zone: a packet routed from the
+	// VLAN that is larger than this is answered with ICMP "fragmentation
+	// needed" instead of being dropped where the overlay cannot carry it.
+	// Unset derives it from MTU (1500 when unset) minus 100 bytes for the
+	// Geneve overlay between chassis, so 1400 for 1500; 0 leaves the option
+	// unset. See GatewayMTUOf.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:validation:XValidation:rule="self == 0 || self >= 68",message="gatewayMTU must be 0 (no gateway_mtu) or at least 68, IPv4's minimum MTU"
+	GatewayMTU *int32 `json:"gatewayMTU,omitempty"`
+
 	// NamespaceSelector limits the namespaces whose networks may use this
 	// zone. Unset admits every namespace.
 	// +optional
@@ -101,6 +114,24 @@ type SecretRef struct {
 	Namespace string `json:"namespace"`
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
+}
+
+// GatewayMTUOf is the gateway MTU of a zone: spec.gatewayMTU when set
+// (0 means none), else spec.mtu (DefaultZoneMTU when unset) minus
+// GeneveOverhead. A zone MTU too small to leave room for the overhead gives
+// 0.
+func GatewayMTUOf(spec ProxmoxNetworkZoneSpec) int32 {
+	if spec.GatewayMTU != nil {
+		return *spec.GatewayMTU
+	}
+	mtu := int32(DefaultZoneMTU)
+	if spec.MTU != nil {
+		mtu = *spec.MTU
+	}
+	if mtu-GeneveOverhead < MinGatewayMTU {
+		return 0
+	}
+	return mtu - GeneveOverhead
 }
 
 // StaticVLANAssignment pins a VLAN to one ProxmoxNetwork.

@@ -222,6 +222,11 @@ func (in *ProxmoxNetworkZoneSpec) DeepCopyInto(out *ProxmoxNetworkZoneSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.GatewayMTU != nil {
+		in, out := &in.GatewayMTU, &out.GatewayMTU
+		*out = new(int32)
+		**out = **in
+	}
 	if in.NamespaceSelector != nil {
 		in, out := &in.NamespaceSelector, &out.NamespaceSelector
 		*out = new(v1.LabelSelector)

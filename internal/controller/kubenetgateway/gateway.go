@@ -92,6 +92,7 @@ func (g *Gateway) Ensure(ctx context.Context, n network.NetworkInfo) (network.Ga
 	if err != nil {
 		return statusOf(ovngateway.SubnetUnavailable(n.Subnet, err.Error())), nil
 	}
+	gw.GatewayMTU = n.GatewayMTU
 	o, err := g.nb.Reconcile(ctx, gw)
 	if errors.Is(err, ovngateway.ErrInvalid) {
 		return statusOf(ovngateway.SubnetUnavailable(n.Subnet, err.Error())), nil

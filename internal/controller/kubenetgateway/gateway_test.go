@@ -44,6 +44,11 @@ func info(name string) network.NetworkInfo {
 	return network.NetworkInfo{Namespace: "tenant-a", Name: name, Zone: "z", ProviderNetwork: provider, VPC: "vpc-a", Subnet: name, VLAN: 100}
 }
 
+func withMTU(n network.NetworkInfo, mtu int) network.NetworkInfo {
+	n.GatewayMTU = mtu
+	return n
+}
+
 // start runs an in-memory NB, a gateway client on it and a fake API
 // holding objs.
 func start(t *testing.T, objs ...client.Object) (*ovngatewaytest.InMemory, *ovngateway.Client, client.WithWatch) {
@@ -92,6 +97,22 @@ func ensureCases(t *testing.T) map[string]ensureCase {
 				state: ovngatewaytest.State{
 					Groups: map[string]ovngatewaytest.Group{"px-vpc-a-net1": group("net1", rank(t, "n1", "n2")...)},
 					Ports:  map[string]ovngatewaytest.Port{"vpc-a-net1": {Group: "px-vpc-a-net1"}},
+				},
+				checked: true,
+			},
+		},
+		"GatewayMTU": {
+			reason: "The zone's gateway MTU becomes the port's options:gateway_mtu, marked with the network.",
+			nodes:  []client.Object{node("n1", true)},
+			ports:  []string{"vpc-a-net1"},
+			n:      withMTU(info("net1"), 1400),
+			want: ensureWant{
+				status: network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Chassis: 1, RequeueAfter: ovngateway.ResyncPeriod},
+				state: ovngatewaytest.State{
+					Groups: map[string]ovngatewaytest.Group{"px-vpc-a-net1": group("net1", rank(t, "n1")...)},
+					Ports: map[string]ovngatewaytest.Port{"vpc-a-net1": {Group: "px-vpc-a-net1",
+						Options:     map[string]string{ovngateway.GatewayMTUOption: "1400"},
+						ExternalIDs: map[string]string{ovngateway.GatewayMTUOwnerKey: "tenant-a/net1"}}},
 				},
 				checked: true,
 			},
