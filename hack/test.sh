@@ -10,7 +10,7 @@
 #
 # What it provides:
 #   - a real ovsdb-server (Debian package ovn-central) and the OVN data plane
-#     (ovn-host, openvswitch-switch, iproute2, iputils-ping), installed with
+#     (ovn-host, openvswitch-switch, iproute2, iputils-ping, ethtool), installed with
 #     apt-get when missing; the data-plane tests also need root;
 #   - kube-apiserver and etcd for envtest, and the kubectl the host-entries
 #     test runs, built once from the Go module proxy into
@@ -29,7 +29,7 @@ say() { echo "test.sh: $*" >&2; }
 
 # Debian packages the tests run: a real ovsdb-server (ovn-central) for the NB
 # tests, and the whole OVN data plane (ovn-host, openvswitch-switch) with the
-# tools the data-plane lab drives (iproute2, iputils-ping).
+# tools the data-plane lab drives (iproute2, iputils-ping, ethtool).
 need=()
 have() { command -v "$1" >/dev/null || [[ -x /usr/sbin/$1 || -x /sbin/$1 ]]; }
 have ovsdb-server && have ovn-northd && [[ -f /usr/share/ovn/ovn-nb.ovsschema ]] || need+=(ovn-central)
@@ -37,6 +37,7 @@ have ovn-controller || need+=(ovn-host)
 have ovs-vswitchd && have ovs-vsctl && [[ -f /usr/share/openvswitch/vswitch.ovsschema ]] || need+=(openvswitch-switch)
 have ip || need+=(iproute2)
 have ping || need+=(iputils-ping)
+have ethtool || need+=(ethtool)
 if ((${#need[@]})); then
 	say "installing ${need[*]}"
 	sudo=""

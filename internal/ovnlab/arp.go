@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -117,72 +115,30 @@ func ParseARPReply(frame []byte, target, self netip.Addr, selfMAC net.HardwareAd
 // ns, bound to ifname there, and returns it with the interface's MAC and
 // index. The socket keeps its namespace after the thread returns to its own.
 func packetSocket(ns, ifname string) (fd int, mac net.HardwareAddr, ifindex int, err error) {
-	type result struct {
-		fd      int
-		mac     net.HardwareAddr
-		ifindex int
-		err     error
+	fd = -1
+	err = inNamespace(ns, func() error {
+		var err error
+		fd, mac, ifindex, err = bindPacket(ifname)
+		return err
+	})
+	if err != nil && fd >= 0 {
+		unix.Close(fd)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		// The thread enters ns; it goes back before it is unlocked, and is
-		// left locked (so the runtime ends it) when going back fails.
-		runtime.LockOSThread()
-		r, back := enter(ns, ifname)
-		if back {
-			runtime.UnlockOSThread()
-		}
-		ch <- r
-	}()
-	r := <-ch
-	return r.fd, r.mac, r.ifindex, r.err
-}
-
-func enter(ns, ifname string) (r struct {
-	fd      int
-	mac     net.HardwareAddr
-	ifindex int
-	err     error
-}, back bool) {
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		r.err = err
-		return r, true
-	}
-	defer self.Close()
-	target, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		r.err = fmt.Errorf("network namespace %s: %w", ns, err)
-		return r, true
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		r.err = fmt.Errorf("cannot enter network namespace %s: %w", ns, err)
-		return r, true
-	}
-	r.fd, r.mac, r.ifindex, r.err = bindPacket(ifname)
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		if r.err == nil {
-			unix.Close(r.fd)
-		}
-		r.err = fmt.Errorf("cannot leave network namespace %s: %w", ns, err)
-		return r, false
-	}
-	return r, true
+	return fd, mac, ifindex, err
 }
 
 func bindPacket(ifname string) (int, net.HardwareAddr, int, error) {
 	ifc, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return 0, nil, 0, err
+		return -1, nil, 0, err
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(etherTypeARP)))
 	if err != nil {
-		return 0, nil, 0, fmt.Errorf("cannot open a packet socket: %w", err)
+		return -1, nil, 0, fmt.Errorf("cannot open a packet socket: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(etherTypeARP), Ifindex: ifc.Index}); err != nil {
 		unix.Close(fd)
-		return 0, nil, 0, fmt.Errorf("cannot bind a packet socket to %s: %w", ifname, err)
+		return -1, nil, 0, fmt.Errorf("cannot bind a packet socket to %s: %w", ifname, err)
 	}
 	return fd, ifc.HardwareAddr, ifc.Index, nil
 }

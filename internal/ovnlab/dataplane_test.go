@@ -26,6 +26,10 @@ type gatewayLab struct {
 	sub1, sub2, pods, sub3 *ovnlab.Subnet
 	vm1, vm2, vm3          *ovnlab.Host
 	pod3                   *ovnlab.Host
+	// nb is the gateway client reconcileGateways connected; gws are the
+	// gateways it wrote, by subnet name.
+	nb  *ovngateway.Client
+	gws map[string]ovngateway.Gateway
 }
 
 func newGatewayLab(t *testing.T) *gatewayLab {
@@ -71,6 +75,21 @@ func mustPing(t *testing.T, h *ovnlab.Host, dst netip.Addr, what string) {
 	t.Helper()
 	if out, err := h.Ping(dst, 0, false, 2*time.Second); err != nil {
 		t.Errorf("%s: %s must reach %s (%s): %v\n%s", what, h.Name, dst, what, err, out)
+	}
+}
+
+// eventuallyPing waits up to 10 s for h to reach dst: right after a port is
+// bound its chassis may still be installing the flows.
+func eventuallyPing(t *testing.T, h *ovnlab.Host, dst netip.Addr, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, err := h.Ping(dst, 0, false, time.Second)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s must reach %s within 10 s: %v\n%s", what, h.Name, dst, err, out)
+		}
 	}
 }
 
@@ -181,7 +200,8 @@ func TestGatewayDataPlane(t *testing.T) {
 	}
 
 	checkMTU(t, g)
-	checkGatewayMTU(t, g)
+	stalled := transferToPod(t, g)
+	checkGatewayMTU(t, g, stalled)
 	checkFailover(t, g, active, standby)
 }
 
@@ -198,6 +218,7 @@ func reconcileGateways(t *testing.T, g *gatewayLab) (active, standby *ovnlab.Cha
 	t.Cleanup(c.Close)
 	candidates := []ovngateway.Candidate{{Node: "node-1", Chassis: "ch1"}, {Node: "node-2", Chassis: "ch2"}}
 	var first ovngateway.Gateway
+	g.nb, g.gws = c, map[string]ovngateway.Gateway{}
 	for i, s := range []*ovnlab.Subnet{g.sub1, g.sub2, g.sub3} {
 		ns := "tenant-a"
 		if s.VPC == "vpc2" {
@@ -215,6 +236,7 @@ func reconcileGateways(t *testing.T, g *gatewayLab) (active, standby *ovnlab.Cha
 		if i == 0 {
 			first = gw
 		}
+		g.gws[s.Name] = gw
 	}
 	byName := map[string]*ovnlab.Chassis{}
 	for _, ch := range g.Chassis {

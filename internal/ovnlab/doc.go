@@ -15,7 +15,7 @@
 // outside the lab's namespaces, and the host's routing is never touched.
 //
 // The package needs root (network namespaces and veth pairs) and Debian's
-// ovn-central, ovn-host, openvswitch-switch, iproute2 and iputils-ping;
+// ovn-central, ovn-host, openvswitch-switch, iproute2, iputils-ping and ethtool;
 // hack/test.sh installs the packages. A missing binary or
 // capability fails the test with what to install; nothing is skipped.
 package ovnlab

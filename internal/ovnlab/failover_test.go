@@ -16,7 +16,7 @@ const stableFor = 3 * time.Second
 
 // settle waits until both router ports of vpc1 are on chassis and the probe
 // has succeeded for stableFor since its last failure, and returns its result.
-func settle(t *testing.T, g *gatewayLab, p *ovnlab.Prober, chassis string) ovnlab.ProbeResult {
+func settle(t *testing.T, g *ovnlab.Lab, p *ovnlab.Prober, chassis string) ovnlab.ProbeResult {
 	t.Helper()
 	deadline := time.Now().Add(failoverDeadline)
 	for !p.UpFor(stableFor) || g.Binding("cr-vpc1-sub1") != chassis || g.Binding("cr-vpc1-sub2") != chassis {
@@ -57,25 +57,25 @@ func checkFailover(t *testing.T, g *gatewayLab, active, standby *ovnlab.Chassis)
 	if err := active.ExitController(); err != nil {
 		t.Fatal(err)
 	}
-	r = settle(t, g, p, standby.Name)
+	r = settle(t, g.Lab, p, standby.Name)
 	t.Logf("failover, ovn-controller of the active chassis exits: outage %s (%d of %d probes failed)", r.Outage, r.Failed, r.Sent)
 	p = g.vm1.Probe(dst)
 	restart(t, g, active)
-	r = settle(t, g, p, active.Name)
+	r = settle(t, g.Lab, p, active.Name)
 	t.Logf("failback, ovn-controller of the higher-priority chassis starts again: outage %s (%d of %d probes failed)", r.Outage, r.Failed, r.Sent)
 
 	// The node fails: ovn-controller and ovs-vswitchd die at once; the
 	// standby's BFD session to it times out.
 	p = g.vm1.Probe(dst)
 	active.Crash()
-	r = settle(t, g, p, standby.Name)
+	r = settle(t, g.Lab, p, standby.Name)
 	t.Logf("failover, the active chassis crashes (ovn-controller and ovs-vswitchd killed): outage %s (%d of %d probes failed)", r.Outage, r.Failed, r.Sent)
 	if r.Failed == 0 {
 		t.Errorf("a crashed gateway chassis must interrupt the ping until the standby takes over: %+v", r)
 	}
 	p = g.vm1.Probe(dst)
 	restart(t, g, active)
-	r = settle(t, g, p, active.Name)
+	r = settle(t, g.Lab, p, active.Name)
 	t.Logf("failback after the crash: outage %s (%d of %d probes failed)", r.Outage, r.Failed, r.Sent)
 }
 

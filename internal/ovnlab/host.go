@@ -97,6 +97,13 @@ func (l *Lab) newHost(name string, addr netip.Prefix, mtu int) *Host {
 func (h *Host) configure(gw netip.Addr) {
 	l := h.lab
 	l.t.Helper()
+	// The userspace datapath forwards a frame as the veth hands it over,
+	// with the checksum a sender offloading it never filled in; a real NIC
+	// or the kernel datapath completes it. Without offload the kernel
+	// computes TCP and UDP checksums itself (ICMP's it always does).
+	if _, err := h.Run("ethtool", "-K", "eth0", "tx", "off"); err != nil {
+		l.t.Fatalf("host %s: cannot turn off checksum offload: %v", h.Name, err)
+	}
 	l.must(l.ip("-n", h.NS, "link", "set", "eth0", "mtu", strconv.Itoa(h.MTU)))
 	l.must(l.ip("-n", h.NS, "addr", "add", h.Addr.String(), "dev", "eth0"))
 	l.must(l.ip("-n", h.NS, "route", "add", "default", "via", gw.String()))

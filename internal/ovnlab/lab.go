@@ -41,6 +41,7 @@ var requirements = []struct{ file, pkg string }{
 	{"ovn-appctl", "ovn-common"},
 	{"ovn-controller", "ovn-host"},
 	{"ping", "iputils-ping"},
+	{"ethtool", "ethtool"},
 	{nbSchema, "ovn-common"},
 	{sbSchema, "ovn-common"},
 	{vswitchSchema, "openvswitch-common"},

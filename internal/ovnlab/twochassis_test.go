@@ -14,6 +14,25 @@ import (
 // to go down once its peer crashed (three intervals of 1 s).
 const bfdDeadline = 15 * time.Second
 
+// waitBFD waits up to bfdDeadline until the BFD session of from's tunnel
+// to chassis peer is in state want.
+func waitBFD(t *testing.T, from *ovnlab.Chassis, peer, want string) {
+	t.Helper()
+	tunnel := "ovn-" + peer + "-0"
+	bfd := func() string {
+		out, err := from.VSCtl("get", "Interface", tunnel, "bfd_status:state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	for deadline := time.Now().Add(bfdDeadline); bfd() != want; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("BFD on %s's tunnel %s is %q after %s, want %s", from.Name, tunnel, bfd(), bfdDeadline, want)
+		}
+	}
+}
+
 // TestGatewayTwoChassisNoFailover pins why the data-plane lab has a third
 // chassis: when the only two chassis are the group's, OVN 23.03's standby
 // does not take the port after the active one crashes, because it then has
@@ -43,7 +62,7 @@ func TestGatewayTwoChassisNoFailover(t *testing.T) {
 	lab.SyncHV()
 	active := gw.Members[0].Chassis
 	lab.WaitBinding("cr-vpc1-sub1", active, 10*time.Second)
-	mustPing(t, vm, sub1.Gateway.Addr(), "the gateway with both chassis up")
+	eventuallyPing(t, vm, sub1.Gateway.Addr(), "the gateway with both chassis up")
 
 	var standby *ovnlab.Chassis
 	for _, ch := range lab.Chassis {
@@ -51,29 +70,13 @@ func TestGatewayTwoChassisNoFailover(t *testing.T) {
 			standby = ch
 		}
 	}
-	tunnel := "ovn-" + active + "-0"
-	bfd := func() string {
-		out, err := standby.VSCtl("get", "Interface", tunnel, "bfd_status:state")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out)
-	}
-	for deadline := time.Now().Add(bfdDeadline); bfd() != "up"; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("BFD on %s's tunnel %s is %q before the crash, want up", standby.Name, tunnel, bfd())
-		}
-	}
+	waitBFD(t, standby, active, "up")
 	for _, ch := range lab.Chassis {
 		if ch.Name == active {
 			ch.Crash()
 		}
 	}
-	for deadline := time.Now().Add(bfdDeadline); bfd() != "down"; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("BFD on %s's tunnel %s is %q %s after the crash, want down", standby.Name, tunnel, bfd(), bfdDeadline)
-		}
-	}
+	waitBFD(t, standby, active, "down")
 	// ovn-controller reacts to a BFD change at once; give it ample time.
 	time.Sleep(3 * time.Second)
 	if got := lab.Binding("cr-vpc1-sub1"); got != active {
