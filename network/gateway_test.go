@@ -21,6 +21,9 @@ type fakeGateway struct {
 	up       map[string]network.NetworkInfo
 	failNB   bool
 	holdBack bool
+	// chassis is the group size Ensure reports; 3 (a group that fails
+	// over) when 0.
+	chassis int
 }
 
 func (g *fakeGateway) Ensure(_ context.Context, n network.NetworkInfo) (network.GatewayStatus, error) {
@@ -30,7 +33,11 @@ func (g *fakeGateway) Ensure(_ context.Context, n network.NetworkInfo) (network.
 		return network.GatewayStatus{}, errors.New("connection refused")
 	}
 	g.up[n.Namespace+"/"+n.Name] = n
-	return network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Message: "2 chassis", Chassis: 2}, nil
+	chassis := g.chassis
+	if chassis == 0 {
+		chassis = 3
+	}
+	return network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Message: "assigned", Chassis: chassis}, nil
 }
 
 func (g *fakeGateway) Release(_ context.Context, n network.NetworkInfo) (bool, error) {

@@ -21,6 +21,7 @@ const (
 	MetricNetworkDeleting         = "cozy_proxmox_network_deleting"
 	MetricNetworkGatewayChassis   = "cozy_proxmox_network_gateway_chassis"
 	MetricNetworkGatewayReady     = "cozy_proxmox_network_gateway_ready"
+	MetricNetworkGatewayFailover  = "cozy_proxmox_network_gateway_failover"
 	MetricVLANAllocations         = "cozy_proxmox_vlan_allocations_total"
 	MetricNetworkReconcileErrors  = "cozy_proxmox_network_reconcile_errors_total"
 	MetricNetworkReconcileSeconds = "cozy_proxmox_network_reconcile_duration_seconds"

@@ -14,7 +14,7 @@ import (
 // their label pairs per network between scrapes: at 10,000 networks those
 // children were a quarter of the controller's heap.
 type networkGauges struct {
-	ready, pool, consumers, deleting, chassis, gatewayReady *prometheus.Desc
+	ready, pool, consumers, deleting, chassis, gatewayReady, failover *prometheus.Desc
 
 	mu      sync.Mutex
 	records map[networkID]networkRecord
@@ -50,7 +50,9 @@ func newNetworkGauges() *networkGauges {
 		deleting:     desc(MetricNetworkDeleting, "1 while a deleted network waits before it is released."),
 		chassis:      desc(MetricNetworkGatewayChassis, "Chassis serving the network's router port, as last reported by the gateway."),
 		gatewayReady: desc(MetricNetworkGatewayReady, "1 when GatewayReady is True; absent while gateways are not managed."),
-		records:      map[networkID]networkRecord{},
+		failover: desc(MetricNetworkGatewayFailover,
+			"1 when the network's gateway group can fail over by itself (GatewayReady True with at least MinFailoverChassis chassis); absent while gateways are not managed."),
+		records: map[networkID]networkRecord{},
 	}
 }
 
@@ -91,7 +93,7 @@ func (g *networkGauges) forget(id networkID) {
 
 // Describe implements prometheus.Collector.
 func (g *networkGauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.ready, g.pool, g.consumers, g.deleting, g.chassis, g.gatewayReady} {
+	for _, d := range []*prometheus.Desc{g.ready, g.pool, g.consumers, g.deleting, g.chassis, g.gatewayReady, g.failover} {
 		ch <- d
 	}
 }
@@ -126,6 +128,7 @@ func (g *networkGauges) Collect(ch chan<- prometheus.Metric) {
 		if r.flags&flagGateway != 0 {
 			gaugeOf(g.gatewayReady, b2f(r.flags&flagGatewayReady != 0), ns, name)
 			gaugeOf(g.chassis, float64(r.chassis), ns, name)
+			gaugeOf(g.failover, b2f(r.flags&flagGatewayReady != 0 && r.chassis >= MinFailoverChassis), ns, name)
 		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 // GaugeVecs whose children live between scrapes. It is the model the
 // collector must agree with, and the baseline of BenchmarkNetworkGauges.
 type gaugeVecs struct {
-	ready, pool, consumers, deleting, chassis, gatewayReady *prometheus.GaugeVec
-	readyLabels                                             map[networkID][2]string
+	ready, pool, consumers, deleting, chassis, gatewayReady, failover *prometheus.GaugeVec
+	readyLabels                                                       map[networkID][2]string
 }
 
 func newGaugeVecs() *gaugeVecs {
@@ -29,12 +29,13 @@ func newGaugeVecs() *gaugeVecs {
 		deleting:     gauge(MetricNetworkDeleting, "h", "namespace", "network"),
 		chassis:      gauge(MetricNetworkGatewayChassis, "h", "namespace", "network"),
 		gatewayReady: gauge(MetricNetworkGatewayReady, "h", "namespace", "network"),
+		failover:     gauge(MetricNetworkGatewayFailover, "h", "namespace", "network"),
 		readyLabels:  map[networkID][2]string{},
 	}
 }
 
 func (g *gaugeVecs) collectors() []prometheus.Collector {
-	return []prometheus.Collector{g.ready, g.pool, g.consumers, g.deleting, g.chassis, g.gatewayReady}
+	return []prometheus.Collector{g.ready, g.pool, g.consumers, g.deleting, g.chassis, g.gatewayReady, g.failover}
 }
 
 func (g *gaugeVecs) record(s networkSample) {
@@ -54,10 +55,12 @@ func (g *gaugeVecs) record(s networkSample) {
 	if s.gateway == nil {
 		g.gatewayReady.DeleteLabelValues(s.namespace, s.name)
 		g.chassis.DeleteLabelValues(s.namespace, s.name)
+		g.failover.DeleteLabelValues(s.namespace, s.name)
 		return
 	}
 	g.gatewayReady.WithLabelValues(s.namespace, s.name).Set(b2f(*s.gateway))
 	g.chassis.WithLabelValues(s.namespace, s.name).Set(float64(s.chassis))
+	g.failover.WithLabelValues(s.namespace, s.name).Set(b2f(*s.gateway && s.chassis >= MinFailoverChassis))
 }
 
 func (g *gaugeVecs) forget(id networkID) {
@@ -68,7 +71,7 @@ func (g *gaugeVecs) forget(id networkID) {
 	for _, state := range []string{"total", "used", "free"} {
 		g.pool.DeleteLabelValues(id.namespace, id.name, state)
 	}
-	for _, v := range []*prometheus.GaugeVec{g.consumers, g.deleting, g.chassis, g.gatewayReady} {
+	for _, v := range []*prometheus.GaugeVec{g.consumers, g.deleting, g.chassis, g.gatewayReady, g.failover} {
 		v.DeleteLabelValues(id.namespace, id.name)
 	}
 }

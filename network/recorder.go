@@ -45,6 +45,10 @@ const (
 	// EventVLANReleased (Normal): the network's Vlan and claim are gone, the
 	// ID is back in its zone.
 	EventVLANReleased engine.Reason = "VLANReleased"
+	// EventNoFailover (Warning): the network's gateway group cannot fail
+	// over (GatewayFailover=False/NoFailover); announced once per chassis
+	// count.
+	EventNoFailover engine.Reason = v1alpha1.ReasonNoFailover
 )
 
 // eventActions are the events.k8s.io action of each reason: what the
@@ -59,6 +63,7 @@ var eventActions = map[engine.Reason]string{
 	EventGatewayReleased:    "Release",
 	EventSubnetPruneTimeout: "Release",
 	EventVLANReleased:       "Release",
+	EventNoFailover:         "AssignGateway",
 }
 
 // What an event is about, for the memo: the VLAN a network holds, its
@@ -71,6 +76,7 @@ const (
 	memoGateway   = "gateway"
 	memoPrune     = "prune"
 	memoReleased  = "released"
+	memoFailover  = "failover"
 )
 
 // eventMemo remembers, per network, what this process last announced, so

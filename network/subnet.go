@@ -3,7 +3,9 @@ package network
 import (
 	"context"
 	"fmt"
+	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,10 +167,59 @@ func (c *Controller) ensureGateway(ctx context.Context, p *netPass) (engine.Resu
 			return engine.Result{RequeueAfter: RetryAfter}, nil
 		}
 		set(gs.Status, gs.Reason, gs.Message)
+		c.setFailover(p, gs)
 		return engine.Result{RequeueAfter: RetryAfter}, nil
 	}
 	set(gs.Status, gs.Reason, gs.Message)
+	c.setFailover(p, gs)
 	return engine.Result{RequeueAfter: gs.RequeueAfter}, nil
+}
+
+// MinFailoverChassis is the smallest gateway group that fails over by
+// itself. ovn-controller lets a standby chassis claim a gateway port only
+// while at least one of its BFD sessions to the other chassis is up
+// (ha_chassis_group_is_active in OVN's lib/ha-chassis.c): a chassis that
+// sees no peer counts itself as cut off. In a group of two whose active
+// chassis fails, the standby's only peer is gone, so it takes over only if
+// a third chassis carrying the VPC keeps a session up; a group of three
+// keeps one.
+const MinFailoverChassis = 3
+
+// setFailover sets GatewayFailover from the gateway's status, and warns
+// once per chassis count when the group cannot fail over.
+func (c *Controller) setFailover(p *netPass, gs GatewayStatus) {
+	n := p.Object
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		p.SetCondition(&n.Status.Conditions, v1alpha1.ConditionGatewayFailover, status, reason, msg)
+	}
+	switch {
+	case gs.Reason != v1alpha1.ReasonChassisAssigned:
+		c.memo.clear(n, memoFailover)
+		set(metav1.ConditionUnknown, v1alpha1.ReasonGatewayNotAssigned, "the router port has no gateway group yet, so there is nothing to fail over")
+	case gs.Chassis >= MinFailoverChassis:
+		c.memo.clear(n, memoFailover)
+		set(metav1.ConditionTrue, v1alpha1.ReasonStandbyReady,
+			fmt.Sprintf("the gateway group has %d chassis: when the active one fails, a standby still sees another over BFD and takes over", gs.Chassis))
+	default:
+		msg := noFailoverMessage(gs.Chassis, p.Data.zoneProvider)
+		set(metav1.ConditionFalse, v1alpha1.ReasonNoFailover, msg)
+		if c.memo.first(n, memoFailover, strconv.Itoa(gs.Chassis)) {
+			c.event(n, corev1.EventTypeWarning, EventNoFailover, msg)
+		}
+	}
+}
+
+// noFailoverMessage says why a group of chassis trunk nodes cannot fail
+// over and what to do.
+func noFailoverMessage(chassis int, provider string) string {
+	if chassis < 2 {
+		return fmt.Sprintf("the gateway group has %d chassis (the trunk nodes ready on provider network %q): there is no standby, "+
+			"so if that chassis fails the gateway stays down; make at least two more nodes trunk nodes of the provider network", chassis, provider)
+	}
+	return fmt.Sprintf("the gateway group has %d chassis (the trunk nodes ready on provider network %q): "+
+		"OVN's standby takes over only while it still sees another chassis over BFD, so if the active chassis fails the gateway stays down "+
+		"unless another node with a workload of the VPC keeps a BFD session up; "+
+		"make a third node a trunk node of the provider network", chassis, provider)
 }
 
 func (c *Controller) info(n *v1alpha1.ProxmoxNetwork, pass livePass, vpc string) NetworkInfo {

@@ -42,7 +42,10 @@ const (
 	ConditionSubnetReady   = "SubnetReady"
 	ConditionIPPoolReady   = "IPPoolReady"
 	ConditionGatewayReady  = "GatewayReady"
-	ConditionReady         = "Ready"
+	// ConditionGatewayFailover says whether the network's gateway group can
+	// fail over; it does not count for Ready.
+	ConditionGatewayFailover = "GatewayFailover"
+	ConditionReady           = "Ready"
 	// ConditionHypervisorReady is a zone's check of its Proxmox nodes
 	// (spec.sdn with a credentialsRef).
 	ConditionHypervisorReady = "HypervisorReady"
@@ -105,6 +108,14 @@ const (
 	ReasonDisabled          = "Disabled"
 	ReasonWaitingForVLAN    = "WaitingForVLAN"
 	ReasonSubnetUnavailable = "SubnetUnavailable"
+)
+
+// Reasons of ConditionGatewayFailover: True/StandbyReady, False/NoFailover,
+// Unknown/GatewayNotAssigned.
+const (
+	ReasonStandbyReady       = "StandbyReady"
+	ReasonNoFailover         = "NoFailover"
+	ReasonGatewayNotAssigned = "GatewayNotAssigned"
 )
 
 // Reasons on the delete path: Ready=False/InUse, SubnetDeleting,

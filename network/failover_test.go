@@ -1,0 +1,69 @@
+package network_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/network"
+)
+
+// TestGatewayFailover: a group of two trunk nodes is named as unable to
+// fail over (condition, one Warning event, metric 0) without costing
+// Ready; a third trunk node makes it StandbyReady and the metric 1.
+func TestGatewayFailover(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := network.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(20)
+	gw := &fakeGateway{up: map[string]network.NetworkInfo{}, chassis: 2}
+	h, c := startOne(t, sim.Options{Metrics: m, Recorder: rec, Gateway: func() network.Gateway { return gw }}, "100-101")
+	n := getNet(t, c, 0)
+	wantCond(t, n, v1alpha1.ConditionGatewayFailover, "False/NoFailover")
+	wantCond(t, n, v1alpha1.ConditionReady, "True/Ready")
+	msg := meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionGatewayFailover).Message
+	if !strings.Contains(msg, "2 chassis") || !strings.Contains(msg, "third node") {
+		t.Errorf("the NoFailover message must say how many chassis and what to do: %q", msg)
+	}
+	series := `cozy_proxmox_network_gateway_failover{namespace="tenant-0",network="s-0"}`
+	if v, ok := gather(t, reg)[series]; !ok || v != 0 {
+		t.Errorf("%s = %v (present %v), want 0", series, v, ok)
+	}
+	h.Controller().EnqueueNetwork(netID(0).key())
+	converge(t, h)
+	if got := warnings(rec, v1alpha1.ReasonNoFailover); got != 1 {
+		t.Errorf("%d NoFailover events after two passes, want 1", got)
+	}
+
+	gw.mu.Lock()
+	gw.chassis = 3
+	gw.mu.Unlock()
+	h.Controller().EnqueueNetwork(netID(0).key())
+	converge(t, h)
+	wantCond(t, getNet(t, c, 0), v1alpha1.ConditionGatewayFailover, "True/StandbyReady")
+	if v := gather(t, reg)[series]; v != 1 {
+		t.Errorf("%s = %v with three chassis, want 1", series, v)
+	}
+}
+
+// warnings counts the Warning events of reason rec has seen so far.
+func warnings(rec *events.FakeRecorder, reason string) int {
+	n := 0
+	for {
+		select {
+		case e := <-rec.Events:
+			if strings.HasPrefix(e, "Warning "+reason+" ") {
+				n++
+			}
+		default:
+			return n
+		}
+	}
+}
