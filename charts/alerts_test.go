@@ -20,7 +20,7 @@ import (
 
 // alertNames are the alerts the package promises.
 var alertNames = []string{
-	"ProxmoxNetworkZoneNearlyExhausted", "ProxmoxNetworkZoneExhausted", "ProxmoxNetworkDeletionHeld", "ProxmoxNetworkGatewayNotReady",
+	"ProxmoxNetworkZoneNearlyExhausted", "ProxmoxNetworkZoneExhausted", "ProxmoxNetworkDeletionHeld", "ProxmoxNetworkGatewayNotReady", "ProxmoxNetworkGatewayNoFailover",
 	"ProxmoxNetworkOVNNBUnreachable", "ProxmoxNetworkVLANAllocationErrors", "ProxmoxNetworkControllerNoLeader", "ProxmoxNetworkReconcileErrors",
 }
 
