@@ -27,6 +27,9 @@ type ManagementFinding struct {
 	Code    string `json:"code"`
 	Problem string `json:"problem"`
 	Fix     string `json:"fix"`
+	// Warning marks a finding that does not keep the workers out (a
+	// gateway without failover): it is reported, but verify still passes.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // capmoxVersions are the ProxmoxCluster versions capmox serves, newest first.
@@ -42,7 +45,9 @@ var ipamVersions = []string{"v1alpha2", "v1alpha1"}
 // ProxmoxCluster carrying cluster.x-k8s.io/managed-by (Cluster API then
 // never sets its ownerRef and capmox waits forever), a control plane
 // Service without a LoadBalancer address, and a Machine whose TalosConfig
-// maps no (or another) address to the control plane endpoint. It only reads.
+// maps no (or another) address to the control plane endpoint. It also
+// warns (Warning set) of a ProxmoxNetwork of the namespace whose gateway
+// group cannot fail over. It only reads.
 //
 // mapper says which kinds the API server serves (a client.Client's
 // RESTMapper does discovery).
@@ -80,7 +85,11 @@ func CheckManagement(ctx context.Context, mgmt client.Reader, mapper meta.RESTMa
 	if err != nil {
 		return nil, err
 	}
-	return append(append(out, ep...), ctl...), nil
+	gw, err := checkGateways(ctx, mgmt, mapper, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(out, ep...), ctl...), gw...), nil
 }
 
 // proxmoxCluster reads the ProxmoxCluster in whichever version capmox

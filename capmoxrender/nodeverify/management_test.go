@@ -80,12 +80,7 @@ func TestCheckManagement(t *testing.T) {
 // the finding codes; every finding must say its problem and its fix.
 func checkManagementCodes(t *testing.T, s *runtime.Scheme, objs []client.Object, reason string, want []string) {
 	t.Helper()
-	mapper := meta.NewDefaultRESTMapper(s.PreferredVersionAllGroups())
-	for gvk := range s.AllKnownTypes() {
-		mapper.Add(gvk, meta.RESTScopeNamespace)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(objs...).Build()
-	got, err := CheckManagement(context.Background(), c, c.RESTMapper(), "tenant-a", "kubernetes-a")
+	got, err := checkOnFake(s, objs)
 	if err != nil {
 		t.Fatalf("%s: %v", reason, err)
 	}
@@ -99,4 +94,15 @@ func checkManagementCodes(t *testing.T, s *runtime.Scheme, objs []client.Object,
 	if diff := cmp.Diff(want, codes); diff != "" {
 		t.Errorf("%s: -want +got:\n%s", reason, diff)
 	}
+}
+
+// checkOnFake runs CheckManagement for tenant-a/kubernetes-a on a fake
+// management cluster serving s's kinds and holding objs.
+func checkOnFake(s *runtime.Scheme, objs []client.Object) ([]ManagementFinding, error) {
+	mapper := meta.NewDefaultRESTMapper(s.PreferredVersionAllGroups())
+	for gvk := range s.AllKnownTypes() {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(objs...).Build()
+	return CheckManagement(context.Background(), c, c.RESTMapper(), "tenant-a", "kubernetes-a")
 }

@@ -83,14 +83,8 @@ func (o verifyOptions) configs() (mgmt, tenant *rest.Config, namespace string, e
 	return mgmt, tenant, namespace, nil
 }
 
-func newVerifyCmd(app *App) *cobra.Command {
-	o := verifyOptions{kube: kubeFlags()}
-	cmd := &cobra.Command{
-		Use: "verify --tenant-kubeconfig TENANT --cluster NAME [-n NAMESPACE] [--kubeconfig MGMT] [--context CTX]",
-		Example: "  pxsubstrate verify --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha\n" +
-			"  pxsubstrate verify --context mgmt --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha -o wide",
-		Short: "Check that every tenant worker is initialised by the Proxmox CCM and paired with its Machine",
-		Long: `Reads the tenant cluster's Nodes and the management cluster's Machines of
+// verifyLong is the help text of `pxsubstrate verify`.
+const verifyLong = `Reads the tenant cluster's Nodes and the management cluster's Machines of
 one Cluster and prints one row per Node, then one per Machine no Node
 matches. Each problem of a row has a code and the command that fixes or
 inspects it:
@@ -124,14 +118,27 @@ a control plane Service without a LoadBalancer address
 its control plane endpoint or names another address (NoHostEntry,
 StaleHostEntry), a CCM or CSI controller Deployment that is not ready
 (ControllerNotReady), and an IP pool with no free address
-(IPPoolExhausted). Exits 1 when a row or one of those checks fails.
+(IPPoolExhausted). Exits 1 when a row or one of those checks fails. It
+also warns, without failing, of each ProxmoxNetwork of the namespace whose
+gateway group cannot fail over (GatewayNoFailover: its GatewayFailover
+condition is False, NoFailover), naming the fix: a third trunk node, or a
+chassis outside the group that carries the VPC.
 
 --cluster takes the Cluster name (kubernetes-<name>) or the Kubernetes
 application name. The management cluster is reached as kubectl reaches it:
 --kubeconfig, else KUBECONFIG, else ~/.kube/config, with --context and -n
-(default: the context's namespace).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), app) },
+(default: the context's namespace).`
+
+func newVerifyCmd(app *App) *cobra.Command {
+	o := verifyOptions{kube: kubeFlags()}
+	cmd := &cobra.Command{
+		Use: "verify --tenant-kubeconfig TENANT --cluster NAME [-n NAMESPACE] [--kubeconfig MGMT] [--context CTX]",
+		Example: "  pxsubstrate verify --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha\n" +
+			"  pxsubstrate verify --context mgmt --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha -o wide",
+		Short: "Check that every tenant worker is initialised by the Proxmox CCM and paired with its Machine",
+		Long:  verifyLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), app) },
 	}
 	o.kube.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.tenant, "tenant-kubeconfig", "", "kubeconfig of the tenant cluster (the super-admin key of <cluster>-admin-kubeconfig, with a reachable server)")
@@ -166,8 +173,14 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if err != nil {
 		return err
 	}
+	errs := 0
 	for _, f := range findings {
-		fmt.Fprintf(app.ErrOut, "Error: %s: %s\n  fix: %s\n", f.Code, f.Problem, f.Fix)
+		level := "Warning"
+		if !f.Warning {
+			level = "Error"
+			errs++
+		}
+		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, f.Problem, f.Fix)
 	}
 	rows, err := nodeverify.Collect(ctx, m, t, nodeverify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
 	if err != nil {
@@ -177,7 +190,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 		return err
 	}
 	switch {
-	case len(findings) > 0:
+	case errs > 0:
 		return &ExitError{Code: 1, Err: errors.New("the management cluster cannot create these workers: see the errors above")}
 	case nodeverify.Failed(rows):
 		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the fix of each failed row")}

@@ -68,6 +68,11 @@ func withVerifyObjects(t *testing.T, ipam bool, tenant, mgmt []client.Object) {
 		ms.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
 		ms.AddKnownTypeWithName(gvk.GroupVersion().WithKind("InClusterIPPoolList"), &unstructured.UnstructuredList{})
 	}
+	// The management cluster serves ProxmoxNetwork, as a Cozystack with
+	// the controller does.
+	netGVK := schema.GroupVersionKind{Group: "proxmox.cozystack.io", Version: "v1alpha1", Kind: "ProxmoxNetwork"}
+	ms.AddKnownTypeWithName(netGVK, &unstructured.Unstructured{})
+	ms.AddKnownTypeWithName(netGVK.GroupVersion().WithKind("ProxmoxNetworkList"), &unstructured.UnstructuredList{})
 	mapper := meta.NewDefaultRESTMapper(ms.PreferredVersionAllGroups())
 	for gvk := range ms.AllKnownTypes() {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
@@ -200,6 +205,20 @@ func TestVerifyManagementFindings(t *testing.T) {
 	_, errOut, code := run(t, args...)
 	if code != 0 {
 		t.Fatalf("control: a healthy management cluster must pass, exit %d: %s", code, errOut)
+	}
+
+	// A gateway group that cannot fail over is a warning: named with its
+	// fix, but the workers are fine, so verify passes.
+	noFailover := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "proxmox.cozystack.io/v1alpha1", "kind": "ProxmoxNetwork",
+		"metadata": map[string]any{"name": "net1", "namespace": "tenant-a"},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "GatewayFailover", "status": "False", "reason": "NoFailover",
+			"message": "the gateway group has 2 chassis", "lastTransitionTime": "2026-01-01T00:00:00Z"}}},
+	}}
+	withVerifyObjects(t, true, []client.Object{nodes[0]}, []client.Object{machines[0], noFailover})
+	_, errOut, code = run(t, args...)
+	if code != 0 || !strings.Contains(errOut, "Warning: GatewayNoFailover: ProxmoxNetwork tenant-a/net1") || !strings.Contains(errOut, "third node a trunk node") {
+		t.Fatalf("a network without failover must be warned of with its fix and pass, exit %d: %s", code, errOut)
 	}
 
 	withVerifyClusters(t, false, nodes, machines)
