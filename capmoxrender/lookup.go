@@ -2,6 +2,7 @@ package capmoxrender
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pxsubstrate/pxsubstrate/cozyid"
@@ -43,8 +44,12 @@ type NetworkLookup interface {
 // ProxmoxNetwork is the status of a Proxmox-backed VPC subnet that the
 // render reads: where its VLAN lives and its addressing.
 type ProxmoxNetwork struct {
-	Bridge  string
-	VLAN    int
+	Bridge string
+	VLAN   int
+	// VNet is status.vnet: the Proxmox SDN VNet of the VLAN when the zone
+	// declares spec.sdn.mode VNets. A NIC then names the VNet as its bridge
+	// and carries no VLAN tag (the VNet tags the frames itself).
+	VNet    string
 	MTU     int
 	Gateway string
 	Prefix  int
@@ -71,6 +76,9 @@ func resolveNetwork(ctx context.Context, l NetworkLookup, field, ns string, ref 
 		return ProxmoxNetwork{}, "", refuse(field, "%s: cannot resolve VPC %q subnet %q without a live lookup: pass the live ProxmoxNetwork %s/%s (--lookup) or render against the management cluster", field, ref.VPC, ref.Subnet, ns, id)
 	}
 	n, found, err := l.ProxmoxNetwork(ctx, ns, id)
+	if errors.Is(err, ErrRefused) {
+		return ProxmoxNetwork{}, "", err
+	}
 	if err != nil {
 		return ProxmoxNetwork{}, "", fmt.Errorf("cannot look up ProxmoxNetwork %s/%s: %w: %w", ns, id, ErrLookup, err)
 	}

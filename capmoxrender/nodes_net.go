@@ -166,6 +166,11 @@ func vpcNIC(ctx context.Context, l NetworkLookup, ns, field, name string, ref Su
 		return nic{}, refuse(field, "%s: Proxmox network %s/%s reports no bridge or VLAN yet; wait until it is Ready with a VLAN", field, ns, id)
 	}
 	out := nic{name: name, bridge: n.Bridge, vlan: ptr(n.VLAN), pool: id}
+	if n.VNet != "" {
+		// The zone gives the VLAN its own Proxmox SDN VNet: attach to the
+		// VNet, untagged, as Proxmox expects of a NIC on a VLAN-zone VNet.
+		out.bridge, out.vlan = n.VNet, nil
+	}
 	switch {
 	case mtu != nil:
 		out.mtu = mtu

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -187,7 +188,37 @@ func (o *Objects) ProxmoxNetwork(_ context.Context, namespace, name string) (Pro
 	if u == nil {
 		return ProxmoxNetwork{}, false, nil
 	}
-	return networkFromUnstructured(u), true, nil
+	n := networkFromUnstructured(u)
+	vnet, err := networkVNet(u)
+	if err != nil {
+		return ProxmoxNetwork{}, false, err
+	}
+	n.VNet = vnet
+	return n, true, nil
+}
+
+// vnetID is Proxmox's VNet ID rule: 2 to 8 letters and digits, starting
+// with a letter.
+var vnetID = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{1,7}$`)
+
+// networkVNet reads status.vnet, refusing a value that is not a VNet ID
+// rather than attaching a NIC to a bridge of another name.
+func networkVNet(u *unstructured.Unstructured) (string, error) {
+	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "vnet")
+	if !found || raw == nil {
+		return "", nil
+	}
+	field := "status.vnet"
+	v, ok := raw.(string)
+	if !ok {
+		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet is %T %v, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN",
+			u.GetNamespace(), u.GetName(), raw, raw)
+	}
+	if v != "" && !vnetID.MatchString(v) {
+		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)",
+			u.GetNamespace(), u.GetName(), v)
+	}
+	return v, nil
 }
 
 func networkFromUnstructured(u *unstructured.Unstructured) ProxmoxNetwork {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,8 +50,9 @@ func FuzzRenderNodes(f *testing.F) {
 	})
 }
 
-// FuzzReadObjects: reading a lookup file never panics, and everything read
-// can be looked up again by kind, namespace and name.
+// FuzzReadObjects: reading a lookup file never panics, everything read can
+// be looked up again by kind, namespace and name, and a ProxmoxNetwork's
+// status.vnet is either a VNet ID or refused by name.
 func FuzzReadObjects(f *testing.F) {
 	b, err := os.ReadFile("testdata/scenarios/cluster-vpc/lookup.yaml")
 	if err != nil {
@@ -58,11 +60,15 @@ func FuzzReadObjects(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, metadata: {name: c, namespace: n}, spec: {infrastructureRef: {kind: ProxmoxCluster}}}]\n"))
+	for _, vnet := range []string{"pxa0117", "117", "true", "\"vmbr1.117\"", "{a: b}"} {
+		f.Add([]byte("apiVersion: proxmox.cozystack.io/v1alpha1\nkind: ProxmoxNetwork\nmetadata: {name: p, namespace: n}\nstatus: {bridge: vmbr1, vlan: 117, vnet: " + vnet + "}\n"))
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		o, err := capmoxrender.ReadObjectsBytes(doc)
 		if err != nil {
 			return
 		}
+		checkVNet(t, o)
 		_, _, _ = o.ClusterInfrastructureKind(context.Background(), "n", "c")
 		o.Add(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
@@ -75,3 +81,18 @@ func FuzzReadObjects(f *testing.F) {
 		}
 	})
 }
+
+// checkVNet looks the fuzzed ProxmoxNetwork n/p up: a refusal names
+// status.vnet, and an accepted VNet is empty or a Proxmox VNet ID.
+func checkVNet(t *testing.T, o *capmoxrender.Objects) {
+	n, found, err := o.ProxmoxNetwork(context.Background(), "n", "p")
+	var r *capmoxrender.RefusalError
+	switch {
+	case err != nil && (!errors.As(err, &r) || r.Field != "status.vnet"):
+		t.Fatalf("a ProxmoxNetwork lookup failed other than by refusing status.vnet: %v", err)
+	case err == nil && found && n.VNet != "" && !vnetID.MatchString(n.VNet):
+		t.Fatalf("status.vnet %q accepted, but it is not a VNet ID", n.VNet)
+	}
+}
+
+var vnetID = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{1,7}$`)

@@ -1,0 +1,85 @@
+package capmoxrender_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+)
+
+// TestNodesVNet: a network whose status names a Proxmox SDN VNet attaches
+// net0 to the VNet with no VLAN tag, in both capmox generations; a
+// status.vnet that is not a VNet ID is refused by name, next to the
+// admitted control and to the plain bridge and VLAN without it.
+func TestNodesVNet(t *testing.T) {
+	cases := map[string]struct {
+		vnet       any
+		wantBridge string
+		wantVLAN   bool
+		wantErr    string
+	}{
+		"VNetAccepted":   {vnet: "pxa3901", wantBridge: "pxa3901"},
+		"NoVNetTagged":   {vnet: nil, wantBridge: "vmbr1", wantVLAN: true},
+		"VNetNumber":     {vnet: int64(3901), wantErr: `ProxmoxNetwork tenant-e2e/` + subnetID("tenant-e2e", "net", "private") + `: status.vnet is int64 3901, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN`},
+		"VNetBool":       {vnet: true, wantErr: `ProxmoxNetwork tenant-e2e/` + subnetID("tenant-e2e", "net", "private") + `: status.vnet is bool true, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN`},
+		"VNetNotAnID":    {vnet: "vmbr1.3901", wantErr: `ProxmoxNetwork tenant-e2e/` + subnetID("tenant-e2e", "net", "private") + `: status.vnet "vmbr1.3901" is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)`},
+		"VNetTooLong":    {vnet: "pxabc3901", wantErr: `ProxmoxNetwork tenant-e2e/` + subnetID("tenant-e2e", "net", "private") + `: status.vnet "pxabc3901" is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)`},
+		"VNetDigitFirst": {vnet: "3901", wantErr: `ProxmoxNetwork tenant-e2e/` + subnetID("tenant-e2e", "net", "private") + `: status.vnet "3901" is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)`},
+	}
+	for name, tc := range cases {
+		for _, gen := range []capmoxrender.Capmox{capmoxrender.CapmoxV07, capmoxrender.CapmoxV08} {
+			t.Run(name+"/"+string(gen), func(t *testing.T) {
+				n := validNodes()
+				n.Spec.Proxmox.Network = capmoxrender.NodeNetwork{VPC: "net", Subnet: "private"}
+				l := networks(t)
+				u := pxnet("tenant-e2e", subnetID("tenant-e2e", "net", "private"), true)
+				if tc.vnet != nil {
+					if err := unstructured.SetNestedField(u.Object, tc.vnet, "status", "vnet"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				l.Add(u)
+				objs, err := capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{Capmox: gen, Networks: l})
+				if tc.wantErr != "" {
+					checkRefusal(t, name, err, tc.wantErr)
+					var r *capmoxrender.RefusalError
+					if errors.As(err, &r) && r.Field != "status.vnet" {
+						t.Errorf("refusal names field %q, want status.vnet", r.Field)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				bridge, vlan := net0(t, objs[0], gen)
+				if bridge != tc.wantBridge || vlan != tc.wantVLAN {
+					t.Errorf("net0 is bridge %q with a VLAN tag %t, want %q with a tag %t", bridge, vlan, tc.wantBridge, tc.wantVLAN)
+				}
+			})
+		}
+	}
+}
+
+// net0 reads the bridge of the template's first NIC and whether it carries
+// a VLAN tag.
+func net0(t *testing.T, tmpl *unstructured.Unstructured, gen capmoxrender.Capmox) (string, bool) {
+	t.Helper()
+	path := []string{"spec", "template", "spec", "network", "default"}
+	dev, found, err := unstructured.NestedMap(tmpl.Object, path...)
+	if gen == capmoxrender.CapmoxV08 {
+		var devs []any
+		devs, found, err = unstructured.NestedSlice(tmpl.Object, "spec", "template", "spec", "network", "networkDevices")
+		if len(devs) > 0 {
+			dev, _ = devs[0].(map[string]any)
+		}
+	}
+	if err != nil || !found || dev == nil {
+		t.Fatalf("%s: no first NIC in %v (%v)", gen, tmpl.Object["spec"], err)
+	}
+	bridge, _ := dev["bridge"].(string)
+	_, vlan := dev["vlan"]
+	return bridge, vlan
+}
