@@ -39,7 +39,8 @@ func TestDemo(t *testing.T) {
 
 // TestDemoEvents: the release act ends with each network's Events, once per
 // transition and in order: beta's network allocated, held, its gateway and
-// VLAN released; alpha's waiting network refused, then given the VLAN.
+// VLAN released; alpha's waiting network refused, then given the VLAN. Once
+// node-a has left, each gateway group has two chassis: NoFailover.
 func TestDemoEvents(t *testing.T) {
 	var out bytes.Buffer
 	// Wide keeps each Event on one line for the parse below.
@@ -61,11 +62,13 @@ func TestDemoEvents(t *testing.T) {
 	}
 	want := []string{
 		"tenant-beta/subnet-b1 Normal VLANAllocated",
+		"tenant-beta/subnet-b1 Warning NoFailover",
 		"tenant-beta/subnet-b1 Warning DeletionHeld",
 		"tenant-beta/subnet-b1 Normal GatewayReleased",
 		"tenant-beta/subnet-b1 Normal VLANReleased",
 		"tenant-alpha/subnet-a3 Warning ZoneExhausted",
 		"tenant-alpha/subnet-a3 Normal VLANAllocated",
+		"tenant-alpha/subnet-a3 Warning NoFailover",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Events -want +got:\n%s", diff)

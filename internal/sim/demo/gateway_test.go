@@ -31,7 +31,8 @@ func owned(id string, chassis ...ovngatewaytest.Chassis) ovngatewaytest.Group {
 // three networks of tenant alpha each have their port on their own group
 // of the two trunk nodes still ready (node-a left), ranked for
 // vpc/vpc-tenant-alpha (node-b 100, node-c 90), and nothing of tenant
-// beta's released network is left.
+// beta's released network is left. Each port carries the zone's
+// gateway_mtu (1500 - 100 for Geneve) under its network's mark.
 func TestDemoGatewayEndState(t *testing.T) {
 	var got ovngatewaytest.State
 	var out bytes.Buffer
@@ -57,9 +58,9 @@ func TestDemoGatewayEndState(t *testing.T) {
 			"px-vpc-tenant-alpha-subnet-a3": owned("tenant-alpha/subnet-a3", top...),
 		},
 		Ports: map[string]ovngatewaytest.Port{
-			"vpc-tenant-alpha-subnet-a1": {Group: "px-vpc-tenant-alpha-subnet-a1"},
-			"vpc-tenant-alpha-subnet-a2": {Group: "px-vpc-tenant-alpha-subnet-a2"},
-			"vpc-tenant-alpha-subnet-a3": {Group: "px-vpc-tenant-alpha-subnet-a3"},
+			"vpc-tenant-alpha-subnet-a1": mtuPort("tenant-alpha/subnet-a1"),
+			"vpc-tenant-alpha-subnet-a2": mtuPort("tenant-alpha/subnet-a2"),
+			"vpc-tenant-alpha-subnet-a3": mtuPort("tenant-alpha/subnet-a3"),
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -284,5 +285,16 @@ func TestFailoverCheck(t *testing.T) {
 				t.Errorf("%s: %+v, want holds=%v", tc.reason, got, tc.holds)
 			}
 		})
+	}
+}
+
+// mtuPort is the router port of network ns/name at the end of the demo: on
+// its own group, with the gateway_mtu the controller set and marked.
+func mtuPort(network string) ovngatewaytest.Port {
+	name := strings.ReplaceAll(network, "/", "-")
+	return ovngatewaytest.Port{
+		Group:       "px-vpc-" + name,
+		Options:     map[string]string{"gateway_mtu": "1400"},
+		ExternalIDs: map[string]string{"proxmox-network.gateway_mtu": network},
 	}
 }
