@@ -10,7 +10,7 @@
 // ProxmoxVLANClaim whose name the API server keeps unique, so two
 // controllers with stale caches never hand out one ID twice; an existing
 // Vlan of that name is adopted with its ID (VLANAllocated Allocated,
-// ZoneExhausted, ZoneNotFound, NamespaceNotAllowed, VLANConflict,
+// ZoneExhausted, NamespaceCapReached, ZoneNotFound, NamespaceNotAllowed, VLANConflict,
 // VLANProviderMismatch). The subnet bound to that Vlan gets the finalizer
 // too (SubnetReady), the pool is checked against the subnet's CIDR and
 // excludeIps and counted from its IPAddresses (IPPoolReady,
@@ -37,7 +37,8 @@
 //
 // With Config.Recorder set, a network gets an events.k8s.io Event for each
 // transition, never for a pass that changes nothing: VLANAllocated or
-// VLANAdopted, ZoneExhausted (Warning) while it waits for a VLAN,
+// VLANAdopted, ZoneExhausted or NamespaceCapReached (Warning) while it
+// waits for a VLAN,
 // DeletionHeld (Warning) while its delete is held, then GatewayReleased,
 // SubnetPruneTimeout (Warning) and VLANReleased. The network's status says
 // what changed; the controller also remembers what it announced, so a pass

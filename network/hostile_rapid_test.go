@@ -21,6 +21,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/samber/lo"
 )
 
 // The platform's own Subnets and their Vlans: outside the zone's ranges,
@@ -38,6 +39,9 @@ type hostileModel struct {
 	own map[string]bool
 	// freed: IDs freed while their namespace still listed them.
 	freed freedListed
+	// limit is zone-a's maxNetworksPerNamespace: 3 never binds (no
+	// namespace has more networks), so the zone still runs out.
+	limit int
 }
 
 const legitNets = 6
@@ -50,10 +54,13 @@ const legitNets = 6
 // uninstall their networks and the controller restarts. After every step:
 // no platform Vlan or Subnet carries the network finalizer, a label or an
 // annotation; no other tenant's Subnet or Vlan is labelled for tenant-evil;
-// a hostile network holds no VLAN and no claim; no namespace's annotation
+// a hostile network holds no VLAN and no claim; no namespace has more
+// networks holding a VLAN than the zone's maxNetworksPerNamespace (drawn
+// from 1-3); no namespace's annotation
 // lists a VLAN that its own networks do not hold, and no delete frees an
 // ID a namespace still lists. After every settle every
-// legitimate network holds its VLAN or waits for a full zone, and every
+// legitimate network holds its VLAN or waits for a full zone or for its
+// namespace to go under the cap, and every
 // hostile network says why it holds none.
 func TestHostileStateMachine(t *testing.T) {
 	t.Parallel()
@@ -69,6 +76,8 @@ func TestHostileStateMachine(t *testing.T) {
 			rt.Fatalf("get zone: %v", err)
 		}
 		z.Spec.ReservedVLANs = []int32{104}
+		m.limit = rapid.IntRange(1, 3).Draw(rt, "maxNetworksPerNamespace")
+		z.Spec.MaxNetworksPerNamespace = lo.ToPtr(int32(m.limit))
 		if err := m.c.Update(ctx, z); err != nil {
 			rt.Fatalf("update zone: %v", err)
 		}
@@ -244,6 +253,11 @@ func (m *hostileModel) checkSafety(t *rapid.T) {
 		}
 		hold(c.Spec.Network.Namespace, int(c.Spec.VLAN))
 	}
+	for ns, names := range holdersOf(s) {
+		if len(names) > m.limit {
+			t.Fatalf("namespace %s has %d networks holding VLANs of zone-a (%v), over its cap %d", ns, len(names), sortedKeys(names), m.limit)
+		}
+	}
 	for i := range legitNets {
 		n := netID(i)
 		if sub, ok := s.subnets[n.name()]; ok && !maps.Equal(sub.Labels, map[string]string{v1alpha1.LabelTenantName: n.ns()}) {
@@ -303,8 +317,33 @@ func (m *hostileModel) checkSettled(t *rapid.T) {
 			if cond.Status != metav1.ConditionFalse || cond.Reason != want {
 				t.Fatalf("hostile network %s naming %q: VLANAllocated %s/%s, want False/%s", key, target, cond.Status, cond.Reason, want)
 			}
+		case n.Status.VLAN == 0 && cond.Reason == v1alpha1.ReasonNamespaceCapReached:
+			if held := len(holdersOf(s)[key.Namespace]); held < m.limit {
+				t.Fatalf("network %s waits on the cap %d while its namespace holds %d VLANs: %+v", key, m.limit, held, n.Status.Conditions)
+			}
 		case n.Status.VLAN == 0 && cond.Reason != v1alpha1.ReasonZoneExhausted:
-			t.Fatalf("network %s has no VLAN and is not ZoneExhausted: %+v", key, n.Status.Conditions)
+			t.Fatalf("network %s has no VLAN and is not ZoneExhausted or NamespaceCapReached: %+v", key, n.Status.Conditions)
 		}
 	}
+}
+
+// holdersOf maps each namespace to its networks that hold a VLAN of
+// zone-a: through a Vlan labelled for them or a claim.
+func holdersOf(s snapshot) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	add := func(ns, name string) {
+		if out[ns] == nil {
+			out[ns] = map[string]bool{}
+		}
+		out[ns][name] = true
+	}
+	for _, v := range s.vlans {
+		if ns := v.Labels[v1alpha1.LabelNetworkNamespace]; ns != "" {
+			add(ns, v.Labels[v1alpha1.LabelNetworkName])
+		}
+	}
+	for _, c := range s.claims {
+		add(c.Spec.Network.Namespace, c.Spec.Network.Name)
+	}
+	return out
 }

@@ -34,6 +34,9 @@ const (
 	AllocationAllocated = "allocated"
 	AllocationExhausted = "exhausted"
 	AllocationConflict  = "conflict"
+	// AllocationNamespaceCap: the namespace holds as many VLANs of the
+	// zone as its maxNetworksPerNamespace allows.
+	AllocationNamespaceCap = "namespace_cap"
 )
 
 // Metrics holds every cozy_proxmox_* series. Build it with NewMetrics and
@@ -73,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		orphaned:      gauge(MetricOrphanedVLANs, "Kube-OVN Vlans labelled for the zone whose ProxmoxNetwork no longer exists.", "zone"),
 		networks:      newNetworkGauges(),
 		allocations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricVLANAllocations, Help: "VLAN allocation attempts by result (allocated, exhausted, conflict).",
+			Name: MetricVLANAllocations, Help: "VLAN allocation attempts by result (allocated, exhausted, conflict, namespace_cap).",
 		}, []string{"zone", "result"}),
 		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricNetworkReconcileErrors, Help: "Network reconciles that ended in an error or a not-Ready condition, by reason.",

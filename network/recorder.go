@@ -26,6 +26,11 @@ const (
 	// EventZoneExhausted (Warning): the network waits, its zone has no free
 	// VLAN. The same word as the VLANAllocated condition's reason.
 	EventZoneExhausted engine.Reason = v1alpha1.ReasonZoneExhausted
+	// EventNamespaceCapReached (Warning): the network waits, its namespace
+	// holds as many VLANs of the zone as the zone's
+	// maxNetworksPerNamespace allows. The same word as the VLANAllocated
+	// condition's reason.
+	EventNamespaceCapReached engine.Reason = v1alpha1.ReasonNamespaceCapReached
 	// EventSubnetNotOwned (Warning): the network names a Subnet its
 	// namespace does not own; nothing is allocated or adopted for it.
 	EventSubnetNotOwned engine.Reason = ReasonSubnetNotOwned
@@ -54,16 +59,17 @@ const (
 // eventActions are the events.k8s.io action of each reason: what the
 // controller did, or failed or refused to do.
 var eventActions = map[engine.Reason]string{
-	EventVLANAllocated:      "Allocate",
-	EventVLANAdopted:        "Adopt",
-	EventZoneExhausted:      "Allocate",
-	EventSubnetNotOwned:     "Adopt",
-	EventVLANOutsideZone:    "Adopt",
-	EventDeletionHeld:       "Delete",
-	EventGatewayReleased:    "Release",
-	EventSubnetPruneTimeout: "Release",
-	EventVLANReleased:       "Release",
-	EventNoFailover:         "AssignGateway",
+	EventVLANAllocated:       "Allocate",
+	EventVLANAdopted:         "Adopt",
+	EventZoneExhausted:       "Allocate",
+	EventNamespaceCapReached: "Allocate",
+	EventSubnetNotOwned:      "Adopt",
+	EventVLANOutsideZone:     "Adopt",
+	EventDeletionHeld:        "Delete",
+	EventGatewayReleased:     "Release",
+	EventSubnetPruneTimeout:  "Release",
+	EventVLANReleased:        "Release",
+	EventNoFailover:          "AssignGateway",
 }
 
 // What an event is about, for the memo: the VLAN a network holds, its
@@ -165,19 +171,19 @@ func (c *Controller) vlanEvent(n *v1alpha1.ProxmoxNetwork, created bool, prevVLA
 	}
 }
 
-// refusalEvent announces a refused allocation: ZoneExhausted once, when the
-// VLANAllocated condition (prev, as read at the start of the pass) did not
-// say so already.
+// refusalEvent announces a network that waits for a VLAN: ZoneExhausted or
+// NamespaceCapReached once, when the VLANAllocated condition (prev, as read
+// at the start of the pass) did not say so already.
 func (c *Controller) refusalEvent(n *v1alpha1.ProxmoxNetwork, prev *metav1.Condition, reason, msg string) {
-	if reason != v1alpha1.ReasonZoneExhausted {
+	if reason != v1alpha1.ReasonZoneExhausted && reason != v1alpha1.ReasonNamespaceCapReached {
 		c.memo.clear(n, memoExhausted)
 		return
 	}
 	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == reason {
 		return
 	}
-	if c.memo.first(n, memoExhausted, "") {
-		c.event(n, corev1.EventTypeWarning, EventZoneExhausted, msg)
+	if c.memo.first(n, memoExhausted, reason) {
+		c.event(n, corev1.EventTypeWarning, engine.Reason(reason), msg)
 	}
 }
 

@@ -249,6 +249,8 @@ func allocationRefusal(err error) (reason, msg string, ok bool) {
 		reason = v1alpha1.ReasonZoneExhausted
 	case errors.Is(err, vlanalloc.ErrNamespaceNotAllowed):
 		reason = v1alpha1.ReasonNamespaceNotAllowed
+	case errors.Is(err, vlanalloc.ErrNamespaceCap):
+		return v1alpha1.ReasonNamespaceCapReached, capMessage(err), true
 	case errors.Is(err, vlanalloc.ErrConflict), errors.Is(err, vlanalloc.ErrUnusableVlan):
 		reason = conflictReason(err)
 	case errors.Is(err, vlanalloc.ErrProviderMismatch):
@@ -257,6 +259,18 @@ func allocationRefusal(err error) (reason, msg string, ok bool) {
 		return "", "", false
 	}
 	return reason, err.Error(), true
+}
+
+// capMessage says which cap the network's namespace reached and what frees
+// it.
+func capMessage(err error) string {
+	var ce *vlanalloc.NamespaceCapError
+	if !errors.As(err, &ce) {
+		return err.Error()
+	}
+	return fmt.Sprintf("namespace %q holds %d VLANs of zone %q, the zone's maxNetworksPerNamespace is %d; "+
+		"the network gets its VLAN when another network of the namespace in the zone is deleted or the cap is raised",
+		ce.Network.Namespace, ce.Held, ce.Zone, ce.Cap)
 }
 
 // conflictReason spells a conflict as Cozystack's controller does: a Vlan
@@ -286,6 +300,8 @@ func (c *Controller) countAllocation(zone, reason string) {
 		result = AllocationAllocated
 	case v1alpha1.ReasonZoneExhausted:
 		result = AllocationExhausted
+	case v1alpha1.ReasonNamespaceCapReached:
+		result = AllocationNamespaceCap
 	case v1alpha1.ReasonVLANConflict, v1alpha1.ReasonVLANNameTaken, v1alpha1.ReasonStaticVLANInUse, v1alpha1.ReasonVLANProviderMismatch:
 		result = AllocationConflict
 	default:

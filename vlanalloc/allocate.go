@@ -21,7 +21,9 @@ const (
 //  2. an ID the network already holds a reservation for is returned again;
 //  3. a static assignment gives its ID;
 //  4. otherwise the lowest free ID, when the zone's namespaceSelector admits
-//     the namespace (ErrNamespaceNotAllowed) and an ID is free (ErrExhausted).
+//     the namespace (ErrNamespaceNotAllowed), the namespace holds fewer IDs
+//     of the zone than its cap (a *NamespaceCapError) and an ID is free
+//     (ErrExhausted).
 //
 // An ID that someone else also holds is a *ConflictError. The same state
 // and claim always give the same answer, so a retry after a crash picks the
@@ -66,6 +68,9 @@ func (x *Index) allocate(claim Claim) (int, source, error) {
 	if !x.zone.Admits(claim.NamespaceLabels) {
 		return 0, 0, fmt.Errorf("cannot allocate a VLAN for %s: namespace %q is not selected by zone %q: %w",
 			claim.Network, claim.Network.Namespace, x.zone.name, ErrNamespaceNotAllowed)
+	}
+	if held := x.nsNetworks[claim.Network.Namespace]; x.zone.maxPerNS > 0 && held >= x.zone.maxPerNS {
+		return 0, 0, &NamespaceCapError{Network: claim.Network, Zone: x.zone.name, Cap: x.zone.maxPerNS, Held: held}
 	}
 	vid, ok := x.free.Min()
 	if !ok {

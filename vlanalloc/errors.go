@@ -18,6 +18,9 @@ var (
 	// ErrNamespaceNotAllowed: the zone's namespaceSelector does not select
 	// the network's namespace.
 	ErrNamespaceNotAllowed = errors.New("namespace not allowed in the zone")
+	// ErrNamespaceCap: the network's namespace already holds as many IDs
+	// of the zone as the zone's cap allows (see *NamespaceCapError).
+	ErrNamespaceCap = errors.New("namespace at the zone's cap")
 	// ErrConflict: the ID a network must have is held by someone else (see
 	// *ConflictError).
 	ErrConflict = errors.New("VLAN conflict")
@@ -142,3 +145,20 @@ func (e *TakenError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrTaken) true.
 func (e *TakenError) Unwrap() error { return ErrTaken }
+
+// NamespaceCapError refuses a new ID to a network whose namespace already
+// has Held networks holding an ID of Zone, the zone's Cap.
+type NamespaceCapError struct {
+	Network NetworkRef
+	Zone    string
+	Cap     int
+	Held    int
+}
+
+func (e *NamespaceCapError) Error() string {
+	return fmt.Sprintf("cannot allocate a VLAN for %s: namespace %q holds %d VLANs of zone %q, its cap is %d",
+		e.Network, e.Network.Namespace, e.Held, e.Zone, e.Cap)
+}
+
+// Unwrap returns ErrNamespaceCap.
+func (e *NamespaceCapError) Unwrap() error { return ErrNamespaceCap }

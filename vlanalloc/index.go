@@ -68,7 +68,10 @@ type Index struct {
 	zoneRefs     [idSlots]uint32
 	allocated    int
 	zoneNetworks int
-	nets         map[NetworkRef]*netState
+	// nsNetworks counts, per namespace, the networks holding an ID of this
+	// zone (those counted in zoneNetworks).
+	nsNetworks map[string]int
+	nets       map[NetworkRef]*netState
 	// vlans holds every observed Vlan by name, on any provider network; only
 	// those on the zone's provider network hold an ID.
 	vlans map[string]vlanEntry
@@ -127,11 +130,12 @@ func NewIndex(zone *Zone, vlans []Vlan, reservations []Reservation) *Index {
 	// Sized for a full zone, so that filling it never grows a map.
 	size := max(zone.allocatable.Len(), len(vlans), len(reservations))
 	x := &Index{
-		zone:    zone,
-		free:    zone.allocatable,
-		nets:    make(map[NetworkRef]*netState, size),
-		vlans:   make(map[string]vlanEntry, size),
-		resSlab: make([]Reservation, 0, size),
+		zone:       zone,
+		free:       zone.allocatable,
+		nets:       make(map[NetworkRef]*netState, size),
+		nsNetworks: map[string]int{},
+		vlans:      make(map[string]vlanEntry, size),
+		resSlab:    make([]Reservation, 0, size),
 	}
 	for vid := range zone.staticByVID {
 		x.hold(vid, nil)
@@ -190,6 +194,7 @@ func (x *Index) hold(vid int, ours *netState) {
 	x.zoneRefs[vid]++
 	if ours.zoneHolds == 0 {
 		x.zoneNetworks++
+		x.nsNetworks[ours.ref.Namespace]++
 	}
 	ours.zoneHolds++
 }
@@ -212,6 +217,9 @@ func (x *Index) unhold(vid int, ours *netState) {
 	ours.zoneHolds--
 	if ours.zoneHolds == 0 {
 		x.zoneNetworks--
+		if x.nsNetworks[ours.ref.Namespace]--; x.nsNetworks[ours.ref.Namespace] == 0 {
+			delete(x.nsNetworks, ours.ref.Namespace)
+		}
 	}
 }
 

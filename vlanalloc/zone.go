@@ -45,6 +45,10 @@ type ZoneSpec struct {
 	// VLAN; nil admits every namespace. Package kubestore builds it from a
 	// zone's namespaceSelector.
 	AdmitNamespace AdmitFunc
+	// MaxPerNamespace caps the networks of one namespace that may hold an
+	// ID of the zone when a new ID is handed out; 0 means no cap. Static
+	// assignments and existing Vlans are never refused by it.
+	MaxPerNamespace int
 }
 
 // Zone is a parsed, validated ZoneSpec. It is immutable and safe to share;
@@ -57,6 +61,7 @@ type Zone struct {
 	static      map[NetworkRef]int
 	staticByVID map[int]NetworkRef
 	admit       AdmitFunc
+	maxPerNS    int
 }
 
 // NewZone parses and validates spec once; allocations never parse again.
@@ -75,6 +80,7 @@ func NewZone(spec ZoneSpec) (*Zone, error) {
 		static:      make(map[NetworkRef]int, len(spec.Static)),
 		staticByVID: make(map[int]NetworkRef, len(spec.Static)),
 		admit:       spec.AdmitNamespace,
+		maxPerNS:    spec.MaxPerNamespace,
 	}
 	for _, vid := range spec.Reserved {
 		z.reserved.Add(vid)

@@ -57,8 +57,14 @@ func testProxmoxCRDs(t *testing.T, c client.Client) {
 		"SDNPrefix":      {reason: "a VNet prefix leaves room for 4 digits", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN.VNetPrefix = "pxabc" }, want: "spec.sdn.vnetPrefix"},
 		"SDNCheckOnly":   {reason: "mode Check needs no SDN zone", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.SDN = &v1alpha1.ZoneSDN{Mode: "Check"} }},
 		"MTUBounds":      {reason: "the MTU is at least 576", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.MTU = ptr.To[int32](500) }, want: "spec.mtu"},
-		"GatewayMTUOff":  {reason: "a gateway MTU of 0 turns the option off", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.GatewayMTU = ptr.To[int32](0) }},
-		"GatewayMTULow":  {reason: "a gateway MTU is 0 or at least 68", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.GatewayMTU = ptr.To[int32](67) }, want: "spec.gatewayMTU"},
+		"NamespaceCapOne": {reason: "a per-namespace cap of 1 is the smallest", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {
+			z.Spec.MaxNetworksPerNamespace = ptr.To[int32](1)
+		}},
+		"NamespaceCapZero": {reason: "a per-namespace cap of 0 would refuse every network", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {
+			z.Spec.MaxNetworksPerNamespace = ptr.To[int32](0)
+		}, want: "spec.maxNetworksPerNamespace"},
+		"GatewayMTUOff": {reason: "a gateway MTU of 0 turns the option off", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.GatewayMTU = ptr.To[int32](0) }},
+		"GatewayMTULow": {reason: "a gateway MTU is 0 or at least 68", mutate: func(z *v1alpha1.ProxmoxNetworkZone) { z.Spec.GatewayMTU = ptr.To[int32](67) }, want: "spec.gatewayMTU"},
 		"GatewayMTUBound": {reason: "a gateway MTU is at most 65535", mutate: func(z *v1alpha1.ProxmoxNetworkZone) {
 			z.Spec.GatewayMTU = ptr.To[int32](65536)
 		}, want: "spec.gatewayMTU"},

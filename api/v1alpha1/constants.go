@@ -71,6 +71,9 @@ const (
 	// ReasonStaticVLANInUse: the VLAN a static assignment pins the network
 	// to is held by another Vlan, network or claim.
 	ReasonStaticVLANInUse = "StaticVLANInUse"
+	// ReasonNamespaceCapReached: the network's namespace holds as many
+	// VLANs of the zone as its maxNetworksPerNamespace allows.
+	ReasonNamespaceCapReached = "NamespaceCapReached"
 	// ReasonProviderNetworkNotReady is the zone's Ready=False reason while its
 	// Kube-OVN ProviderNetwork is not ready.
 	ReasonProviderNetworkNotReady = "ProviderNetworkNotReady"

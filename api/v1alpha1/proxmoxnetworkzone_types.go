@@ -59,6 +59,18 @@ type ProxmoxNetworkZoneSpec struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
+	// MaxNetworksPerNamespace caps the VLANs of this zone the networks of
+	// one namespace may hold, so that one tenant cannot take a shared zone
+	// from the others: a network over it waits without a VLAN
+	// (VLANAllocated=False/NamespaceCapReached) and takes one as soon as
+	// its namespace is under the cap again. Only new IDs from VLANRanges
+	// count against it: a static assignment or an existing Vlan is never
+	// refused, and lowering the cap takes no VLAN from a network. Unset
+	// means no cap.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxNetworksPerNamespace *int32 `json:"maxNetworksPerNamespace,omitempty"`
+
 	// StaticAssignments give one ProxmoxNetwork a fixed VLAN. The VLAN may lie
 	// outside VLANRanges but never on a reserved ID or on an ID another
 	// network holds.

@@ -232,6 +232,11 @@ func (in *ProxmoxNetworkZoneSpec) DeepCopyInto(out *ProxmoxNetworkZoneSpec) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.MaxNetworksPerNamespace != nil {
+		in, out := &in.MaxNetworksPerNamespace, &out.MaxNetworksPerNamespace
+		*out = new(int32)
+		**out = **in
+	}
 	if in.StaticAssignments != nil {
 		in, out := &in.StaticAssignments, &out.StaticAssignments
 		*out = make([]StaticVLANAssignment, len(*in))

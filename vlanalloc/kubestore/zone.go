@@ -29,6 +29,9 @@ func ZoneFromAPI(obj *v1alpha1.ProxmoxNetworkZone) (*vlanalloc.Zone, error) {
 			VID:     int(s.VLAN),
 		})
 	}
+	if obj.Spec.MaxNetworksPerNamespace != nil {
+		spec.MaxPerNamespace = int(*obj.Spec.MaxNetworksPerNamespace)
+	}
 	if obj.Spec.NamespaceSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(obj.Spec.NamespaceSelector)
 		if err != nil {
