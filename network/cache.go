@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	capiipam "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
@@ -64,19 +66,28 @@ type networkInfo struct {
 	Bridge   string
 	Deleting bool
 	Held     bool // carries the network finalizer
+	// NoFailover: GatewayFailover is False/NoFailover.
+	NoFailover bool
 }
 
 func observeNetwork(n *v1alpha1.ProxmoxNetwork) networkInfo {
 	return networkInfo{
-		Key:      client.ObjectKeyFromObject(n),
-		Zone:     n.Spec.Zone,
-		Subnet:   n.Spec.Subnet,
-		Pool:     n.Spec.IPPool,
-		VLAN:     n.Status.VLAN,
-		Bridge:   n.Status.Bridge,
-		Deleting: !n.DeletionTimestamp.IsZero(),
-		Held:     controllerutil.ContainsFinalizer(n, v1alpha1.Finalizer),
+		Key:        client.ObjectKeyFromObject(n),
+		Zone:       n.Spec.Zone,
+		Subnet:     n.Spec.Subnet,
+		Pool:       n.Spec.IPPool,
+		VLAN:       n.Status.VLAN,
+		Bridge:     n.Status.Bridge,
+		Deleting:   !n.DeletionTimestamp.IsZero(),
+		Held:       controllerutil.ContainsFinalizer(n, v1alpha1.Finalizer),
+		NoFailover: noFailover(n),
 	}
+}
+
+// noFailover reports whether n's GatewayFailover is False/NoFailover.
+func noFailover(n *v1alpha1.ProxmoxNetwork) bool {
+	c := meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionGatewayFailover)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonNoFailover
 }
 
 // poolKey names an InClusterIPPool.

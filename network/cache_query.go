@@ -55,6 +55,21 @@ func (c *Cache) ZoneNetworks(zone string) int {
 	return len(c.byZone[zone])
 }
 
+// zoneNoFailover returns namespace/name of each network of zone whose
+// gateway group cannot fail over, sorted.
+func (c *Cache) zoneNoFailover(zone string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k := range c.byZone[zone] {
+		if c.networks[k].NoFailover {
+			out = append(out, k.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // networkKeys returns the keys of the networks of zone.
 func (c *Cache) zoneNetworkKeys(zone string) []Key {
 	c.mu.Lock()

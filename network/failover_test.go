@@ -1,12 +1,15 @@
 package network_test
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
@@ -36,6 +39,7 @@ func TestGatewayFailover(t *testing.T) {
 	if v, ok := gather(t, reg)[series]; !ok || v != 0 {
 		t.Errorf("%s = %v (present %v), want 0", series, v, ok)
 	}
+	wantNoFailover(t, c, []string{"tenant-0/s-0"})
 	h.Controller().EnqueueNetwork(netID(0).key())
 	converge(t, h)
 	if got := warnings(rec, v1alpha1.ReasonNoFailover); got != 1 {
@@ -50,6 +54,32 @@ func TestGatewayFailover(t *testing.T) {
 	wantCond(t, getNet(t, c, 0), v1alpha1.ConditionGatewayFailover, "True/StandbyReady")
 	if v := gather(t, reg)[series]; v != 1 {
 		t.Errorf("%s = %v with three chassis, want 1", series, v)
+	}
+	wantNoFailover(t, c, nil)
+}
+
+// wantNoFailover checks the networks zone-a's status names as unable to
+// fail over, and that its Ready message names them too.
+func wantNoFailover(t *testing.T, c client.Client, want []string) {
+	t.Helper()
+	z := &v1alpha1.ProxmoxNetworkZone{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "zone-a"}, z); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(z.Status.NoFailoverNetworks, want) {
+		t.Errorf("zone status noFailoverNetworks = %v, want %v", z.Status.NoFailoverNetworks, want)
+	}
+	ready := meta.FindStatusCondition(z.Status.Conditions, v1alpha1.ConditionReady)
+	if ready == nil {
+		t.Fatal("the zone has no Ready condition")
+	}
+	if named := strings.Contains(ready.Message, "cannot fail over"); named != (len(want) > 0) {
+		t.Errorf("zone Ready message %q: names groups without failover = %v, want %v", ready.Message, named, len(want) > 0)
+	}
+	for _, n := range want {
+		if !strings.Contains(ready.Message, n) {
+			t.Errorf("zone Ready message %q does not name %s", ready.Message, n)
+		}
 	}
 }
 

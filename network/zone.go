@@ -96,6 +96,7 @@ func (c *Controller) zoneCounts(_ context.Context, p *zonePassState) (engine.Res
 	p.Data.counts = counts
 	st.TotalVLANs, st.AllocatedVLANs, st.FreeVLANs = int32(counts.Total), int32(counts.Allocated), int32(counts.Free)
 	st.Networks = int32(c.cache.ZoneNetworks(z.Name))
+	st.NoFailoverNetworks = c.cache.zoneNoFailover(z.Name)
 	c.cfg.Metrics.zone(z.Name, counts.Total, counts.Allocated, counts.Free, int(st.Networks), p.Data.orphans)
 	if stranded := index.Stranded(); len(stranded) > 0 {
 		ids := make([]string, len(stranded))
@@ -103,6 +104,9 @@ func (c *Controller) zoneCounts(_ context.Context, p *zonePassState) (engine.Res
 			ids[i] = strconv.Itoa(vid)
 		}
 		p.Data.notes = append(p.Data.notes, "networks keep VLANs outside the zone's ranges: "+strings.Join(ids, ", "))
+	}
+	if nf := st.NoFailoverNetworks; len(nf) > 0 {
+		p.Data.notes = append(p.Data.notes, fmt.Sprintf("%d gateway group(s) cannot fail over (make a third node a trunk node of the provider network): %s", len(nf), strings.Join(nf, ", ")))
 	}
 	if p.Data.orphans > 0 {
 		p.Data.notes = append(p.Data.notes, fmt.Sprintf("%d orphaned Vlan(s) wait for Kube-OVN before they are collected", p.Data.orphans))

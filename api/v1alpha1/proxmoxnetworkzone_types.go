@@ -195,6 +195,12 @@ type ProxmoxNetworkZoneStatus struct {
 	// Networks counts the ProxmoxNetworks bound to this zone.
 	// +optional
 	Networks int32 `json:"networks"`
+	// NoFailoverNetworks names (namespace/name) the networks of this zone
+	// whose gateway group cannot fail over: their GatewayFailover condition
+	// is False/NoFailover, as with exactly two trunk nodes.
+	// +optional
+	// +listType=set
+	NoFailoverNetworks []string `json:"noFailoverNetworks,omitempty"`
 	// SDN is the last check of the zone's Proxmox nodes (spec.sdn with a
 	// credentialsRef); its condition is HypervisorReady.
 	// +optional

@@ -274,6 +274,11 @@ func (in *ProxmoxNetworkZoneStatus) DeepCopyInto(out *ProxmoxNetworkZoneStatus) 
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.NoFailoverNetworks != nil {
+		in, out := &in.NoFailoverNetworks, &out.NoFailoverNetworks
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.SDN != nil {
 		in, out := &in.SDN, &out.SDN
 		*out = new(ZoneSDNStatus)
