@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+	"github.com/samber/lo"
 )
 
 // MaxPlanVLANs is the largest zone PlanVNets plans: every VNet is a Linux
@@ -86,10 +87,7 @@ func PlanVNets(ctx context.Context, c *proxmox.Client, z Zone) (*Plan, error) {
 		}
 		p.CreateZone = false
 	}
-	byID := map[string]sdnVNetEntry{}
-	for _, v := range vnets {
-		byID[v.VNet] = v
-	}
+	byID := vnetsByID(vnets)
 	for _, vid := range z.VLANs.IDs() {
 		id := z.VNetID(vid)
 		v, ok := byID[id]
@@ -175,10 +173,7 @@ func (z Zone) owns(id string) bool {
 
 func vnetDrift(z Zone, vnets []sdnVNetEntry) []Drift {
 	var out []Drift
-	byID := map[string]sdnVNetEntry{}
-	for _, v := range vnets {
-		byID[v.VNet] = v
-	}
+	byID := vnetsByID(vnets)
 	for _, vid := range z.VLANs.IDs() {
 		id := z.VNetID(vid)
 		v, ok := byID[id]
@@ -201,4 +196,9 @@ func vnetDrift(z Zone, vnets []sdnVNetEntry) []Drift {
 		}
 	}
 	return out
+}
+
+// vnetsByID indexes the SDN's VNets by their ID.
+func vnetsByID(vnets []sdnVNetEntry) map[string]sdnVNetEntry {
+	return lo.KeyBy(vnets, func(v sdnVNetEntry) string { return v.VNet })
 }
