@@ -58,12 +58,14 @@ func (v vlanInfo) ours() bool { return v.Network.Namespace != "" && v.Network.Na
 
 // networkInfo is an observed ProxmoxNetwork.
 type networkInfo struct {
-	Key      Key
-	Zone     string
-	Subnet   string
-	Pool     string
-	VLAN     int32
-	Bridge   string
+	Key    Key
+	Zone   string
+	Subnet string
+	Pool   string
+	VLAN   int32
+	Bridge string
+	// VNet is status.vnet: the VLAN's Proxmox SDN VNet, or "".
+	VNet     string
 	Deleting bool
 	Held     bool // carries the network finalizer
 	// NoFailover: GatewayFailover is False/NoFailover.
@@ -78,6 +80,7 @@ func observeNetwork(n *v1alpha1.ProxmoxNetwork) networkInfo {
 		Pool:       n.Spec.IPPool,
 		VLAN:       n.Status.VLAN,
 		Bridge:     n.Status.Bridge,
+		VNet:       n.Status.VNet,
 		Deleting:   !n.DeletionTimestamp.IsZero(),
 		Held:       controllerutil.ContainsFinalizer(n, v1alpha1.Finalizer),
 		NoFailover: noFailover(n),

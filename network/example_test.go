@@ -37,3 +37,8 @@ func ExampleTriple() {
 	fmt.Println(network.Triple("vmbr1", 3901, "subnet-b10ab7f7"))
 	// Output: vmbr1/3901/subnet-b10ab7f7
 }
+
+func ExampleVNetEntry() {
+	fmt.Println(network.VNetEntry("pxa3901", "subnet-b10ab7f7"))
+	// Output: pxa3901/subnet-b10ab7f7
+}

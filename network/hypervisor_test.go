@@ -3,6 +3,7 @@ package network_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,6 +157,15 @@ func TestZoneHandsOutOnlyVLANsEveryNodeCarries(t *testing.T) {
 		st := getNet(t, c, netID(n)).Status
 		if want := fmt.Sprintf("pxa%04d", st.VLAN); st.VNet != want {
 			t.Errorf("network %d on VLAN %d in mode VNets: vnet %q, want %q", n, st.VLAN, st.VNet, want)
+		}
+		// The namespace lists the VNet next to the plain bridge's triple,
+		// so NICs of either kind are admitted while the zone moves.
+		pool := getNet(t, c, netID(n)).Spec.IPPool
+		listed := strings.Split(namespaceAnnotation(t, c, netID(n).ns()), ",")
+		for _, e := range []string{network.Triple(st.Bridge, st.VLAN, pool), network.VNetEntry(st.VNet, pool)} {
+			if !slices.Contains(listed, e) {
+				t.Errorf("namespace %s lists %v, without %s", netID(n).ns(), listed, e)
+			}
 		}
 	}
 }

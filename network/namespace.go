@@ -19,6 +19,11 @@ func Triple(bridge string, vlan int32, pool string) string {
 	return bridge + "/" + strconv.Itoa(int(vlan)) + "/" + pool
 }
 
+// VNetEntry is the entry of the namespace annotation that a network whose
+// zone gives its VLAN a Proxmox SDN VNet adds next to its triple:
+// "<vnet>/<pool>".
+func VNetEntry(vnet, pool string) string { return vnet + "/" + pool }
+
 // syncNamespace writes the namespace annotation from the cache, with self
 // (the network being reconciled, whose status is not written yet) as it is
 // in memory, or left out when released is set.
@@ -39,7 +44,7 @@ func (c *Controller) syncNamespace(ctx context.Context, namespace string, self *
 
 // publishNamespace records what this pass knows of network n in the cache
 // and writes its namespace's annotation only when the write cannot wait:
-// n is about to report Ready and its triple is not listed yet (Ready never
+// n is about to report Ready and its entries are not all listed yet (Ready never
 // reaches the API before the annotation), or the annotation lists a triple
 // no network of the namespace holds any more (it never lists a VLAN the
 // namespace does not own). Any other change, such as the triples of
@@ -60,16 +65,16 @@ func (c *Controller) publishNamespace(ctx context.Context, n *v1alpha1.ProxmoxNe
 		return 0, err
 	}
 	have, ok := ns.Annotations[v1alpha1.AnnotationNamespaceNetworks]
-	mine := ""
+	var mine []string
 	if info, known := c.cache.network(keyOf(n)); known {
-		mine = annotationTriple(info)
+		mine = annotationEntries(info)
 	}
 	stale, complete, listsMine := c.cache.annotationState(n.Namespace, have, mine)
 	empty := ok && have == "" // an annotation that lists nothing goes
 	if complete && !empty {
 		return 0, nil
 	}
-	mustList := ready && mine != "" && !listsMine
+	mustList := ready && len(mine) > 0 && !listsMine
 	if mustList && !stale && !empty && c.cfg.StatusInterval > 0 {
 		hold = min(c.fresh.hold(n.Status.VLANName), c.cfg.StatusInterval)
 	}

@@ -6,27 +6,36 @@ import (
 	"strings"
 )
 
-// annotationTriple is what a network contributes to its namespace's
-// proxmox.cozystack.io/networks annotation: its triple while it holds a VLAN
-// and is live or still draining (being deleted while it carries the network
-// finalizer), otherwise nothing ("").
-func annotationTriple(n networkInfo) string {
+// annotationEntries is what a network contributes to its namespace's
+// proxmox.cozystack.io/networks annotation while it holds a VLAN and is live
+// or still draining (being deleted while it carries the network finalizer):
+// its triple, and its <vnet>/<pool> entry when its zone gives the VLAN a
+// Proxmox SDN VNet (status.vnet). Both stay listed, so that NICs on the
+// plain bridge keep working while a zone moves to VNets. Otherwise nothing.
+func annotationEntries(n networkInfo) []string {
 	if n.VLAN == 0 || n.Bridge == "" || (n.Deleting && !n.Held) {
-		return ""
+		return nil
 	}
-	return Triple(n.Bridge, n.VLAN, n.Pool)
+	if n.VNet != "" {
+		return []string{Triple(n.Bridge, n.VLAN, n.Pool), VNetEntry(n.VNet, n.Pool)}
+	}
+	return []string{Triple(n.Bridge, n.VLAN, n.Pool)}
 }
 
-// countTriple adds delta networks behind n's triple in its namespace. The
-// memoised annotation is dropped only when a triple appears or disappears,
-// so a namespace of n networks costs O(1) per change and one sort per
-// changed annotation, instead of a sort of all n per pass. Callers hold c.mu.
+// countTriple adds delta networks behind each of n's annotation entries
+// in its namespace. The memoised annotation is dropped only when an entry
+// appears or disappears, so a namespace of n networks costs O(1) per change
+// and one sort per changed annotation, instead of a sort of all n per pass.
+// Callers hold c.mu.
 func (c *Cache) countTriple(n networkInfo, delta int) {
-	t := annotationTriple(n)
-	if t == "" {
-		return
+	for _, t := range annotationEntries(n) {
+		c.countEntry(n.Key.Namespace, t, delta)
 	}
-	ns := n.Key.Namespace
+}
+
+// countEntry adds delta networks behind entry t of namespace ns. Callers
+// hold c.mu.
+func (c *Cache) countEntry(ns, t string, delta int) {
 	counts := c.nsTriples[ns]
 	if counts == nil {
 		counts = map[string]int{}
@@ -51,13 +60,14 @@ func (c *Cache) countTriple(n networkInfo, delta int) {
 }
 
 // annotationState compares the annotation have, as the namespace carries
-// it, with the triples of the observed networks of namespace: stale when
-// have lists a triple no network holds, complete when have lists every
-// triple and nothing else, and whether it lists mine. have is parsed once
+// it, with the entries of the observed networks of namespace: stale when
+// have lists an entry no network holds, complete when have lists every
+// entry and nothing else, and whether it lists every one of mine (none
+// listed when mine is empty). have is parsed once
 // and then kept up to date as triples come and go (countTriple), so a pass
 // costs O(1) however many networks the namespace has, as long as the
 // annotation stays as it is.
-func (c *Cache) annotationState(namespace, have, mine string) (stale, complete, listsMine bool) {
+func (c *Cache) annotationState(namespace, have string, mine []string) (stale, complete, listsMine bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.nsSeen[namespace]
@@ -81,7 +91,11 @@ func (c *Cache) annotationState(namespace, have, mine string) (stale, complete, 
 		}
 		c.nsSeen[namespace] = st
 	}
-	_, listsMine = st.listed[mine]
+	listsMine = len(mine) > 0
+	for _, t := range mine {
+		_, ok := st.listed[t]
+		listsMine = listsMine && ok
+	}
 	return st.stale > 0, st.stale == 0 && st.missing == 0, listsMine
 }
 

@@ -24,6 +24,9 @@ func recountAnnotation(c *Cache, namespace string) string {
 			continue
 		}
 		seen[Triple(n.Bridge, n.VLAN, n.Pool)] = true
+		if n.VNet != "" {
+			seen[VNetEntry(n.VNet, n.Pool)] = true
+		}
 	}
 	return strings.Join(slices.Sorted(maps.Keys(seen)), ",")
 }
@@ -31,7 +34,8 @@ func recountAnnotation(c *Cache, namespace string) string {
 // TestNamespaceAnnotationIndex: whatever networks come, change and go, the
 // cache's incremental annotation equals a recount, including networks that
 // share a triple and networks that stop contributing (released, no VLAN,
-// deleting without the finalizer). The comparison with the annotation a
+// deleting without the finalizer), and networks whose status names a VNet,
+// which add a <vnet>/<pool> entry next to their triple. The comparison with the annotation a
 // namespace carries (annotationState), kept up to date as triples come and
 // go, equals a comparison of the two lists from scratch.
 func TestNamespaceAnnotationIndex(t *testing.T) {
@@ -39,7 +43,12 @@ func TestNamespaceAnnotationIndex(t *testing.T) {
 		c := NewCache()
 		namespaces := []string{"tenant-a", "tenant-b"}
 		carried := map[string]string{}
-		triples := []string{Triple("vmbr1", 1, "p1"), Triple("vmbr1", 2, "p2"), Triple("vmbr2", 3, "p1"), Triple("vmbr2", 1, "p2")}
+		triples := []string{Triple("vmbr1", 1, "p1"), Triple("vmbr1", 2, "p2"), Triple("vmbr2", 3, "p1"), Triple("vmbr2", 1, "p2"),
+			VNetEntry("pxa0001", "p1"), VNetEntry("pxa0002", "p2")}
+		// What a network may contribute: nothing, its triple, or its
+		// triple and its VNet entry.
+		mines := [][]string{nil, {triples[0]}, {triples[1]}, {triples[2]}, {triples[3]},
+			{triples[0], triples[4]}, {triples[1], triples[5]}, {triples[3], triples[4]}}
 		t.Repeat(map[string]func(*rapid.T){
 			"carry": func(t *rapid.T) {
 				ns := rapid.SampledFrom(namespaces).Draw(t, "ns")
@@ -56,6 +65,7 @@ func TestNamespaceAnnotationIndex(t *testing.T) {
 					VLAN:     int32(rapid.IntRange(0, 3).Draw(t, "vlan")),
 					Bridge:   rapid.SampledFrom([]string{"", "vmbr1", "vmbr2"}).Draw(t, "bridge"),
 					Pool:     rapid.SampledFrom([]string{"p1", "p2"}).Draw(t, "pool"),
+					VNet:     rapid.SampledFrom([]string{"", "", "pxa0001", "pxa0002"}).Draw(t, "vnet"),
 					Deleting: rapid.Bool().Draw(t, "deleting"),
 					Held:     rapid.Bool().Draw(t, "held"),
 				}
@@ -82,11 +92,15 @@ func TestNamespaceAnnotationIndex(t *testing.T) {
 					for tr := range listed {
 						wantStale = wantStale || !held[tr]
 					}
-					for _, mine := range append([]string{""}, triples...) {
+					for _, mine := range mines {
+						wantLists := len(mine) > 0
+						for _, tr := range mine {
+							wantLists = wantLists && listed[tr]
+						}
 						stale, complete, lists := c.annotationState(ns, have, mine)
-						if stale != wantStale || complete != wantComplete || lists != listed[mine] {
+						if stale != wantStale || complete != wantComplete || lists != wantLists {
 							t.Fatalf("namespace %s carrying %q, holding %q, mine %q: stale %t complete %t lists %t; want %t %t %t",
-								ns, have, want, mine, stale, complete, lists, wantStale, wantComplete, listed[mine])
+								ns, have, want, mine, stale, complete, lists, wantStale, wantComplete, wantLists)
 						}
 					}
 				}

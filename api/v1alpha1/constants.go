@@ -28,7 +28,9 @@ const (
 
 	// AnnotationNamespaceNetworks is kept on a namespace that owns ready
 	// networks: a sorted, comma-separated list of "<bridge>/<vlan>/<pool>"
-	// triples. Networks being deleted stay listed until they are gone.
+	// triples and, for each network whose status names a Proxmox SDN VNet,
+	// a "<vnet>/<pool>" entry as well. Networks being deleted stay listed
+	// until they are gone.
 	AnnotationNamespaceNetworks = "proxmox.cozystack.io/networks"
 	// AnnotationDeletedSubnets is kept on a Kube-OVN Vlan while Kube-OVN still
 	// lists deleted subnets in its status: a JSON object mapping each such

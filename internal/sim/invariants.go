@@ -200,6 +200,9 @@ func (w world) annotations() Invariant {
 	for _, n := range w.networks {
 		if n.Status.VLAN != 0 && n.Status.Bridge != "" {
 			want[n.Namespace] = append(want[n.Namespace], network.Triple(n.Status.Bridge, n.Status.VLAN, n.Spec.IPPool))
+			if n.Status.VNet != "" {
+				want[n.Namespace] = append(want[n.Namespace], network.VNetEntry(n.Status.VNet, n.Spec.IPPool))
+			}
 		}
 	}
 	var bad []string
