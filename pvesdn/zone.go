@@ -10,6 +10,7 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
+	"github.com/pxsubstrate/pxsubstrate/pvesdn/vnetid"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
 
@@ -41,20 +42,11 @@ var (
 	// (src/PVE/Network/SDN/Zones/Plugin.pm, VnetPlugin.pm): 2 to 8
 	// characters.
 	sdnIDRe    = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]*[a-zA-Z0-9]$`)
-	prefixRe   = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{0,3}$`)
 	ifaceNameR = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$`)
 )
 
 // prefix returns the VNet prefix, the default filled in.
-func (z Zone) prefix() string {
-	if z.VNetPrefix != "" {
-		return z.VNetPrefix
-	}
-	if len(z.SDNZone) > 4 {
-		return z.SDNZone[:4]
-	}
-	return z.SDNZone
-}
+func (z Zone) prefix() string { return vnetid.Prefix(z.SDNZone, z.VNetPrefix) }
 
 // Validate checks the fields Check needs; withSDN also those of VNets.
 func (z Zone) Validate(withSDN bool) error {
@@ -73,7 +65,7 @@ func (z Zone) Validate(withSDN bool) error {
 		return fmt.Errorf("%w %q: sdn.zone %q is not a Proxmox SDN zone ID (2-8 letters and digits, starting with a letter)",
 			ErrInvalidZone, z.Name, z.SDNZone)
 	}
-	if p := z.prefix(); !prefixRe.MatchString(p) {
+	if p := z.prefix(); !vnetid.ValidPrefix(p) {
 		return fmt.Errorf("%w %q: sdn.vnetPrefix %q must be 1-4 letters and digits starting with a letter, so that "+
 			"prefix and a 4-digit VLAN ID make a VNet ID of at most 8 characters", ErrInvalidZone, z.Name, p)
 	}
@@ -82,7 +74,7 @@ func (z Zone) Validate(withSDN bool) error {
 
 // VNetID is the VNet of a VLAN: the prefix and the VLAN ID in four digits
 // ("pxa" and 117 give "pxa0117"), which satisfies Proxmox's VNet ID rule.
-func (z Zone) VNetID(vlan int) string { return fmt.Sprintf("%s%04d", z.prefix(), vlan) }
+func (z Zone) VNetID(vlan int) string { return vnetid.ID(z.prefix(), vlan) }
 
 // errText renders an API error as PVE words it: the status code and the
 // message, with the parameter errors.
