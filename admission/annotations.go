@@ -25,7 +25,8 @@ const (
 	// <provider>.kubernetes.io/logical_switch included.
 	logicalSwitchSuffix = "kubernetes.io/logical_switch"
 	// AnnotationProxmoxNetworks on a Namespace lists its ready Proxmox
-	// networks as sorted, comma-separated <bridge>/<vlan>/<pool> triples.
+	// networks as sorted, comma-separated <bridge>/<vlan>/<pool> triples,
+	// and a <vnet>/<pool> entry for each network with a Proxmox SDN VNet.
 	AnnotationProxmoxNetworks = "proxmox.cozystack.io/networks"
 )
 
@@ -224,34 +225,70 @@ func isLabel(s string) bool {
 func trimRE2Space(s string) string { return strings.Trim(s, "\t\n\f\r ") }
 
 // Triple is one Proxmox network of a namespace: the bridge and VLAN a NIC
-// uses and the InClusterIPPool its address comes from.
+// uses and the InClusterIPPool its address comes from. When the network's
+// zone gives its VLAN a Proxmox SDN VNet, the namespace also lists the
+// network as VNet and pool, with no Bridge or VLAN: a NIC on a VNet names
+// it as its bridge and carries no tag.
 type Triple struct {
 	Bridge string
 	VLAN   int
 	Pool   string
+	// VNet is set on a <vnet>/<pool> entry, and only there.
+	VNet string
 }
 
-func (t Triple) String() string { return t.Bridge + "/" + strconv.Itoa(t.VLAN) + "/" + t.Pool }
+// String writes the entry: <bridge>/<vlan>/<pool>, or <vnet>/<pool>.
+func (t Triple) String() string {
+	if t.VNet != "" {
+		return t.VNet + "/" + t.Pool
+	}
+	return t.Bridge + "/" + strconv.Itoa(t.VLAN) + "/" + t.Pool
+}
 
-// ParseTriples reads a proxmox.cozystack.io/networks value. An empty value
-// is no network.
+// vnetIDRe is pve-network's VNet ID (pve-sdn-vnet-id): 2 to 8 letters and
+// digits, starting with a letter.
+var vnetIDRe = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{1,7}$`)
+
+// ParseTriples reads a proxmox.cozystack.io/networks value: comma-separated
+// <bridge>/<vlan>/<pool> triples and <vnet>/<pool> entries. An empty value
+// is no network. An entry that could be read two ways is refused: a
+// <vnet>/<pool> whose pool is a number reads as a <bridge>/<vlan> without
+// its pool.
 func ParseTriples(v string) ([]Triple, error) {
 	if v == "" {
 		return nil, nil
 	}
 	var out []Triple
 	for i, e := range strings.Split(v, ",") {
-		parts := strings.Split(e, "/")
-		if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
-			return nil, fmt.Errorf("entry %d %q is not <bridge>/<vlan>/<pool>", i, e)
+		t, err := parseEntry(i, e)
+		if err != nil {
+			return nil, err
 		}
-		vlan, err := strconv.Atoi(parts[1])
-		if err != nil || vlan < 1 || vlan > 4094 || strconv.Itoa(vlan) != parts[1] {
-			return nil, fmt.Errorf("entry %d %q: VLAN %q is not a VLAN ID (1-4094)", i, e, parts[1])
-		}
-		out = append(out, Triple{Bridge: parts[0], VLAN: vlan, Pool: parts[2]})
+		out = append(out, t)
 	}
 	return out, nil
+}
+
+func parseEntry(i int, e string) (Triple, error) {
+	parts := strings.Split(e, "/")
+	switch {
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		if !vnetIDRe.MatchString(parts[0]) {
+			return Triple{}, fmt.Errorf("entry %d %q: VNet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)", i, e, parts[0])
+		}
+		if _, err := strconv.Atoi(parts[1]); err == nil || strings.Trim(parts[1], "0123456789") == "" {
+			return Triple{}, fmt.Errorf("entry %d %q is ambiguous: read as <vnet>/<pool> its pool %q is a number, read as <bridge>/<vlan> it lacks its pool; "+
+				"write <bridge>/<vlan>/<pool>, or <vnet>/<pool> with the pool's name", i, e, parts[1])
+		}
+		return Triple{VNet: parts[0], Pool: parts[1]}, nil
+	case len(parts) == 3 && parts[0] != "" && parts[2] != "":
+		vlan, err := strconv.Atoi(parts[1])
+		if err != nil || vlan < 1 || vlan > 4094 || strconv.Itoa(vlan) != parts[1] {
+			return Triple{}, fmt.Errorf("entry %d %q: VLAN %q is not a VLAN ID (1-4094)", i, e, parts[1])
+		}
+		return Triple{Bridge: parts[0], VLAN: vlan, Pool: parts[2]}, nil
+	}
+	return Triple{}, fmt.Errorf("entry %d %q is not <bridge>/<vlan>/<pool> or <vnet>/<pool>", i, e)
 }
 
 // FormatTriples writes triples as the namespace annotation expects them:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/samber/lo"
 )
 
 func TestParseNetworks(t *testing.T) {
@@ -106,20 +107,36 @@ func TestParseDefaultNetwork(t *testing.T) {
 }
 
 func TestTriples(t *testing.T) {
-	ts, err := ParseTriples("vmbr70/101/subnet-a,vmbr70/7/subnet-b")
+	ts, err := ParseTriples("vmbr70/101/subnet-a,vmbr70/7/subnet-b,pxa0101/subnet-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Triple{{"vmbr70", 101, "subnet-a"}, {"vmbr70", 7, "subnet-b"}}
+	want := []Triple{{Bridge: "vmbr70", VLAN: 101, Pool: "subnet-a"}, {Bridge: "vmbr70", VLAN: 7, Pool: "subnet-b"}, {VNet: "pxa0101", Pool: "subnet-a"}}
 	if diff := cmp.Diff(want, ts); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got := FormatTriples(append(ts, ts[0])); got != "vmbr70/101/subnet-a,vmbr70/7/subnet-b" {
+	if got := FormatTriples(append(ts, ts[0])); got != "pxa0101/subnet-a,vmbr70/101/subnet-a,vmbr70/7/subnet-b" {
 		t.Errorf("FormatTriples = %q: sorted as strings, duplicates dropped", got)
 	}
-	for _, bad := range []string{"vmbr70/0/p", "vmbr70/4095/p", "vmbr70/07/p", "vmbr70/1", "/1/p", "vmbr70/x/p"} {
-		if _, err := ParseTriples(bad); err == nil {
-			t.Errorf("ParseTriples(%q) must fail", bad)
+	refused := map[string]string{
+		"vmbr70/0/p":    `entry 0 "vmbr70/0/p": VLAN "0" is not a VLAN ID (1-4094)`,
+		"vmbr70/4095/p": `entry 0 "vmbr70/4095/p": VLAN "4095" is not a VLAN ID (1-4094)`,
+		"vmbr70/07/p":   `entry 0 "vmbr70/07/p": VLAN "07" is not a VLAN ID (1-4094)`,
+		"vmbr70/x/p":    `entry 0 "vmbr70/x/p": VLAN "x" is not a VLAN ID (1-4094)`,
+		"/1/p":          `entry 0 "/1/p" is not <bridge>/<vlan>/<pool> or <vnet>/<pool>`,
+		"a/b/c/d":       `entry 0 "a/b/c/d" is not <bridge>/<vlan>/<pool> or <vnet>/<pool>`,
+		"pxa0101/":      `entry 0 "pxa0101/" is not <bridge>/<vlan>/<pool> or <vnet>/<pool>`,
+		"vmbr70/1": `entry 0 "vmbr70/1" is ambiguous: read as <vnet>/<pool> its pool "1" is a number, read as <bridge>/<vlan> it lacks its pool; ` +
+			`write <bridge>/<vlan>/<pool>, or <vnet>/<pool> with the pool's name`,
+		"vmbr70/1/p,pxa0101/+7": `entry 1 "pxa0101/+7" is ambiguous: read as <vnet>/<pool> its pool "+7" is a number, read as <bridge>/<vlan> it lacks its pool; write <bridge>/<vlan>/<pool>, or <vnet>/<pool> with the pool's name`,
+		"vmbr_70/subnet-a":      `entry 0 "vmbr_70/subnet-a": VNet "vmbr_70" is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)`,
+		"pxa012345/subnet":      `entry 0 "pxa012345/subnet": VNet "pxa012345" is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)`,
+		"0pxa/subnet-a":         `entry 0 "0pxa/subnet-a": VNet "0pxa" is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)`,
+		"vmbr70/1/p,,x/1/p":     `entry 1 "" is not <bridge>/<vlan>/<pool> or <vnet>/<pool>`,
+	}
+	for in, msg := range refused {
+		if _, err := ParseTriples(in); err == nil || err.Error() != msg {
+			t.Errorf("ParseTriples(%q) = %v, want %s", in, err, msg)
 		}
 	}
 }
@@ -214,13 +231,24 @@ func FuzzParseDefaultNetwork(f *testing.F) {
 // FuzzParseTriples: whatever parses formats back to something that parses
 // to the same set.
 func FuzzParseTriples(f *testing.F) {
-	for _, s := range []string{"", "vmbr70/101/subnet-a", "a/1/b,c/4094/d", "a/0/b", "a//b"} {
+	for _, s := range []string{"", "vmbr70/101/subnet-a", "a/1/b,c/4094/d", "a/0/b", "a//b",
+		"pxa0101/subnet-a", "vmbr70/101/subnet-a,pxa0101/subnet-a", "pxa0101/101", "pxa0101/", "0pxa/subnet-a", "pxa0101/subnet-a/x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		ts, err := ParseTriples(v)
 		if err != nil {
 			return
+		}
+		for _, tr := range ts {
+			// An entry is one kind or the other, never both: a VNet entry
+			// carries no bridge and no VLAN, a triple no VNet.
+			if (tr.VNet != "") == (tr.Bridge != "" || tr.VLAN != 0) {
+				t.Fatalf("ParseTriples(%q) gave %+v, which is neither a triple nor a VNet entry", v, tr)
+			}
+			if strings.Count(tr.String(), "/") != 1+lo.Ternary(tr.VNet == "", 1, 0) {
+				t.Fatalf("ParseTriples(%q) gave %+v, whose entry %q has the slashes of the other kind", v, tr, tr.String())
+			}
 		}
 		text := FormatTriples(ts)
 		again, err := ParseTriples(text)

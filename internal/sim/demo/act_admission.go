@@ -66,7 +66,8 @@ var actAdmission = Act{
 }
 
 // firstNetwork reads a namespace as the controller annotated it and the
-// first network its annotation lists.
+// first bridge/VLAN triple its annotation lists (a <vnet>/<pool> entry is
+// the same network by its VNet).
 func (s *Stage) firstNetwork(ctx context.Context, name string) (*admission.Namespace, admission.Triple, error) {
 	ns := &corev1.Namespace{}
 	if err := s.H.Store().Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
@@ -76,8 +77,10 @@ func (s *Stage) firstNetwork(ctx context.Context, name string) (*admission.Names
 	if err != nil {
 		return nil, admission.Triple{}, fmt.Errorf("cannot read the networks of namespace %s: %w", name, err)
 	}
-	if len(ts) == 0 {
-		return nil, admission.Triple{}, fmt.Errorf("namespace %s has no network yet: play the network acts first", name)
+	for _, t := range ts {
+		if t.VNet == "" {
+			return admission.FromCore(ns), t, nil
+		}
 	}
-	return admission.FromCore(ns), ts[0], nil
+	return nil, admission.Triple{}, fmt.Errorf("namespace %s has no network yet: play the network acts first", name)
 }
