@@ -178,8 +178,8 @@ func (c *Controller) ensureGateway(ctx context.Context, p *netPass) (engine.Resu
 // MinFailoverChassis is the smallest gateway group that fails over by
 // itself. ovn-controller lets a standby chassis claim a gateway port only
 // while at least one of its BFD sessions to the other chassis is up
-// (ha_chassis_group_is_active in OVN's lib/ha-chassis.c): a chassis that
-// sees no peer counts itself as cut off. In a group of two whose active
+// (ha_chassis_group_is_active in OVN's controller/ha-chassis.c): a
+// chassis that sees no peer counts itself as cut off. In a group of two whose active
 // chassis fails, the standby's only peer is gone, so it takes over only if
 // a third chassis carrying the VPC keeps a session up; a group of three
 // keeps one.
