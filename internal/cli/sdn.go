@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
+	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/spf13/cobra"
 
 	v1alpha1 "github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
@@ -65,22 +67,29 @@ func (f *sdnFlags) bind(cmd *cobra.Command) {
 	_ = cmd.MarkFlagRequired("zone")
 }
 
-func newSDNCheckCmd(app *App) *cobra.Command {
+// sdnSpec is one sdn subcommand: its help, whether the zone must be in
+// mode VNets, the pvesdn call, and how the result is printed (an error
+// from report, such as an ExitError, is the command's).
+type sdnSpec[T any] struct {
+	use, example, short, long string
+	withSDN                   bool
+	call                      func(context.Context, *proxmox.Client, pvesdn.Zone) (T, error)
+	report                    func(pvesdn.Zone, T) error
+}
+
+// newSDNSubCmd builds an sdn subcommand on the shared runner: read the
+// zone file, build the client from the live flags, make the pvesdn call
+// (a TLS failure names --ca-file), then report.
+func newSDNSubCmd[T any](app *App, s sdnSpec[T]) *cobra.Command {
 	var f sdnFlags
 	cmd := &cobra.Command{
-		Use:     "check --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o wide|json]",
-		Example: "  pxsubstrate sdn check --zone zone.yaml --url https://pve1:8006 --token-id 'sdncheck@pve!audit' --token-secret-file audit.secret",
-		Short:   "Check every Proxmox node for what would drop a zone VLAN; exit 1 on a finding",
-		Long: `Reads the node list, the SDN zones and VNets, and each node's network
-configuration once, and reports by node: the zone bridge missing or not
-VLAN-aware, zone VLANs outside its bridge-vids, an MTU below the zone's, a
-zone VLAN already used by an SDN VNet or a VLAN interface, a node that cannot
-be read. CARRYABLE are the VLANs every node carries: what the controller may
-hand out. Changes nothing; the token needs PVEAuditor on /sdn (bridges are
-listed only with SDN.Audit on them). Exits 1 when a finding exists.`,
-		Args: cobra.NoArgs,
+		Use:     s.use,
+		Example: s.example,
+		Short:   s.short,
+		Long:    s.long,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			z, _, err := readSDNZone(app, f.zone, false)
+			z, _, err := readSDNZone(app, f.zone, s.withSDN)
 			if err != nil {
 				return err
 			}
@@ -88,10 +97,31 @@ listed only with SDN.Audit on them). Exits 1 when a finding exists.`,
 			if err != nil {
 				return err
 			}
-			rep, err := pvesdn.Check(cmd.Context(), c, z)
+			res, err := s.call(cmd.Context(), c, z)
 			if err != nil {
 				return tlsHint(err)
 			}
+			return s.report(z, res)
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+func newSDNCheckCmd(app *App) *cobra.Command {
+	return newSDNSubCmd(app, sdnSpec[*pvesdn.Report]{
+		use:     "check --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o wide|json]",
+		example: "  pxsubstrate sdn check --zone zone.yaml --url https://pve1:8006 --token-id 'sdncheck@pve!audit' --token-secret-file audit.secret",
+		short:   "Check every Proxmox node for what would drop a zone VLAN; exit 1 on a finding",
+		long: `Reads the node list, the SDN zones and VNets, and each node's network
+configuration once, and reports by node: the zone bridge missing or not
+VLAN-aware, zone VLANs outside its bridge-vids, an MTU below the zone's, a
+zone VLAN already used by an SDN VNet or a VLAN interface, a node that cannot
+be read. CARRYABLE are the VLANs every node carries: what the controller may
+hand out. Changes nothing; the token needs PVEAuditor on /sdn (bridges are
+listed only with SDN.Audit on them). Exits 1 when a finding exists.`,
+		call: pvesdn.Check,
+		report: func(z pvesdn.Zone, rep *pvesdn.Report) error {
 			if err := app.Print(rep, func(w io.Writer) { sdnCheckTable(w, rep, app.Wide()) }); err != nil {
 				return err
 			}
@@ -100,9 +130,7 @@ listed only with SDN.Audit on them). Exits 1 when a finding exists.`,
 			}
 			return nil
 		},
-	}
-	f.bind(cmd)
-	return cmd
+	})
 }
 
 func sdnCheckTable(w io.Writer, rep *pvesdn.Report, wide bool) {
@@ -129,35 +157,21 @@ func orNone(s string) string {
 }
 
 func newSDNPlanCmd(app *App) *cobra.Command {
-	var f sdnFlags
-	cmd := &cobra.Command{
-		Use:     "plan --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
-		Example: "  pxsubstrate sdn plan --zone zone.yaml --url https://pve1:8006 --token-id 'root@pam!sdn' --token-secret-file sdn.secret",
-		Short:   "List the Proxmox SDN zone and VNets the zone still needs (one VNet per VLAN)",
-		Long: `Reads the SDN zones and VNets and lists what apply would create: the VLAN zone
+	return newSDNSubCmd(app, sdnSpec[*pvesdn.Plan]{
+		use:     "plan --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
+		example: "  pxsubstrate sdn plan --zone zone.yaml --url https://pve1:8006 --token-id 'root@pam!sdn' --token-secret-file sdn.secret",
+		short:   "List the Proxmox SDN zone and VNets the zone still needs (one VNet per VLAN)",
+		long: `Reads the SDN zones and VNets and lists what apply would create: the VLAN zone
 spec.sdn.zone on the bridge, and VNet <vnetPrefix><VLAN in 4 digits> with the
 VLAN as tag for every zone VLAN that has none. Refuses a zone of more than
 1,024 VLANs, an SDN zone of that name that is not a VLAN zone on the bridge,
 and a VNet of a planned name with another tag or zone. Changes nothing.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			z, _, err := readSDNZone(app, f.zone, true)
-			if err != nil {
-				return err
-			}
-			c, _, err := f.live.client(app)
-			if err != nil {
-				return err
-			}
-			plan, err := pvesdn.PlanVNets(cmd.Context(), c, z)
-			if err != nil {
-				return tlsHint(err)
-			}
+		withSDN: true,
+		call:    pvesdn.PlanVNets,
+		report: func(_ pvesdn.Zone, plan *pvesdn.Plan) error {
 			return app.Print(plan, func(w io.Writer) { sdnPlanTable(w, plan) })
 		},
-	}
-	f.bind(cmd)
-	return cmd
+	})
 }
 
 func sdnPlanTable(w io.Writer, plan *pvesdn.Plan) {
@@ -176,13 +190,28 @@ func sdnPlanTable(w io.Writer, plan *pvesdn.Plan) {
 	fmt.Fprintf(w, "%d VNet(s) to create, %d present; one apply\n", len(plan.Add), plan.Present)
 }
 
+// sdnApplied is what sdn apply prints: the plan and what applying it did.
+type sdnApplied struct {
+	plan *pvesdn.Plan
+	res  *pvesdn.ApplyResult
+}
+
+// planAndApply plans the zone and applies the plan.
+func planAndApply(ctx context.Context, c *proxmox.Client, z pvesdn.Zone) (sdnApplied, error) {
+	plan, err := pvesdn.PlanVNets(ctx, c, z)
+	if err != nil {
+		return sdnApplied{}, err
+	}
+	res, err := pvesdn.Apply(ctx, c, plan)
+	return sdnApplied{plan: plan, res: res}, err
+}
+
 func newSDNApplyCmd(app *App) *cobra.Command {
-	var f sdnFlags
-	cmd := &cobra.Command{
-		Use:     "apply --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
-		Example: "  pxsubstrate sdn apply --zone zone.yaml --url https://pve1:8006 --token-id 'root@pam!sdn' --token-secret-file sdn.secret",
-		Short:   "Create the planned SDN zone and VNets and apply them once; exit 1 when a node fails its reload",
-		Long: `Plans as sdn plan does, then writes the plan and applies the SDN configuration
+	return newSDNSubCmd(app, sdnSpec[sdnApplied]{
+		use:     "apply --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
+		example: "  pxsubstrate sdn apply --zone zone.yaml --url https://pve1:8006 --token-id 'root@pam!sdn' --token-secret-file sdn.secret",
+		short:   "Create the planned SDN zone and VNets and apply them once; exit 1 when a node fails its reload",
+		long: `Plans as sdn plan does, then writes the plan and applies the SDN configuration
 once, however many VNets it adds. On PVE 9.2 and later it works under the SDN
 lock, dry-runs every node before the apply and rolls back when a write or a
 dry-run fails; before 9.2 it applies plainly and names the risk. Either way
@@ -190,38 +219,21 @@ it refuses while other SDN changes are pending, since the apply would take
 them along. Proxmox applies on every node and only logs a node that fails:
 apply reads each node's reload back and exits 1 when one did not reload.
 The token needs PVESDNAdmin on /sdn and Sys.Audit on /nodes.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			z, _, err := readSDNZone(app, f.zone, true)
-			if err != nil {
+		withSDN: true,
+		call:    planAndApply,
+		report: func(z pvesdn.Zone, a sdnApplied) error {
+			if a.res.Risk != "" {
+				fmt.Fprintln(app.ErrOut, "Warning: "+a.res.Risk)
+			}
+			if err := app.Print(a.res, func(w io.Writer) { sdnApplyTable(w, a.plan, a.res) }); err != nil {
 				return err
 			}
-			c, _, err := f.live.client(app)
-			if err != nil {
-				return err
-			}
-			plan, err := pvesdn.PlanVNets(cmd.Context(), c, z)
-			if err != nil {
-				return tlsHint(err)
-			}
-			res, err := pvesdn.Apply(cmd.Context(), c, plan)
-			if err != nil {
-				return err
-			}
-			if res.Risk != "" {
-				fmt.Fprintln(app.ErrOut, "Warning: "+res.Risk)
-			}
-			if err := app.Print(res, func(w io.Writer) { sdnApplyTable(w, plan, res) }); err != nil {
-				return err
-			}
-			if !res.OK() {
+			if !a.res.OK() {
 				return &ExitError{Code: 1, Err: fmt.Errorf("zone %s: the SDN configuration is applied, but not every node reloaded it; fix those nodes and reload their network", z.Name)}
 			}
 			return nil
 		},
-	}
-	f.bind(cmd)
-	return cmd
+	})
 }
 
 func sdnApplyTable(w io.Writer, plan *pvesdn.Plan, res *pvesdn.ApplyResult) {
@@ -242,30 +254,18 @@ func sdnApplyTable(w io.Writer, plan *pvesdn.Plan, res *pvesdn.ApplyResult) {
 }
 
 func newSDNAuditCmd(app *App) *cobra.Command {
-	var f sdnFlags
-	cmd := &cobra.Command{
-		Use:     "audit --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
-		Example: "  pxsubstrate sdn audit --zone zone.yaml --url https://pve1:8006 --token-id 'sdncheck@pve!audit' --token-secret-file audit.secret",
-		Short:   "Name the drift between the zone and its Proxmox SDN VNets; exit 1 on any",
-		Long: `Reads the SDN configuration and names: the SDN zone missing, a zone VLAN
+	return newSDNSubCmd(app, sdnSpec[[]pvesdn.Drift]{
+		use:     "audit --zone F --url https://HOST:8006 --token-id ID --token-secret-file F [-o json]",
+		example: "  pxsubstrate sdn audit --zone zone.yaml --url https://pve1:8006 --token-id 'sdncheck@pve!audit' --token-secret-file audit.secret",
+		short:   "Name the drift between the zone and its Proxmox SDN VNets; exit 1 on any",
+		long: `Reads the SDN configuration and names: the SDN zone missing, a zone VLAN
 without its VNet (VNetMissing), a VNet of the zone's with another tag or zone
 (VNetOtherTag), a VNet in the SDN zone no zone VLAN accounts for
 (VNetNotOurs), and VNets written but not applied (VNetUnapplied). Changes
 nothing; PVEAuditor on /sdn suffices.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			z, _, err := readSDNZone(app, f.zone, true)
-			if err != nil {
-				return err
-			}
-			c, _, err := f.live.client(app)
-			if err != nil {
-				return err
-			}
-			drift, err := pvesdn.AuditVNets(cmd.Context(), c, z)
-			if err != nil {
-				return tlsHint(err)
-			}
+		withSDN: true,
+		call:    pvesdn.AuditVNets,
+		report: func(z pvesdn.Zone, drift []pvesdn.Drift) error {
 			if err := app.Print(drift, func(w io.Writer) { sdnAuditTable(w, z, drift) }); err != nil {
 				return err
 			}
@@ -274,9 +274,7 @@ nothing; PVEAuditor on /sdn suffices.`,
 			}
 			return nil
 		},
-	}
-	f.bind(cmd)
-	return cmd
+	})
 }
 
 func sdnAuditTable(w io.Writer, z pvesdn.Zone, drift []pvesdn.Drift) {
