@@ -2,6 +2,7 @@ package network_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,8 @@ import (
 
 // TestGatewayFailover: a group of two trunk nodes is named as unable to
 // fail over (condition, one Warning event, metric 0) without costing
-// Ready; a third trunk node makes it StandbyReady and the metric 1.
+// Ready; a third trunk node makes it StandbyReady and the metric 1. The
+// group's primary chassis is exported and follows the gateway's report.
 func TestGatewayFailover(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := network.NewMetrics(reg)
@@ -26,7 +28,7 @@ func TestGatewayFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := events.NewFakeRecorder(20)
-	gw := &fakeGateway{up: map[string]network.NetworkInfo{}, chassis: 2}
+	gw := &fakeGateway{up: map[string]network.NetworkInfo{}, chassis: 2, primary: "ch-1"}
 	h, c := startOne(t, sim.Options{Metrics: m, Recorder: rec, Gateway: func() network.Gateway { return gw }}, "100-101")
 	n := getNet(t, c, 0)
 	wantCond(t, n, v1alpha1.ConditionGatewayFailover, "False/NoFailover")
@@ -40,6 +42,7 @@ func TestGatewayFailover(t *testing.T) {
 		t.Errorf("%s = %v (present %v), want 0", series, v, ok)
 	}
 	wantNoFailover(t, c, []string{"tenant-0/s-0"})
+	wantPrimary(t, reg, "ch-1")
 	h.Controller().EnqueueNetwork(netID(0).key())
 	converge(t, h)
 	if got := warnings(rec, v1alpha1.ReasonNoFailover); got != 1 {
@@ -47,7 +50,7 @@ func TestGatewayFailover(t *testing.T) {
 	}
 
 	gw.mu.Lock()
-	gw.chassis = 3
+	gw.chassis, gw.primary = 3, "ch-3"
 	gw.mu.Unlock()
 	h.Controller().EnqueueNetwork(netID(0).key())
 	converge(t, h)
@@ -56,6 +59,23 @@ func TestGatewayFailover(t *testing.T) {
 		t.Errorf("%s = %v with three chassis, want 1", series, v)
 	}
 	wantNoFailover(t, c, nil)
+	wantPrimary(t, reg, "ch-3")
+}
+
+// wantPrimary checks that network s-0 has exactly one primary chassis
+// series, naming chassis.
+func wantPrimary(t *testing.T, reg *prometheus.Registry, chassis string) {
+	t.Helper()
+	var got []string
+	for series, v := range gather(t, reg) {
+		if strings.HasPrefix(series, network.MetricNetworkGatewayPrimary+"{") && strings.Contains(series, `network="s-0"`) {
+			got = append(got, fmt.Sprintf("%s %v", series, v))
+		}
+	}
+	want := []string{network.MetricNetworkGatewayPrimary + `{chassis="` + chassis + `",namespace="tenant-0",network="s-0"} 1`}
+	if !slices.Equal(got, want) {
+		t.Errorf("primary chassis series %v, want %v", got, want)
+	}
 }
 
 // wantNoFailover checks the networks zone-a's status names as unable to

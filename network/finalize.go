@@ -45,7 +45,7 @@ func (c *Controller) finalize(ctx context.Context, s *netState) (bool, error) {
 	removeCondition(&n.Status.Conditions, v1alpha1.ConditionSwitchDeleted)
 	wait := func(reason, msg string) (bool, error) {
 		s.SetCondition(&n.Status.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		c.recordNetwork(n, 0)
+		c.recordNetwork(n, 0, "")
 		return false, nil
 	}
 	if held, msg, err := c.holdForConsumers(ctx, n, prevReady); err != nil || held {

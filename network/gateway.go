@@ -36,6 +36,12 @@ type GatewayStatus struct {
 	// Chassis is the number of chassis serving the network's router port;
 	// it becomes cozy_proxmox_network_gateway_chassis.
 	Chassis int
+	// Primary is the group's highest-priority chassis: the one OVN makes
+	// active while it keeps a BFD session up. Which chassis holds the port
+	// at this moment is in the OVN southbound database, which the gateway
+	// does not read. It becomes cozy_proxmox_network_gateway_primary_chassis;
+	// empty unless the reason is ChassisAssigned.
+	Primary string
 	// RequeueAfter asks for the network to be reconciled again sooner than
 	// the resync (an unreachable NB, a router port not created yet).
 	RequeueAfter time.Duration

@@ -24,6 +24,8 @@ type fakeGateway struct {
 	// chassis is the group size Ensure reports; 3 (a group that fails
 	// over) when 0.
 	chassis int
+	// primary is the highest-priority chassis Ensure reports.
+	primary string
 }
 
 func (g *fakeGateway) Ensure(_ context.Context, n network.NetworkInfo) (network.GatewayStatus, error) {
@@ -37,7 +39,7 @@ func (g *fakeGateway) Ensure(_ context.Context, n network.NetworkInfo) (network.
 	if chassis == 0 {
 		chassis = 3
 	}
-	return network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Message: "assigned", Chassis: chassis}, nil
+	return network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Message: "assigned", Chassis: chassis, Primary: g.primary}, nil
 }
 
 func (g *fakeGateway) Release(_ context.Context, n network.NetworkInfo) (bool, error) {

@@ -14,6 +14,7 @@ const (
 	MetricZoneVLANsAllocated      = "cozy_proxmox_zone_vlans_allocated"
 	MetricZoneVLANsFree           = "cozy_proxmox_zone_vlans_free"
 	MetricZoneNetworks            = "cozy_proxmox_zone_networks"
+	MetricNetworks                = "cozy_proxmox_networks"
 	MetricOrphanedVLANs           = "cozy_proxmox_orphaned_vlans"
 	MetricNetworkReady            = "cozy_proxmox_network_ready"
 	MetricNetworkIPPoolAddresses  = "cozy_proxmox_network_ippool_addresses"
@@ -22,12 +23,17 @@ const (
 	MetricNetworkGatewayChassis   = "cozy_proxmox_network_gateway_chassis"
 	MetricNetworkGatewayReady     = "cozy_proxmox_network_gateway_ready"
 	MetricNetworkGatewayFailover  = "cozy_proxmox_network_gateway_failover"
+	MetricNetworkGatewayPrimary   = "cozy_proxmox_network_gateway_primary_chassis"
 	MetricVLANAllocations         = "cozy_proxmox_vlan_allocations_total"
 	MetricNetworkReconcileErrors  = "cozy_proxmox_network_reconcile_errors_total"
 	MetricNetworkReconcileSeconds = "cozy_proxmox_network_reconcile_duration_seconds"
 	MetricGatewayGroupsCollected  = "cozy_proxmox_gateway_groups_collected_total"
 	MetricGatewayNBErrors         = "cozy_proxmox_gateway_nb_errors_total"
 )
+
+// NoReadyCondition is the "reason" label of cozy_proxmox_networks for a
+// network that carries no Ready condition (or one without a reason).
+const NoReadyCondition = "NoReadyCondition"
 
 // Values of the "result" label of cozy_proxmox_vlan_allocations_total.
 const (
@@ -134,9 +140,11 @@ type networkSample struct {
 	namespace, name, zone string
 	vlan                  int32
 	ready, deleting       bool
+	readyReason           string    // the Ready condition's reason, or NoReadyCondition
 	pool                  *[3]int32 // total, used, free
 	gateway               *bool     // nil while gateways are not managed
 	chassis               int
+	primary               string // the gateway group's highest-priority chassis; "" when unknown
 }
 
 func (m *Metrics) network(s networkSample) { m.networks.record(s) }

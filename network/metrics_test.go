@@ -61,6 +61,9 @@ func TestMetrics(t *testing.T) {
 		`cozy_proxmox_vlan_allocations_total{result="allocated",zone="zone-a"}`:                   2,
 		`cozy_proxmox_gateway_groups_collected_total`:                                             0,
 		`cozy_proxmox_gateway_nb_errors_total`:                                                    0,
+		`cozy_proxmox_networks{reason="InUse",zone="zone-a"}`:                                     1,
+		`cozy_proxmox_networks{reason="Ready",zone="zone-a"}`:                                     1,
+		`cozy_proxmox_networks{reason="ZoneExhausted",zone="zone-a"}`:                             1,
 	}
 	for series, v := range want {
 		if g, ok := got[series]; !ok || g != v {
@@ -83,7 +86,11 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var left []string
-	for series := range gather(t, reg) {
+	after := gather(t, reg)
+	if v, ok := after[`cozy_proxmox_networks{reason="InUse",zone="zone-a"}`]; ok {
+		t.Errorf("the released network is still counted as InUse (%v)", v)
+	}
+	for series := range after {
 		if strings.Contains(series, `network="s-0"`) {
 			left = append(left, series)
 		}

@@ -40,8 +40,10 @@ type livePass struct {
 	// subnet is the Kube-OVN Subnet bound to the network's Vlan; nil while
 	// it is missing or bound to another Vlan.
 	subnet *kubeovnv1.Subnet
-	// chassis is the number of chassis the gateway reported.
+	// chassis is the number of chassis the gateway reported, and primary
+	// its group's highest-priority chassis.
 	chassis int
+	primary string
 }
 
 type (
@@ -129,7 +131,7 @@ func (c *Controller) publish(ctx context.Context, p *netPass) (engine.Result, er
 	if hold == 0 {
 		// A Ready held for the annotation is not Ready yet for anyone
 		// reading the API; the gauges wait with it.
-		c.recordNetwork(p.Object, p.Data.chassis)
+		c.recordNetwork(p.Object, p.Data.chassis, p.Data.primary)
 	}
 	if !ready {
 		return engine.Result{RequeueAfter: RetryAfter}, nil
@@ -147,14 +149,20 @@ func waitingForVLAN(p *netPass, cond string) bool {
 	return true
 }
 
-// recordNetwork updates the network gauges from its status.
-func (c *Controller) recordNetwork(n *v1alpha1.ProxmoxNetwork, chassis int) {
+// recordNetwork updates the network gauges from its status and the
+// gateway's chassis count and primary chassis.
+func (c *Controller) recordNetwork(n *v1alpha1.ProxmoxNetwork, chassis int, primary string) {
 	st := n.Status
 	sample := networkSample{
 		namespace: n.Namespace, name: n.Name, zone: n.Spec.Zone, vlan: st.VLAN,
-		ready:    meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady),
-		deleting: !n.DeletionTimestamp.IsZero(),
-		chassis:  chassis,
+		ready:       meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady),
+		readyReason: NoReadyCondition,
+		deleting:    !n.DeletionTimestamp.IsZero(),
+		chassis:     chassis,
+		primary:     primary,
+	}
+	if r := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); r != nil && r.Reason != "" {
+		sample.readyReason = r.Reason
 	}
 	if p := st.IPPool; p != nil {
 		sample.pool = &[3]int32{p.Total, p.Used, p.Free}

@@ -155,7 +155,7 @@ func (c *Controller) ensureGateway(ctx context.Context, p *netPass) (engine.Resu
 		return engine.Result{}, nil
 	}
 	gs, err := c.cfg.Gateway.Ensure(ctx, c.info(n, p.Data, sub.Spec.Vpc))
-	p.Data.chassis = gs.Chassis
+	p.Data.chassis, p.Data.primary = gs.Chassis, gs.Primary
 	if err != nil {
 		c.cfg.Metrics.NBErrors.Inc()
 		if gs.Reason == "" {

@@ -37,8 +37,15 @@ type Gateway struct {
 	reader client.Reader
 	grace  *kubegateway.Grace
 
-	mu      sync.Mutex
-	chassis map[string]int // network ID -> chassis of its last good pass
+	mu     sync.Mutex
+	groups map[string]group // network ID -> its group after its last good pass
+}
+
+// group is what a good pass left a network's HA_Chassis_Group with: its
+// chassis count and its highest-priority chassis.
+type group struct {
+	chassis int
+	primary string
 }
 
 var _ network.Gateway = (*Gateway)(nil)
@@ -69,7 +76,7 @@ func New(nb NB, reader client.Reader, opts ...Option) (*Gateway, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Gateway{nb: nb, reader: reader, grace: kubegateway.NewGrace(o.clock, o.grace), chassis: map[string]int{}}, nil
+	return &Gateway{nb: nb, reader: reader, grace: kubegateway.NewGrace(o.clock, o.grace), groups: map[string]group{}}, nil
 }
 
 // Ensure makes the network's router port use its HA_Chassis_Group with the
@@ -101,13 +108,13 @@ func (g *Gateway) Ensure(ctx context.Context, n network.NetworkInfo) (network.Ga
 	cond, decided := kubegateway.Condition(o, err, expired)
 	st := network.GatewayStatus{
 		Status: cond.Status, Reason: cond.Reason, Message: cond.Message,
-		Chassis: o.Chassis, RequeueAfter: ovngateway.RequeueAfter(o, err),
+		Chassis: o.Chassis, Primary: o.Active, RequeueAfter: ovngateway.RequeueAfter(o, err),
 	}
 	if errors.Is(err, ovngateway.ErrConflict) {
 		st.RequeueAfter = ConflictRetry
 	}
 	if err == nil {
-		g.remember(id, o.Chassis)
+		g.remember(id, group{o.Chassis, o.Active})
 		return st, nil
 	}
 	if !decided {
@@ -136,15 +143,16 @@ func (g *Gateway) carried(ctx context.Context, n network.NetworkInfo, err error)
 	}
 	st.Status, st.Reason, st.Message = c.Status, c.Reason, c.Message
 	g.mu.Lock()
-	st.Chassis = g.chassis[n.Namespace+"/"+n.Name]
+	last := g.groups[n.Namespace+"/"+n.Name]
 	g.mu.Unlock()
+	st.Chassis, st.Primary = last.chassis, last.primary
 	return st
 }
 
-func (g *Gateway) remember(id string, chassis int) {
+func (g *Gateway) remember(id string, last group) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.chassis[id] = chassis
+	g.groups[id] = last
 }
 
 // nodes lists every Node's metadata: labels, annotations and deletion
@@ -175,7 +183,7 @@ func (g *Gateway) Release(ctx context.Context, n network.NetworkInfo) (bool, err
 	}
 	g.grace.Forget(id)
 	g.mu.Lock()
-	delete(g.chassis, id)
+	delete(g.groups, id)
 	g.mu.Unlock()
 	return true, nil
 }
@@ -183,5 +191,8 @@ func (g *Gateway) Release(ctx context.Context, n network.NetworkInfo) (bool, err
 // statusOf is the GatewayReady status of an outcome without an error.
 func statusOf(o ovngateway.Outcome) network.GatewayStatus {
 	c, _ := kubegateway.Condition(o, nil, false)
-	return network.GatewayStatus{Status: c.Status, Reason: c.Reason, Message: c.Message, Chassis: o.Chassis, RequeueAfter: ovngateway.RequeueAfter(o, nil)}
+	return network.GatewayStatus{
+		Status: c.Status, Reason: c.Reason, Message: c.Message,
+		Chassis: o.Chassis, Primary: o.Active, RequeueAfter: ovngateway.RequeueAfter(o, nil),
+	}
 }

@@ -93,7 +93,10 @@ func ensureCases(t *testing.T) map[string]ensureCase {
 			ports:  []string{"vpc-a-net1"},
 			n:      info("net1"),
 			want: ensureWant{
-				status: network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Chassis: 2, RequeueAfter: ovngateway.ResyncPeriod},
+				status: network.GatewayStatus{
+					Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned,
+					Chassis: 2, Primary: rank(t, "n1", "n2")[0].Name, RequeueAfter: ovngateway.ResyncPeriod,
+				},
 				state: ovngatewaytest.State{
 					Groups: map[string]ovngatewaytest.Group{"px-vpc-a-net1": group("net1", rank(t, "n1", "n2")...)},
 					Ports:  map[string]ovngatewaytest.Port{"vpc-a-net1": {Group: "px-vpc-a-net1"}},
@@ -107,7 +110,7 @@ func ensureCases(t *testing.T) map[string]ensureCase {
 			ports:  []string{"vpc-a-net1"},
 			n:      withMTU(info("net1"), 1400),
 			want: ensureWant{
-				status: network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Chassis: 1, RequeueAfter: ovngateway.ResyncPeriod},
+				status: network.GatewayStatus{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonChassisAssigned, Chassis: 1, Primary: "ch-n1", RequeueAfter: ovngateway.ResyncPeriod},
 				state: ovngatewaytest.State{
 					Groups: map[string]ovngatewaytest.Group{"px-vpc-a-net1": group("net1", rank(t, "n1")...)},
 					Ports: map[string]ovngatewaytest.Port{"vpc-a-net1": {Group: "px-vpc-a-net1",

@@ -55,6 +55,7 @@ func TestGrace(t *testing.T) {
 		Status  metav1.ConditionStatus
 		Reason  string
 		Chassis int
+		Primary string
 		Err     bool
 	}
 	ensure := func(name string) got {
@@ -62,12 +63,12 @@ func TestGrace(t *testing.T) {
 		if err != nil && !errors.Is(err, ovngateway.ErrNBUnavailable) {
 			t.Fatalf("Ensure(%s) while the NB is down: %v, want ErrNBUnavailable", name, err)
 		}
-		return got{st.Status, st.Reason, st.Chassis, err != nil}
+		return got{st.Status, st.Reason, st.Chassis, st.Primary, err != nil}
 	}
 	within := map[string]got{"up": ensure("up"), "fresh": ensure("fresh")}
 	wantWithin := map[string]got{
-		"up":    {metav1.ConditionTrue, v1alpha1.ReasonChassisAssigned, 1, true},
-		"fresh": {metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, 0, true},
+		"up":    {metav1.ConditionTrue, v1alpha1.ReasonChassisAssigned, 1, "ch-n1", true},
+		"fresh": {metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, 0, "", true},
 	}
 	if diff := cmp.Diff(wantWithin, within); diff != "" {
 		t.Errorf("within the grace: -want +got:\n%s", diff)
@@ -75,8 +76,8 @@ func TestGrace(t *testing.T) {
 	clk.Step(ovngateway.NBGrace + time.Second)
 	past := map[string]got{"up": ensure("up"), "fresh": ensure("fresh")}
 	wantPast := map[string]got{
-		"up":    {metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, 0, true},
-		"fresh": {metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, 0, true},
+		"up":    {metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, 0, "", true},
+		"fresh": {metav1.ConditionFalse, v1alpha1.ReasonNBUnavailable, 0, "", true},
 	}
 	if diff := cmp.Diff(wantPast, past); diff != "" {
 		t.Errorf("past the grace: -want +got:\n%s", diff)
