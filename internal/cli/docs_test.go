@@ -327,6 +327,7 @@ var covered = []struct {
 	{"docs/embedding.md", `.`, "internal/layering/embedding_test.go", "func TestEmbeddingDoc("},
 	{"docs/pveacl.md", `^for p in pveacl `, "internal/layering/pveacl_test.go", "func TestPveaclExportedNames("},
 	{"docs/ovngateway.md", `-run TestGatewayDataPlane`, "internal/ovnlab/dataplane_test.go", "func TestGatewayDataPlane("},
+	{"docs/ovngateway.md", `-run TestThreeTrunkNodes`, "internal/ovnlab/threetrunk_test.go", "func TestThreeTrunkNodes("},
 	{"docs/operator-guide.md", `^helm `, "charts/package_test.go", "func TestFromPackage("},
 	{"docs/operator-guide.md", `^make image$`, "hack/tools/imagebuild/image_test.go", "func TestMakeImage("},
 }

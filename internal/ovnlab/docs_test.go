@@ -66,3 +66,16 @@ func checkDocFlows(t *testing.T, name string, live []string) {
 		}
 	}
 }
+
+// checkDocLine fails t unless docs/ovngateway.md shows line, a result the
+// test has just measured, on a line of its own.
+func checkDocLine(t *testing.T, line string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "ovngateway.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains("\n"+string(b), "\n"+line+"\n") {
+		t.Errorf("docs/ovngateway.md does not show the measured line %q: update it", line)
+	}
+}

@@ -28,18 +28,64 @@ type Subnet struct {
 // RouterPort is the subnet's logical router port, "<vpc>-<subnet>".
 func (s Subnet) RouterPort() string { return s.VPC + "-" + s.Name }
 
-// AddRouter creates a VPC's logical router as Kube-OVN does
-// (external_ids vendor=kube-ovn).
+// AddRouter creates a VPC's logical router as Kube-OVN's vpc controller
+// does for a VPC without external connection or peering: external_ids
+// vendor=kube-ovn and the options mac_binding_age_threshold=300,
+// dynamic_neigh_routers=true and always_learn_from_arp_request=false
+// (AddPeering drops the last, as Kube-OVN does for a peered VPC).
 func (l *Lab) AddRouter(vpc string) {
 	l.t.Helper()
-	l.NBCtl("lr-add", vpc, "--", "set", "Logical_Router", vpc, "external_ids:vendor=kube-ovn")
+	l.NBCtl("lr-add", vpc, "--", "set", "Logical_Router", vpc, "external_ids:vendor=kube-ovn",
+		"options:mac_binding_age_threshold=300", "options:dynamic_neigh_routers=true",
+		"options:always_learn_from_arp_request=false")
+}
+
+// AddPeering lays out one side of a VPC peering as Kube-OVN does for an
+// entry {remoteVpc, localConnectIP} of the Vpc's spec.vpcPeerings: the
+// router port "<vpc>-<remote>" on vpc's router with the networks of
+// localConnectIP (comma-separated, each an address with its prefix length,
+// e.g. 169.254.19.246/30), peer "<remote>-<vpc>" and external_ids lr and
+// vendor. The remote side is the remote VPC's own entry. A peered VPC's
+// router learns from ARP requests again. It returns the port's name.
+func (l *Lab) AddPeering(vpc, remote, localConnectIP string) string {
+	l.t.Helper()
+	networks := strings.Split(localConnectIP, ",")
+	for _, n := range networks {
+		if _, err := netip.ParsePrefix(n); err != nil {
+			l.t.Fatalf("peering of %s with %s: localConnectIP %q: %v; give each address with its prefix length, e.g. 169.254.0.1/30", vpc, remote, localConnectIP, err)
+		}
+	}
+	l.nextMAC++
+	lrp := vpc + "-" + remote
+	args := append([]string{"lrp-add", vpc, lrp, fmt.Sprintf("0a:00:00:02:%02x:01", l.nextMAC)}, networks...)
+	args = append(args, "peer="+remote+"-"+vpc,
+		"--", "set", "Logical_Router_Port", lrp, "external_ids:lr="+vpc, "external_ids:vendor=kube-ovn",
+		"--", "remove", "Logical_Router", vpc, "options", "always_learn_from_arp_request")
+	l.NBCtl(args...)
+	return lrp
+}
+
+// AddStaticRoute adds a static route to vpc's router as Kube-OVN does for an
+// entry of the Vpc's spec.staticRoutes, or for a subnet of a custom VPC
+// (policy "src-ip"): in the main route table, with external_ids
+// vendor=kube-ovn. policy is "dst-ip" (Kube-OVN's default) or "src-ip".
+func (l *Lab) AddStaticRoute(vpc, policy, cidr, nextHop string) {
+	l.t.Helper()
+	if policy != "dst-ip" && policy != "src-ip" {
+		l.t.Fatalf("route to %s on %s: policy %q is neither dst-ip nor src-ip", cidr, vpc, policy)
+	}
+	l.NBCtl("--id=@r", "create", "Logical_Router_Static_Route", "ip_prefix="+cidr, "nexthop="+nextHop, "policy="+policy,
+		"external_ids:vendor=kube-ovn", "--", "add", "Logical_Router", vpc, "static_routes", "@r")
 }
 
 // AddSubnet lays out a subnet as Kube-OVN does for a custom VPC: the logical
 // switch, the router port "<vpc>-<subnet>" with the gateway address, its peer
 // "<subnet>-<vpc>" of type router, and for a VLAN subnet the localnet port
 // "localnet.<subnet>" with addresses "unknown", network_name set to the
-// provider network and the VLAN in tag. It sets no gateway_chassis and no
+// provider network and the VLAN in tag, and the static route Kube-OVN adds
+// for every subnet of a custom VPC with a router port: policy src-ip, the
+// subnet's network, the gateway as next hop (it loses to a dst-ip route of
+// the same or a longer prefix). It sets no gateway_chassis and no
 // ha_chassis_group, as Kube-OVN does not.
 func (l *Lab) AddSubnet(s *Subnet) {
 	l.t.Helper()
@@ -64,6 +110,7 @@ func (l *Lab) AddSubnet(s *Subnet) {
 			"--", "lsp-set-options", ln, "network_name="+l.provider,
 			"--", "set", "Logical_Switch_Port", ln, "tag="+strconv.Itoa(s.VLAN), "external_ids:vendor=kube-ovn")
 	}
+	l.AddStaticRoute(s.VPC, "src-ip", s.Gateway.Masked().String(), s.Gateway.Addr().String())
 }
 
 // Binding is the chassis a port is bound to in the SB, "" when none.
