@@ -66,15 +66,11 @@ func (l *Lab) AddPeering(vpc, remote, localConnectIP string) string {
 }
 
 // AddStaticRoute adds a static route to vpc's router as Kube-OVN does for an
-// entry of the Vpc's spec.staticRoutes, or for a subnet of a custom VPC
-// (policy "src-ip"): in the main route table, with external_ids
-// vendor=kube-ovn. policy is "dst-ip" (Kube-OVN's default) or "src-ip".
-func (l *Lab) AddStaticRoute(vpc, policy, cidr, nextHop string) {
+// entry of the Vpc's spec.staticRoutes with its default policy: dst-ip, in
+// the main route table, with external_ids vendor=kube-ovn.
+func (l *Lab) AddStaticRoute(vpc, cidr, nextHop string) {
 	l.t.Helper()
-	if policy != "dst-ip" && policy != "src-ip" {
-		l.t.Fatalf("route to %s on %s: policy %q is neither dst-ip nor src-ip", cidr, vpc, policy)
-	}
-	l.NBCtl("--id=@r", "create", "Logical_Router_Static_Route", "ip_prefix="+cidr, "nexthop="+nextHop, "policy="+policy,
+	l.NBCtl("--id=@r", "create", "Logical_Router_Static_Route", "ip_prefix="+cidr, "nexthop="+nextHop, "policy=dst-ip",
 		"external_ids:vendor=kube-ovn", "--", "add", "Logical_Router", vpc, "static_routes", "@r")
 }
 
@@ -82,11 +78,12 @@ func (l *Lab) AddStaticRoute(vpc, policy, cidr, nextHop string) {
 // switch, the router port "<vpc>-<subnet>" with the gateway address, its peer
 // "<subnet>-<vpc>" of type router, and for a VLAN subnet the localnet port
 // "localnet.<subnet>" with addresses "unknown", network_name set to the
-// provider network and the VLAN in tag, and the static route Kube-OVN adds
-// for every subnet of a custom VPC with a router port: policy src-ip, the
-// subnet's network, the gateway as next hop (it loses to a dst-ip route of
-// the same or a longer prefix). It sets no gateway_chassis and no
-// ha_chassis_group, as Kube-OVN does not.
+// provider network and the VLAN in tag. It sets no gateway_chassis and no
+// ha_chassis_group, as Kube-OVN does not. It leaves out the src-ip route
+// from the subnet to its own gateway that Kube-OVN also adds: Kube-OVN's
+// OVN build ranks a src-ip route below every dst-ip route with a prefix,
+// stock OVN by its prefix length, where it would outrank a dst-ip route
+// shorter than the subnet that a Kube-OVN deployment follows.
 func (l *Lab) AddSubnet(s *Subnet) {
 	l.t.Helper()
 	if s.VPC == "" || s.Name == "" || !s.Gateway.IsValid() {
@@ -110,7 +107,6 @@ func (l *Lab) AddSubnet(s *Subnet) {
 			"--", "lsp-set-options", ln, "network_name="+l.provider,
 			"--", "set", "Logical_Switch_Port", ln, "tag="+strconv.Itoa(s.VLAN), "external_ids:vendor=kube-ovn")
 	}
-	l.AddStaticRoute(s.VPC, "src-ip", s.Gateway.Masked().String(), s.Gateway.Addr().String())
 }
 
 // Binding is the chassis a port is bound to in the SB, "" when none.
