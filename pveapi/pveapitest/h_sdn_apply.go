@@ -169,7 +169,10 @@ func applySDN(c *call) (any, *apiError) {
 
 // reloadNode is `pvesh set /nodes/<node>/network` as root@pam: a srvreload
 // worker on the node that writes /etc/network/interfaces.d/sdn from the
-// running configuration and runs ifreload (failing as FailNodeReload says).
+// running configuration, then runs ifreload (failing as FailNodeReload
+// says), as pve-manager's PVE/API2/Network.pm reload_network_config does
+// (commit 14a22df35955): a failed ifreload leaves the new file written
+// but its interfaces not up.
 func (c *call) reloadNode(node string) {
 	n := c.s.sdn()
 	sub := &call{srv: c.srv, s: c.s, auth: "root@pam", node: node, p: params{}}
@@ -178,13 +181,11 @@ func (c *call) reloadNode(node string) {
 		for _, w := range warnings {
 			l.printf("%s", w)
 		}
+		n.nodeFiles[node] = file
 		if msg := n.reloadFail[node]; msg != "" {
 			return fmt.Errorf("%s", msg)
 		}
-		if n.nodeFiles == nil {
-			n.nodeFiles = map[string]string{}
-		}
-		n.nodeFiles[node] = file
+		n.nodeLive[node] = file
 		return nil
 	})
 }

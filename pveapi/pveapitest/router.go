@@ -107,5 +107,6 @@ func (srv *Server) routes() *router {
 	rt.add(taskRoutes()...)
 	rt.add(sdnRoutes(srv.cfg)...)
 	rt.add(nodeNetworkRoutes()...)
+	rt.add(nodeSDNRoutes()...)
 	return rt
 }

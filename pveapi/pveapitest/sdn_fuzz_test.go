@@ -1,6 +1,8 @@
 package pveapitest
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -22,6 +24,27 @@ func FuzzVLANList(f *testing.F) {
 		}
 		if err := checkVLANList(strings.Join(items, " ")); err != nil {
 			t.Fatalf("the items of accepted %q do not parse joined by spaces: %v", v, err)
+		}
+	})
+}
+
+func FuzzGeneratedSDNFile(f *testing.F) {
+	for _, s := range []string{"#version:3\n\nauto pxa0100\niface pxa0100\n\tbridge_ports vmbr0.100\n\tbridge_stp off\n",
+		"", "#version:x\n", "#version:007", "iface a\n\tb\niface a\n", "\tstray\niface \n\tx\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, file string) {
+		stanzas := parseStanzas(file)
+		var b strings.Builder
+		for _, name := range sortedKeys(stanzas) {
+			fmt.Fprintf(&b, "\nauto %s\niface %s\n%s", name, name, stanzas[name])
+		}
+		if again := parseStanzas(b.String()); !maps.Equal(again, stanzas) {
+			t.Fatalf("%q: stanzas %q read back as %q", file, stanzas, again)
+		}
+		n := &sdnState{nodeFiles: map[string]string{"pve": file}}
+		if v := n.localSDNVersion("pve"); v < 0 || (v > 0 && !strings.HasPrefix(file, "#version:")) {
+			t.Fatalf("%q: version %d", file, v)
 		}
 	})
 }

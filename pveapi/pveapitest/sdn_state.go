@@ -44,8 +44,10 @@ type sdnState struct {
 	ipams   map[string]bool
 	ifaces  map[string]map[string]Interface // node -> iface -> interface
 	// nodeFiles is each node's /etc/network/interfaces.d/sdn, written by
-	// its last successful reload.
+	// its last reload; nodeLive is the file its last successful ifreload
+	// brought up.
 	nodeFiles map[string]string
+	nodeLive  map[string]string
 	// reloadFail holds the error of a node's next network reloads;
 	// unreachable nodes answer no proxied request.
 	reloadFail  map[string]string
@@ -56,7 +58,8 @@ type sdnState struct {
 func (s *state) sdn() *sdnState {
 	if s.sdnSt == nil {
 		s.sdnSt = &sdnState{pending: newSDNConfig(), ipams: map[string]bool{"pve": true},
-			ifaces: map[string]map[string]Interface{}, reloadFail: map[string]string{}, unreachable: map[string]bool{}}
+			ifaces: map[string]map[string]Interface{}, nodeFiles: map[string]string{}, nodeLive: map[string]string{},
+			reloadFail: map[string]string{}, unreachable: map[string]bool{}}
 	}
 	return s.sdnSt
 }

@@ -203,3 +203,71 @@ func TestSDNVNetNICNeedsSDNUseOnTheVNet(t *testing.T) {
 	wantMessage(t, "NIC on another VNet", err, "Permission check failed (/sdn/zones/pxz/pxz101, SDN.Use)")
 	must(t, wait(node.NewVirtualMachine(ctx, 101, proxmox.VirtualMachineOption{Name: "net0", Value: "virtio,bridge=pxz100"})))
 }
+
+// zoneStatus is each node's status of SDN zone pxz and, where it is not
+// available, the statusmsg of its VNets, read through go-proxmox.
+func zoneStatus(t *testing.T, c *proxmox.Client, nodes ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range nodes {
+		node := c.NodeRef(name)
+		zones, err := node.SDNZones(ctx)
+		if err != nil {
+			out[name] = message(err)
+			continue
+		}
+		for _, z := range zones {
+			if z.Zone != "pxz" {
+				continue
+			}
+			out[name] = z.Status
+			if z.Status == "available" {
+				continue
+			}
+			content, err := node.SDNZoneContent(ctx, "pxz")
+			must(t, err)
+			for _, v := range content {
+				out[name] += " " + v.VNet + ":" + v.Status + ":" + v.StatusMsg
+			}
+		}
+	}
+	return out
+}
+
+func TestSDNNodeZoneStatusAfterAFailedReload(t *testing.T) {
+	srv, c := start(t, pveapitest.WithNodes("pve1", "pve2", "pve3"))
+	cl := cluster(t, c)
+	must(t, cl.NewSDNZone(ctx, &proxmox.SDNZoneOptions{Name: "pxz", Type: "vlan", Bridge: "vmbr0"}))
+	must(t, cl.NewSDNVNet(ctx, &proxmox.VNetOptions{Name: "pxz100", Zone: "pxz", Tag: 100}))
+	zones, err := c.NodeRef("pve1").SDNZones(ctx)
+	if err != nil || len(zones) != 0 {
+		t.Fatalf("zones before the first apply: %v, %v", zones, err)
+	}
+	srv.FailNodeReload("pve2", "command 'ifreload -a' failed: exit code 1")
+	srv.SetNodeUnreachable("pve3", true)
+	task, err := cl.SDNApply(ctx)
+	must(t, wait(task, err))
+	srv.SetNodeUnreachable("pve3", false)
+	got := zoneStatus(t, c, "pve1", "pve2", "pve3")
+	want := map[string]string{
+		"pve1": "available",
+		"pve2": "error pxz100:error:error pxz100,error vmbr0v100,error ln_pxz100,error pr_pxz100",
+		"pve3": "pending pxz100:pending:local sdn network configuration is not yet generated, please reload",
+	}
+	for node, w := range want {
+		if got[node] != w {
+			t.Errorf("%s after an apply it failed: %q, want %q", node, got[node], w)
+		}
+	}
+	auditor := grantee(t, srv, "audit@pve", map[string][]string{"/nodes": {"PVEAuditor"}})
+	_, err = auditor.NodeRef("pve2").SDNZoneContent(ctx, "pxz")
+	wantMessage(t, "content without SDN.Audit", err, "Permission check failed (/sdn/zones/pxz, SDN.Audit)")
+	srv.FailNodeReload("pve2", "")
+	task, err = cl.SDNApply(ctx)
+	must(t, wait(task, err))
+	for node, status := range zoneStatus(t, c, "pve1", "pve2", "pve3") {
+		if status != "available" {
+			t.Errorf("%s after the second apply: %q", node, status)
+		}
+	}
+}
