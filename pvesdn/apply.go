@@ -34,7 +34,14 @@ type ApplyResult struct {
 	Risk string `json:"risk,omitempty"`
 	// DryRun holds each node's interfaces diff (locked applies only).
 	DryRun map[string]string `json:"dryRun,omitempty"`
-	// Applies counts PUT /cluster/sdn: one per non-empty plan.
+	// Reapplied names the nodes where the SDN zone was pending or in error
+	// when the plan was empty: the apply that reloads them.
+	Reapplied []NodeZone `json:"reapplied,omitempty"`
+	// Unread names the nodes whose SDN state could not be read before an
+	// empty plan: nothing tells whether they carry the zone.
+	Unread []NodeZone `json:"unread,omitempty"`
+	// Applies counts PUT /cluster/sdn: one per non-empty plan, or one
+	// that reloads the nodes of Reapplied.
 	Applies int          `json:"applies"`
 	UPID    string       `json:"upid,omitempty"`
 	Nodes   []NodeResult `json:"nodes"`
@@ -59,7 +66,9 @@ const riskWithoutLock = "PVE %s has no SDN lock and dry-run (they come with 9.2)
 // every node before the apply and a rollback if a write fails; before 9.2
 // plainly, after refusing pending changes, with the risk named. It then
 // waits for the apply and reads each node's reload back: Proxmox applies on
-// every node and only logs a node that fails.
+// every node and only logs a node that fails. An empty plan applies only
+// when the SDN zone is pending or in error on a node (a reload that failed
+// before): the apply then reloads every node once.
 func Apply(ctx context.Context, c *proxmox.Client, p *Plan) (*ApplyResult, error) {
 	res := &ApplyResult{Nodes: []NodeResult{}}
 	var ver struct {
@@ -70,7 +79,12 @@ func Apply(ctx context.Context, c *proxmox.Client, p *Plan) (*ApplyResult, error
 	}
 	res.Release = ver.Release
 	if p.Empty() {
-		return res, nil
+		if err := readNodes(ctx, c, p.Zone, res); err != nil {
+			return nil, err
+		}
+		if len(res.Reapplied) == 0 {
+			return res, nil
+		}
 	}
 	res.Locked = atLeast(ver.Release, 9, 2)
 	if err := refusePending(ctx, c); err != nil {
@@ -95,6 +109,24 @@ func Apply(ctx context.Context, c *proxmox.Client, p *Plan) (*ApplyResult, error
 	}
 	res.Applies, res.UPID = 1, upid
 	return res, readBack(ctx, c, upid, res)
+}
+
+// readNodes reads the SDN zone on every node into res.Reapplied (pending
+// or in error) and res.Unread.
+func readNodes(ctx context.Context, c *proxmox.Client, zone string, res *ApplyResult) error {
+	nodes, err := ZoneOnNodes(ctx, c, zone)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		switch {
+		case n.Err != "":
+			res.Unread = append(res.Unread, n)
+		case n.NotAvailable():
+			res.Reapplied = append(res.Reapplied, n)
+		}
+	}
+	return nil
 }
 
 // refusePending refuses an apply while zones or VNets have pending changes

@@ -116,8 +116,10 @@ const (
 
 // Drift is one difference between the zone and its Proxmox side.
 type Drift struct {
-	Code    string `json:"code"`
-	VNet    string `json:"vnet,omitempty"`
+	Code string `json:"code"`
+	VNet string `json:"vnet,omitempty"`
+	// Node names the node of a NodeZone* drift.
+	Node    string `json:"node,omitempty"`
 	Message string `json:"message"`
 	Action  string `json:"action"`
 }
@@ -125,7 +127,10 @@ type Drift struct {
 // AuditVNets compares the SDN configuration with the zone: a missing SDN
 // zone or VNet, a VNet of the zone's with another tag or in another zone, a
 // VNet in the SDN zone that no zone VLAN accounts for, and VNets written
-// but not applied.
+// but not applied. When the SDN zone exists it reads its state on every
+// node too, and names each node where it is pending or in error (Proxmox
+// applies on every node and only logs a node that fails) or that cannot
+// be read.
 func AuditVNets(ctx context.Context, c *proxmox.Client, z Zone) ([]Drift, error) {
 	if err := z.Validate(true); err != nil {
 		return nil, err
@@ -158,7 +163,14 @@ func AuditVNets(ctx context.Context, c *proxmox.Client, z Zone) ([]Drift, error)
 				Action: "run pxsubstrate sdn apply (it applies once for all)"})
 		}
 	}
-	return out, nil
+	if !found {
+		return out, nil
+	}
+	nodes, err := ZoneOnNodes(ctx, c, z.SDNZone)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, nodeDrift(z.SDNZone, nodes)...), nil
 }
 
 // owns reports whether a VNet ID is one the zone plans.

@@ -76,8 +76,58 @@ func TestApplyLockedWithDryRunAndPerNodeResults(t *testing.T) {
 	if !again.Empty() || again.Present != 3 {
 		t.Errorf("the plan after the apply: %+v", again)
 	}
-	if res, err := pvesdn.Apply(ctx, c, again); err != nil || res.Applies != 0 || puts(srv) != 1 {
-		t.Errorf("an empty plan applied: %+v %v", res, err)
+}
+
+// nodeCodes lists the NodeZone* drifts as CODE:node.
+func nodeCodes(drift []pvesdn.Drift) string {
+	var got []string
+	for _, d := range drift {
+		got = append(got, d.Code+":"+d.Node+":"+d.VNet)
+	}
+	return strings.Join(got, " ")
+}
+
+func TestReapplyRepairsANodeWhoseReloadFailed(t *testing.T) {
+	srv := vnetLab(t, "9.2.0")
+	c := srv.Client()
+	z := zone(t, "100-101")
+	plan, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	srv.FailNodeReload("pve2", "command 'ifreload -a' failed: exit code 1")
+	res, err := pvesdn.Apply(ctx, c, plan)
+	must(t, err)
+	if res.OK() || res.Nodes[1].OK || !res.Nodes[0].OK || !res.Nodes[2].OK {
+		t.Fatalf("the failing reload: %+v", res.Nodes)
+	}
+	drift, err := pvesdn.AuditVNets(ctx, c, z)
+	must(t, err)
+	if got := nodeCodes(drift); got != "NodeZoneError:pve2:" ||
+		!strings.Contains(drift[0].Message, "SDN zone pxz is in error on node pve2: pxa0100: error pxa0100; pxa0101: error pxa0101") {
+		t.Fatalf("audit after the failed reload: %s %+v", got, drift)
+	}
+	// The fault still armed: the empty plan reloads again, once, and pve2
+	// fails again.
+	empty, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	res, err = pvesdn.Apply(ctx, c, empty)
+	must(t, err)
+	if !empty.Empty() || res.Applies != 1 || puts(srv) != 2 || res.OK() || len(res.Reapplied) != 1 ||
+		res.Reapplied[0].Node != "pve2" || res.Reapplied[0].Status != pvesdn.ZoneError {
+		t.Fatalf("re-apply with the fault armed: %+v, %d PUT /cluster/sdn", res, puts(srv))
+	}
+	srv.FailNodeReload("pve2", "")
+	res, err = pvesdn.Apply(ctx, c, empty)
+	must(t, err)
+	if res.Applies != 1 || puts(srv) != 3 || !res.OK() || len(res.Nodes) != 3 || srv.SDNLockToken() != "" {
+		t.Fatalf("the repairing re-apply: %+v, %d PUT /cluster/sdn", res, puts(srv))
+	}
+	drift, err = pvesdn.AuditVNets(ctx, c, z)
+	if err != nil || len(drift) != 0 {
+		t.Fatalf("audit after the repair: %+v %v", drift, err)
+	}
+	// The control: every node available, an empty plan applies nothing.
+	if res, err := pvesdn.Apply(ctx, c, empty); err != nil || res.Applies != 0 || puts(srv) != 3 || len(res.Reapplied) != 0 {
+		t.Errorf("an empty plan with every node available applied: %+v %v", res, err)
 	}
 }
 
@@ -102,6 +152,31 @@ func TestApplyPlainBeforeRelease92(t *testing.T) {
 	}
 	if n := res.Nodes[2]; n.Node != "pve3" || n.OK || !strings.Contains(n.Status, "not started: command 'pvesh set /nodes/pve3/network") {
 		t.Errorf("the unreachable node: %+v", n)
+	}
+	drift, err := pvesdn.AuditVNets(ctx, c, z)
+	must(t, err)
+	if got := nodeCodes(drift); got != "NodeZoneUnreadable:pve3:" {
+		t.Errorf("audit with pve3 down: %s", got)
+	}
+	empty, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	if res, err := pvesdn.Apply(ctx, c, empty); err != nil || res.Applies != 0 || len(res.Unread) != 1 || res.Unread[0].Node != "pve3" {
+		t.Errorf("an empty plan with pve3 unreadable: %+v %v", res, err)
+	}
+	srv.SetNodeUnreachable("pve3", false)
+	drift, err = pvesdn.AuditVNets(ctx, c, z)
+	must(t, err)
+	if got := nodeCodes(drift); got != "NodeZonePending:pve3:" || !strings.Contains(drift[0].Message,
+		"pxa0100: local sdn network configuration is not yet generated, please reload") {
+		t.Errorf("audit with pve3 back: %s %+v", got, drift)
+	}
+	res, err = pvesdn.Apply(ctx, c, empty)
+	must(t, err)
+	if res.Applies != 1 || !res.OK() || len(res.Reapplied) != 1 || res.Reapplied[0].Status != pvesdn.ZonePending {
+		t.Errorf("the re-apply for pve3: %+v", res)
+	}
+	if drift, err := pvesdn.AuditVNets(ctx, c, z); err != nil || len(drift) != 0 {
+		t.Errorf("audit after the re-apply: %+v %v", drift, err)
 	}
 }
 

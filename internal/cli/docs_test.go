@@ -40,6 +40,10 @@ type docBlock struct {
 	page, lang, body string
 	line             int    // of the opening fence
 	file             string // the name in a "<!-- file: NAME -->" marker just before it
+	// fault is a "<!-- fake: fail-reload NODE [MESSAGE] -->" marker just
+	// before it: the page's Proxmox fake fails NODE's network reloads with
+	// MESSAGE from this block on (no MESSAGE: reloads succeed again).
+	fault []string
 }
 
 // docCommand is one command of a sh or console block.
@@ -53,7 +57,10 @@ type docCommand struct {
 
 func (c docCommand) String() string { return fmt.Sprintf("%s:%d: %s", c.page, c.line, c.text) }
 
-var fileMarker = regexp.MustCompile(`^<!-- file: (\S+) -->$`)
+var (
+	fileMarker  = regexp.MustCompile(`^<!-- file: (\S+) -->$`)
+	faultMarker = regexp.MustCompile(`^<!-- fake: fail-reload (\S+) ?(.*?) -->$`)
+)
 
 // docPages returns README.md and docs/*.md, relative to the repository.
 func docPages(t *testing.T) []string {
@@ -80,17 +87,22 @@ func readBlocks(t *testing.T, page string) []docBlock {
 	var blocks []docBlock
 	var cur *docBlock
 	marker := ""
+	var fault []string
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		switch {
 		case cur == nil && strings.HasPrefix(line, "```"):
-			cur = &docBlock{page: page, line: n, lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), file: marker}
+			cur = &docBlock{page: page, line: n, lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), file: marker, fault: fault}
+			fault = nil
 		case cur != nil && strings.TrimSpace(line) == "```":
 			blocks = append(blocks, *cur)
 			cur = nil
 		case cur != nil:
 			cur.body += line + "\n"
+		}
+		if m := faultMarker.FindStringSubmatch(strings.TrimSpace(line)); m != nil && cur == nil {
+			fault = m[1:]
 		}
 		if m := fileMarker.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
 			marker = m[1]
@@ -355,6 +367,9 @@ func TestDocCommandsRun(t *testing.T) {
 			for _, b := range readBlocks(t, page) {
 				if b.file != "" {
 					w.write(b.file, b.body)
+				}
+				if b.fault != nil {
+					w.fake().srv.FailNodeReload(b.fault[0], b.fault[1])
 				}
 				cmds, err := commandsOf(b)
 				if err != nil {

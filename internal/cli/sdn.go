@@ -6,6 +6,7 @@ import (
 	"io"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+	"github.com/samber/lo"
 	"github.com/spf13/cobra"
 
 	v1alpha1 "github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
@@ -218,18 +219,25 @@ dry-run fails; before 9.2 it applies plainly and names the risk. Either way
 it refuses while other SDN changes are pending, since the apply would take
 them along. Proxmox applies on every node and only logs a node that fails:
 apply reads each node's reload back and exits 1 when one did not reload.
-The token needs PVESDNAdmin on /sdn and Sys.Audit on /nodes.`,
+With nothing to create, it reads the SDN zone's state on every node and
+applies once more when a node has it pending or in error (a reload that
+failed before), reloading every node. The token needs PVESDNAdmin on /sdn
+and Sys.Audit on /nodes.`,
 		withSDN: true,
 		call:    planAndApply,
 		report: func(z pvesdn.Zone, a sdnApplied) error {
 			if a.res.Risk != "" {
 				fmt.Fprintln(app.ErrOut, "Warning: "+a.res.Risk)
 			}
+			for _, n := range a.res.Unread {
+				fmt.Fprintf(app.ErrOut, "Warning: the SDN state of node %s could not be read (%s): run pxsubstrate sdn audit once it is back\n",
+					n.Node, n.Err)
+			}
 			if err := app.Print(a.res, func(w io.Writer) { sdnApplyTable(w, a.plan, a.res) }); err != nil {
 				return err
 			}
 			if !a.res.OK() {
-				return &ExitError{Code: 1, Err: fmt.Errorf("zone %s: the SDN configuration is applied, but not every node reloaded it; fix those nodes and reload their network", z.Name)}
+				return &ExitError{Code: 1, Err: fmt.Errorf("zone %s: the SDN configuration is applied, but not every node reloaded it; fix those nodes, then run sdn apply again: it reloads every node", z.Name)}
 			}
 			return nil
 		},
@@ -241,16 +249,27 @@ func sdnApplyTable(w io.Writer, plan *pvesdn.Plan, res *pvesdn.ApplyResult) {
 		fmt.Fprintf(w, "nothing to apply: %d VNet(s) present\n", plan.Present)
 		return
 	}
-	t := texttable.New(texttable.Main("NODE"), texttable.Main("RELOAD"))
-	for _, n := range res.Nodes {
-		t.Add(n.Node, n.Status)
-	}
-	t.Write(w, false)
 	how := "plainly (no SDN lock before PVE 9.2)"
 	if res.Locked {
 		how = "under the SDN lock, after a dry-run on every node"
 	}
-	fmt.Fprintf(w, "%d VNet(s) created, applied once %s\n", len(plan.Add), how)
+	if len(res.Reapplied) == 0 {
+		t := texttable.New(texttable.Main("NODE"), texttable.Main("RELOAD"))
+		for _, n := range res.Nodes {
+			t.Add(n.Node, n.Status)
+		}
+		t.Write(w, false)
+		fmt.Fprintf(w, "%d VNet(s) created, applied once %s\n", len(plan.Add), how)
+		return
+	}
+	before := lo.SliceToMap(res.Reapplied, func(n pvesdn.NodeZone) (string, string) { return n.Node, n.Status })
+	t := texttable.New(texttable.Main("NODE"), texttable.Main("BEFORE"), texttable.Main("RELOAD"))
+	for _, n := range res.Nodes {
+		t.Add(n.Node, lo.ValueOr(before, n.Node, pvesdn.ZoneAvailable), n.Status)
+	}
+	t.Write(w, false)
+	fmt.Fprintf(w, "nothing to create; SDN zone %s was not available on %d node(s)\napplied once %s to reload every node\n",
+		plan.Zone, len(res.Reapplied), how)
 }
 
 func newSDNAuditCmd(app *App) *cobra.Command {
@@ -261,8 +280,11 @@ func newSDNAuditCmd(app *App) *cobra.Command {
 		long: `Reads the SDN configuration and names: the SDN zone missing, a zone VLAN
 without its VNet (VNetMissing), a VNet of the zone's with another tag or zone
 (VNetOtherTag), a VNet in the SDN zone no zone VLAN accounts for
-(VNetNotOurs), and VNets written but not applied (VNetUnapplied). Changes
-nothing; PVEAuditor on /sdn suffices.`,
+(VNetNotOurs), VNets written but not applied (VNetUnapplied), and by name
+each node where the SDN zone is pending (NodeZonePending: it missed a
+reload) or in error (NodeZoneError: its reload failed), or whose SDN state
+cannot be read (NodeZoneUnreadable). Changes nothing; PVEAuditor on /sdn
+suffices.`,
 		withSDN: true,
 		call:    pvesdn.AuditVNets,
 		report: func(z pvesdn.Zone, drift []pvesdn.Drift) error {
@@ -278,9 +300,10 @@ nothing; PVEAuditor on /sdn suffices.`,
 }
 
 func sdnAuditTable(w io.Writer, z pvesdn.Zone, drift []pvesdn.Drift) {
-	t := texttable.New(texttable.Main("CODE"), texttable.Main("VNET"), texttable.Note("FINDING"), texttable.Note("WHAT TO DO"))
+	t := texttable.New(texttable.Main("CODE"), texttable.Main("VNET"), texttable.Main("NODE"), texttable.Note("FINDING"),
+		texttable.Note("WHAT TO DO"))
 	for _, d := range drift {
-		t.Add(d.Code, d.VNet, d.Message, d.Action)
+		t.Add(d.Code, d.VNet, d.Node, d.Message, d.Action)
 	}
 	t.Write(w, false)
 	fmt.Fprintf(w, "zone %s: %d VLAN(s), %d difference(s) in SDN zone %s\n", z.Name, z.VLANs.Len(), len(drift), z.SDNZone)

@@ -80,14 +80,24 @@ func TestSDNPlanApplyAuditCommands(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "pve   command 'ifreload -a' failed") || !strings.Contains(errOut, "Warning: PVE 9.1 has no SDN lock") {
 		t.Fatalf("apply with a failing node: exit %d\n%s%s", code, out, errOut)
 	}
+	out, errOut, code = runIn(t, "", append([]string{"sdn", "audit"}, args...)...)
+	if code != 1 || !strings.Contains(out, "NodeZoneError  -     pve") ||
+		!strings.Contains(out, "finding: SDN zone pxa is in error on node pve: pxa0100: error pxa0100; pxa0101: error pxa0101") {
+		t.Fatalf("audit after the failed reload: exit %d\n%s%s", code, out, errOut)
+	}
 	e.srv.FailNodeReload("pve", "")
 	out, errOut, code = runIn(t, "", append([]string{"sdn", "apply"}, args...)...)
-	if code != 0 || !strings.Contains(out, "nothing to apply: 3 VNet(s) present") {
+	if code != 0 || !strings.Contains(out, "pve   error   OK") ||
+		!strings.Contains(out, "nothing to create; SDN zone pxa was not available on 1 node(s)\napplied once plainly") {
 		t.Fatalf("second apply: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = runIn(t, "", append([]string{"sdn", "audit"}, args...)...)
 	if code != 0 || !strings.Contains(out, "0 difference(s)") {
 		t.Fatalf("audit after the apply: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runIn(t, "", append([]string{"sdn", "apply"}, args...)...)
+	if code != 0 || !strings.Contains(out, "nothing to apply: 3 VNet(s) present") {
+		t.Fatalf("apply with every node available: exit %d\n%s%s", code, out, errOut)
 	}
 	_, checkArgs := sdnEnv(t, strings.Replace(sdnZoneYAML, "mode: VNets", "mode: Check", 1))
 	_, errOut, code = runIn(t, "", append([]string{"sdn", "plan"}, checkArgs...)...)

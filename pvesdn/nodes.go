@@ -1,0 +1,132 @@
+package pvesdn
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	proxmox "github.com/luthermonson/go-proxmox"
+)
+
+// Per-node states of an SDN zone, as GET /nodes/{node}/sdn/zones reports
+// them: available once the node has generated and brought up the running
+// configuration; pending while its generated configuration is older than
+// the running one (its reload never ran); error when a VNet's interfaces
+// are not up as generated (its reload failed).
+const (
+	ZoneAvailable = "available"
+	ZonePending   = "pending"
+	ZoneError     = "error"
+)
+
+// NodeZone is an SDN zone's state on one node.
+type NodeZone struct {
+	Node string `json:"node"`
+	// Status is the node's status of the zone; "" when the node does not
+	// list it (before the first apply, or a zone restricted to other nodes).
+	Status string `json:"status,omitempty"`
+	// VNets holds the statusmsg of each of the zone's VNets that is not
+	// available on the node.
+	VNets map[string]string `json:"vnets,omitempty"`
+	// Err is why the node could not be read.
+	Err string `json:"error,omitempty"`
+}
+
+// NotAvailable reports whether the node lists the zone as pending or in
+// error.
+func (n NodeZone) NotAvailable() bool { return n.Status != "" && n.Status != ZoneAvailable }
+
+// detail is the node's VNet messages, "pxa0100: error pxa0100; ...".
+func (n NodeZone) detail() string {
+	ids := make([]string, 0, len(n.VNets))
+	for id := range n.VNets {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	parts := make([]string, 0, len(ids))
+	for _, id := range ids {
+		parts = append(parts, id+": "+n.VNets[id])
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ZoneOnNodes reads SDN zone zone's state on every node: the node list,
+// each node's GET /nodes/{node}/sdn/zones, and, for a node where the zone
+// is not available, its VNets' status messages. A node that cannot be read
+// is returned with Err; only a node list that cannot be read is an error.
+func ZoneOnNodes(ctx context.Context, c *proxmox.Client, zone string) ([]NodeZone, error) {
+	var nodes []nodeEntry
+	if err := c.Get(ctx, "/nodes", &nodes); err != nil {
+		return nil, fmt.Errorf("cannot list the nodes: %s", errText(err))
+	}
+	sort.Slice(nodes, func(a, b int) bool { return nodes[a].Node < nodes[b].Node })
+	out := make([]NodeZone, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, zoneOnNode(ctx, c.NodeRef(n.Node), zone))
+	}
+	return out, nil
+}
+
+func zoneOnNode(ctx context.Context, node *proxmox.Node, zone string) NodeZone {
+	nz := NodeZone{Node: node.Name}
+	zones, err := node.SDNZones(ctx)
+	if err != nil {
+		nz.Err = errText(err)
+		return nz
+	}
+	for _, z := range zones {
+		if z.Zone == zone {
+			nz.Status = z.Status
+		}
+	}
+	if !nz.NotAvailable() {
+		return nz
+	}
+	content, err := node.SDNZoneContent(ctx, zone)
+	if err != nil {
+		nz.Err = errText(err)
+		return nz
+	}
+	nz.VNets = map[string]string{}
+	for _, v := range content {
+		if v.Status != ZoneAvailable {
+			nz.VNets[v.VNet] = v.StatusMsg
+		}
+	}
+	return nz
+}
+
+// Drift codes of a node whose zone is not as applied.
+const (
+	// NodeZonePending: the node has not generated the running
+	// configuration (it missed the apply's reload).
+	NodeZonePending = "NodeZonePending"
+	// NodeZoneError: the node's reload did not bring the VNets up.
+	NodeZoneError = "NodeZoneError"
+	// NodeZoneUnreadable: the node's SDN state could not be read.
+	NodeZoneUnreadable = "NodeZoneUnreadable"
+)
+
+// nodeDrift names each node where the zone is not available, and each
+// node that could not be read.
+func nodeDrift(zone string, nodes []NodeZone) []Drift {
+	var out []Drift
+	for _, n := range nodes {
+		switch {
+		case n.Err != "":
+			out = append(out, Drift{Code: NodeZoneUnreadable, Node: n.Node,
+				Message: fmt.Sprintf("the SDN state of node %s could not be read: %s", n.Node, n.Err),
+				Action:  fmt.Sprintf("bring node %s back, then run pxsubstrate sdn audit again", n.Node)})
+		case n.Status == ZonePending:
+			out = append(out, Drift{Code: NodeZonePending, Node: n.Node,
+				Message: fmt.Sprintf("SDN zone %s is pending on node %s: %s", zone, n.Node, n.detail()),
+				Action:  "run pxsubstrate sdn apply: it reloads every node"})
+		case n.NotAvailable():
+			out = append(out, Drift{Code: NodeZoneError, Node: n.Node,
+				Message: fmt.Sprintf("SDN zone %s is in %s on node %s: %s", zone, n.Status, n.Node, n.detail()),
+				Action:  fmt.Sprintf("fix what node %s's last srvreload task logged, then run pxsubstrate sdn apply (it reloads every node)", n.Node)})
+		}
+	}
+	return out
+}
