@@ -283,7 +283,7 @@ func (e *apiEnv) check(ctx context.Context, t *testing.T, name string, in input)
 // AdmissionReviews. A CA bundle that does not match then fails the
 // requests closed.
 func (e *apiEnv) webhookRoundTrip(ctx context.Context, t *testing.T) {
-	for _, b := range []string{PolicyMachineBinding, PolicyVMAttachments, PolicyPodAttachments} {
+	for _, b := range []string{PolicyMachineBinding, PolicyVMAttachments, PolicyPodAttachments, PolicyImmutableFields} {
 		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: b}}
 		if err := e.c.Delete(ctx, binding); err != nil {
 			t.Fatal(err)

@@ -69,7 +69,7 @@ func attachmentMessage(static string, refused ...string) string {
 // allPairCases is every table of this package, for the differential test.
 func allPairCases() map[string]pairCase {
 	out := map[string]pairCase{}
-	for _, set := range []map[string]pairCase{machineCases(), vmCases(), podCases()} {
+	for _, set := range []map[string]pairCase{machineCases(), vmCases(), podCases(), immutableCases()} {
 		for k, v := range set {
 			out[k] = v
 		}

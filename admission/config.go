@@ -34,6 +34,9 @@ type Config struct {
 	// PodAttachments switches proxmox-network-pod-attachments on
 	// (admission.podNetworkNamespace).
 	PodAttachments bool
+	// ImmutableFields switches proxmox-kubernetes-immutable-fields on
+	// (admission.immutableFields).
+	ImmutableFields bool
 	// ValidationActions of every binding; empty means Deny.
 	ValidationActions []admissionregistrationv1.ValidationAction
 	// ExemptNamespaces are skipped by both attachment policies, on top of
@@ -57,7 +60,7 @@ type Zone struct {
 
 // DefaultConfig is the package default: every policy on, Deny, no zones.
 func DefaultConfig() Config {
-	return Config{ReleaseNamespace: DefaultReleaseNamespace, MachineBinding: true, VMAttachments: true, PodAttachments: true}
+	return Config{ReleaseNamespace: DefaultReleaseNamespace, MachineBinding: true, VMAttachments: true, PodAttachments: true, ImmutableFields: true}
 }
 
 // ErrConfig marks a configuration the policies cannot be built from.
@@ -140,6 +143,7 @@ type rawConfig struct {
 		ValidationActions   []admissionregistrationv1.ValidationAction `json:"validationActions"`
 		VMNetworkNamespace  *bool                                      `json:"vmNetworkNamespace"`
 		PodNetworkNamespace *bool                                      `json:"podNetworkNamespace"`
+		ImmutableFields     *bool                                      `json:"immutableFields"`
 		ExemptNamespaces    []string                                   `json:"exemptNamespaces"`
 	} `json:"admission"`
 }
@@ -172,6 +176,7 @@ func ParseConfig(data []byte) (Config, error) {
 	setBool(&c.MachineBinding, raw.Admission.Enabled)
 	setBool(&c.VMAttachments, raw.Admission.VMNetworkNamespace)
 	setBool(&c.PodAttachments, raw.Admission.PodNetworkNamespace)
+	setBool(&c.ImmutableFields, raw.Admission.ImmutableFields)
 	c.ValidationActions = raw.Admission.ValidationActions
 	c.ExemptNamespaces = raw.Admission.ExemptNamespaces
 	for i, rz := range raw.Zones {

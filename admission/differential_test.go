@@ -342,7 +342,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	for _, g := range []struct {
 		name string
 		draw func(*rapid.T) (m, input)
-	}{{"Machines", drawMachine}, {"VMs", drawVM}, {"Pods", drawPod}} {
+	}{{"Machines", drawMachine}, {"VMs", drawVM}, {"Pods", drawPod}, {"Applications", drawImmutable}} {
 		t.Run(g.name, func(t *testing.T) {
 			count := map[bool]int{}
 			e.differential(t, g.draw, count)

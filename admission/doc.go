@@ -2,7 +2,7 @@
 // pin a tenant object may carry, so that no tenant reaches another tenant's
 // VLAN or the shared transit network through capmox, Multus or Kube-OVN.
 //
-// It holds the three policy sets of the proxmox-network package:
+// It holds the four policy sets of the proxmox-network package:
 //
 //   - proxmox-network-machine-binding: CREATE of ProxmoxMachine and
 //     ProxmoxMachineTemplate (both capmox API versions, in every namespace):
@@ -16,6 +16,12 @@
 //     annotations KubeVirt copies onto the launcher pod stay in the object's
 //     own namespace.
 //   - proxmox-network-pod-attachments: the same annotation rule on pods.
+//   - proxmox-kubernetes-immutable-fields: UPDATE of the Kubernetes and
+//     KubernetesNodes applications (apps.cozystack.io, judged by the
+//     aggregated API server's own admission) and of the Flux HelmReleases
+//     it stores them as (helm.toolkit.fluxcd.io, told by their
+//     apps.cozystack.io/application.* labels): substrate, and a pool's
+//     cluster and storageClass, may not change.
 //
 // The attachment policies skip cozy-* namespaces, kube-system, the package's
 // release namespace, every zone's egress gateway namespace and a configured
@@ -29,9 +35,10 @@
 //
 // A differential test holds them together on every run: in a real
 // kube-apiserver (1.37, envtest) serving the capmox v0.9 CRDs (v1alpha1 and
-// v1alpha2) and KubeVirt's VM and VMI kinds, the 49 table pairs (98
-// requests) and 300 generated requests (100 machines, 100 VMs and VMIs,
-// 100 pods, drawn by pgregory.net/rapid with the namespace's annotations)
+// v1alpha2), KubeVirt's VM and VMI kinds and stand-ins for HelmRelease and
+// the two applications, the 62 table pairs (124 requests) and 400
+// generated requests (100 machines, 100 VMs and VMIs, 100 pods, 100
+// HelmReleases and applications, drawn by pgregory.net/rapid)
 // go through the generated policies as server-side dry runs, CREATE and
 // UPDATE, and each answer must equal the Go validator's; the 98 pair
 // requests then go through the webhook Handler over TLS instead.

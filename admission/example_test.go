@@ -61,4 +61,5 @@ func ExamplePolicies() {
 	// proxmox-network-machine-binding Fail [Deny]
 	// proxmox-network-vm-attachments Fail [Deny]
 	// proxmox-network-pod-attachments Fail [Deny]
+	// proxmox-kubernetes-immutable-fields Fail [Deny]
 }

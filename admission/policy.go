@@ -43,6 +43,9 @@ func Policies(cfg Config) (PolicySet, error) {
 	if cfg.PodAttachments {
 		add(podAttachmentsPolicy(cfg))
 	}
+	if cfg.ImmutableFields {
+		add(immutableFieldsPolicy())
+	}
 	return set, nil
 }
 

@@ -34,7 +34,7 @@ func TestParseConfig(t *testing.T) {
 			{Name: "default", Bridge: "vmbr70", UplinkVLAN: 70, UplinkBridges: []string{"vmbr0"}, EgressGatewayNamespace: "cozy-proxmox-network"},
 			{Name: "public", Bridge: "vmbr80", UplinkVLAN: 80, UplinkBridges: []string{"vmbr0", "vmbr1"}},
 		},
-		MachineBinding: true, VMAttachments: true, PodAttachments: true,
+		MachineBinding: true, VMAttachments: true, PodAttachments: true, ImmutableFields: true,
 		ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		ExemptNamespaces:  []string{"tenant-root"},
 	}
@@ -146,6 +146,7 @@ func TestPoliciesGolden(t *testing.T) {
 func TestPoliciesFollowSwitches(t *testing.T) {
 	cfg := testConfig()
 	cfg.VMAttachments = false
+	cfg.ImmutableFields = false
 	cfg.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit}
 	set, err := Policies(cfg)
 	if err != nil {
@@ -187,6 +188,7 @@ func TestWebhookConfiguration(t *testing.T) {
 		"proxmox-network-machine-binding.proxmox.cozystack.io",
 		"proxmox-network-vm-attachments.proxmox.cozystack.io",
 		"proxmox-network-pod-attachments.proxmox.cozystack.io",
+		"proxmox-kubernetes-immutable-fields.proxmox.cozystack.io",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

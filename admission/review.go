@@ -80,7 +80,7 @@ func finalMessage(composed, static string) string {
 	return m
 }
 
-// Validator runs the three policy sets in Go. It holds no state besides its
+// Validator runs the four policy sets in Go. It holds no state besides its
 // configuration and is safe for concurrent use.
 type Validator struct {
 	cfg           Config
@@ -121,6 +121,9 @@ func (v *Validator) Review(req Request, ns *Namespace) (Decision, error) {
 	if !v.judges(req) {
 		return allow(), nil
 	}
+	if holdsValues(req.Kind) {
+		return v.immutableFieldsRule(req)
+	}
 	switch req.Kind.Kind {
 	case KindMachine, KindTemplate:
 		return v.machineBinding(req, ns)
@@ -134,6 +137,8 @@ func (v *Validator) Review(req Request, ns *Namespace) (Decision, error) {
 // is read only when it matters.
 func (v *Validator) judges(req Request) bool {
 	switch {
+	case holdsValues(req.Kind):
+		return v.cfg.ImmutableFields && req.Operation == OperationUpdate
 	case req.Kind.Group == GroupCAPMOX && (req.Kind.Kind == KindMachine || req.Kind.Kind == KindTemplate):
 		return v.cfg.MachineBinding && req.Operation == OperationCreate
 	case req.Kind.Group == GroupKubeVirt && (req.Kind.Kind == KindVM || req.Kind.Kind == KindVMI):
@@ -142,6 +147,11 @@ func (v *Validator) judges(req Request) bool {
 		return v.cfg.PodAttachments && v.attachmentApplies(req)
 	}
 	return false
+}
+
+// readsNamespace reports whether deciding req needs its namespace.
+func (v *Validator) readsNamespace(req Request) bool {
+	return v.judges(req) && req.Namespace != "" && !holdsValues(req.Kind)
 }
 
 // attachmentApplies holds the attachment policies' match conditions: CREATE

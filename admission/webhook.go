@@ -70,7 +70,7 @@ func (v *Validator) Answer(ctx context.Context, review *admissionv1.AdmissionRev
 	resp := &admissionv1.AdmissionResponse{UID: req.UID}
 	out := &admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	var ns *Namespace
-	if v.judges(r) && r.Namespace != "" {
+	if v.readsNamespace(r) {
 		got, err := namespaces.GetNamespace(ctx, r.Namespace)
 		if err != nil {
 			resp.Result = status(http.StatusInternalServerError, metav1.StatusReasonInternalError,

@@ -35,6 +35,7 @@ var (
 		"ValidatingAdmissionPolicy /proxmox-network-machine-binding", "ValidatingAdmissionPolicyBinding /proxmox-network-machine-binding",
 		"ValidatingAdmissionPolicy /proxmox-network-pod-attachments", "ValidatingAdmissionPolicyBinding /proxmox-network-pod-attachments",
 		"ValidatingAdmissionPolicy /proxmox-network-vm-attachments", "ValidatingAdmissionPolicyBinding /proxmox-network-vm-attachments",
+		"ValidatingAdmissionPolicy /proxmox-kubernetes-immutable-fields", "ValidatingAdmissionPolicyBinding /proxmox-kubernetes-immutable-fields",
 	}
 	alertRule = []string{"PrometheusRule " + namespace + "/proxmox-network-controller"}
 )
@@ -170,7 +171,7 @@ func TestRenderBranches(t *testing.T) {
 		},
 		"OnlyMachineBinding": {
 			reason:  "each policy follows its switch; validationActions reach every binding",
-			values:  "admission: {vmNetworkNamespace: false, podNetworkNamespace: false, validationActions: [Warn, Audit]}",
+			values:  "admission: {vmNetworkNamespace: false, podNetworkNamespace: false, immutableFields: false, validationActions: [Warn, Audit]}",
 			objects: join(base, tlsRole, alertRule, policies[:2]),
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				b := mustFind(t, objs, "ValidatingAdmissionPolicyBinding /proxmox-network-machine-binding")
@@ -179,9 +180,14 @@ func TestRenderBranches(t *testing.T) {
 				}
 			},
 		},
+		"OnlyImmutableFields": {
+			reason:  "the immutable-fields policy follows its own switch",
+			values:  "admission: {enabled: false, vmNetworkNamespace: false, podNetworkNamespace: false}",
+			objects: join(base, tlsRole, alertRule, policies[6:]),
+		},
 		"NoAdmission": {
 			reason:  "every policy off: none rendered",
-			values:  "admission: {enabled: false, vmNetworkNamespace: false, podNetworkNamespace: false}",
+			values:  "admission: {enabled: false, vmNetworkNamespace: false, podNetworkNamespace: false, immutableFields: false}",
 			objects: join(base, tlsRole, alertRule),
 		},
 		"Webhook": {
@@ -213,7 +219,7 @@ func TestRenderBranches(t *testing.T) {
 		},
 		"WebhookNothingEnabled": {
 			reason:  "the webhook with every policy off renders no configuration",
-			values:  "admission: {enabled: false, vmNetworkNamespace: false, podNetworkNamespace: false, webhook: {enabled: true, certManager: false}}",
+			values:  "admission: {enabled: false, vmNetworkNamespace: false, podNetworkNamespace: false, immutableFields: false, webhook: {enabled: true, certManager: false}}",
 			objects: join(base, tlsRole, alertRule, []string{"Service " + namespace + "/proxmox-network-controller-webhook", "ConfigMap " + namespace + "/proxmox-network-controller-admission"}),
 		},
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -116,10 +117,12 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 	}
 	name := review.Request.Namespace
 	if file == "" {
-		if name != "" {
+		// The note is printed when a policy reads the namespace, not for
+		// requests no policy needs it for.
+		return admission.NamespaceFunc(func(context.Context, string) (*admission.Namespace, error) {
 			fmt.Fprintf(app.ErrOut, "Note: no --namespace-file: namespace %q is taken to have no labels or annotations, so it holds no Proxmox network; pass --namespace-file (kubectl get namespace %s -o yaml) to judge against the real one\n", name, name)
-		}
-		return admission.Namespaces{name: {Name: name}}, nil
+			return &admission.Namespace{Name: name}, nil
+		}), nil
 	}
 	data, err := readInput(app, file)
 	if err != nil {
@@ -190,7 +193,7 @@ func newAdmissionPoliciesCmd(app *App) *cobra.Command {
 		Use:     "policies [--config VALUES.yaml]",
 		Example: "  pxsubstrate admission policies --config values.yaml | kubectl apply -f -",
 		Short:   "Print the ValidatingAdmissionPolicies and bindings for clusters without the webhook",
-		Long: `Prints the three ValidatingAdmissionPolicies of the proxmox-network package
+		Long: `Prints the four ValidatingAdmissionPolicies of the proxmox-network package
 and one binding each (failurePolicy Fail), built from the package values in
 --config (zones and admission). The default output is a YAML stream for
 kubectl apply -f -; -o yaml and -o json print a v1 List.`,

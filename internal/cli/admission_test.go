@@ -167,7 +167,7 @@ func TestAdmissionReviewJSON(t *testing.T) {
 
 func TestAdmissionPolicies(t *testing.T) {
 	dir := admissionFiles(t, map[string]string{
-		"values.yaml": "zones: [{name: default, bridge: vmbr70, uplinkVLAN: 70}]\nadmission: {vmNetworkNamespace: false, validationActions: [Warn]}\n",
+		"values.yaml": "zones: [{name: default, bridge: vmbr70, uplinkVLAN: 70}]\nadmission: {vmNetworkNamespace: false, immutableFields: false, validationActions: [Warn]}\n",
 		"bad.yaml":    "zones: [{name: a, bridge: vmbr70}, {name: b, bridge: vmbr71, uplinkBridges: [vmbr70]}]\n",
 	})
 	out, errOut, code := admissionRun(t, "admission", "policies", "--config", filepath.Join(dir, "values.yaml"))
@@ -204,6 +204,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		"ValidatingAdmissionPolicy/proxmox-network-machine-binding", "ValidatingAdmissionPolicyBinding/proxmox-network-machine-binding",
 		"ValidatingAdmissionPolicy/proxmox-network-vm-attachments", "ValidatingAdmissionPolicyBinding/proxmox-network-vm-attachments",
 		"ValidatingAdmissionPolicy/proxmox-network-pod-attachments", "ValidatingAdmissionPolicyBinding/proxmox-network-pod-attachments",
+		"ValidatingAdmissionPolicy/proxmox-kubernetes-immutable-fields", "ValidatingAdmissionPolicyBinding/proxmox-kubernetes-immutable-fields",
 	}
 	if diff := cmp.Diff(want, got); diff != "" || list.Kind != "List" {
 		t.Errorf("List %s (-want +got):\n%s", list.Kind, diff)

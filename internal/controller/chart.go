@@ -49,6 +49,7 @@ func chartConfig() admission.Config {
 		MachineBinding:    true,
 		VMAttachments:     true,
 		PodAttachments:    true,
+		ImmutableFields:   true,
 		ValidationActions: []admissionregistrationv1.ValidationAction{sentinelValidationAct},
 	}
 }
@@ -58,6 +59,7 @@ var policySwitch = map[string]string{
 	"proxmox-network-machine-binding": ".Values.admission.enabled",
 	"proxmox-network-vm-attachments":  ".Values.admission.vmNetworkNamespace",
 	"proxmox-network-pod-attachments": ".Values.admission.podNetworkNamespace",
+	admission.PolicyImmutableFields:   ".Values.admission.immutableFields",
 }
 
 // chartTemplates renders the chart's admission templates: each policy and

@@ -89,9 +89,11 @@ func TestKustomizeBuilds(t *testing.T) {
 			reason: "config holds the CRDs, the controller and the admission policies",
 			dir:    "config",
 			extra: []string{
+				"ValidatingAdmissionPolicy /proxmox-kubernetes-immutable-fields",
 				"ValidatingAdmissionPolicy /proxmox-network-machine-binding",
 				"ValidatingAdmissionPolicy /proxmox-network-pod-attachments",
 				"ValidatingAdmissionPolicy /proxmox-network-vm-attachments",
+				"ValidatingAdmissionPolicyBinding /proxmox-kubernetes-immutable-fields",
 				"ValidatingAdmissionPolicyBinding /proxmox-network-machine-binding",
 				"ValidatingAdmissionPolicyBinding /proxmox-network-pod-attachments",
 				"ValidatingAdmissionPolicyBinding /proxmox-network-vm-attachments",
