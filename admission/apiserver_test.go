@@ -61,7 +61,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	_, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme, UpstreamCRDs: []string{"capmox-v0.9.0"}, CRDPaths: []string{"testdata/crds"}})
+	_, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme, UpstreamCRDs: []string{"capmox-v0.9.0", "flux-helm-controller-api-v1.6.5"}, CRDPaths: []string{"testdata/crds"}})
 	cfg := diffConfig()
 	return &apiEnv{t: t, c: c, v: mustValidator(t, cfg), cfg: cfg, exempt: cfg.ExemptNamespaces[1:], ready: map[string]bool{"kube-system": true, "default": true}}
 }

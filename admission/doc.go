@@ -35,12 +35,12 @@
 //
 // A differential test holds them together on every run: in a real
 // kube-apiserver (1.37, envtest) serving the capmox v0.9 CRDs (v1alpha1 and
-// v1alpha2), KubeVirt's VM and VMI kinds and stand-ins for HelmRelease and
-// the two applications, the 62 table pairs (124 requests) and 400
+// v1alpha2), KubeVirt's VM and VMI kinds, Flux's HelmRelease CRD and
+// stand-ins for the two applications, the 62 table pairs (124 requests) and 400
 // generated requests (100 machines, 100 VMs and VMIs, 100 pods, 100
 // HelmReleases and applications, drawn by pgregory.net/rapid)
 // go through the generated policies as server-side dry runs, CREATE and
-// UPDATE, and each answer must equal the Go validator's; the 98 pair
+// UPDATE, and each answer must equal the Go validator's; the 124 pair
 // requests then go through the webhook Handler over TLS instead.
 //
 // The package never writes to a cluster and never reads one except through
