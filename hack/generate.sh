@@ -2,6 +2,10 @@
 # Generates the deep-copy functions of api/v1alpha1, api/kubeovn and api/ipam and the
 # CRD manifests of our own group into config/crd/bases (and the templates of
 # charts/proxmox-network-crds), with controller-gen.
+# Then it rewrites the admission policies' golden file and the admission
+# manifests generated from the admission package (charts/proxmox-network's
+# admission templates, config/policies, config/webhook) with their tests'
+# -update flags; in --check mode those tests themselves fail when stale.
 #
 #   hack/generate.sh           regenerate in place
 #   hack/generate.sh --check   exit 1 when the committed files are stale
@@ -27,6 +31,8 @@ if [[ "${1:-}" != "--check" ]]; then
 	# The CRDs chart carries the same files (its tests compare them).
 	rm -f charts/proxmox-network-crds/templates/*.yaml
 	cp config/crd/bases/*.yaml charts/proxmox-network-crds/templates/
+	go test ./admission -run '^TestPoliciesGolden$' -update >/dev/null
+	go test ./internal/controller -run '^TestGeneratedManifests$' -update >/dev/null
 	exit 0
 fi
 
