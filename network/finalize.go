@@ -151,7 +151,9 @@ func (c *Controller) releaseGateway(ctx context.Context, n *v1alpha1.ProxmoxNetw
 	if isDisabled(c.cfg.Gateway) || n.Status.VLAN == 0 {
 		return "", ""
 	}
+	start := time.Now()
 	released, err := c.cfg.Gateway.Release(ctx, c.info(n, livePass{}, ""))
+	c.cfg.Metrics.gatewayTime(gatewayOpRelease, start)
 	if err != nil {
 		c.cfg.Metrics.NBErrors.Inc()
 		return v1alpha1.ReasonGatewayReleasePending, fmt.Sprintf("cannot delete the network's HA chassis group from OVN NB: %v", err)

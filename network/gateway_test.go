@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,8 +60,13 @@ func (g *fakeGateway) Release(_ context.Context, n network.NetworkInfo) (bool, e
 // condition it had, and the VLAN is held until the gateway is released.
 func TestGateway(t *testing.T) {
 	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	m, err := network.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gw := &fakeGateway{up: map[string]network.NetworkInfo{}}
-	h, c := startOne(t, sim.Options{Gateway: func() network.Gateway { return gw }}, "100-101")
+	h, c := startOne(t, sim.Options{Metrics: m, Gateway: func() network.Gateway { return gw }}, "100-101")
 	n := getNet(t, c, 0)
 	wantCond(t, n, v1alpha1.ConditionGatewayReady, "True/ChassisAssigned")
 	wantCond(t, n, v1alpha1.ConditionReady, "True/Ready")
@@ -86,6 +92,14 @@ func TestGateway(t *testing.T) {
 	}
 	if len(gw.up) != 0 {
 		t.Errorf("gateways left: %v", gw.up)
+	}
+	// Every call to the gateway is timed: the passes before and during the
+	// outage, the held release and the release.
+	got := gather(t, reg)
+	for op, least := range map[string]float64{"ensure": 2, "release": 2} {
+		if n := got[network.MetricGatewayPassSeconds+`{op="`+op+`"}`]; n < least {
+			t.Errorf("%s observed %v %s calls, want at least %v", network.MetricGatewayPassSeconds, n, op, least)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package network
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -29,6 +30,7 @@ const (
 	MetricNetworkReconcileSeconds = "cozy_proxmox_network_reconcile_duration_seconds"
 	MetricGatewayGroupsCollected  = "cozy_proxmox_gateway_groups_collected_total"
 	MetricGatewayNBErrors         = "cozy_proxmox_gateway_nb_errors_total"
+	MetricGatewayPassSeconds      = "cozy_proxmox_gateway_pass_duration_seconds"
 )
 
 // NoReadyCondition is the "reason" label of cozy_proxmox_networks for a
@@ -56,6 +58,7 @@ type Metrics struct {
 	allocations     *prometheus.CounterVec
 	reconcileErrors *prometheus.CounterVec
 	duration        prometheus.Histogram
+	gatewayPass     *prometheus.HistogramVec
 	// GroupsCollected counts OVN HA chassis groups deleted because their
 	// network was gone.
 	GroupsCollected prometheus.Counter
@@ -90,6 +93,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: MetricNetworkReconcileSeconds, Help: "Duration of a ProxmoxNetwork reconcile.", Buckets: prometheus.DefBuckets,
 		}),
+		gatewayPass: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: MetricGatewayPassSeconds,
+			Help: "Duration of the gateway's work for one network, its OVN NB round trips included (op: ensure or release).",
+			// 1 ms to 8 s: a pass is bounded by the gateway's 5 s NB timeout.
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"op"}),
 		GroupsCollected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricGatewayGroupsCollected, Help: "OVN HA chassis groups deleted because their ProxmoxNetwork was gone.",
 		}),
@@ -115,7 +124,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.zoneTotal, m.zoneAllocated, m.zoneFree, m.zoneNetworks, m.orphaned, m.networks,
-		m.allocations, m.reconcileErrors, m.duration, m.GroupsCollected, m.NBErrors,
+		m.allocations, m.reconcileErrors, m.duration, m.gatewayPass, m.GroupsCollected, m.NBErrors,
 	}
 }
 
@@ -126,6 +135,17 @@ func (m *Metrics) zone(name string, total, allocated, free, networks, orphans in
 	m.zoneFree.WithLabelValues(name).Set(float64(free))
 	m.zoneNetworks.WithLabelValues(name).Set(float64(networks))
 	m.orphaned.WithLabelValues(name).Set(float64(orphans))
+}
+
+// Values of the "op" label of cozy_proxmox_gateway_pass_duration_seconds.
+const (
+	gatewayOpEnsure  = "ensure"
+	gatewayOpRelease = "release"
+)
+
+// gatewayTime records how long a gateway call that started at start took.
+func (m *Metrics) gatewayTime(op string, start time.Time) {
+	m.gatewayPass.WithLabelValues(op).Observe(time.Since(start).Seconds())
 }
 
 // forgetZone drops the series of a zone that no longer exists.

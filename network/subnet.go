@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,7 +155,9 @@ func (c *Controller) ensureGateway(ctx context.Context, p *netPass) (engine.Resu
 		set(metav1.ConditionUnknown, v1alpha1.ReasonSubnetUnavailable, "the router port is looked up once the subnet is bound")
 		return engine.Result{}, nil
 	}
+	start := time.Now()
 	gs, err := c.cfg.Gateway.Ensure(ctx, c.info(n, p.Data, sub.Spec.Vpc))
+	c.cfg.Metrics.gatewayTime(gatewayOpEnsure, start)
 	p.Data.chassis, p.Data.primary = gs.Chassis, gs.Primary
 	if err != nil {
 		c.cfg.Metrics.NBErrors.Inc()
