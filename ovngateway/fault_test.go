@@ -132,9 +132,7 @@ func TestKillNB(t *testing.T) {
 		t.Errorf("after the restart every network is up again: -want +got:\n%s", diff)
 	}
 	admin = ovngatewaytest.Connect(t, s.Endpoint())
-	if diff := cmp.Diff(want, ovngatewaytest.Dump(t, admin)); diff != "" {
-		t.Errorf("rows after the restart: -want +got:\n%s", diff)
-	}
+	wantRows(t, admin, want, "rows after the restart")
 	before := f.c.Transactions()
 	if failed := f.pass(0, n); failed != 0 || f.c.Transactions() != before {
 		t.Errorf("a converged pass must send nothing: %d failed, %d transactions", failed, f.c.Transactions()-before)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
@@ -88,4 +89,26 @@ func reconcile(t testing.TB, c *ovngateway.Client, gw ovngateway.Gateway) ovngat
 		t.Fatalf("Reconcile(%s): %v", gw.ID(), err)
 	}
 	return o
+}
+
+// onEachBackend runs test on a fresh NB server of each kind.
+func onEachBackend(t *testing.T, test func(t *testing.T, nb nb)) {
+	for backend, start := range backends {
+		t.Run(backend, func(t *testing.T) { test(t, start(t)) })
+	}
+}
+
+// wantRows fails t with the difference when the NB rows are not want;
+// what says which rows.
+func wantRows(t testing.TB, admin client.Client, want ovngatewaytest.State, what string) {
+	t.Helper()
+	if diff := cmp.Diff(want, ovngatewaytest.Dump(t, admin)); diff != "" {
+		t.Errorf("%s: -want +got:\n%s", what, diff)
+	}
+}
+
+// gatewayState is the rows one gateway on testPort leaves: its group, and
+// the port as given.
+func gatewayState(gw ovngateway.Gateway, port ovngatewaytest.Port) ovngatewaytest.State {
+	return ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{testGroup: wantGroup(gw, nil)}, Ports: map[string]ovngatewaytest.Port{testPort: port}}
 }

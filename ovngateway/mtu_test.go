@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
@@ -39,35 +38,28 @@ func mtuPort(id, mtu string, opts, ids map[string]string) ovngatewaytest.Port {
 	return p
 }
 
-func mtuState(gw ovngateway.Gateway, port ovngatewaytest.Port) ovngatewaytest.State {
-	return ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{testGroup: wantGroup(gw, nil)}, Ports: map[string]ovngatewaytest.Port{testPort: port}}
-}
-
 // TestReconcileGatewayMTU runs the gateway_mtu rules on both NBs: the
 // option is set, changed and removed only under this network's mark, other
 // keys are kept, and a value someone else set is refused by name with
 // nothing written.
 func TestReconcileGatewayMTU(t *testing.T) {
-	for backend, start := range backends {
-		t.Run(backend, func(t *testing.T) {
-			nb := start(t)
-			for name, tc := range mtuCases() {
-				t.Run(name, func(t *testing.T) {
-					ovngatewaytest.Reset(t, nb.admin)
-					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", tc.nodes...)
-					gw.GatewayMTU = tc.mtu
-					tc.seed(t, nb.admin, gw)
-					before := ovngatewaytest.Dump(t, nb.admin)
-					c := dial(t, nb.endpoint)
-					got := reconcile(t, c, gw)
-					checkRule(t, tc.reason, tc.want, gw, got, before, nb, c)
-					if tc.want.reason == ovngateway.ReasonChassisAssigned && got.GatewayMTU != tc.mtu {
-						t.Errorf("%s\noutcome gateway MTU %d, want %d", tc.reason, got.GatewayMTU, tc.mtu)
-					}
-				})
-			}
-		})
-	}
+	onEachBackend(t, func(t *testing.T, nb nb) {
+		for name, tc := range mtuCases() {
+			t.Run(name, func(t *testing.T) {
+				ovngatewaytest.Reset(t, nb.admin)
+				gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", tc.nodes...)
+				gw.GatewayMTU = tc.mtu
+				tc.seed(t, nb.admin, gw)
+				before := ovngatewaytest.Dump(t, nb.admin)
+				c := dial(t, nb.endpoint)
+				got := reconcile(t, c, gw)
+				checkRule(t, tc.reason, tc.want, gw, got, before, nb, c)
+				if tc.want.reason == ovngateway.ReasonChassisAssigned && got.GatewayMTU != tc.mtu {
+					t.Errorf("%s\noutcome gateway MTU %d, want %d", tc.reason, got.GatewayMTU, tc.mtu)
+				}
+			})
+		}
+	})
 }
 
 func mtuCases() map[string]mtuCase {
@@ -80,7 +72,7 @@ func mtuCases() map[string]mtuCase {
 	}
 	assigned := func(mtu string, opts, ids map[string]string) ruleWant {
 		return ruleWant{reason: ovngateway.ReasonChassisAssigned, changed: true, state: func(gw ovngateway.Gateway) ovngatewaytest.State {
-			return mtuState(gw, mtuPort(gw.ID(), mtu, opts, ids))
+			return gatewayState(gw, mtuPort(gw.ID(), mtu, opts, ids))
 		}}
 	}
 	mark := func(id string) map[string]string { return map[string]string{ovngateway.GatewayMTUOwnerKey: id} }
@@ -119,33 +111,28 @@ func mtuCases() map[string]mtuCase {
 // together with the group, keeps the port's other keys, and leaves a
 // value without its mark alone.
 func TestReleaseGatewayMTU(t *testing.T) {
-	for backend, start := range backends {
-		t.Run(backend, func(t *testing.T) {
-			nb := start(t)
-			ovngatewaytest.Reset(t, nb.admin)
-			ovngatewaytest.AddRouterPorts(t, nb.admin, "vpc1", testPort, "vpc1-sub2")
-			ovngatewaytest.SetPortMaps(t, nb.admin, testPort, map[string]string{"kube-ovn": "kept"}, nil)
-			ovngatewaytest.SetPortMaps(t, nb.admin, "vpc1-sub2", map[string]string{ovngateway.GatewayMTUOption: "9000"}, nil)
-			c := dial(t, nb.endpoint)
-			mine := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
-			mine.GatewayMTU = 1400
-			reconcile(t, c, mine)
-			theirs := gateway(t, "tenant-a", "net2", "vpc1", "sub2", threeNodes...)
-			if o := reconcile(t, c, theirs); o.Reason != ovngateway.ReasonChassisAssigned {
-				t.Fatalf("a gateway without an MTU beside a foreign value: %+v", o)
+	onEachBackend(t, func(t *testing.T, nb nb) {
+		ovngatewaytest.Reset(t, nb.admin)
+		ovngatewaytest.AddRouterPorts(t, nb.admin, "vpc1", testPort, "vpc1-sub2")
+		ovngatewaytest.SetPortMaps(t, nb.admin, testPort, map[string]string{"kube-ovn": "kept"}, nil)
+		ovngatewaytest.SetPortMaps(t, nb.admin, "vpc1-sub2", map[string]string{ovngateway.GatewayMTUOption: "9000"}, nil)
+		c := dial(t, nb.endpoint)
+		mine := gateway(t, "tenant-a", "net1", "vpc1", "sub1", threeNodes...)
+		mine.GatewayMTU = 1400
+		reconcile(t, c, mine)
+		theirs := gateway(t, "tenant-a", "net2", "vpc1", "sub2", threeNodes...)
+		if o := reconcile(t, c, theirs); o.Reason != ovngateway.ReasonChassisAssigned {
+			t.Fatalf("a gateway without an MTU beside a foreign value: %+v", o)
+		}
+		for _, n := range []ovngateway.Network{mine.Network, theirs.Network} {
+			if _, err := c.Release(context.Background(), n); err != nil {
+				t.Fatalf("Release(%s): %v", n.ID(), err)
 			}
-			for _, n := range []ovngateway.Network{mine.Network, theirs.Network} {
-				if _, err := c.Release(context.Background(), n); err != nil {
-					t.Fatalf("Release(%s): %v", n.ID(), err)
-				}
-			}
-			want := ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{
-				testPort:    {Options: map[string]string{"kube-ovn": "kept"}},
-				"vpc1-sub2": {Options: map[string]string{ovngateway.GatewayMTUOption: "9000"}},
-			}}
-			if diff := cmp.Diff(want, ovngatewaytest.Dump(t, nb.admin)); diff != "" {
-				t.Errorf("rows after Release: -want +got:\n%s", diff)
-			}
-		})
-	}
+		}
+		want := ovngatewaytest.State{Groups: map[string]ovngatewaytest.Group{}, Ports: map[string]ovngatewaytest.Port{
+			testPort:    {Options: map[string]string{"kube-ovn": "kept"}},
+			"vpc1-sub2": {Options: map[string]string{ovngateway.GatewayMTUOption: "9000"}},
+		}}
+		wantRows(t, nb.admin, want, "rows after Release")
+	})
 }

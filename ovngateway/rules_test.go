@@ -3,7 +3,6 @@ package ovngateway_test
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
@@ -46,22 +45,19 @@ type ruleCase struct {
 
 // TestReconcileRules runs every ownership and reconcile rule on both NBs.
 func TestReconcileRules(t *testing.T) {
-	for backend, start := range backends {
-		t.Run(backend, func(t *testing.T) {
-			nb := start(t)
-			for name, tc := range ruleCases() {
-				t.Run(name, func(t *testing.T) {
-					ovngatewaytest.Reset(t, nb.admin)
-					gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", tc.nodes...)
-					tc.seed(t, nb.admin, gw)
-					before := ovngatewaytest.Dump(t, nb.admin)
-					c := dial(t, nb.endpoint)
-					got := reconcile(t, c, gw)
-					checkRule(t, tc.reason, tc.want, gw, got, before, nb, c)
-				})
-			}
-		})
-	}
+	onEachBackend(t, func(t *testing.T, nb nb) {
+		for name, tc := range ruleCases() {
+			t.Run(name, func(t *testing.T) {
+				ovngatewaytest.Reset(t, nb.admin)
+				gw := gateway(t, "tenant-a", "net1", "vpc1", "sub1", tc.nodes...)
+				tc.seed(t, nb.admin, gw)
+				before := ovngatewaytest.Dump(t, nb.admin)
+				c := dial(t, nb.endpoint)
+				got := reconcile(t, c, gw)
+				checkRule(t, tc.reason, tc.want, gw, got, before, nb, c)
+			})
+		}
+	})
 }
 
 func ruleCases() map[string]ruleCase {
@@ -242,14 +238,10 @@ func checkRule(t *testing.T, reason string, want ruleWant, gw ovngateway.Gateway
 	if want.state != nil {
 		wantState = want.state(gw)
 	}
-	if diff := cmp.Diff(wantState, ovngatewaytest.Dump(t, nb.admin)); diff != "" {
-		t.Errorf("%s\nrows after the pass: -want +got:\n%s", reason, diff)
-	}
+	wantRows(t, nb.admin, wantState, reason+"\nrows after the pass")
 	again := reconcile(t, c, gw)
 	if again.Changed || c.Transactions() != wantTxns || again.Reason != want.reason {
 		t.Errorf("%s\na second pass must write nothing: %+v, transactions %d", reason, again, c.Transactions())
 	}
-	if diff := cmp.Diff(wantState, ovngatewaytest.Dump(t, nb.admin)); diff != "" {
-		t.Errorf("%s\nrows after a second pass: -want +got:\n%s", reason, diff)
-	}
+	wantRows(t, nb.admin, wantState, reason+"\nrows after a second pass")
 }
