@@ -279,6 +279,22 @@ func uncachedController(b testing.TB, store client.WithWatch, meter *readMeter) 
 	return ctrl, cache, reqs
 }
 
+// fedController is the controller on store behind hooks (the requests'
+// counters, injected faults), its own writes fed to its cache, as the
+// tests run it; cfg sets the rest (clock, resync, status interval,
+// metrics). It returns the client the controller writes through.
+func fedController(t testing.TB, store client.WithWatch, hooks interceptor.Funcs, cfg network.Config) (*network.Controller, client.WithWatch) {
+	t.Helper()
+	cache := network.NewCache()
+	c := interceptor.NewClient(interceptor.NewClient(store, hooks), network.Feed(cache))
+	cfg.Client, cfg.Cache = c, cache
+	ctrl, err := network.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctrl, c
+}
+
 // resyncAndDrain enqueues everything and drains the controller.
 func resyncAndDrain(b testing.TB, ctrl *network.Controller, maxReconciles int) {
 	b.Helper()

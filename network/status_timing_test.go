@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
@@ -32,25 +31,11 @@ func TestFreshVLANHold(t *testing.T) {
 	clk := clocktesting.NewFakeClock(sim.Epoch)
 	start := func() (*network.Controller, *kube.Requests, client.Client) {
 		reqs := kube.NewRequests()
-		cache := network.NewCache()
-		c := interceptor.NewClient(interceptor.NewClient(store, reqs.Funcs()), network.Feed(cache))
-		ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctrl, c := fedController(t, store, reqs.Funcs(), network.Config{Clock: clk, Resync: -1})
 		if err := ctrl.Load(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return ctrl, reqs, c
-	}
-	reconcile := func(ctrl *network.Controller) {
-		t.Helper()
-		if err := ctrl.Resync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ctrl.Drain(ctx, 100); err != nil {
-			t.Fatal(err)
-		}
 	}
 	statusWrites := func(reqs *kube.Requests) int {
 		return reqs.Counts()[kube.RequestKey{Verb: kube.VerbStatusUpdate, Kind: "ProxmoxNetwork"}]
@@ -76,15 +61,15 @@ func TestFreshVLANHold(t *testing.T) {
 
 	// Kube-OVN answers within the hold: one status write, Ready.
 	add(c, "answered", "10.80.0.0/24")
-	reconcile(ctrl)
-	reconcile(ctrl) // the passes the controller's own writes queue hold too
+	resyncAndDrain(t, ctrl, 100)
+	resyncAndDrain(t, ctrl, 100) // the passes the controller's own writes queue hold too
 	if got := subnetCond("answered"); got != nil {
 		t.Fatalf("the status was written before Kube-OVN could answer: SubnetReady %s/%s", got.Status, got.Reason)
 	}
 	if err := c.Status().Patch(ctx, &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: "answered"}}, subnetReady); err != nil {
 		t.Fatal(err)
 	}
-	reconcile(ctrl)
+	resyncAndDrain(t, ctrl, 100)
 	if got := subnetCond("answered"); got == nil || got.Status != metav1.ConditionTrue {
 		t.Fatalf("after Kube-OVN's report, SubnetReady %v, want True", got)
 	}
@@ -94,7 +79,7 @@ func TestFreshVLANHold(t *testing.T) {
 
 	// Kube-OVN does not answer: SubnetNotReady once the hold ends.
 	add(c, "silent", "10.80.1.0/24")
-	reconcile(ctrl)
+	resyncAndDrain(t, ctrl, 100)
 	if got := subnetCond("silent"); got != nil {
 		t.Fatalf("the status was written during the hold: SubnetReady %s/%s", got.Status, got.Reason)
 	}
@@ -112,10 +97,10 @@ func TestFreshVLANHold(t *testing.T) {
 
 	// A restarted controller did not create the Vlan: nothing is held.
 	add(c, "restarted", "10.80.2.0/24")
-	reconcile(ctrl)
+	resyncAndDrain(t, ctrl, 100)
 	ctrl, _, _ = start()
 	clk.Step(time.Millisecond)
-	reconcile(ctrl)
+	resyncAndDrain(t, ctrl, 100)
 	if got := subnetCond("restarted"); got == nil || got.Reason != network.ReasonSubnetNotReady {
 		t.Errorf("after a restart, SubnetReady %v, want False/%s at once", got, network.ReasonSubnetNotReady)
 	}
@@ -134,31 +119,17 @@ func TestBurstReadyWaitsForAnnotation(t *testing.T) {
 	reqs := kube.NewRequests()
 	hooks := reqs.Funcs()
 	checkListedWhenReady(t, store, &hooks)
-	cache := network.NewCache()
-	c := interceptor.NewClient(interceptor.NewClient(store, hooks), network.Feed(cache))
 	reg := prometheus.NewRegistry()
 	metrics, err := network.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1, StatusInterval: time.Second, Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctrl, c := fedController(t, store, hooks, network.Config{Clock: clk, Resync: -1, StatusInterval: time.Second, Metrics: metrics})
 	mustCreate(t, store, sim.ProviderNetwork("pxb", true), sim.Zone("zone-b", "vmbr1", "pxb", "100-200"), sim.Namespace("burst", nil))
 	if err := ctrl.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	const n = 20
-	drain := func() {
-		t.Helper()
-		if err := ctrl.Resync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ctrl.Drain(ctx, 10*n); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// One network after the other within the interval, each reported
 	// Ready by Kube-OVN before the next arrives.
 	for i := range n {
@@ -168,11 +139,11 @@ func TestBurstReadyWaitsForAnnotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustCreate(t, c, objs...)
-		drain()
+		resyncAndDrain(t, ctrl, 10*n)
 		if err := c.Status().Patch(ctx, &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: name}}, subnetReady); err != nil {
 			t.Fatal(err)
 		}
-		drain()
+		resyncAndDrain(t, ctrl, 10*n)
 	}
 	// The networks whose Ready waits for the annotation are not Ready on
 	// the gauges either.
@@ -198,7 +169,7 @@ func TestBurstReadyWaitsForAnnotation(t *testing.T) {
 	}
 	for range 4 {
 		clk.Step(500 * time.Millisecond)
-		drain()
+		resyncAndDrain(t, ctrl, 10*n)
 	}
 	var nets v1alpha1.ProxmoxNetworkList
 	if err := store.List(ctx, &nets, client.InNamespace("burst")); err != nil {

@@ -156,13 +156,8 @@ func TestStatusInterval(t *testing.T) {
 	ctx := context.Background()
 	store := sim.NewStore(true)
 	reqs := kube.NewRequests()
-	cache := network.NewCache()
 	clk := clocktesting.NewFakeClock(sim.Epoch)
-	c := interceptor.NewClient(interceptor.NewClient(store, reqs.Funcs()), network.Feed(cache))
-	ctrl, err := network.New(network.Config{Client: c, Cache: cache, Clock: clk, Resync: -1, StatusInterval: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctrl, c := fedController(t, store, reqs.Funcs(), network.Config{Clock: clk, Resync: -1, StatusInterval: time.Minute})
 	objs, err := concurrentWorld(0)
 	if err != nil {
 		t.Fatal(err)
@@ -171,12 +166,7 @@ func TestStatusInterval(t *testing.T) {
 	if err := ctrl.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctrl.Resync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctrl.Drain(ctx, 1000); err != nil {
-		t.Fatal(err)
-	}
+	resyncAndDrain(t, ctrl, 1000)
 	writes := func(kind string, verb kube.Verb) int { return reqs.Counts()[kube.RequestKey{Verb: verb, Kind: kind}] }
 	zoneWrites := writes("ProxmoxNetworkZone", kube.VerbStatusUpdate)
 	const n = 30
