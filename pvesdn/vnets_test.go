@@ -105,6 +105,10 @@ func TestReapplyRepairsANodeWhoseReloadFailed(t *testing.T) {
 		!strings.Contains(drift[0].Message, "SDN zone pxz is in error on node pve2: pxa0100: error pxa0100; pxa0101: error pxa0101") {
 		t.Fatalf("audit after the failed reload: %s %+v", got, drift)
 	}
+	// PVEAuditor on /sdn reads the same, as sdn audit's help says.
+	if audited, err := pvesdn.AuditVNets(ctx, auditor(t, srv, "/sdn"), z); err != nil || nodeCodes(audited) != "NodeZoneError:pve2:" {
+		t.Fatalf("audit with PVEAuditor on /sdn: %+v %v", audited, err)
+	}
 	// The fault still armed: the empty plan reloads again, once, and pve2
 	// fails again.
 	empty, err := pvesdn.PlanVNets(ctx, c, z)
