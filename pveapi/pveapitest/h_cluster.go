@@ -158,6 +158,9 @@ func clusterResources(c *call) (any, *apiError) {
 			out = append(out, c.s.nodeEntry(n, ok))
 		}
 	}
+	if typ == "" || typ == "sdn" {
+		out = append(out, c.sdnResources(typ)...)
+	}
 	if typ == "" || typ == "storage" {
 		for _, sid := range sortedKeys(c.s.stores) {
 			if ok, _ := c.checkAll("/storage/"+sid, []string{"Datastore.Audit"}, true); !ok {

@@ -224,3 +224,68 @@ func parseStanzas(file string) map[string]string {
 	}
 	return out
 }
+
+// networkResourcesSince is the pve-manager release whose pvestatd
+// broadcasts each node's zones as "network" resources (commit 1804cdf1,
+// first in 9.0.12); /cluster/resources?type=sdn then skips those nodes.
+var networkResourcesSince = [3]int{9, 0, 12}
+
+// sdnResources is the SDN part of GET /cluster/resources (pve-manager
+// PVE/API2/Cluster.pm at 14a22df35955): each node's zone statuses as
+// pvestatd's update_sdn_status and update_network_status broadcast them,
+// to callers with SDN.Audit on the zone. Before 9.0.12 they are "sdn"
+// entries; from it they are "network" entries (listed only without a type
+// filter, with the localnetwork zone of every node), and type=sdn lists
+// none. The fake computes them at the request; PVE serves each node's last
+// broadcast (every 10 s, and a node that is down keeps its last one).
+func (c *call) sdnResources(typ string) []map[string]any {
+	full, _ := c.srv.cfg.releaseOf()
+	network := !releaseBefore(full, networkResourcesSince)
+	out := []map[string]any{}
+	if network && typ == "" && c.checkAllOK("/sdn/zones/localnetwork", "SDN.Audit") {
+		for _, node := range sortedKeys(c.s.nodes) {
+			out = append(out, map[string]any{"id": "network/" + node + "/zone/localnetwork", "type": "network",
+				"network-type": "zone", "network": "localnetwork", "node": node, "status": "ok"})
+		}
+	}
+	if network && typ == "sdn" {
+		return out
+	}
+	run := c.s.sdn().runningOrEmpty()
+	for _, node := range sortedKeys(c.s.nodes) {
+		zones, _ := c.s.sdnNodeStatus(node)
+		for _, id := range sortedKeys(zones) {
+			if !c.checkAllOK("/sdn/zones/"+id, "SDN.Audit") {
+				continue
+			}
+			e := map[string]any{"id": "sdn/" + node + "/" + id, "sdn": id, "node": node, "type": "sdn", "status": zones[id].status,
+				"zone-type": run.zones[id]["type"]}
+			if network {
+				e = map[string]any{"id": "network/" + node + "/zone/" + id, "type": "network", "network-type": "zone", "network": id,
+					"node": node, "status": zones[id].status, "zone-type": run.zones[id]["type"]}
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (c *call) checkAllOK(path string, privs ...string) bool {
+	ok, _ := c.checkAll(path, privs, true)
+	return ok
+}
+
+// releaseBefore compares a MAJOR.MINOR.PATCH release with v.
+func releaseBefore(release string, v [3]int) bool {
+	parts := strings.SplitN(release, ".", 3)
+	for i := range 3 {
+		n := 0
+		if i < len(parts) {
+			n, _ = strconv.Atoi(parts[i])
+		}
+		if n != v[i] {
+			return n < v[i]
+		}
+	}
+	return false
+}

@@ -1,6 +1,7 @@
 package pveapitest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -268,6 +269,51 @@ func TestSDNNodeZoneStatusAfterAFailedReload(t *testing.T) {
 	for node, status := range zoneStatus(t, c, "pve1", "pve2", "pve3") {
 		if status != "available" {
 			t.Errorf("%s after the second apply: %q", node, status)
+		}
+	}
+}
+
+// sdnResourceIDs lists the SDN and network entries of /cluster/resources.
+func sdnResourceIDs(t *testing.T, c *proxmox.Client, query string) string {
+	t.Helper()
+	var rs []map[string]any
+	must(t, c.Get(ctx, "/cluster/resources"+query, &rs))
+	var got []string
+	for _, r := range rs {
+		if r["type"] == "sdn" || r["type"] == "network" {
+			got = append(got, fmt.Sprintf("%s=%v", r["id"], r["status"]))
+		}
+	}
+	return strings.Join(got, " ")
+}
+
+func TestSDNClusterResourcesFollowTheRelease(t *testing.T) {
+	for _, tc := range []struct {
+		release, sdn, all string
+	}{
+		{"8.4.1", "sdn/pve/pxz=error", "sdn/pve/pxz=error"},
+		{"9.0.11", "sdn/pve/pxz=error", "sdn/pve/pxz=error"},
+		{"9.0.12", "", "network/pve/zone/localnetwork=ok network/pve/zone/pxz=error"},
+	} {
+		opts := []pveapitest.Option{pveapitest.WithRelease(tc.release)}
+		if strings.HasPrefix(tc.release, "8.") {
+			opts = append(opts, pveapitest.WithVersion(pveacl.PVE8))
+		}
+		srv, c := start(t, opts...)
+		cl := cluster(t, c)
+		vlanZone(t, cl)
+		srv.FailNodeReload("pve", "command 'ifreload -a' failed: exit code 1")
+		task, err := cl.SDNApply(ctx)
+		must(t, wait(task, err))
+		if got := sdnResourceIDs(t, c, "?type=sdn"); got != tc.sdn {
+			t.Errorf("%s: type=sdn lists %q, want %q", tc.release, got, tc.sdn)
+		}
+		if got := sdnResourceIDs(t, c, ""); got != tc.all {
+			t.Errorf("%s: all resources list %q, want %q", tc.release, got, tc.all)
+		}
+		nobody := grantee(t, srv, "nobody@pve", map[string][]string{"/vms": {"PVEAuditor"}})
+		if got := sdnResourceIDs(t, nobody, ""); got != "" {
+			t.Errorf("%s: a user without SDN.Audit sees %q", tc.release, got)
 		}
 	}
 }
