@@ -45,11 +45,11 @@ type apiEnv struct {
 	ready map[string]bool
 }
 
-// diffConfig has two zones, the platform namespaces and a pool of
+// diffConfig has two zones, both in mode VNets (prefixes pxa and pxp), the platform namespaces and a pool of
 // configured exempt names, each used by one generated case.
 func diffConfig() Config {
 	c := testConfig()
-	c.Zones = append(c.Zones, Zone{Name: "public", Bridge: "vmbr80", UplinkVLAN: 80, UplinkBridges: []string{"vmbr1"}})
+	c.Zones = append(c.Zones, Zone{Name: "public", Bridge: "vmbr80", UplinkVLAN: 80, UplinkBridges: []string{"vmbr1"}, VNetPrefix: "pxp"})
 	for i := 0; i < 400; i++ {
 		c.ExemptNamespaces = append(c.ExemptNamespaces, fmt.Sprintf("exempt-%d", i))
 	}

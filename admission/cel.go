@@ -81,12 +81,21 @@ func celPools(n string) string {
 	return strings.ReplaceAll(`((has({N}.ipv4PoolRef) ? [{N}.ipv4PoolRef] : []) + (has({N}.ipPoolRef) ? {N}.ipPoolRef : []))`, "{N}", n)
 }
 
-// celTriple is NIC n's <bridge>/<vlan>/<pool>, or ” (nic.triple).
+// celTriple is NIC n's entry as the namespace annotation lists it,
+// <bridge>/<vlan>/<pool> or, untagged on a zone VNet, <vnet>/<pool>; or ”
+// (nic.entry).
 func celTriple(n string) string {
 	p := celPools(n)
-	return strings.NewReplacer("{N}", n, "{P}", p).Replace(
-		`(has({N}.bridge) && has({N}.vlan) && size({P}) == 1 && has({P}[0].kind) && {P}[0].kind == 'InClusterIPPool' && has({P}[0].name) ` +
-			`? {N}.bridge + '/' + string({N}.vlan) + '/' + {P}[0].name : '')`)
+	return strings.NewReplacer("{N}", n, "{P}", p, "{ONVNET}", celOnZoneVNet(n)).Replace(
+		`(has({N}.bridge) && size({P}) == 1 && has({P}[0].kind) && {P}[0].kind == 'InClusterIPPool' && has({P}[0].name) ` +
+			`? (has({N}.vlan) ? {N}.bridge + '/' + string({N}.vlan) + '/' + {P}[0].name : ({ONVNET} ? {N}.bridge + '/' + {P}[0].name : '')) : '')`)
+}
+
+// celOnZoneVNet: NIC n sits on a VNet of a zone in mode VNets, a prefix
+// and four digits (Validator.onZoneVNet, vnetid.Match). The prefixes are
+// letters and digits, nothing a regular expression reads otherwise.
+func celOnZoneVNet(n string) string {
+	return `(has(` + n + `.bridge) && variables.zoneVNetPrefixes.exists(p, ` + n + `.bridge.matches('^' + p + '[0-9]{4}$')))`
 }
 
 // celOnZoneBridge: NIC n sits on a zone bridge (Validator.onZoneBridge).

@@ -11,6 +11,7 @@ import (
 	"github.com/samber/lo"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/pxsubstrate/pxsubstrate/pvesdn/vnetid"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
@@ -56,6 +57,11 @@ type Zone struct {
 	// EgressGatewayNamespace runs the zone's egress gateways; the
 	// attachment policies skip it.
 	EgressGatewayNamespace string
+	// VNetPrefix is set when the zone gives each VLAN its own Proxmox SDN
+	// VNet (sdn.mode VNets): the zone's VNets are the prefix and four
+	// digits (pxa0117), as pvesdn names them. A NIC on one must carry no
+	// VLAN tag and be a <vnet>/<pool> of its namespace. Empty: no VNets.
+	VNetPrefix string
 }
 
 // DefaultConfig is the package default: every policy on, Deny, no zones.
@@ -80,6 +86,16 @@ func (c Config) Validate() error {
 		bridges[z.Bridge] = true
 		if z.UplinkVLAN != 0 && (z.UplinkVLAN < 1 || z.UplinkVLAN > 4094) {
 			errs = append(errs, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %d", ErrConfig, z.Name, z.UplinkVLAN))
+		}
+		if z.VNetPrefix != "" && !vnetid.ValidPrefix(z.VNetPrefix) {
+			errs = append(errs, fmt.Errorf("%w: zones[%s].sdn.vnetPrefix %q must be 1-4 letters and digits starting with a letter", ErrConfig, z.Name, z.VNetPrefix))
+		}
+	}
+	for _, z := range c.Zones {
+		for _, p := range c.vnetPrefixes() {
+			if vnetid.Match(p, z.Bridge) {
+				errs = append(errs, fmt.Errorf("%w: zones[%s].bridge %s is named like a VNet of prefix %s: rename the bridge or choose another sdn.vnetPrefix", ErrConfig, z.Name, z.Bridge, p))
+			}
 		}
 	}
 	for _, b := range c.uplinkBridges() {
@@ -107,6 +123,11 @@ func (c Config) Validate() error {
 
 func (c Config) zoneBridges() []string {
 	return uniq(lo.Map(c.Zones, func(z Zone, _ int) string { return z.Bridge }))
+}
+
+// vnetPrefixes lists the VNet prefixes of the zones in mode VNets.
+func (c Config) vnetPrefixes() []string {
+	return uniq(lo.Map(c.Zones, func(z Zone, _ int) string { return z.VNetPrefix }))
 }
 
 func (c Config) uplinkVLANs() []int {
@@ -156,6 +177,34 @@ type rawZone struct {
 	Egress        struct {
 		GatewayNamespace string `json:"gatewayNamespace"`
 	} `json:"egress"`
+	SDN *rawSDN `json:"sdn"`
+}
+
+// rawSDN is what admission reads of a zone's spec.sdn: which bridge names
+// are the zone's VNets. credentialsRef is the controller's.
+type rawSDN struct {
+	Mode       string `json:"mode"`
+	Zone       string `json:"zone"`
+	VNetPrefix string `json:"vnetPrefix"`
+}
+
+// vnetPrefix is the zone's VNet prefix in mode VNets, "" in mode Check.
+func (s *rawSDN) vnetPrefix(zone string) (string, error) {
+	if s == nil {
+		return "", nil
+	}
+	switch s.Mode {
+	case "Check":
+		return "", nil
+	case "VNets":
+	default:
+		return "", fmt.Errorf("%w: zones[%s].sdn.mode %q is neither Check nor VNets", ErrConfig, zone, s.Mode)
+	}
+	p := vnetid.Prefix(s.Zone, s.VNetPrefix)
+	if p == "" {
+		return "", fmt.Errorf("%w: zones[%s].sdn: mode VNets needs sdn.zone (its first four characters are the VNet prefix) or sdn.vnetPrefix", ErrConfig, zone)
+	}
+	return p, nil
 }
 
 // ParseConfig reads the package values (releaseNamespace, zones and
@@ -210,6 +259,11 @@ func (rz rawZone) zone(i int) (Zone, error) {
 		}
 		z.UplinkVLAN = v
 	}
+	p, err := rz.SDN.vnetPrefix(z.Name)
+	if err != nil {
+		return Zone{}, err
+	}
+	z.VNetPrefix = p
 	if rz.UplinkBridges != nil {
 		list, ok := rz.UplinkBridges.([]any)
 		if !ok {

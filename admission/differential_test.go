@@ -24,7 +24,8 @@ type genNS struct {
 	switches *string
 }
 
-var triplesVocab = []string{"vmbr70/101/subnet-a", "vmbr80/5/subnet-c", "vmbr9/12/subnet-b", "vmbr70/102/subnet-b"}
+var triplesVocab = []string{"vmbr70/101/subnet-a", "vmbr80/5/subnet-c", "vmbr9/12/subnet-b", "vmbr70/102/subnet-b",
+	"pxa0101/subnet-a", "pxp0005/subnet-c", "pxa0102/subnet-b"}
 
 func drawNamespace(t *rapid.T) genNS {
 	g := genNS{kind: rapid.SampledFrom([]string{"tenant", "tenant", "tenant", "tenant", "cozy", "exempt", "kube-system", "px-egress", DefaultReleaseNamespace}).Draw(t, "ns")}
@@ -76,8 +77,10 @@ func (e *apiEnv) place(ctx context.Context, g genNS) *Namespace {
 // Machines.
 
 var (
-	bridgeVocab = []string{"vmbr70", "vmbr80", "vmbr0", "vmbr1", "vmbr9"}
-	vlanVocab   = []int{0, 70, 80, 101, 102, 5, 12}
+	// pxa0101, pxa0102 and pxp0005 are VNets of the zones; pxb0101 and
+	// pxa101 are named like them but are not.
+	bridgeVocab = []string{"vmbr70", "vmbr80", "vmbr0", "vmbr1", "vmbr9", "pxa0101", "pxa0102", "pxp0005", "pxb0101", "pxa101"}
+	vlanVocab   = []int{0, 0, 70, 80, 101, 102, 5, 12}
 	poolVocab   = []string{"", "subnet-a", "subnet-b", "subnet-c"}
 )
 

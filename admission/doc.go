@@ -7,8 +7,10 @@
 //   - proxmox-network-machine-binding: CREATE of ProxmoxMachine and
 //     ProxmoxMachineTemplate (both capmox API versions, in every namespace):
 //     a NIC on a zone bridge must be one of the namespace's own networks, as
-//     listed in its proxmox.cozystack.io/networks annotation; no NIC on
-//     another bridge may carry a zone's uplink VLAN; no NIC may sit on an
+//     listed in its proxmox.cozystack.io/networks annotation; a NIC on a
+//     zone's Proxmox SDN VNet carries no tag and must be one of the
+//     namespace's <vnet>/<pool> entries; no NIC on another bridge may carry
+//     a zone's uplink VLAN; no NIC may sit on an
 //     uplink bridge; in a namespace that owns networks every NIC must be one
 //     of them and network.default must be set.
 //   - proxmox-network-vm-attachments: CREATE and UPDATE of KubeVirt
@@ -36,11 +38,11 @@
 // A differential test holds them together on every run: in a real
 // kube-apiserver (1.37, envtest) serving the capmox v0.9 CRDs (v1alpha1 and
 // v1alpha2), KubeVirt's VM and VMI kinds, Flux's HelmRelease CRD and
-// stand-ins for the two applications, the 62 table pairs (124 requests) and 400
-// generated requests (100 machines, 100 VMs and VMIs, 100 pods, 100
+// stand-ins for the two applications, the 67 table pairs (134 requests) and
+// 400 generated requests (100 machines, 100 VMs and VMIs, 100 pods, 100
 // HelmReleases and applications, drawn by pgregory.net/rapid)
 // go through the generated policies as server-side dry runs, CREATE and
-// UPDATE, and each answer must equal the Go validator's; the 124 pair
+// UPDATE, and each answer must equal the Go validator's; the 134 pair
 // requests then go through the webhook Handler over TLS instead.
 //
 // The package never writes to a cluster and never reads one except through

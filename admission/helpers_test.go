@@ -17,11 +17,12 @@ type l = []any
 const tenant = "tenant-a"
 
 // testConfig is one zone vmbr70 with uplink VLAN 70 over bond0, whose
-// other bridge vmbr0 is an uplink bridge; egress gateways run in
-// px-egress; tenant-exempt is exempt by configuration.
+// other bridge vmbr0 is an uplink bridge, and whose VLANs have Proxmox SDN
+// VNets pxa0001-pxa4094; egress gateways run in px-egress; tenant-exempt
+// is exempt by configuration.
 func testConfig() Config {
 	c := DefaultConfig()
-	c.Zones = []Zone{{Name: "default", Bridge: "vmbr70", UplinkVLAN: 70, UplinkBridges: []string{"vmbr0"}, EgressGatewayNamespace: "px-egress"}}
+	c.Zones = []Zone{{Name: "default", Bridge: "vmbr70", UplinkVLAN: 70, UplinkBridges: []string{"vmbr0"}, EgressGatewayNamespace: "px-egress", VNetPrefix: "pxa"}}
 	c.ExemptNamespaces = []string{"tenant-exempt"}
 	return c
 }
@@ -60,6 +61,13 @@ func owning() *Namespace {
 		AnnotationProxmoxNetworks: "vmbr70/101/subnet-a,vmbr1/5/subnet-c",
 		AnnotationLogicalSwitch:   "ovn-default",
 	}}
+}
+
+// owningVNet is tenant-a owning the network vmbr70/101/subnet-a, whose
+// VLAN has the VNet pxa0101, as the controller lists it for a zone in mode
+// VNets.
+func owningVNet() *Namespace {
+	return &Namespace{Name: tenant, Annotations: map[string]string{AnnotationProxmoxNetworks: "pxa0101/subnet-a,vmbr70/101/subnet-a"}}
 }
 
 // plain is a namespace without Proxmox networks.

@@ -3,6 +3,10 @@ package admission
 import (
 	"strconv"
 	"strings"
+
+	"github.com/samber/lo"
+
+	"github.com/pxsubstrate/pxsubstrate/pvesdn/vnetid"
 )
 
 // Messages of proxmox-network-machine-binding. The composed messages extend
@@ -14,6 +18,8 @@ const (
 	msgUplinkVLAN    = "a NIC outside the Proxmox network zone bridges may not use a zone uplink VLAN"
 	msgUplinkBridge  = "a NIC may not use a bridge that enslaves the parent device of a Proxmox network zone uplink"
 	msgEveryNIC      = "every NIC must use a Proxmox network of this namespace"
+	msgVNetTagged    = "a NIC on a Proxmox network zone VNet may not carry a VLAN tag: the VNet tags its frames itself, so the tag would double-tag them"
+	msgZoneVNet      = "a NIC on a Proxmox network zone VNet must use a Proxmox network of this namespace"
 	kindInClusterIPP = "InClusterIPPool"
 )
 
@@ -33,18 +39,35 @@ type pool struct {
 	hasKind, hasName bool
 }
 
-// triple is the NIC's <bridge>/<vlan>/<pool> when it names exactly one
-// InClusterIPPool, else "". A NIC with two pools (dual stack) names no
-// Proxmox network: those are IPv4 only.
-func (n nic) triple() string {
-	if !n.hasBridge || !n.hasVLAN || len(n.pools) != 1 {
-		return ""
+// pool1 is the name of the NIC's one InClusterIPPool, and whether it has
+// exactly one. A NIC with two pools (dual stack) names no Proxmox network:
+// those are IPv4 only.
+func (n nic) pool1() (string, bool) {
+	if len(n.pools) != 1 {
+		return "", false
 	}
 	p := n.pools[0]
 	if !p.hasKind || p.kind != kindInClusterIPP || !p.hasName {
-		return ""
+		return "", false
 	}
-	return n.bridge + "/" + strconv.FormatInt(n.vlan, 10) + "/" + p.name
+	return p.name, true
+}
+
+// entry is the NIC's Proxmox network as the namespace annotation lists it:
+// <bridge>/<vlan>/<pool> for a tagged NIC, <vnet>/<pool> for an untagged
+// one on a zone VNet (onVNet), when it names exactly one InClusterIPPool;
+// else "".
+func (n nic) entry(onVNet bool) string {
+	name, ok := n.pool1()
+	switch {
+	case !ok || !n.hasBridge:
+		return ""
+	case n.hasVLAN:
+		return n.bridge + "/" + strconv.FormatInt(n.vlan, 10) + "/" + name
+	case onVNet:
+		return n.bridge + "/" + name
+	}
+	return ""
 }
 
 func decodeNIC(o object) (nic, error) {
@@ -149,8 +172,10 @@ func (v *Validator) machineBinding(req Request, ns *Namespace) (Decision, error)
 	if owns && !declared {
 		return deny(PolicyMachineBinding, "", msgNeedsDefault), nil
 	}
-	if d, bad := v.zoneBridgeRule(nics, owns, allowed); bad {
-		return d, nil
+	for _, rule := range []func([]nic, bool, []string) (Decision, bool){v.zoneBridgeRule, v.vnetTagRule, v.zoneVNetRule} {
+		if d, bad := rule(nics, owns, allowed); bad {
+			return d, nil
+		}
 	}
 	if d, bad := v.uplinkVLANRule(nics); bad {
 		return d, nil
@@ -160,7 +185,7 @@ func (v *Validator) machineBinding(req Request, ns *Namespace) (Decision, error)
 	}
 	if owns {
 		for _, n := range nics {
-			if t := n.triple(); t == "" || !contains(allowed, t) {
+			if t := v.entry(n); t == "" || !contains(allowed, t) {
 				return deny(PolicyMachineBinding, msgEveryNIC+" (bridge/vlan/pool one of "+strings.Join(allowed, ", ")+")", msgEveryNIC), nil
 			}
 		}
@@ -170,20 +195,55 @@ func (v *Validator) machineBinding(req Request, ns *Namespace) (Decision, error)
 
 func (v *Validator) onZoneBridge(n nic) bool { return n.hasBridge && v.zoneBridges[n.bridge] }
 
+// onZoneVNet: the NIC's bridge is a VNet of a zone in mode VNets.
+func (v *Validator) onZoneVNet(n nic) bool {
+	return n.hasBridge && lo.SomeBy(v.cfg.vnetPrefixes(), func(p string) bool { return vnetid.Match(p, n.bridge) })
+}
+
+func (v *Validator) entry(n nic) string { return n.entry(v.onZoneVNet(n)) }
+
+// entries lists the NICs' Proxmox networks, for the messages.
+func (v *Validator) entries(nics []nic) string {
+	return strings.Join(lo.Compact(lo.Map(nics, func(n nic, _ int) string { return v.entry(n) })), ", ")
+}
+
+// ownedBy composes "(<allowed>)" or "(it has none)".
+func ownedBy(owns bool, allowed []string) string {
+	if owns {
+		return "(" + strings.Join(allowed, ", ") + ")"
+	}
+	return "(it has none)"
+}
+
 func (v *Validator) zoneBridgeRule(nics []nic, owns bool, allowed []string) (Decision, bool) {
 	for _, n := range nics {
-		if t := n.triple(); v.onZoneBridge(n) && (t == "" || !contains(allowed, t)) {
-			have := "it has none"
-			if owns {
-				have = strings.Join(allowed, ", ")
-			}
-			var got []string
-			for _, m := range nics {
-				if t := m.triple(); t != "" {
-					got = append(got, t)
-				}
-			}
-			return deny(PolicyMachineBinding, msgZoneBridge+" ("+have+"); got "+strings.Join(got, ", "), msgZoneBridge), true
+		if t := v.entry(n); v.onZoneBridge(n) && (t == "" || !contains(allowed, t)) {
+			return deny(PolicyMachineBinding, msgZoneBridge+" "+ownedBy(owns, allowed)+"; got "+v.entries(nics), msgZoneBridge), true
+		}
+	}
+	return Decision{}, false
+}
+
+// vnetTagRule: a NIC on a zone VNet carries no VLAN tag; the VNet tags.
+func (v *Validator) vnetTagRule(nics []nic, _ bool, _ []string) (Decision, bool) {
+	var got []string
+	for _, n := range nics {
+		if v.onZoneVNet(n) && n.hasVLAN {
+			got = append(got, n.bridge+"/"+strconv.FormatInt(n.vlan, 10))
+		}
+	}
+	if len(got) == 0 {
+		return Decision{}, false
+	}
+	return deny(PolicyMachineBinding, msgVNetTagged+"; got "+strings.Join(got, ", "), msgVNetTagged), true
+}
+
+// zoneVNetRule: a NIC on a zone VNet is a <vnet>/<pool> of the namespace;
+// a namespace without networks uses no zone VNet at all.
+func (v *Validator) zoneVNetRule(nics []nic, owns bool, allowed []string) (Decision, bool) {
+	for _, n := range nics {
+		if t := v.entry(n); v.onZoneVNet(n) && (t == "" || !contains(allowed, t)) {
+			return deny(PolicyMachineBinding, msgZoneVNet+" "+ownedBy(owns, allowed)+"; got "+v.entries(nics), msgZoneVNet), true
 		}
 	}
 	return Decision{}, false

@@ -10,6 +10,9 @@ const (
 	everyNICMsg   = "every NIC must use a Proxmox network of this namespace (bridge/vlan/pool one of vmbr70/101/subnet-a, vmbr1/5/subnet-c)"
 	uplinkVLANMsg = "a NIC outside the Proxmox network zone bridges may not use a zone uplink VLAN (70), which would put it on the zone trunk; got "
 	uplinkBrMsg   = "a NIC may not use vmbr0: these bridges enslave the parent device of a Proxmox network zone uplink, so a machine on them reaches the zone trunk; got "
+	vnetMsgOwning = "a NIC on a Proxmox network zone VNet must use a Proxmox network of this namespace (pxa0101/subnet-a, vmbr70/101/subnet-a); got "
+	vnetMsgNone   = "a NIC on a Proxmox network zone VNet must use a Proxmox network of this namespace (it has none); got "
+	vnetTaggedMsg = "a NIC on a Proxmox network zone VNet may not carry a VLAN tag: the VNet tags its frames itself, so the tag would double-tag them; got "
 )
 
 func machineCases() map[string]pairCase {
@@ -106,6 +109,36 @@ func machineCases() map[string]pairCase {
 			refused:  input{kind: gvkTemplateV1, ns: owning(), obj: template(machineV1(nicV1("vmbr70", 102, "subnet-b")))},
 			admitted: input{kind: gvkTemplateV1, ns: owning(), obj: template(machineV1(nicV1("vmbr70", 101, "subnet-a")))},
 			policy:   PolicyMachineBinding, message: zoneMsgOwning + "vmbr70/102/subnet-b",
+		},
+		"MachineForeignVNet": {
+			reason:   "a NIC on another tenant's VNet of the zone",
+			refused:  input{kind: gvkMachineV1, ns: owningVNet(), obj: machineV1(nicV1("pxa0102", 0, "subnet-b"))},
+			admitted: input{kind: gvkMachineV1, ns: owningVNet(), obj: machineV1(nicV1("pxa0101", 0, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: vnetMsgOwning + "pxa0102/subnet-b",
+		},
+		"MachineV2ForeignVNet": {
+			reason:   "v1alpha2: the own VNet with another network's pool",
+			refused:  input{kind: gvkMachineV2, ns: owningVNet(), obj: machineV2(nicV2("net0", "pxa0101", 0, "subnet-b"))},
+			admitted: input{kind: gvkMachineV2, ns: owningVNet(), obj: machineV2(nicV2("net0", "pxa0101", 0, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: vnetMsgOwning + "pxa0101/subnet-b",
+		},
+		"MachineVNetWithoutNetworks": {
+			reason:   "a namespace without networks uses no zone VNet at all",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("pxa0101", 0, "subnet-a"))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("pxb0101", 0, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: vnetMsgNone + "pxa0101/subnet-a",
+		},
+		"MachineVNetTagged": {
+			reason:   "a tag on a VNet NIC would double-tag its frames",
+			refused:  input{kind: gvkMachineV1, ns: owningVNet(), obj: machineV1(nicV1("pxa0101", 101, "subnet-a"))},
+			admitted: input{kind: gvkMachineV1, ns: owningVNet(), obj: machineV1(nicV1("pxa0101", 0, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: vnetTaggedMsg + "pxa0101/101",
+		},
+		"MachineVNetNextToBridge": {
+			reason:   "while a zone moves, the plain bridge and the VNet of the same network are both the namespace's; another tenant's VNet is not",
+			refused:  input{kind: gvkMachineV1, ns: owningVNet(), obj: machineV1(nicV1("vmbr70", 101, "subnet-a"), nicV1("pxa0103", 0, "subnet-a"))},
+			admitted: input{kind: gvkMachineV1, ns: owningVNet(), obj: machineV1(nicV1("vmbr70", 101, "subnet-a"), nicV1("pxa0101", 0, "subnet-a"))},
+			policy:   PolicyMachineBinding, message: vnetMsgOwning + "vmbr70/101/subnet-a, pxa0103/subnet-a",
 		},
 		"MachineUpdateNotJudged": {
 			reason:   "CREATE only: capmox keeps updating its machines while a network drains",

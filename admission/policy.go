@@ -126,8 +126,11 @@ func machineVariables(cfg Config) []admissionregistrationv1.Variable {
 		variable("nics", `(has(variables.network.default) ? [variables.network.default] : []) + `+
 			`(has(variables.network.additionalDevices) ? variables.network.additionalDevices : []) + `+
 			`(has(variables.network.networkDevices) ? variables.network.networkDevices : [])`),
+		variable("zoneVNetPrefixes", celList(cfg.vnetPrefixes())),
 		variable("triples", `variables.nics.map(n, `+celTriple("n")+`)`),
 		variable("zoneTriples", `variables.nics.filter(n, `+celOnZoneBridge("n")+`).map(n, `+celTriple("n")+`)`),
+		variable("vnetNICs", `variables.nics.filter(n, `+celOnZoneVNet("n")+`)`),
+		variable("vnetTriples", `variables.vnetNICs.map(n, `+celTriple("n")+`)`),
 	}
 }
 
@@ -142,6 +145,17 @@ func machineValidations() []admissionregistrationv1.Validation {
 			Expression: `variables.zoneTriples.all(t, t != '' && t in variables.allowed)`,
 			Message:    msgZoneBridge,
 			MessageExpression: `'` + msgZoneBridge + ` (' + (variables.owns ? variables.allowed.join(', ') : 'it has none') + '); got ' + ` +
+				`variables.triples.filter(t, t != '').join(', ')`,
+		},
+		{
+			Expression:        `variables.vnetNICs.all(n, !has(n.vlan))`,
+			Message:           msgVNetTagged,
+			MessageExpression: `'` + msgVNetTagged + `; got ' + variables.vnetNICs.filter(n, has(n.vlan)).map(n, n.bridge + '/' + string(n.vlan)).join(', ')`,
+		},
+		{
+			Expression: `variables.vnetTriples.all(t, t != '' && t in variables.allowed)`,
+			Message:    msgZoneVNet,
+			MessageExpression: `'` + msgZoneVNet + ` (' + (variables.owns ? variables.allowed.join(', ') : 'it has none') + '); got ' + ` +
 				`variables.triples.filter(t, t != '').join(', ')`,
 		},
 		{

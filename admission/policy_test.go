@@ -31,7 +31,7 @@ func TestParseConfig(t *testing.T) {
 	want := Config{
 		ReleaseNamespace: "cozy-proxmox-network",
 		Zones: []Zone{
-			{Name: "default", Bridge: "vmbr70", UplinkVLAN: 70, UplinkBridges: []string{"vmbr0"}, EgressGatewayNamespace: "cozy-proxmox-network"},
+			{Name: "default", Bridge: "vmbr70", UplinkVLAN: 70, UplinkBridges: []string{"vmbr0"}, EgressGatewayNamespace: "cozy-proxmox-network", VNetPrefix: "pxa"},
 			{Name: "public", Bridge: "vmbr80", UplinkVLAN: 80, UplinkBridges: []string{"vmbr0", "vmbr1"}},
 		},
 		MachineBinding: true, VMAttachments: true, PodAttachments: true, ImmutableFields: true,
@@ -98,6 +98,30 @@ func TestConfigRefusals(t *testing.T) {
 			refused:  "zones: [{name: z, bridge: vmbr70, uplinkVLAN: 70, uplinkVlan: 80}]",
 			admitted: "zones: [{name: z, bridge: vmbr70, uplinkVLAN: 70, vlanRanges: [100-199]}]",
 			want:     `unknown field "zones[0].uplinkVlan"; did you mean "uplinkVLAN"?`,
+		},
+		"SDNMode": {
+			reason:   "sdn.mode is Check or VNets, as the zone's CRD has it",
+			refused:  "zones: [{name: z, bridge: vmbr70, sdn: {mode: vnets, zone: pxa}}]",
+			admitted: "zones: [{name: z, bridge: vmbr70, sdn: {mode: VNets, zone: pxa}}]",
+			want:     `zones[z].sdn.mode "vnets" is neither Check nor VNets`,
+		},
+		"SDNVNetsWithoutPrefix": {
+			reason:   "mode VNets names its VNets after sdn.vnetPrefix or sdn.zone",
+			refused:  "zones: [{name: z, bridge: vmbr70, sdn: {mode: VNets}}]",
+			admitted: "zones: [{name: z, bridge: vmbr70, sdn: {mode: Check}}]",
+			want:     "zones[z].sdn: mode VNets needs sdn.zone (its first four characters are the VNet prefix) or sdn.vnetPrefix",
+		},
+		"SDNPrefix": {
+			reason:   "a prefix and four digits make a VNet ID of at most 8 characters",
+			refused:  "zones: [{name: z, bridge: vmbr70, sdn: {mode: VNets, zone: pxtenant, vnetPrefix: pxten}}]",
+			admitted: "zones: [{name: z, bridge: vmbr70, sdn: {mode: VNets, zone: pxtenant}}]",
+			want:     `zones[z].sdn.vnetPrefix "pxten" must be 1-4 letters and digits starting with a letter`,
+		},
+		"BridgeNamedLikeVNet": {
+			reason:   "a zone bridge named like a VNet would fall under the VNet rule",
+			refused:  "zones: [{name: a, bridge: vmbr0070}, {name: b, bridge: vmbr71, sdn: {mode: VNets, zone: vmbrz}}]",
+			admitted: "zones: [{name: a, bridge: vmbr0070}, {name: b, bridge: vmbr71, sdn: {mode: VNets, zone: vmbrz, vnetPrefix: vz}}]",
+			want:     "zones[a].bridge vmbr0070 is named like a VNet of prefix vmbr: rename the bridge or choose another sdn.vnetPrefix",
 		},
 		"ZoneWithoutBridge": {
 			reason:   "a zone has a bridge",

@@ -308,6 +308,11 @@ func TestAdmissionEqualsPackage(t *testing.T) {
 - {name: c, bridge: vmbr1, vlanRanges: ["30"], uplinkVLAN: 3000}
 admission: {exemptNamespaces: [monitoring, egress, kube-system], validationActions: [Deny, Audit]}`,
 		"Partial": "admission: {enabled: false, podNetworkNamespace: false}",
+		"SDN": `zones:
+- {name: a, bridge: vmbr1, vlanRanges: ["1-10"], sdn: {mode: VNets, zone: pxtenant, credentialsRef: {namespace: cozy-proxmox-network, name: pve}}}
+- {name: b, bridge: vmbr2, vlanRanges: ["20"], sdn: {mode: VNets, zone: pxb, vnetPrefix: b}}
+- {name: c, bridge: vmbr3, vlanRanges: ["30"], sdn: {mode: Check}}
+- {name: d, bridge: vmbr4, vlanRanges: ["40"], sdn: {mode: VNets, zone: pxtenant}}`,
 	}
 	for name, doc := range cases {
 		for _, webhook := range []bool{false, true} {

@@ -27,6 +27,8 @@ const (
 	sentinelZoneBridge   = "__ZONE_BRIDGE__"
 	sentinelUplinkBridge = "__UPLINK_BRIDGE__"
 	sentinelUplinkVLAN   = 3777
+	// sentinelVNetPrefix is a valid VNet prefix no zone bridge matches.
+	sentinelVNetPrefix = "Qz9q"
 	// sentinelValidationAct stands for admission.validationActions in
 	// the bindings, the only place an action appears.
 	sentinelValidationAct = admissionregistrationv1.Audit
@@ -38,6 +40,7 @@ var chartValues = []struct{ from, to string }{
 	{`["` + sentinelZoneBridge + `"]`, `(include "proxmox-network.zoneBridges" .)`},
 	{`["` + sentinelUplinkBridge + `"]`, `(include "proxmox-network.uplinkBridges" .)`},
 	{fmt.Sprintf("[%d]", sentinelUplinkVLAN), `(include "proxmox-network.uplinkVLANs" .)`},
+	{`["` + sentinelVNetPrefix + `"]`, `(include "proxmox-network.vnetPrefixes" .)`},
 	{sentinelRelease, `.Release.Namespace`},
 }
 
@@ -45,7 +48,7 @@ var chartValues = []struct{ from, to string }{
 func chartConfig() admission.Config {
 	return admission.Config{
 		ReleaseNamespace:  sentinelRelease,
-		Zones:             []admission.Zone{{Name: "zone", Bridge: sentinelZoneBridge, UplinkVLAN: sentinelUplinkVLAN, UplinkBridges: []string{sentinelUplinkBridge}}},
+		Zones:             []admission.Zone{{Name: "zone", Bridge: sentinelZoneBridge, UplinkVLAN: sentinelUplinkVLAN, UplinkBridges: []string{sentinelUplinkBridge}, VNetPrefix: sentinelVNetPrefix}},
 		MachineBinding:    true,
 		VMAttachments:     true,
 		PodAttachments:    true,

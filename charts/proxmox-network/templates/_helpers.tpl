@@ -35,6 +35,14 @@ without the duplicates of the admission package (admission.Config). */}}
 {{- $out | toJson -}}
 {{- end }}
 
+{{/* The VNet prefixes of the zones in sdn.mode VNets: sdn.vnetPrefix, or
+the first four characters of sdn.zone (pvesdn/vnetid.Prefix). */}}
+{{- define "proxmox-network.vnetPrefixes" -}}
+{{- $out := list -}}
+{{- range .Values.zones }}{{- if and .sdn (eq (.sdn.mode | default "") "VNets") }}{{- $p := .sdn.vnetPrefix | default (trunc 4 (.sdn.zone | default "")) }}{{- if and $p (not (has $p $out)) }}{{- $out = append $out $p }}{{- end }}{{- end }}{{- end -}}
+{{- $out | toJson -}}
+{{- end }}
+
 {{- define "proxmox-network.uplinkVLANs" -}}
 {{- $out := list -}}
 {{- range .Values.zones }}{{- if .uplinkVLAN }}{{- $v := int .uplinkVLAN }}{{- if not (has $v $out) }}{{- $out = append $out $v }}{{- end }}{{- end }}{{- end -}}
