@@ -56,6 +56,28 @@ request:
           - {name: net0, bridge: vmbr0, vlan: 12}
 `
 
+// vnetReview is the review of docs/admission.md: a v1alpha2 machine with
+// one NIC on bridge, with extra fields, and pool.
+func vnetReview(bridge, extra, pool string) string {
+	return `apiVersion: admission.k8s.io/v1
+kind: AdmissionReview
+request:
+  uid: vnet-1
+  kind: {group: infrastructure.cluster.x-k8s.io, version: v1alpha2, kind: ProxmoxMachine}
+  resource: {group: infrastructure.cluster.x-k8s.io, version: v1alpha2, resource: proxmoxmachines}
+  namespace: tenant-a
+  operation: CREATE
+  object:
+    apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2
+    kind: ProxmoxMachine
+    metadata: {name: worker-0, namespace: tenant-a}
+    spec:
+      network:
+        networkDevices:
+          - {name: net0, bridge: ` + bridge + `, ` + extra + `ipPoolRef: [{apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: ` + pool + `}]}
+`
+}
+
 func TestAdmissionReview(t *testing.T) {
 	dir := admissionFiles(t, map[string]string{
 		"foreign.json":     strings.Replace(podReview, "NETWORKS", "tenant-b/subnet-b", 1),
@@ -66,6 +88,11 @@ func TestAdmissionReview(t *testing.T) {
 		"miscased-ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant-a\n  annotations: {}\n  Annotations:\n    proxmox.cozystack.io/networks: vmbr70/101/subnet-a\n",
 		"miscased.json":    strings.Replace(strings.Replace(podReview, "NETWORKS", "subnet-a", 1), `"request"`, `"Request"`, 1),
 		"values.yaml":      "zones: [{name: default, bridge: vmbr70, uplinkVLAN: 70, uplinkBridges: [vmbr0]}]\n",
+		"vnet-values.yaml": "zones: [{name: default, bridge: vmbr70, sdn: {mode: VNets, zone: pxtenant, vnetPrefix: pxa}}]\n",
+		"vnet-ns.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant-a\n  annotations:\n    proxmox.cozystack.io/networks: pxa0101/subnet-a,vmbr70/101/subnet-a\n",
+		"vnet-own.yaml":    vnetReview("pxa0101", "", "subnet-a"),
+		"vnet-tagged.yaml": vnetReview("pxa0101", "vlan: 101, ", "subnet-a"),
+		"vnet-other.yaml":  vnetReview("pxa0102", "", "subnet-b"),
 		"bad-values.yaml":  "zones: [{name: default, bridge: vmbr70, uplinkBridges: vmbr0}]\n",
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
@@ -91,6 +118,21 @@ func TestAdmissionReview(t *testing.T) {
 			reason: "uplink bridges come from the package values",
 			args:   []string{"admission", "review", "-f", p("machine.yaml"), "--config", p("values.yaml"), "--namespace-file", p("ns.yaml")},
 			code:   1, out: []string{"a NIC may not use vmbr0: these bridges enslave the parent device of a Proxmox network zone uplink, so a machine on them reaches the zone trunk; got vmbr0/12"},
+		},
+		"OwnVNet": {
+			reason: "docs/admission.md: the namespace's own VNet, untagged, is admitted",
+			args:   []string{"admission", "review", "-f", p("vnet-own.yaml"), "--config", p("vnet-values.yaml"), "--namespace-file", p("vnet-ns.yaml")},
+			out:    []string{"vnet-1", "true"},
+		},
+		"VNetTagged": {
+			reason: "docs/admission.md: the same NIC with a tag is refused (OwnVNet is the control)",
+			args:   []string{"admission", "review", "-f", p("vnet-tagged.yaml"), "--config", p("vnet-values.yaml"), "--namespace-file", p("vnet-ns.yaml")},
+			code:   1, out: []string{"a NIC on a Proxmox network zone VNet may not carry a VLAN tag"},
+		},
+		"OtherVNet": {
+			reason: "docs/admission.md: another tenant's VNet is refused (OwnVNet is the control)",
+			args:   []string{"admission", "review", "-f", p("vnet-other.yaml"), "--config", p("vnet-values.yaml"), "--namespace-file", p("vnet-ns.yaml")},
+			code:   1, out: []string{"a NIC on a Proxmox network zone VNet must use a Proxmox network of this namespace"},
 		},
 		"MachineWithoutValues": {
 			reason: "without zones the same NIC is refused only because the namespace owns networks",
