@@ -69,3 +69,20 @@ func TestOvngatewayKitNoKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// TestVNetNamesStandardLibraryOnly: the VNet naming rule admission shares
+// with pvesdn pulls in nothing outside the standard library, so admission
+// (the webhook and the policies' generator) never imports the Proxmox
+// client.
+func TestVNetNamesStandardLibraryOnly(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/pvesdn/vnetid") {
+		if p != module+"/pvesdn/vnetid" {
+			t.Errorf("pvesdn/vnetid must import only the standard library, but it pulls in %s", p)
+		}
+	}
+	for _, p := range nonStandard(t, module+"/admission") {
+		if strings.HasPrefix(p, "github.com/luthermonson/go-proxmox") || p == module+"/pvesdn" {
+			t.Errorf("admission must not import the Proxmox client, but it pulls in %s", p)
+		}
+	}
+}
