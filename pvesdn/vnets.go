@@ -87,16 +87,13 @@ func PlanVNets(ctx context.Context, c *proxmox.Client, z Zone) (*Plan, error) {
 		}
 		p.CreateZone = false
 	}
-	byID := vnetsByID(vnets)
-	for _, vid := range z.VLANs.IDs() {
-		id := z.VNetID(vid)
-		v, ok := byID[id]
-		switch {
-		case !ok:
-			p.Add = append(p.Add, VNet{ID: id, Tag: vid})
-		case v.Zone != z.SDNZone || v.Tag != vid:
+	for _, pv := range z.planned(vnets) {
+		switch v := pv.have; {
+		case pv.missing:
+			p.Add = append(p.Add, VNet{ID: pv.id, Tag: pv.vid})
+		case pv.other:
 			return nil, fmt.Errorf("VNet %s exists in zone %s with tag %d, not in %s with tag %d: rename it, or choose another spec.sdn.vnetPrefix",
-				id, v.Zone, v.Tag, z.SDNZone, vid)
+				pv.id, v.Zone, v.Tag, z.SDNZone, pv.vid)
 		default:
 			p.Present++
 		}
@@ -185,15 +182,13 @@ func (z Zone) owns(id string) bool {
 
 func vnetDrift(z Zone, vnets []sdnVNetEntry) []Drift {
 	var out []Drift
-	byID := vnetsByID(vnets)
-	for _, vid := range z.VLANs.IDs() {
-		id := z.VNetID(vid)
-		v, ok := byID[id]
+	for _, pv := range z.planned(vnets) {
+		vid, id, v := pv.vid, pv.id, pv.have
 		switch {
-		case !ok:
+		case pv.missing:
 			out = append(out, Drift{Code: VNetMissing, VNet: id, Message: fmt.Sprintf("VLAN %d has no VNet %s", vid, id),
 				Action: "run pxsubstrate sdn apply"})
-		case v.Zone != z.SDNZone || v.Tag != vid:
+		case pv.other:
 			out = append(out, Drift{Code: VNetOtherTag, VNet: id,
 				Message: fmt.Sprintf("VNet %s is in zone %s with tag %d, not in %s with tag %d", id, v.Zone, v.Tag, z.SDNZone, vid),
 				Action:  fmt.Sprintf("set tag %d and zone %s on VNet %s in Proxmox (tenant NICs on it reach VLAN %d meanwhile)", vid, z.SDNZone, id, v.Tag)})
@@ -206,6 +201,29 @@ func vnetDrift(z Zone, vnets []sdnVNetEntry) []Drift {
 				Message: fmt.Sprintf("VNet %s (tag %d) is in SDN zone %s but no zone VLAN accounts for it", v.VNet, v.Tag, z.SDNZone),
 				Action:  fmt.Sprintf("delete VNet %s, or move it out of zone %s: the zone's tenants are granted VNets by name", v.VNet, z.SDNZone)})
 		}
+	}
+	return out
+}
+
+// plannedVNet is one zone VLAN's VNet as the SDN configuration has it:
+// missing, other (in another zone or with another tag), or as planned.
+type plannedVNet struct {
+	vid            int
+	id             string
+	have           sdnVNetEntry
+	missing, other bool
+}
+
+// planned pairs every zone VLAN, in order, with the SDN's VNet of its ID:
+// the one reading the plan and the audit share.
+func (z Zone) planned(vnets []sdnVNetEntry) []plannedVNet {
+	byID := vnetsByID(vnets)
+	ids := z.VLANs.IDs()
+	out := make([]plannedVNet, 0, len(ids))
+	for _, vid := range ids {
+		id := z.VNetID(vid)
+		v, ok := byID[id]
+		out = append(out, plannedVNet{vid: vid, id: id, have: v, missing: !ok, other: ok && (v.Zone != z.SDNZone || v.Tag != vid)})
 	}
 	return out
 }
