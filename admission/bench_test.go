@@ -79,6 +79,8 @@ func FuzzReview(f *testing.F) {
 	f.Add(uint8(3), false, js(f, vm(l{multus("tenant-b/x", true)}, ann(AnnotationNetworks, "a"))), js(f, vm(nil, nil)), "")
 	f.Add(uint8(5), false, js(f, pod(ann(AnnotationLogicalSwitch, "x"))), js(f, pod(nil)), "ovn-default")
 	f.Add(uint8(1), true, []byte(`{"spec":{"network":{"networkDevices":[{"vlan":1.5}]}}}`), []byte(nil), "")
+	f.Add(uint8(0), true, js(f, machineV1(nicV1("pxa0101", 0, "subnet-a"))), []byte(nil), "pxa0101/subnet-a,vmbr70/101/subnet-a")
+	f.Add(uint8(1), true, js(f, machineV2(nicV2("net0", "pxa0102", 102, "subnet-b"))), []byte(nil), "pxa0101/subnet-a")
 	f.Add(uint8(6), false, js(f, helmRelease(KindKubernetesNodes, nodePool(m{"cluster": "c2"}))), js(f, helmRelease(KindKubernetesNodes, nodePool(nil))), "")
 	f.Add(uint8(8), false, js(f, application(KindKubernetes, m{"substrate": 1})), js(f, application(KindKubernetes, nil)), "")
 	kinds := []metav1.GroupVersionKind{gvkMachineV1, gvkMachineV2, gvkTemplateV1, gvkVM, gvkVMI, gvkPod, gvkHelmRelease, gvkKubernetesNodes, gvkKubernetes}

@@ -230,6 +230,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("zones: [{name: z, bridge: b, uplinkVLAN: 1.5}]"))
 	f.Add([]byte("zones: [{name: z, bridge: b, uplinkBridges: [1]}]"))
 	f.Add([]byte("admission: {validationActions: [Nope]}"))
+	f.Add([]byte("zones: [{name: z, bridge: b, sdn: {mode: VNets}}]"))
+	f.Add([]byte("zones: [{name: z, bridge: pxa0001, sdn: {mode: VNets, zone: pxa}}, {name: y, bridge: c, sdn: {mode: Check, vnetPrefix: 1}}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data)
 		if err != nil {
