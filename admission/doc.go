@@ -23,7 +23,7 @@
 //     aggregated API server's own admission) and of the Flux HelmReleases
 //     it stores them as (helm.toolkit.fluxcd.io, told by their
 //     apps.cozystack.io/application.* labels): substrate, and a pool's
-//     cluster and storageClass, may not change.
+//     cluster and storageClass, may not change, nor those labels.
 //
 // The attachment policies skip cozy-* namespaces, kube-system, the package's
 // release namespace, every zone's egress gateway namespace and a configured
@@ -38,11 +38,11 @@
 // A differential test holds them together on every run: in a real
 // kube-apiserver (1.37, envtest) serving the capmox v0.9 CRDs (v1alpha1 and
 // v1alpha2), KubeVirt's VM and VMI kinds, Flux's HelmRelease CRD and
-// stand-ins for the two applications, the 67 table pairs (134 requests) and
+// stand-ins for the two applications, the 69 table pairs (138 requests) and
 // 400 generated requests (100 machines, 100 VMs and VMIs, 100 pods, 100
 // HelmReleases and applications, drawn by pgregory.net/rapid)
 // go through the generated policies as server-side dry runs, CREATE and
-// UPDATE, and each answer must equal the Go validator's; the 134 pair
+// UPDATE, and each answer must equal the Go validator's; the 138 pair
 // requests then go through the webhook Handler over TLS instead.
 //
 // The package never writes to a cluster and never reads one except through

@@ -77,9 +77,18 @@ func holdsValues(k metav1.GroupVersionKind) bool {
 	return false
 }
 
+// labelsRule keeps a HelmRelease that stores one of the two applications
+// marked as such: without its labels the fields above go unjudged.
+var labelsRule = immutableField{
+	head: "the " + LabelApplicationGroup + " and " + LabelApplicationKind + " labels of a HelmRelease " +
+		"that stores a Kubernetes or KubernetesNodes application cannot change",
+	tail: "they tell admission which application it stores; update the application instead, or delete it and create a new one",
+}
+
 // immutableFieldsRule refuses an UPDATE that changes an immutable field of
 // a Kubernetes or KubernetesNodes application, judged on the application
-// itself or on the HelmRelease that stores it.
+// itself or on the HelmRelease that stores it, and an UPDATE that takes
+// such a HelmRelease's application labels away.
 func (v *Validator) immutableFieldsRule(req Request) (Decision, error) {
 	obj, old, err := decodePair(req)
 	if err != nil {
@@ -92,8 +101,31 @@ func (v *Validator) immutableFieldsRule(req Request) (Decision, error) {
 	if err != nil || app == "" {
 		return allow(), err
 	}
+	if d, err := fieldsUnchanged(req.Kind, app, old, obj); err != nil || !d.Allowed {
+		return d, err
+	}
+	if req.Kind.Group != GroupHelm {
+		return allow(), nil
+	}
+	was, err := labelledApplication(old)
+	if err != nil {
+		return Decision{}, err
+	}
+	is, err := labelledApplication(obj)
+	if err != nil {
+		return Decision{}, err
+	}
+	if was != "" && is != was {
+		return deny(PolicyImmutableFields, labelsRule.composed(was, is), labelsRule.static()), nil
+	}
+	return allow(), nil
+}
+
+// fieldsUnchanged compares each immutable field of app between the old
+// object and the new one.
+func fieldsUnchanged(k metav1.GroupVersionKind, app string, old, obj object) (Decision, error) {
 	path := []string{"spec"}
-	if req.Kind.Group == GroupHelm {
+	if k.Group == GroupHelm {
 		path = []string{"spec", "values"}
 	}
 	for _, f := range immutableFields {
@@ -102,11 +134,11 @@ func (v *Validator) immutableFieldsRule(req Request) (Decision, error) {
 		}
 		was, err := fieldValue(old, path, f)
 		if err != nil {
-			return Decision{}, fmt.Errorf("cannot read the old %s: %w", req.Kind.Kind, err)
+			return Decision{}, fmt.Errorf("cannot read the old %s: %w", k.Kind, err)
 		}
 		is, err := fieldValue(obj, path, f)
 		if err != nil {
-			return Decision{}, fmt.Errorf("cannot read %s: %w", req.Kind.Kind, err)
+			return Decision{}, fmt.Errorf("cannot read %s: %w", k.Kind, err)
 		}
 		if was != is {
 			return deny(PolicyImmutableFields, f.composed(was, is), f.static()), nil
@@ -124,14 +156,23 @@ func applicationOf(k metav1.GroupVersionKind, old, obj object) (string, error) {
 		return k.Kind, nil
 	}
 	for _, o := range []object{old, obj} {
-		labels, err := o.stringMap("metadata", "labels")
-		if err != nil {
-			return "", err
+		app, err := labelledApplication(o)
+		if err != nil || app != "" {
+			return app, err
 		}
-		kind := labels[LabelApplicationKind]
-		if labels[LabelApplicationGroup] == GroupApps && (kind == KindKubernetes || kind == KindKubernetesNodes) {
-			return kind, nil
-		}
+	}
+	return "", nil
+}
+
+// labelledApplication is the application o's labels name, or "".
+func labelledApplication(o object) (string, error) {
+	labels, err := o.stringMap("metadata", "labels")
+	if err != nil {
+		return "", err
+	}
+	kind := labels[LabelApplicationKind]
+	if labels[LabelApplicationGroup] == GroupApps && (kind == KindKubernetes || kind == KindKubernetesNodes) {
+		return kind, nil
 	}
 	return "", nil
 }
@@ -218,5 +259,12 @@ func immutableFieldsPolicy() admissionregistrationv1.ValidatingAdmissionPolicy {
 			MessageExpression: `'` + f.head + ` ("' + ` + was + ` + '" to "' + ` + is + ` + '"): ` + f.tail + `'`,
 		})
 	}
+	p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
+		Expression: `request.kind.group != '` + GroupHelm + `' || variables.oldApp == '' || ` +
+			celApplicationOf(celLabels("object")) + ` == variables.oldApp`,
+		Message: labelsRule.static(),
+		MessageExpression: `'` + labelsRule.head + ` ("' + variables.oldApp + '" to "' + ` + celApplicationOf(celLabels("object")) +
+			` + '"): ` + labelsRule.tail + `'`,
+	})
 	return p
 }

@@ -137,8 +137,24 @@ func immutableCases() map[string]pairCase {
 		"ImmutableLabelsDropped": {
 			reason:   "dropping the application labels in the same update does not lift the rule",
 			refused:  input{op: OperationUpdate, kind: gvkHelmRelease, ns: plain(), obj: helmRelease("", nodePool(m{"cluster": "c2"})), old: helmRelease(KindKubernetesNodes, nodePool(nil))},
-			admitted: input{op: OperationUpdate, kind: gvkHelmRelease, ns: plain(), obj: helmRelease("", nodePool(nil)), old: helmRelease(KindKubernetesNodes, nodePool(nil))},
+			admitted: input{op: OperationUpdate, kind: gvkHelmRelease, ns: plain(), obj: helmRelease(KindKubernetesNodes, nodePool(m{"replicas": 5})), old: helmRelease(KindKubernetesNodes, nodePool(nil))},
 			policy:   PolicyImmutableFields, message: immutableMessage(fNodesCluster, "c1", "c2"),
+		},
+		"ImmutableLabelsKept": {
+			reason: "a HelmRelease that stores a pool keeps its application labels, or later updates would go unjudged; other labels may change",
+			refused: input{op: OperationUpdate, kind: gvkHelmRelease, ns: plain(),
+				obj: setPath(helmRelease(KindKubernetesNodes, nodePool(nil)), m{LabelApplicationKind: KindKubernetes, LabelApplicationGroup: GroupApps}, "metadata", "labels"),
+				old: helmRelease(KindKubernetesNodes, nodePool(nil))},
+			admitted: input{op: OperationUpdate, kind: gvkHelmRelease, ns: plain(),
+				obj: setPath(helmRelease(KindKubernetesNodes, nodePool(nil)), m{LabelApplicationKind: KindKubernetesNodes, LabelApplicationGroup: GroupApps, "sharding.fluxcd.io/key": "tenants"}, "metadata", "labels"),
+				old: helmRelease(KindKubernetesNodes, nodePool(nil))},
+			policy: PolicyImmutableFields, message: labelsRule.composed(KindKubernetesNodes, KindKubernetes),
+		},
+		"ImmutableLabelsDroppedAlone": {
+			reason:   "taking the labels away with the values unchanged is refused too; the label of the application's name is not one of them",
+			refused:  input{op: OperationUpdate, kind: gvkHelmRelease, ns: plain(), obj: helmRelease("", nodePool(nil)), old: helmRelease(KindKubernetesNodes, nodePool(nil))},
+			admitted: input{op: OperationUpdate, kind: gvkHelmRelease, ns: plain(), obj: setPath(helmRelease(KindKubernetesNodes, nodePool(nil)), m{LabelApplicationKind: KindKubernetesNodes, LabelApplicationGroup: GroupApps}, "metadata", "labels"), old: helmRelease(KindKubernetesNodes, nodePool(nil))},
+			policy:   PolicyImmutableFields, message: labelsRule.composed(KindKubernetesNodes, ""),
 		},
 		"ImmutableNotOurs": {
 			reason:   "a HelmRelease the aggregated API did not write is not judged; the same change on a pool is",
