@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,7 +90,44 @@ func drawPoolRef(t *rapid.T, label string) m {
 	return m{"apiGroup": "ipam.cluster.x-k8s.io", "kind": kind, "name": rapid.SampledFrom(poolVocab[1:]).Draw(t, label+"name")}
 }
 
-func drawNICv1(t *rapid.T, i int, additional bool) m {
+// drawListed draws, one time in two, a NIC as a namespace lists it: the
+// bridge, VLAN (0 for a VNet) and InClusterIPPool of an entry the case's
+// namespace lists, or of triplesVocab when it lists none, so that machines
+// on a tenant's own networks and VNets are often admitted, not only
+// refused.
+func drawListed(t *rapid.T, i int, g genNS) (bridge string, vlan int, pool string, ok bool) {
+	if rapid.Bool().Draw(t, fmt.Sprintf("listed%d", i)) {
+		return "", 0, "", false
+	}
+	entries := triplesVocab
+	if g.networks != nil && *g.networks != "" {
+		entries = strings.Split(*g.networks, ",")
+	}
+	parts := strings.Split(rapid.SampledFrom(entries).Draw(t, fmt.Sprintf("entry%d", i)), "/")
+	if len(parts) == 2 {
+		return parts[0], 0, parts[1], true
+	}
+	vlan, _ = strconv.Atoi(parts[1])
+	return parts[0], vlan, parts[2], true
+}
+
+func listedNIC(bridge string, vlan int) m {
+	n := m{"bridge": bridge}
+	if vlan != 0 {
+		n["vlan"] = vlan
+	}
+	return n
+}
+
+func drawNICv1(t *rapid.T, g genNS, i int, additional bool) m {
+	if bridge, vlan, pool, ok := drawListed(t, i, g); ok {
+		n := listedNIC(bridge, vlan)
+		n["ipv4PoolRef"] = poolRef(pool)
+		if additional {
+			n["name"] = fmt.Sprintf("net%d", i)
+		}
+		return n
+	}
 	n := m{"bridge": rapid.SampledFrom(bridgeVocab).Draw(t, fmt.Sprintf("bridge%d", i))}
 	if v := rapid.SampledFrom(vlanVocab).Draw(t, fmt.Sprintf("vlan%d", i)); v != 0 {
 		n["vlan"] = v
@@ -107,7 +145,12 @@ func drawNICv1(t *rapid.T, i int, additional bool) m {
 	return n
 }
 
-func drawNICv2(t *rapid.T, name string, i int) m {
+func drawNICv2(t *rapid.T, g genNS, name string, i int) m {
+	if bridge, vlan, pool, ok := drawListed(t, i, g); ok {
+		n := listedNIC(bridge, vlan)
+		n["name"], n["ipPoolRef"] = name, l{poolRef(pool)}
+		return n
+	}
 	n := m{"name": name}
 	if rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("hasBridge%d", i)) > 0 {
 		n["bridge"] = rapid.SampledFrom(bridgeVocab).Draw(t, fmt.Sprintf("bridge%d", i))
@@ -125,7 +168,8 @@ func drawNICv2(t *rapid.T, name string, i int) m {
 	return n
 }
 
-func drawMachine(t *rapid.T) (m, input) {
+// drawMachine draws a machine or template for namespace g.
+func drawMachine(t *rapid.T, g genNS) (m, input) {
 	v2 := rapid.Bool().Draw(t, "v1alpha2")
 	count := rapid.IntRange(0, 3).Draw(t, "nics")
 	var obj m
@@ -135,13 +179,13 @@ func drawMachine(t *rapid.T) (m, input) {
 		first := rapid.SampledFrom([]int{0, 0, 0, 1}).Draw(t, "firstName")
 		var ds []m
 		for i := 0; i < count; i++ {
-			ds = append(ds, drawNICv2(t, fmt.Sprintf("net%d", first+i), i))
+			ds = append(ds, drawNICv2(t, g, fmt.Sprintf("net%d", first+i), i))
 		}
 		obj = machineV2(ds...)
 	} else {
 		var def m
 		if count > 0 && rapid.IntRange(0, 4).Draw(t, "hasDefault") > 0 {
-			def = drawNICv1(t, 0, false)
+			def = drawNICv1(t, g, 0, false)
 		}
 		network := m{}
 		if def != nil {
@@ -149,7 +193,7 @@ func drawMachine(t *rapid.T) (m, input) {
 		}
 		var adds l
 		for i := 1; i < count; i++ {
-			adds = append(adds, drawNICv1(t, i, true))
+			adds = append(adds, drawNICv1(t, g, i, true))
 		}
 		if adds != nil {
 			network["additionalDevices"] = adds
@@ -294,13 +338,14 @@ func own(o m, ns string) m {
 	return out
 }
 
-// differential draws cases with draw and requires the Go validator and the
-// generated policies in the API server to agree on each.
-func (e *apiEnv) differential(t *testing.T, draw func(*rapid.T) (m, input), count map[bool]int) {
+// differential draws cases with draw, for the namespace drawn first, and
+// requires the Go validator and the generated policies in the API server
+// to agree on each.
+func (e *apiEnv) differential(t *testing.T, draw func(*rapid.T, genNS) (m, input), count map[bool]int) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
 		g := drawNamespace(rt)
-		obj, in := draw(rt)
+		obj, in := draw(rt, g)
 		ns := e.place(ctx, g)
 		in.ns = ns
 		in.obj = own(obj, ns.Name)
@@ -321,6 +366,11 @@ func (e *apiEnv) differential(t *testing.T, draw func(*rapid.T) (m, input), coun
 	if count[true] < 10 || count[false] < 10 {
 		t.Errorf("the generator is lopsided: %d admitted, %d refused", count[true], count[false])
 	}
+}
+
+// anyNS is a draw that does not depend on the namespace.
+func anyNS(draw func(*rapid.T) (m, input)) func(*rapid.T, genNS) (m, input) {
+	return func(t *rapid.T, _ genNS) (m, input) { return draw(t) }
 }
 
 // TestAgainstAPIServer runs the policies in a real kube-apiserver: every
@@ -344,8 +394,8 @@ func TestAgainstAPIServer(t *testing.T) {
 	})
 	for _, g := range []struct {
 		name string
-		draw func(*rapid.T) (m, input)
-	}{{"Machines", drawMachine}, {"VMs", drawVM}, {"Pods", drawPod}, {"Applications", drawImmutable}} {
+		draw func(*rapid.T, genNS) (m, input)
+	}{{"Machines", drawMachine}, {"VMs", anyNS(drawVM)}, {"Pods", anyNS(drawPod)}, {"Applications", anyNS(drawImmutable)}} {
 		t.Run(g.name, func(t *testing.T) {
 			count := map[bool]int{}
 			e.differential(t, g.draw, count)
