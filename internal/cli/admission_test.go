@@ -256,3 +256,57 @@ func TestAdmissionPolicies(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// poolReview is the docs' HelmRelease update of the pool alpha-md0, with the
+// new object's values.
+func poolReview(values string) string {
+	obj := func(v string) string {
+		return `
+    apiVersion: helm.toolkit.fluxcd.io/v2
+    kind: HelmRelease
+    metadata:
+      name: kubernetes-nodes-alpha-md0
+      namespace: tenant-alpha
+      labels:
+        apps.cozystack.io/application.group: apps.cozystack.io
+        apps.cozystack.io/application.kind: KubernetesNodes
+        apps.cozystack.io/application.name: alpha-md0
+    spec:
+      values: ` + v + "\n"
+	}
+	return `apiVersion: admission.k8s.io/v1
+kind: AdmissionReview
+request:
+  uid: 7f0c0a4e-1
+  operation: UPDATE
+  kind: {group: helm.toolkit.fluxcd.io, version: v2, kind: HelmRelease}
+  resource: {group: helm.toolkit.fluxcd.io, version: v2, resource: helmreleases}
+  namespace: tenant-alpha
+  name: kubernetes-nodes-alpha-md0
+  oldObject:` + obj("{cluster: alpha, substrate: proxmox, replicas: 3}") + `  object:` + obj(values)
+}
+
+// TestAdmissionReviewPool: docs/admission.md's pool update; the substrate
+// change it mentions is refused, exit 1, and neither prints the note about
+// a namespace the immutable-fields policy never reads.
+func TestAdmissionReviewPool(t *testing.T) {
+	dir := admissionFiles(t, map[string]string{
+		"replicas.yaml":  poolReview("{cluster: alpha, substrate: proxmox, replicas: 4}"),
+		"substrate.yaml": poolReview("{cluster: alpha, substrate: kubevirt, replicas: 3}"),
+	})
+	for name, want := range map[string]struct {
+		code int
+		out  string
+	}{
+		"replicas.yaml":  {0, "7f0c0a4e-1 true - 200"},
+		"substrate.yaml": {1, `proxmox-kubernetes-immutable-fields 422 message: substrate of a KubernetesNodes pool cannot change ("proxmox" to "kubevirt"): create a new KubernetesNodes pool on the other substrate and scale this one down`},
+	} {
+		out, errOut, code := admissionRun(t, "admission", "review", "-f", filepath.Join(dir, name))
+		if code != want.code || !strings.Contains(strings.Join(strings.Fields(out), " "), want.out) {
+			t.Errorf("%s: exit %d, want %d; stdout lacks %q:\n%s", name, code, want.code, want.out, out)
+		}
+		if strings.Contains(errOut, "namespace-file") {
+			t.Errorf("%s: the note about the namespace for a policy that reads none: %s", name, errOut)
+		}
+	}
+}
