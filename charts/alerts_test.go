@@ -24,6 +24,30 @@ var alertNames = []string{
 	"ProxmoxNetworkOVNNBUnreachable", "ProxmoxNetworkVLANAllocationErrors", "ProxmoxNetworkControllerNoLeader", "ProxmoxNetworkReconcileErrors",
 }
 
+// registeredMetrics is every metric name the controller process exports:
+// the network metrics as network.NewMetrics registers them, read back from
+// a registry, the engine's and the leader gauge.
+func registeredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if _, err := network.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{controller.MetricLeader: true}
+	ch := make(chan *prometheus.Desc, 64)
+	go func() { reg.Describe(ch); close(ch) }()
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		if m := fq.FindStringSubmatch(d.String()); m != nil {
+			registered[m[1]] = true
+		}
+	}
+	for _, m := range []string{engine.MetricReconciles, engine.MetricErrors, engine.MetricDuration, engine.MetricQueueDepth} {
+		registered[m] = true
+	}
+	return registered
+}
+
 // rules renders the chart's PrometheusRule with the default values and
 // returns its spec (Prometheus's rule file format).
 func rules(t *testing.T) map[string]any {
@@ -86,22 +110,7 @@ func TestAlerts(t *testing.T) {
 // TestAlertMetricsExist: every metric an alert reads is one the controller
 // registers, and the rule file holds exactly the promised alerts.
 func TestAlertMetricsExist(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	if _, err := network.NewMetrics(reg); err != nil {
-		t.Fatal(err)
-	}
-	registered := map[string]bool{controller.MetricLeader: true}
-	ch := make(chan *prometheus.Desc, 64)
-	go func() { reg.Describe(ch); close(ch) }()
-	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for d := range ch {
-		if m := fq.FindStringSubmatch(d.String()); m != nil {
-			registered[m[1]] = true
-		}
-	}
-	for _, m := range []string{engine.MetricReconciles, engine.MetricErrors, engine.MetricDuration, engine.MetricQueueDepth} {
-		registered[m] = true
-	}
+	registered := registeredMetrics(t)
 	spec := rules(t)
 	var alerts []string
 	metric := regexp.MustCompile(`\b(cozy_proxmox_[a-z0-9_]+|pxsubstrate_[a-z0-9_]+)\b`)

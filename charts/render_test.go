@@ -2,6 +2,8 @@ package charts
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -152,6 +154,32 @@ func TestRenderBranches(t *testing.T) {
 			reason:  "alerts.enabled=false renders no PrometheusRule",
 			values:  "alerts: {enabled: false}",
 			objects: join(base, tlsRole, policies),
+		},
+		"Dashboard": {
+			reason:  "dashboard.enabled ships the dashboard as a GrafanaDashboard in the Grafana's namespace, with the chart's JSON, folder and instance selector",
+			values:  "dashboard: {enabled: true, folder: network, instanceSelector: {matchLabels: {dashboards: main}}}",
+			objects: join(base, tlsRole, policies, alertRule, []string{dashboardKey}),
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				d := mustFind(t, objs, dashboardKey)
+				spec, _, _ := unstructured.NestedMap(d.Object, "spec")
+				raw, _ := spec["json"].(string)
+				file, err := os.ReadFile(filepath.Join(mainChart, "dashboards", "proxmox-network.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if raw != string(file) {
+					t.Errorf("spec.json is not dashboards/proxmox-network.json as it is")
+				}
+				delete(spec, "json")
+				if diff := cmp.Diff(map[string]any{"folder": "network", "instanceSelector": map[string]any{"matchLabels": map[string]any{"dashboards": "main"}}}, spec); diff != "" {
+					t.Errorf("spec: -want +got:\n%s", diff)
+				}
+			},
+		},
+		"DashboardNamespace": {
+			reason:  "dashboard.namespace puts it beside another Grafana",
+			values:  "dashboard: {enabled: true, namespace: cozy-monitoring}",
+			objects: join(base, tlsRole, policies, alertRule, []string{"GrafanaDashboard cozy-monitoring/proxmox-network"}),
 		},
 		"AlertLabels": {
 			reason:  "alerts.labels reach the PrometheusRule for the Prometheus's ruleSelector; the prune timeout is the deletion alert's wait",
