@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -183,17 +182,17 @@ func writeAndApply(ctx context.Context, c *proxmox.Client, p *Plan, token string
 }
 
 func dryRun(ctx context.Context, c *proxmox.Client, res *ApplyResult) error {
-	var nodes []nodeEntry
-	if err := c.Get(ctx, "/nodes", &nodes); err != nil {
-		return fmt.Errorf("cannot list the nodes: %s", errText(err))
+	nodes, err := listNodes(ctx, c)
+	if err != nil {
+		return err
 	}
 	res.DryRun = map[string]string{}
 	for _, n := range nodes {
 		var d proxmox.SDNDryRun
-		if err := c.Get(ctx, "/cluster/sdn/dry-run?"+url.Values{"node": {n.Node}}.Encode(), &d); err != nil {
-			return fmt.Errorf("dry-run on node %s failed, nothing applied: %s", n.Node, errText(err))
+		if err := c.Get(ctx, "/cluster/sdn/dry-run?"+url.Values{"node": {n}}.Encode(), &d); err != nil {
+			return fmt.Errorf("dry-run on node %s failed, nothing applied: %s", n, errText(err))
 		}
-		res.DryRun[n.Node] = d.InterfacesDiff
+		res.DryRun[n] = d.InterfacesDiff
 	}
 	return nil
 }
@@ -223,13 +222,12 @@ func readBack(ctx context.Context, c *proxmox.Client, upid string, res *ApplyRes
 			failed[node] = lines[i]
 		}
 	}
-	var nodes []nodeEntry
-	if err := c.Get(ctx, "/nodes", &nodes); err != nil {
-		return fmt.Errorf("cannot list the nodes: %s", errText(err))
+	nodes, err := listNodes(ctx, c)
+	if err != nil {
+		return err
 	}
-	sort.Slice(nodes, func(a, b int) bool { return nodes[a].Node < nodes[b].Node })
 	for _, n := range nodes {
-		res.Nodes = append(res.Nodes, nodeReload(ctx, c, n.Node, task.StartTime, failed[n.Node]))
+		res.Nodes = append(res.Nodes, nodeReload(ctx, c, n, task.StartTime, failed[n]))
 	}
 	return nil
 }

@@ -3,10 +3,12 @@ package pvesdn
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+	"github.com/samber/lo"
 )
 
 // Per-node states of an SDN zone, as GET /nodes/{node}/sdn/zones reports
@@ -39,11 +41,7 @@ func (n NodeZone) NotAvailable() bool { return n.Status != "" && n.Status != Zon
 
 // detail is the node's VNet messages, "pxa0100: error pxa0100; ...".
 func (n NodeZone) detail() string {
-	ids := make([]string, 0, len(n.VNets))
-	for id := range n.VNets {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(n.VNets))
 	parts := make([]string, 0, len(ids))
 	for _, id := range ids {
 		parts = append(parts, id+": "+n.VNets[id])
@@ -56,16 +54,26 @@ func (n NodeZone) detail() string {
 // is not available, its VNets' status messages. A node that cannot be read
 // is returned with Err; only a node list that cannot be read is an error.
 func ZoneOnNodes(ctx context.Context, c *proxmox.Client, zone string) ([]NodeZone, error) {
+	nodes, err := listNodes(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]NodeZone, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, zoneOnNode(ctx, c.NodeRef(n), zone))
+	}
+	return out, nil
+}
+
+// listNodes returns the cluster's node names in order (GET /nodes).
+func listNodes(ctx context.Context, c *proxmox.Client) ([]string, error) {
 	var nodes []nodeEntry
 	if err := c.Get(ctx, "/nodes", &nodes); err != nil {
 		return nil, fmt.Errorf("cannot list the nodes: %s", errText(err))
 	}
-	sort.Slice(nodes, func(a, b int) bool { return nodes[a].Node < nodes[b].Node })
-	out := make([]NodeZone, 0, len(nodes))
-	for _, n := range nodes {
-		out = append(out, zoneOnNode(ctx, c.NodeRef(n.Node), zone))
-	}
-	return out, nil
+	names := lo.Map(nodes, func(n nodeEntry, _ int) string { return n.Node })
+	slices.Sort(names)
+	return names, nil
 }
 
 func zoneOnNode(ctx context.Context, node *proxmox.Node, zone string) NodeZone {
