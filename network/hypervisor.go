@@ -53,10 +53,10 @@ func SDNZone(obj *v1alpha1.ProxmoxNetworkZone) (pvesdn.Zone, error) {
 		z.MTU = int(*obj.Spec.MTU)
 	}
 	if s := obj.Spec.SDN; s != nil {
-		if s.Mode != "Check" && s.Mode != "VNets" {
+		if s.Mode != v1alpha1.SDNModeCheck && s.Mode != v1alpha1.SDNModeVNets {
 			return pvesdn.Zone{}, fmt.Errorf("spec.sdn.mode %q is neither Check nor VNets", s.Mode)
 		}
-		if s.Mode == "VNets" {
+		if s.Mode == v1alpha1.SDNModeVNets {
 			z.SDNZone, z.VNetPrefix = s.Zone, s.VNetPrefix
 		}
 	}
@@ -65,7 +65,7 @@ func SDNZone(obj *v1alpha1.ProxmoxNetworkZone) (pvesdn.Zone, error) {
 
 // vnetOf is the VNet of a VLAN in a zone of mode VNets, else "".
 func vnetOf(zone *v1alpha1.ProxmoxNetworkZone, vid int) string {
-	if zone.Spec.SDN == nil || zone.Spec.SDN.Mode != "VNets" {
+	if zone.Spec.SDN == nil || zone.Spec.SDN.Mode != v1alpha1.SDNModeVNets {
 		return ""
 	}
 	z, err := SDNZone(zone)
@@ -192,12 +192,7 @@ func (c *Controller) zoneHypervisor(ctx context.Context, p *zonePassState) (engi
 	rep = rep.WithLastKnown(prev, zone)
 	c.hyper.swap(z.Name, rep)
 	carry := rep.CarryableSet()
-	var withheld vlanalloc.Set
-	for _, vid := range zone.VLANs.IDs() {
-		if !carry.Has(vid) {
-			withheld.Add(vid)
-		}
-	}
+	withheld := zone.VLANs.Subtract(&carry)
 	if c.cache.setWithheld(z.Name, withheld) {
 		c.enqueueNetworks(c.cache.zoneNetworkKeys(z.Name))
 	}

@@ -89,11 +89,7 @@ func (r *Report) CarryableSet() vlanalloc.Set {
 	}
 	out := r.Nodes[0].Carryable
 	for _, n := range r.Nodes[1:] {
-		for _, vid := range out.IDs() {
-			if !n.Carryable.Has(vid) {
-				out.Remove(vid)
-			}
-		}
+		out = out.Intersect(&n.Carryable)
 	}
 	return out
 }
@@ -180,9 +176,7 @@ func Check(ctx context.Context, c *proxmox.Client, z Zone) (*Report, error) {
 		}
 		view, found := checkNode(z, n.Node, ifaces)
 		for _, f := range sdnUse {
-			for _, vid := range f.set.IDs() {
-				view.Carryable.Remove(vid)
-			}
+			view.Carryable = view.Carryable.Subtract(&f.set)
 		}
 		view.CarryableVLANs = view.Carryable.String()
 		r.Nodes = append(r.Nodes, view)
@@ -266,16 +260,12 @@ func checkNode(z Zone, node string, ifaces []iface) (NodeView, []Finding) {
 			found = append(found, Finding{Code: VLANsOutsideBridge, Node: node, VLANs: outside.String(),
 				Message: fmt.Sprintf("bridge %s on node %s does not allow VLANs %s (bridge-vids %q)", z.Bridge, node, outside.String(), br.VIDs),
 				Action:  fmt.Sprintf("add %s to bridge-vids of %s on node %s", outside.String(), z.Bridge, node)})
-			for _, vid := range outside.IDs() {
-				view.Carryable.Remove(vid)
-			}
+			view.Carryable = view.Carryable.Subtract(&outside)
 		}
 	}
 	for _, f := range vlanInterfaces(z, node, br, ifaces) {
 		found = append(found, f.Finding)
-		for _, vid := range f.set.IDs() {
-			view.Carryable.Remove(vid)
-		}
+		view.Carryable = view.Carryable.Subtract(&f.set)
 	}
 	return view, found
 }
@@ -285,13 +275,7 @@ func checkNode(z Zone, node string, ifaces []iface) (NodeView, []Finding) {
 // ports on VLAN 1 only).
 func outsideVIDs(zone vlanalloc.Set, vids string) vlanalloc.Set {
 	allowed, _ := parseVIDs(vids)
-	out := vlanalloc.Set{}
-	for _, vid := range zone.IDs() {
-		if !allowed.Has(vid) {
-			out.Add(vid)
-		}
-	}
-	return out
+	return zone.Subtract(&allowed)
 }
 
 // parseVIDs parses bridge-vids ("2-4094", "100 200-300"); items that do not

@@ -43,11 +43,7 @@ func (r *Report) WithLastKnown(prev *Report, z Zone) *Report {
 // VLANs, and adds its earlier findings.
 func (r *Report) stale(prev *Report, p NodeView, why string, z Zone) NodeView {
 	p.Stale, p.Error = true, why
-	for _, vid := range p.Carryable.IDs() {
-		if !z.VLANs.Has(vid) {
-			p.Carryable.Remove(vid)
-		}
-	}
+	p.Carryable = p.Carryable.Intersect(&z.VLANs)
 	p.CarryableVLANs = p.Carryable.String()
 	for _, f := range prev.Findings {
 		if f.Node == p.Name && f.Code != NodeUnreadable {

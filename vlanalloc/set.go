@@ -82,6 +82,32 @@ func (s *Set) IDs() []int {
 	return out
 }
 
+// Intersect returns the IDs that are members of both s and o.
+func (s *Set) Intersect(o *Set) Set {
+	return s.combine(o, func(a, b uint64) uint64 { return a & b })
+}
+
+// Subtract returns the members of s that are not members of o: the zone's
+// VLANs that a node does not carry, for example.
+func (s *Set) Subtract(o *Set) Set {
+	return s.combine(o, func(a, b uint64) uint64 { return a &^ b })
+}
+
+// combine applies op to each pair of data words; the result's words are
+// never set where s has none, so only s's non-empty words are visited.
+func (s *Set) combine(o *Set, op func(a, b uint64) uint64) Set {
+	var out Set
+	for sum := s.summary; sum != 0; sum &= sum - 1 {
+		w := bits.TrailingZeros64(sum)
+		if word := op(s.words[w], o.words[w]); word != 0 {
+			out.words[w] = word
+			out.summary |= 1 << uint(w)
+			out.n += bits.OnesCount64(word)
+		}
+	}
+	return out
+}
+
 // Run is an inclusive stretch of consecutive IDs.
 type Run struct {
 	First int `json:"first"`

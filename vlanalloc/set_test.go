@@ -1,10 +1,12 @@
 package vlanalloc
 
 import (
+	"slices"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 )
 
@@ -46,6 +48,50 @@ func TestSetStateMachine(t *testing.T) {
 				m, ok := s.Min()
 				if ok != (len(want) > 0) || (ok && m != want[0]) {
 					t.Fatalf("Min = %d, %v; want the first of %v", m, ok, want)
+				}
+			},
+		})
+	})
+}
+
+// TestSetIntersectSubtract: Intersect and Subtract of two sets built by
+// random adds and removes hold exactly the model's members, and leave
+// both operands as they were.
+func TestSetIntersectSubtract(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var a, b Set
+		ma, mb := map[int]bool{}, map[int]bool{}
+		vid := rapid.IntRange(0, 4095)
+		t.Repeat(map[string]func(*rapid.T){
+			"add a":    func(t *rapid.T) { v := vid.Draw(t, "vid"); a.Add(v); ma[v] = true },
+			"add b":    func(t *rapid.T) { v := vid.Draw(t, "vid"); b.Add(v); mb[v] = true },
+			"remove a": func(t *rapid.T) { v := vid.Draw(t, "vid"); a.Remove(v); delete(ma, v) },
+			"remove b": func(t *rapid.T) { v := vid.Draw(t, "vid"); b.Remove(v); delete(mb, v) },
+			"": func(t *rapid.T) {
+				var both, only []int
+				for v := range 4096 {
+					if ma[v] && mb[v] {
+						both = append(both, v)
+					}
+					if ma[v] && !mb[v] {
+						only = append(only, v)
+					}
+				}
+				beforeA, beforeB := a.IDs(), b.IDs()
+				for name, got := range map[string]Set{"Intersect": a.Intersect(&b), "Subtract": a.Subtract(&b)} {
+					want := map[string][]int{"Intersect": both, "Subtract": only}[name]
+					if diff := cmp.Diff(want, got.IDs(), cmpopts.EquateEmpty()); diff != "" {
+						t.Fatalf("%s: -model +set:\n%s", name, diff)
+					}
+					if got.Len() != len(want) {
+						t.Fatalf("%s: Len = %d, want %d", name, got.Len(), len(want))
+					}
+					if m, ok := got.Min(); ok != (len(want) > 0) || (ok && m != want[0]) {
+						t.Fatalf("%s: Min = %d, %v; want the first of %v", name, m, ok, want)
+					}
+				}
+				if !slices.Equal(beforeA, a.IDs()) || !slices.Equal(beforeB, b.IDs()) {
+					t.Fatal("an operand changed")
 				}
 			},
 		})
