@@ -11,6 +11,7 @@ import (
 	"github.com/samber/lo"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn/vnetid"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
@@ -194,9 +195,9 @@ func (s *rawSDN) vnetPrefix(zone string) (string, error) {
 		return "", nil
 	}
 	switch s.Mode {
-	case "Check":
+	case v1alpha1.SDNModeCheck:
 		return "", nil
-	case "VNets":
+	case v1alpha1.SDNModeVNets:
 	default:
 		return "", fmt.Errorf("%w: zones[%s].sdn.mode %q is neither Check nor VNets", ErrConfig, zone, s.Mode)
 	}

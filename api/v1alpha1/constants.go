@@ -38,6 +38,15 @@ const (
 	AnnotationDeletedSubnets = "proxmox.cozystack.io/deleted-subnets"
 )
 
+// Modes of a zone's spec.sdn.
+const (
+	// SDNModeCheck runs the read-only checks of every Proxmox node.
+	SDNModeCheck = "Check"
+	// SDNModeVNets runs the checks and keeps one Proxmox SDN VNet per VLAN
+	// in the zone's VLAN zone.
+	SDNModeVNets = "VNets"
+)
+
 // Condition types of a ProxmoxNetwork.
 const (
 	ConditionVLANAllocated = "VLANAllocated"

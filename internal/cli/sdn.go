@@ -48,7 +48,7 @@ func readSDNZone(app *App, file string, withSDN bool) (pvesdn.Zone, *v1alpha1.Pr
 	if err != nil {
 		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: %w", file, err)
 	}
-	if withSDN && (obj.Spec.SDN == nil || obj.Spec.SDN.Mode != "VNets") {
+	if withSDN && (obj.Spec.SDN == nil || obj.Spec.SDN.Mode != v1alpha1.SDNModeVNets) {
 		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: spec.sdn.mode must be VNets to plan, apply or audit VNets", file)
 	}
 	if err := z.Validate(withSDN); err != nil {
