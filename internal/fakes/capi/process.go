@@ -21,8 +21,8 @@ type Manager struct {
 }
 
 // startProcess starts bin with args and KUBECONFIG=kubeconfig, its output
-// going to the file log. The process dies with the test binary (Linux's
-// parent-death signal), so a crashed test leaves no manager behind.
+// going to the file log. On Linux the process dies with the test binary
+// (sysProcAttr).
 func startProcess(name, bin string, args []string, kubeconfig, log string) (*Manager, error) {
 	f, err := os.Create(log)
 	if err != nil {
@@ -32,7 +32,7 @@ func startProcess(name, bin string, args []string, kubeconfig, log string) (*Man
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", name, err)
 	}
