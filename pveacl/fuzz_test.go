@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // A token id splits into a valid user id and a valid token name, and
@@ -65,7 +64,7 @@ func FuzzPrivilegeList(f *testing.F) {
 			privs, err := pveacl.ParsePrivileges(v, s)
 			if err != nil {
 				var bad []string
-				for _, p := range pveapi.SplitList(s) {
+				for _, p := range pveacl.SplitList(s) {
 					if !pveacl.ValidPrivilege(v, p) {
 						bad = append(bad, p)
 					}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Version is the major version of Proxmox VE whose privilege table applies.
@@ -179,7 +177,7 @@ func IsBuiltinRole(name string) bool {
 func ParsePrivileges(v Version, list string) ([]string, error) {
 	var s PrivSet
 	var bad []string
-	for _, p := range pveapi.SplitList(list) {
+	for _, p := range SplitList(list) {
 		if !ValidPrivilege(v, p) {
 			bad = append(bad, p)
 			continue

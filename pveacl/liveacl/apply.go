@@ -13,7 +13,6 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Outcome is what applying one change did.
@@ -109,7 +108,7 @@ func WithProgress(f func(Progress)) Option { return func(o *settings) { o.progre
 // (Read), plans for the version the cluster runs (tenantplan.Plan, plus
 // tenantplan.Prune with WithPrune) and performs only the missing changes.
 // Applying again plans nothing and sends no changing request.
-func Apply(ctx context.Context, c pveapi.Client, desired *tenantplan.Tenants, opts ...Option) (Result, error) {
+func Apply(ctx context.Context, c Client, desired *tenantplan.Tenants, opts ...Option) (Result, error) {
 	observed, err := Read(ctx, c)
 	if err != nil {
 		return Result{}, fmt.Errorf("cannot apply: %w", err)
@@ -208,7 +207,7 @@ func options(opts []Option) settings {
 // present. Token secrets go to the sink as soon as a token is created; the
 // sink is checked before the first change. It stops at the first error and
 // returns what was done so far.
-func applyChanges(ctx context.Context, c pveapi.Client, changes []tenantplan.Change, opts ...Option) (Result, error) {
+func applyChanges(ctx context.Context, c Client, changes []tenantplan.Change, opts ...Option) (Result, error) {
 	o := options(opts)
 	var res Result
 	var created []string
@@ -247,7 +246,7 @@ func applyChanges(ctx context.Context, c pveapi.Client, changes []tenantplan.Cha
 }
 
 type applier struct {
-	c pveapi.Client
+	c Client
 	o settings
 }
 

@@ -13,8 +13,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Secret is an API token's secret value. Printing, formatting or

@@ -1,5 +1,5 @@
 // Package liveacl reads and changes the access control of a live Proxmox VE
-// cluster through pveapi.Client (go-proxmox's client satisfies it).
+// cluster through a Client: pveapi.New builds one.
 //
 // Read returns the cluster's state as a pveacl.Config, the same Config
 // that parsing its user.cfg gives, with the guests and storages of
@@ -16,3 +16,18 @@
 // (ErrNoSecretSink). A Secret prints as "[redacted]"; no Config, Change,
 // Result or error holds one.
 package liveacl
+
+import "context"
+
+// Client is the Proxmox VE API as liveacl calls it: requests relative to
+// the API base URL, answers decoded from PVE's {"data": ...} envelope, and
+// PVE's errors as go-proxmox's *proxmox.APIError. It is declared here, where
+// it is used, so that nothing under pveacl imports pveapi (whose test server
+// imports pveacl); pveapi.Client has the same methods, and every client
+// pveapi.New builds satisfies it.
+type Client interface {
+	Get(ctx context.Context, path string, v any) error
+	Post(ctx context.Context, path string, data, v any) error
+	Put(ctx context.Context, path string, data, v any) error
+	Delete(ctx context.Context, path string, v any) error
+}

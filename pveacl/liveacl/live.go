@@ -12,7 +12,6 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // ErrIncompleteView reports that the reading token cannot see the whole cluster, so
@@ -41,7 +40,7 @@ var viewPrivileges = []string{"Datastore.Audit", "Pool.Audit", "Sys.Audit", "VM.
 // and returns the Config that usercfg.Parse would give for its user.cfg,
 // with Resources filled from GET /cluster/resources. It first checks that
 // the token sees everything (ErrIncompleteView otherwise).
-func Read(ctx context.Context, c pveapi.Client) (*pveacl.Config, error) {
+func Read(ctx context.Context, c Client) (*pveacl.Config, error) {
 	snap, err := readSnapshot(ctx, c)
 	if err != nil {
 		return nil, err
@@ -57,7 +56,7 @@ func Read(ctx context.Context, c pveapi.Client) (*pveacl.Config, error) {
 // GET /version, /access/permissions?path=/, /access/users?full=1,
 // /access/groups, /access/roles, /access/acl, /pools and one
 // /pools?poolid=X per pool, and /cluster/resources.
-func readSnapshot(ctx context.Context, c pveapi.Client) (snapshot, error) {
+func readSnapshot(ctx context.Context, c Client) (snapshot, error) {
 	var s snapshot
 	v, err := readVersion(ctx, c)
 	if err != nil {
@@ -94,7 +93,7 @@ func readSnapshot(ctx context.Context, c pveapi.Client) (snapshot, error) {
 }
 
 // readVersion returns the major version from GET /version.
-func readVersion(ctx context.Context, c pveapi.Client) (pveacl.Version, error) {
+func readVersion(ctx context.Context, c Client) (pveacl.Version, error) {
 	var v proxmox.Version
 	if err := c.Get(ctx, "/version", &v); err != nil {
 		return 0, fmt.Errorf("cannot read the Proxmox VE version (GET /version): %w", err)
@@ -122,7 +121,7 @@ func parseVersion(s string) (pveacl.Version, error) {
 }
 
 // checkView asks which privileges the token holds on /.
-func checkView(ctx context.Context, c pveapi.Client) error {
+func checkView(ctx context.Context, c Client) error {
 	var perms proxmox.Permissions
 	if err := c.Get(ctx, "/access/permissions?path=%2F", &perms); err != nil {
 		return fmt.Errorf("cannot read the token's own permissions (GET /access/permissions?path=/): %w", err)
@@ -140,7 +139,7 @@ func checkView(ctx context.Context, c pveapi.Client) error {
 	return nil
 }
 
-func readPools(ctx context.Context, c pveapi.Client) ([]snapshotPool, error) {
+func readPools(ctx context.Context, c Client) ([]snapshotPool, error) {
 	var list []snapshotPool
 	if err := c.Get(ctx, "/pools", &list); err != nil {
 		return nil, fmt.Errorf("cannot read the pools (GET /pools): %w", err)
@@ -164,7 +163,7 @@ func readPools(ctx context.Context, c pveapi.Client) ([]snapshotPool, error) {
 	return out, nil
 }
 
-func readResources(ctx context.Context, c pveapi.Client) ([]snapshotResource, error) {
+func readResources(ctx context.Context, c Client) ([]snapshotResource, error) {
 	var rs proxmox.ClusterResources
 	if err := c.Get(ctx, "/cluster/resources", &rs); err != nil {
 		return nil, fmt.Errorf("cannot read the cluster resources (GET /cluster/resources): %w", err)
@@ -181,7 +180,7 @@ func readResources(ctx context.Context, c pveapi.Client) ([]snapshotResource, er
 
 // readVolumes lists the volumes of every storage on every node that has it
 // (a shared storage once per volume id).
-func readVolumes(ctx context.Context, c pveapi.Client, rs []snapshotResource) ([]snapshotVolume, error) {
+func readVolumes(ctx context.Context, c Client, rs []snapshotResource) ([]snapshotVolume, error) {
 	seen := map[string]bool{}
 	var out []snapshotVolume
 	for _, r := range rs {
@@ -209,7 +208,7 @@ func readVolumes(ctx context.Context, c pveapi.Client, rs []snapshotResource) ([
 // ClusterRegion names the cluster for the region written next to token
 // secrets: the cluster name from GET /cluster/status, or on a standalone
 // node the node's name (Proxmox CCM uses one region per cluster).
-func ClusterRegion(ctx context.Context, c pveapi.Client) (string, error) {
+func ClusterRegion(ctx context.Context, c Client) (string, error) {
 	var status []struct {
 		Type  string `json:"type"`
 		Name  string `json:"name"`

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // errInvalidSnapshot: API data that cannot form a configuration.
@@ -154,7 +153,7 @@ type pveList []string
 func (l *pveList) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		*l = pveapi.SplitList(s)
+		*l = pveacl.SplitList(s)
 		return nil
 	}
 	var a []string

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
@@ -243,7 +242,7 @@ func (p *parser) role(f []string) {
 		return
 	}
 	r := p.cfg.Roles[id]
-	for _, priv := range pveapi.SplitList(field(f, 2)) {
+	for _, priv := range pveacl.SplitList(field(f, 2)) {
 		if !pveacl.ValidPrivilege(p.cfg.Version, priv) {
 			p.warn("ignore invalid privilege '%s'", priv)
 			continue
@@ -259,7 +258,7 @@ func (p *parser) role(f []string) {
 // comma, semicolon or space, which the writer's comma-joined list could not
 // carry back; such names are ignored with a warning.
 func (p *parser) items(list string) []string {
-	all := pveapi.SplitList(list)
+	all := pveacl.SplitList(list)
 	out := all[:0]
 	for _, it := range all {
 		if strings.ContainsAny(it, ",; \t\n\v\f\r") {
@@ -285,7 +284,7 @@ func (p *parser) acl(f []string) {
 		p.warn("ignore invalid path in acl '%s'", field(f, 2))
 		return
 	}
-	for _, role := range pveapi.SplitList(field(f, 4)) {
+	for _, role := range pveacl.SplitList(field(f, 4)) {
 		if pveacl.ValidRoleID(role) != nil {
 			p.warn("ignore invalid role name '%s' in acl", role)
 			continue
@@ -343,7 +342,7 @@ func (p *parser) pool(f []string) {
 	if c := field(f, 2); perlTrue(c) {
 		pool.Comment = truthyText(decodeText(c))
 	}
-	for _, s := range pveapi.SplitList(field(f, 3)) {
+	for _, s := range pveacl.SplitList(field(f, 3)) {
 		if !digitsRe.MatchString(s) {
 			p.warn("ignore invalid vmid '%s' in pool '%s'", s, id)
 			continue
@@ -360,7 +359,7 @@ func (p *parser) pool(f []string) {
 		p.vmPool[vmid] = id
 		pool.AddVM(vmid)
 	}
-	for _, s := range pveapi.SplitList(field(f, 4)) {
+	for _, s := range pveacl.SplitList(field(f, 4)) {
 		if pveacl.ValidStorageID(s) != nil {
 			p.warn("ignore invalid storage '%s' in pool '%s'", s, id)
 			continue

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // encodeText escapes free text for user.cfg the way PVE's encode_text does:
@@ -34,7 +34,7 @@ func decodeText(s string) string {
 	if strings.IndexByte(s, '%') < 0 && utf8.ValidString(s) {
 		return s
 	}
-	return strings.ToValidUTF8(pveapi.Unescape(s), "\uFFFD")
+	return strings.ToValidUTF8(pveacl.Unescape(s), "\uFFFD")
 }
 
 // perlTrue is Perl's truth of a string: only "" and "0" are false.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // ParseAuthHeader extracts the API token from an Authorization header the
@@ -29,7 +28,7 @@ func ParseAuthHeader(h string) (string, bool) {
 		if j := strings.IndexByte(v, ';'); j >= 0 {
 			v = v[:j]
 		}
-		v = pveapi.Unescape(v)
+		v = pveacl.Unescape(v)
 		return v, v != ""
 	}
 	return "", false

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // check is a declared permission test of an API method, evaluated like
@@ -116,7 +115,7 @@ func (k useridGroup) eval(c *call, noerr bool) (bool, *apiError) {
 	groups := c.filterGroups(k.privs)
 	what := strings.Join(k.privs, "|")
 	if k.groupsParam != "" {
-		list := pveapi.SplitList(c.p["groups"])
+		list := pveacl.SplitList(c.p["groups"])
 		if len(list) == 0 {
 			return false, permError("/access/groups, " + what)
 		}

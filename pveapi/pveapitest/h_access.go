@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 func accessRoutes() []*route {
@@ -92,7 +91,7 @@ func createRole(c *call) (any, *apiError) {
 // unknown privilege fails with "invalid privilege 'P'".
 func privList(v pveacl.Version, list string) ([]string, *apiError) {
 	var out []string
-	for _, p := range pveapi.SplitList(list) {
+	for _, p := range pveacl.SplitList(list) {
 		if !pveacl.ValidPrivilege(v, p) {
 			return nil, die("invalid privilege '%s'", p)
 		}

@@ -2,7 +2,6 @@ package pveapitest
 
 import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 func aclRoutes() []*route {
@@ -82,7 +81,7 @@ func (c *call) aclEdits(path string, del bool) ([]aclEdit, *apiError) {
 	prop := c.p.flag("propagate", true)
 	own := c.perms(path)
 	var out []aclEdit
-	for _, role := range pveapi.SplitList(c.p["roles"]) {
+	for _, role := range pveacl.SplitList(c.p["roles"]) {
 		if !c.s.roleExists(role) {
 			return nil, die("role '%s' does not exist", role)
 		}
@@ -131,19 +130,19 @@ type subjectRef struct {
 // PVE's order, and returns them.
 func (c *call) aclSubjects() ([]subjectRef, *apiError) {
 	var out []subjectRef
-	for _, g := range pveapi.SplitList(c.p["groups"]) {
+	for _, g := range pveacl.SplitList(c.p["groups"]) {
 		if _, ok := c.s.cfg.Groups[g]; !ok {
 			return nil, die("group '%s' does not exist", g)
 		}
 		out = append(out, subjectRef{pveacl.KindGroup, g})
 	}
-	for _, u := range pveapi.SplitList(c.p["users"]) {
+	for _, u := range pveacl.SplitList(c.p["users"]) {
 		if _, ok := c.s.cfg.Users[u]; !ok {
 			return nil, die("user '%s' does not exist", u)
 		}
 		out = append(out, subjectRef{pveacl.KindUser, u})
 	}
-	for _, t := range pveapi.SplitList(c.p["tokens"]) {
+	for _, t := range pveacl.SplitList(c.p["tokens"]) {
 		uid, name, err := pveacl.ParseTokenID(t)
 		if err != nil {
 			return nil, die("%v", err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 var vmidRe = regexp.MustCompile(`^[1-9][0-9]{2,8}$`)
@@ -152,7 +151,7 @@ func updatePool(c *call) (any, *apiError) {
 
 func (c *call) updateVMs(pools map[string]pveacl.Pool, id string) *apiError {
 	del := c.p.flag("delete", false)
-	for _, v := range pveapi.SplitList(c.p["vms"]) {
+	for _, v := range pveacl.SplitList(c.p["vms"]) {
 		vmid, _ := strconv.Atoi(v)
 		if _, err := c.checkPermModify(vmPath(vmid), false); err != nil {
 			return err
@@ -188,7 +187,7 @@ func (c *call) updateVMs(pools map[string]pveacl.Pool, id string) *apiError {
 
 func (c *call) updateStorages(pools map[string]pveacl.Pool, id string) *apiError {
 	del := c.p.flag("delete", false)
-	for _, sid := range pveapi.SplitList(c.p["storage"]) {
+	for _, sid := range pveacl.SplitList(c.p["storage"]) {
 		if _, err := c.checkPermModify("/storage/"+sid, false); err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 // updateConfig is PUT (sync) and POST (async, a qmconfig task) of
@@ -56,7 +56,7 @@ func updateConfig(c *call, sync bool) (any, *apiError) {
 
 func deleteList(list string, conf map[string]string) ([]string, *apiError) {
 	var out []string
-	for _, k := range pveapi.SplitList(list) {
+	for _, k := range pveacl.SplitList(list) {
 		if k == "cdrom" {
 			k = "ide2"
 		}

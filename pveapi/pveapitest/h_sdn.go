@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // The SDN endpoints follow pve-network (github.com/proxmox/pve-network at
@@ -56,7 +55,7 @@ var (
 )
 
 func fmtNodeList(v string) error {
-	for _, n := range pveapi.SplitList(v) {
+	for _, n := range pveacl.SplitList(v) {
 		if err := fmtNode(n); err != nil {
 			return err
 		}
@@ -365,7 +364,7 @@ func (n *sdnState) zoneRefs(sec sdnSection) *apiError {
 
 // deleteOptions is SectionConfig::delete_from_config.
 func deleteOptions(sec sdnSection, options map[string]bool, set sdnSection, list string) *apiError {
-	for _, k := range pveapi.SplitList(list) {
+	for _, k := range pveacl.SplitList(list) {
 		required, ok := options[k]
 		switch {
 		case !ok:

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Formats of pve-access-control's parameters.
@@ -14,7 +13,7 @@ func fmtTokenSub(v string) error { return pveacl.ValidTokenName(v) }
 
 func fmtList(one func(string) error) func(string) error {
 	return func(v string) error {
-		for _, item := range pveapi.SplitList(v) {
+		for _, item := range pveacl.SplitList(v) {
 			if err := one(item); err != nil {
 				return err
 			}
@@ -131,7 +130,7 @@ func createUser(c *call) (any, *apiError) {
 	if _, ok := c.s.cfg.Users[id]; ok {
 		return nil, die("create user failed: user '%s' already exists", id)
 	}
-	groups := pveapi.SplitList(c.p["groups"])
+	groups := pveacl.SplitList(c.p["groups"])
 	for _, g := range groups {
 		if _, ok := c.s.cfg.Groups[g]; !ok {
 			return nil, die("create user failed: no such group '%s'", g)
@@ -188,7 +187,7 @@ func updateUser(c *call) (any, *apiError) {
 	}
 	setUserFields(&u, c.p)
 	if c.p.has("groups") {
-		groups := pveapi.SplitList(c.p["groups"])
+		groups := pveacl.SplitList(c.p["groups"])
 		for _, g := range groups {
 			if _, ok := c.s.cfg.Groups[g]; !ok {
 				return nil, die("update user failed: no such group '%s'", g)
@@ -312,7 +311,7 @@ func updateToken(c *call) (any, *apiError) {
 	if c.p.has("comment") {
 		t.Comment = c.p["comment"]
 	}
-	for _, k := range pveapi.SplitList(c.p["delete"]) {
+	for _, k := range pveacl.SplitList(c.p["delete"]) {
 		if k != "comment" {
 			return nil, wrapDie("updating token info failed", paramErr("delete", "unknown option '%s'", k))
 		}

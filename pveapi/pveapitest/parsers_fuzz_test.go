@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 func FuzzParseDrive(f *testing.F) {
@@ -93,7 +93,7 @@ func FuzzNormalizeTags(f *testing.F) {
 		if upper := normalizeTags(asciiUpper); upper != once {
 			t.Fatalf("tags that differ only in case are one tag: %q -> %q, upper-cased -> %q", tags, once, upper)
 		}
-		list := pveapi.SplitList(once)
+		list := pveacl.SplitList(once)
 		if !slices.IsSorted(list) || len(slices.Compact(slices.Clone(list))) != len(list) {
 			t.Fatalf("normalizeTags(%q) = %q is not sorted and unique", tags, once)
 		}

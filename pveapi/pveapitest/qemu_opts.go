@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 func set(keys ...string) map[string]bool {
@@ -168,7 +168,7 @@ func (s *state) withMAC(v string) string {
 // checkTags validates a tag list against pve-tag; the privilege is checked
 // by assertTagPermissions when the tags are written.
 func checkTags(tags string) *apiError {
-	for _, t := range pveapi.SplitList(tags) {
+	for _, t := range pveacl.SplitList(tags) {
 		if !tagRe.MatchString(t) {
 			return paramErr("tags", "invalid format - invalid characters in tag")
 		}
@@ -191,7 +191,7 @@ func (c *call) assertTagPermissions(vmid int) *apiError {
 // (case-sensitive=0, alphabetical ordering): tags are lower-cased, sorted,
 // de-duplicated and joined with ';'.
 func normalizeTags(tags string) string {
-	list := pveapi.SplitList(strings.ToLower(strings.ReplaceAll(tags, "\x00", ";"))) // a tag never holds NUL
+	list := pveacl.SplitList(strings.ToLower(strings.ReplaceAll(tags, "\x00", ";"))) // a tag never holds NUL
 	slices.Sort(list)
 	return strings.Join(slices.Compact(list), ";")
 }

@@ -1,10 +1,10 @@
-package pveapi_test
+package pveacl_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 func TestUnescape(t *testing.T) {
@@ -18,7 +18,7 @@ func TestUnescape(t *testing.T) {
 		"%C3%A9t%C3%A9": "été",
 		"%":             "%",
 	} {
-		if got := pveapi.Unescape(in); got != want {
+		if got := pveacl.Unescape(in); got != want {
 			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -29,7 +29,7 @@ func FuzzUnescape(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := pveapi.Unescape(s)
+		got := pveacl.Unescape(s)
 		if len(got) > len(s) {
 			t.Fatalf("Unescape(%q) = %q grew", s, got)
 		}

@@ -1,4 +1,4 @@
-package pveapi_test
+package pveacl_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 )
 
 func TestSplitList(t *testing.T) {
@@ -21,7 +21,7 @@ func TestSplitList(t *testing.T) {
 		"Single": {"VM.Audit", []string{"VM.Audit"}},
 	}
 	for name, tc := range cases {
-		if diff := cmp.Diff(tc.want, pveapi.SplitList(tc.in), cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(tc.want, pveacl.SplitList(tc.in), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: SplitList(%q): -want +got:\n%s", name, tc.in, diff)
 		}
 	}
