@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
@@ -29,7 +30,7 @@ func hyperWorld(t *testing.T) (*pveapitest.Server, *sim.Harness, client.WithWatc
 	}
 	h := sim.NewHarness(sim.Options{})
 	c := h.Client()
-	h.SetHypervisor(network.SecretHypervisor{Reader: c})
+	h.SetHypervisor(kubehypervisor.Hypervisor{Reader: c})
 	baseWorld(t, c, map[string][]string{"zone-a": {"100-103"}})
 	ctx := context.Background()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "cozy-proxmox", Name: "pve-sdn"},

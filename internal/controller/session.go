@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
@@ -58,7 +59,7 @@ func (p *Process) session(ctx context.Context) error {
 		SubnetPruneTimeout: p.opts.SubnetPruneTimeout, Metrics: p.metrics, EngineMetrics: p.deps.Registry,
 		Log: p.log.WithName("network"), Recorder: rec, Workers: p.opts.Workers,
 		StatusInterval: network.DefaultStatusInterval,
-		Hypervisor:     network.SecretHypervisor{Reader: p.mgr.GetAPIReader()},
+		Hypervisor:     kubehypervisor.Hypervisor{Reader: p.mgr.GetAPIReader()},
 	})
 	if err != nil {
 		return err

@@ -203,7 +203,7 @@ func NewStore(typedReads bool) client.WithWatch {
 func (h *Harness) Client() client.WithWatch { return h.client }
 
 // SetHypervisor sets Options.Hypervisor before Start, for a checker that
-// reads the world (a SecretHypervisor on Client).
+// reads the world (a kubehypervisor.Hypervisor on Client).
 func (h *Harness) SetHypervisor(hv network.Hypervisor) { h.opts.Hypervisor = hv }
 
 // Store reads and writes the API without feeding the controller's cache.
