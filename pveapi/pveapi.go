@@ -1,10 +1,16 @@
-// Package pveapi is the one Proxmox VE API client interface of this module:
-// the four calls that pveacl's live reader and applier and talostemplate's
-// template creation and guest listing make. go-proxmox's *proxmox.Client
-// satisfies it; tests pass the same client pointed at pveapi/pveapitest.
-// RedactURL keeps a password written into an API URL out of every message.
+// Package pveapi is the one Proxmox VE API client of this module: the
+// Client interface (the four calls that pveacl's live reader and applier,
+// pvesdn and talostemplate make), and New, the one constructor of every
+// client the module's commands and controller build: TLS verified, no
+// redirect followed to another scheme or host, a timeout on every request,
+// a cap on every answer (MaxResponseBytes), and token ids and URLs shown
+// redacted (RedactTokenID, RedactURL). WaitTask follows a PVE task to its
+// end through any Client.
 //
-// The package imports only the standard library.
+// go-proxmox's *proxmox.Client satisfies Client; tests pass the same
+// client pointed at pveapi/pveapitest. Besides the standard library the
+// package imports go-proxmox and pveacl's identifier grammar; nothing
+// under pveacl imports it back.
 package pveapi
 
 import (

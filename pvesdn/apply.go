@@ -2,7 +2,6 @@ package pvesdn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // NodeResult is one node's network reload after an apply.
@@ -68,7 +69,7 @@ const riskWithoutLock = "PVE %s has no SDN lock and dry-run (they come with 9.2)
 // every node and only logs a node that fails. An empty plan applies only
 // when the SDN zone is pending or in error on a node (a reload that failed
 // before): the apply then reloads every node once.
-func Apply(ctx context.Context, c *proxmox.Client, p *Plan) (*ApplyResult, error) {
+func Apply(ctx context.Context, c pveapi.Client, p *Plan) (*ApplyResult, error) {
 	res := &ApplyResult{Nodes: []NodeResult{}}
 	var ver struct {
 		Release string `json:"release"`
@@ -112,7 +113,7 @@ func Apply(ctx context.Context, c *proxmox.Client, p *Plan) (*ApplyResult, error
 
 // readNodes reads the SDN zone on every node into res.Reapplied (pending
 // or in error) and res.Unread.
-func readNodes(ctx context.Context, c *proxmox.Client, zone string, res *ApplyResult) error {
+func readNodes(ctx context.Context, c pveapi.Client, zone string, res *ApplyResult) error {
 	nodes, err := ZoneOnNodes(ctx, c, zone)
 	if err != nil {
 		return err
@@ -130,7 +131,7 @@ func readNodes(ctx context.Context, c *proxmox.Client, zone string, res *ApplyRe
 
 // refusePending refuses an apply while zones or VNets have pending changes
 // this plan did not make: PUT /cluster/sdn would apply them too.
-func refusePending(ctx context.Context, c *proxmox.Client) error {
+func refusePending(ctx context.Context, c pveapi.Client) error {
 	for _, kind := range []string{"zones", "vnets"} {
 		var items []map[string]any
 		if err := c.Get(ctx, "/cluster/sdn/"+kind+"?pending=1", &items); err != nil {
@@ -148,7 +149,7 @@ func refusePending(ctx context.Context, c *proxmox.Client) error {
 
 // writeAndApply creates the zone and the VNets, dry-runs every node when
 // locked, and applies once.
-func writeAndApply(ctx context.Context, c *proxmox.Client, p *Plan, token string, res *ApplyResult) (string, error) {
+func writeAndApply(ctx context.Context, c pveapi.Client, p *Plan, token string, res *ApplyResult) (string, error) {
 	with := func(m map[string]any) map[string]any {
 		if token != "" {
 			m["lock-token"] = token
@@ -181,7 +182,7 @@ func writeAndApply(ctx context.Context, c *proxmox.Client, p *Plan, token string
 	return upid, nil
 }
 
-func dryRun(ctx context.Context, c *proxmox.Client, res *ApplyResult) error {
+func dryRun(ctx context.Context, c pveapi.Client, res *ApplyResult) error {
 	nodes, err := listNodes(ctx, c)
 	if err != nil {
 		return err
@@ -204,15 +205,24 @@ type taskEntry struct {
 	StartTime int64  `json:"starttime"`
 }
 
+// taskTimeout bounds the wait for the apply task and each node's reload.
+const taskTimeout = 10 * time.Minute
+
 // readBack waits for the apply task, then reads each node's reload task
 // (srvreload, started by root@pam at or after the apply) and the apply
 // log's line for a node it could not reach.
-func readBack(ctx context.Context, c *proxmox.Client, upid string, res *ApplyResult) error {
-	task := proxmox.NewTask(proxmox.UPID(upid), c)
-	if err := task.Wait(ctx, 200*time.Millisecond, 10*time.Minute); err != nil {
+func readBack(ctx context.Context, c pveapi.Client, upid string, res *ApplyResult) error {
+	tasks := pveapi.Tasks{Client: c}
+	wctx, cancel := context.WithTimeout(ctx, taskTimeout)
+	defer cancel()
+	st, err := tasks.Wait(wctx, "", upid, nil)
+	switch {
+	case err != nil:
 		return fmt.Errorf("the SDN apply task %s failed: %s", upid, errText(err))
+	case !st.Succeeded():
+		return fmt.Errorf("the SDN apply task %s failed: %s", upid, st.ExitStatus)
 	}
-	lines, err := task.Log(ctx, 0, 0)
+	lines, err := tasks.Log(ctx, "", upid)
 	if err != nil {
 		return fmt.Errorf("cannot read the SDN apply log: %s", errText(err))
 	}
@@ -227,7 +237,7 @@ func readBack(ctx context.Context, c *proxmox.Client, upid string, res *ApplyRes
 		return err
 	}
 	for _, n := range nodes {
-		res.Nodes = append(res.Nodes, nodeReload(ctx, c, n, task.StartTime, failed[n]))
+		res.Nodes = append(res.Nodes, nodeReload(ctx, c, n, st.Started(), failed[n]))
 	}
 	return nil
 }
@@ -243,7 +253,7 @@ func pvesh(line string) (string, bool) {
 	return node, ok
 }
 
-func nodeReload(ctx context.Context, c *proxmox.Client, node string, since time.Time, failed string) NodeResult {
+func nodeReload(ctx context.Context, c pveapi.Client, node string, since time.Time, failed string) NodeResult {
 	if failed != "" {
 		return NodeResult{Node: node, Status: "not started: " + failed}
 	}
@@ -256,16 +266,16 @@ func nodeReload(ctx context.Context, c *proxmox.Client, node string, since time.
 	if len(tasks) == 0 {
 		return NodeResult{Node: node, Status: "not started"}
 	}
-	t := proxmox.NewTask(proxmox.UPID(tasks[0].UPID), c)
-	err := t.Wait(ctx, 200*time.Millisecond, 10*time.Minute)
-	var failedTask *proxmox.TaskFailedError
+	wctx, cancel := context.WithTimeout(ctx, taskTimeout)
+	defer cancel()
+	st, err := pveapi.Tasks{Client: c}.Wait(wctx, node, tasks[0].UPID, nil)
 	switch {
-	case errors.As(err, &failedTask):
-		return NodeResult{Node: node, UPID: tasks[0].UPID, Status: failedTask.ExitStatus}
 	case err != nil:
 		return NodeResult{Node: node, UPID: tasks[0].UPID, Status: "unknown: " + errText(err)}
+	case !st.Succeeded():
+		return NodeResult{Node: node, UPID: tasks[0].UPID, Status: st.ExitStatus}
 	}
-	return NodeResult{Node: node, UPID: tasks[0].UPID, Status: t.ExitStatus, OK: true}
+	return NodeResult{Node: node, UPID: tasks[0].UPID, Status: st.ExitStatus, OK: true}
 }
 
 // atLeast compares a "major.minor" release.

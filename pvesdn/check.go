@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	proxmox "github.com/luthermonson/go-proxmox"
-
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
 
@@ -96,7 +95,7 @@ func (r *Report) CarryableSet() vlanalloc.Set {
 
 // getter counts the requests it makes.
 type getter struct {
-	c *proxmox.Client
+	c pveapi.Client
 	n int
 }
 
@@ -140,7 +139,7 @@ type iface struct {
 // privileges: PVEAuditor on /sdn lets the token see the SDN configuration
 // and the bridges. An error is returned for an invalid zone only; a
 // cluster that cannot be read gives a report with Error set.
-func Check(ctx context.Context, c *proxmox.Client, z Zone) (*Report, error) {
+func Check(ctx context.Context, c pveapi.Client, z Zone) (*Report, error) {
 	if err := z.Validate(false); err != nil {
 		return nil, err
 	}

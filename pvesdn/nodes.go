@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/samber/lo"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // Per-node states of an SDN zone, as GET /nodes/{node}/sdn/zones reports
@@ -53,20 +55,20 @@ func (n NodeZone) detail() string {
 // each node's GET /nodes/{node}/sdn/zones, and, for a node where the zone
 // is not available, its VNets' status messages. A node that cannot be read
 // is returned with Err; only a node list that cannot be read is an error.
-func ZoneOnNodes(ctx context.Context, c *proxmox.Client, zone string) ([]NodeZone, error) {
+func ZoneOnNodes(ctx context.Context, c pveapi.Client, zone string) ([]NodeZone, error) {
 	nodes, err := listNodes(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]NodeZone, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, zoneOnNode(ctx, c.NodeRef(n), zone))
+		out = append(out, zoneOnNode(ctx, c, n, zone))
 	}
 	return out, nil
 }
 
 // listNodes returns the cluster's node names in order (GET /nodes).
-func listNodes(ctx context.Context, c *proxmox.Client) ([]string, error) {
+func listNodes(ctx context.Context, c pveapi.Client) ([]string, error) {
 	var nodes []nodeEntry
 	if err := c.Get(ctx, "/nodes", &nodes); err != nil {
 		return nil, fmt.Errorf("cannot list the nodes: %s", errText(err))
@@ -76,10 +78,24 @@ func listNodes(ctx context.Context, c *proxmox.Client) ([]string, error) {
 	return names, nil
 }
 
-func zoneOnNode(ctx context.Context, node *proxmox.Node, zone string) NodeZone {
-	nz := NodeZone{Node: node.Name}
-	zones, err := node.SDNZones(ctx)
-	if err != nil {
+// nodeZoneEntry is an item of GET /nodes/{node}/sdn/zones.
+type nodeZoneEntry struct {
+	Zone   string `json:"zone"`
+	Status string `json:"status"`
+}
+
+// zoneContentEntry is an item of GET /nodes/{node}/sdn/zones/{zone}/content.
+type zoneContentEntry struct {
+	VNet      string `json:"vnet"`
+	Status    string `json:"status"`
+	StatusMsg string `json:"statusmsg"`
+}
+
+func zoneOnNode(ctx context.Context, c pveapi.Client, node, zone string) NodeZone {
+	nz := NodeZone{Node: node}
+	path := "/nodes/" + url.PathEscape(node) + "/sdn/zones"
+	var zones []nodeZoneEntry
+	if err := c.Get(ctx, path, &zones); err != nil {
 		nz.Err = errText(err)
 		return nz
 	}
@@ -91,8 +107,8 @@ func zoneOnNode(ctx context.Context, node *proxmox.Node, zone string) NodeZone {
 	if !nz.NotAvailable() {
 		return nz
 	}
-	content, err := node.SDNZoneContent(ctx, zone)
-	if err != nil {
+	var content []zoneContentEntry
+	if err := c.Get(ctx, path+"/"+url.PathEscape(zone)+"/content", &content); err != nil {
 		nz.Err = errText(err)
 		return nz
 	}

@@ -6,8 +6,9 @@ import (
 	"net/url"
 	"sort"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/samber/lo"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // MaxPlanVLANs is the largest zone PlanVNets plans: every VNet is a Linux
@@ -63,7 +64,7 @@ func readSDN(ctx context.Context, g *getter) ([]sdnZoneFull, []sdnVNetEntry, err
 // zone VLAN v. It reads the SDN configuration (2 requests) and refuses a
 // zone above MaxPlanVLANs, an SDN zone of that name that is not a VLAN
 // zone on the bridge, and a VNet ID that exists with another tag or zone.
-func PlanVNets(ctx context.Context, c *proxmox.Client, z Zone) (*Plan, error) {
+func PlanVNets(ctx context.Context, c pveapi.Client, z Zone) (*Plan, error) {
 	if err := z.Validate(true); err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ type Drift struct {
 // node too, and names each node where it is pending or in error (Proxmox
 // applies on every node and only logs a node that fails) or that cannot
 // be read.
-func AuditVNets(ctx context.Context, c *proxmox.Client, z Zone) ([]Drift, error) {
+func AuditVNets(ctx context.Context, c pveapi.Client, z Zone) ([]Drift, error) {
 	if err := z.Validate(true); err != nil {
 		return nil, err
 	}

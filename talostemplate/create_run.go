@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,7 +44,7 @@ func Create(ctx context.Context, c pveapi.Client, s Spec, opts CreateOptions) (C
 	if err != nil {
 		return CreateResult{Spec: s}, fmt.Errorf("cannot create the template: %w", err)
 	}
-	r := &creator{c: c, spec: s, opts: opts, w: waiter{c: c, interval: opts.PollInterval},
+	r := &creator{c: c, spec: s, opts: opts, w: waiter{pveapi.Tasks{Client: c, Interval: opts.PollInterval}},
 		res: CreateResult{Spec: s, ImageURL: s.ImportImageURL(opts.ImageFormat), Tasks: map[Step]string{}}}
 	for i, step := range Steps {
 		if err := r.run(ctx, i+1, step); err != nil {
@@ -359,12 +358,12 @@ func (r *creator) observe(ctx context.Context) []Leftover {
 	var left []Leftover
 	node := r.res.Node
 	if r.pending != "" {
-		var st taskStatus
-		n, ok := ParseUPIDNode(r.pending)
+		var st pveapi.TaskStatus
+		n, ok := pveapi.UPIDNode(r.pending)
 		if !ok {
 			n = node
 		}
-		err := r.c.Get(ctx, taskPath(n, url.PathEscape(r.pending))+"/status", &st)
+		err := r.c.Get(ctx, pveapi.TaskPath(n, r.pending)+"/status", &st)
 		if err != nil || st.Status == "running" {
 			l := taskLeftover(n, r.pending)
 			if err != nil {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
@@ -58,50 +57,13 @@ type contentEntry struct {
 	VolID string `json:"volid"`
 }
 
-// taskStatus is GET /nodes/{node}/tasks/{upid}/status.
-type taskStatus struct {
-	Status     string `json:"status"`
-	ExitStatus string `json:"exitstatus"`
-	Type       string `json:"type"`
-}
-
-// succeeded is PVE's rule: OK, or WARNINGS: n, which PVE counts as success.
-func (t taskStatus) succeeded() bool {
-	return t.ExitStatus == "OK" || strings.HasPrefix(t.ExitStatus, "WARNINGS:")
-}
-
 // ParseUPIDNode returns the node a UPID ("UPID:node:pid:pstart:start:type:id:user:")
-// names; ok is false when upid is not one.
-func ParseUPIDNode(upid string) (node string, ok bool) {
-	rest, found := strings.CutPrefix(upid, "UPID:")
-	if !found {
-		return "", false
-	}
-	parts := strings.Split(rest, ":")
-	if len(parts) != 8 || parts[7] != "" || !matches(nodePattern, parts[0]) {
-		return "", false
-	}
-	for _, p := range parts[1:4] {
-		if _, err := strconv.ParseUint(p, 16, 64); err != nil {
-			return "", false
-		}
-	}
-	return parts[0], true
-}
-
-// nodePattern is a node name as PVE's pve-node format takes it.
-var nodePattern = storagePattern
-
-// taskLogLine is an item of GET .../tasks/{upid}/log.
-type taskLogLine struct {
-	N int    `json:"n"`
-	T string `json:"t"`
-}
+// names; ok is false when upid is not one (pveapi.UPIDNode).
+func ParseUPIDNode(upid string) (node string, ok bool) { return pveapi.UPIDNode(upid) }
 
 // waiter follows PVE tasks to their end.
 type waiter struct {
-	c        pveapi.Client
-	interval time.Duration
+	pveapi.Tasks
 }
 
 // wait polls the task until it stops and returns an error unless it
@@ -109,51 +71,17 @@ type waiter struct {
 // task's new log lines. running reports whether the task may still be
 // running when wait returns an error.
 func (w waiter) wait(ctx context.Context, node, upid string, onLog func(string)) (running bool, err error) {
-	if n, ok := ParseUPIDNode(upid); ok {
+	if n, ok := pveapi.UPIDNode(upid); ok {
 		node = n
 	}
-	path := taskPath(node, url.PathEscape(upid))
-	seen := 0
-	for {
-		var st taskStatus
-		if err := w.c.Get(ctx, path+"/status", &st); err != nil {
-			return true, fmt.Errorf("cannot read the status of task %s (GET %s/status): %w", upid, path, err)
-		}
-		if onLog != nil {
-			seen = w.follow(ctx, path, seen, onLog)
-		}
-		if st.Status != "running" && st.Status != "" {
-			if st.succeeded() {
-				return false, nil
-			}
-			return false, &TaskError{UPID: upid, Node: node, Type: st.Type, ExitStatus: st.ExitStatus}
-		}
-		select {
-		case <-ctx.Done():
-			return true, fmt.Errorf("stopped waiting for task %s: %w", upid, ctx.Err())
-		case <-time.After(w.interval):
-		}
+	st, err := w.Wait(ctx, node, upid, onLog)
+	switch {
+	case err != nil:
+		return true, err
+	case !st.Succeeded():
+		return false, &TaskError{UPID: upid, Node: node, Type: st.Type, ExitStatus: st.ExitStatus}
 	}
-}
-
-// follow passes the log lines after the first seen to onLog and returns
-// the new count. Log lines are a courtesy: a failed read is retried at the
-// next poll.
-func (w waiter) follow(ctx context.Context, path string, seen int, onLog func(string)) int {
-	for {
-		var lines []taskLogLine
-		q := url.Values{"start": {strconv.Itoa(seen)}, "limit": {"500"}}
-		if err := w.c.Get(ctx, path+"/log?"+q.Encode(), &lines); err != nil || len(lines) == 0 {
-			return seen
-		}
-		for _, l := range lines {
-			onLog(l.T)
-		}
-		seen += len(lines)
-		if len(lines) < 500 {
-			return seen
-		}
-	}
+	return false, nil
 }
 
 // readNodes lists the cluster's nodes.

@@ -113,9 +113,11 @@ type ZoneSDN struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9]{0,3}$`
 	VNetPrefix string `json:"vnetPrefix,omitempty"`
-	// CredentialsRef names the Secret (keys url, token_id, token_secret, and
-	// optionally ca.crt) the controller checks the nodes with; an audit
-	// token suffices (PVEAuditor on /sdn). Without it only the CLI checks.
+	// CredentialsRef names the Secret (keys url, token_id, token_secret,
+	// and root_ca, the PEM of a CA the system does not trust; region may
+	// be there, any other key is refused) the controller checks the nodes
+	// with; an audit token suffices (PVEAuditor on /sdn). Without it only
+	// the CLI checks.
 	// +optional
 	CredentialsRef *SecretRef `json:"credentialsRef,omitempty"`
 }

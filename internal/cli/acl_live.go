@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/spf13/cobra"
@@ -39,66 +37,43 @@ func (f *liveFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.plainHTTP, "allow-plain-http", false, "let an http:// --url carry the API token unencrypted (a test API on this host only)")
 }
 
-// apiBaseURL turns the address of a node into the API base URL go-proxmox
-// needs: https://HOST:8006 becomes https://HOST:8006/api2/json, and a URL
-// that already ends in /api2/json is kept (never doubled).
-func apiBaseURL(raw string) (string, error) {
-	shown := pveapi.RedactURL(raw)
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", fmt.Errorf("--url %q is not an API address: use https://HOST:8006", shown)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("--url %q carries a query, fragment or user: use https://HOST:8006 and pass the token with --token-id and --token-secret-file", shown)
-	}
-	switch strings.TrimRight(u.Path, "/") {
-	case "", "/api2/json":
-	default:
-		return "", fmt.Errorf("--url %q has the path %q: use https://HOST:8006 (/api2/json is appended)", shown, u.Path)
-	}
-	u.Path = "/api2/json"
-	return u.String(), nil
-}
-
-// client builds a go-proxmox client for the flags. It warns on errOut when
-// TLS verification is off; it never prints the secret.
+// client builds the Proxmox VE client of the flags through pveapi.New
+// (TLS, redirects, timeout and response cap as every client of the module
+// has them) and returns it with the API base URL. It warns on errOut when
+// TLS verification is off or the URL is plain HTTP; it never prints the
+// secret, and shows a token id redacted.
 func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 	if err := f.fromEnv(); err != nil {
 		return nil, "", err
 	}
-	base, err := apiBaseURL(f.url)
+	cfg := pveapi.Config{URL: f.url, TokenID: f.tokenID, InsecureSkipVerify: f.insecure, AllowPlainHTTP: f.plainHTTP,
+		Names: pveapi.Names{URL: "--url", TokenID: "--token-id", CA: "--ca-file", Insecure: "--insecure-skip-tls-verify"}}
+	var err error
+	if f.caFile != "" {
+		if cfg.CAPEM, err = readSmallFile(f.caFile); err != nil {
+			return nil, "", fmt.Errorf("cannot read --ca-file: %w", err)
+		}
+	}
+	if err := cfg.Check(); errors.Is(err, pveapi.ErrPlainHTTP) {
+		return nil, "", usageError{fmt.Errorf("%w (--allow-plain-http only for a test API on this host)", err)}
+	} else if err != nil {
+		return nil, "", err
+	}
+	if cfg.Secret, err = f.secret(); err != nil {
+		return nil, "", err
+	}
+	c, err := pveapi.New(cfg)
 	if err != nil {
 		return nil, "", err
 	}
-	if strings.HasPrefix(base, "http://") {
-		if !f.plainHTTP {
-			return nil, "", usageError{fmt.Errorf("--url %q is plain HTTP: the API token would cross the network unencrypted; use https:// (--allow-plain-http only for a test API on this host)", base)}
-		}
+	base, _ := cfg.Endpoint()
+	if f.plainHTTP && strings.HasPrefix(base, "http://") {
 		fmt.Fprintln(app.ErrOut, "Warning: --allow-plain-http: the API token goes to "+base+" unencrypted")
 	}
-	if !pveacl.IsTokenID(f.tokenID) {
-		return nil, "", fmt.Errorf("--token-id %q is not a token id: use USER@REALM!TOKEN", f.tokenID)
-	}
-	secret, err := f.secret()
-	if err != nil {
-		return nil, "", err
-	}
-	opts := []proxmox.Option{proxmox.WithAPIToken(f.tokenID, secret), proxmox.WithLogger(silentLog{}),
-		proxmox.WithTimeout(2 * time.Minute), proxmox.WithUserAgent("pxsubstrate")}
-	switch {
-	case f.insecure && f.caFile != "":
-		return nil, "", errors.New("--ca-file and --insecure-skip-tls-verify exclude each other: keep --ca-file")
-	case f.insecure:
+	if f.insecure {
 		fmt.Fprintln(app.ErrOut, "Warning: TLS verification is off (--insecure-skip-tls-verify): whoever answers at "+base+" receives the API token; use --ca-file instead")
-		opts = append(opts, proxmox.WithInsecureSkipVerify())
-	case f.caFile != "":
-		pool, err := caPool(f.caFile)
-		if err != nil {
-			return nil, "", err
-		}
-		opts = append(opts, proxmox.WithRootCAs(pool))
 	}
-	return proxmox.NewClient(base, opts...), base, nil
+	return c, base, nil
 }
 
 // The environment variables capmox and clusterctl read, taken when the
@@ -149,21 +124,6 @@ func (f *liveFlags) secret() (string, error) {
 	return "", errors.New("the token secret is missing: pass --token-secret-file (or --token-secret), or set " + envSecret)
 }
 
-func caPool(path string) (*x509.CertPool, error) {
-	data, err := readSmallFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read --ca-file: %w", err)
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", path)
-	}
-	return pool, nil
-}
-
 // readConfig reads the live access-control state (acl audit --url).
 func (f *liveFlags) readConfig(ctx context.Context, app *App) (*pveacl.Config, error) {
 	c, _, err := f.client(app)
@@ -182,15 +142,6 @@ func tlsHint(err error) error {
 	}
 	return err
 }
-
-// silentLog drops go-proxmox's log lines: at debug level they carry
-// response bodies, token secrets included.
-type silentLog struct{}
-
-func (silentLog) Debugf(string, ...any) {}
-func (silentLog) Errorf(string, ...any) {}
-func (silentLog) Infof(string, ...any)  {}
-func (silentLog) Warnf(string, ...any)  {}
 
 type applyFlags struct {
 	live                                                   liveFlags

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 
-	proxmox "github.com/luthermonson/go-proxmox"
 	"github.com/samber/lo"
 	"github.com/spf13/cobra"
 
 	v1alpha1 "github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
@@ -74,7 +74,7 @@ func (f *sdnFlags) bind(cmd *cobra.Command) {
 type sdnSpec[T any] struct {
 	use, example, short, long string
 	withSDN                   bool
-	call                      func(context.Context, *proxmox.Client, pvesdn.Zone) (T, error)
+	call                      func(context.Context, pveapi.Client, pvesdn.Zone) (T, error)
 	report                    func(pvesdn.Zone, T) error
 }
 
@@ -198,7 +198,7 @@ type sdnApplied struct {
 }
 
 // planAndApply plans the zone and applies the plan.
-func planAndApply(ctx context.Context, c *proxmox.Client, z pvesdn.Zone) (sdnApplied, error) {
+func planAndApply(ctx context.Context, c pveapi.Client, z pvesdn.Zone) (sdnApplied, error) {
 	plan, err := pvesdn.PlanVNets(ctx, c, z)
 	if err != nil {
 		return sdnApplied{}, err

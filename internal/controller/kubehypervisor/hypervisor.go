@@ -7,11 +7,9 @@ package kubehypervisor
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"net/http"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 )
 
@@ -28,8 +27,9 @@ var _ network.Hypervisor = Hypervisor{}
 
 // Hypervisor checks through the zone's credentials Secret: keys url
 // (https://HOST:8006), token_id, token_secret and, for a certificate the
-// system does not trust, root_ca (PEM), as `acl apply` writes them. TLS is
-// always verified.
+// system does not trust, root_ca (PEM), as `acl apply` writes them (its
+// region key is allowed). Any other key is refused by name. TLS is always
+// verified, and the client is pveapi.New's.
 type Hypervisor struct {
 	Reader client.Reader
 	// Timeout bounds one check; 0 means 30 seconds.
@@ -60,31 +60,36 @@ func (h Hypervisor) Check(ctx context.Context, obj *v1alpha1.ProxmoxNetworkZone)
 	return pvesdn.Check(ctx, c, z)
 }
 
+// The keys of a zone's credentials Secret, as acl apply writes them
+// (region, which it writes for the CCM, is allowed and not read here).
+const (
+	keyURL    = "url"
+	keyID     = "token_id"
+	keySecret = "token_secret"
+	keyCA     = "root_ca"
+	keyRegion = "region"
+)
+
+var secretKeys = []string{keyURL, keyID, keySecret, keyCA, keyRegion}
+
+// secretClient builds the client of a credentials Secret through
+// pveapi.New. A key the check does not read is refused by name, so that a
+// CA under another key (ca.crt, as Kubernetes TLS Secrets spell it) is not
+// ignored and the zone stuck with an unexplained TLS error.
 func secretClient(sec *corev1.Secret) (*proxmox.Client, error) {
-	url, id, secret := strings.TrimSpace(string(sec.Data["url"])), strings.TrimSpace(string(sec.Data["token_id"])),
-		strings.TrimSpace(string(sec.Data["token_secret"]))
-	if url == "" || id == "" || secret == "" {
-		return nil, errors.New("keys url, token_id and token_secret are required")
+	for _, k := range slices.Sorted(maps.Keys(sec.Data)) {
+		switch {
+		case k == "ca.crt" || k == "tls.crt":
+			return nil, fmt.Errorf("key %s is not read: the CA certificate of the Proxmox VE API goes in key %s; rename the key", k, keyCA)
+		case !slices.Contains(secretKeys, k):
+			return nil, fmt.Errorf("key %q is not read by the zone check: remove it (the keys are %s)", k, strings.Join(secretKeys, ", "))
+		}
 	}
-	if !strings.HasPrefix(url, "https://") {
-		return nil, fmt.Errorf("url %q is not https://HOST:8006: the token is never sent in the clear", url)
+	cfg := pveapi.Config{URL: strings.TrimSpace(string(sec.Data[keyURL])), TokenID: strings.TrimSpace(string(sec.Data[keyID])),
+		Secret: strings.TrimSpace(string(sec.Data[keySecret])), CAPEM: sec.Data[keyCA],
+		Names: pveapi.Names{URL: keyURL, TokenID: keyID, CA: keyCA}}
+	if cfg.URL == "" || cfg.TokenID == "" || cfg.Secret == "" {
+		return nil, fmt.Errorf("keys %s, %s and %s are required", keyURL, keyID, keySecret)
 	}
-	url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), "/api2/json") + "/api2/json"
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if ca := sec.Data["root_ca"]; len(ca) > 0 && !pool.AppendCertsFromPEM(ca) {
-		return nil, errors.New("root_ca holds no PEM certificate")
-	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	return proxmox.NewClient(url, proxmox.WithHTTPClient(hc), proxmox.WithAPIToken(id, secret), proxmox.WithLogger(quietLog{})), nil
+	return pveapi.New(cfg)
 }
-
-// quietLog drops go-proxmox's lines: at debug level they carry bodies.
-type quietLog struct{}
-
-func (quietLog) Debugf(string, ...any) {}
-func (quietLog) Errorf(string, ...any) {}
-func (quietLog) Infof(string, ...any)  {}
-func (quietLog) Warnf(string, ...any)  {}

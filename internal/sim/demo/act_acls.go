@@ -139,8 +139,9 @@ func (s *Stage) proxmox() (*proxmox.Client, error) {
 			}
 		}
 	}
-	return proxmox.NewClient(s.PVE.URL, proxmox.WithHTTPClient(s.PVE.HTTPClient()),
-		proxmox.WithAPIToken(s.PVE.RootTokenID, s.PVE.RootSecret), proxmox.WithLogger(quiet{})), nil
+	// The fake serves plain HTTP inside this process only.
+	return pveapi.New(pveapi.Config{URL: s.PVE.URL, TokenID: s.PVE.RootTokenID, Secret: s.PVE.RootSecret,
+		AllowPlainHTTP: true, Transport: s.PVE.HTTPClient().Transport})
 }
 
 func (s *Stage) closePVE() {
@@ -159,11 +160,3 @@ func (m *memorySink) Store(t liveacl.TokenSecret) (string, error) {
 	m.secrets = append(m.secrets, t)
 	return "memory (Secret " + liveacl.SecretName(t.TokenID) + ")", nil
 }
-
-// quiet drops go-proxmox's log lines, which at debug level carry secrets.
-type quiet struct{}
-
-func (quiet) Debugf(string, ...any) {}
-func (quiet) Errorf(string, ...any) {}
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Warnf(string, ...any)  {}
