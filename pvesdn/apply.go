@@ -2,6 +2,7 @@ package pvesdn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -37,6 +38,10 @@ type ApplyResult struct {
 	// Reapplied names the nodes where the SDN zone was pending or in error
 	// when the plan was empty: the apply that reloads them.
 	Reapplied []NodeZone `json:"reapplied,omitempty"`
+	// Finished names the plan's own SDN zone and VNets that an earlier
+	// apply wrote and did not apply (it stopped before PUT /cluster/sdn):
+	// this apply applies them.
+	Finished []string `json:"finished,omitempty"`
 	// Unread names the nodes whose SDN state could not be read before an
 	// empty plan: nothing tells whether they carry the zone.
 	Unread []NodeZone `json:"unread,omitempty"`
@@ -68,7 +73,12 @@ const riskWithoutLock = "PVE %s has no SDN lock and dry-run (they come with 9.2)
 // waits for the apply and reads each node's reload back: Proxmox applies on
 // every node and only logs a node that fails. An empty plan applies only
 // when the SDN zone is pending or in error on a node (a reload that failed
-// before): the apply then reloads every node once.
+// before), or when the plan's own zone or VNets are written but not
+// applied (an earlier apply that stopped): the apply then reloads every
+// node once. A pending creation of the plan's own zone or VNets is taken
+// along; any other pending change is refused. When a write fails after
+// others succeeded, the error is a *PartialWriteError naming what was
+// written and how it was undone, or how to undo it.
 func Apply(ctx context.Context, c pveapi.Client, p *Plan) (*ApplyResult, error) {
 	res := &ApplyResult{Nodes: []NodeResult{}}
 	var ver struct {
@@ -78,7 +88,12 @@ func Apply(ctx context.Context, c pveapi.Client, p *Plan) (*ApplyResult, error) 
 		return nil, fmt.Errorf("cannot read the Proxmox VE version: %s", errText(err))
 	}
 	res.Release = ver.Release
-	if p.Empty() {
+	own, foreign, err := pendingChanges(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	res.Finished = own
+	if p.Empty() && len(own) == 0 {
 		if err := readNodes(ctx, c, p.Zone, res); err != nil {
 			return nil, err
 		}
@@ -86,29 +101,44 @@ func Apply(ctx context.Context, c pveapi.Client, p *Plan) (*ApplyResult, error) 
 			return res, nil
 		}
 	}
+	if foreign != nil {
+		return nil, foreign
+	}
 	res.Locked = atLeast(ver.Release, 9, 2)
-	if err := refusePending(ctx, c); err != nil {
-		return nil, err
-	}
-	var token string
-	if res.Locked {
-		if err := c.Post(ctx, "/cluster/sdn/lock", map[string]any{}, &token); err != nil {
-			return nil, fmt.Errorf("cannot take the SDN lock: %s", errText(err))
-		}
-	} else {
-		res.Risk = fmt.Sprintf(riskWithoutLock, ver.Release)
-	}
-	upid, err := writeAndApply(ctx, c, p, token, res)
+	token, err := lock(ctx, c, res, len(own) > 0)
 	if err != nil {
-		if token != "" {
-			if rerr := c.Post(ctx, "/cluster/sdn/rollback", map[string]any{"lock-token": token}, nil); rerr != nil {
-				err = fmt.Errorf("%w (and the rollback failed: %s; roll back in Proxmox under Datacenter > SDN)", err, errText(rerr))
-			}
-		}
 		return nil, err
+	}
+	var w written
+	upid, err := writeAndApply(ctx, c, p, token, res, &w)
+	if err != nil {
+		return nil, w.failed(ctx, c, token, err)
 	}
 	res.Applies, res.UPID = 1, upid
 	return res, readBack(ctx, c, upid, res)
+}
+
+// lock takes the SDN lock on PVE 9.2 and later (allowing pending changes
+// when they are the plan's own) and returns its token; before 9.2 it names
+// the risk of applying without one.
+func lock(ctx context.Context, c pveapi.Client, res *ApplyResult, allowPending bool) (string, error) {
+	if !res.Locked {
+		res.Risk = fmt.Sprintf(riskWithoutLock, res.Release)
+		return "", nil
+	}
+	req := map[string]any{}
+	if allowPending {
+		req["allow-pending"] = 1
+	}
+	var token string
+	if err := c.Post(ctx, "/cluster/sdn/lock", req, &token); err != nil {
+		return "", fmt.Errorf("cannot take the SDN lock: %s", errText(err))
+	}
+	if strings.TrimSpace(token) == "" {
+		return "", errors.New("the SDN lock answer holds no lock token, so nothing guards the changes: nothing was written; " +
+			"check that the API is Proxmox VE 9.2 or later, and release a lock left behind with pvesh delete /cluster/sdn/lock --force 1")
+	}
+	return token, nil
 }
 
 // readNodes reads the SDN zone on every node into res.Reapplied (pending
@@ -129,27 +159,57 @@ func readNodes(ctx context.Context, c pveapi.Client, zone string, res *ApplyResu
 	return nil
 }
 
-// refusePending refuses an apply while zones or VNets have pending changes
-// this plan did not make: PUT /cluster/sdn would apply them too.
-func refusePending(ctx context.Context, c pveapi.Client) error {
+// pendingEntry is an item of GET /cluster/sdn/{zones,vnets}?pending=1.
+type pendingEntry struct {
+	Zone    string         `json:"zone"`
+	VNet    string         `json:"vnet"`
+	State   string         `json:"state"`
+	Pending map[string]any `json:"pending"`
+}
+
+// pendingChanges reads the pending SDN changes and splits them: the
+// plan's own unfinished creations (its zone on its bridge, its present
+// VNets with their tags), which an apply finishes, and the first other
+// one, which PUT /cluster/sdn would take along and so is refused.
+func pendingChanges(ctx context.Context, c pveapi.Client, p *Plan) (own []string, foreign error, err error) {
 	for _, kind := range []string{"zones", "vnets"} {
-		var items []map[string]any
+		var items []pendingEntry
 		if err := c.Get(ctx, "/cluster/sdn/"+kind+"?pending=1", &items); err != nil {
-			return fmt.Errorf("cannot read the pending SDN %s: %s", kind, errText(err))
+			return nil, nil, fmt.Errorf("cannot read the pending SDN %s: %s", kind, errText(err))
 		}
 		for _, it := range items {
-			if st, _ := it["state"].(string); st != "" {
-				id, _ := it[strings.TrimSuffix(kind, "s")].(string)
-				return fmt.Errorf("SDN %s %s has a pending change (%s) that an apply would take along: apply or roll it back in Proxmox first", strings.TrimSuffix(kind, "s"), id, st)
+			switch {
+			case it.State == "":
+			case p.ownPending(it):
+				own = append(own, it.Zone+it.VNet)
+			case foreign == nil:
+				what, id := "zone", it.Zone
+				if kind == "vnets" {
+					what, id = "VNet", it.VNet
+				}
+				foreign = fmt.Errorf("SDN %s %s has a pending change (%s) that an apply would take along: apply or roll it back in Proxmox first", what, id, it.State)
 			}
 		}
 	}
-	return nil
+	return own, foreign, nil
+}
+
+// ownPending: the entry is the creation of the plan's zone, or of one of
+// its present VNets with the planned tag, written and not yet applied.
+func (p *Plan) ownPending(it pendingEntry) bool {
+	if it.State != "new" {
+		return false
+	}
+	if it.VNet == "" {
+		return it.Zone == p.Zone && fmt.Sprint(it.Pending["bridge"]) == p.Bridge
+	}
+	tag, ok := p.present[it.VNet]
+	return ok && fmt.Sprint(it.Pending["zone"]) == p.Zone && fmt.Sprint(it.Pending["tag"]) == strconv.Itoa(tag)
 }
 
 // writeAndApply creates the zone and the VNets, dry-runs every node when
 // locked, and applies once.
-func writeAndApply(ctx context.Context, c pveapi.Client, p *Plan, token string, res *ApplyResult) (string, error) {
+func writeAndApply(ctx context.Context, c pveapi.Client, p *Plan, token string, res *ApplyResult, w *written) (string, error) {
 	with := func(m map[string]any) map[string]any {
 		if token != "" {
 			m["lock-token"] = token
@@ -164,11 +224,13 @@ func writeAndApply(ctx context.Context, c pveapi.Client, p *Plan, token string, 
 		if err := c.Post(ctx, "/cluster/sdn/zones", zone, nil); err != nil {
 			return "", fmt.Errorf("cannot create SDN zone %s: %s", p.Zone, errText(err))
 		}
+		w.zone = p.Zone
 	}
 	for _, v := range p.Add {
 		if err := c.Post(ctx, "/cluster/sdn/vnets", with(map[string]any{"vnet": v.ID, "zone": p.Zone, "tag": v.Tag}), nil); err != nil {
 			return "", fmt.Errorf("cannot create VNet %s (tag %d): %s", v.ID, v.Tag, errText(err))
 		}
+		w.vnets = append(w.vnets, v)
 	}
 	if token != "" {
 		if err := dryRun(ctx, c, res); err != nil {

@@ -34,7 +34,7 @@ const (
 	// NodeUnreadable: the node's network configuration could not be read.
 	NodeUnreadable = "NodeUnreadable"
 	// ClusterUnreadable: the node list or the SDN configuration could not
-	// be read.
+	// be read, or the node list holds no node.
 	ClusterUnreadable = "ClusterUnreadable"
 )
 
@@ -159,6 +159,13 @@ func Check(ctx context.Context, c pveapi.Client, z Zone) (*Report, error) {
 				Action: "make the API reachable and give the token PVEAuditor on /sdn; the last known view is kept"})
 			return r, nil
 		}
+	}
+	if len(nodes) == 0 {
+		r.Requests = g.n
+		r.Error = errNoNodes.Error()
+		r.Findings = append(r.Findings, Finding{Code: ClusterUnreadable, Message: r.Error,
+			Action: "give the token PVEAuditor on /nodes and /sdn, and check that --url is a Proxmox VE node"})
+		return r, nil
 	}
 	sdnUse := sdnConflicts(z, zones, vnets)
 	sort.Slice(nodes, func(a, b int) bool { return nodes[a].Node < nodes[b].Node })

@@ -2,6 +2,7 @@ package pvesdn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -67,11 +68,19 @@ func ZoneOnNodes(ctx context.Context, c pveapi.Client, zone string) ([]NodeZone,
 	return out, nil
 }
 
-// listNodes returns the cluster's node names in order (GET /nodes).
+// errNoNodes is a node list without a node: every Proxmox VE cluster has
+// at least the node that answers, so nothing was read.
+var errNoNodes = errors.New("GET /nodes listed no node: the token sees none (give it Sys.Audit on /nodes), or the server is not a Proxmox VE API")
+
+// listNodes returns the cluster's node names in order (GET /nodes); a list
+// without a node is errNoNodes.
 func listNodes(ctx context.Context, c pveapi.Client) ([]string, error) {
 	var nodes []nodeEntry
 	if err := c.Get(ctx, "/nodes", &nodes); err != nil {
 		return nil, fmt.Errorf("cannot list the nodes: %s", errText(err))
+	}
+	if len(nodes) == 0 {
+		return nil, errNoNodes
 	}
 	names := lo.Map(nodes, func(n nodeEntry, _ int) string { return n.Node })
 	slices.Sort(names)

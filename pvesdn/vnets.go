@@ -33,6 +33,10 @@ type Plan struct {
 	// Present counts the zone's VNets that already exist as planned.
 	Present  int `json:"present"`
 	Requests int `json:"requests"`
+	// present are the VNets (ID to tag) that exist as planned: a pending
+	// creation of one of them, or of the zone, is this plan's own
+	// unfinished change, which Apply takes along.
+	present map[string]int
 }
 
 // Empty reports whether the plan changes nothing.
@@ -77,7 +81,7 @@ func PlanVNets(ctx context.Context, c pveapi.Client, z Zone) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Zone: z.SDNZone, Bridge: z.Bridge, MTU: z.MTU, CreateZone: true, Add: []VNet{}}
+	p := &Plan{Zone: z.SDNZone, Bridge: z.Bridge, MTU: z.MTU, CreateZone: true, Add: []VNet{}, present: map[string]int{}}
 	for _, sz := range zones {
 		if sz.Zone != z.SDNZone {
 			continue
@@ -97,6 +101,7 @@ func PlanVNets(ctx context.Context, c pveapi.Client, z Zone) (*Plan, error) {
 				pv.id, v.Zone, v.Tag, z.SDNZone, pv.vid)
 		default:
 			p.Present++
+			p.present[pv.id] = pv.vid
 		}
 	}
 	p.Requests = g.n

@@ -1,6 +1,8 @@
 package pvesdn_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -233,4 +235,146 @@ func cluster(t *testing.T, c *proxmox.Client) *proxmox.Cluster {
 	cl, err := c.Cluster(ctx)
 	must(t, err)
 	return cl
+}
+
+// TestHalfWrittenApplyBeforeRelease92: a VNet create that fails after the
+// zone and four VNets were written is a *PartialWriteError naming them
+// and the commands that remove them; the next apply takes its own pending
+// writes along and finishes (the zone applied with all six VNets), while
+// another writer's pending VNet is still refused. The control: the first
+// apply's plan, written whole, needs no second run.
+func TestHalfWrittenApplyBeforeRelease92(t *testing.T) {
+	srv := vnetLab(t, "9.1.1")
+	c := srv.Client()
+	z := zone(t, "100-105")
+	plan, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	must(t, srv.InjectError(pveapitest.Fault{Method: "POST", Path: `^/cluster/sdn/vnets$`, Status: 500, Message: "disk full", After: 4, Times: 1}))
+	_, err = pvesdn.Apply(ctx, c, plan)
+	var pe *pvesdn.PartialWriteError
+	if !errors.As(err, &pe) || pe.Zone != "pxz" || len(pe.VNets) != 4 || pe.RolledBack ||
+		!strings.Contains(err.Error(), "cannot create VNet pxa0104 (tag 104): 500 disk full") ||
+		!strings.Contains(err.Error(), "before it this apply wrote SDN zone pxz and 4 VNet(s) pxa0100, pxa0101, pxa0102, pxa0103 (written, not applied)") ||
+		!strings.Contains(err.Error(), "pvesh delete /cluster/sdn/vnets/pxa0103, pvesh delete /cluster/sdn/zones/pxz") {
+		t.Fatalf("the half-written apply: %v", err)
+	}
+	if puts(srv) != 0 {
+		t.Fatalf("%d applies after the failed write", puts(srv))
+	}
+	cl := cluster(t, c)
+	must(t, cl.NewSDNVNet(ctx, &proxmox.VNetOptions{Name: "othr0007", Zone: "pxz", Tag: 7, Type: "vnet"}))
+	again, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	if _, err := pvesdn.Apply(ctx, c, again); err == nil || !strings.Contains(err.Error(), "SDN VNet othr0007 has a pending change (new)") {
+		t.Fatalf("another writer's pending VNet beside the own: %v", err)
+	}
+	must(t, cl.DeleteSDNVNet(ctx, "othr0007"))
+	again, err = pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	if again.CreateZone || len(again.Add) != 2 || again.Present != 4 {
+		t.Fatalf("the plan after the half-written apply: %+v", again)
+	}
+	res, err := pvesdn.Apply(ctx, c, again)
+	must(t, err)
+	if res.Applies != 1 || !res.OK() || len(res.Finished) != 5 {
+		t.Fatalf("the apply that finishes its own pending writes: %+v", res)
+	}
+	if drift, err := pvesdn.AuditVNets(ctx, c, z); err != nil || len(drift) != 0 {
+		t.Errorf("audit after the finishing apply: %+v %v", drift, err)
+	}
+	// The plan is empty now, and nothing is pending: no apply.
+	empty, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	if res, err := pvesdn.Apply(ctx, c, empty); err != nil || res.Applies != 0 {
+		t.Errorf("the apply after: %+v %v", res, err)
+	}
+}
+
+// TestHalfWrittenApplyLocked: on 9.2 the same failure is rolled back
+// under the lock, and the error says so: nothing of the apply remains,
+// and the lock is released.
+func TestHalfWrittenApplyLocked(t *testing.T) {
+	srv := vnetLab(t, "9.2.0")
+	c := srv.Client()
+	z := zone(t, "100-105")
+	plan, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	must(t, srv.InjectError(pveapitest.Fault{Method: "POST", Path: `^/cluster/sdn/vnets$`, Status: 500, Message: "disk full", After: 4, Times: 1}))
+	_, err = pvesdn.Apply(ctx, c, plan)
+	var pe *pvesdn.PartialWriteError
+	if !errors.As(err, &pe) || !pe.RolledBack || len(pe.Undo) != 0 ||
+		!strings.Contains(err.Error(), "and rolled them back under the SDN lock: nothing of this apply remains") {
+		t.Fatalf("the half-written locked apply: %v", err)
+	}
+	vnets, err := cluster(t, c).SDNVNets(ctx)
+	must(t, err)
+	if len(vnets) != 0 || srv.SDNLockToken() != "" {
+		t.Fatalf("after the rollback: %d VNets, lock %q", len(vnets), srv.SDNLockToken())
+	}
+	res, err := pvesdn.Apply(ctx, c, plan)
+	must(t, err)
+	if res.Applies != 1 || !res.OK() || len(res.Finished) != 0 {
+		t.Fatalf("the control, the same plan again: %+v", res)
+	}
+}
+
+// TestLockWithoutTokenRefused: a lock answer without a token is no lock:
+// the apply stops before writing anything.
+func TestLockWithoutTokenRefused(t *testing.T) {
+	lab := vnetLab(t, "9.2.0")
+	z := zone(t, "100-101")
+	c := lab.Client()
+	plan, err := pvesdn.PlanVNets(ctx, c, z)
+	must(t, err)
+	empty := &tokenless{Client: c}
+	if _, err := pvesdn.Apply(ctx, empty, plan); err == nil || !strings.Contains(err.Error(), "the SDN lock answer holds no lock token") {
+		t.Fatalf("a lock without a token: %v", err)
+	}
+	if n := len(lab.MutatingRequests()); n != 1 {
+		t.Errorf("%d changing requests, want only the lock: %v", n, lab.MutatingRequests())
+	}
+}
+
+// tokenless answers POST /cluster/sdn/lock with {"data": ""}.
+type tokenless struct{ *proxmox.Client }
+
+func (c *tokenless) Post(ctx context.Context, path string, data, v any) error {
+	if path == "/cluster/sdn/lock" {
+		if err := c.Client.Post(ctx, path, data, nil); err != nil {
+			return err
+		}
+		*(v.(*string)) = ""
+		return nil
+	}
+	return c.Client.Post(ctx, path, data, v)
+}
+
+// TestNoNodesIsAFailure: a node list without a node ({"data": null}) is
+// a ClusterUnreadable report for check and an error for apply and audit,
+// never "carryable VLANs: none" with success.
+func TestNoNodesIsAFailure(t *testing.T) {
+	srv := vnetLab(t, "9.2.0")
+	c := &noNodes{Client: srv.Client()}
+	z := zone(t, "100-101")
+	rep, err := pvesdn.Check(ctx, c, z)
+	must(t, err)
+	if rep.Error == "" || codes(rep) != ":ClusterUnreadable:" || !strings.Contains(rep.Error, "GET /nodes listed no node") {
+		t.Errorf("check: %+v", rep)
+	}
+	if _, err := pvesdn.ZoneOnNodes(ctx, c, "pxa"); err == nil || !strings.Contains(err.Error(), "listed no node") {
+		t.Errorf("the node audit: %v", err)
+	}
+	if rep, err := pvesdn.Check(ctx, srv.Client(), z); err != nil || rep.Error != "" || len(rep.Nodes) != 3 {
+		t.Errorf("the control: %+v %v", rep, err)
+	}
+}
+
+// noNodes answers GET /nodes with {"data": null}.
+type noNodes struct{ *proxmox.Client }
+
+func (c *noNodes) Get(ctx context.Context, path string, v any) error {
+	if path == "/nodes" {
+		return nil
+	}
+	return c.Client.Get(ctx, path, v)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/samber/lo"
 	"github.com/spf13/cobra"
@@ -221,7 +222,13 @@ them along. Proxmox applies on every node and only logs a node that fails:
 apply reads each node's reload back and exits 1 when one did not reload.
 With nothing to create, it reads the SDN zone's state on every node and
 applies once more when a node has it pending or in error (a reload that
-failed before), reloading every node. The token needs PVESDNAdmin on /sdn
+failed before), reloading every node. When a write fails after others, it
+names what this apply wrote: on 9.2 they are rolled back under the lock;
+before 9.2 they stay pending, and the error prints the pvesh commands that
+remove them. The next apply finishes its own pending writes (its SDN zone
+and VNets with their planned tags) rather than refusing them; another
+writer's pending change is still refused. A lock answer without a token is
+refused before anything is written. The token needs PVESDNAdmin on /sdn
 and Sys.Audit on /nodes.`,
 		withSDN: true,
 		call:    planAndApply,
@@ -259,6 +266,9 @@ func sdnApplyTable(w io.Writer, plan *pvesdn.Plan, res *pvesdn.ApplyResult) {
 			t.Add(n.Node, n.Status)
 		}
 		t.Write(w, false)
+		if len(res.Finished) > 0 {
+			fmt.Fprintf(w, "finished %d write(s) an earlier apply left pending: %s\n", len(res.Finished), strings.Join(res.Finished, ", "))
+		}
 		fmt.Fprintf(w, "%d VNet(s) created, applied once %s\n", len(plan.Add), how)
 		return
 	}

@@ -34,12 +34,16 @@ type Fault struct {
 	Param   string
 	// Times is how many requests fail; 0 means every one until cleared.
 	Times int
+	// After is how many matching requests pass before the first fails
+	// (the fifth VNet of a batch: After 4).
+	After int
 }
 
 type faultRule struct {
 	Fault
-	re   *regexp.Regexp
-	left int
+	re     *regexp.Regexp
+	left   int
+	passed int
 }
 
 type taskFailure struct {
@@ -83,6 +87,10 @@ func (f *faults) injected(method, rel string) *apiError {
 	defer f.mu.Unlock()
 	for i, r := range f.rules {
 		if (r.Method != "" && r.Method != method) || !r.re.MatchString(rel) {
+			continue
+		}
+		if r.passed < r.After {
+			r.passed++
 			continue
 		}
 		if r.Times > 0 {
