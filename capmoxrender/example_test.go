@@ -16,7 +16,7 @@ spec:
   cluster: prod
   substrate: proxmox
   version: v1.35.2
-  resources: {cpu: 2500m, memory: 1G}
+  resources: {cpu: 2500m, memory: 3G}
   proxmox:
     templateTags: [cozystack, talos]
     network: {bridge: vmbr0, vlan: 20}
@@ -47,7 +47,7 @@ spec:
 	// Role
 	// RoleBinding
 	// Job
-	// numCores 3 memoryMiB 960
+	// numCores 3 memoryMiB 2864
 }
 
 func ExampleRefusalError() {

@@ -106,7 +106,7 @@ func InstanceTypeNames() []string {
 // instanceType, as the managed-Kubernetes page says (resources wins). An
 // instanceType is judged even when resources gives both fields, so that a
 // promise it makes is never dropped without a word.
-func planSizing(p *nodesPlan, s NodesSpec, _ Options) error {
+func planSizing(p *nodesPlan, s NodesSpec, o Options) error {
 	r := s.Resources
 	cpu, memory := quantityOf(r.CPU), quantityOf(r.Memory)
 	if s.InstanceType != "" {
@@ -126,8 +126,23 @@ func planSizing(p *nodesPlan, s NodesSpec, _ Options) error {
 	if p.memoryMiB, err = MemoryMiB(memory); err != nil {
 		return refuse("resources.memory", "resources.memory: %v", err)
 	}
+	if p.memoryMiB < MinWorkerMemoryMiB {
+		return refuse("resources.memory", "resources.memory %s gives each worker %d MiB; a Talos Linux worker needs at least %d MiB (1Gi, Talos's system requirements) to boot and join: ask for 1Gi or more (2Gi is Talos's recommendation)",
+			memory, p.memoryMiB, MinWorkerMemoryMiB)
+	}
+	if p.cores > ManyCores {
+		o.warn(fmt.Sprintf("resources.cpu %s gives each worker %d vCPUs: Proxmox VE starts a VM only on a node with at least as many logical CPUs (qemu-server refuses with \"MAX n vcpus allowed per VM on this node\"), and capmox may place a worker on any node the pool allows: check that each of them has %d logical CPUs", cpu, p.cores, p.cores))
+	}
 	return nil
 }
+
+// MinWorkerMemoryMiB is the least memory a worker gets: Talos Linux's
+// system requirements give a worker at least 1 GiB.
+const MinWorkerMemoryMiB = 1024
+
+// ManyCores is the vCPU count above which the render warns that a node
+// may not have as many logical CPUs as a worker asks for.
+const ManyCores = 128
 
 func quantityOf(q *Quantity) string {
 	if q == nil {

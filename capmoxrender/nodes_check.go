@@ -75,7 +75,7 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 	}
 	// The checks run in the chart's order, so an input with several faults
 	// gets the same first refusal.
-	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planDisk, planVMIDRange, planTalos, planHealth, planReplicas}
+	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planDisk, planVMIDRange, planTalos, planHealth, planReplicas, checkVMIDRoom}
 	for _, step := range steps {
 		if err := step(&p, s, o); err != nil {
 			return nodesPlan{}, err

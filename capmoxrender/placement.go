@@ -25,6 +25,32 @@ func planVMIDRange(p *nodesPlan, _ NodesSpec, o Options) error {
 	return nil
 }
 
+// checkVMIDRoom checks that the pool's workers fit in its VM id range
+// (shared with its tenant's other pools): fewer ids than maxReplicas is
+// refused, since capmox cannot clone the rest; fewer than twice as many
+// is warned, since a rolling update adds up to maxReplicas workers (the
+// MachineDeployment's maxSurge) before it removes old ones.
+func checkVMIDRoom(p *nodesPlan, s NodesSpec, o Options) error {
+	if p.vmIDRange == nil {
+		return nil
+	}
+	r := *p.vmIDRange
+	size := int64(r.End) - int64(r.Start) + 1
+	field := "maxReplicas"
+	if s.Replicas != nil {
+		field = "replicas"
+	}
+	switch {
+	case size < int64(p.maxReplicas):
+		return refuse(field, "%s %d: the VM id range %d-%d of Proxmox pool %q holds %d VM id(s), fewer than the pool's workers, so capmox cannot clone the rest: widen the tenant's vmIDRange, or lower %s",
+			field, p.maxReplicas, r.Start, r.End, p.pool, size, field)
+	case size < 2*int64(p.maxReplicas):
+		o.warn(fmt.Sprintf("%s %d: the VM id range %d-%d of Proxmox pool %q holds %d VM id(s), fewer than the %d a rolling update needs (the pool's workers and as many surging new ones, with the tenant's other pools sharing the range): widen the tenant's vmIDRange to at least %d ids",
+			field, p.maxReplicas, r.Start, r.End, p.pool, size, 2*p.maxReplicas, 2*p.maxReplicas))
+	}
+	return nil
+}
+
 // planAllowedNodes checks that proxmox.allowedNodes narrows the cluster's
 // list (capmox takes a machine's list instead of the cluster's, so a node
 // outside it would escape the cluster's placement). Without the cluster's

@@ -35,10 +35,10 @@ func cpuGen() *rapid.Generator[string] {
 
 func memoryGen() *rapid.Generator[string] {
 	return rapid.OneOf(
-		rapid.Map(rapid.IntRange(1, 1<<20), func(n int) string { return fmt.Sprintf("%dMi", n) }),
-		rapid.Map(rapid.IntRange(1, 1024), func(n int) string { return fmt.Sprintf("%dG", n) }),
+		rapid.Map(rapid.IntRange(capmoxrender.MinWorkerMemoryMiB, 1<<20), func(n int) string { return fmt.Sprintf("%dMi", n) }),
+		rapid.Map(rapid.IntRange(2, 1024), func(n int) string { return fmt.Sprintf("%dG", n) }),
 		rapid.Map(rapid.IntRange(1, 1024), func(n int) string { return fmt.Sprintf("%dGi", n) }),
-		rapid.Map(rapid.IntRange(1, 1<<30), func(n int) string { return fmt.Sprint(n) }),
+		rapid.Map(rapid.IntRange(capmoxrender.MinWorkerMemoryMiB<<20, 1<<40), func(n int) string { return fmt.Sprint(n) }),
 	)
 }
 
@@ -236,7 +236,9 @@ func diskGen() *rapid.Generator[string] {
 func keptInstanceTypes() []string {
 	var out []string
 	for _, n := range capmoxrender.InstanceTypeNames() {
-		if t, _ := capmoxrender.LookupInstanceType(n); t.Hugepages == "" {
+		// Kept: no hugepages, and at least the memory a Talos worker needs.
+		t, _ := capmoxrender.LookupInstanceType(n)
+		if mem := resource.MustParse(t.Memory); t.Hugepages == "" && mem.Value() >= capmoxrender.MinWorkerMemoryMiB<<20 {
 			out = append(out, n)
 		}
 	}

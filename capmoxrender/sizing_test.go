@@ -72,7 +72,25 @@ func TestPoolSizingRefusals(t *testing.T) {
 			n.Spec.InstanceType, n.Spec.Resources = "u1.xlarge", capmoxrender.Resources{}
 		}},
 		"InstanceTypeO": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.InstanceType, n.Spec.Resources = "o1.medium", capmoxrender.Resources{}
+		}},
+		"InstanceTypeTooSmall": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
 			n.Spec.InstanceType, n.Spec.Resources = "o1.nano", capmoxrender.Resources{}
+		}, want: `resources.memory 512Mi gives each worker 512 MiB; a Talos Linux worker needs at least 1024 MiB (1Gi, Talos's system requirements)`},
+		"MemoryBelowTalos": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.Memory = q("1000Mi") },
+			want: `resources.memory 1000Mi gives each worker 1000 MiB; a Talos Linux worker needs at least 1024 MiB (1Gi, Talos's system requirements) to boot and join: ask for 1Gi or more`},
+		"MemoryTalosMinimum": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.Memory = q("1Gi") }},
+		"RangeBelowReplicas": {mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			n.Spec.Replicas = replicas(6)
+			o.VMIDRanges = map[string]capmoxrender.VMIDRange{"tenant-e2e": {Start: 1000, End: 1004}}
+		}, want: `replicas 6: the VM id range 1000-1004 of Proxmox pool "tenant-e2e" holds 5 VM id(s), fewer than the pool's workers, so capmox cannot clone the rest: widen the tenant's vmIDRange, or lower replicas`},
+		"RangeBelowMaxReplicas": {mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			n.Spec.MaxReplicas = replicas(20)
+			o.VMIDRanges = map[string]capmoxrender.VMIDRange{"tenant-e2e": {Start: 1000, End: 1009}}
+		}, want: `maxReplicas 20: the VM id range 1000-1009 of Proxmox pool "tenant-e2e" holds 10 VM id(s)`},
+		"RangeFitsReplicas": {mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			n.Spec.Replicas = replicas(5)
+			o.VMIDRanges = map[string]capmoxrender.VMIDRange{"tenant-e2e": {Start: 1000, End: 1004}}
 		}},
 		"InstanceTypeCX": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.InstanceType = "cx1.large" },
 			want: `instanceType "cx1.large" cannot be kept on Proxmox: the CX series (Compute Exclusive) promises dedicated CPUs, an isolated emulator thread, guest NUMA and hugepages, and capmox clones a VM with shared vCPUs and ordinary memory; remove instanceType and size the pool with resources.cpu and resources.memory`},
@@ -228,6 +246,42 @@ func TestInstanceTypeTable(t *testing.T) {
 
 // TestVMIDRangeWarnsForAnotherPool: ranges given, none for the pool's
 // Proxmox pool: the pool renders without vmIDRange and the warning says why.
+// TestSizingWarnings: a range that holds the pool but not its rolling
+// update, and a vCPU count few nodes have, are rendered with a warning
+// naming the field; the control, a range twice the pool's size and 8
+// vCPUs, warns nothing.
+func TestSizingWarnings(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*capmoxrender.KubernetesNodes)
+		rng    capmoxrender.VMIDRange
+		want   string
+	}{
+		"Surge": {mutate: func(n *capmoxrender.KubernetesNodes) { n.Spec.Replicas = replicas(5) }, rng: capmoxrender.VMIDRange{Start: 1000, End: 1007},
+			want: `replicas 5: the VM id range 1000-1007 of Proxmox pool "tenant-e2e" holds 8 VM id(s), fewer than the 10 a rolling update needs`},
+		"ManyCores": {mutate: func(n *capmoxrender.KubernetesNodes) { n.Spec.Resources.CPU = q("512") }, rng: capmoxrender.VMIDRange{Start: 1000, End: 1999},
+			want: `resources.cpu 512 gives each worker 512 vCPUs: Proxmox VE starts a VM only on a node with at least as many logical CPUs (qemu-server refuses with "MAX n vcpus allowed per VM on this node")`},
+		"Control": {mutate: func(n *capmoxrender.KubernetesNodes) { n.Spec.Replicas, n.Spec.Resources.CPU = replicas(5), q("8") },
+			rng: capmoxrender.VMIDRange{Start: 1000, End: 1009}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var warned []string
+			n := validNodes()
+			tc.mutate(&n)
+			o := capmoxrender.Options{VMIDRanges: map[string]capmoxrender.VMIDRange{"tenant-e2e": tc.rng}, Warn: func(m string) { warned = append(warned, m) }}
+			if _, err := capmoxrender.RenderNodes(context.Background(), n, o); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.want == "" && len(warned) > 0:
+				t.Errorf("the control warned %q", warned)
+			case tc.want != "" && (len(warned) != 1 || !strings.HasPrefix(warned[0], tc.want)):
+				t.Errorf("want the warning %q, got %q", tc.want, warned)
+			}
+		})
+	}
+}
+
 func TestVMIDRangeWarnsForAnotherPool(t *testing.T) {
 	var warned []string
 	o := capmoxrender.Options{VMIDRanges: map[string]capmoxrender.VMIDRange{"other": {Start: 1000, End: 1999}},
@@ -241,3 +295,5 @@ func TestVMIDRangeWarnsForAnotherPool(t *testing.T) {
 		t.Errorf("want the warning %q, got %q", want, warned)
 	}
 }
+
+func replicas(n int32) *int32 { return &n }
