@@ -86,3 +86,14 @@ func TestVNetNamesStandardLibraryOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestNICRulesStandardLibraryOnly: the bridge and VLAN rules that render
+// and admission share (api/capmox) pull in nothing outside the standard
+// library, so admission gains no dependency through them.
+func TestNICRulesStandardLibraryOnly(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/api/capmox") {
+		if p != module+"/api/capmox" {
+			t.Errorf("api/capmox must import only the standard library, but it pulls in %s", p)
+		}
+	}
+}
