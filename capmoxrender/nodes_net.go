@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 var (
-	percent     = regexp.MustCompile(`^[0-9]+%$`)
-	bareInt     = regexp.MustCompile(`^[0-9]+$`)
-	wholeDur    = regexp.MustCompile(`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`)
-	extraNIC    = regexp.MustCompile(`^net([1-9]|[12][0-9]|3[01])$`)
-	bridgeChars = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
+	percent  = regexp.MustCompile(`^[0-9]+%$`)
+	bareInt  = regexp.MustCompile(`^[0-9]+$`)
+	wholeDur = regexp.MustCompile(`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`)
+	extraNIC = regexp.MustCompile(`^net([1-9]|[12][0-9]|3[01])$`)
 )
 
 func planHealth(p *nodesPlan, s NodesSpec, _ Options) error {
@@ -123,8 +124,10 @@ func planNICs(ctx context.Context, l NetworkLookup, ns string, px NodesProxmox) 
 	case nw.Bridge == "":
 		return nil, refuse("proxmox.network.bridge", "substrate proxmox requires proxmox.network.bridge")
 	default:
-		if !bridgeChars.MatchString(nw.Bridge) {
-			return nil, refuse("proxmox.network.bridge", "proxmox.network.bridge %q is not a Linux bridge name such as vmbr0", nw.Bridge)
+		if !capmox.ValidBridge(nw.Bridge) {
+			return nil, refuse("proxmox.network.bridge", "proxmox.network.bridge %q is not %s: "+
+				"capmox writes it into the VM's net0 as it is, so a comma would start a setting of its own; put the VLAN in proxmox.network.vlan",
+				nw.Bridge, capmox.BridgeName)
 		}
 		first = nic{name: "net0", bridge: nw.Bridge, vlan: nw.VLAN, mtu: nw.MTU}
 	}
@@ -165,6 +168,9 @@ func vpcNIC(ctx context.Context, l NetworkLookup, ns, field, name string, ref Su
 	if n.Bridge == "" || n.VLAN < 1 {
 		return nic{}, refuse(field, "%s: Proxmox network %s/%s reports no bridge or VLAN yet; wait until it is Ready with a VLAN", field, ns, id)
 	}
+	if !capmox.ValidBridge(n.Bridge) {
+		return nic{}, refuse(field, "%s: Proxmox network %s/%s reports bridge %q, which is not %s", field, ns, id, n.Bridge, capmox.BridgeName)
+	}
 	out := nic{name: name, bridge: n.Bridge, vlan: ptr(n.VLAN), pool: id}
 	if n.VNet != "" {
 		// The zone gives the VLAN its own Proxmox SDN VNet: attach to the
@@ -181,7 +187,7 @@ func vpcNIC(ctx context.Context, l NetworkLookup, ns, field, name string, ref Su
 }
 
 func checkNICValues(field string, n nic) error {
-	if n.vlan != nil && (*n.vlan < 1 || *n.vlan > 4094) {
+	if n.vlan != nil && !capmox.ValidVLAN(int64(*n.vlan)) {
 		return refuse(field+".vlan", "%s.vlan is %d: capmox takes a VLAN tag from 1 to 4094", field, *n.vlan)
 	}
 	if n.mtu != nil && *n.mtu != 1 && (*n.mtu < MinWebhookMTU || *n.mtu > 65520) {

@@ -9,13 +9,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
 
 // FuzzRenderNodes feeds arbitrary documents through ParseKubernetesNodes and
 // RenderNodes: nothing panics, every error is one of the package's
 // categories, and an accepted pool always yields a machine template whose
-// sizes pass the schema rules.
+// sizes pass the schema rules and whose every NIC carries a bridge and VLAN
+// the admission rules take (capmox.ValidBridge, capmox.ValidVLAN).
 func FuzzRenderNodes(f *testing.F) {
 	for _, p := range []string{"testdata/scenarios/nodes-raw/input.yaml", "testdata/scenarios/nodes-full-storage/input.yaml", "testdata/scenarios/nodes-seed/input.yaml"} {
 		b, err := os.ReadFile(p)
@@ -26,6 +28,11 @@ func FuzzRenderNodes(f *testing.F) {
 	}
 	f.Add([]byte("apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: n}\nspec: {cluster: a, substrate: proxmox, resources: {cpu: 1e3, memory: 7}}\n"))
 	f.Add([]byte("apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: n}\nspec: {cluster: a, replicas: 2, proxmox: {pool: p, vlan: 3}}\n"))
+	for _, bridge := range []string{"vmbr70", "vmbr70,tag=102", "pxa0102,", "vmbr0123456789ab", "'vmbr0 '", "vmbr0=1"} {
+		f.Add([]byte("apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: tenant-a}\n" +
+			"spec: {cluster: a, substrate: proxmox, replicas: 1, resources: {cpu: 2, memory: 4Gi}, " +
+			"proxmox: {pool: p, templateTags: [t], dnsServers: [8.8.8.8], network: {bridge: " + bridge + ", vlan: 102}}}\n"))
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		n, err := capmoxrender.ParseKubernetesNodes(doc)
 		if err != nil {
@@ -46,6 +53,22 @@ func FuzzRenderNodes(f *testing.F) {
 		mem, _ := spec["memoryMiB"].(int64)
 		if cores < 1 || mem < 8 || mem%8 != 0 {
 			t.Fatalf("accepted pool rendered numCores %d memoryMiB %d", cores, mem)
+		}
+		network, _ := spec["network"].(map[string]any)
+		nics, _ := network["networkDevices"].([]any)
+		nics = append(nics, network["default"])
+		adds, _ := network["additionalDevices"].([]any)
+		for _, n := range append(nics, adds...) {
+			nic, ok := n.(map[string]any)
+			if !ok {
+				continue
+			}
+			if b, _ := nic["bridge"].(string); !capmox.ValidBridge(b) {
+				t.Fatalf("accepted pool rendered a NIC on bridge %q, which admission refuses", b)
+			}
+			if v, ok := nic["vlan"].(int64); ok && !capmox.ValidVLAN(v) {
+				t.Fatalf("accepted pool rendered a NIC with VLAN %d", v)
+			}
 		}
 	})
 }

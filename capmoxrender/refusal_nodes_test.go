@@ -9,6 +9,12 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
 
+// bridgeRefusal is render's refusal of proxmox.network.bridge b.
+func bridgeRefusal(b string) string {
+	return `proxmox.network.bridge "` + b + `" is not a Linux bridge name such as vmbr0 (1 to 15 letters, digits, hyphens, underscores or dots, starting with a letter): ` +
+		`capmox writes it into the VM's net0 as it is, so a comma would start a setting of its own; put the VLAN in proxmox.network.vlan`
+}
+
 func TestNodesRefusals(t *testing.T) {
 	type mut = func(*capmoxrender.KubernetesNodes, *capmoxrender.Options)
 	vpc := func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
@@ -83,6 +89,24 @@ func TestNodesRefusals(t *testing.T) {
 			n.Spec.Proxmox.Network.MTU = new(int)
 			*n.Spec.Proxmox.Network.MTU = 1000
 		}, want: "proxmox.network.mtu is 1000: capmox accepts 1 (inherit the bridge MTU) or 1280 to 65520"},
+		"BridgeWithTag": {reason: "capmox writes the bridge into net0 unescaped, so a comma would add a tag of its own", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.Network.Bridge = "vmbr70,tag=102"
+		}, want: bridgeRefusal("vmbr70,tag=102")},
+		"BridgeTooLong": {reason: "Linux names an interface in at most 15 bytes", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.Network.Bridge = "vmbr0123456789ab"
+		}, want: bridgeRefusal("vmbr0123456789ab")},
+		"Bridge15Accepted": {reason: "15 bytes is a Linux interface name", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.Network.Bridge = "vmbr0123456789a"
+		}},
+		"StatusBridgeWithTag": {reason: "a Proxmox network's bridge is held to the same rule", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			ns := "tenant-e2e"
+			net := pxnet(ns, subnetID(ns, "net", "private"), true)
+			net.Object["status"].(map[string]any)["bridge"] = "vmbr1,tag=5"
+			l := &capmoxrender.Objects{}
+			l.Add(net)
+			o.Networks = l
+		}, want: `proxmox.network: Proxmox network tenant-e2e/` + subnetID("tenant-e2e", "net", "private") + ` reports bridge "vmbr1,tag=5", which is not a Linux bridge name such as vmbr0 (1 to 15 letters, digits, hyphens, underscores or dots, starting with a letter)`},
 		"VLAN4095": {reason: "capmox takes 1..4094", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
 			v := 4095
 			n.Spec.Proxmox.Network.VLAN = &v
