@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -20,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
@@ -61,9 +64,89 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	_, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme, UpstreamCRDs: []string{"capmox-v0.9.0", "flux-helm-controller-api-v1.6.5"}, CRDPaths: []string{"testdata/crds"}})
+	_, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme, UpstreamCRDs: []string{"flux-helm-controller-api-v1.6.5"},
+		CRDPaths: []string{relaxedCapmoxCRDs(t), "testdata/crds"}})
 	cfg := diffConfig()
 	return &apiEnv{t: t, c: c, v: mustValidator(t, cfg), cfg: cfg, exempt: cfg.ExemptNamespaces[1:], ready: map[string]bool{"kube-system": true, "default": true}}
+}
+
+// relaxedCapmoxCRDs writes capmox v0.9.0's CRDs into a temporary folder,
+// the machine and template CRDs without the bounds they put on a NIC: the
+// minLength of bridge and the minimum and maximum of vlan. The API server checks the schema before
+// admission, so with them an empty bridge or a VLAN outside 1-4094 never
+// reaches the policies; without them the policies judge those values, as
+// on a cluster whose CRDs do not bound them, and the differential test
+// compares them with the Go validator. Everything else, a bridge with a
+// comma included, meets capmox's schema unchanged.
+func relaxedCapmoxCRDs(t *testing.T) string {
+	t.Helper()
+	src, err := kube.UpstreamCRDDir("capmox-v0.9.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(src, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no capmox CRDs in %s: %v", src, err)
+	}
+	dir := t.TempDir()
+	relaxed := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd map[string]any
+		if err := yaml.Unmarshal(b, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if names, _ := crd["spec"].(map[string]any)["names"].(map[string]any); names["kind"] == KindMachine || names["kind"] == KindTemplate {
+			relaxed += relaxNICBounds(crd)
+		}
+		out, err := yaml.Marshal(crd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Three bounds in each of default and additionalDevices[] (v1alpha1)
+	// and networkDevices[] (v1alpha2), in the machine and the template CRD.
+	if relaxed != 18 {
+		t.Fatalf("relaxed %d bounds of bridge and vlan in capmox's machine CRDs, want 18: has their schema moved?", relaxed)
+	}
+	return dir
+}
+
+// relaxNICBounds deletes minLength from every property bridge and minimum
+// and maximum from every property vlan under v, and counts them.
+func relaxNICBounds(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		if props, ok := x["properties"].(map[string]any); ok {
+			for name, keys := range map[string][]string{"bridge": {"minLength"}, "vlan": {"minimum", "maximum"}} {
+				p, ok := props[name].(map[string]any)
+				if !ok {
+					continue
+				}
+				for _, k := range keys {
+					if _, ok := p[k]; ok {
+						delete(p, k)
+						n++
+					}
+				}
+			}
+		}
+		for _, c := range x {
+			n += relaxNICBounds(c)
+		}
+	case []any:
+		for _, c := range x {
+			n += relaxNICBounds(c)
+		}
+	}
+	return n
 }
 
 // installPolicies creates the generated policies. Each binding skips

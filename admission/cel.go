@@ -2,7 +2,10 @@ package admission
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // The CEL of the generated policies. Each fragment states the same rule as
@@ -97,6 +100,23 @@ func celTriple(n string) string {
 func celOnZoneVNet(n string) string {
 	return `(has(` + n + `.bridge) && variables.zoneVNetPrefixes.exists(p, ` + n + `.bridge.matches('^' + p + '[0-9]{4}$')))`
 }
+
+// celBridgeOK: NIC n has no bridge or one capmox.ValidBridge takes, by the
+// same regular expression. The size test, in characters, spares the
+// expression a long string and refuses nothing it would take.
+func celBridgeOK(n string) string {
+	return strings.NewReplacer("{N}", n, "{MAX}", strconv.Itoa(capmox.MaxBridgeBytes), "{RE}", capmox.BridgePattern).Replace(
+		`(!has({N}.bridge) || (size({N}.bridge) <= {MAX} && {N}.bridge.matches(r'{RE}')))`)
+}
+
+// celVLANOK: NIC n has no VLAN or a VLAN ID (capmox.ValidVLAN).
+func celVLANOK(n string) string {
+	return strings.NewReplacer("{N}", n, "{MIN}", strconv.Itoa(capmox.MinVLAN), "{MAX}", strconv.Itoa(capmox.MaxVLAN)).Replace(
+		`(!has({N}.vlan) || ({N}.vlan >= {MIN} && {N}.vlan <= {MAX}))`)
+}
+
+// celString is s as a CEL string literal.
+func celString(s string) string { return strconv.Quote(s) }
 
 // celOnZoneBridge: NIC n sits on a zone bridge (Validator.onZoneBridge).
 func celOnZoneBridge(n string) string {

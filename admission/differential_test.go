@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // ownToken stands for the request's namespace in generated values; it is
@@ -81,9 +83,46 @@ var (
 	// pxa0101, pxa0102 and pxp0005 are VNets of the zones; pxb0101 and
 	// pxa101 are named like them but are not.
 	bridgeVocab = []string{"vmbr70", "vmbr80", "vmbr0", "vmbr1", "vmbr9", "pxa0101", "pxa0102", "pxp0005", "pxb0101", "pxa101"}
-	vlanVocab   = []int{0, 0, 70, 80, 101, 102, 5, 12}
-	poolVocab   = []string{"", "subnet-a", "subnet-b", "subnet-c"}
+	// hostileBridges are what capmox would write into net0 as settings of
+	// their own (a tag, another key), or no interface name: empty, too
+	// long, with spaces, a newline (whose message the API server drops for
+	// the static one) or a byte outside the name's class; the 15-byte name
+	// is the one of them that passes.
+	hostileBridges = []string{"vmbr70,tag=102", "pxa0102,", "vmbr0 ", " vmbr9", "vmbr0=1", "", "vmbr0123456789ab", "vmbr0123456789a",
+		"pxa0101,tag=70", "vmbr1,firewall=0", "vmbr9\n", "vmbr9\tx", "vm/br9", "vmbr9:1", "vmbr\u00e9", "0vmbr", "-vmbr9", "pxa0101\n"}
+	// vlanVocab: noVLAN leaves vlan out.
+	vlanVocab = []int{noVLAN, noVLAN, 70, 80, 101, 102, 5, 12}
+	// hostileVLANs are outside 1-4094, but for the edges 1 and 4094.
+	hostileVLANs = []int{0, -1, 4095, 4096, 65535, 1, 4094}
+	poolVocab    = []string{"", "subnet-a", "subnet-b", "subnet-c"}
 )
+
+// noVLAN stands for a NIC without vlan.
+const noVLAN = -1 << 20
+
+// drawBridge draws a NIC's bridge, one time in six a hostile one (of
+// hostileBridges, or any string of a few bytes that net0 or a shell reads).
+func drawBridge(t *rapid.T, i int) string {
+	if rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("hostileBridge%d", i)) > 0 {
+		return rapid.SampledFrom(bridgeVocab).Draw(t, fmt.Sprintf("bridge%d", i))
+	}
+	if rapid.Bool().Draw(t, fmt.Sprintf("randomBridge%d", i)) {
+		return rapid.StringMatching(`[a-z0-9,=;:./_ -]{0,17}`).Draw(t, fmt.Sprintf("bridge%d", i))
+	}
+	return rapid.SampledFrom(hostileBridges).Draw(t, fmt.Sprintf("bridge%d", i))
+}
+
+// drawVLAN sets n's vlan, or leaves it out, one time in eight from
+// hostileVLANs.
+func drawVLAN(t *rapid.T, i int, n m) {
+	vocab := vlanVocab
+	if rapid.IntRange(0, 7).Draw(t, fmt.Sprintf("hostileVLAN%d", i)) == 0 {
+		vocab = hostileVLANs
+	}
+	if v := rapid.SampledFrom(vocab).Draw(t, fmt.Sprintf("vlan%d", i)); v != noVLAN {
+		n["vlan"] = v
+	}
+}
 
 func drawPoolRef(t *rapid.T, label string) m {
 	kind := rapid.SampledFrom([]string{"InClusterIPPool", "InClusterIPPool", "GlobalInClusterIPPool"}).Draw(t, label+"kind")
@@ -128,10 +167,8 @@ func drawNICv1(t *rapid.T, g genNS, i int, additional bool) m {
 		}
 		return n
 	}
-	n := m{"bridge": rapid.SampledFrom(bridgeVocab).Draw(t, fmt.Sprintf("bridge%d", i))}
-	if v := rapid.SampledFrom(vlanVocab).Draw(t, fmt.Sprintf("vlan%d", i)); v != 0 {
-		n["vlan"] = v
-	}
+	n := m{"bridge": drawBridge(t, i)}
+	drawVLAN(t, i, n)
 	if rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("pool%d", i)) > 0 {
 		n["ipv4PoolRef"] = drawPoolRef(t, fmt.Sprintf("p%d", i))
 	} else if additional {
@@ -153,11 +190,9 @@ func drawNICv2(t *rapid.T, g genNS, name string, i int) m {
 	}
 	n := m{"name": name}
 	if rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("hasBridge%d", i)) > 0 {
-		n["bridge"] = rapid.SampledFrom(bridgeVocab).Draw(t, fmt.Sprintf("bridge%d", i))
+		n["bridge"] = drawBridge(t, i)
 	}
-	if v := rapid.SampledFrom(vlanVocab).Draw(t, fmt.Sprintf("vlan%d", i)); v != 0 {
-		n["vlan"] = v
-	}
+	drawVLAN(t, i, n)
 	var refs l
 	for j := range rapid.SampledFrom([]int{0, 1, 1, 1, 2}).Draw(t, fmt.Sprintf("pools%d", i)) {
 		refs = append(refs, drawPoolRef(t, fmt.Sprintf("p%d.%d", i, j)))
@@ -206,6 +241,32 @@ func drawMachine(t *rapid.T, g genNS) (m, input) {
 		kind.Kind = KindTemplate
 	}
 	return obj, input{op: OperationCreate, kind: kind}
+}
+
+// nicValuesHold: every NIC of an admitted machine or template has a bridge
+// capmox can write into net0 as it is, and a VLAN ID, if any.
+func nicValuesHold(in input) error {
+	b, err := json.Marshal(in.obj)
+	if err != nil {
+		return err
+	}
+	o, err := decodeObject(b)
+	if err != nil {
+		return err
+	}
+	nics, _, err := machineNICs(in.kind.Kind, o)
+	if err != nil {
+		return err
+	}
+	for _, n := range nics {
+		if n.hasBridge && !capmox.ValidBridge(n.bridge) {
+			return fmt.Errorf("a NIC on bridge %q", n.bridge)
+		}
+		if n.hasVLAN && !capmox.ValidVLAN(n.vlan) {
+			return fmt.Errorf("a NIC with VLAN %d", n.vlan)
+		}
+	}
+	return nil
 }
 
 // Attachments.
@@ -340,8 +401,9 @@ func own(o m, ns string) m {
 
 // differential draws cases with draw, for the namespace drawn first, and
 // requires the Go validator and the generated policies in the API server
-// to agree on each.
-func (e *apiEnv) differential(t *testing.T, draw func(*rapid.T, genNS) (m, input), count map[bool]int) {
+// to agree on each, and what the API server admits to hold invariant (nil:
+// nothing more).
+func (e *apiEnv) differential(t *testing.T, draw func(*rapid.T, genNS) (m, input), invariant func(input) error, count map[bool]int) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
 		g := drawNamespace(rt)
@@ -360,6 +422,11 @@ func (e *apiEnv) differential(t *testing.T, draw func(*rapid.T, genNS) (m, input
 		}
 		if !agree(d, a) {
 			rt.Fatalf("Go says %+v, the API server %+v\nnamespace %+v\nobject %s\nold %s", d, a, in.ns, js(rt, in.obj), js(rt, in.old))
+		}
+		if a.allowed && invariant != nil {
+			if err := invariant(in); err != nil {
+				rt.Fatalf("the API server admits what it must not: %v\nnamespace %+v\nobject %s", err, in.ns, js(rt, in.obj))
+			}
 		}
 		count[d.Allowed]++
 	})
@@ -393,12 +460,13 @@ func TestAgainstAPIServer(t *testing.T) {
 		}
 	})
 	for _, g := range []struct {
-		name string
-		draw func(*rapid.T, genNS) (m, input)
-	}{{"Machines", drawMachine}, {"VMs", anyNS(drawVM)}, {"Pods", anyNS(drawPod)}, {"Applications", anyNS(drawImmutable)}} {
+		name      string
+		draw      func(*rapid.T, genNS) (m, input)
+		invariant func(input) error
+	}{{"Machines", drawMachine, nicValuesHold}, {"VMs", anyNS(drawVM), nil}, {"Pods", anyNS(drawPod), nil}, {"Applications", anyNS(drawImmutable), nil}} {
 		t.Run(g.name, func(t *testing.T) {
 			count := map[bool]int{}
-			e.differential(t, g.draw, count)
+			e.differential(t, g.draw, g.invariant, count)
 			t.Logf("%d generated requests agreed: %d admitted, %d refused", count[true]+count[false], count[true], count[false])
 		})
 	}

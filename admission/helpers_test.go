@@ -70,6 +70,12 @@ func owningVNet() *Namespace {
 	return &Namespace{Name: tenant, Annotations: map[string]string{AnnotationProxmoxNetworks: "pxa0101/subnet-a,vmbr70/101/subnet-a"}}
 }
 
+// owns is tenant-a owning the Proxmox networks of the annotation value
+// networks.
+func owns(networks string) *Namespace {
+	return &Namespace{Name: tenant, Annotations: map[string]string{AnnotationProxmoxNetworks: networks}}
+}
+
 // plain is a namespace without Proxmox networks.
 func plain() *Namespace { return &Namespace{Name: tenant} }
 
@@ -147,6 +153,7 @@ var (
 	gvkMachineV1  = gvk(GroupCAPMOX, "v1alpha1", KindMachine)
 	gvkMachineV2  = gvk(GroupCAPMOX, "v1alpha2", KindMachine)
 	gvkTemplateV1 = gvk(GroupCAPMOX, "v1alpha1", KindTemplate)
+	gvkTemplateV2 = gvk(GroupCAPMOX, "v1alpha2", KindTemplate)
 	gvkVM         = gvk(GroupKubeVirt, "v1", KindVM)
 	gvkVMI        = gvk(GroupKubeVirt, "v1", KindVMI)
 	gvkPod        = gvk("", "v1", KindPod)

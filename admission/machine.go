@@ -6,6 +6,7 @@ import (
 
 	"github.com/samber/lo"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn/vnetid"
 )
 
@@ -21,12 +22,23 @@ const (
 	msgVNetTagged    = "a NIC on a Proxmox network zone VNet may not carry a VLAN tag: the VNet tags its frames itself, so the tag would double-tag them"
 	msgZoneVNet      = "a NIC on a Proxmox network zone VNet must use a Proxmox network of this namespace"
 	kindInClusterIPP = "InClusterIPPool"
+
+	// msgNICValues is the static message of the first rule; the composed
+	// ones name the NIC's field: <field>.bridge is "<bridge>", msgBadBridge,
+	// or <field>.vlan is <vlan>, msgBadVLAN.
+	msgNICValues = "every NIC's bridge must be " + capmox.BridgeName + ", with the VLAN in vlan, a VLAN ID from 1 to 4094"
+	msgBadBridge = "which is not " + capmox.BridgeName +
+		": capmox writes it into the VM's net0 as it is, so a comma would start a setting of its own; put the VLAN in vlan"
+	msgBadVLAN = "which is not a VLAN ID (1 to 4094); leave vlan out for an untagged NIC"
 )
 
 // nic is a machine NIC of either capmox API version: v1alpha1's
 // network.default and network.additionalDevices[] (one ipv4PoolRef), or
 // v1alpha2's network.networkDevices[] (an ipPoolRef list).
 type nic struct {
+	// field is where the NIC sits in the object, such as
+	// spec.network.networkDevices[1].
+	field     string
 	bridge    string
 	hasBridge bool
 	vlan      int64
@@ -70,8 +82,8 @@ func (n nic) entry(onVNet bool) string {
 	return ""
 }
 
-func decodeNIC(o object) (nic, error) {
-	var n nic
+func decodeNIC(o object, field string) (nic, error) {
+	n := nic{field: field}
 	var err error
 	if n.bridge, n.hasBridge, err = o.str("bridge"); err != nil {
 		return nic{}, err
@@ -120,19 +132,27 @@ func machineNICs(kind string, obj object) ([]nic, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	base := "spec.network"
+	if kind == KindTemplate {
+		base = "spec.template.spec.network"
+	}
 	var raw []object
+	var fields []string
 	declared := network.has("default")
 	if declared {
 		d, err := network.obj("default")
 		if err != nil {
 			return nil, false, err
 		}
-		raw = append(raw, d)
+		raw, fields = append(raw, d), append(fields, base+".default")
 	}
 	for _, key := range []string{"additionalDevices", "networkDevices"} {
 		l, err := network.list(key)
 		if err != nil {
 			return nil, false, err
+		}
+		for i := range l {
+			fields = append(fields, base+"."+key+"["+strconv.Itoa(i)+"]")
 		}
 		raw = append(raw, l...)
 	}
@@ -143,8 +163,8 @@ func machineNICs(kind string, obj object) ([]nic, bool, error) {
 		}
 	}
 	nics := make([]nic, 0, len(raw))
-	for _, r := range raw {
-		n, err := decodeNIC(r)
+	for i, r := range raw {
+		n, err := decodeNIC(r, fields[i])
 		if err != nil {
 			return nil, false, err
 		}
@@ -153,8 +173,8 @@ func machineNICs(kind string, obj object) ([]nic, bool, error) {
 	return nics, declared, nil
 }
 
-// machineBinding applies the five rules of proxmox-network-machine-binding
-// in order; the first one broken decides.
+// machineBinding applies the rules of proxmox-network-machine-binding in
+// order; the first one broken decides.
 func (v *Validator) machineBinding(req Request, ns *Namespace) (Decision, error) {
 	obj, _, err := decodePair(req)
 	if err != nil {
@@ -163,6 +183,9 @@ func (v *Validator) machineBinding(req Request, ns *Namespace) (Decision, error)
 	nics, declared, err := machineNICs(req.Kind.Kind, obj)
 	if err != nil {
 		return Decision{}, err
+	}
+	if d, bad := nicValuesRule(nics); bad {
+		return d, nil
 	}
 	annotation, owns := nsAnnotation(ns, AnnotationProxmoxNetworks)
 	var allowed []string
@@ -191,6 +214,23 @@ func (v *Validator) machineBinding(req Request, ns *Namespace) (Decision, error)
 		}
 	}
 	return allow(), nil
+}
+
+// nicValuesRule: every NIC's bridge is a Linux bridge name and its VLAN a
+// VLAN ID (capmox.ValidBridge, capmox.ValidVLAN), in every namespace. capmox
+// writes the bridge into the VM's net0 unescaped, so a bridge such as
+// vmbr70,tag=102 would carry a tag past every rule that reads vlan. The
+// first NIC with either wrong is named, its bridge before its VLAN.
+func nicValuesRule(nics []nic) (Decision, bool) {
+	for _, n := range nics {
+		switch {
+		case n.hasBridge && !capmox.ValidBridge(n.bridge):
+			return deny(PolicyMachineBinding, n.field+`.bridge is "`+n.bridge+`", `+msgBadBridge, msgNICValues), true
+		case n.hasVLAN && !capmox.ValidVLAN(n.vlan):
+			return deny(PolicyMachineBinding, n.field+".vlan is "+strconv.FormatInt(n.vlan, 10)+", "+msgBadVLAN, msgNICValues), true
+		}
+	}
+	return Decision{}, false
 }
 
 func (v *Validator) onZoneBridge(n nic) bool { return n.hasBridge && v.zoneBridges[n.bridge] }

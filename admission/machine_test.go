@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"strconv"
 	"testing"
 )
 
@@ -15,9 +16,119 @@ const (
 	vnetTaggedMsg = "a NIC on a Proxmox network zone VNet may not carry a VLAN tag: the VNet tags its frames itself, so the tag would double-tag them; got "
 )
 
+// bridgeMsg is the refusal of the bridge of the NIC at field.
+func bridgeMsg(field, bridge string) string {
+	return field + `.bridge is "` + bridge + `", which is not a Linux bridge name such as vmbr0 (1 to 15 letters, digits, hyphens, underscores or dots, starting with a letter): ` +
+		`capmox writes it into the VM's net0 as it is, so a comma would start a setting of its own; put the VLAN in vlan`
+}
+
+// vlanMsg is the refusal of the VLAN of the NIC at field.
+func vlanMsg(field string, vlan int) string {
+	return field + ".vlan is " + strconv.Itoa(vlan) + ", which is not a VLAN ID (1 to 4094); leave vlan out for an untagged NIC"
+}
+
+// withVLAN sets a NIC's vlan, 0 included (nicV1 and nicV2 leave 0 out).
+func withVLAN(n m, vlan int) m {
+	n["vlan"] = vlan
+	return n
+}
+
+// nicValueCases: a NIC's bridge is a Linux bridge name and its VLAN a VLAN
+// ID, in every namespace, before any other rule; the controls are admitted
+// by the rules that follow.
+func nicValueCases() map[string]pairCase {
+	const own102 = "pxa0102/subnet-b,vmbr70/102/subnet-b"
+	return map[string]pairCase{
+		"MachineBridgeCarriesTag": {
+			reason:   "net0 would read tag=102, another tenant's VLAN, in a namespace without networks; the control is that VLAN in vlan, in the namespace that owns it",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr70,tag=102", 0, "subnet-b"))},
+			admitted: input{kind: gvkMachineV1, ns: owns(own102), obj: machineV1(nicV1("vmbr70", 102, "subnet-b"))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.network.default", "vmbr70,tag=102"),
+		},
+		"MachineV2VNetTrailingComma": {
+			reason:   "pxa0102, is not the zone's VNet pxa0102 to the VNet rules, but Proxmox reads it as one",
+			refused:  input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "pxa0102,", 0, "subnet-b"))},
+			admitted: input{kind: gvkMachineV2, ns: owns(own102), obj: machineV2(nicV2("net0", "pxa0102", 0, "subnet-b"))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.network.networkDevices[0]", "pxa0102,"),
+		},
+		"TemplateAdditionalBridgeCarriesTag": {
+			reason:   "an additional device of a v1alpha1 template counts, in a namespace that owns networks",
+			refused:  input{kind: gvkTemplateV1, ns: owns(own102), obj: template(machineV1(nicV1("vmbr70", 102, "subnet-b"), nicV1("vmbr70,tag=102", 0, "subnet-b")))},
+			admitted: input{kind: gvkTemplateV1, ns: owns(own102), obj: template(machineV1(nicV1("vmbr70", 102, "subnet-b"), nicV1("vmbr70", 102, "subnet-b")))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.template.spec.network.additionalDevices[0]", "vmbr70,tag=102"),
+		},
+		"TemplateV2BridgeCarriesTag": {
+			reason:   "a v1alpha2 template's networkDevices",
+			refused:  input{kind: gvkTemplateV2, ns: plain(), obj: template(machineV2(nicV2("net0", "vmbr70,tag=102", 0, "subnet-b")))},
+			admitted: input{kind: gvkTemplateV2, ns: owns(own102), obj: template(machineV2(nicV2("net0", "vmbr70", 102, "subnet-b")))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.template.spec.network.networkDevices[0]", "vmbr70,tag=102"),
+		},
+		"MachineBridgeTrailingSpace": {
+			reason:   "vmbr0 with a space is not the uplink bridge to the uplink rule, nor an interface name",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr0 ", 0, ""))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr9", 0, ""))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.network.default", "vmbr0 "),
+		},
+		"MachineV2BridgeEquals": {
+			reason:   "the second of two NICs, with an equals sign",
+			refused:  input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr9", 0), nicV2("net1", "vmbr0=1", 0, "p"))},
+			admitted: input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr9", 0), nicV2("net1", "vmbr8", 0, "p"))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.network.networkDevices[1]", "vmbr0=1"),
+		},
+		"MachineBridgeEmpty": {
+			reason:   "an empty bridge names no bridge",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr9", 0, ""), nicV1("", 0, "p"))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr9", 0, ""), nicV1("vmbr8", 0, "p"))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.network.additionalDevices[0]", ""),
+		},
+		"MachineV2BridgeTooLong": {
+			reason:   "Linux names an interface in at most 15 bytes",
+			refused:  input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr0123456789ab", 0))},
+			admitted: input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr0123456789a", 0))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.network.networkDevices[0]", "vmbr0123456789ab"),
+		},
+		"MachineBridgeNewline": {
+			reason:   "a message that would span lines is the static one, as the API server has it",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr9\n", 0, ""))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(nicV1("vmbr9", 0, ""))},
+			policy:   PolicyMachineBinding, message: "every NIC's bridge must be a Linux bridge name such as vmbr0 (1 to 15 letters, digits, hyphens, underscores or dots, starting with a letter), with the VLAN in vlan, a VLAN ID from 1 to 4094",
+		},
+		"MachineBridgeBeforeVLAN": {
+			reason:   "a NIC with both wrong is refused for its bridge",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(withVLAN(nicV1("vmbr9,tag=5", 0, ""), 4095))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(withVLAN(nicV1("vmbr9", 0, ""), 4094))},
+			policy:   PolicyMachineBinding, message: bridgeMsg("spec.network.default", "vmbr9,tag=5"),
+		},
+		"MachineVLANZero": {
+			reason:   "VLAN 0 tags nothing; capmox's CRD refuses it, the rule holds without that schema",
+			refused:  input{kind: gvkMachineV1, ns: plain(), obj: machineV1(withVLAN(nicV1("vmbr9", 0, ""), 0))},
+			admitted: input{kind: gvkMachineV1, ns: plain(), obj: machineV1(withVLAN(nicV1("vmbr9", 0, ""), 1))},
+			policy:   PolicyMachineBinding, message: vlanMsg("spec.network.default", 0),
+		},
+		"MachineV2VLAN4095": {
+			reason:   "4095 is reserved",
+			refused:  input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr9", 4095))},
+			admitted: input{kind: gvkMachineV2, ns: plain(), obj: machineV2(nicV2("net0", "vmbr9", 4094))},
+			policy:   PolicyMachineBinding, message: vlanMsg("spec.network.networkDevices[0]", 4095),
+		},
+		"TemplateVLANNegative": {
+			reason:   "a negative VLAN of a v1alpha1 template",
+			refused:  input{kind: gvkTemplateV1, ns: plain(), obj: template(machineV1(nicV1("vmbr9", -1, "")))},
+			admitted: input{kind: gvkTemplateV1, ns: plain(), obj: template(machineV1(nicV1("vmbr9", 12, "")))},
+			policy:   PolicyMachineBinding, message: vlanMsg("spec.template.spec.network.default", -1),
+		},
+		"TemplateV2VLAN4095BeforeBinding": {
+			reason:   "the rule comes first: a foreign network with VLAN 4095 is refused for the VLAN",
+			refused:  input{kind: gvkTemplateV2, ns: owns(own102), obj: template(machineV2(nicV2("net0", "vmbr70", 102, "subnet-b"), nicV2("net1", "vmbr70", 4095, "subnet-a")))},
+			admitted: input{kind: gvkTemplateV2, ns: owns(own102), obj: template(machineV2(nicV2("net0", "vmbr70", 102, "subnet-b"), nicV2("net1", "vmbr70", 102, "subnet-b")))},
+			policy:   PolicyMachineBinding, message: vlanMsg("spec.template.spec.network.networkDevices[1]", 4095),
+		},
+	}
+}
+
 func machineCases() map[string]pairCase {
 	own := nicV1("vmbr70", 101, "subnet-a")
-	return map[string]pairCase{
+	cases := map[string]pairCase{
 		"MachineNeedsDefault": {
 			reason:   "a namespace that owns networks needs network.default, or the VM keeps the template's NIC",
 			refused:  input{kind: gvkMachineV1, ns: owning(), obj: machineV1(nil, nicV1("vmbr70", 101, "subnet-a"))},
@@ -147,6 +258,10 @@ func machineCases() map[string]pairCase {
 			policy:   PolicyMachineBinding, message: zoneMsgOwning + "vmbr70/102/subnet-b",
 		},
 	}
+	for name, c := range nicValueCases() {
+		cases[name] = c
+	}
+	return cases
 }
 
 func TestMachineBinding(t *testing.T) { runPairs(t, testConfig(), machineCases()) }

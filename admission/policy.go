@@ -126,6 +126,15 @@ func machineVariables(cfg Config) []admissionregistrationv1.Variable {
 		variable("nics", `(has(variables.network.default) ? [variables.network.default] : []) + `+
 			`(has(variables.network.additionalDevices) ? variables.network.additionalDevices : []) + `+
 			`(has(variables.network.networkDevices) ? variables.network.networkDevices : [])`),
+		// nicFields names where each NIC of variables.nics sits (nic.field).
+		variable("networkField", `request.kind.kind == '`+KindTemplate+`' ? 'spec.template.spec.network' : 'spec.network'`),
+		variable("nicFields", `(has(variables.network.default) ? [variables.networkField + '.default'] : []) + `+
+			`(has(variables.network.additionalDevices) ? variables.network.additionalDevices.transformList(i, d, variables.networkField + '.additionalDevices[' + string(i) + ']') : []) + `+
+			`(has(variables.network.networkDevices) ? variables.network.networkDevices.transformList(i, d, variables.networkField + '.networkDevices[' + string(i) + ']') : [])`),
+		// badNICs lists the indexes of the NICs whose bridge or VLAN
+		// nicValuesRule refuses; badNIC is the first of them, or -1.
+		variable("badNICs", `variables.nics.transformList(i, n, !`+celBridgeOK("n")+` || !`+celVLANOK("n")+`, i)`),
+		variable("badNIC", `size(variables.badNICs) == 0 ? -1 : variables.badNICs[0]`),
 		variable("zoneVNetPrefixes", celList(cfg.vnetPrefixes())),
 		variable("triples", `variables.nics.map(n, `+celTriple("n")+`)`),
 		variable("zoneTriples", `variables.nics.filter(n, `+celOnZoneBridge("n")+`).map(n, `+celTriple("n")+`)`),
@@ -135,7 +144,15 @@ func machineVariables(cfg Config) []admissionregistrationv1.Variable {
 }
 
 func machineValidations() []admissionregistrationv1.Validation {
+	bad := strings.NewReplacer("{F}", "variables.nicFields[variables.badNIC]", "{N}", "variables.nics[variables.badNIC]")
 	return []admissionregistrationv1.Validation{
+		{
+			Expression: `variables.badNIC < 0`,
+			Message:    msgNICValues,
+			MessageExpression: bad.Replace(`variables.badNIC < 0 ? '' : (!` + celBridgeOK("{N}") + ` ` +
+				`? {F} + '.bridge is "' + {N}.bridge + '", ' + ` + celString(msgBadBridge) + ` ` +
+				`: {F} + '.vlan is ' + string({N}.vlan) + ', ' + ` + celString(msgBadVLAN) + `)`),
+		},
 		{
 			Expression: `!variables.owns || has(variables.network.default) || ` +
 				`(has(variables.network.networkDevices) && variables.network.networkDevices.exists(d, !has(d.name) || d.name == 'net0'))`,

@@ -94,6 +94,9 @@ func TestAdmissionReview(t *testing.T) {
 		"vnet-tagged.yaml": vnetReview("pxa0101", "vlan: 101, ", "subnet-a"),
 		"vnet-other.yaml":  vnetReview("pxa0102", "", "subnet-b"),
 		"bad-values.yaml":  "zones: [{name: default, bridge: vmbr70, uplinkBridges: vmbr0}]\n",
+		"bridge-tag.yaml":  strings.Replace(machineReview, "{name: net0, bridge: vmbr0, vlan: 12}", "{name: net0, bridge: 'vmbr70,tag=102'}", 1),
+		"bridge-vlan.yaml": strings.Replace(machineReview, "{name: net0, bridge: vmbr0, vlan: 12}", "{name: net0, bridge: vmbr70, vlan: 102}", 1),
+		"vnet-comma.yaml":  vnetReview("'pxa0102,'", "", "subnet-b"),
 	})
 	p := func(name string) string { return filepath.Join(dir, name) }
 	podMsg := "a pod may attach only network attachment definitions and Kube-OVN subnets of its own namespace (tenant-a; a multus default network as tenant-a/<name>); refused: k8s.v1.cni.cncf.io/networks=tenant-b/subnet-b"
@@ -133,6 +136,21 @@ func TestAdmissionReview(t *testing.T) {
 			reason: "docs/admission.md: another tenant's VNet is refused (OwnVNet is the control)",
 			args:   []string{"admission", "review", "-f", p("vnet-other.yaml"), "--config", p("vnet-values.yaml"), "--namespace-file", p("vnet-ns.yaml")},
 			code:   1, out: []string{"a NIC on a Proxmox network zone VNet must use a Proxmox network of this namespace"},
+		},
+		"BridgeCarriesTag": {
+			reason: "net0 would read tag=102 from the bridge, so it is refused in a namespace without networks, exit 1, naming the field (BridgeVLAN is the control)",
+			args:   []string{"admission", "review", "-f", p("bridge-tag.yaml")},
+			code:   1, out: []string{"proxmox-network-machine-binding", "422", `spec.network.networkDevices[0].bridge is "vmbr70,tag=102", which is not a Linux bridge name such as vmbr0`, "put the VLAN in vlan"},
+		},
+		"BridgeVLAN": {
+			reason: "the same VLAN in vlan, on a bridge of no zone, is admitted",
+			args:   []string{"admission", "review", "-f", p("bridge-vlan.yaml")},
+			out:    []string{"m-1", "true"},
+		},
+		"VNetTrailingComma": {
+			reason: "pxa0102, with the zone values, in a namespace without networks, where the VNet rule would refuse pxa0102 itself",
+			args:   []string{"admission", "review", "-f", p("vnet-comma.yaml"), "--config", p("vnet-values.yaml")},
+			code:   1, out: []string{`spec.network.networkDevices[0].bridge is "pxa0102,", which is not a Linux bridge name such as vmbr0`},
 		},
 		"MachineWithoutValues": {
 			reason: "without zones the same NIC is refused only because the namespace owns networks",
