@@ -10,8 +10,9 @@ import (
 // FuzzUnmarshal: any input decodes or is refused without a panic, in an
 // error of at most termsafe.MaxErrors+1 lines without a control character; a
 // refused key is named in the error, never with itself as the suggestion,
-// a document admitted once is admitted again, and UnmarshalOpen admits
-// whatever Unmarshal admits.
+// a document admitted once is admitted again, UnmarshalOpen admits
+// whatever Unmarshal admits, and neither admits input in which the parser
+// reads more than one document with a value, or fails after the first.
 func FuzzUnmarshal(f *testing.F) {
 	for _, seed := range []string{
 		"kind: Plan\ntenants:\n- name: a\n  vmRange: 1-2\n",
@@ -26,6 +27,12 @@ func FuzzUnmarshal(f *testing.F) {
 		"~\n",
 		`{""}`,
 		"- a\n",
+		"kind: Plan\n---\nkind: Plan\n",
+		"---\n---\nkind: Plan\n",
+		"tenants: []\n---\ntenants: [\n",
+		"kind: Plan\n...\nkind: Other\n",
+		"storage: a\n--- {storage: b}\n",
+		" -\n00",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -47,6 +54,17 @@ func FuzzUnmarshal(f *testing.F) {
 		openErr := UnmarshalOpen(data, &open)
 		if err == nil && openErr != nil {
 			t.Fatalf("Unmarshal admits %q and UnmarshalOpen refuses it: %v", data, openErr)
+		}
+		if values, perr := v2Documents(data); err == nil || openErr == nil {
+			held := 0
+			for _, v := range values {
+				if v != nil {
+					held++
+				}
+			}
+			if perr != nil || held > 1 {
+				t.Fatalf("admits %q, in which the parser reads %d documents with a value (error %v)", data, held, perr)
+			}
 		}
 		if err != nil {
 			return

@@ -4,7 +4,10 @@
 // UnmarshalStrict goes through, would take "Name" or "NAME" for name, and
 // of a document holding both keep one and drop the other without a word.
 // Here a key the type does not declare is refused by its path, with the
-// declared field it probably means, and so is a key given twice.
+// declared field it probably means, and so is a key given twice. Nor is a
+// document dropped: Unmarshal refuses input that holds a second document
+// where the parser would read the first alone, and Documents reads every
+// document of a stream.
 package strictyaml
 
 import (
@@ -13,7 +16,6 @@ import (
 	"strings"
 
 	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
@@ -50,8 +52,12 @@ func (e *FieldError) Error() string {
 // termsafe.Join (see FieldErrors): the first termsafe.MaxErrors keys and a
 // count of the rest (the decoder stops collecting at 100). Other errors are the YAML parser's or
 // the JSON decoder's, naming the line or the field.
+//
+// data holds one document of data: empty documents around it are passed
+// over, and input with more than one document of data is refused as
+// *DocumentsError, so that none is dropped unread (see JSON).
 func Unmarshal(data []byte, v any) error {
-	j, err := yaml.YAMLToJSONStrict(data)
+	j, err := JSON(data)
 	if err != nil {
 		return err
 	}
@@ -86,9 +92,10 @@ func unmarshalJSON(data []byte, v any) ([]error, error) {
 // of, leaving the rest to other readers: a key the type does not declare
 // passes, unless it is a declared field's name in another case (which
 // encoding/json would take for the field, or drop beside it). A key given
-// twice is refused, as by Unmarshal.
+// twice is refused, as by Unmarshal, and so is input holding more than one
+// document of data.
 func UnmarshalOpen(data []byte, v any) error {
-	j, err := yaml.YAMLToJSONStrict(data)
+	j, err := JSON(data)
 	if err != nil {
 		return err
 	}
