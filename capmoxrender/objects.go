@@ -1,15 +1,14 @@
 package capmoxrender
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Objects is an in-memory SubstrateLookup and NetworkLookup over a list of
@@ -28,27 +27,33 @@ var (
 )
 
 // ReadObjects reads YAML or JSON documents (separated by ---), each an
-// object or a List whose items are objects.
+// object or a List whose items are objects. Every document is read: a
+// syntax error in any of them is refused, naming the document.
 func ReadObjects(r io.Reader) (*Objects, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the lookup objects: %w", err)
+	}
+	return ReadObjectsBytes(data)
+}
+
+// ReadObjectsBytes is ReadObjects over a byte slice.
+func ReadObjectsBytes(b []byte) (*Objects, error) {
+	docs, err := strictyaml.Documents(b)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the lookup objects: %w: %w", ErrInput, err)
+	}
 	o := &Objects{}
-	for i := 0; ; i++ {
+	for _, d := range docs {
 		var m map[string]any
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			return o, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cannot read lookup document %d: %w: %w", i+1, ErrInput, err)
-		}
-		if m == nil {
-			continue
+		if err := strictyaml.UnmarshalJSON(d.JSON, &m); err != nil {
+			return nil, fmt.Errorf("cannot read lookup document %d: %w: %w", d.Index, ErrInput, err)
 		}
 		u := &unstructured.Unstructured{Object: m}
 		if u.IsList() {
 			l, err := u.ToList()
 			if err != nil {
-				return nil, fmt.Errorf("cannot read lookup list %d: %w: %w", i+1, ErrInput, err)
+				return nil, fmt.Errorf("cannot read lookup list %d: %w: %w", d.Index, ErrInput, err)
 			}
 			for j := range l.Items {
 				o.Add(&l.Items[j])
@@ -56,14 +61,12 @@ func ReadObjects(r io.Reader) (*Objects, error) {
 			continue
 		}
 		if u.GetKind() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("cannot read lookup document %d: %w: an object needs kind and metadata.name", i+1, ErrInput)
+			return nil, fmt.Errorf("cannot read lookup document %d: %w: an object needs kind and metadata.name", d.Index, ErrInput)
 		}
 		o.Add(u)
 	}
+	return o, nil
 }
-
-// ReadObjectsBytes is ReadObjects over a byte slice.
-func ReadObjectsBytes(b []byte) (*Objects, error) { return ReadObjects(bytes.NewReader(b)) }
 
 // Items returns the objects in the order they were read.
 func (o *Objects) Items() []*unstructured.Unstructured { return o.items }

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Kind is what a Secret is for.
@@ -86,19 +86,23 @@ func (s Secret) Kind() Kind {
 var ErrNotSecret = errors.New("not a Secret")
 
 // ReadSecrets reads v1 Secrets (YAML or JSON documents, or a List),
-// decoding data (base64) and stringData.
+// decoding data (base64) and stringData. Every document is read: a syntax
+// error in any of them is refused, naming the document.
 func ReadSecrets(r io.Reader) ([]Secret, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the Secrets: %w", err)
+	}
+	docs, err := strictyaml.Documents(data)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the Secrets: %w", err)
+	}
 	var out []Secret
-	for i := 1; ; i++ {
+	for _, d := range docs {
+		i := d.Index
 		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
+		if err := strictyaml.UnmarshalJSON(d.JSON, &m); err != nil {
 			return nil, fmt.Errorf("cannot read document %d: %w", i, err)
-		}
-		if m == nil {
-			continue
 		}
 		u := &unstructured.Unstructured{Object: m}
 		items := []unstructured.Unstructured{*u}
@@ -117,6 +121,7 @@ func ReadSecrets(r io.Reader) ([]Secret, error) {
 			out = append(out, s)
 		}
 	}
+	return out, nil
 }
 
 func secretOf(u *unstructured.Unstructured) (Secret, error) {

@@ -226,3 +226,28 @@ func TestProbeRefusesUserinfo(t *testing.T) {
 		t.Errorf("probe of an unparsable URL with a password: %+v", f)
 	}
 }
+
+// TestReadSecretsEveryDocument: a Secret after a document end marker, or a
+// syntax error in a later document, is refused, naming the document and
+// its line in the file, never skipped.
+func TestReadSecretsEveryDocument(t *testing.T) {
+	a := "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\nstringData: {url: \"https://pve:8006/api2/json\"}\n"
+	cases := map[string]struct{ in, want string }{
+		"AfterEnd":       {a + "...\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n", "document 2: yaml: line 5: did not find expected <document start>"},
+		"SyntaxInSecond": {a + "---\napiVersion: v1\nkind: Secret\n metadata: {name: b}\n", "document 2: yaml: line 8: mapping values are not allowed"},
+		"DuplicateKey": {a + "---\napiVersion: v1\nkind: Secret\nkind: ConfigMap\n", `document 2: yaml: unmarshal errors:
+  line 8: key "kind" already set in map`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := credlint.ReadSecrets(strings.NewReader(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ReadSecrets = %v, %v; want an error containing %q", got, err, tc.want)
+			}
+		})
+	}
+	got, err := credlint.ReadSecrets(strings.NewReader("---\n---\n" + a + "---\n" + strings.Replace(a, "{name: a}", "{name: b}", 1) + "---\n"))
+	if err != nil || len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" {
+		t.Errorf("two Secrets among empty documents: %v, %v", got, err)
+	}
+}
