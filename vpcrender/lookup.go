@@ -1,15 +1,14 @@
 package vpcrender
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Lookup is what a render reads from the cluster: the ProxmoxNetworkZones and
@@ -21,26 +20,24 @@ type Lookup struct {
 
 // ParseLookup reads ProxmoxNetworkZone and ProxmoxNetwork objects from YAML
 // or JSON: several documents, a List (as `kubectl get pxzone,pxnet -o yaml`
-// prints), or both. Any other kind is refused, so a wrong file is noticed.
+// prints), or both. Any other kind is refused, so a wrong file is noticed,
+// and so is a syntax error in any document.
 func ParseLookup(data []byte) (Lookup, error) {
 	var l Lookup
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for doc := 0; ; doc++ {
+	docs, err := strictyaml.Documents(data)
+	if err != nil {
+		return Lookup{}, fmt.Errorf("cannot parse the lookup: %w: %w", ErrParse, err)
+	}
+	for _, d := range docs {
 		var obj map[string]any
-		err := dec.Decode(&obj)
-		if errors.Is(err, io.EOF) {
-			return l, nil
-		}
-		if err != nil {
-			return Lookup{}, fmt.Errorf("cannot parse lookup document %d: %w: %w", doc, ErrParse, err)
-		}
-		if obj == nil {
-			continue
+		if err := strictyaml.UnmarshalJSON(d.JSON, &obj); err != nil {
+			return Lookup{}, fmt.Errorf("cannot parse lookup document %d: %w: %w", d.Index, ErrParse, err)
 		}
 		if err := l.add(&unstructured.Unstructured{Object: obj}); err != nil {
-			return Lookup{}, fmt.Errorf("cannot read lookup document %d: %w", doc, err)
+			return Lookup{}, fmt.Errorf("cannot read lookup document %d: %w", d.Index, err)
 		}
 	}
+	return l, nil
 }
 
 func (l *Lookup) add(u *unstructured.Unstructured) error {

@@ -2,6 +2,7 @@ package vpcrender
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +38,7 @@ func TestParseLookup(t *testing.T) {
 		in     string
 		want   Lookup
 		err    error
+		named  string // in the error
 	}{
 		"ListAndDocument": {
 			reason: "a List and a second document; numbers may be strings",
@@ -70,12 +72,32 @@ func TestParseLookup(t *testing.T) {
 			reason: "an empty file is an empty lookup",
 			in:     "",
 		},
+		"EmptyDocuments": {
+			reason: "empty documents are passed over",
+			in:     "---\n---\nkind: ProxmoxNetworkZone\nmetadata: {name: z}\n---\n",
+			want:   Lookup{Zones: []Zone{{Name: "z"}}},
+		},
+		"AfterEndMarker": {
+			reason: "an object after a document end marker is refused, not skipped",
+			in:     "kind: ProxmoxNetworkZone\nmetadata: {name: z}\n...\nkind: ProxmoxNetwork\nmetadata: {name: n}\n",
+			err:    ErrParse,
+			named:  "document 2: yaml: line 3",
+		},
+		"SyntaxInLaterDocument": {
+			reason: "a syntax error in any document is refused",
+			in:     "kind: ProxmoxNetworkZone\nmetadata: {name: z}\n---\nkind: ProxmoxNetwork\n metadata: {name: n}\n",
+			err:    ErrParse,
+			named:  "document 2: yaml: line 5",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, err := ParseLookup([]byte(tc.in))
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("%s: error %v, want %v", tc.reason, err, tc.err)
+			}
+			if tc.named != "" && !strings.Contains(err.Error(), tc.named) {
+				t.Errorf("%s: the error %q does not name %s", tc.reason, err, tc.named)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
