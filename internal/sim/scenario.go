@@ -1,10 +1,8 @@
 package sim
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // ErrInvalidScenario says a scenario file cannot be run as written.
@@ -212,16 +209,18 @@ func readObjects(a *Apply, dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // DecodeObjects decodes YAML documents into objects; empty documents are
-// skipped, and each document needs apiVersion, kind and metadata.name.
+// skipped, and each document needs apiVersion, kind and metadata.name. A
+// syntax error in any document is refused, naming the document.
 func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	docs, err := strictyaml.Documents(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
 	var out []*unstructured.Unstructured
-	for i := 1; ; i++ {
+	for _, d := range docs {
+		i := d.Index
 		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
+		if err := strictyaml.UnmarshalJSON(d.JSON, &m); err != nil {
 			return nil, fmt.Errorf("%w: document %d: %w", ErrInvalidScenario, i, err)
 		}
 		if len(m) == 0 {
@@ -236,4 +235,5 @@ func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, u)
 	}
+	return out, nil
 }

@@ -116,3 +116,31 @@ func FuzzParseScenario(f *testing.F) {
 		}
 	})
 }
+
+// TestScenarioDocuments: a scenario is one document, so a second one is
+// refused rather than dropped, and empty ones around it are passed over;
+// the objects a step applies are read from every document, and a syntax
+// error in any of them is refused, naming the document.
+func TestScenarioDocuments(t *testing.T) {
+	const control = "name: demo\nsteps:\n- converge: true\n"
+	if s, err := sim.ParseScenario([]byte("---\n---\n" + control + "---\n")); err != nil || s.Name != "demo" {
+		t.Errorf("one scenario among empty documents: %+v, %v", s, err)
+	}
+	_, err := sim.ParseScenario([]byte(control + "---\nname: second\nsteps:\n- converge: true\n"))
+	if !errors.Is(err, sim.ErrInvalidScenario) || !strings.Contains(err.Error(), "holds 2 YAML documents (the second begins on line 4)") {
+		t.Errorf("two scenarios in one file: %v", err)
+	}
+	ns := func(name string) string { return "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + name + "}\n" }
+	objs, err := sim.DecodeObjects([]byte("---\n" + ns("a") + "---\n---\n" + ns("b")))
+	if err != nil || len(objs) != 2 || objs[1].GetName() != "b" {
+		t.Errorf("two objects among empty documents: %v, %v", objs, err)
+	}
+	for name, in := range map[string]string{
+		"AfterEnd":       ns("a") + "...\n" + ns("b"),
+		"SyntaxInSecond": ns("a") + "---\n" + ns("b") + " x: [\n",
+	} {
+		if objs, err := sim.DecodeObjects([]byte(in)); !errors.Is(err, sim.ErrInvalidScenario) || !strings.Contains(err.Error(), "document 2: yaml: line") {
+			t.Errorf("%s: DecodeObjects = %v, %v; want an error naming document 2 and its line", name, objs, err)
+		}
+	}
+}
