@@ -124,8 +124,7 @@ func secretNames(tokenIDs []string) ([]string, error) {
 }
 
 var (
-	docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
-	nonDNS       = regexp.MustCompile(`[^a-z0-9]+`)
+	nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
 )
 
 // legacySecretName is the name earlier versions gave a token's secret:
@@ -343,24 +342,21 @@ func (m ManifestSink) read() (map[string]secretManifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the Secret manifests in %s: %w", m.Path, err)
 	}
-	for i, doc := range splitYAMLDocs(data) {
+	docs, err := strictyaml.Documents(data)
+	if de := (*strictyaml.DocumentError)(nil); errors.As(err, &de) {
+		return nil, fmt.Errorf("cannot add to %s: document %d is not a Secret manifest this tool wrote (%v); name another file", m.Path, de.Index, de.Err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot add to %s: it is not the Secret manifests this tool wrote (%v); name another file", m.Path, err)
+	}
+	for _, d := range docs {
 		var s secretManifest
-		if err := strictyaml.Unmarshal(doc, &s); err != nil || s.Kind != "Secret" || s.Metadata.Name == "" {
-			return nil, fmt.Errorf("cannot add to %s: document %d is not a Secret manifest this tool wrote (%v); name another file", m.Path, i+1, err)
+		if err := strictyaml.UnmarshalJSON(d.JSON, &s); err != nil || s.Kind != "Secret" || s.Metadata.Name == "" {
+			return nil, fmt.Errorf("cannot add to %s: document %d is not a Secret manifest this tool wrote (%v); name another file", m.Path, d.Index, err)
 		}
 		out[s.Metadata.Name] = s
 	}
 	return out, nil
-}
-
-func splitYAMLDocs(data []byte) [][]byte {
-	var out [][]byte
-	for _, part := range docSeparator.Split(string(data), -1) {
-		if strings.TrimSpace(part) != "" {
-			out = append(out, []byte(part))
-		}
-	}
-	return out
 }
 
 // writeFileAtomic writes data to path with mode 0600: a temporary file in

@@ -283,3 +283,27 @@ func TestLegacySecretNames(t *testing.T) {
 		t.Errorf("the former file is kept as it was: %v %s", err, b)
 	}
 }
+
+// TestManifestSinkReadsEveryDocument: a Secret manifest the file holds
+// after a document end marker, or a syntax error in a later document, is
+// refused by its document, so that no manifest is dropped when the file is
+// written again; empty documents are passed over.
+func TestManifestSinkReadsEveryDocument(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secrets.yaml")
+	sink := liveacl.ManifestSink{Path: path, Namespace: "tenant-alpha"}
+	_, err := sink.Store(liveacl.TokenSecret{URL: "u", TokenID: "alpha@pve!csi", Secret: "one", Region: "eu", Tenant: "alpha"})
+	must(t, err)
+	written, err := os.ReadFile(path)
+	must(t, err)
+	must(t, os.WriteFile(path, append([]byte("---\n---\n"), written...), 0o600))
+	must(t, sink.Check(nil))
+	for name, in := range map[string]string{
+		"AfterEnd":       string(written) + "...\nkind: Secret\nmetadata: {name: other}\n",
+		"SyntaxInSecond": string(written) + "---\nkind: Secret\n metadata: {name: other}\n",
+	} {
+		must(t, os.WriteFile(path, []byte(in), 0o600))
+		if err := sink.Check(nil); err == nil || !strings.Contains(err.Error(), "document 2 is not a Secret manifest this tool wrote (yaml: line") {
+			t.Errorf("%s: Check = %v, want a refusal of document 2 naming its line", name, err)
+		}
+	}
+}

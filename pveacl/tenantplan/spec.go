@@ -7,8 +7,6 @@ import (
 	"strings"
 	"unicode"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
@@ -158,13 +156,20 @@ func (t Tenant) AllStorages() []string { return append([]string{t.Storage}, t.St
 // defaults and validates it. Unknown fields are errors, and so is a
 // document that holds nothing (empty, blank or only comments): an empty
 // file is a mistake, never "no tenants"; `tenants: []` says that.
+//
+// The specification is one YAML document; empty documents around it are
+// passed over, and a file with a second document of data is refused
+// (strictyaml.DocumentsError) rather than read in part.
 func LoadTenants(data []byte) (*Tenants, error) {
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err == nil && doc == nil {
+	j, err := strictyaml.JSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the tenant specification: %w: %w", ErrInvalidSpec, err)
+	}
+	if string(j) == "null" {
 		return nil, fmt.Errorf("cannot read the tenant specification: %w: it is empty; write the tenants (or `tenants: []` to mean none)", ErrInvalidSpec)
 	}
 	var t Tenants
-	if err := strictyaml.Unmarshal(data, &t); err != nil {
+	if err := strictyaml.UnmarshalJSON(j, &t); err != nil {
 		return nil, fmt.Errorf("cannot read the tenant specification: %w: %w", ErrInvalidSpec, err)
 	}
 	d := t.Defaulted()

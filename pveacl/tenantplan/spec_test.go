@@ -140,6 +140,21 @@ func TestLoadTenantsErrors(t *testing.T) {
 			yaml:   " \n  \n# tenants: none\n",
 			want:   []string{"it is empty"},
 		},
+		"OnlyEmptyDocuments": {
+			reason: "empty documents hold no tenants either",
+			yaml:   "---\n---\n# none\n",
+			want:   []string{"it is empty"},
+		},
+		"SecondDocument": {
+			reason: "a tenant in a second document is refused, not dropped",
+			yaml:   "tenants:\n- {name: a, storage: s1}\n---\ntenants:\n- {name: b, storage: s2}\n",
+			want:   []string{"invalid tenant specification: holds 2 YAML documents (the second begins on line 3)"},
+		},
+		"SyntaxInSecondDocument": {
+			reason: "a syntax error in any document is refused",
+			yaml:   "tenants:\n- {name: a, storage: s1}\n---\ntenants: [\n",
+			want:   []string{"invalid tenant specification: document 2: yaml: line 4"},
+		},
 		"Garbage": {
 			reason: "what does not parse is an error",
 			yaml:   "\x00\x01{[",
@@ -264,9 +279,10 @@ func TestLinkedCloneStoragesAccepted(t *testing.T) {
 }
 
 // TestLoadTenantsExplicitlyNone is the control of the Empty refusals: a
-// specification that says it has no tenants is read.
+// specification that says it has no tenants is read, with or without empty
+// documents around it.
 func TestLoadTenantsExplicitlyNone(t *testing.T) {
-	for _, doc := range []string{"tenants: []\n", "{}", "platform: {pveVersion: 8}\n"} {
+	for _, doc := range []string{"tenants: []\n", "{}", "platform: {pveVersion: 8}\n", "---\n---\ntenants: []\n---\n"} {
 		spec, err := LoadTenants([]byte(doc))
 		if err != nil || len(spec.Tenants) != 0 {
 			t.Errorf("%q is read as no tenants: %v %v", doc, spec, err)
