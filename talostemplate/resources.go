@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"sigs.k8s.io/yaml"
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // VMResource is one guest of PVE's GET /cluster/resources?type=vm answer,
@@ -74,9 +74,10 @@ func (f ResourcesFile) ListVMResources(context.Context) ([]VMResource, error) {
 }
 
 // ParseResources parses the answer of GET /cluster/resources?type=vm, in JSON
-// or YAML, either the data array or the whole envelope.
+// or YAML, either the data array or the whole envelope: one document, as a
+// file with a second document of data is refused rather than read in part.
 func ParseResources(data []byte) ([]VMResource, error) {
-	j, err := yaml.YAMLToJSON(data)
+	j, err := strictyaml.JSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidResources, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // Schematic is an Image Factory schematic. The field order, names and
@@ -92,18 +94,45 @@ func (b *Bootloader) UnmarshalText(text []byte) error {
 // ParseSchematic decodes a schematic from YAML or JSON the way the Image
 // Factory does: strictly, so an unknown or misspelt field is an error rather
 // than silently ignored (it would change nothing in the image but the ID a
-// reader expects). Only the first YAML document is read, as by the factory.
+// reader expects). The schematic is one YAML document: the factory reads
+// the first alone, so a file with a second document of data is refused
+// (strictyaml.DocumentsError) rather than hashed in part, and so is a
+// syntax error in any document; empty documents are passed over.
 func ParseSchematic(data []byte) (*Schematic, error) {
+	nodes := yaml.NewDecoder(bytes.NewReader(data))
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var s Schematic
-	if err := dec.Decode(&s); err != nil {
+	var found *Schematic
+	var lines []int // where each document of data begins
+	for i := 1; ; i++ {
+		var n yaml.Node
+		err := nodes.Decode(&n)
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: the document is empty; an empty schematic is written {}", ErrInvalidSchematic)
+			break
 		}
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSchematic, fieldError(err))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidSchematic, &strictyaml.DocumentError{Index: i, Err: err})
+		}
+		var s Schematic
+		err = dec.Decode(&s)
+		if len(n.Content) == 0 || n.Content[0].Tag == "!!null" {
+			continue
+		}
+		if err != nil && found == nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidSchematic, fieldError(err))
+		}
+		if found == nil {
+			found = &s
+		}
+		lines = append(lines, n.Content[0].Line)
 	}
-	return &s, nil
+	switch {
+	case found == nil:
+		return nil, fmt.Errorf("%w: the document is empty; an empty schematic is written {}", ErrInvalidSchematic)
+	case len(lines) > 1:
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchematic, &strictyaml.DocumentsError{Count: len(lines), Line: lines[1]})
+	}
+	return found, nil
 }
 
 // schematicSections names the schematic's sections by their place in the

@@ -20,24 +20,24 @@ func TestSchematicID(t *testing.T) {
 		doc    string
 		want   string
 	}{
-		"EmptyObject":           {reason: "{} is the empty schematic", doc: `{}`, want: idEmpty},
-		"EmptyCustomization":    {reason: "an empty customization is written {} anyway", doc: `customization: {}`, want: idEmpty},
-		"EmptyKernelArgs":       {reason: "an empty list is left out", doc: `customization: {"extraKernelArgs": []}`, want: idEmpty},
-		"KernelArgs":            {reason: "factory vector config1", doc: `{"customization": {"extraKernelArgs": ["noapic", "nolapic"]}}`, want: "9cba8e32753f91a16c1837ab8abf356af021706ef284aef07380780177d9a06c"},
-		"KernelArgsEmptyExts":   {reason: "an empty systemExtensions is left out", doc: `{"customization": {"extraKernelArgs": ["noapic", "nolapic"], "systemExtensions": {}}}`, want: "9cba8e32753f91a16c1837ab8abf356af021706ef284aef07380780177d9a06c"},
-		"GuestAgent":            {reason: "the ID of Talos' Proxmox guide", doc: "customization:\n  systemExtensions:\n    officialExtensions:\n      - siderolabs/qemu-guest-agent\n", want: idGuestAgent},
-		"GuestAgentJSON":        {reason: "JSON bodies hash the same", doc: `{"customization":{"systemExtensions":{"officialExtensions":["siderolabs/qemu-guest-agent"]}}}`, want: idGuestAgent},
-		"Meta":                  {reason: "meta keys are integers; field order of the input does not matter", doc: `{"customization": {"meta": [{"key": 10, "value": "foo"}], "extraKernelArgs": [], "systemExtensions": {}}}`, want: "d308a2a5ee2277bed5fbaa104fcbc8d59122abfa737df987a95b4ca763459a7f"},
-		"Overlay":               {reason: "overlay fields are written image before name", doc: `{"overlay": {"name": "rpi_generic", "image": "siderolabs/sbc-raspberrypi"}}`, want: "ee21ef4a5ef808a9b7484cc0dda0f25075021691c8c09a276591eedb638ea1f9"},
-		"OverlayEmptyCustom":    {reason: "same with an explicit empty customization", doc: `{"overlay": {"name": "rpi_generic", "image": "siderolabs/sbc-raspberrypi"},"customization":{}}`, want: "ee21ef4a5ef808a9b7484cc0dda0f25075021691c8c09a276591eedb638ea1f9"},
-		"SecureBoot":            {reason: "factory vector secureboot", doc: `{"customization":{"secureboot": {"includeWellKnownCertificates": true}}}`, want: "fa8e05f142a851d3ee568eb0a8e5841eaf6b0ebc8df9a63df16ac5ed2c04f3e6"},
-		"SectorSize":            {reason: "factory vector 4k sector disk image", doc: "customization:\n  diskImage:\n    sectorSize: 4096\n", want: "92833e9ddd9bb9e11b2464fa5525429f01866306d52ebd882ee08d7918f6d1ea"},
-		"VGA":                   {reason: "the canonical hash of the factory docs' vga=791 example", doc: "customization:\n  extraKernelArgs:\n    - vga=791\n", want: "eea1f9534c46d95c4715a2f13d17eacb927c13a42ef087c79b22c3bd0c49d073"},
-		"BootloaderNone":        {reason: "bootloader none is the zero value and left out", doc: "customization:\n  bootloader: none\n", want: idEmpty},
-		"BootloaderNoneUpper":   {reason: "bootloader names ignore case", doc: "customization:\n  bootloader: NONE\n", want: idEmpty},
-		"ZeroSectorSize":        {reason: "sector size 0 is the default and left out", doc: "customization:\n  diskImage:\n    sectorSize: 0\n", want: idEmpty},
-		"FalseWellKnownCerts":   {reason: "false is left out", doc: "customization:\n  secureboot:\n    includeWellKnownCertificates: false\n", want: idEmpty},
-		"SecondDocumentIgnored": {reason: "the factory reads only the first YAML document", doc: "customization: {}\n---\nbogus: 1\n", want: idEmpty},
+		"EmptyObject":          {reason: "{} is the empty schematic", doc: `{}`, want: idEmpty},
+		"EmptyCustomization":   {reason: "an empty customization is written {} anyway", doc: `customization: {}`, want: idEmpty},
+		"EmptyKernelArgs":      {reason: "an empty list is left out", doc: `customization: {"extraKernelArgs": []}`, want: idEmpty},
+		"KernelArgs":           {reason: "factory vector config1", doc: `{"customization": {"extraKernelArgs": ["noapic", "nolapic"]}}`, want: "9cba8e32753f91a16c1837ab8abf356af021706ef284aef07380780177d9a06c"},
+		"KernelArgsEmptyExts":  {reason: "an empty systemExtensions is left out", doc: `{"customization": {"extraKernelArgs": ["noapic", "nolapic"], "systemExtensions": {}}}`, want: "9cba8e32753f91a16c1837ab8abf356af021706ef284aef07380780177d9a06c"},
+		"GuestAgent":           {reason: "the ID of Talos' Proxmox guide", doc: "customization:\n  systemExtensions:\n    officialExtensions:\n      - siderolabs/qemu-guest-agent\n", want: idGuestAgent},
+		"GuestAgentJSON":       {reason: "JSON bodies hash the same", doc: `{"customization":{"systemExtensions":{"officialExtensions":["siderolabs/qemu-guest-agent"]}}}`, want: idGuestAgent},
+		"Meta":                 {reason: "meta keys are integers; field order of the input does not matter", doc: `{"customization": {"meta": [{"key": 10, "value": "foo"}], "extraKernelArgs": [], "systemExtensions": {}}}`, want: "d308a2a5ee2277bed5fbaa104fcbc8d59122abfa737df987a95b4ca763459a7f"},
+		"Overlay":              {reason: "overlay fields are written image before name", doc: `{"overlay": {"name": "rpi_generic", "image": "siderolabs/sbc-raspberrypi"}}`, want: "ee21ef4a5ef808a9b7484cc0dda0f25075021691c8c09a276591eedb638ea1f9"},
+		"OverlayEmptyCustom":   {reason: "same with an explicit empty customization", doc: `{"overlay": {"name": "rpi_generic", "image": "siderolabs/sbc-raspberrypi"},"customization":{}}`, want: "ee21ef4a5ef808a9b7484cc0dda0f25075021691c8c09a276591eedb638ea1f9"},
+		"SecureBoot":           {reason: "factory vector secureboot", doc: `{"customization":{"secureboot": {"includeWellKnownCertificates": true}}}`, want: "fa8e05f142a851d3ee568eb0a8e5841eaf6b0ebc8df9a63df16ac5ed2c04f3e6"},
+		"SectorSize":           {reason: "factory vector 4k sector disk image", doc: "customization:\n  diskImage:\n    sectorSize: 4096\n", want: "92833e9ddd9bb9e11b2464fa5525429f01866306d52ebd882ee08d7918f6d1ea"},
+		"VGA":                  {reason: "the canonical hash of the factory docs' vga=791 example", doc: "customization:\n  extraKernelArgs:\n    - vga=791\n", want: "eea1f9534c46d95c4715a2f13d17eacb927c13a42ef087c79b22c3bd0c49d073"},
+		"BootloaderNone":       {reason: "bootloader none is the zero value and left out", doc: "customization:\n  bootloader: none\n", want: idEmpty},
+		"BootloaderNoneUpper":  {reason: "bootloader names ignore case", doc: "customization:\n  bootloader: NONE\n", want: idEmpty},
+		"ZeroSectorSize":       {reason: "sector size 0 is the default and left out", doc: "customization:\n  diskImage:\n    sectorSize: 0\n", want: idEmpty},
+		"FalseWellKnownCerts":  {reason: "false is left out", doc: "customization:\n  secureboot:\n    includeWellKnownCertificates: false\n", want: idEmpty},
+		"EmptyDocumentsAround": {reason: "empty documents hold nothing", doc: "---\n---\ncustomization:\n  systemExtensions:\n    officialExtensions:\n      - siderolabs/qemu-guest-agent\n---\n", want: idGuestAgent},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -148,6 +148,9 @@ func TestParseSchematicRefuses(t *testing.T) {
 		"NotAMap":           {reason: "a list is not a schematic", doc: "- a\n", want: "cannot unmarshal"},
 		"NegativeSector":    {reason: "sector size is unsigned", doc: "customization: {diskImage: {sectorSize: -1}}\n", want: "cannot unmarshal"},
 		"ExtensionsNotList": {reason: "officialExtensions is a list", doc: "customization: {systemExtensions: {officialExtensions: a}}\n", want: "cannot unmarshal"},
+		"SecondDocument":    {reason: "the factory would hash the first document alone", doc: "customization: {}\n---\nbogus: 1\n", want: "holds 2 YAML documents (the second begins on line 3)"},
+		"SyntaxInSecond":    {reason: "no document is skipped unread", doc: "customization: {}\n---\ncustomization: [\n", want: "document 2: yaml: line 3"},
+		"OnlyEmptyDocs":     {reason: "empty documents are no schematic", doc: "---\n---\n", want: "the document is empty"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -302,6 +302,8 @@ func TestParseResources(t *testing.T) {
 		"Scalar":   {reason: "a scalar is no list", doc: `42`, err: "want a list of guests"},
 		"BadFlag":  {reason: "template is 0 or 1", doc: `[{"vmid":1,"template":2}]`, err: "template is 2: want 0 or 1"},
 		"BadYAML":  {reason: "broken YAML", doc: "[", err: "invalid cluster resources"},
+		"TwoDocs":  {reason: "a second answer is not read in part", doc: "data: []\n---\ndata: [{vmid: 100, node: pve1}]\n", err: "holds 2 YAML documents"},
+		"Leading":  {reason: "empty documents hold nothing", doc: "---\n---\n[{id: qemu/9000, type: qemu, vmid: 9000, name: t, node: pve1, template: 1, tags: a;b}, {vmid: 100, node: pve1}]\n"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
