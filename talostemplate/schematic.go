@@ -124,7 +124,7 @@ func ParseSchematic(data []byte) (*Schematic, error) {
 		if found == nil {
 			found = &s
 		}
-		lines = append(lines, n.Content[0].Line)
+		lines = append(lines, n.Line)
 	}
 	switch {
 	case found == nil:

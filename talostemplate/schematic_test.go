@@ -148,7 +148,7 @@ func TestParseSchematicRefuses(t *testing.T) {
 		"NotAMap":           {reason: "a list is not a schematic", doc: "- a\n", want: "cannot unmarshal"},
 		"NegativeSector":    {reason: "sector size is unsigned", doc: "customization: {diskImage: {sectorSize: -1}}\n", want: "cannot unmarshal"},
 		"ExtensionsNotList": {reason: "officialExtensions is a list", doc: "customization: {systemExtensions: {officialExtensions: a}}\n", want: "cannot unmarshal"},
-		"SecondDocument":    {reason: "the factory would hash the first document alone", doc: "customization: {}\n---\nbogus: 1\n", want: "holds 2 YAML documents (the second begins on line 3)"},
+		"SecondDocument":    {reason: "the factory would hash the first document alone", doc: "customization: {}\n---\nbogus: 1\n", want: "holds 2 YAML documents (the second begins on line 2)"},
 		"SyntaxInSecond":    {reason: "no document is skipped unread", doc: "customization: {}\n---\ncustomization: [\n", want: "document 2: yaml: line 3"},
 		"OnlyEmptyDocs":     {reason: "empty documents are no schematic", doc: "---\n---\n", want: "the document is empty"},
 	}
