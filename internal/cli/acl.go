@@ -63,6 +63,9 @@ func readUserCfg(app *App, name string, v pveacl.Version) (*pveacl.Config, error
 	return cfg, nil
 }
 
+// tenantsAdvice is what to do with a tenant file of several documents.
+const tenantsAdvice = "put every tenant in the tenants list of one document"
+
 // readTenants loads and validates a tenant specification.
 func readTenants(app *App, name string) (*tenantplan.Tenants, error) {
 	data, err := readInput(app, name)
@@ -71,7 +74,7 @@ func readTenants(app *App, name string) (*tenantplan.Tenants, error) {
 	}
 	spec, err := tenantplan.LoadTenants(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, oneDocument(err, tenantsAdvice))
 	}
 	return spec, nil
 }

@@ -212,7 +212,7 @@ func runACLApply(ctx context.Context, app *App, f *applyFlags) error {
 	}
 	spec, err := tenantplan.LoadTenants(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.tenants, err)
+		return fmt.Errorf("%s: %w", f.tenants, oneDocument(err, tenantsAdvice))
 	}
 	c, base, err := f.live.client(app)
 	if err != nil {

@@ -40,7 +40,7 @@ func loadAdmissionConfig(app *App, path string) (admission.Config, error) {
 	}
 	cfg, err := admission.ParseConfig(data)
 	if err != nil {
-		return admission.Config{}, fmt.Errorf("cannot load %s: %w", path, err)
+		return admission.Config{}, fmt.Errorf("cannot load %s: %w", path, oneDocument(err, "merge the package values into one document"))
 	}
 	return cfg, nil
 }
@@ -104,7 +104,7 @@ func readReview(app *App, file string) (*admissionv1.AdmissionReview, error) {
 	}
 	var review admissionv1.AdmissionReview
 	if err := strictyaml.UnmarshalOpen(data, &review); err != nil {
-		return nil, fmt.Errorf("cannot parse %s as an AdmissionReview: %w", file, err)
+		return nil, fmt.Errorf("cannot parse %s as an AdmissionReview: %w", file, oneDocument(err, "give each AdmissionReview a file of its own"))
 	}
 	return &review, nil
 }
@@ -130,7 +130,7 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 	}
 	var ns corev1.Namespace
 	if err := strictyaml.UnmarshalOpen(data, &ns); err != nil {
-		return nil, fmt.Errorf("cannot parse %s as a Namespace: %w", file, err)
+		return nil, fmt.Errorf("cannot parse %s as a Namespace: %w", file, oneDocument(err, "give the request's Namespace alone"))
 	}
 	if ns.Kind != "" && ns.Kind != "Namespace" {
 		return nil, fmt.Errorf("%s holds a %s, not a Namespace", file, ns.Kind)

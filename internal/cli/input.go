@@ -10,6 +10,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
 // DefaultMaxInput is the default of --max-input-size: far above any
@@ -38,10 +40,8 @@ func readInput(app *App, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	what, r := name, io.Reader(app.In)
-	if name == "-" {
-		what = "standard input"
-	} else {
+	what, r := inputName(name), io.Reader(app.In)
+	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read %s: %w", name, err)
@@ -60,6 +60,52 @@ func readInput(app *App, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s expands through YAML aliases to more than --max-input-size (%s, at least %d bytes); write the repeated values out or raise the flag", what, resource.NewQuantity(limit, resource.BinarySI), n)
 	}
 	return data, nil
+}
+
+// inputName is how a message names an input given on the command line:
+// its path, or "standard input" for -.
+func inputName(name string) string {
+	if name == "-" {
+		return "standard input"
+	}
+	return name
+}
+
+// documentsError refuses an input that holds several YAML documents where
+// the command reads one, saying what to do instead. The message leaves
+// the file to the caller, which names it as its other errors do.
+type documentsError struct {
+	advice string
+	err    *strictyaml.DocumentsError
+}
+
+func (e *documentsError) Error() string {
+	return fmt.Sprintf("holds %d YAML documents (the second begins on line %d); this command reads one: %s", e.err.Count, e.err.Line, e.advice)
+}
+
+func (e *documentsError) Unwrap() error { return e.err }
+
+// oneDocument words the refusal of an input holding several YAML documents
+// where the command reads one, with advice on what to do; other errors are
+// returned as they are.
+func oneDocument(err error, advice string) error {
+	var de *strictyaml.DocumentsError
+	if errors.As(err, &de) {
+		return &documentsError{advice: advice, err: de}
+	}
+	return err
+}
+
+// inFile puts the input's name before an error about its YAML documents
+// (oneDocument's refusal, or an error in a document after the first), for
+// a command whose other errors name the object read rather than the file.
+func inFile(name string, err error) error {
+	var de *documentsError
+	var in *strictyaml.DocumentError
+	if errors.As(err, &de) || errors.As(err, &in) {
+		return fmt.Errorf("%s: %w", inputName(name), err)
+	}
+	return err
 }
 
 // errTooLarge stops the expansion count once it passes the limit.

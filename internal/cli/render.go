@@ -117,7 +117,7 @@ for just before deleting the cluster with kubectl.
 			return runRender(cmd.Context(), app, &f, func(ctx context.Context, data []byte, o capmoxrender.Options) ([]*unstructured.Unstructured, error) {
 				k, err := capmoxrender.ParseKubernetes(data)
 				if err != nil {
-					return nil, err
+					return nil, inFile(f.file, oneDocument(err, "render each Kubernetes from a file of its own"))
 				}
 				return capmoxrender.RenderCluster(ctx, k, o)
 			})
@@ -146,7 +146,7 @@ templates that a MachineSet still references.
 			return runRender(cmd.Context(), app, &f, func(ctx context.Context, data []byte, o capmoxrender.Options) ([]*unstructured.Unstructured, error) {
 				n, err := capmoxrender.ParseKubernetesNodes(data)
 				if err != nil {
-					return nil, err
+					return nil, inFile(f.file, oneDocument(err, "render each KubernetesNodes pool from a file of its own"))
 				}
 				return capmoxrender.RenderNodes(ctx, n, o)
 			})
@@ -168,7 +168,7 @@ func (f *renderFlags) vmIDRanges(app *App, o *capmoxrender.Options) error {
 	}
 	spec, err := tenantplan.LoadTenants(data)
 	if err != nil {
-		return fmt.Errorf("cannot read %s: %w", f.tenants, err)
+		return fmt.Errorf("cannot read %s: %w", f.tenants, oneDocument(err, tenantsAdvice))
 	}
 	o.VMIDRanges = map[string]capmoxrender.VMIDRange{}
 	for _, t := range spec.Tenants {

@@ -40,7 +40,7 @@ func readSDNZone(app *App, file string, withSDN bool) (pvesdn.Zone, *v1alpha1.Pr
 	}
 	var obj v1alpha1.ProxmoxNetworkZone
 	if err := strictyaml.Unmarshal(data, &obj); err != nil {
-		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: %w", file, err)
+		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: %w", file, oneDocument(err, "give each ProxmoxNetworkZone a file of its own"))
 	}
 	if obj.Kind != "ProxmoxNetworkZone" {
 		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: kind %q is not ProxmoxNetworkZone", file, obj.Kind)

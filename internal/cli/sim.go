@@ -34,7 +34,7 @@ func newSimCmd(app *App) *cobra.Command {
 			}
 			rep, err := sim.RunFileWith(cmd.Context(), file, data, sim.Options{Progress: app.ErrOut})
 			if err != nil {
-				return &ExitError{Code: 1, Err: fmt.Errorf("cannot run scenario %s: %w", file, err)}
+				return &ExitError{Code: 1, Err: fmt.Errorf("cannot run scenario %s: %w", file, oneDocument(err, "write each scenario to a file of its own"))}
 			}
 			if err := printSim(app, rep, dump); err != nil {
 				return err

@@ -10,6 +10,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
+// schematicAdvice is what to do with a schematic file of several documents.
+const schematicAdvice = "keep the schematic and remove the other documents"
+
 func init() { register(newTalosCmd) }
 
 func newTalosCmd(app *App) *cobra.Command {
@@ -45,7 +48,7 @@ and hashed with SHA-256. Lists keep their order, as on the factory's API.`,
 			}
 			s, err := talostemplate.ParseSchematic(data)
 			if err != nil {
-				return fmt.Errorf("cannot compute the schematic ID of %s: %w", args[0], err)
+				return fmt.Errorf("cannot compute the schematic ID of %s: %w", args[0], oneDocument(err, schematicAdvice))
 			}
 			canon, err := s.Canonical()
 			if err != nil {

@@ -63,7 +63,7 @@ func (f *specFlags) spec(app *App, vmid, storage string) (talostemplate.Spec, []
 		}
 		chart, err := talostemplate.ReadChartValues(data)
 		if err != nil {
-			return talostemplate.Spec{}, nil, fmt.Errorf("%s: %w", f.values, err)
+			return talostemplate.Spec{}, nil, fmt.Errorf("%s: %w", f.values, oneDocument(err, "merge the values into one document"))
 		}
 		in = chart.Apply(in)
 	}
@@ -102,7 +102,7 @@ func (f *specFlags) schematic(app *App, in *talostemplate.Inputs) (*talostemplat
 	}
 	s, err := talostemplate.ParseSchematic(data)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the schematic %s: %w", f.schematicFile, err)
+		return nil, fmt.Errorf("cannot read the schematic %s: %w", f.schematicFile, oneDocument(err, schematicAdvice))
 	}
 	id, err := s.ID()
 	if err != nil {

@@ -82,7 +82,7 @@ func readVPCSpec(ctx context.Context, app *App, f vpcFlags) (vpcrender.Spec, err
 	}
 	spec, err := vpcrender.ParseSpec(data)
 	if err != nil {
-		return vpcrender.Spec{}, fmt.Errorf("cannot read %s: %w", f.file, err)
+		return vpcrender.Spec{}, fmt.Errorf("cannot read %s: %w", f.file, oneDocument(err, "render each VPC from a file of its own"))
 	}
 	if !f.fromCluster && (f.kubeconfig != "" || f.context != "") {
 		return vpcrender.Spec{}, usageError{fmt.Errorf("--kubeconfig and --context need --from-cluster")}
