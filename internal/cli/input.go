@@ -19,15 +19,20 @@ import (
 // would exhaust a workstation.
 const DefaultMaxInput = "8Mi"
 
-// maxInputBytes parses --max-input-size, a Kubernetes quantity.
+// MaxMaxInput is the largest --max-input-size: an input is read into
+// memory whole, and a larger bound would guard nothing.
+const MaxMaxInput = "1Ti"
+
+// maxInputBytes parses --max-input-size, a Kubernetes quantity of at most
+// MaxMaxInput bytes.
 func (app *App) maxInputBytes() (int64, error) {
 	v := app.MaxInput
 	if v == "" {
 		v = DefaultMaxInput
 	}
 	q, err := resource.ParseQuantity(v)
-	if err != nil || q.Sign() <= 0 {
-		return 0, usageError{fmt.Errorf("--max-input-size %q: use a positive quantity such as 8Mi or 64Mi", v)}
+	if err != nil || q.Sign() <= 0 || q.Cmp(resource.MustParse(MaxMaxInput)) > 0 {
+		return 0, usageError{fmt.Errorf("--max-input-size %q: use a positive quantity of at most %s, such as 8Mi or 64Mi", v, MaxMaxInput)}
 	}
 	return q.Value(), nil
 }

@@ -210,3 +210,24 @@ func TestEmptyFlagRefused(t *testing.T) {
 		t.Errorf("--factory-ca '': exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestMaxInputSizeBounds: a --max-input-size above MaxMaxInput (8Ei and
+// beyond overflow a byte count) or not above zero is refused by name with
+// the maximum, as a usage error, before any input is read; the maximum
+// itself and the default read the file.
+func TestMaxInputSizeBounds(t *testing.T) {
+	values := padded(t, 1<<10)
+	for _, v := range []string{"8Ei", "9Ei", "16Ei", "1Pi", "1025Gi", "0", "0Mi", "-1", "-8Ei"} {
+		_, errOut, code := run(t, "admission", "policies", "--config", values, "--max-input-size", v)
+		want := fmt.Sprintf("--max-input-size %q: use a positive quantity of at most 1Ti", v)
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("--max-input-size %s: exit %d, stderr %q; want exit 2 and %q", v, code, errOut, want)
+		}
+	}
+	for _, v := range []string{"1Ti", "8Mi", "1024Gi"} {
+		out, errOut, code := run(t, "admission", "policies", "--config", values, "--max-input-size", v)
+		if code != 0 || !strings.Contains(out, "ValidatingAdmissionPolicy") {
+			t.Errorf("--max-input-size %s: exit %d, stderr %q; want the policies", v, code, errOut)
+		}
+	}
+}

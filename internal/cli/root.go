@@ -70,7 +70,7 @@ func NewRoot(app *App) *cobra.Command {
 	root.SetOut(app.Out)
 	root.SetErr(app.ErrOut)
 	root.PersistentFlags().StringVarP(&app.Format, "output", "o", "", "output format: "+outputFormats)
-	root.PersistentFlags().StringVar(&app.MaxInput, "max-input-size", DefaultMaxInput, "the most read from one input file or standard input, a quantity such as 8Mi; larger inputs, or YAML whose aliases expand beyond it, are refused")
+	root.PersistentFlags().StringVar(&app.MaxInput, "max-input-size", DefaultMaxInput, "the most read from one input file or standard input, a quantity such as 8Mi, at most "+MaxMaxInput+"; larger inputs, or YAML whose aliases expand beyond it, are refused")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	cmds := make([]*cobra.Command, 0, len(registry))
 	for _, f := range registry {
