@@ -71,3 +71,46 @@ func TestJoin(t *testing.T) {
 		t.Error("Join keeps the errors for errors.Is")
 	}
 }
+
+// TestQuote: a value of at most MaxQuoted bytes is quoted whole; a longer
+// one is cut on a character boundary, with the count of the bytes left
+// out, so that a 1 MB value yields a short line.
+func TestQuote(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	cases := []struct{ in, quote, cut string }{
+		{"u1.xlarge", `"u1.xlarge"`, "u1.xlarge"},
+		{strings.Repeat("a", MaxQuoted), `"` + strings.Repeat("a", MaxQuoted) + `"`, strings.Repeat("a", MaxQuoted)},
+		{long, `"` + long[:MaxQuoted] + `"... (1048320 more bytes)`, long[:MaxQuoted] + "... (1048320 more bytes)"},
+		{strings.Repeat("a", MaxQuoted-1) + "ü" + long, `"` + strings.Repeat("a", MaxQuoted-1) + `"... (1048578 more bytes)`, strings.Repeat("a", MaxQuoted-1) + "... (1048578 more bytes)"},
+		{"a\x1b]0;t\x07", `"a\x1b]0;t\a"`, "a\x1b]0;t\x07"},
+	}
+	for _, c := range cases {
+		if got := Quote(c.in); got != c.quote {
+			t.Errorf("Quote(%.80q) = %.120q, want %.120q", c.in, got, c.quote)
+		}
+		if got := Cut(c.in); got != c.cut {
+			t.Errorf("Cut(%.80q) = %.120q, want %.120q", c.in, got, c.cut)
+		}
+	}
+}
+
+type kindOfString string
+
+type named string
+
+func (n named) String() string { return "named " + string(n) }
+
+// TestQuoteArgs: through QuoteArgs, %q of a long string of any string type
+// is cut and every other verb prints the value whole; a value that
+// formats or describes itself, and a non-string, are left alone.
+func TestQuoteArgs(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	got := fmt.Sprintf("instanceType %q: %s; %q %d %v %q %q", QuoteArgs(long, long, kindOfString(long), 7, errors.New("e"), named("n"), "ab")...)
+	want := `instanceType "` + long[:MaxQuoted] + `"... (1048320 more bytes): ` + long + `; "` + long[:MaxQuoted] + `"... (1048320 more bytes) 7 e "named n" "ab"`
+	if got != want {
+		t.Errorf("got %d bytes %.200q, want %d bytes %.200q", len(got), got, len(want), want)
+	}
+	if got := fmt.Sprintf("%q", QuoteArgs(long)...); len(got) > 2*MaxQuoted {
+		t.Errorf("%%q of 1 MB is %d bytes", len(got))
+	}
+}

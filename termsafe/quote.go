@@ -1,0 +1,84 @@
+package termsafe
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxQuoted is the most bytes of a value that Quote and Cut show: the
+// longest Kubernetes name (253 bytes) and an image reference pinned by
+// digest are shown whole, and a value from a file of any size takes one
+// line of the message that names it.
+const MaxQuoted = 256
+
+// Cut returns s when it has at most MaxQuoted bytes; otherwise its first
+// MaxQuoted bytes (ending on a whole character) followed by "..." and the
+// count of the bytes left out: `aaaa... (1048512 more bytes)`.
+func Cut(s string) string {
+	head, more := cut(s)
+	if more == 0 {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d more bytes)", head, more)
+}
+
+// Quote is strconv.Quote of a value from the input, cut as Cut cuts it:
+// `"aaaa"... (1048512 more bytes)`. Use it wherever a message quotes such
+// a value; the quoting escapes every control character.
+func Quote(s string) string {
+	head, more := cut(s)
+	if more == 0 {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s... (%d more bytes)", strconv.Quote(head), more)
+}
+
+// cut splits s after at most MaxQuoted bytes, on a character boundary,
+// and counts the bytes after the split.
+func cut(s string) (head string, more int) {
+	if len(s) <= MaxQuoted {
+		return s, 0
+	}
+	n := MaxQuoted
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], len(s) - n
+}
+
+// Quoted is a value that a format's %q quotes with Quote (its flags and
+// width are not applied); every other verb prints it whole, as it prints a
+// string.
+type Quoted string
+
+// Format implements fmt.Formatter.
+func (q Quoted) Format(f fmt.State, verb rune) {
+	if verb == 'q' {
+		_, _ = io.WriteString(f, Quote(string(q)))
+		return
+	}
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), string(q))
+}
+
+// QuoteArgs returns args with every plain string (of type string or
+// another type of kind string that neither formats nor describes itself)
+// as Quoted, for fmt.Sprintf: the format's %q of an input value is then
+// bounded, and its %s of a sentence the code wrote is whole. args is not
+// changed.
+func QuoteArgs(args ...any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+		switch a.(type) {
+		case fmt.Formatter, fmt.Stringer, error:
+			continue
+		}
+		if v := reflect.ValueOf(a); v.IsValid() && v.Kind() == reflect.String {
+			out[i] = Quoted(v.String())
+		}
+	}
+	return out
+}
