@@ -1,7 +1,6 @@
 package capmoxrender
 
 import (
-	"fmt"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -53,14 +52,14 @@ func ParseIPv4PoolEntry(s string) (AddressRange, error) {
 			return AddressRange{}, err
 		}
 		if b.Less(a) {
-			return AddressRange{}, fmt.Errorf("range %q ends before it starts", s)
+			return AddressRange{}, errorf("range %q ends before it starts", s)
 		}
 		return AddressRange{First: a, Last: b}, nil
 	}
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil || !p.Addr().Is4() {
-			return AddressRange{}, fmt.Errorf("%q is not an IPv4 CIDR", s)
+			return AddressRange{}, errorf("%q is not an IPv4 CIDR", s)
 		}
 		p = p.Masked()
 		return AddressRange{First: p.Addr(), Last: lastOf(p)}, nil
@@ -75,7 +74,7 @@ func ParseIPv4PoolEntry(s string) (AddressRange, error) {
 func parseIPv4(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() {
-		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 address", s)
+		return netip.Addr{}, errorf("%q is not an IPv4 address", s)
 	}
 	return a, nil
 }

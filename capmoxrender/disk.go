@@ -26,7 +26,7 @@ func DiskGiB(q string) (int32, error) {
 	}
 	g := ceilDiv(bytes, big.NewInt(gib))
 	if !g.IsInt64() || g.Int64() > maxInt32 {
-		return 0, fmt.Errorf("disk quantity %q is more than %d GiB, the largest sizeGb capmox accepts", q, maxInt32)
+		return 0, errorf("disk quantity %q is more than %d GiB, the largest sizeGb capmox accepts", q, maxInt32)
 	}
 	return int32(g.Int64()), nil
 }
@@ -38,7 +38,7 @@ func diskBytes(q string) (*big.Int, error) {
 		return nil, err
 	}
 	if v.Sign() <= 0 {
-		return nil, fmt.Errorf("disk quantity %q must be above zero", q)
+		return nil, errorf("disk quantity %q must be above zero", q)
 	}
 	return ceilToInt(v.AsDec().UnscaledBig(), int32(v.AsDec().Scale()), 1), nil
 }

@@ -3,6 +3,8 @@ package capmoxrender
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Sentinel categories. Every error Render returns wraps exactly one of them,
@@ -31,8 +33,16 @@ func (e *RefusalError) Error() string { return e.Message }
 // Is makes errors.Is(err, ErrRefused) true.
 func (e *RefusalError) Is(target error) bool { return target == ErrRefused }
 
+// refuse builds a RefusalError; as in errorf, a %q of the input is cut.
 func refuse(field, format string, args ...any) error {
-	return &RefusalError{Field: field, Message: fmt.Sprintf(format, args...)}
+	return &RefusalError{Field: field, Message: fmt.Sprintf(format, termsafe.QuoteArgs(args...)...)}
+}
+
+// errorf is fmt.Errorf whose %q verbs quote a string with termsafe.Quote,
+// cut to termsafe.MaxQuoted bytes: a value from the input is named in the
+// message, never echoed whole however long it is.
+func errorf(format string, args ...any) error {
+	return fmt.Errorf(format, termsafe.QuoteArgs(args...)...)
 }
 
 // SchemaError names a rendered value the CRD schema of the chosen capmox

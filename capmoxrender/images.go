@@ -29,7 +29,7 @@ func (r ImageRef) Pinned() bool { return r.Digest != "" }
 func ParseImage(s string) (ImageRef, error) {
 	named, err := reference.ParseNormalizedNamed(s)
 	if err != nil {
-		return ImageRef{}, fmt.Errorf("%q is not an image reference (%w): write name:tag, name@sha256:<64 hex> or name:tag@sha256:<64 hex>", s, err)
+		return ImageRef{}, errorf("%q is not an image reference (%w): write name:tag, name@sha256:<64 hex> or name:tag@sha256:<64 hex>", s, err)
 	}
 	out := ImageRef{Name: named.Name()}
 	if t, ok := named.(reference.Tagged); ok {
@@ -37,7 +37,7 @@ func ParseImage(s string) (ImageRef, error) {
 	}
 	if d, ok := named.(reference.Digested); ok {
 		if d.Digest().Algorithm() != "sha256" {
-			return ImageRef{}, fmt.Errorf("%q is pinned by %s: pin by sha256:<64 hex>", s, d.Digest().Algorithm())
+			return ImageRef{}, errorf("%q is pinned by %s: pin by sha256:<64 hex>", s, d.Digest().Algorithm())
 		}
 		out.Digest = d.Digest().String()
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // AppsAPIVersion is the API version of the Cozystack application objects.
@@ -209,7 +210,7 @@ func ParseKubernetes(data []byte) (Kubernetes, error) {
 	}
 	k := Kubernetes{Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}
 	if err := decodeSpec(obj.Spec, &k.Spec); err != nil {
-		return Kubernetes{}, fmt.Errorf("cannot read Kubernetes %q: %w", k.Name, err)
+		return Kubernetes{}, errorf("cannot read Kubernetes %q: %w", k.Name, err)
 	}
 	return k, nil
 }
@@ -222,7 +223,7 @@ func ParseKubernetesNodes(data []byte) (KubernetesNodes, error) {
 	}
 	n := KubernetesNodes{Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}
 	if err := decodeSpecStrict(obj.Spec, &n.Spec); err != nil {
-		return KubernetesNodes{}, fmt.Errorf("cannot read KubernetesNodes %q: %w", n.Name, err)
+		return KubernetesNodes{}, errorf("cannot read KubernetesNodes %q: %w", n.Name, err)
 	}
 	return n, nil
 }
@@ -234,13 +235,13 @@ func parseApp(data []byte, kind string) (appObject, error) {
 	}
 	switch {
 	case obj.Kind != kind:
-		return obj, fmt.Errorf("cannot read %s: %w: the document is kind %q; give a %s object (%s)", kind, ErrInput, obj.Kind, kind, AppsAPIVersion)
+		return obj, errorf("cannot read %s: %w: the document is kind %q; give a %s object (%s)", kind, ErrInput, obj.Kind, kind, AppsAPIVersion)
 	case obj.APIVersion != AppsAPIVersion:
-		return obj, fmt.Errorf("cannot read %s: %w: apiVersion is %q, want %s", kind, ErrInput, obj.APIVersion, AppsAPIVersion)
+		return obj, errorf("cannot read %s: %w: apiVersion is %q, want %s", kind, ErrInput, obj.APIVersion, AppsAPIVersion)
 	case obj.Metadata.Name == "":
 		return obj, fmt.Errorf("cannot read %s: %w: metadata.name is empty", kind, ErrInput)
 	case obj.Metadata.Namespace == "":
-		return obj, fmt.Errorf("cannot read %s %q: %w: metadata.namespace is empty; the objects are rendered into the tenant namespace, so name it", kind, obj.Metadata.Name, ErrInput)
+		return obj, errorf("cannot read %s %q: %w: metadata.namespace is empty; the objects are rendered into the tenant namespace, so name it", kind, obj.Metadata.Name, ErrInput)
 	}
 	return obj, nil
 }
@@ -267,9 +268,9 @@ func decodeSpecStrict(raw json.RawMessage, into any) error {
 func strictMessage(fields []*strictyaml.FieldError) string {
 	parts := make([]string, 0, len(fields))
 	for _, f := range fields {
-		m := "duplicate field spec." + f.Path + ": give it once"
+		m := "duplicate field spec." + termsafe.Cut(f.Path) + ": give it once"
 		if !f.Duplicate {
-			m = "unknown field spec." + f.Path + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
+			m = "unknown field spec." + termsafe.Cut(f.Path) + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
 			if f.Suggestion != "" {
 				m += fmt.Sprintf(" (did you mean %q?)", f.Suggestion)
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Defaults of the kubernetes-nodes chart.
@@ -148,7 +149,7 @@ func refuseKubevirtOnly(_ *nodesPlan, s NodesSpec, _ Options) error {
 	case s.StorageClass != "":
 		return refuse("storageClass", "storageClass is a kubevirt-only field: a Proxmox worker's system disk is cloned from the template, onto the template's storage for a linked clone; to place it elsewhere use proxmox.storage with proxmox.full: true, and size it with diskSize")
 	case s.EphemeralStorage != nil && *s.EphemeralStorage != "":
-		return refuse("ephemeralStorage", "ephemeralStorage has been renamed to diskSize, which sizes the worker's single system disk; write diskSize: %s instead", *s.EphemeralStorage)
+		return refuse("ephemeralStorage", "ephemeralStorage has been renamed to diskSize, which sizes the worker's single system disk; write diskSize: %s instead", termsafe.Cut(string(*s.EphemeralStorage)))
 	case s.LogSerialConsole:
 		return refuse("logSerialConsole", "logSerialConsole is a kubevirt-only field; use the Proxmox serial console on the VM")
 	case s.PodCPULimit != nil || s.PodCPURequest != nil:

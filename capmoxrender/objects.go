@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Objects is an in-memory SubstrateLookup and NetworkLookup over a list of
@@ -215,7 +216,7 @@ func networkVNet(u *unstructured.Unstructured) (string, error) {
 	v, ok := raw.(string)
 	if !ok {
 		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet is %T %v, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN",
-			u.GetNamespace(), u.GetName(), raw, raw)
+			u.GetNamespace(), u.GetName(), raw, termsafe.Cut(fmt.Sprint(raw)))
 	}
 	if v != "" && !vnetID.MatchString(v) {
 		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)",

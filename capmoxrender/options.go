@@ -27,7 +27,7 @@ var capmoxVersion = regexp.MustCompile(`^v?0\.([0-9]+)(\.[0-9]+)?$`)
 func ParseCapmox(s string) (Capmox, error) {
 	m := capmoxVersion.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return "", fmt.Errorf("cannot parse capmox version %q: %w: write a release such as v0.7 or v0.8", s, ErrInput)
+		return "", errorf("cannot parse capmox version %q: %w: write a release such as v0.7 or v0.8", s, ErrInput)
 	}
 	switch {
 	case m[1] == "7":
@@ -143,7 +143,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Capmox = CapmoxV07
 	case CapmoxV07, CapmoxV08:
 	default:
-		return o, fmt.Errorf("cannot render: %w: capmox generation %q; use %q or %q", ErrInput, o.Capmox, CapmoxV07, CapmoxV08)
+		return o, errorf("cannot render: %w: capmox generation %q; use %q or %q", ErrInput, o.Capmox, CapmoxV07, CapmoxV08)
 	}
 	if _, err := ParsePreDelete(string(o.PreDelete)); err != nil {
 		return o, fmt.Errorf("cannot render: %w", err)

@@ -1,7 +1,6 @@
 package capmoxrender
 
 import (
-	"fmt"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -35,7 +34,7 @@ func ParsePreDelete(s string) (PreDelete, error) {
 	case string(PreDeleteInclude), string(PreDeleteOnly):
 		return PreDelete(s), nil
 	}
-	return "", fmt.Errorf("pre-delete %q: %w: use omit, include or only", s, ErrInput)
+	return "", errorf("pre-delete %q: %w: use omit, include or only", s, ErrInput)
 }
 
 // The pre-delete Job's Helm hook annotations: it runs before any object of

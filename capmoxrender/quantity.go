@@ -1,7 +1,6 @@
 package capmoxrender
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 	"regexp"
@@ -29,11 +28,11 @@ var hugeExponent = regexp.MustCompile(`[eE][+-]?[0-9]{3,}`)
 
 func parseQuantity(kind, q string) (resource.Quantity, error) {
 	if len(q) > 40 || hugeExponent.MatchString(q) {
-		return resource.Quantity{}, fmt.Errorf("cannot parse %s quantity %q: write a plain size such as 4, 500m, 8Gi or 1e3 (at most 40 characters, a two-digit exponent)", kind, q)
+		return resource.Quantity{}, errorf("cannot parse %s quantity %q: write a plain size such as 4, 500m, 8Gi or 1e3 (at most 40 characters, a two-digit exponent)", kind, q)
 	}
 	v, err := resource.ParseQuantity(q)
 	if err != nil {
-		return resource.Quantity{}, fmt.Errorf("cannot parse %s quantity %q: %w", kind, q, err)
+		return resource.Quantity{}, errorf("cannot parse %s quantity %q: %w", kind, q, err)
 	}
 	return v, nil
 }
@@ -47,15 +46,15 @@ func Cores(q string) (int32, error) {
 		return 0, err
 	}
 	if v.Sign() <= 0 {
-		return 0, fmt.Errorf("CPU quantity %q must be above zero", q)
+		return 0, errorf("CPU quantity %q must be above zero", q)
 	}
 	if v.Cmp(maxCores) > 0 {
-		return 0, fmt.Errorf("CPU quantity %q is more than %d cores, the largest numCores capmox accepts", q, maxInt32)
+		return 0, errorf("CPU quantity %q is more than %d cores, the largest numCores capmox accepts", q, maxInt32)
 	}
 	milli := ceilToInt(v.AsDec().UnscaledBig(), int32(v.AsDec().Scale()), 1000)
 	cores := ceilDiv(milli, big.NewInt(1000))
 	if !cores.IsInt64() || cores.Int64() > maxInt32 {
-		return 0, fmt.Errorf("CPU quantity %q is more than %d cores, the largest numCores capmox accepts", q, maxInt32)
+		return 0, errorf("CPU quantity %q is more than %d cores, the largest numCores capmox accepts", q, maxInt32)
 	}
 	return int32(cores.Int64()), nil
 }
@@ -69,17 +68,17 @@ func MemoryMiB(q string) (int32, error) {
 		return 0, err
 	}
 	if v.Sign() <= 0 {
-		return 0, fmt.Errorf("memory quantity %q must be above zero", q)
+		return 0, errorf("memory quantity %q must be above zero", q)
 	}
 	if v.Cmp(maxMemory) > 0 {
-		return 0, fmt.Errorf("memory quantity %q is more than %d MiB, the largest memoryMiB capmox accepts", q, maxInt32-7)
+		return 0, errorf("memory quantity %q is more than %d MiB, the largest memoryMiB capmox accepts", q, maxInt32-7)
 	}
 	bytes := ceilToInt(v.AsDec().UnscaledBig(), int32(v.AsDec().Scale()), 1)
 	m := ceilDiv(bytes, big.NewInt(mib))
 	m = ceilDiv(m, big.NewInt(8))
 	m.Mul(m, big.NewInt(8))
 	if !m.IsInt64() || m.Int64() > maxInt32-7 {
-		return 0, fmt.Errorf("memory quantity %q is more than %d MiB, the largest memoryMiB capmox accepts", q, maxInt32-7)
+		return 0, errorf("memory quantity %q is more than %d MiB, the largest memoryMiB capmox accepts", q, maxInt32-7)
 	}
 	return int32(m.Int64()), nil
 }
