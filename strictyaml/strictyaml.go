@@ -33,12 +33,13 @@ type FieldError struct {
 	Suggestion string
 }
 
-// Error reads `unknown field "tenants[0].Name"; did you mean "name"?`.
+// Error reads `unknown field "tenants[0].Name"; did you mean "name"?`; a
+// path longer than termsafe.MaxQuoted bytes is cut (termsafe.Quote).
 func (e *FieldError) Error() string {
 	if e.Duplicate {
-		return "duplicate field " + strconv.Quote(e.Path) + "; give it once"
+		return "duplicate field " + termsafe.Quote(e.Path) + "; give it once"
 	}
-	msg := "unknown field " + strconv.Quote(e.Path)
+	msg := "unknown field " + termsafe.Quote(e.Path)
 	if e.Suggestion != "" {
 		msg += "; did you mean " + strconv.Quote(e.Suggestion) + "?"
 	}

@@ -211,3 +211,16 @@ func TestUnmarshalBounded(t *testing.T) {
 		t.Errorf("the miscased key after 50 others: %v", err)
 	}
 }
+
+// TestLongKeyIsCut: an unknown key of 1 MB is named in a short error, cut
+// with the count of the bytes left out.
+func TestLongKeyIsCut(t *testing.T) {
+	long := strings.Repeat("k", 1<<20)
+	err := Unmarshal([]byte("kind: K\n? "+long+"\n: 1\n"), &doc{})
+	if err == nil || len(err.Error()) > 1024 || !strings.HasPrefix(err.Error(), `unknown field "kkk`) || !strings.HasSuffix(err.Error(), `"... (1048320 more bytes)`) {
+		t.Errorf("a 1 MB unknown key: %d bytes: %.400v", len(fmt.Sprint(err)), err)
+	}
+	if fe := FieldErrors(err); len(fe) != 1 || fe[0].Path != long {
+		t.Errorf("the FieldError keeps the whole path: %d", len(fe))
+	}
+}
