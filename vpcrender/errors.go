@@ -2,6 +2,7 @@ package vpcrender
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
@@ -53,6 +54,13 @@ type refusals []error
 
 func (r *refusals) add(field, msg string) {
 	*r = append(*r, &RefusalError{Field: field, Message: msg})
+}
+
+// addf adds a refusal of fmt.Sprintf(format, args...), in which %q quotes
+// a value of the spec with termsafe.Quote: a value of any length is named
+// in a line.
+func (r *refusals) addf(field, format string, args ...any) {
+	r.add(field, fmt.Sprintf(format, termsafe.QuoteArgs(args...)...))
 }
 
 func (r refusals) err() error { return termsafe.Join(r...) }

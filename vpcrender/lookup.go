@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Lookup is what a render reads from the cluster: the ProxmoxNetworkZones and
@@ -72,7 +73,7 @@ func (l *Lookup) add(u *unstructured.Unstructured) error {
 		l.Networks = append(l.Networks, n)
 		return nil
 	}
-	return fmt.Errorf("%w: kind %q is neither ProxmoxNetworkZone nor ProxmoxNetwork", ErrParse, u.GetKind())
+	return fmt.Errorf("%w: kind %s is neither ProxmoxNetworkZone nor ProxmoxNetwork", ErrParse, termsafe.Quote(u.GetKind()))
 }
 
 func zoneFrom(u *unstructured.Unstructured) (Zone, error) {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pxsubstrate/pxsubstrate/cozyid"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // subnetPlan is a subnet whose input has been checked and parsed.
@@ -32,7 +33,7 @@ type proxmoxPlan struct {
 
 func checkIdentity(s Spec, rf *refusals) {
 	if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
-		rf.add("namespace", fmt.Sprintf("namespace %q is not a namespace name: %s", s.Namespace, strings.Join(msgs, "; ")))
+		rf.addf("namespace", "namespace %q is not a namespace name: %s", s.Namespace, strings.Join(msgs, "; "))
 	}
 	if s.Name == "" {
 		rf.add("name", "name: set the VPC's name")
@@ -40,7 +41,7 @@ func checkIdentity(s Spec, rf *refusals) {
 	}
 	release := cozyid.Release(cozyid.VPCName(s.Name))
 	if msgs := validation.IsDNS1123Label(release); len(msgs) > 0 {
-		rf.add("name", fmt.Sprintf("name %q: %s must be a DNS label: %s", s.Name, release, strings.Join(msgs, "; ")))
+		rf.addf("name", "name %q: %s must be a DNS label: %s", s.Name, termsafe.Cut(release), strings.Join(msgs, "; "))
 	}
 }
 
@@ -58,11 +59,11 @@ func planSubnets(s Spec, vpcID cozyid.VPCID, rf *refusals) []subnetPlan {
 	for i, sub := range s.Subnets {
 		field := fmt.Sprintf("subnets[%d]", i)
 		if msgs := validation.IsDNS1123Label(sub.Name); len(msgs) > 0 {
-			rf.add(field+".name", fmt.Sprintf("subnets[%d]: name %q must be a DNS label: %s", i, sub.Name, strings.Join(msgs, "; ")))
+			rf.addf(field+".name", "subnets[%d]: name %q must be a DNS label: %s", i, sub.Name, strings.Join(msgs, "; "))
 			continue
 		}
 		if seen[sub.Name] {
-			rf.add(field+".name", fmt.Sprintf("subnet %q is listed twice; subnet names must be unique in a VPC", sub.Name))
+			rf.addf(field+".name", "subnet %q is listed twice; subnet names must be unique in a VPC", sub.Name)
 			continue
 		}
 		seen[sub.Name] = true
@@ -89,7 +90,7 @@ func planSubnets(s Spec, vpcID cozyid.VPCID, rf *refusals) []subnetPlan {
 func parseOverlayCIDR(sub VPCSubnet, rf *refusals) ([]netip.Prefix, bool) {
 	field := "subnets[" + sub.Name + "].cidr"
 	if sub.CIDR == "" {
-		rf.add(field, fmt.Sprintf("subnet %q: set a cidr", sub.Name))
+		rf.addf(field, "subnet %q: set a cidr", sub.Name)
 		return nil, false
 	}
 	parts := strings.Split(sub.CIDR, ",")
@@ -97,13 +98,13 @@ func parseOverlayCIDR(sub VPCSubnet, rf *refusals) ([]netip.Prefix, bool) {
 	for _, part := range parts {
 		p, err := netip.ParsePrefix(strings.TrimSpace(part))
 		if err != nil {
-			rf.add(field, fmt.Sprintf("subnet %q: cidr %q is not a network (%v)", sub.Name, sub.CIDR, err))
+			rf.addf(field, "subnet %q: cidr %q is not a network (%v)", sub.Name, sub.CIDR, err)
 			return nil, false
 		}
 		out = append(out, p)
 	}
 	if len(out) > 2 || (len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4()) {
-		rf.add(field, fmt.Sprintf("subnet %q: cidr %q must be one network, or one IPv4 and one IPv6 network separated by a comma", sub.Name, sub.CIDR))
+		rf.addf(field, "subnet %q: cidr %q must be one network, or one IPv4 and one IPv6 network separated by a comma", sub.Name, sub.CIDR)
 		return nil, false
 	}
 	return out, true
@@ -113,24 +114,24 @@ func planProxmox(sub VPCSubnet, zones []Zone, api APIState, rf *refusals) (*prox
 	name := sub.Name
 	field := "subnets[" + name + "]"
 	if sub.CIDR == "" {
-		rf.add(field+".cidr", fmt.Sprintf("subnet %q: a Proxmox-backed subnet needs a cidr", name))
+		rf.addf(field+".cidr", "subnet %q: a Proxmox-backed subnet needs a cidr", name)
 		return nil, false
 	}
 	if len(sub.AllowSubnets) > 0 {
-		rf.add(field+".allowSubnets", fmt.Sprintf("subnet %q: allowSubnets has no effect on a Proxmox-backed subnet, which is not private and accepts everything its VPC routes to it; remove allowSubnets from it", name))
+		rf.addf(field+".allowSubnets", "subnet %q: allowSubnets has no effect on a Proxmox-backed subnet, which is not private and accepts everything its VPC routes to it; remove allowSubnets from it", name)
 		return nil, false
 	}
 	prefix, err := netip.ParsePrefix(sub.CIDR)
 	if err != nil || !prefix.Addr().Is4() {
-		rf.add(field+".cidr", fmt.Sprintf("subnet %q: cidr %q must be an IPv4 network; Proxmox-backed subnets are IPv4 only", name, sub.CIDR))
+		rf.addf(field+".cidr", "subnet %q: cidr %q must be an IPv4 network; Proxmox-backed subnets are IPv4 only", name, sub.CIDR)
 		return nil, false
 	}
 	if prefix.Bits() < 8 || prefix.Bits() > 28 {
-		rf.add(field+".cidr", fmt.Sprintf("subnet %q: prefix /%d is outside /8../28; a Proxmox-backed subnet needs room for a gateway, VMs and pods", name, prefix.Bits()))
+		rf.addf(field+".cidr", "subnet %q: prefix /%d is outside /8../28; a Proxmox-backed subnet needs room for a gateway, VMs and pods", name, prefix.Bits())
 		return nil, false
 	}
 	if prefix.Masked() != prefix {
-		rf.add(field+".cidr", fmt.Sprintf("subnet %q: %q is not a network address (host bits set)", name, sub.CIDR))
+		rf.addf(field+".cidr", "subnet %q: %q is not a network address (host bits set)", name, sub.CIDR)
 		return nil, false
 	}
 	plan, ok := splitRange(sub, prefix, rf)
@@ -157,14 +158,14 @@ func splitRange(sub VPCSubnet, prefix netip.Prefix, rf *refusals) (*proxmoxPlan,
 	if r := sub.Proxmox.VMRange; r != "" {
 		parts := strings.Split(r, "-")
 		if len(parts) != 2 {
-			rf.add(field, fmt.Sprintf("subnet %q: proxmox.vmRange %q must be first-last", name, r))
+			rf.addf(field, "subnet %q: proxmox.vmRange %q must be first-last", name, r)
 			return nil, false
 		}
 		var bounds [2]uint32
 		for i, part := range parts {
 			a, err := netip.ParseAddr(strings.TrimSpace(part))
 			if err != nil || !a.Is4() {
-				rf.add(field, fmt.Sprintf("subnet %q: proxmox.vmRange %q: %q is not an IPv4 address", name, r, strings.TrimSpace(part)))
+				rf.addf(field, "subnet %q: proxmox.vmRange %q: %q is not an IPv4 address", name, r, strings.TrimSpace(part))
 				return nil, false
 			}
 			bounds[i] = toUint(a)
@@ -172,12 +173,12 @@ func splitRange(sub VPCSubnet, prefix netip.Prefix, rf *refusals) (*proxmoxPlan,
 		from, to = bounds[0], bounds[1]
 	}
 	if from > to {
-		rf.add(field, fmt.Sprintf("subnet %q: proxmox.vmRange ends before it starts", name))
+		rf.addf(field, "subnet %q: proxmox.vmRange ends before it starts", name)
 		return nil, false
 	}
 	if from <= gw || to > last {
-		rf.add(field, fmt.Sprintf("subnet %q: proxmox.vmRange %s-%s must lie inside %s after the gateway %s and before the broadcast address",
-			name, fromUint(from), fromUint(to), sub.CIDR, fromUint(gw)))
+		rf.addf(field, "subnet %q: proxmox.vmRange %s-%s must lie inside %s after the gateway %s and before the broadcast address",
+			name, fromUint(from), fromUint(to), sub.CIDR, fromUint(gw))
 		return nil, false
 	}
 	return &proxmoxPlan{prefix: prefix, gateway: fromUint(gw), from: fromUint(from), to: fromUint(to)}, true
@@ -206,14 +207,14 @@ func resolveZone(subnet, zone string, zones []Zone, api APIState, rf *refusals) 
 		if api == APIServed {
 			fix = "the proxmox.cozystack.io API is installed; ask the platform administrator to create a ProxmoxNetworkZone"
 		}
-		rf.add(field, fmt.Sprintf("subnet %q: no ProxmoxNetworkZone exists; %s", subnet, fix))
+		rf.addf(field, "subnet %q: no ProxmoxNetworkZone exists; %s", subnet, fix)
 	default:
 		names := make([]string, 0, len(zones))
 		for _, z := range zones {
 			names = append(names, z.Name)
 		}
 		sort.Strings(names)
-		rf.add(field, fmt.Sprintf("subnet %q: several ProxmoxNetworkZones exist (%s); set proxmox.zone", subnet, strings.Join(names, ", ")))
+		rf.addf(field, "subnet %q: several ProxmoxNetworkZones exist (%s); set proxmox.zone", subnet, strings.Join(names, ", "))
 	}
 	return Zone{}, false
 }
@@ -226,8 +227,8 @@ func checkOverlaps(plans []subnetPlan, rf *refusals) {
 			for _, a := range plans[i].prefixes {
 				for _, b := range plans[j].prefixes {
 					if a.Overlaps(b) {
-						rf.add("subnets["+plans[j].spec.Name+"].cidr", fmt.Sprintf("subnets %q and %q overlap (%s, %s); subnets of one VPC must not overlap",
-							plans[i].spec.Name, plans[j].spec.Name, a, b))
+						rf.addf("subnets["+plans[j].spec.Name+"].cidr", "subnets %q and %q overlap (%s, %s); subnets of one VPC must not overlap",
+							plans[i].spec.Name, plans[j].spec.Name, a, b)
 					}
 				}
 			}

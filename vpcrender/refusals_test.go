@@ -384,3 +384,20 @@ func TestParseSpecMatchesCase(t *testing.T) {
 		})
 	}
 }
+
+// TestLongValueIsCut: a 1 MB value of the spec is named in a short
+// refusal, cut with the count of the bytes left out.
+func TestLongValueIsCut(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for name, mod := range map[string]func(*Spec){
+		"CIDR":    func(s *Spec) { s.Subnets[0].CIDR = long },
+		"VMRange": func(s *Spec) { s.Subnets[0].Proxmox.VMRange = long },
+		"Name":    func(s *Spec) { s.Name = long },
+	} {
+		_, err := Render(base(mod))
+		rs := Refusals(err)
+		if len(rs) == 0 || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "more bytes)") {
+			t.Errorf("%s: %d refusals, %d bytes: %.600v", name, len(rs), len(fmt.Sprint(err)), err)
+		}
+	}
+}

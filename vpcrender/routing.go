@@ -20,23 +20,23 @@ func planPeerings(s Spec, vpcID cozyid.VPCID, rf *refusals) []VpcPeering {
 	for i, p := range s.Peers {
 		field := fmt.Sprintf("peers[%d]", i)
 		if p.VPCName == "" || p.TenantNamespace == "" {
-			rf.add(field, fmt.Sprintf("peers[%d]: set both vpcName and tenantNamespace", i))
+			rf.addf(field, "peers[%d]: set both vpcName and tenantNamespace", i)
 			continue
 		}
 		remote := cozyid.VPC(p.TenantNamespace, cozyid.VPCName(p.VPCName))
 		if remote == vpcID {
-			rf.add(field, fmt.Sprintf("peers[%d]: peer %s is this VPC; a VPC cannot peer with itself", i, peerString(p)))
+			rf.addf(field, "peers[%d]: peer %s is this VPC; a VPC cannot peer with itself", i, peerString(p))
 			continue
 		}
 		if seen[remote] {
-			rf.add(field, fmt.Sprintf("peer %s is listed twice", peerString(p)))
+			rf.addf(field, "peer %s is listed twice", peerString(p))
 			continue
 		}
 		seen[remote] = true
 		link := PeeringLink(vpcID, remote)
 		if other, clash := links[linkNetwork(link)]; clash {
-			rf.add(field, fmt.Sprintf("peers %s and %s derive the same link network %s, which one router cannot hold twice; drop one of the two peerings",
-				other, peerString(p), linkNetwork(link)))
+			rf.addf(field, "peers %s and %s derive the same link network %s, which one router cannot hold twice; drop one of the two peerings",
+				other, peerString(p), linkNetwork(link))
 			continue
 		}
 		links[linkNetwork(link)] = peerString(p)
@@ -82,16 +82,16 @@ func checkRoutes(s Spec, plans []subnetPlan, rf *refusals) []parsedRoute {
 		field := fmt.Sprintf("routes[%d]", i)
 		dst, err := parseRouteDst(r.CIDR)
 		if err != nil {
-			rf.add(field+".cidr", fmt.Sprintf("routes[%d]: cidr %q is not an IP network or address", i, r.CIDR))
+			rf.addf(field+".cidr", "routes[%d]: cidr %q is not an IP network or address", i, r.CIDR)
 			continue
 		}
 		hop, err := netip.ParseAddr(r.NextHopIP)
 		if err != nil {
-			rf.add(field+".nextHopIP", fmt.Sprintf("route to %s: next hop %q is not an IP address", r.CIDR, r.NextHopIP))
+			rf.addf(field+".nextHopIP", "route to %s: next hop %q is not an IP address", r.CIDR, r.NextHopIP)
 			continue
 		}
 		if hop.Is4() && !containsAny(inside, hop) {
-			rf.add(field+".nextHopIP", fmt.Sprintf("route to %s: next hop %s is outside every subnet of this VPC", r.CIDR, r.NextHopIP))
+			rf.addf(field+".nextHopIP", "route to %s: next hop %s is outside every subnet of this VPC", r.CIDR, r.NextHopIP)
 			continue
 		}
 		out = append(out, parsedRoute{route: r, dst: dst, hop: hop})
@@ -158,11 +158,11 @@ func checkReleasable(s Spec, vpcID cozyid.VPCID, plans []subnetPlan, rf *refusal
 			if sub := findSubnet(s.Subnets, name); sub != nil && sub.Proxmox != nil {
 				continue // refused for its own reasons already
 			}
-			rf.add(field+".proxmox", fmt.Sprintf("subnet %q is Proxmox-backed and its proxmox setting cannot be removed; remove the subnet and add it back under a new name", name))
+			rf.addf(field+".proxmox", "subnet %q is Proxmox-backed and its proxmox setting cannot be removed; remove the subnet and add it back under a new name", name)
 			continue
 		}
 		if n.UsedAddresses > 0 {
-			rf.add(field, fmt.Sprintf("subnet %q is Proxmox-backed and %d VM address(es) are still allocated on it; delete those machines before removing the subnet", name, n.UsedAddresses))
+			rf.addf(field, "subnet %q is Proxmox-backed and %d VM address(es) are still allocated on it; delete those machines before removing the subnet", name, n.UsedAddresses)
 		}
 	}
 }
@@ -206,21 +206,21 @@ func planEgress(s Spec, vpcID cozyid.VPCID, plans []subnetPlan, rf *refusals) *e
 	plan := &egressPlan{zone: first, internalID: px[0].id, replicas: 1}
 	for _, p := range px {
 		if p.proxmox.zone.Name != first.Name {
-			rf.add("egress.enabled", fmt.Sprintf("egress.enabled: Proxmox-backed subnets span zones %q and %q; one egress gateway serves one zone", first.Name, p.proxmox.zone.Name))
+			rf.addf("egress.enabled", "egress.enabled: Proxmox-backed subnets span zones %q and %q; one egress gateway serves one zone", first.Name, p.proxmox.zone.Name)
 			return nil
 		}
 		plan.ids = append(plan.ids, p.id)
 	}
 	if first.Egress == nil || first.Egress.ExternalSubnet == "" {
-		rf.add("egress.enabled", fmt.Sprintf("egress.enabled: zone %q declares no egress.externalSubnet", first.Name))
+		rf.addf("egress.enabled", "egress.enabled: zone %q declares no egress.externalSubnet", first.Name)
 		return nil
 	}
 	if first.Egress.GatewayNamespace == "" {
-		rf.add("egress.enabled", fmt.Sprintf("egress.enabled: zone %q declares no egress.gatewayNamespace", first.Name))
+		rf.addf("egress.enabled", "egress.enabled: zone %q declares no egress.gatewayNamespace", first.Name)
 		return nil
 	}
 	if r := s.Egress.Replicas; r < 0 {
-		rf.add("egress.replicas", fmt.Sprintf("egress.replicas must be 1 or more, got %d", r))
+		rf.addf("egress.replicas", "egress.replicas must be 1 or more, got %d", r)
 		return nil
 	} else if r > 0 {
 		plan.replicas = r
@@ -238,13 +238,13 @@ func planEgress(s Spec, vpcID cozyid.VPCID, plans []subnetPlan, rf *refusals) *e
 func checkInternalCIDR(c string, plans []subnetPlan, rf *refusals) bool {
 	p, err := netip.ParsePrefix(c)
 	if err != nil || !p.Addr().Is4() {
-		rf.add("egress.internalCidr", fmt.Sprintf("egress.internalCidr %q must be an IPv4 network", c))
+		rf.addf("egress.internalCidr", "egress.internalCidr %q must be an IPv4 network", c)
 		return false
 	}
 	for _, sp := range plans {
 		for _, q := range sp.prefixes {
 			if q.Overlaps(p) {
-				rf.add("egress.internalCidr", fmt.Sprintf("egress.internalCidr %s overlaps subnet %q (%s); give the gateway a network of its own", c, sp.spec.Name, q))
+				rf.addf("egress.internalCidr", "egress.internalCidr %s overlaps subnet %q (%s); give the gateway a network of its own", c, sp.spec.Name, q)
 				return false
 			}
 		}
