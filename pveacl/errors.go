@@ -3,6 +3,8 @@ package pveacl
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Sentinel errors name the category of a failure; match them with errors.Is.
@@ -34,6 +36,15 @@ func (e *idError) Unwrap() error {
 	return errInvalidID
 }
 
+// idErr builds an idError. Its string arguments are the identifier being
+// refused, which PVE's wording puts in single quotes: each is cut to
+// termsafe.MaxQuoted bytes (termsafe.Cut), so that an identifier of any
+// length is named in a line.
 func idErr(kind, id, format string, args ...any) error {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = termsafe.Cut(s)
+		}
+	}
 	return &idError{Kind: kind, ID: id, Msg: fmt.Sprintf(format, args...)}
 }

@@ -259,7 +259,7 @@ type validator struct {
 }
 
 func (v *validator) add(field, format string, args ...any) {
-	v.errs = append(v.errs, &fieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &fieldError{Field: field, Msg: fmt.Sprintf(format, termsafe.QuoteArgs(args...)...)})
 }
 
 func (v *validator) check(field string, err error) {
@@ -337,7 +337,7 @@ func (v *validator) credential(field, user string) {
 
 func (v *validator) tenant(i int, tn Tenant, haveCapmox bool) {
 	f := fmt.Sprintf("tenants[%d]", i)
-	owner := fmt.Sprintf("tenant %q", tn.Name)
+	owner := "tenant " + termsafe.Quote(tn.Name)
 	if pveacl.ValidRoleID(tn.Name) != nil || tn.Name == "" {
 		v.add(f+".name", "tenant name %q is invalid: use letters, digits, '.', '-' or '_'", tn.Name)
 	}

@@ -2,6 +2,7 @@ package tenantplan
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -299,5 +300,21 @@ func TestVMIDRangesAccepted(t *testing.T) {
 	}
 	if r := spec.Tenants[1].VMIDRange; r == nil || !r.Contains(2000) || r.Contains(1999) {
 		t.Errorf("tenant b's range: %v", r)
+	}
+}
+
+// TestLongValueIsCut: a 1 MB value of the specification is named in a
+// short error, cut with the count of the bytes left out, by its field.
+func TestLongValueIsCut(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for name, c := range map[string]struct{ yaml, field string }{
+		"Name":    {"tenants:\n- {name: " + long + ", storage: s1}\n", "tenants[0].user: user name 'xxx"},
+		"Storage": {"tenants:\n- {name: a, storage: s1}\n- {name: b, storage: s1!" + long + "}\n", "tenants[1].storage: storage ID 's1!xxx"},
+		"Owned":   {"tenants:\n- {name: a, storage: s1, storages: [" + long + "]}\n- {name: b, storage: " + long + "}\n", `tenants[1].storage: storage "xxx`},
+	} {
+		_, err := LoadTenants([]byte(c.yaml))
+		if err == nil || len(err.Error()) > 2048 || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "more bytes)") {
+			t.Errorf("%s: %d bytes: %.700v", name, len(fmt.Sprint(err)), err)
+		}
 	}
 }
