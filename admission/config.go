@@ -89,7 +89,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %d", ErrConfig, z.Name, z.UplinkVLAN))
 		}
 		if z.VNetPrefix != "" && !vnetid.ValidPrefix(z.VNetPrefix) {
-			errs = append(errs, fmt.Errorf("%w: zones[%s].sdn.vnetPrefix %q must be 1-4 letters and digits starting with a letter", ErrConfig, z.Name, z.VNetPrefix))
+			errs = append(errs, fmt.Errorf("%w: zones[%s].sdn.vnetPrefix %s must be 1-4 letters and digits starting with a letter", ErrConfig, z.Name, termsafe.Quote(z.VNetPrefix)))
 		}
 	}
 	for _, z := range c.Zones {
@@ -113,7 +113,7 @@ func (c Config) Validate() error {
 			warn = true
 		case admissionregistrationv1.Audit:
 		default:
-			errs = append(errs, fmt.Errorf("%w: admission.validationActions: %q is not Deny, Warn or Audit", ErrConfig, a))
+			errs = append(errs, fmt.Errorf("%w: admission.validationActions: %s is not Deny, Warn or Audit", ErrConfig, termsafe.Quote(string(a))))
 		}
 	}
 	if deny && warn {
@@ -199,7 +199,7 @@ func (s *rawSDN) vnetPrefix(zone string) (string, error) {
 		return "", nil
 	case v1alpha1.SDNModeVNets:
 	default:
-		return "", fmt.Errorf("%w: zones[%s].sdn.mode %q is neither Check nor VNets", ErrConfig, zone, s.Mode)
+		return "", fmt.Errorf("%w: zones[%s].sdn.mode %s is neither Check nor VNets", ErrConfig, zone, termsafe.Quote(s.Mode))
 	}
 	p := vnetid.Prefix(s.Zone, s.VNetPrefix)
 	if p == "" {

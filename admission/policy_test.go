@@ -248,3 +248,19 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigLongValueIsCut: a quoted value of 1 MB is named in a short
+// refusal, cut with the count of the bytes left out.
+func TestConfigLongValueIsCut(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for name, c := range map[string]struct{ values, field string }{
+		"ValidationAction": {"admission: {validationActions: [" + long + "]}\n", "admission.validationActions"},
+		"SDNMode":          {"zones: [{name: z, bridge: vmbr70, sdn: {mode: " + long + "}}]\n", "zones[z].sdn.mode"},
+		"VNetPrefix":       {"zones: [{name: z, bridge: vmbr70, sdn: {mode: VNets, vnetPrefix: " + long + "}}]\n", "zones[z].sdn.vnetPrefix"},
+	} {
+		_, err := ParseConfig([]byte(c.values))
+		if !errors.Is(err, ErrConfig) || len(err.Error()) > 1024 || !strings.Contains(err.Error(), c.field+`: "xxx`) && !strings.Contains(err.Error(), c.field+` "xxx`) || !strings.Contains(err.Error(), "more bytes)") {
+			t.Errorf("%s: %d bytes: %.500v", name, len(err.Error()), err)
+		}
+	}
+}
