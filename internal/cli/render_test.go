@@ -104,3 +104,18 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestRenderLongValueIsCut: a pool whose instanceType is 1 MB is refused
+// (exit 1) in a short message on stderr that names instanceType and how
+// many bytes of the value were left out.
+func TestRenderLongValueIsCut(t *testing.T) {
+	pool := mustRead(t, filepath.Join(scenarios, "scenarios", "nodes-raw", "input.yaml"))
+	long := strings.Replace(pool, `instanceType: ""`, "instanceType: u1."+strings.Repeat("x", 1<<20), 1)
+	if long == pool {
+		t.Fatal("the fixture has no instanceType")
+	}
+	out, errOut, code := renderCLI(t, long, "render", "nodes", "-f", "-")
+	if code != 1 || out != "" || len(errOut) > 1024 || !strings.HasPrefix(errOut, `Error: instanceType "u1.xxx`) || !strings.Contains(errOut, `"... (1048323 more bytes) is not a size`) {
+		t.Errorf("exit %d, %d bytes of stdout, %d of stderr: %.600s", code, len(out), len(errOut), errOut)
+	}
+}
