@@ -12,6 +12,7 @@ package strictyaml
 
 import (
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -51,8 +52,10 @@ func (e *FieldError) Error() string {
 // not declare (in any other case than declared, too), is an error; the
 // refused keys come back as *FieldError, one per key, joined with
 // termsafe.Join (see FieldErrors): the first termsafe.MaxErrors keys and a
-// count of the rest (the decoder stops collecting at 100). Other errors are the YAML parser's or
-// the JSON decoder's, naming the line or the field.
+// count of the rest (the decoder stops collecting at 100). A value that
+// its type's own UnmarshalJSON refuses comes back as *ValueError, named by
+// its path. Other errors are the YAML parser's or the JSON decoder's,
+// naming the line or the field.
 //
 // data holds one document of data: empty documents around it are passed
 // over, and input with more than one document of data is refused as
@@ -76,10 +79,14 @@ func UnmarshalJSON(data []byte, v any) error {
 }
 
 // unmarshalJSON decodes data into v and returns every refused key (as
-// *FieldError where the decoder names its path), or the decoder's error.
+// *FieldError where the decoder names its path), or the decoder's error:
+// a *ValueError when a type's own UnmarshalJSON refused a value.
 func unmarshalJSON(data []byte, v any) ([]error, error) {
 	strict, err := kjson.UnmarshalStrict(data, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
+		if path, ok := refusedPath(data, reflect.TypeOf(v), err.Error()); ok {
+			return nil, &ValueError{Path: path, Err: err}
+		}
 		return nil, err
 	}
 	refused := make([]error, 0, len(strict))
