@@ -3,6 +3,7 @@ package capmoxrender
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -173,7 +174,8 @@ type AdditionalNetwork struct {
 // "2", 500m and 50% reach the parsers unchanged.
 type Quantity string
 
-// UnmarshalJSON accepts a JSON number or string.
+// UnmarshalJSON accepts a JSON number or string, and refuses a bool, a
+// list or a map by its kind, never echoing it.
 func (q *Quantity) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '"' {
@@ -186,10 +188,28 @@ func (q *Quantity) UnmarshalJSON(b []byte) error {
 	}
 	var n json.Number
 	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("want a number or a string, got %s", b)
+		return fmt.Errorf("want a quantity, a number or a string such as 4Gi; got %s", jsonKind(b))
 	}
 	*q = Quantity(n.String())
 	return nil
+}
+
+// jsonKind names the kind of a JSON value that is neither a number nor a
+// string.
+func jsonKind(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == 't' || b[0] == 'f':
+		return "a bool"
+	case b[0] == '[':
+		return "a list"
+	case b[0] == '{':
+		return "a map"
+	case b[0] == 'n':
+		return "null"
+	}
+	return "a value that is not JSON"
 }
 
 type appObject struct {
@@ -258,10 +278,20 @@ func decodeSpecStrict(raw json.RawMessage, into any) error {
 	if fields := strictyaml.FieldErrors(err); len(fields) > 0 {
 		return fmt.Errorf("%w: %s", ErrInput, strictMessage(fields))
 	}
-	if err != nil {
-		return fmt.Errorf("%w: spec: %w", ErrInput, err)
+	return specError(err)
+}
+
+// specError places a decoding error in the spec: a value its type refused
+// by its path (spec.diskSize: ...), others under "spec:".
+func specError(err error) error {
+	var ve *strictyaml.ValueError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ve):
+		return fmt.Errorf("%w: spec.%s: %w", ErrInput, ve.Path, ve.Err)
 	}
-	return nil
+	return fmt.Errorf("%w: spec: %w", ErrInput, err)
 }
 
 // strictMessage names each refused field with its spec path, on one line.
@@ -288,8 +318,5 @@ func decodeSpec(raw json.RawMessage, into any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	if err := strictyaml.UnmarshalOpenJSON(raw, into); err != nil {
-		return fmt.Errorf("%w: spec: %w", ErrInput, err)
-	}
-	return nil
+	return specError(strictyaml.UnmarshalOpenJSON(raw, into))
 }
