@@ -74,6 +74,9 @@ func TestReadChartValues(t *testing.T) {
 		"NoBlock":   {reason: "a file without talos: is not a pool's values", doc: "substrate: proxmox\n", err: "there is no talos: block"},
 		"NotYAML":   {reason: "broken YAML is reported", doc: "talos: [\n", err: "cannot read the chart values"},
 		"BadValue":  {reason: "a version must be a string", doc: "talos:\n  version: [1]\n", err: "cannot read the chart values"},
+		"TwoDocs": {reason: "a talos: block in a second document is refused, not dropped", doc: "talos: {version: v1.13.6}\n---\ntalos: {version: v1.12.0}\n",
+			err: "holds 2 YAML documents (the second begins on line 2)"},
+		"LeadingMarkers": {reason: "empty documents hold nothing", doc: "---\n---\ntalos: {version: v1.13.6}\n", want: ChartTalos{Version: "v1.13.6"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
