@@ -498,4 +498,22 @@ func (v *validator) vmIDRanges(ts []Tenant) {
 			}
 		}
 	}
+	v.pinnedInOtherRanges(ts)
+}
+
+// pinnedInOtherRanges refuses a tenant's listed VM whose id lies in
+// another tenant's vmIDRange: that tenant's capmox token clones into its
+// range, and the audit would name the VM as inside a foreign range
+// (ForeignVMInRange) right after an apply.
+func (v *validator) pinnedInOtherRanges(ts []Tenant) {
+	for i, t := range ts {
+		for k, vm := range t.VMs {
+			for j, o := range ts {
+				if r := o.VMIDRange; j != i && r != nil && r.Start <= r.End && vm >= r.Start && vm <= r.End {
+					v.add(fmt.Sprintf("tenants[%d].vms[%d]", i, k), "VM %d of tenant %q lies inside vmIDRange %s of tenant %q (tenants[%d]), where that tenant's VMs are cloned: move the VM to an id outside it, or shrink that range",
+						vm, t.Name, r, o.Name, j)
+				}
+			}
+		}
+	}
 }

@@ -63,6 +63,11 @@ func TestLoadTenantsErrors(t *testing.T) {
 			yaml:   "tenants:\n- name: a\n  storage: s1\n  vmIDRange: {start: 1000, end: 1999}\n- name: b\n  storage: s2\n  vmIDRange: {start: 1500, end: 2999}\n",
 			want:   []string{`tenants[1].vmIDRange: range 1500-2999 of tenant "b" overlaps range 1000-1999 of tenant "a" (tenants[0]): give every tenant a range of its own`},
 		},
+		"PinnedVMInOtherRange": {
+			reason: "a tenant's listed VM may not sit inside another tenant's range, where that tenant's VMs are cloned",
+			yaml:   "tenants:\n- name: a\n  storage: s1\n  vmIDRange: {start: 1000, end: 1999}\n- name: b\n  storage: s2\n  vms: [2500, 1042]\n  vmIDRange: {start: 2000, end: 2999}\n",
+			want:   []string{`tenants[1].vms[1]: VM 1042 of tenant "b" lies inside vmIDRange 1000-1999 of tenant "a" (tenants[0]), where that tenant's VMs are cloned: move the VM to an id outside it, or shrink that range`},
+		},
 		"VMIDRangeBackwards": {
 			reason: "end not below start, within Proxmox's VM ids",
 			yaml:   "tenants:\n- name: a\n  storage: s1\n  vmIDRange: {start: 1999, end: 1000}\n- name: b\n  storage: s2\n  vmIDRange: {start: 50, end: 99}\n",
