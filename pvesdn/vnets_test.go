@@ -237,14 +237,12 @@ func cluster(t *testing.T, c *proxmox.Client) *proxmox.Cluster {
 	return cl
 }
 
-// TestHalfWrittenApplyBeforeRelease92: a VNet create that fails after the
-// zone and four VNets were written is a *PartialWriteError naming them
-// and the commands that remove them; the next apply takes its own pending
-// writes along and finishes (the zone applied with all six VNets), while
-// another writer's pending VNet is still refused. The control: the first
-// apply's plan, written whole, needs no second run.
-func TestHalfWrittenApplyBeforeRelease92(t *testing.T) {
-	srv := vnetLab(t, "9.1.1")
+// halfWrite plans VLANs 100-105 on a lab of release and applies the plan
+// with the fifth VNet create failing; pe is the apply's
+// *PartialWriteError, nil when it returned another error.
+func halfWrite(t *testing.T, release string) (*pveapitest.Server, *proxmox.Client, pvesdn.Zone, *pvesdn.Plan, *pvesdn.PartialWriteError, error) {
+	t.Helper()
+	srv := vnetLab(t, release)
 	c := srv.Client()
 	z := zone(t, "100-105")
 	plan, err := pvesdn.PlanVNets(ctx, c, z)
@@ -252,7 +250,19 @@ func TestHalfWrittenApplyBeforeRelease92(t *testing.T) {
 	must(t, srv.InjectError(pveapitest.Fault{Method: "POST", Path: `^/cluster/sdn/vnets$`, Status: 500, Message: "disk full", After: 4, Times: 1}))
 	_, err = pvesdn.Apply(ctx, c, plan)
 	var pe *pvesdn.PartialWriteError
-	if !errors.As(err, &pe) || pe.Zone != "pxz" || len(pe.VNets) != 4 || pe.RolledBack ||
+	errors.As(err, &pe)
+	return srv, c, z, plan, pe, err
+}
+
+// TestHalfWrittenApplyBeforeRelease92: a VNet create that fails after the
+// zone and four VNets were written is a *PartialWriteError naming them
+// and the commands that remove them; the next apply takes its own pending
+// writes along and finishes (the zone applied with all six VNets), while
+// another writer's pending VNet is still refused. The control: once
+// finished, the plan is empty and nothing is applied again.
+func TestHalfWrittenApplyBeforeRelease92(t *testing.T) {
+	srv, c, z, _, pe, err := halfWrite(t, "9.1.1")
+	if pe == nil || pe.Zone != "pxz" || len(pe.VNets) != 4 || pe.RolledBack ||
 		!strings.Contains(err.Error(), "cannot create VNet pxa0104 (tag 104): 500 disk full") ||
 		!strings.Contains(err.Error(), "before it this apply wrote SDN zone pxz and 4 VNet(s) pxa0100, pxa0101, pxa0102, pxa0103 (written, not applied)") ||
 		!strings.Contains(err.Error(), "pvesh delete /cluster/sdn/vnets/pxa0103, pvesh delete /cluster/sdn/zones/pxz") {
@@ -294,15 +304,8 @@ func TestHalfWrittenApplyBeforeRelease92(t *testing.T) {
 // under the lock, and the error says so: nothing of the apply remains,
 // and the lock is released.
 func TestHalfWrittenApplyLocked(t *testing.T) {
-	srv := vnetLab(t, "9.2.0")
-	c := srv.Client()
-	z := zone(t, "100-105")
-	plan, err := pvesdn.PlanVNets(ctx, c, z)
-	must(t, err)
-	must(t, srv.InjectError(pveapitest.Fault{Method: "POST", Path: `^/cluster/sdn/vnets$`, Status: 500, Message: "disk full", After: 4, Times: 1}))
-	_, err = pvesdn.Apply(ctx, c, plan)
-	var pe *pvesdn.PartialWriteError
-	if !errors.As(err, &pe) || !pe.RolledBack || len(pe.Undo) != 0 ||
+	srv, c, _, plan, pe, err := halfWrite(t, "9.2.0")
+	if pe == nil || !pe.RolledBack || len(pe.Undo) != 0 ||
 		!strings.Contains(err.Error(), "and rolled them back under the SDN lock: nothing of this apply remains") {
 		t.Fatalf("the half-written locked apply: %v", err)
 	}
