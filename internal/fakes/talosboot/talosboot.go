@@ -100,8 +100,15 @@ func (b *Boot) Hostname() string {
 	return b.Meta.LocalHostname
 }
 
-// readISO returns the files of the image's root folder by name.
-func readISO(iso []byte) (map[string][]byte, error) {
+// readISO returns the files of the image's root folder by name. A
+// malformed image that makes the ISO reader panic is ErrNotNoCloud too:
+// a guest's disk never brings the hypervisor down.
+func readISO(iso []byte) (files map[string][]byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			files, err = nil, fmt.Errorf("%w: the ISO 9660 reader failed: %v", ErrNotNoCloud, r)
+		}
+	}()
 	if len(iso) < 17*blockSize {
 		return nil, fmt.Errorf("%w: %d bytes is too short for a volume descriptor", ErrNotNoCloud, len(iso))
 	}
