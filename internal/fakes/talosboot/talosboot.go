@@ -94,8 +94,10 @@ func Read(iso []byte) (*Boot, error) {
 // Hostname is the name the node registers with: the configuration's
 // machine.network.hostname, else meta-data's local-hostname.
 func (b *Boot) Hostname() string {
-	if n := b.Config.Machine().Network().Hostname(); n != "" {
-		return n
+	if b.Config != nil && b.Config.Machine() != nil {
+		if n := b.Config.Machine().Network().Hostname(); n != "" {
+			return n
+		}
 	}
 	return b.Meta.LocalHostname
 }

@@ -1,0 +1,131 @@
+// Package nodeagent does for a booted VM what its kubelet and the Proxmox
+// cloud controller manager do in a tenant cluster: it registers the Node at
+// the control-plane endpoint the VM's Talos configuration names, named after
+// the VM's hostname, with spec.providerID proxmox://<SMBIOS UUID> (the
+// spelling capmox writes on the ProxmoxMachine and the Proxmox CCM on the
+// Node), its addresses from the VM's network-config, and a Ready condition.
+// Cluster API then finds the Node by providerID and sets the Machine's
+// nodeRef.
+//
+// It is not a kubelet: it runs no Pods, and it authenticates with the
+// credentials the test gives it instead of Talos's bootstrap token.
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/talosboot"
+)
+
+// ProviderIDPrefix is how capmox and the Proxmox CCM spell a VM's provider
+// ID: proxmox://<SMBIOS UUID>.
+const ProviderIDPrefix = "proxmox://"
+
+// ErrNoIdentity is a boot without the SMBIOS UUID (meta-data's
+// instance-id) or a hostname.
+var ErrNoIdentity = errors.New("the VM has no SMBIOS UUID or hostname to register with")
+
+// Register creates the Node of b, or updates it, on the API server at b's
+// control-plane endpoint: creds gives the credentials and the CA, its Host
+// is replaced by the endpoint, so a configuration naming another endpoint
+// registers elsewhere (or nowhere).
+func Register(ctx context.Context, b *talosboot.Boot, creds *rest.Config) (*corev1.Node, error) {
+	if b.Meta.InstanceID == "" || b.Hostname() == "" {
+		return nil, ErrNoIdentity
+	}
+	cfg := rest.CopyConfig(creds)
+	cfg.Host = b.Endpoint.String()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	want := node(b)
+	nodes := cs.CoreV1().Nodes()
+	got, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = nodes.Get(ctx, want.Name, metav1.GetOptions{})
+		if err == nil {
+			got.Spec.ProviderID, got.Labels = want.Spec.ProviderID, want.Labels
+			got, err = nodes.Update(ctx, got, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot register node %s at %s: %w", want.Name, cfg.Host, err)
+	}
+	got.Status = want.Status
+	if got, err = nodes.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("cannot report node %s ready at %s: %w", want.Name, cfg.Host, err)
+	}
+	return got, nil
+}
+
+func node(b *talosboot.Boot) *corev1.Node {
+	now := metav1.NewTime(time.Now())
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: b.Hostname(), Labels: map[string]string{
+			corev1.LabelHostname: b.Hostname(), corev1.LabelOSStable: "linux",
+		}},
+		Spec: corev1.NodeSpec{ProviderID: ProviderIDPrefix + b.Meta.InstanceID},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: b.Hostname()}},
+		},
+	}
+	if b.Meta.KubernetesVersion != "" {
+		n.Status.NodeInfo.KubeletVersion = b.Meta.KubernetesVersion
+	}
+	for _, a := range Addresses(b.NetworkConfig) {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+	}
+	return n
+}
+
+// netplan is the part of capmox's network-config (netplan v2, under a
+// top-level network key) that names each interface's static addresses.
+type netplan struct {
+	Network struct {
+		Ethernets map[string]struct {
+			Addresses []string `json:"addresses"`
+		} `json:"ethernets"`
+	} `json:"network"`
+}
+
+// Addresses returns the static addresses of a network-config, without
+// their prefix lengths, in interface order; nil for none or a document
+// that is not netplan.
+func Addresses(networkConfig []byte) []netip.Addr {
+	var np netplan
+	if len(networkConfig) == 0 || yaml.Unmarshal(networkConfig, &np) != nil {
+		return nil
+	}
+	var names []string
+	eth := np.Network.Ethernets
+	for n := range eth {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []netip.Addr
+	for _, n := range names {
+		for _, a := range eth[n].Addresses {
+			if p, err := netip.ParsePrefix(a); err == nil {
+				out = append(out, p.Addr())
+			} else if ip, err := netip.ParseAddr(a); err == nil {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package nodeagent_test
+
+import (
+	"context"
+	"net/netip"
+	"net/url"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/nodeagent"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/talosboot"
+)
+
+// networkConfig is shaped as capmox's network-config template writes it.
+const networkConfig = `network:
+  version: 2
+  renderer: networkd
+  ethernets:
+    eth1:
+      addresses: ["10.20.0.31/24"]
+    eth0:
+      match: {macaddress: "BC:24:11:00:00:01"}
+      addresses: ["10.10.0.31/24", "fd00::31/64"]
+`
+
+// TestRegister: a booted VM registers its Node at the endpoint its Talos
+// configuration names, with proxmox://<uuid>, Ready and its static
+// addresses; registering again keeps one Node. The control: a
+// configuration naming another endpoint registers nothing on this server.
+func TestRegister(t *testing.T) {
+	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{})
+	endpoint, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := rest.CopyConfig(cfg)
+	creds.Host = "https://192.0.2.1:6443" // replaced by the boot's endpoint
+	b := &talosboot.Boot{Endpoint: endpoint, NetworkConfig: []byte(networkConfig),
+		Meta: talosboot.Meta{InstanceID: "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77", LocalHostname: "tenant-a-md0-x7k2p"}}
+	ctx := context.Background()
+	for range 2 {
+		if _, err := nodeagent.Register(ctx, b, creds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 1 {
+		t.Fatalf("%d nodes", len(nodes.Items))
+	}
+	n := nodes.Items[0]
+	var addrs []string
+	for _, a := range n.Status.Addresses {
+		addrs = append(addrs, string(a.Type)+"="+a.Address)
+	}
+	if n.Name != "tenant-a-md0-x7k2p" || n.Spec.ProviderID != "proxmox://4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77" ||
+		len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Status != corev1.ConditionTrue ||
+		!slices.Equal(addrs, []string{"Hostname=tenant-a-md0-x7k2p", "InternalIP=10.10.0.31", "InternalIP=fd00::31", "InternalIP=10.20.0.31"}) {
+		t.Errorf("node %s %s %v %v", n.Name, n.Spec.ProviderID, n.Status.Conditions, addrs)
+	}
+	other := *b
+	other.Meta.LocalHostname = "elsewhere"
+	other.Endpoint = &url.URL{Scheme: "https", Host: "127.0.0.1:1"}
+	if _, err := nodeagent.Register(ctx, &other, creds); err == nil {
+		t.Error("a configuration naming another endpoint registered")
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "elsewhere"}, &corev1.Node{}); err == nil {
+		t.Error("the node of another endpoint is on this server")
+	}
+	if _, err := nodeagent.Register(ctx, &talosboot.Boot{Endpoint: endpoint}, creds); err == nil {
+		t.Error("a boot without identity registered")
+	}
+}
+
+func TestAddresses(t *testing.T) {
+	got := nodeagent.Addresses([]byte(networkConfig))
+	want := []netip.Addr{netip.MustParseAddr("10.10.0.31"), netip.MustParseAddr("fd00::31"), netip.MustParseAddr("10.20.0.31")}
+	if !slices.Equal(got, want) {
+		t.Errorf("Addresses = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"", "[", "network: {ethernets: 3}", "ethernets: {eth0: {addresses: [10.0.0.1/24]}}"} {
+		if got := nodeagent.Addresses([]byte(bad)); got != nil {
+			t.Errorf("Addresses(%q) = %v", bad, got)
+		}
+	}
+}
