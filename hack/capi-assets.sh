@@ -1,26 +1,49 @@
 #!/usr/bin/env bash
-# Builds the managers of Cluster API core and of the in-cluster IPAM provider
-# from the Go module proxy into a cache folder outside the checkout, once,
-# and prints the folder (it holds cluster-api-manager and ipam-manager).
-# Tests start them against the test API server (internal/fakes/capi).
+# Builds the managers the tests start against the test API server
+# (internal/fakes/capi) from the Go module proxy into a cache folder outside
+# the checkout, once, and prints that folder. It holds one folder per build,
+# named after the versions in it:
+#
+#   <capi>-ipam<ipam>/   cluster-api-manager, ipam-manager (Cluster API core
+#                        and the in-cluster IPAM provider)
+#   capmox-<version>/    capmox-manager, once per capmox generation (v0.9.0,
+#                        v0.7.2)
+#   cabpt-<version>/     cabpt-manager (the Talos bootstrap provider)
 #
 #   hack/capi-assets.sh          prints the folder; builds what is missing first
 #
 # Environment:
 #   PXSUBSTRATE_CACHE  cache root [${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate]
 #
-# The versions are not set here: they are the constants CAPIModule and
-# CAPIIPAMModule in internal/fakes/kube/envtest.go, which also pick the CRDs
+# The versions are not set here: they are the constants CAPIModule,
+# CAPIIPAMModule, CapmoxModule, CapmoxCAPIModule, CapmoxV07Module and
+# CABPTModule in internal/fakes/kube/envtest.go, which also pick the CRDs
 # and webhook configurations the tests install, so binary and manifests
 # always come from the same release. To move a version, change the constant;
-# the next run builds into a new folder named after both versions.
+# the next run builds into a new folder and leaves the others alone. Each
+# binary is checked with `go version -m` before it is used or kept.
 #
-# Cluster API's go.mod replaces its sigs.k8s.io/cluster-api/api module with
-# ./api and requires it at a placeholder version, so `go install ...@version`
-# refuses it. A scratch module that requires it and points the api module at
-# its published twin of the same version builds the manager (package
-# sigs.k8s.io/cluster-api/core) unchanged. The IPAM provider has no replace
-# and is built through a scratch module the same way.
+# Each manager is built inside a scratch module that requires its module at
+# the pinned version. The replace directives of a dependency's go.mod do not
+# apply there, so the scratch module repeats those of the built module that
+# name a published version (CABPT's github.com/google/cel-go v0.22.0, for
+# one), then adds its own:
+#   - Cluster API's go.mod replaces its sigs.k8s.io/cluster-api/api module
+#     with ./api and requires it at a placeholder version, so `go install
+#     ...@version` refuses it; the scratch module points the api module at
+#     its published twin of the same version and builds
+#     sigs.k8s.io/cluster-api/core unchanged;
+#   - capmox v0.9.0 asks for sigs.k8s.io/cluster-api and .../test v1.12.9,
+#     which the module proxy does not serve: both are replaced with
+#     CapmoxCAPIModule's version (v1.12.10, same minor); its main package
+#     is .../cmd, as for v0.7.2, which builds as its go.mod says (Cluster
+#     API v1.9.6);
+#   - the IPAM provider and CABPT (main package: the module root) need
+#     nothing more.
+#
+# Builds run one after the other (the test machine has two cores); on two
+# cores each took 3 to 7 minutes on a loaded machine (capmox v0.9.0 the
+# longest), downloads included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,12 +57,18 @@ version_in() {
 }
 CAPI_VERSION="$(version_in CAPIModule sigs.k8s.io/cluster-api)"
 IPAM_VERSION="$(version_in CAPIIPAMModule sigs.k8s.io/cluster-api-ipam-provider-in-cluster)"
-[[ -n "$CAPI_VERSION" ]] || fail "cannot read CAPIModule from $consts"
-[[ -n "$IPAM_VERSION" ]] || fail "cannot read CAPIIPAMModule from $consts"
+CAPMOX_MODULE=github.com/ionos-cloud/cluster-api-provider-proxmox
+CAPMOX_VERSION="$(version_in CapmoxModule "$CAPMOX_MODULE")"
+CAPMOX_CAPI_VERSION="$(version_in CapmoxCAPIModule sigs.k8s.io/cluster-api)"
+CAPMOX07_VERSION="$(version_in CapmoxV07Module "$CAPMOX_MODULE")"
+CABPT_MODULE=github.com/siderolabs/cluster-api-bootstrap-provider-talos
+CABPT_VERSION="$(version_in CABPTModule "$CABPT_MODULE")"
+for v in CAPI_VERSION IPAM_VERSION CAPMOX_VERSION CAPMOX_CAPI_VERSION CAPMOX07_VERSION CABPT_VERSION; do
+	[[ -n "${!v}" ]] || fail "cannot read the version $v from $consts"
+done
 
 CACHE="${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}"
-OUT="$CACHE/capi/${CAPI_VERSION}-ipam${IPAM_VERSION}"
-mkdir -p "$OUT"
+ROOT="$CACHE/capi"
 
 # built BIN MODULE VERSION: BIN exists and go version -m says it was built
 # from MODULE at VERSION (read whole before matching; see kube-assets.sh).
@@ -53,25 +82,55 @@ scratch="$(mktemp -d "${TMPDIR:-/tmp}/pxsubstrate-capi.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOWORK=off
 
-# build NAME MODULE VERSION PACKAGE [REPLACE] builds PACKAGE of MODULE@VERSION
-# into $OUT/NAME inside a scratch module.
-build() {
-	local name="$1" module="$2" version="$3" pkg="$4" replace="${5:-}" dir="$scratch/$1"
-	say "building $name ($module $version) into $OUT (once; about 10 minutes on 2 cores)"
-	mkdir -p "$dir"
-	printf 'module scratch/%s\n\ngo 1.26\n\nrequire %s %s\n%s\n' "$name" "$module" "$version" "$replace" >"$dir/go.mod"
-	(cd "$dir" && go get "$pkg@$version" >"$scratch/get.log" 2>&1) ||
-		{ cat "$scratch/get.log" >&2; fail "go get $pkg@$version failed"; }
-	(cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$OUT/$name.new" "$pkg")
-	mv "$OUT/$name.new" "$OUT/$name"
-	built "$OUT/$name" "$module" "$version" || fail "the built $name does not report $module $version"
+# own_replaces MODULE VERSION prints, one a line, go mod edit's -replace
+# flags for the replace directives of MODULE@VERSION's go.mod that name a
+# published version (a local path has no version and is left out).
+own_replaces() {
+	local gomod
+	gomod="$(cd "$scratch" && go mod download -json "$1@$2" | sed -n 's|^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$|\1|p')"
+	[[ -n "$gomod" ]] || fail "cannot download the go.mod of $1@$2"
+	go mod edit -print "$gomod" | awk '
+		/^replace \($/ { block = 1; next }
+		block && /^\)$/ { block = 0; next }
+		block || /^replace / {
+			sub(/^replace /, ""); sub(/[[:space:]]*\/\/.*/, "")
+			n = split($0, f, /[[:space:]]+=>[[:space:]]+/)
+			split(f[1], old, " "); split(f[2], new, " ")
+			if (n == 2 && new[2] != "") print "-replace=" old[1] (old[2] != "" ? "@" old[2] : "") "=" new[1] "@" new[2]
+		}'
 }
 
-built "$OUT/cluster-api-manager" sigs.k8s.io/cluster-api "$CAPI_VERSION" ||
-	build cluster-api-manager sigs.k8s.io/cluster-api "$CAPI_VERSION" sigs.k8s.io/cluster-api/core \
-		"replace sigs.k8s.io/cluster-api/api => sigs.k8s.io/cluster-api/api $CAPI_VERSION"
-built "$OUT/ipam-manager" sigs.k8s.io/cluster-api-ipam-provider-in-cluster "$IPAM_VERSION" ||
-	build ipam-manager sigs.k8s.io/cluster-api-ipam-provider-in-cluster "$IPAM_VERSION" \
-		sigs.k8s.io/cluster-api-ipam-provider-in-cluster
+# need DIR NAME MODULE VERSION PACKAGE [REPLACE...] builds PACKAGE of
+# MODULE@VERSION into $ROOT/DIR/NAME inside a scratch module with the
+# module's own replace directives and then the REPLACE flags (go mod edit's
+# -replace=OLD=NEW@VERSION), unless a binary that go version -m shows as
+# MODULE@VERSION is already there.
+need() {
+	local out="$ROOT/$1" name="$2" module="$3" version="$4" pkg="$5" dir="$scratch/$1" start=$SECONDS replaces
+	shift 5
+	built "$out/$name" "$module" "$version" && return
+	say "building $name ($module $version) into $out (once; a few minutes on 2 cores)"
+	mkdir -p "$dir" "$out"
+	printf 'module scratch/%s\n\ngo 1.26\n\nrequire %s %s\n' "$name" "$module" "$version" >"$dir/go.mod"
+	replaces="$(own_replaces "$module" "$version")"
+	set -- $replaces "$@" # one flag a line, none with spaces
+	if (($#)); then (cd "$dir" && go mod edit "$@"); fi
+	(cd "$dir" && go get "$pkg@$version" >"$scratch/get.log" 2>&1) ||
+		{ cat "$scratch/get.log" >&2; fail "go get $pkg@$version failed"; }
+	(cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$out/$name.new" "$pkg")
+	mv "$out/$name.new" "$out/$name"
+	built "$out/$name" "$module" "$version" || fail "the built $name does not report $module $version"
+	say "built $name in $((SECONDS - start)) s"
+}
 
-echo "$OUT"
+need "${CAPI_VERSION}-ipam${IPAM_VERSION}" cluster-api-manager sigs.k8s.io/cluster-api "$CAPI_VERSION" \
+	sigs.k8s.io/cluster-api/core -replace="sigs.k8s.io/cluster-api/api=sigs.k8s.io/cluster-api/api@$CAPI_VERSION"
+need "${CAPI_VERSION}-ipam${IPAM_VERSION}" ipam-manager sigs.k8s.io/cluster-api-ipam-provider-in-cluster "$IPAM_VERSION" \
+	sigs.k8s.io/cluster-api-ipam-provider-in-cluster
+need "capmox-$CAPMOX_VERSION" capmox-manager "$CAPMOX_MODULE" "$CAPMOX_VERSION" "$CAPMOX_MODULE/cmd" \
+	-replace="sigs.k8s.io/cluster-api=sigs.k8s.io/cluster-api@$CAPMOX_CAPI_VERSION" \
+	-replace="sigs.k8s.io/cluster-api/test=sigs.k8s.io/cluster-api/test@$CAPMOX_CAPI_VERSION"
+need "capmox-$CAPMOX07_VERSION" capmox-manager "$CAPMOX_MODULE" "$CAPMOX07_VERSION" "$CAPMOX_MODULE/cmd"
+need "cabpt-$CABPT_VERSION" cabpt-manager "$CABPT_MODULE" "$CABPT_VERSION" "$CABPT_MODULE"
+
+echo "$ROOT"

@@ -16,9 +16,11 @@
 #     test runs, built once from the Go module proxy into
 #     ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}
 #     (about 5 minutes on 2 cores the first time, instant afterwards);
-#   - the managers of Cluster API core and of the in-cluster IPAM provider
-#     (hack/capi-assets.sh), built once into the same cache folder (about
-#     10 minutes each on 2 cores the first time);
+#   - the managers of Cluster API core, of the in-cluster IPAM provider, of
+#     capmox (v0.9.0 and v0.7.2) and of the Talos bootstrap provider
+#     (hack/capi-assets.sh), built once into the same cache folder, one
+#     after the other (3 to 7 minutes each on 2 cores the first time, about
+#     25 minutes for the five);
 #   - for the nested modules: promtool (hack/promtool.sh) and
 #     prometheus-operator's CRDs (hack/prometheus-crds.sh), built once into
 #     the same cache folder.
@@ -54,7 +56,7 @@ export KUBEBUILDER_ASSETS
 say "envtest binaries: $KUBEBUILDER_ASSETS"
 PXSUBSTRATE_CAPI_ASSETS="$(hack/capi-assets.sh)"
 export PXSUBSTRATE_CAPI_ASSETS
-say "Cluster API managers: $PXSUBSTRATE_CAPI_ASSETS"
+say "Cluster API and provider managers: $PXSUBSTRATE_CAPI_ASSETS"
 
 # Flags alone (hack/test.sh -count=1) still mean the whole suite.
 packages=false

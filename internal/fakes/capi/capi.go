@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,15 +47,32 @@ type Options struct {
 	// Cluster API core: install them with kube.APIServerOptions.CAPI or
 	// set CAPI too.
 	IPAM bool
+	// CABPT runs the Talos bootstrap provider's manager (the TalosConfig
+	// controller, the TalosConfig and TalosConfigTemplate webhooks and
+	// their conversion) after installing its CRDs. It needs Cluster API
+	// core's CRDs, as IPAM does.
+	CABPT bool
+	// Capmox runs the manager of that capmox generation after installing
+	// its CRDs; empty runs none. It needs the CRDs of Cluster API core and
+	// of the IPAM provider (kube.APIServerOptions.CAPI and CAPIIPAM, or
+	// CAPI and IPAM here). capmox serves its webhooks on port 9443 of every
+	// address, which it cannot be told otherwise, so one capmox manager
+	// runs on the machine at a time: Start waits for the port's lock (a
+	// file of the temporary folder) that an earlier one holds until Stop.
+	// It never sees the test process's PROXMOX_* variables, so clusters
+	// reach Proxmox with their own credentialsRef Secret.
+	Capmox Capmox
 	// ports picks the managers' ports; nil means a free port of 127.0.0.1.
 	ports func() (int, error)
+	// assets is the assets root; empty means FindAssets.
+	assets string
 }
 
 // Managers are the running managers.
 type Managers struct {
-	// CAPI and IPAM are nil when not started.
-	CAPI, IPAM *Manager
-	dir        string
+	// CAPI, IPAM, CABPT and Capmox are nil when not started.
+	CAPI, IPAM, CABPT, Capmox *Manager
+	dir                       string
 }
 
 // Start installs the CRDs and webhook configurations of the managers o asks
@@ -64,21 +80,33 @@ type Managers struct {
 // kubeconfig, each serving its webhooks on a port of 127.0.0.1 with a
 // certificate of a throwaway CA. It returns once every manager reports
 // ready and serves its webhooks; a manager that does not is stopped and
-// named with its log tail.
+// named with its log tail, and a missing binary is named with its path
+// (ErrMissingAssets).
 func Start(cfg *rest.Config, o Options) (*Managers, error) {
-	if !o.CAPI && !o.IPAM {
-		return nil, errors.New("capi.Start: set Options.CAPI, Options.IPAM or both")
-	}
-	assets, err := FindAssets()
+	comps, err := o.components()
 	if err != nil {
 		return nil, err
+	}
+	if len(comps) == 0 {
+		return nil, errors.New("capi.Start: set Options.CAPI, IPAM, CABPT or Capmox")
+	}
+	root := o.assets
+	if root == "" {
+		if root, err = FindAssets(); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range comps {
+		if err := executable(c.path(root)); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := os.MkdirTemp("", "pxsubstrate-capi-")
 	if err != nil {
 		return nil, err
 	}
 	m := &Managers{dir: dir}
-	if err := m.start(cfg, o, assets); err != nil {
+	if err := m.start(cfg, o, comps, root); err != nil {
 		return nil, errors.Join(err, m.Stop())
 	}
 	return m, nil
@@ -100,7 +128,7 @@ func StartT(t testing.TB, cfg *rest.Config, o Options) *Managers {
 	return m
 }
 
-func (m *Managers) start(cfg *rest.Config, o Options, assets string) error {
+func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root string) error {
 	ca, err := pki.Make("pxsubstrate capi test CA")
 	if err != nil {
 		return err
@@ -126,15 +154,24 @@ func (m *Managers) start(cfg *rest.Config, o Options, assets string) error {
 	if o.ports == nil {
 		o.ports = freePort
 	}
-	r := runner{cfg: cfg, c: c, assets: assets, kubeconfig: kubeconfig, certDir: certDir, caPEM: ca.PEM, ports: o.ports}
-	if o.CAPI {
-		if m.CAPI, err = m.run(r, coreComponent); err != nil {
+	r := runner{
+		cfg: cfg, c: c, assets: root, kubeconfig: kubeconfig, certDir: certDir,
+		certPEM: certPEM, keyPEM: keyPEM, caPEM: ca.PEM, ports: o.ports,
+	}
+	for _, comp := range comps {
+		mgr, err := m.run(r, comp)
+		if err != nil {
 			return err
 		}
-	}
-	if o.IPAM {
-		if m.IPAM, err = m.run(r, ipamComponent); err != nil {
-			return err
+		switch comp.name {
+		case coreComponent.name:
+			m.CAPI = mgr
+		case ipamComponent.name:
+			m.IPAM = mgr
+		case cabptComponent.name:
+			m.CABPT = mgr
+		default:
+			m.Capmox = mgr
 		}
 	}
 	return nil
@@ -145,16 +182,46 @@ type runner struct {
 	cfg                         *rest.Config
 	c                           client.Client
 	assets, kubeconfig, certDir string
-	caPEM                       []byte
+	certPEM, keyPEM, caPEM      []byte
 	ports                       func() (int, error)
 }
 
-// run installs comp's manifests for a webhook port and starts its manager there.
+// run installs comp's manifests for a webhook port and starts its manager
+// there. A fixed port is locked first and stays locked until the manager
+// has stopped.
 func (m *Managers) run(r runner, comp component) (*Manager, error) {
-	webhookPort, err := r.ports()
+	webhookPort := comp.fixedWebhookPort
+	release := func() {}
+	if webhookPort != 0 {
+		var err error
+		if release, err = lockPort(webhookPort, portLockTimeout); err != nil {
+			return nil, fmt.Errorf("cannot start %s: %w", comp.title(), err)
+		}
+	} else {
+		var err error
+		if webhookPort, err = r.ports(); err != nil {
+			return nil, err
+		}
+	}
+	mgr, err := m.launch(r, comp, webhookPort)
 	if err != nil {
+		release()
 		return nil, err
 	}
+	mgr.release = release
+	if err := mgr.waitReady(webhookPort, mgr.healthPort, r.caPEM); err != nil {
+		if mgr.Exited() {
+			// err already holds the log tail Stop would repeat.
+			mgr.releaseIfExited()
+			return nil, err
+		}
+		return nil, errors.Join(err, mgr.Stop())
+	}
+	return mgr, nil
+}
+
+// launch installs comp's manifests for webhookPort and starts its process.
+func (m *Managers) launch(r runner, comp component, webhookPort int) (*Manager, error) {
 	healthPort, err := r.ports()
 	if err != nil {
 		return nil, err
@@ -163,29 +230,21 @@ func (m *Managers) run(r runner, comp component) (*Manager, error) {
 	if err := install(r.cfg, r.c, comp, base, r.caPEM); err != nil {
 		return nil, err
 	}
-	args := comp.args(webhookPort, healthPort, r.certDir)
-	mgr, err := startProcess(comp.binary, filepath.Join(r.assets, comp.binary), args, r.kubeconfig, filepath.Join(m.dir, comp.binary+".log"))
+	env := []string{"KUBECONFIG=" + r.kubeconfig}
+	if comp.certDirFromTemp {
+		tmp := filepath.Join(m.dir, comp.dir+"-tmp")
+		if err := writeFiles(filepath.Join(tmp, "k8s-webhook-server", "serving-certs"), r.certPEM, r.keyPEM); err != nil {
+			return nil, err
+		}
+		env = append(env, "TMPDIR="+tmp)
+	}
+	args := comp.flags(webhookPort, healthPort, r.certDir)
+	mgr, err := startProcess(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.waitReady(webhookPort, healthPort, r.caPEM); err != nil {
-		return nil, errors.Join(err, mgr.Stop())
-	}
+	mgr.healthPort = healthPort
 	return mgr, nil
-}
-
-// args are the manager's flags: webhooks on webhookPort with the
-// certificates of certDir, health probes on healthPort, no metrics server,
-// no leader election (one replica).
-func (comp component) args(webhookPort, healthPort int, certDir string) []string {
-	common := []string{
-		fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-cert-dir=" + certDir, "--leader-elect=false",
-	}
-	if comp == coreComponent {
-		return append(common, fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort), "--diagnostics-address=0",
-			"--insecure-diagnostics")
-	}
-	return append(common, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort), "--metrics-bind-address=0")
 }
 
 // install creates or updates comp's CRDs (waiting until they are served) and
@@ -224,11 +283,12 @@ func createOrReplace(c client.Client, o client.Object) error {
 	return c.Update(ctx, o)
 }
 
-// Stop stops every started manager by its process id and removes the
-// managers' folder (certificates, kubeconfig, logs).
+// Stop stops every started manager by its process id, in the reverse
+// order of their start, and removes the managers' folder (certificates,
+// kubeconfig, logs).
 func (m *Managers) Stop() error {
 	var errs []error
-	for _, mgr := range []*Manager{m.IPAM, m.CAPI} {
+	for _, mgr := range []*Manager{m.Capmox, m.CABPT, m.IPAM, m.CAPI} {
 		if mgr != nil {
 			errs = append(errs, mgr.Stop())
 		}
@@ -237,32 +297,34 @@ func (m *Managers) Stop() error {
 	return errors.Join(errs...)
 }
 
-// FindAssets returns the folder holding cluster-api-manager and
-// ipam-manager: $PXSUBSTRATE_CAPI_ASSETS when set, else the cache folder
-// hack/capi-assets.sh builds into.
+// FindAssets returns the folder hack/capi-assets.sh builds the managers
+// into (one folder per build inside it): $PXSUBSTRATE_CAPI_ASSETS when
+// set, else DefaultAssetsDir. Start checks the binaries it needs.
 func FindAssets() (string, error) {
 	dir := os.Getenv(envAssets)
 	if dir == "" {
 		dir = DefaultAssetsDir()
 	}
-	for _, bin := range []string{coreComponent.binary, ipamComponent.binary} {
-		fi, err := os.Stat(filepath.Join(dir, bin))
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("%w: no executable %s in %s (%s)", ErrMissingAssets, bin, dir, assetsHint)
-		}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w: no folder %s (%s)", ErrMissingAssets, dir, assetsHint)
 	}
 	return dir, nil
 }
 
 // DefaultAssetsDir is where hack/capi-assets.sh puts the binaries:
-// ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/capi/<capi>-ipam<ipam>.
+// ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/capi,
+// holding <capi>-ipam<ipam>/{cluster-api-manager,ipam-manager},
+// capmox-<version>/capmox-manager and cabpt-<version>/cabpt-manager.
 func DefaultAssetsDir() string {
-	return filepath.Join(kube.CacheRoot(), "capi", version(kube.CAPIModule)+"-ipam"+version(kube.CAPIIPAMModule))
+	return filepath.Join(kube.CacheRoot(), "capi")
 }
 
-func version(moduleAtVersion string) string {
-	_, v, _ := strings.Cut(moduleAtVersion, "@")
-	return v
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: no executable %s (%s)", ErrMissingAssets, path, assetsHint)
+	}
+	return nil
 }
 
 func freePort() (int, error) {

@@ -114,7 +114,7 @@ func TestStartNamesLogTail(t *testing.T) {
 		return freePort()
 	}
 	_, err = Start(cfg, Options{IPAM: true, ports: ports})
-	if err == nil || !strings.Contains(err.Error(), "ipam-manager (pid ") || !strings.Contains(err.Error(), "address already in use") {
+	if err == nil || !strings.Contains(err.Error(), "ipam-manager "+version(kube.CAPIIPAMModule)+" (pid ") || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("want an error naming ipam-manager and its log line about the taken port, got %v", err)
 	}
 }

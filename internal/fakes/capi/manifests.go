@@ -22,19 +22,6 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 )
 
-// component is one of the two managers: its binary, the module its
-// manifests come from, and the name prefix its kustomization gives them.
-type component struct {
-	name, binary, module, prefix string
-}
-
-var (
-	coreComponent = component{name: "cluster-api", binary: "cluster-api-manager", module: kube.CAPIModule, prefix: "capi-"}
-	ipamComponent = component{
-		name: "ipam-in-cluster", binary: "ipam-manager", module: kube.CAPIIPAMModule, prefix: "capi-ipam-in-cluster-",
-	}
-)
-
 // configDir returns the config folder of the component's module (the parent
 // of the CRD bases kube.ModuleCRDDir finds).
 func (c component) configDir() (string, error) {
@@ -45,8 +32,8 @@ func (c component) configDir() (string, error) {
 	return filepath.Dir(filepath.Dir(bases)), nil
 }
 
-// crds returns the component's CRDs with the patches its
-// config/crd/kustomization.yaml lists applied, conversion webhooks calling
+// crds returns the component's CRDs with the labels and patches its
+// config/crd/kustomization.yaml gives them, conversion webhooks calling
 // base (https://127.0.0.1:port) and trusting caPEM.
 func (c component) crds(base string, caPEM []byte) ([]*apiextv1.CustomResourceDefinition, error) {
 	dir, err := c.configDir()
@@ -73,11 +60,14 @@ func (c component) crds(base string, caPEM []byte) ([]*apiextv1.CustomResourceDe
 			out = append(out, crd)
 		}
 	}
-	patches, err := kustomizePatches(filepath.Join(dir, "crd"))
+	k, err := readKustomization(filepath.Join(dir, "crd"))
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range patches {
+	for _, crd := range out {
+		addLabels(crd, k.CommonLabels)
+	}
+	for _, p := range k.patchFiles(filepath.Join(dir, "crd")) {
 		if err := applyPatch(p, byName, base, caPEM); err != nil {
 			return nil, err
 		}
@@ -85,25 +75,85 @@ func (c component) crds(base string, caPEM []byte) ([]*apiextv1.CustomResourceDe
 	return out, nil
 }
 
-// kustomizePatches returns the files the patches list of dir/kustomization.yaml names.
-func kustomizePatches(dir string) ([]string, error) {
+// kustomization is what the tests read of a kustomization.yaml.
+type kustomization struct {
+	// NamePrefix is config/default's prefix of every name.
+	NamePrefix string `json:"namePrefix"`
+	// CommonLabels are put on every resource (capmox's and CABPT's
+	// contract labels).
+	CommonLabels map[string]string `json:"commonLabels"`
+	Patches      []struct {
+		Path string `json:"path"`
+	} `json:"patches"`
+	// PatchesStrategicMerge is the older list of patch files.
+	PatchesStrategicMerge []string `json:"patchesStrategicMerge"`
+	// The rest changes nothing the tests install: the resources are read
+	// from the folder, and configurations teach kustomize name references.
+	APIVersion     string   `json:"apiVersion"`
+	Kind           string   `json:"kind"`
+	Resources      []string `json:"resources"`
+	Configurations []string `json:"configurations"`
+}
+
+// readKustomization reads dir/kustomization.yaml; a key the type above
+// does not name is refused, so nothing the module configures is dropped
+// unseen.
+func readKustomization(dir string) (kustomization, error) {
+	var k kustomization
 	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
-		return nil, err
+		return k, err
 	}
-	var k struct {
-		Patches []struct {
-			Path string `json:"path"`
-		} `json:"patches"`
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		return k, fmt.Errorf("%s/kustomization.yaml: %w (extend internal/fakes/capi)", dir, err)
 	}
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		return nil, fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
-	}
+	return k, nil
+}
+
+// patchFiles returns the files of both patch lists, below dir.
+func (k kustomization) patchFiles(dir string) []string {
 	var out []string
 	for _, p := range k.Patches {
 		out = append(out, filepath.Join(dir, p.Path))
 	}
-	return out, nil
+	for _, p := range k.PatchesStrategicMerge {
+		out = append(out, filepath.Join(dir, p))
+	}
+	return out
+}
+
+// namePrefix is the prefix config/default/kustomization.yaml gives every
+// name (capi-, capi-ipam-in-cluster-, capmox-, cabpt-). That file sets
+// much else (namespace, deployments), so only this key is read.
+func (c component) namePrefix() (string, error) {
+	dir, err := c.configDir()
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "default", "kustomization.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	var k struct {
+		NamePrefix string `json:"namePrefix"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	if k.NamePrefix == "" {
+		return "", fmt.Errorf("%s sets no namePrefix", file)
+	}
+	return k.NamePrefix, nil
+}
+
+func addLabels(crd *apiextv1.CustomResourceDefinition, labels map[string]string) {
+	for k, v := range labels {
+		if crd.Labels == nil {
+			crd.Labels = map[string]string{}
+		}
+		crd.Labels[k] = v
+	}
 }
 
 // applyPatch applies the CRD patch in file: its labels, and its conversion
@@ -124,13 +174,16 @@ func applyPatch(file string, byName map[string]*apiextv1.CustomResourceDefinitio
 		return fmt.Errorf("%s patches CRD %q, which crd/bases does not define", file, name)
 	}
 	labels, _, _ := unstructured.NestedStringMap(u, "metadata", "labels")
-	for k, v := range labels {
-		if crd.Labels == nil {
-			crd.Labels = map[string]string{}
+	addLabels(crd, labels)
+	// cert-manager's CA injection is done here: the conversion webhook
+	// below trusts caPEM.
+	annotations, _, _ := unstructured.NestedStringMap(u, "metadata", "annotations")
+	for k := range annotations {
+		if k != "cert-manager.io/inject-ca-from" {
+			return fmt.Errorf("%s sets the annotation %s, which this test set-up does not apply: extend internal/fakes/capi", file, k)
 		}
-		crd.Labels[k] = v
 	}
-	if err := only(file, u, "apiVersion", "kind", "metadata.name", "metadata.labels", "spec.conversion"); err != nil {
+	if err := only(file, u, "apiVersion", "kind", "metadata.name", "metadata.labels", "metadata.annotations", "spec.conversion"); err != nil {
 		return err
 	}
 	conv, found, _ := unstructured.NestedMap(u, "spec", "conversion")
@@ -192,9 +245,13 @@ func isPrefix(list []string, p string) bool {
 
 // webhookConfigs returns the component's Mutating and Validating webhook
 // configurations from config/webhook/manifests.yaml, renamed with its
-// prefix and calling base with caPEM trusted.
+// namePrefix and calling base with caPEM trusted.
 func (c component) webhookConfigs(base string, caPEM []byte) ([]client.Object, error) {
 	dir, err := c.configDir()
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := c.namePrefix()
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +272,7 @@ func (c component) webhookConfigs(base string, caPEM []byte) ([]client.Object, e
 			if err := yaml.UnmarshalStrict(d, m); err != nil {
 				return nil, fmt.Errorf("%s: %w", file, err)
 			}
-			m.Name = c.prefix + m.Name
+			m.Name = prefix + m.Name
 			for i := range m.Webhooks {
 				if err := toURL(file, &m.Webhooks[i].ClientConfig, base, caPEM); err != nil {
 					return nil, err
@@ -227,7 +284,7 @@ func (c component) webhookConfigs(base string, caPEM []byte) ([]client.Object, e
 			if err := yaml.UnmarshalStrict(d, v); err != nil {
 				return nil, fmt.Errorf("%s: %w", file, err)
 			}
-			v.Name = c.prefix + v.Name
+			v.Name = prefix + v.Name
 			for i := range v.Webhooks {
 				if err := toURL(file, &v.Webhooks[i].ClientConfig, base, caPEM); err != nil {
 					return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -14,23 +15,27 @@ const stopTimeout = 30 * time.Second
 
 // Manager is one running manager process.
 type Manager struct {
-	name, log string
-	cmd       *exec.Cmd
-	done      chan struct{}
-	waitErr   error
+	name, log  string
+	cmd        *exec.Cmd
+	healthPort int
+	done       chan struct{}
+	waitErr    error
+	// release gives back what the manager held beyond its process (the
+	// lock of a fixed port) once it has exited; nil when nothing.
+	release func()
 }
 
-// startProcess starts bin with args and KUBECONFIG=kubeconfig, its output
-// going to the file log. On Linux the process dies with the test binary
-// (sysProcAttr).
-func startProcess(name, bin string, args []string, kubeconfig, log string) (*Manager, error) {
+// startProcess starts bin with args in the environment managerEnv makes
+// of env, its output going to the file log. On Linux the process dies with
+// the test binary (sysProcAttr).
+func startProcess(name, bin string, args, env []string, log string) (*Manager, error) {
 	f, err := os.Create(log)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = managerEnv(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -42,6 +47,24 @@ func startProcess(name, bin string, args []string, kubeconfig, log string) (*Man
 		close(m.done)
 	}()
 	return m, nil
+}
+
+// managerEnv is base (the test process's environment) without the
+// variables a manager must not inherit, with set (KEY=value) added. Left
+// out are PROXMOX_*: capmox takes PROXMOX_URL, PROXMOX_TOKEN and
+// PROXMOX_SECRET as one client for every cluster, in place of each
+// ProxmoxCluster's credentialsRef, and cannot start when that client
+// cannot reach its URL. Also left out are the keys of set, so that set wins.
+func managerEnv(base []string, set ...string) []string {
+	out := make([]string, 0, len(base)+len(set))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "PROXMOX_") || slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, k+"=") }) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, set...)
 }
 
 // Pid is the manager's process id.
@@ -91,9 +114,11 @@ func (m *Manager) waitReady(webhookPort, healthPort int, caPEM []byte) error {
 }
 
 // Stop sends SIGTERM to the manager's process id, waits for it to exit,
-// and kills it when it has not after 30 seconds. A manager that had already
-// exited on its own is reported with its log tail.
+// and kills it when it has not after 30 seconds; once it is gone, it
+// gives back the fixed port the manager held (capmox's). A manager that
+// had already exited on its own is reported with its log tail.
 func (m *Manager) Stop() error {
+	defer m.releaseIfExited()
 	if m.Exited() {
 		return fmt.Errorf("%s (pid %d) had exited by itself (%v); the last lines of its log:\n%s",
 			m.name, m.Pid(), m.waitErr, m.LogTail(logTailLines))
@@ -111,4 +136,13 @@ func (m *Manager) Stop() error {
 	}
 	<-m.done
 	return fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM and was killed", m.name, m.Pid(), stopTimeout)
+}
+
+// releaseIfExited calls release once the process is gone: a port is not
+// given back while a process that may still hold it runs.
+func (m *Manager) releaseIfExited() {
+	if m.release != nil && m.Exited() {
+		m.release()
+		m.release = nil
+	}
 }
