@@ -30,18 +30,26 @@ type server struct {
 
 var servers = map[capmoxrender.Capmox]*server{}
 
-// capmoxCRDs says which third_party/crds folder each generation uses and the
-// contract labels capmox's config/crd/kustomization.yaml (commonLabels) gives
-// its CRDs at that tag; Cluster API reads them to pick a referenced
-// template's version.
+// capmoxCRDs says where each generation's CRDs come from and the contract
+// labels capmox's config/crd/kustomization.yaml (commonLabels) gives them
+// at that tag; Cluster API reads them to pick a referenced template's
+// version. v0.9.0's are the module's own (kube.CapmoxModule), installed
+// without the conversion webhook, as no capmox manager runs here and only
+// v1alpha2 objects are made; v0.7 keeps the copy of v0.7.7, the release
+// Cozystack runs (the module proxy serves v0.7.2, whose CRDs have the same
+// fields with fewer limits: docs/cluster-api.md).
 var capmoxCRDs = map[capmoxrender.Capmox]struct {
-	dir    string
+	dir    func() (string, error)
 	labels map[string]string
 }{
-	capmoxrender.CapmoxV07: {"capmox-v0.7.7", map[string]string{"cluster.x-k8s.io/v1beta1": "v1alpha1"}},
-	capmoxrender.CapmoxV08: {"capmox-v0.9.0", map[string]string{
-		"cluster.x-k8s.io/v1beta1": "v1alpha2", "cluster.x-k8s.io/v1beta2": "v1alpha2",
-	}},
+	capmoxrender.CapmoxV07: {
+		func() (string, error) { return kube.UpstreamCRDDir("capmox-v0.7.7") },
+		map[string]string{"cluster.x-k8s.io/v1beta1": "v1alpha1"},
+	},
+	capmoxrender.CapmoxV08: {
+		func() (string, error) { return kube.ModuleCRDDir(kube.CapmoxModule) },
+		map[string]string{"cluster.x-k8s.io/v1beta1": "v1alpha2", "cluster.x-k8s.io/v1beta2": "v1alpha2"},
+	},
 }
 
 // standIns are the CRDs of the providers the module proxy does not serve,
@@ -49,14 +57,13 @@ var capmoxCRDs = map[capmoxrender.Capmox]struct {
 func standIns() []*apiextv1.CustomResourceDefinition {
 	return []*apiextv1.CustomResourceDefinition{
 		capi.StandInCRD("controlplane.cluster.x-k8s.io", "v1alpha1", "KamajiControlPlane", "v1beta1"),
-		capi.StandInCRD("bootstrap.cluster.x-k8s.io", "v1alpha3", "TalosConfigTemplate", "v1beta1"),
-		capi.StandInCRD("bootstrap.cluster.x-k8s.io", "v1alpha3", "TalosConfig", "v1beta1"),
 		capi.StandInCRD("helm.toolkit.fluxcd.io", "v2", "HelmRelease"),
 	}
 }
 
-// TestMain starts one API server with Cluster API core per capmox
-// generation, both at once, shared by every test of the package.
+// TestMain starts one API server with the managers of Cluster API core and
+// of the Talos bootstrap provider per capmox generation, both at once,
+// shared by every test of the package.
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	var (
@@ -96,7 +103,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// start starts the API server and manager of gen; stop holds what must be
+// start starts the API server and managers of gen; stop holds what must be
 // stopped, in start order, even when err is set.
 func start(gen capmoxrender.Capmox) (s *server, stop []func() error, err error) {
 	env, err := kube.Environment(kube.APIServerOptions{})
@@ -115,7 +122,7 @@ func start(gen capmoxrender.Capmox) (s *server, stop []func() error, err error) 
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: append(crds, standIns()...)}); err != nil {
 		return nil, stop, err
 	}
-	mgrs, err := capi.Start(cfg, capi.Options{CAPI: true})
+	mgrs, err := capi.Start(cfg, capi.Options{CAPI: true, CABPT: true})
 	if err != nil {
 		return nil, stop, err
 	}
@@ -132,7 +139,7 @@ func start(gen capmoxrender.Capmox) (s *server, stop []func() error, err error) 
 // capmox reads the capmox CRDs of gen and labels them.
 func capmox(gen capmoxrender.Capmox) ([]*apiextv1.CustomResourceDefinition, error) {
 	set := capmoxCRDs[gen]
-	dir, err := kube.UpstreamCRDDir(set.dir)
+	dir, err := set.dir()
 	if err != nil {
 		return nil, err
 	}

@@ -43,3 +43,42 @@ func TestClusterAPIWebhookRefusesControl(t *testing.T) {
 		})
 	}
 }
+
+// TestTalosWebhookRefusesControl sends a TalosConfig with the spec of the
+// seed pool's TalosConfigTemplate, as Cluster API clones it for each
+// Machine, which CABPT's webhook admits, and the same with a hostname
+// source CABPT does not know, which the CRD schema admits and CABPT's
+// webhook refuses (both as server-side dry runs).
+func TestTalosWebhookRefusesControl(t *testing.T) {
+	for _, gen := range generations {
+		t.Run(string(gen), func(t *testing.T) {
+			t.Parallel()
+			c := servers[gen].c
+			for _, s := range loadScenarios(t) {
+				if s.Name != "nodes-seed" {
+					continue
+				}
+				objs := scenario.RenderT(t, s, gen)
+				ns := nsName(gen, s) + "-talos"
+				relocate(objs, ns)
+				create(t, c, ns, nil)
+				tct := only(t, objs, "TalosConfigTemplate")
+				spec, _, _ := unstructured.NestedMap(tct.Object, "spec", "template", "spec")
+				tc := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": tct.GetAPIVersion(), "kind": "TalosConfig",
+					"metadata": map[string]any{"name": tct.GetName(), "namespace": ns},
+					"spec":     spec,
+				}}
+				if err := c.Create(context.Background(), tc.DeepCopy(), client.DryRunAll); err != nil {
+					t.Fatalf("a TalosConfig of the rendered template's spec was refused: %v", err)
+				}
+				_ = unstructured.SetNestedField(tc.Object, "DNS", "spec", "hostname", "source")
+				err := c.Create(context.Background(), tc, client.DryRunAll)
+				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `admission webhook "vtalosconfig.cluster.x-k8s.io" denied the request`) ||
+					!strings.Contains(err.Error(), `spec.hostname.source: Invalid value: "DNS"`) {
+					t.Errorf("a hostname source CABPT does not know: want CABPT's webhook to refuse it, got %v", err)
+				}
+			}
+		})
+	}
+}
