@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -27,38 +26,6 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 )
 
-// talosConfigTemplateStandIn is a stand-in for the Talos bootstrap
-// provider's TalosConfigTemplate CRD: the upstream CRD ships only in the
-// provider's own module, which the Go module proxy here does not serve, and
-// is not in third_party/crds. It declares the names the host-entries Job's
-// kubectl resolves (group, version, kind, plural and singular) and keeps
-// spec whole, so the server stores what the render and the Job write; it
-// validates none of the provider's fields.
-const talosConfigTemplateStandIn = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: talosconfigtemplates.bootstrap.cluster.x-k8s.io
-spec:
-  group: bootstrap.cluster.x-k8s.io
-  names:
-    kind: TalosConfigTemplate
-    listKind: TalosConfigTemplateList
-    plural: talosconfigtemplates
-    singular: talosconfigtemplate
-  scope: Namespaced
-  versions:
-  - name: v1alpha3
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            x-kubernetes-preserve-unknown-fields: true
-`
-
 // lbAddress is the LoadBalancer address the test gives the control plane
 // Service, as the management cluster's LoadBalancer provider would.
 const lbAddress = "10.0.100.50"
@@ -77,12 +44,14 @@ func TestHostEntriesJobOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := filepath.Join(t.TempDir(), "talosconfigtemplates.yaml")
-	if err := os.WriteFile(crd, []byte(talosConfigTemplateStandIn), 0o600); err != nil {
+	// The Talos bootstrap provider's own CRDs (TalosConfig and
+	// TalosConfigTemplate), without its manager: the Job only patches.
+	cabpt, err := kube.ModuleCRDDir(kube.CABPTModule)
+	if err != nil {
 		t.Fatal(err)
 	}
 	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{
-		UpstreamCRDs: []string{"capmox-v0.9.0"}, CAPI: true, CAPIIPAM: true, CRDPaths: []string{crd},
+		UpstreamCRDs: []string{"capmox-v0.9.0"}, CAPI: true, CAPIIPAM: true, CRDPaths: []string{cabpt},
 	})
 	job, tct := createSeedPool(t, c)
 	svc := &corev1.Service{
@@ -173,7 +142,7 @@ func assertCredentialsRefKept(t *testing.T, c client.Client) {
 }
 
 // createSeedPool creates every object the "nodes-seed" scenario renders for
-// v0.8 (the TalosConfigTemplate through the stand-in CRD) and returns the
+// v0.8 (the TalosConfigTemplate through CABPT's own CRD) and returns the
 // host-entries Job, which is not created (the test runs its script), and
 // the TalosConfigTemplate's name.
 func createSeedPool(t *testing.T, c client.Client) (*batchv1.Job, string) {
