@@ -336,6 +336,7 @@ var covered = []struct {
 	{"README.md", `^hack/test\.sh$`, ".ci/run", "hack/test.sh"},
 	{"docs/cluster-api.md", `^hack/capi-assets\.sh$`, "hack/test.sh", "hack/capi-assets.sh"},
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestIPAMProvider \./e2e$`, "e2e/ipam_test.go", "func TestIPAMProvider("},
+	{"docs/cluster-api.md", `^hack/test\.sh -run TestCapmox \./internal/fakes/capi$`, "internal/fakes/capi/capmox_test.go", "func TestCapmoxManagersStart("},
 	{"docs/embedding.md", `.`, "internal/layering/embedding_test.go", "func TestEmbeddingDoc("},
 	{"docs/pveacl.md", `^for p in pveacl `, "internal/layering/pveacl_test.go", "func TestPveaclExportedNames("},
 	{"docs/ovngateway.md", `-run TestGatewayDataPlane`, "internal/ovnlab/dataplane_test.go", "func TestGatewayDataPlane("},
