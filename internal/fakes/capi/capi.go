@@ -190,18 +190,13 @@ type runner struct {
 // there. A fixed port is locked first and stays locked until the manager
 // has stopped.
 func (m *Managers) run(r runner, comp component) (*Manager, error) {
-	webhookPort := comp.fixedWebhookPort
-	release := func() {}
+	webhookPort, release, err := comp.fixedWebhookPort, func() {}, error(nil)
 	if webhookPort != 0 {
-		var err error
 		if release, err = lockPort(webhookPort, portLockTimeout); err != nil {
 			return nil, fmt.Errorf("cannot start %s: %w", comp.title(), err)
 		}
-	} else {
-		var err error
-		if webhookPort, err = r.ports(); err != nil {
-			return nil, err
-		}
+	} else if webhookPort, err = r.ports(); err != nil {
+		return nil, err
 	}
 	mgr, err := m.launch(r, comp, webhookPort)
 	if err != nil {
