@@ -141,3 +141,30 @@ func TestRequestLog(t *testing.T) {
 		t.Errorf("every request is logged: got %d, want 3", n)
 	}
 }
+
+// TestUnreachableNodeAnswer: a request pveproxy cannot proxy to a node is
+// answered with AnyEvent::HTTP's status 595 and the system error as the
+// reason phrase, and no body (pve-http-server's proxy_request passes the
+// undefined body on). go-proxmox v0.6 and v0.2.1 decode every 595 body
+// (proxmox.go handleResponse), so an empty one is their decoding error, not
+// a success with no data; v0.10 reads any status outside 2xx as an error.
+func TestUnreachableNodeAnswer(t *testing.T) {
+	srv, root := start(t, pveapitest.WithNodes("pve", "pve2"))
+	srv.SetNodeUnreachable("pve2", true)
+	status, body := raw(t, srv, "GET", "/nodes/pve2/status", rootAuth(srv), nil)
+	if status != "595 No route to host" || body != "" {
+		t.Errorf("an unreachable node: status %q, body %q; want 595 No route to host and no body", status, body)
+	}
+	var env map[string]any
+	if err := json.Unmarshal([]byte(body), &env); err == nil {
+		t.Error("a client decoding the 595 body must fail, as go-proxmox v0.6's handleResponse does on PVE's")
+	}
+	_, err := root.Node(ctx, "pve2")
+	var ae *proxmox.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 595 {
+		t.Errorf("go-proxmox v0.10 reads the 595 as an error: %v", err)
+	}
+	if status, _ := raw(t, srv, "GET", "/nodes/pve/status", rootAuth(srv), nil); status != "200 OK" {
+		t.Errorf("the other node still answers: %q", status)
+	}
+}

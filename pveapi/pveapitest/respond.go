@@ -18,7 +18,8 @@ type apiError struct {
 	Status int
 	Msg    string
 	Errors map[string]string
-	// NoBody sends the status line only, as pveproxy does for 401.
+	// NoBody sends the status line only, as pveproxy does for 401 and for
+	// a request it could not proxy (595).
 	NoBody bool
 }
 

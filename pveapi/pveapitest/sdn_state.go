@@ -190,11 +190,17 @@ func (srv *Server) SDNVersion() int {
 }
 
 // unreachableErr is pveproxy's answer for a request it cannot proxy.
+// pve-http-server's proxy_request (src/PVE/APIServer/AnyEvent.pm) hands
+// the status AnyEvent::HTTP gives a failed connection (595, the reason
+// being the system error) and its undefined body to response(), which
+// sends the status line and headers only: no JSON envelope, so a client
+// that decodes every non-error body (go-proxmox before v0.10) fails on the
+// empty one instead of reading "success with no data".
 func (s *state) unreachableErr(node string) *apiError {
 	if node == "" || !s.sdn().unreachable[node] {
 		return nil
 	}
-	return &apiError{Status: 595, Msg: "No route to host\n"}
+	return &apiError{Status: 595, Msg: "No route to host\n", NoBody: true}
 }
 
 // checkVLANList is pve-vlan-id-or-range-list: VLAN IDs 2-4094 and
