@@ -168,3 +168,28 @@ func TestUnreachableNodeAnswer(t *testing.T) {
 		t.Errorf("the other node still answers: %q", status)
 	}
 }
+
+// TestUnserved: every request the server has no method for is listed by
+// method and path, also when the path exists with another method, so a
+// test driving a whole client can name each call the server missed.
+func TestUnserved(t *testing.T) {
+	srv, root := start(t)
+	_, _ = root.Version(ctx)
+	cases := []struct{ method, path, status string }{
+		{"GET", "/nodes/pve/lxc/100/status/current", "501 Method 'GET /nodes/pve/lxc/100/status/current' not implemented"},
+		{"DELETE", "/version", "501 Method 'DELETE /version' not implemented"},
+	}
+	for _, tc := range cases {
+		if status, _ := raw(t, srv, tc.method, tc.path, rootAuth(srv), nil); status != tc.status {
+			t.Errorf("%s %s: status %q, want %q", tc.method, tc.path, status, tc.status)
+		}
+	}
+	want := []pveapitest.Request{{Method: "GET", Path: "/api2/json/nodes/pve/lxc/100/status/current"}, {Method: "DELETE", Path: "/api2/json/version"}}
+	if diff := cmp.Diff(want, srv.Unserved()); diff != "" {
+		t.Errorf("unserved requests, served ones left out: -want +got:\n%s", diff)
+	}
+	srv.ResetRequests()
+	if got := srv.Unserved(); len(got) != 0 {
+		t.Errorf("ResetRequests forgets the unserved requests too: %v", got)
+	}
+}

@@ -59,12 +59,20 @@ type faults struct {
 	taskFail []taskFailure
 	authLog  []string
 	latency  *time.Duration
+	unserved []Request
 }
 
 func (f *faults) count(method, path string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, Request{Method: method, Path: path})
+}
+
+// unservedRequest records a request no method of the server serves.
+func (f *faults) unservedRequest(method, path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unserved = append(f.unserved, Request{Method: method, Path: path})
 }
 
 func (f *faults) delay(def time.Duration) time.Duration {
@@ -180,11 +188,24 @@ func (srv *Server) MutatingRequests() []Request {
 	return out
 }
 
-// ResetRequests forgets the requests counted so far.
+// ResetRequests forgets the requests counted so far, the unserved ones
+// included.
 func (srv *Server) ResetRequests() {
 	srv.faults.mu.Lock()
 	defer srv.faults.mu.Unlock()
-	srv.faults.requests = nil
+	srv.faults.requests, srv.faults.unserved = nil, nil
+}
+
+// Unserved returns, in order, the requests the server has no method for:
+// those it answered "501 Method '<METHOD> <path>' not implemented" after
+// authentication, as pveproxy answers a path PVE's API does not have, or
+// "501 no such uri" outside /api2/json. A test that drives a client
+// through a whole workflow asserts it is empty, so a call the server does
+// not serve fails by name instead of as a client's misreading of the 501.
+func (srv *Server) Unserved() []Request {
+	srv.faults.mu.Lock()
+	defer srv.faults.mu.Unlock()
+	return append([]Request(nil), srv.faults.unserved...)
 }
 
 // AuthFailures returns why authentications failed, in order, as PVE logs

@@ -158,6 +158,7 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rel, ok := strings.CutPrefix(r.URL.Path, BasePath)
 	if !ok || (rel != "" && rel[0] != '/') {
+		srv.faults.unservedRequest(r.Method, r.URL.Path)
 		writeError(w, &apiError{Status: http.StatusNotImplemented, Msg: "no such uri"})
 		return
 	}
@@ -189,6 +190,7 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 	}
 	rt, vars := srv.rt.match(r.Method, rel)
 	if rt == nil {
+		srv.faults.unservedRequest(r.Method, r.URL.Path)
 		return nil, nil, notImplemented(r.Method, rel)
 	}
 	p, perr := readParams(r)
