@@ -2,6 +2,7 @@ package pveapitest
 
 import (
 	"regexp"
+	"sort"
 	"strconv"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
@@ -177,9 +178,14 @@ func clusterResources(c *call) (any, *apiError) {
 	return out, nil
 }
 
+// vmResources lists the guests in the order of pve-manager's resources
+// method (PVE/API2/Cluster.pm, "for my $vmid (sort keys %$idlist)"): Perl's
+// default sort compares the VMIDs as strings, so 10000 comes before 9000.
 func (c *call) vmResources() []map[string]any {
 	var out []map[string]any
-	for _, id := range c.s.vmIDs() {
+	ids := c.s.vmIDs()
+	sort.Slice(ids, func(i, j int) bool { return strconv.Itoa(ids[i]) < strconv.Itoa(ids[j]) })
+	for _, id := range ids {
 		if ok, _ := c.checkAll(vmPath(id), []string{"VM.Audit"}, true); !ok {
 			continue
 		}

@@ -1,0 +1,34 @@
+package pveapitest_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+)
+
+// TestClusterResourcesOrder: guests are listed in Perl's string order of
+// their VMIDs, as pve-manager's resources method sorts the keys of the
+// VM list, so capmox's bestSubset template choice (which depends on the
+// order) meets the same list it meets on PVE.
+func TestClusterResourcesOrder(t *testing.T) {
+	srv, root := start(t)
+	for _, id := range []int{9000, 101, 10000, 100, 1000} {
+		must(t, srv.AddVM(pveapitest.VMSpec{VMID: id}))
+	}
+	for _, path := range []string{"/cluster/resources?type=vm", "/cluster/resources"} {
+		var list proxmox.ClusterResources
+		must(t, root.Get(ctx, path, &list))
+		var got []uint64
+		for _, r := range list {
+			if r.Type == "qemu" {
+				got = append(got, r.VMID)
+			}
+		}
+		if diff := cmp.Diff([]uint64{100, 1000, 10000, 101, 9000}, got); diff != "" {
+			t.Errorf("%s: guests in string order of their VMIDs: -want +got:\n%s", path, diff)
+		}
+	}
+}
