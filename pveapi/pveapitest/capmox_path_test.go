@@ -32,3 +32,27 @@ func TestClusterResourcesOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerIndex: GET /nodes/{node}/lxc answers every user, as
+// pve-container's vmlist does (user => 'all', filtered by VM.Audit); the
+// server keeps no containers, so the list is empty, and go-proxmox's
+// Containers (capmox's reservable-memory walk) decodes it.
+func TestContainerIndex(t *testing.T) {
+	srv, root := start(t, pveapitest.WithNodes("pve", "pve2"))
+	nobody := grantee(t, srv, "nobody@pve", nil)
+	for name, c := range map[string]*proxmox.Client{"root": root, "a user without privileges": nobody} {
+		cts, err := c.NodeRef("pve2").Containers(ctx)
+		if err != nil || len(cts) != 0 {
+			t.Errorf("%s: containers of a node without any: %v, %v", name, cts, err)
+		}
+	}
+	var list []map[string]any
+	must(t, root.Get(ctx, "/nodes/pve/lxc", &list))
+	if list == nil {
+		t.Error("the answer is an empty JSON array, not null")
+	}
+	wantMessage(t, "an unknown node", root.Get(ctx, "/nodes/nope/lxc", &list), "no such cluster node 'nope'")
+	if got := srv.Unserved(); len(got) != 0 {
+		t.Errorf("the container index is served: %v", got)
+	}
+}

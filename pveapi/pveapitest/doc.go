@@ -28,6 +28,7 @@
 // fetches the given URL with the server's downloader (by default an HTTP GET
 // that tests point at another httptest server). It keeps no files: volumes are
 // records with a size and a format. It does not implement ticket (password)
-// logins, LXC, snapshots, migration, HA or SDN configuration; those paths
-// answer 501 "Method '... ' not implemented" as PVE does for unknown paths.
+// logins, LXC (its container index answers as a node without containers),
+// snapshots, migration or HA; those paths answer 501 "Method '... ' not
+// implemented" as PVE does for unknown paths (Server.Unserved lists them).
 package pveapitest

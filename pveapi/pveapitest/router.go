@@ -103,6 +103,7 @@ func (srv *Server) routes() *router {
 	rt.add(qemuRoutes()...)
 	rt.add(qemuOpRoutes()...)
 	rt.add(powerRoutes()...)
+	rt.add(lxcRoutes()...)
 	rt.add(storageRoutes()...)
 	rt.add(taskRoutes()...)
 	rt.add(sdnRoutes(srv.cfg)...)
