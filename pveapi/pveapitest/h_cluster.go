@@ -81,19 +81,27 @@ func listNodes(c *call) (any, *apiError) {
 	return out, nil
 }
 
+// nodeStatus is GET /nodes/{node}/status with the fields pve-manager's
+// status method (PVE/API2/Nodes.pm) returns: numbers for the memory,
+// swap, KSM and root file system sizes, the load averages as strings, as
+// /proc/loadavg holds them.
 func nodeStatus(c *call) (any, *apiError) {
 	if err := c.nodeExists(c.node); err != nil {
 		return nil, err
 	}
 	n := c.s.nodes[c.node]
 	full, _ := c.srv.cfg.releaseOf()
+	used := n.maxMem / 8
 	return map[string]any{
-		"uptime": 86400, "cpu": 0.02, "wait": 0, "idle": 0,
+		"uptime": 86400, "cpu": 0.02, "wait": 0, "idle": 0, "loadavg": []string{"0.08", "0.12", "0.10"},
 		"pveversion": "pve-manager/" + full + "/d0ec33c6", "kversion": "Linux 6.8.12-pve",
-		"memory":  map[string]any{"total": n.maxMem, "used": n.maxMem / 8, "free": n.maxMem - n.maxMem/8},
-		"swap":    map[string]any{"total": 0, "used": 0, "free": 0},
-		"rootfs":  map[string]any{"total": uint64(100 << 30), "used": uint64(8 << 30), "free": uint64(92 << 30), "avail": uint64(92 << 30)},
-		"cpuinfo": map[string]any{"cpus": n.maxCPU, "sockets": 1, "cores": n.maxCPU, "model": "pxfake virtual CPU", "mhz": "2400.000", "hvm": "1", "user_hz": 100},
+		"current-kernel": map[string]any{"sysname": "Linux", "release": "6.8.12-pve", "version": "#1 SMP PREEMPT_DYNAMIC PMX 6.8.12-1", "machine": "x86_64"},
+		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
+		"memory":         map[string]any{"total": n.maxMem, "used": used, "free": n.maxMem - used, "available": n.maxMem - used},
+		"ksm":            map[string]any{"shared": 0},
+		"swap":           map[string]any{"total": 0, "used": 0, "free": 0},
+		"rootfs":         map[string]any{"total": uint64(100 << 30), "used": uint64(8 << 30), "free": uint64(92 << 30), "avail": uint64(92 << 30)},
+		"cpuinfo":        map[string]any{"cpus": n.maxCPU, "sockets": 1, "cores": n.maxCPU, "model": "pxfake virtual CPU", "mhz": "2400.000", "hvm": "1", "user_hz": 100},
 	}, nil
 }
 

@@ -26,6 +26,25 @@ func (srv *Server) AddNode(name string) error {
 	})
 }
 
+// SetNodeMemory sets a node's physical memory in bytes (64 GiB unless set):
+// memory.total of GET /nodes/{node}/status, maxmem of GET /nodes and of the
+// node in /cluster/resources. Schedulers that reserve memory (capmox
+// subtracts the maxmem of the node's guests from memory.total) can then be
+// driven to a node that is full.
+func (srv *Server) SetNodeMemory(name string, total uint64) error {
+	return srv.withState(func(s *state) error {
+		n, ok := s.nodes[name]
+		if !ok {
+			return fmt.Errorf("cannot set the memory of node %q: no such cluster node", name)
+		}
+		if total == 0 {
+			return fmt.Errorf("cannot set the memory of node %q to 0 bytes", name)
+		}
+		n.maxMem = total
+		return nil
+	})
+}
+
 // StorageSpec describes a storage of storage.cfg.
 type StorageSpec struct {
 	ID   string
