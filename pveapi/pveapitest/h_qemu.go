@@ -173,8 +173,8 @@ func configParams(p params) map[string]string {
 // createVM is POST /nodes/{node}/qemu: VM.Allocate on /vms/{vmid} or on
 // /pool/{pool}, Datastore.AllocateSpace on new disks' storages, SDN.Use on
 // bridges, then a qmcreate worker that allocates the disks (import-from
-// copies an import or image volume), adds smbios1/vmgenid/meta and puts
-// the guest into the pool.
+// copies an import or image volume), adds boot (the default order),
+// smbios1, vmgenid and meta, and puts the guest into the pool.
 func createVM(c *call) (any, *apiError) {
 	vmid, pool := c.p.int("vmid"), c.p["pool"]
 	if err := c.nodeExists(c.node); err != nil {
@@ -248,6 +248,9 @@ func (c *call) createGuest(vmid int, conf map[string]string, pool, defStorage st
 	}
 	if err != nil {
 		return fmt.Errorf("unable to create VM %d - %w", vmid, err)
+	}
+	if final["boot"] == "" {
+		final["boot"] = newGuestBoot(final)
 	}
 	if final["smbios1"] == "" {
 		final["smbios1"] = "uuid=" + c.s.newUUID()

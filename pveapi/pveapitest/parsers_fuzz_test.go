@@ -122,3 +122,32 @@ func FuzzReadParamsJSON(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseBoot(f *testing.F) {
+	for _, s := range []string{"order=scsi0;net0", ";ide0", "cdn;ide0", "cdn", "legacy=c,cdn", "order=", ",order=scsi0,,",
+		"order=scsi0 ide2\n", "order=a\x00b", "legacy=0,cdn", "order=scsi0,order=net0", "color=red", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		b, err := parseBoot(v, "boot")
+		if err != nil {
+			return
+		}
+		for _, dev := range b.order {
+			if !validBootDev(dev) {
+				t.Fatalf("parseBoot(%q) accepted the boot device %q", v, dev)
+			}
+		}
+		if b.legacy != "" && !bootLegacyRe.MatchString(b.legacy) {
+			t.Fatalf("parseBoot(%q) accepted the legacy value %q", v, b.legacy)
+		}
+		printed := printBootOrder(b.order)
+		again, err := parseBoot(printed, "boot")
+		if err != nil {
+			t.Fatalf("the printed order %q of %q does not parse: %v", printed, v, err)
+		}
+		if !slices.Equal(again.order, b.order) {
+			t.Fatalf("print/parse changed the order of %q: %q then %q", v, b.order, again.order)
+		}
+	})
+}

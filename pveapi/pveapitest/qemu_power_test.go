@@ -114,8 +114,8 @@ func TestOptionValues(t *testing.T) {
 		want string
 	}{
 		{opt("name", "bad_name"), "name: invalid format - value does not look like a valid DNS name"},
-		{opt("memory", "lots"), "memory: invalid format - format error\ncurrent: type check ('integer') failed - got 'lots'"},
-		{opt("memory", "8"), "memory: invalid format - format error\ncurrent: value must have a minimum value of 16"},
+		{opt("memory", "lots"), "memory: invalid format - format error\nmemory.current: type check ('integer') failed - got 'lots'"},
+		{opt("memory", "8"), "memory: invalid format - format error\nmemory.current: value must have a minimum value of 16"},
 		{opt("cores", 0), "cores: value must have a minimum value of 1"},
 		{opt("sockets", "two"), "sockets: type check ('integer') failed - got 'two'"},
 		{opt("scsihw", "nvme"), "scsihw: value 'nvme' does not have a value in the enumeration"},

@@ -32,6 +32,7 @@ var configValueParams = []param{
 	{name: "ostype", optional: true, enum: []string{"other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris"}},
 	{name: "bios", optional: true, enum: []string{"seabios", "ovmf"}},
 	{name: "description", optional: true, maxLen: 8192},
+	{name: "boot", optional: true, format: fmtBoot},
 }
 
 // dnsName is pve-common's pve_verify_dns_name.
@@ -46,9 +47,10 @@ func fmtDNSName(v string) error {
 
 // fmtMemory parses qemu-server's memory_fmt property string: current (the
 // default key), an integer of at least 16 MiB. Its errors read as
-// parse_property_string's "format error" with the key's message.
+// parse_property_string's "format error" with the key's message, the key
+// under the parameter's path, as check_prop passes it on.
 func fmtMemory(v string) error {
-	fail := func(key, msg string) error { return fmt.Errorf("format error\n%s: %s", key, msg) }
+	fail := func(key, msg string) error { return fmt.Errorf("format error\nmemory.%s: %s", key, msg) }
 	for _, part := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(part, "=")
 		if !ok {

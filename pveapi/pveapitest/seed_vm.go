@@ -23,6 +23,9 @@ type VMSpec struct {
 	// {"scsi0": "local-lvm:8"}; each gets a new volume.
 	Disks map[string]string
 	// Config holds further options verbatim (memory, cores, net0, ...).
+	// Without "boot" the guest gets the order qemu-server's create_vm gives
+	// a new guest (its first disk, CD-ROM and network device); "boot": ""
+	// leaves the option out, as in a configuration written before PVE 6.3.
 	Config map[string]string
 }
 
@@ -97,6 +100,12 @@ func seedConfig(s *state, spec VMSpec, node string) (map[string]string, error) {
 	}
 	if spec.Template {
 		conf["template"] = "1"
+	}
+	switch b, ok := spec.Config["boot"]; {
+	case !ok:
+		conf["boot"] = newGuestBoot(conf)
+	case b == "":
+		delete(conf, "boot")
 	}
 	return conf, nil
 }
