@@ -266,6 +266,28 @@ func (c *call) createGuest(vmid int, conf map[string]string, pool, defStorage st
 	return nil
 }
 
+// attachVolume is create_disks for a drive naming an existing volume: the
+// volume is activated (a file storage's plugin fails on a missing file
+// with "volume '<volid>' does not exist") and its size joins the drive's
+// options, as print_drive writes them (size=57354 for an ISO of that many
+// bytes). Paths outside a storage are kept as they are.
+func (c *call) attachVolume(d drive, value string) (string, string, error) {
+	sid, _, ok := parseVolid(d.file)
+	st, known := c.s.stores[sid]
+	if !ok || !known || strings.HasPrefix(d.file, "/") {
+		return value, "", nil
+	}
+	vol, found := c.s.volume(c.node, d.file)
+	switch {
+	case !found && st.fileBased():
+		return "", "", fmt.Errorf("volume '%s' does not exist", d.file)
+	case !found || vol.size == 0:
+		return "", "", fmt.Errorf("volume %s does not exist", d.file)
+	}
+	d.opts["size"] = formatSize(vol.size)
+	return d.String(), "", nil
+}
+
 // freeVolumes frees the volumes a failed worker allocated.
 func (c *call) freeVolumes(volids []string) {
 	for _, id := range volids {
@@ -317,8 +339,11 @@ func (c *call) createDrive(vmid int, key, value, defStorage string, l *taskLog) 
 		return d.String(), volid, nil
 	}
 	m := newDiskRe.FindStringSubmatch(d.file)
-	if d.cdrom() || m == nil {
+	if d.file == "none" || d.file == "cdrom" {
 		return value, "", nil
+	}
+	if d.cdrom() || m == nil {
+		return c.attachVolume(d, value)
 	}
 	sid := m[2]
 	if sid == "" {

@@ -71,50 +71,191 @@ func deleteList(list string, conf map[string]string) ([]string, *apiError) {
 	return out, nil
 }
 
-// applyConfig writes the options: new disks are allocated, a deleted disk
-// becomes unusedN, a deleted unusedN frees its volume.
+// applyConfig is the worker of update_vm_api (src/PVE/API2/Qemu.pm,
+// $updatefn): it logs the request, then deletes and sets one option after
+// the other, each written as it is done, so a failing check leaves the
+// options before it changed, as PVE's pending section keeps them. PVE
+// walks the options to set in Perl's hash order, which varies from run to
+// run; the server takes them sorted. Each drive, the one replaced and the
+// new one, needs the privilege $check_drive_perms asks: VM.Config.CDROM for
+// a CD-ROM, VM.Config.Cloudinit and VM.Config.CDROM for a cloud-init drive,
+// VM.Config.Disk for a disk. A CD-ROM added to a guest whose boot has an
+// order joins the order; a deleted device leaves it; a new boot order must
+// name devices the guest has.
 func (c *call) applyConfig(g *guest, conf map[string]string, deletes []string, l *taskLog) error {
-	if _, set := conf["tags"]; set || slices.Contains(deletes, "tags") {
-		if err := c.assertTagPermissions(g.vmid); err != nil {
+	l.printf("update VM %d: %s", g.vmid, c.updateParamText())
+	order := bootOrderOf(g.conf["boot"])
+	for _, k := range deletes {
+		if err := c.deleteOption(g, k, &order, l); err != nil {
 			return err
 		}
 	}
-	built, _, err := c.buildConfig(g.vmid, conf, "", l)
-	if err != nil {
-		return err
-	}
-	for _, k := range deletes {
-		c.deleteOption(g, k)
-	}
-	for k, v := range built {
-		if isDriveKey(k) {
-			if old, ok := g.conf[k]; ok && old != v {
-				c.detach(g, old)
-			}
+	for _, k := range sortedKeys(conf) {
+		if err := c.setOption(g, k, conf, deletes, &order, l); err != nil {
+			return err
 		}
-		g.conf[k] = v
 	}
-	l.printf("update VM %d: %s", g.vmid, strings.Join(sortedKeys(built), ","))
 	return nil
 }
 
-func (c *call) deleteOption(g *guest, k string) {
+// updateParamText is update_vm_api's @paramarr: the request's parameters
+// but node, vmid, digest and background_delay, sorted, as "-key value".
+func (c *call) updateParamText() string {
+	var parts []string
+	for _, k := range sortedKeys(c.p) {
+		switch k {
+		case "node", "vmid", "digest", "background_delay", "skip_cloud_init", "import-working-storage":
+			continue
+		}
+		v := c.p[k]
+		if k == "cipassword" {
+			v = "<hidden>"
+		}
+		parts = append(parts, "-"+k, v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// bootOrderOf is the device list of a boot value's order, if it has one.
+func bootOrderOf(boot string) []string {
+	b, err := parseBoot(boot, "")
+	if err != nil {
+		return nil
+	}
+	return b.order
+}
+
+// setBootOrder writes a changed boot order as print_bootorder does; the
+// empty order is the blank value PVE reads back.
+func setBootOrder(g *guest, order []string) {
+	g.conf["boot"] = printBootOrder(order)
+	if g.conf["boot"] == "" {
+		g.conf["boot"] = " "
+	}
+}
+
+// checkDrivePerms is update_vm_api's $check_drive_perms.
+func (c *call) checkDrivePerms(vmid int, value string) *apiError {
+	d, err := parseDrive(value)
+	switch {
+	case err == nil && d.cloudinit() && d.cdrom():
+		return c.checkVMPerm(vmid, "", []string{"VM.Config.Cloudinit", "VM.Config.CDROM"}, false)
+	case err == nil && d.cdrom():
+		return c.checkVMPerm(vmid, "", []string{"VM.Config.CDROM"}, false)
+	}
+	return c.checkVMPerm(vmid, "", []string{"VM.Config.Disk"}, false)
+}
+
+// setOption is one step of $updatefn's add/change loop.
+func (c *call) setOption(g *guest, k string, conf map[string]string, deletes []string, order *[]string, l *taskLog) error {
+	v := conf[k]
+	switch {
+	case isDriveKey(k):
+		return c.setDrive(g, k, v, order, l)
+	case k == "tags":
+		if err := c.assertTagPermissions(g.vmid); err != nil {
+			return err
+		}
+		v = normalizeTags(v)
+	case strings.HasPrefix(k, "net") && indexedRe.MatchString(k):
+		v = c.s.withMAC(v)
+	case k == "boot":
+		b, err := parseBoot(v, "")
+		if err != nil {
+			return err
+		}
+		if b.hasOrder {
+			for _, dev := range b.order {
+				_, inConf := g.conf[dev]
+				_, inParam := conf[dev]
+				if (!inConf && !inParam) || slices.Contains(deletes, dev) {
+					return fmt.Errorf("invalid bootorder: device '%s' does not exist'", dev)
+				}
+			}
+			*order = slices.Clone(b.order)
+			setBootOrder(g, b.order)
+			delete(g.conf, "bootdisk") // "remove legacy boot order settings if new one set"
+			return nil
+		}
+	}
+	g.conf[k] = v
+	return nil
+}
+
+// setDrive sets a drive after $check_drive_perms on the old and the new
+// value; a new CD-ROM joins a boot order that does not name it yet.
+func (c *call) setDrive(g *guest, k, v string, order *[]string, l *taskLog) error {
+	old, had := g.conf[k]
+	if had {
+		if err := c.checkDrivePerms(g.vmid, old); err != nil {
+			return err
+		}
+	}
+	if err := c.checkDrivePerms(g.vmid, v); err != nil {
+		return err
+	}
+	nv, _, err := c.createDrive(g.vmid, k, v, "", l)
+	if err != nil {
+		return err
+	}
+	if had && old != nv {
+		c.detach(g, old)
+	}
+	g.conf[k] = nv
+	if d, err := parseDrive(nv); err == nil && len(*order) > 0 && d.cdrom() && !d.cloudinit() && !slices.Contains(*order, k) {
+		*order = append(*order, k)
+		setBootOrder(g, *order)
+	}
+	return nil
+}
+
+// deleteOption is one step of $updatefn's delete loop: a missing option
+// is a warning, a deleted device leaves the boot order, an unused disk is
+// freed (VM.Config.Disk), a drive needs $check_drive_perms and may not go
+// from a protected guest, tags need their permission.
+func (c *call) deleteOption(g *guest, k string, order *[]string, l *taskLog) error {
 	v, ok := g.conf[k]
 	if !ok {
-		return
+		l.printf("cannot delete '%s' - not set in current configuration!", k)
+		return nil
 	}
-	delete(g.conf, k)
-	if unusedRe.MatchString(k) {
-		if d, err := parseDrive(v); err == nil {
+	if i := slices.Index(*order, k); i >= 0 {
+		*order = slices.Delete(*order, i, i+1)
+		setBootOrder(g, *order)
+	}
+	switch {
+	case unusedRe.MatchString(k):
+		d, perr := parseDrive(v)
+		if perr == nil && g.conf["protection"] == "1" {
+			return fmt.Errorf("can't remove unused disk '%s' - protection mode enabled", d.file)
+		}
+		if err := c.checkVMPerm(g.vmid, "", []string{"VM.Config.Disk"}, false); err != nil {
+			return err
+		}
+		delete(g.conf, k)
+		if perr == nil {
 			if vol, ok := c.s.volume(g.node, d.file); ok && vol.owner == g.vmid {
 				c.s.dropVolume(g.node, d.file)
 			}
 		}
-		return
-	}
-	if isDriveKey(k) {
+		return nil
+	case isDriveKey(k):
+		if g.conf["protection"] == "1" {
+			return fmt.Errorf("can't remove drive '%s' - protection mode enabled", k)
+		}
+		if err := c.checkDrivePerms(g.vmid, v); err != nil {
+			return err
+		}
+		delete(g.conf, k)
 		c.detach(g, v)
+		return nil
+	case k == "tags":
+		if err := c.assertTagPermissions(g.vmid); err != nil {
+			return err
+		}
 	}
+	delete(g.conf, k)
+	return nil
 }
 
 // detach keeps a replaced or removed disk of the guest as unusedN.
