@@ -2,6 +2,7 @@ package pveapitest_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -138,5 +139,42 @@ func TestNodeMemory(t *testing.T) {
 	}
 	if err := srv.SetNodeMemory("pve", 0); err == nil {
 		t.Error("no memory at all is refused")
+	}
+}
+
+// TestSMBIOSUUIDs: every guest created through the API gets smbios1
+// uuid=<a new version 4 UUID> (create_vm's generate_smbios1_uuid) and
+// every clone a new one in place of its source's (clone_vm), each its own:
+// capmox takes the machine's providerID from it. A clone keeps the other
+// smbios1 fields and prints them as print_property_string does, sorted.
+func TestSMBIOSUUIDs(t *testing.T) {
+	srv, root := start(t)
+	node := root.NodeRef("pve")
+	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 9000, Template: true, Disks: map[string]string{"scsi0": "local-lvm:1"},
+		Config: map[string]string{"smbios1": "uuid=00000000-0000-4000-8000-000000000000,serial=abc,manufacturer=ACME"}}))
+	for _, id := range []int{100, 101} {
+		must(t, wait(node.NewVirtualMachine(ctx, id, opt("scsi0", "local-lvm:1"))))
+	}
+	for _, id := range []int{200, 201} {
+		_, task, err := node.VirtualMachineRef(9000).Clone(ctx, &proxmox.VirtualMachineCloneOptions{NewID: id})
+		must(t, wait(task, err))
+	}
+	uuidRe := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	capmoxRe := regexp.MustCompile(`(^|,)uuid=([0-9a-fA-F-]+)`) // capmox's extractUUID
+	seen := map[string]int{}
+	for _, id := range []int{100, 101, 200, 201} {
+		conf, _, _ := srv.VMConfig(id)
+		m := capmoxRe.FindStringSubmatch(conf["smbios1"])
+		if m == nil || !uuidRe.MatchString(m[2]) {
+			t.Errorf("VM %d: smbios1 %q holds no new version 4 UUID", id, conf["smbios1"])
+			continue
+		}
+		if other, dup := seen[m[2]]; dup {
+			t.Errorf("VMs %d and %d share the SMBIOS UUID %s", other, id, m[2])
+		}
+		seen[m[2]] = id
+		if id >= 200 && conf["smbios1"] != "manufacturer=ACME,serial=abc,uuid="+m[2] {
+			t.Errorf("clone %d keeps the other fields, sorted: %q", id, conf["smbios1"])
+		}
 	}
 }

@@ -296,15 +296,33 @@ func stripMAC(v string) string {
 	return strings.Join(parts, ",")
 }
 
-// newSMBIOS replaces the uuid of an smbios1 value, keeping other fields.
+// smbios1Keys are the keys of qemu-server's $smbios1_fmt.
+var smbios1Keys = set("base64", "family", "manufacturer", "product", "serial", "sku", "uuid", "version")
+
+// newSMBIOS is clone_vm's "auto generate a new uuid" (src/PVE/API2/Qemu.pm):
+// parse_smbios1, a new uuid, print_smbios1. print_property_string writes
+// the keys sorted (none of $smbios1_fmt's keys is required or the default
+// key), so uuid comes after family, manufacturer, product, serial and sku;
+// a value that does not parse is dropped with a warning, leaving the uuid.
 func newSMBIOS(old, uuid string) string {
-	var keep []string
+	fields := map[string]string{}
 	for _, f := range strings.Split(old, ",") {
-		if f != "" && !strings.HasPrefix(f, "uuid=") {
-			keep = append(keep, f)
+		if strings.TrimSpace(f) == "" {
+			continue
 		}
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || v == "" || fields[k] != "" || !smbios1Keys[k] {
+			fields = map[string]string{}
+			break
+		}
+		fields[k] = v
 	}
-	return strings.Join(append([]string{"uuid=" + uuid}, keep...), ",")
+	fields["uuid"] = uuid
+	parts := make([]string, 0, len(fields))
+	for _, k := range sortedKeys(fields) {
+		parts = append(parts, k+"="+fields[k])
+	}
+	return strings.Join(parts, ",")
 }
 
 func orDefault(v, def string) string {
