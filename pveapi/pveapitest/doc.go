@@ -26,8 +26,8 @@
 //
 // The server never talks to the network except for download-url, which
 // fetches the given URL with the server's downloader (by default an HTTP GET
-// that tests point at another httptest server). It keeps no files: volumes are
-// records with a size and a format. It does not implement ticket (password)
+// that tests point at another httptest server). Volumes are records with a
+// size and a format; only uploaded files keep their bytes (VolumeData). It does not implement ticket (password)
 // logins, LXC (its container index answers as a node without containers),
 // snapshots, migration or HA; those paths answer 501 "Method '... ' not
 // implemented" as PVE does for unknown paths (Server.Unserved lists them).

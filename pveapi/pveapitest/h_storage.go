@@ -33,6 +33,12 @@ func storageRoutes() []*route {
 		{method: "GET", path: "/nodes/{node}/storage/{storage}/content/{volume*}", schema: []param{nodeParam, st, vol}, handle: readContent},
 		{method: "DELETE", path: "/nodes/{node}/storage/{storage}/content/{volume*}", handle: deleteContent,
 			schema: []param{nodeParam, st, vol, {name: "delay", typ: tInt, optional: true}}},
+		{method: "POST", path: "/nodes/{node}/storage/{storage}/upload", upload: true, handle: uploadFile,
+			check: perm{path: "/storage/{storage}", privs: []string{"Datastore.AllocateTemplate"}},
+			schema: []param{nodeParam, st, {name: "content", enum: []string{"iso", "vztmpl", "import"}}, {name: "filename", maxLen: 255},
+				{name: "checksum", optional: true, requires: "checksum-algorithm"},
+				{name: "checksum-algorithm", optional: true, requires: "checksum", enum: []string{"md5", "sha1", "sha224", "sha256", "sha384", "sha512"}},
+				{name: "tmpfilename", optional: true, pattern: regexp.MustCompile(`^/var/tmp/pveupload-[0-9a-f]+$`)}}},
 		{method: "POST", path: "/nodes/{node}/storage/{storage}/download-url", handle: downloadURL,
 			check: and{perm{path: "/storage/{storage}", privs: []string{"Datastore.AllocateTemplate"}}, or{
 				perm{path: "/", privs: []string{"Sys.Audit", "Sys.Modify"}},
@@ -177,8 +183,24 @@ func readContent(c *call) (any, *apiError) {
 	if !ok {
 		return nil, die("volume_size_info on '%s' failed - no format", volid)
 	}
-	return map[string]any{"path": "/var/lib/vz/" + strings.SplitN(volid, ":", 2)[1], "size": v.size,
-		"used": v.size, "format": v.format}, nil
+	_, name, _ := parseVolid(volid)
+	if !st.fileBased() {
+		return map[string]any{"path": "/var/lib/vz/" + name, "size": v.size, "used": v.size, "format": v.format}, nil
+	}
+	if v.size == 0 {
+		return nil, die("volume '%s' has size zero", volid)
+	}
+	// Content.pm info: path(), then volume_size_info, which asks qemu-img
+	// with the format parse_volname gives: raw for anything but images.
+	format, file := v.format, name
+	if v.vtype != "images" {
+		file = name[strings.IndexByte(name, '/')+1:]
+		if v.vtype != "import" || format == "ova" || format == "ovf" {
+			format = "raw"
+		}
+	}
+	return map[string]any{"path": st.contentDir(v.vtype) + "/" + file, "size": v.size,
+		"used": (v.size + 4095) / 4096 * 4096, "format": format}, nil
 }
 
 func deleteContent(c *call) (any, *apiError) {

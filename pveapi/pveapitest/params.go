@@ -14,8 +14,10 @@ import (
 	"strings"
 )
 
-// maxPost is pve-http-server's limit on a request body.
-const maxPost = 64 * 1024
+// maxPost is pve-http-server's limit on a request body other than an
+// upload ($limit_max_post in src/PVE/APIServer/AnyEvent.pm, 512 KiB since
+// libpve-http-server-perl 5.2.1, "fix #6230", in PVE 8.4 and 9).
+const maxPost = 512 * 1024
 
 // params are the request parameters after decoding: the path parameters,
 // the query string and, for POST and PUT, the body (form-encoded or JSON).
@@ -49,7 +51,7 @@ func readParams(r *http.Request) (params, *apiError) {
 		return nil, &apiError{Status: http.StatusBadRequest, Msg: "cannot read the request body\n"}
 	}
 	if len(body) > maxPost {
-		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Msg: "request too large\n"}
+		return nil, &apiError{Status: http.StatusNotImplemented, Msg: "for data too large", Plain: true}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return out, nil

@@ -21,6 +21,12 @@ type apiError struct {
 	// NoBody sends the status line only, as pveproxy does for 401 and for
 	// a request it could not proxy (595).
 	NoBody bool
+	// Plain sends Msg itself as the body, without a Content-Type, as
+	// pve-http-server's error() does for its own failures.
+	Plain bool
+	// Hangup closes the connection without an answer, as pveproxy leaves
+	// a request whose handling died outside any answer.
+	Hangup bool
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s", e.Status, strings.TrimSpace(e.Msg)) }
@@ -115,7 +121,10 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		reason = http.StatusText(e.Status)
 	}
 	var body []byte
-	if !e.NoBody {
+	switch {
+	case e.Plain:
+		body = []byte(e.Msg)
+	case !e.NoBody:
 		env := map[string]any{"data": nil, "message": e.Msg}
 		if len(e.Errors) > 0 {
 			env["errors"] = e.Errors
@@ -124,7 +133,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		if !e.Plain {
+			w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		}
 		w.WriteHeader(e.Status)
 		_, _ = w.Write(body)
 		return
@@ -134,12 +145,15 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		return
 	}
 	defer conn.Close()
-	writeRaw(buf, e.Status, reason, body)
+	if e.Hangup {
+		return
+	}
+	writeRaw(buf, e.Status, reason, body, !e.Plain)
 }
 
-func writeRaw(buf *bufio.ReadWriter, status int, reason string, body []byte) {
+func writeRaw(buf *bufio.ReadWriter, status int, reason string, body []byte, isJSON bool) {
 	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", status, reason)
-	if len(body) > 0 {
+	if len(body) > 0 && isJSON {
 		_, _ = buf.WriteString("Content-Type: application/json;charset=UTF-8\r\n")
 	}
 	fmt.Fprintf(buf, "Content-Length: %d\r\nConnection: close\r\n\r\n", len(body))

@@ -19,6 +19,9 @@ type route struct {
 	check  check
 	handle handler
 	parts  []string
+	// upload: the body is a multipart/form-data file upload, read as
+	// pveproxy reads one (readUpload).
+	upload bool
 }
 
 // call is one request being served.
@@ -30,6 +33,8 @@ type call struct {
 	p     params
 	node  string // the {node} path parameter, when the path has one
 	total *int
+	// upload is the file an upload request carries.
+	upload *upload
 }
 
 type router struct{ routes []*route }

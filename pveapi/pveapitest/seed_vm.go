@@ -1,6 +1,7 @@
 package pveapitest
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"sort"
@@ -161,6 +162,27 @@ func (srv *Server) VMConfig(vmid int) (map[string]string, string, bool) {
 		return nil
 	})
 	return conf, node, ok
+}
+
+// VolumeData returns a copy of the bytes of a volume uploaded through
+// POST /nodes/{node}/storage/{storage}/upload (an ISO capmox built, say),
+// by volid. node names the node whose copy is read on a storage that is
+// not shared ("" is the first node). Volumes that were seeded, downloaded
+// or allocated keep no bytes: ok is false for them as for a volume that
+// does not exist.
+func (srv *Server) VolumeData(node, volid string) ([]byte, bool) {
+	var out []byte
+	var ok bool
+	_ = srv.withState(func(s *state) error {
+		if node == "" {
+			node = s.defaultNode()
+		}
+		if v, found := s.volume(node, volid); found && v.data != nil {
+			out, ok = bytes.Clone(v.data), true
+		}
+		return nil
+	})
+	return out, ok
 }
 
 // VolumeInfo is a stored volume.

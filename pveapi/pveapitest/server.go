@@ -167,6 +167,9 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	data, total, err := srv.serve(r, rel)
 	if err != nil {
+		// an answer before the body is read (a refused upload) must not
+		// meet a client still sending it
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxUpload+1))
 		writeError(w, err)
 		return
 	}
@@ -193,6 +196,9 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 		srv.faults.unservedRequest(r.Method, r.URL.Path)
 		return nil, nil, notImplemented(r.Method, rel)
 	}
+	if rt.upload {
+		return srv.serveUpload(r, rt, vars, auth)
+	}
 	p, perr := readParams(r)
 	if perr != nil {
 		return nil, nil, perr
@@ -204,6 +210,13 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 		return nil, nil, e
 	}
 	c := &call{srv: srv, s: srv.st, r: r, auth: auth, p: p, node: vars["node"]}
+	return srv.handle(c, rt)
+}
+
+// handle runs the declared permission check, the parameter validation and
+// the handler of a routed call.
+func (srv *Server) handle(c *call, rt *route) (any, *int, *apiError) {
+	p := c.p
 	if rt.check != nil {
 		if _, e := rt.check.eval(c, false); e != nil {
 			return nil, nil, e
@@ -214,6 +227,31 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 	}
 	data, e := rt.handle(c)
 	return data, c.total, e
+}
+
+// serveUpload serves a file upload: the upload permission first (a 403
+// without a body, as auth_handler raises it), then the body as pveproxy
+// reads it, then the method like any other, the node's reachability
+// included in the method itself (an upload is not proxied).
+func (srv *Server) serveUpload(r *http.Request, rt *route, vars map[string]string, auth string) (any, *int, *apiError) {
+	p := params{}
+	for k, v := range r.URL.Query() {
+		p[k] = v[len(v)-1]
+	}
+	c := &call{srv: srv, s: srv.st, r: r, auth: auth, p: p, node: vars["node"]}
+	if _, err := c.checkAll("/storage/"+vars["storage"], []string{"Datastore.AllocateTemplate"}, false); err != nil {
+		err.NoBody = true
+		return nil, nil, err
+	}
+	up, err := srv.readUpload(r, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range vars {
+		p[k] = v
+	}
+	c.upload = up
+	return srv.handle(c, rt)
 }
 
 // newUUID returns a random RFC 4122 version 4 UUID, as PVE generates

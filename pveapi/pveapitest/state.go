@@ -24,6 +24,7 @@ type state struct {
 	now     func() time.Time
 	newUUID func() string
 	macSeq  int
+	uploads int       // uploads received, for their temporary file names
 	sdnSt   *sdnState // SDN and node networks; see sdn()
 }
 
@@ -87,7 +88,8 @@ type volume struct {
 	owner   int // VMID owning an image, 0 otherwise
 	size    uint64
 	ctime   int64
-	base    bool // a template's base volume
+	base    bool   // a template's base volume
+	data    []byte // the file's bytes, kept for uploads only
 }
 
 type guest struct {
