@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // powerRoutes are POST status/start, stop and shutdown, as qemu-server's
@@ -60,7 +61,8 @@ func startVM(c *call) (any, *apiError) {
 		return nil, paramErr("targetstorage", "targetstorage can only by used with migratedfrom.")
 	}
 	vmid, skiplock := c.p.int("vmid"), c.p.flag("skiplock", false)
-	return c.startTask("qmstart", strconv.Itoa(vmid), func(l *taskLog) error {
+	var started *guest
+	upid := c.startTask("qmstart", strconv.Itoa(vmid), func(l *taskLog) error {
 		g, err := c.guestOf(vmid)
 		if err != nil {
 			return err
@@ -74,9 +76,43 @@ func startVM(c *call) (any, *apiError) {
 		if g.running {
 			return fmt.Errorf("VM %d already running", vmid)
 		}
-		g.running = true
+		if err := c.s.activateVolumes(g); err != nil {
+			return err
+		}
+		g.running, started = true, g
 		return nil
-	}), nil
+	})
+	if started != nil {
+		c.boot(c.s.bootingVM(started, upid))
+	}
+	return upid, nil
+}
+
+// activateVolumes is vm_start_nolock's volume check (src/PVE/QemuServer.pm):
+// get_current_vm_volumes takes each drive's volume, in drive order, and
+// check_volume_storage_type refuses a storage without the volume's content
+// type; activate_volumes then fails on a volume a file storage does not
+// hold (pve-storage's Plugin.pm activate_volume). A cloud-init drive is
+// regenerated at start and other storages' volumes are not checked.
+func (s *state) activateVolumes(g *guest) error {
+	for _, k := range append(bootDriveOrder(), "efidisk0", "tpmstate0") {
+		d, err := parseDrive(g.conf[k])
+		if g.conf[k] == "" || err != nil || d.cloudinit() {
+			continue
+		}
+		sid, name, ok := parseVolid(d.file)
+		st, known := s.stores[sid]
+		if !ok || !known || strings.HasPrefix(d.file, "/") {
+			continue
+		}
+		if vtype, _, err := parseVolname(name); err == nil && !st.content[vtype] {
+			return fmt.Errorf("storage '%s' does not support content-type '%s'", sid, vtype)
+		}
+		if _, found := s.volume(g.node, d.file); !found && st.fileBased() {
+			return fmt.Errorf("volume '%s' does not exist", d.file)
+		}
+	}
+	return nil
 }
 
 // stopVM is vm_stop (qmstop) and vm_shutdown (qmshutdown): a guest that is

@@ -1,6 +1,7 @@
 package pveapitest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
@@ -38,6 +39,10 @@ type Server struct {
 	mu     sync.Mutex
 	st     *state
 	faults faults
+	boots  bootLog
+	// ctx ends when the server closes (the boot hook's context).
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // Option configures New.
@@ -53,6 +58,7 @@ type config struct {
 	now        func() time.Time
 	downloader Downloader
 	release    string
+	bootHook   BootHook
 }
 
 // WithVersion sets the Proxmox VE major version (8 or 9; default 9). It
@@ -98,6 +104,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("cannot start the fake Proxmox VE API: %w", err)
 	}
 	srv := &Server{cfg: c, st: newState(c.version, c.now, newUUID)}
+	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.rt = srv.routes()
 	srv.st.cluster = c.cluster
 	for _, n := range c.nodes {
@@ -130,7 +137,10 @@ func New(opts ...Option) (*Server, error) {
 }
 
 // Close shuts the server down.
-func (srv *Server) Close() { srv.ts.Close() }
+func (srv *Server) Close() {
+	srv.cancel()
+	srv.ts.Close()
+}
 
 // HTTPClient returns a client that trusts the server's certificate.
 func (srv *Server) HTTPClient() *http.Client { return srv.ts.Client() }
