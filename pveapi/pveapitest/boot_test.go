@@ -14,15 +14,21 @@ import (
 )
 
 // rawJSON posts body as JSON, as go-proxmox v0.6 and v0.2.1 send POST and
-// PUT parameters (proxmox.go Req), and returns the status line and the
-// decoded body.
-func rawJSON(t *testing.T, srv *pveapitest.Server, method, path string, body any) (string, map[string]any) {
+// PUT parameters (proxmox.go Req: no body and no Content-Type for nil),
+// and returns the status line and the decoded body.
+func rawJSON(t *testing.T, srv *pveapitest.Server, method, path string, body map[string]any) (string, map[string]any) {
 	t.Helper()
-	b, err := json.Marshal(body)
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		must(t, err)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, srv.URL+path, r)
 	must(t, err)
-	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(b))
-	must(t, err)
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", rootAuth(srv))
 	resp, err := srv.HTTPClient().Do(req)
 	must(t, err)

@@ -1,8 +1,11 @@
 package pveapitest_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -176,5 +179,86 @@ func TestSMBIOSUUIDs(t *testing.T) {
 		if id >= 200 && conf["smbios1"] != "manufacturer=ACME,serial=abc,uuid="+m[2] {
 			t.Errorf("clone %d keeps the other fields, sorted: %q", id, conf["smbios1"])
 		}
+	}
+}
+
+// TestCapmoxMachinePath replays the requests capmox v0.9.0 makes through
+// go-proxmox v0.6.0 over a machine's life (scheduling on allowed nodes,
+// template by tags, clone, config, resize, IP tag, bootstrap ISO, start,
+// unmount, delete), with POST and PUT bodies in JSON and the upload in
+// multipart as that go-proxmox sends them. Each is served, and none is
+// left unserved.
+func TestCapmoxMachinePath(t *testing.T) {
+	var booted []pveapitest.BootingVM
+	srv, root := start(t, pveapitest.WithCluster("c"), pveapitest.WithNodes("pve", "pve2"),
+		pveapitest.WithBootHook(func(_ context.Context, vm pveapitest.BootingVM) error { booted = append(booted, vm); return nil }))
+	must(t, wait(root.NodeRef("pve").NewVirtualMachine(ctx, 9000, opt("name", "talos"), opt("scsi0", "local-lvm:2"),
+		opt("net0", "virtio,bridge=vmbr0"), opt("tags", "talos;v1"), opt("template", 1))))
+	get := func(path string) json.RawMessage {
+		t.Helper()
+		var out json.RawMessage
+		must(t, root.Get(ctx, path, &out))
+		return out
+	}
+	post := func(method, path string, body map[string]any) string {
+		t.Helper()
+		status, env := rawJSON(t, srv, method, path, body)
+		if status != "200 OK" {
+			t.Fatalf("%s %s %v: %s %v", method, path, body, status, env)
+		}
+		upid, _ := env["data"].(string)
+		if strings.HasPrefix(upid, "UPID:") {
+			if exit, log := taskEnd(t, root, upid); exit != "OK" {
+				t.Fatalf("%s %s: task %s\n%s", method, path, exit, log)
+			}
+		}
+		return upid
+	}
+	get("/version")
+	get("/cluster/status")
+	get("/cluster/nextid?vmid=101")
+	for _, n := range []string{"pve", "pve2"} { // the scheduler, per allowed node
+		get("/nodes/" + n + "/status")
+		get("/nodes/" + n + "/qemu")
+		get("/nodes/" + n + "/lxc")
+	}
+	get("/cluster/resources?type=vm")
+	get("/nodes/pve/qemu/9000/status/current")
+	get("/nodes/pve/qemu/9000/config")
+	post("POST", "/nodes/pve/qemu/9000/clone", map[string]any{"newid": 101, "name": "w0", "full": 1, "target": "pve"})
+	get("/nodes/pve/qemu/101/status/current")
+	var conf struct{ Data map[string]any }
+	must(t, json.Unmarshal(get("/nodes/pve/qemu/101/config"), &conf.Data))
+	post("POST", "/nodes/pve/qemu/101/config", map[string]any{"cores": 2, "memory": 4096, "net0": "virtio,bridge=vmbr0"})
+	post("PUT", "/nodes/pve/qemu/101/resize", map[string]any{"disk": "scsi0", "size": "20G"})
+	post("POST", "/nodes/pve/qemu/101/config", map[string]any{"tags": "talos;v1;ip_net0_10.0.0.5"})
+	get("/nodes/pve/storage")
+	iso := isoBytes()
+	body, ctype := multipartBody(t, [][2]string{{"content", "iso"}}, "filename", "user-data-101.iso", iso)
+	if status, _, _, err := postUpload(t, srv, rootAuth(srv), "/nodes/pve/storage/local/upload", ctype, body); err != nil || status != "200 OK" {
+		t.Fatalf("upload: %s %v", status, err)
+	}
+	post("POST", "/nodes/pve/qemu/101/config", map[string]any{"tags": "go-proxmox+cloud-init;ip_net0_10.0.0.5;talos;v1"})
+	post("POST", "/nodes/pve/qemu/101/config", map[string]any{"ide0": "local:iso/user-data-101.iso,media=cdrom", "boot": conf.Data["boot"].(string) + ";ide0"})
+	post("POST", "/nodes/pve/qemu/101/status/start", nil)
+	if len(booted) != 1 {
+		t.Fatalf("the machine boots: %d", len(booted))
+	}
+	if _, data, ok := booted[0].CDROM("ide0"); !ok || !bytes.Equal(data, iso) {
+		t.Error("its boot sees the bootstrap ISO")
+	}
+	get("/nodes/pve/qemu/101/status/current")
+	post("POST", "/nodes/pve/qemu/101/config", map[string]any{"ide0": "none,media=cdrom"})
+	get("/nodes/pve/storage/local/content/local:iso/user-data-101.iso")
+	post("DELETE", "/nodes/pve/storage/local/content/local:iso/user-data-101.iso", nil)
+	post("POST", "/nodes/pve/qemu/101/config", map[string]any{"tags": "ip_net0_10.0.0.5;talos;v1"})
+	post("POST", "/nodes/pve/qemu/101/status/stop", nil)
+	post("DELETE", "/nodes/pve/qemu/101", nil)
+	get("/cluster/nextid?vmid=101")
+	if got := srv.Unserved(); len(got) != 0 {
+		t.Errorf("requests not served: %v", got)
+	}
+	if got := srv.BootErrors(); len(got) != 0 {
+		t.Errorf("boot failures: %v", got)
 	}
 }
