@@ -22,6 +22,12 @@ const (
 	RoleCapmox = "CozyCapmox"
 	// RoleClone lets a tenant's capmox token find and clone a template.
 	RoleClone = "CozyClone"
+	// RoleNodeAudit lets a tenant's capmox token read the nodes' status
+	// (GET /nodes/{node}/status, which capmox reads before every clone,
+	// start and delete, and for its memory scheduling) and the cluster's
+	// (GET /cluster/status, before it checks a VM id): Sys.Audit on
+	// /nodes and on / alone, nothing else.
+	RoleNodeAudit = "CozyNodeAudit"
 	// RoleLinkedClone lets a tenant's capmox token make linked clones of
 	// templates whose disks live on a storage outside the tenant.
 	RoleLinkedClone = "CozyLinkedClone"
@@ -43,7 +49,8 @@ func managedRolesOf(v pveacl.Version) map[string][]string {
 		RoleCCM:         {"VM.Audit", agent},
 		RoleClone:       {"VM.Audit", "VM.Clone"},
 		RoleLinkedClone: {"Datastore.AllocateSpace"},
-		RoleCapmox: {"Datastore.AllocateSpace", "Datastore.Audit", "Pool.Audit", "Sys.Audit",
+		RoleNodeAudit:   {"Sys.Audit"},
+		RoleCapmox: {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate", "Datastore.Audit", "Pool.Audit", "Sys.Audit",
 			"VM.Allocate", "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
 			"VM.Config.Disk", "VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
 			"VM.Migrate", "VM.PowerMgmt", agent},
@@ -154,8 +161,13 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 // tenantCapmox records the tenant's own capmox token: CozyCapmox on its
 // pool only (which reaches the pool's VMs and storages, and the VMs it
 // clones there), CozyClone on each template, CozyLinkedClone on each
-// storage of linkedCloneStorages, and SDN.Use on exactly its
-// bridges and VLANs. Its user holds the same, since a privilege-separated
+// storage of linkedCloneStorages, SDN.Use on exactly its bridges and
+// VLANs, and CozyNodeAudit (Sys.Audit) on /nodes and on / alone, which
+// capmox needs to read a node's and the cluster's status and PVE grants
+// on no narrower path. CozyCapmox includes Datastore.AllocateTemplate and
+// Datastore.Allocate, which reach only the pool's storages: capmox uploads
+// each worker's bootstrap ISO to an ISO storage of the pool and deletes it
+// once the node runs or the VM goes. Its user holds the same, since a privilege-separated
 // token holds only what both hold.
 func (d *desiredState) tenantCapmox(tn Tenant, comment string) {
 	id := tn.CapmoxTokenID()
@@ -167,6 +179,8 @@ func (d *desiredState) tenantCapmox(tn Tenant, comment string) {
 	subjects := []subjectRef{{pveacl.KindUser, tn.User}, {pveacl.KindToken, id}}
 	for _, s := range subjects {
 		d.grant(pveacl.PoolPath(tn.Pool), s.kind, s.id, false, RoleCapmox)
+		d.grant("/nodes", s.kind, s.id, true, RoleNodeAudit)
+		d.grant("/", s.kind, s.id, false, RoleNodeAudit)
 		for _, vm := range tn.Templates {
 			d.grant(pveacl.VMPath(vm), s.kind, s.id, false, RoleClone)
 		}

@@ -133,12 +133,19 @@ func TestRequestLog(t *testing.T) {
 	_, _ = root.Version(ctx)
 	must(t, root.NewPool(ctx, "a", ""))
 	_ = root.NewPool(ctx, "a", "")
-	want := []pveapitest.Request{{Method: "POST", Path: "/api2/json/pools"}, {Method: "POST", Path: "/api2/json/pools"}}
+	want := []pveapitest.Request{{Method: "POST", Path: "/api2/json/pools", Status: 200}, {Method: "POST", Path: "/api2/json/pools", Status: 500}}
 	if diff := cmp.Diff(want, srv.MutatingRequests()); diff != "" {
-		t.Errorf("mutating requests (failed ones count too): -want +got:\n%s", diff)
+		t.Errorf("mutating requests (failed ones count too), with their answers' status: -want +got:\n%s", diff)
 	}
 	if n := len(srv.Requests()); n != 3 {
 		t.Errorf("every request is logged: got %d, want 3", n)
+	}
+	// A token without a privilege is denied, and Denied names the request.
+	tok, err := srv.AddToken("root@pam", "nobody", pveapitest.TokenSpec{Privsep: true})
+	must(t, err)
+	_ = srv.TokenClient("root@pam!nobody", tok).NewPool(ctx, "b", "")
+	if diff := cmp.Diff([]pveapitest.Request{{Method: "POST", Path: "/api2/json/pools", Status: 403}}, srv.Denied()); diff != "" {
+		t.Errorf("denied requests: -want +got:\n%s", diff)
 	}
 }
 

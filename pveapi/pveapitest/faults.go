@@ -12,6 +12,8 @@ import (
 type Request struct {
 	Method string
 	Path   string // as sent, including /api2/json
+	// Status is the answer's HTTP status, 0 while unanswered.
+	Status int
 }
 
 // Mutating reports whether the method changes state in PVE's API
@@ -62,10 +64,21 @@ type faults struct {
 	unserved []Request
 }
 
-func (f *faults) count(method, path string) {
+func (f *faults) count(method, path string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, Request{Method: method, Path: path})
+	return len(f.requests) - 1
+}
+
+// answered records the status of request i (an index count returned);
+// requests cleared since are not touched.
+func (f *faults) answered(i, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i < len(f.requests) {
+		f.requests[i].Status = status
+	}
 }
 
 // unservedRequest records a request no method of the server serves.
@@ -175,6 +188,18 @@ func (srv *Server) Requests() []Request {
 	srv.faults.mu.Lock()
 	defer srv.faults.mu.Unlock()
 	return append([]Request(nil), srv.faults.requests...)
+}
+
+// Denied returns the requests answered 403 Forbidden, in order: what a
+// token lacked a privilege for.
+func (srv *Server) Denied() []Request {
+	var out []Request
+	for _, r := range srv.Requests() {
+		if r.Status == http.StatusForbidden {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // MutatingRequests returns the POST, PUT and DELETE requests received.

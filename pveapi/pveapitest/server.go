@@ -158,7 +158,7 @@ func (srv *Server) CertificatePEM() []byte {
 // routing, the declared permission check, parameter validation and the
 // handler, in that order (PVE checks permissions before it validates).
 func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	srv.faults.count(r.Method, r.URL.Path)
+	i := srv.faults.count(r.Method, r.URL.Path)
 	if d := srv.faults.delay(srv.cfg.latency); d > 0 {
 		select {
 		case <-time.After(d):
@@ -169,6 +169,7 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rel, ok := strings.CutPrefix(r.URL.Path, BasePath)
 	if !ok || (rel != "" && rel[0] != '/') {
 		srv.faults.unservedRequest(r.Method, r.URL.Path)
+		srv.faults.answered(i, http.StatusNotImplemented)
 		writeError(w, &apiError{Status: http.StatusNotImplemented, Msg: "no such uri"})
 		return
 	}
@@ -180,9 +181,11 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// an answer before the body is read (a refused upload) must not
 		// meet a client still sending it
 		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxUpload+1))
+		srv.faults.answered(i, err.Status)
 		writeError(w, err)
 		return
 	}
+	srv.faults.answered(i, http.StatusOK)
 	writeData(w, data, total)
 }
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -37,16 +38,26 @@ const ProviderIDPrefix = "proxmox://"
 // instance-id) or a hostname.
 var ErrNoIdentity = errors.New("the VM has no SMBIOS UUID or hostname to register with")
 
+// ErrUnresolved is an endpoint host the VM cannot resolve: it is neither an
+// address nor one of the configuration's extraHostEntries (the agent asks
+// no DNS server).
+var ErrUnresolved = errors.New("the control-plane endpoint's host does not resolve")
+
 // Register creates the Node of b, or updates it, on the API server at b's
 // control-plane endpoint: creds gives the credentials and the CA, its Host
-// is replaced by the endpoint, so a configuration naming another endpoint
-// registers elsewhere (or nowhere).
+// is replaced by the endpoint, its host name resolved as Talos resolves it
+// from /etc/hosts (machine.network.extraHostEntries). A configuration
+// naming another endpoint registers elsewhere, or nowhere.
 func Register(ctx context.Context, b *talosboot.Boot, creds *rest.Config) (*corev1.Node, error) {
 	if b.Meta.InstanceID == "" || b.Hostname() == "" {
 		return nil, ErrNoIdentity
 	}
+	addr, err := Resolve(b)
+	if err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(creds)
-	cfg.Host = b.Endpoint.String()
+	cfg.Host = "https://" + net.JoinHostPort(addr.String(), b.Endpoint.Port())
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -91,6 +102,24 @@ func node(b *talosboot.Boot) *corev1.Node {
 		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
 	}
 	return n
+}
+
+// Resolve returns the address of b's endpoint host: the host itself when
+// it is an address, else the address of the extraHostEntries entry that
+// names it.
+func Resolve(b *talosboot.Boot) (netip.Addr, error) {
+	host := b.Endpoint.Hostname()
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a, nil
+	}
+	if b.Config != nil && b.Config.Machine() != nil {
+		for _, h := range b.Config.Machine().Network().ExtraHosts() {
+			if a, err := netip.ParseAddr(h.IP()); err == nil && slices.Contains(h.Aliases(), host) {
+				return a, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("%w: %s is not in machine.network.extraHostEntries", ErrUnresolved, host)
 }
 
 // netplan is the part of capmox's network-config (netplan v2, under a

@@ -12,7 +12,7 @@ pveum role add CozyCSI --privs VM.Audit,VM.Config.Disk
 pveum role add CozyCSIStorage --privs Datastore.Allocate,Datastore.AllocateSpace,Datastore.Audit
 
 # create role: the role does not exist
-pveum role add CozyCapmox --privs Datastore.AllocateSpace,Datastore.Audit,Pool.Audit,Sys.Audit,VM.Allocate,VM.Audit,VM.Clone,VM.Config.CDROM,VM.Config.CPU,VM.Config.Cloudinit,VM.Config.Disk,VM.Config.HWType,VM.Config.Memory,VM.Config.Network,VM.Config.Options,VM.GuestAgent.Audit,VM.Migrate,VM.PowerMgmt
+pveum role add CozyCapmox --privs Datastore.Allocate,Datastore.AllocateSpace,Datastore.AllocateTemplate,Datastore.Audit,Pool.Audit,Sys.Audit,VM.Allocate,VM.Audit,VM.Clone,VM.Config.CDROM,VM.Config.CPU,VM.Config.Cloudinit,VM.Config.Disk,VM.Config.HWType,VM.Config.Memory,VM.Config.Network,VM.Config.Options,VM.GuestAgent.Audit,VM.Migrate,VM.PowerMgmt
 
 # create pool: the pool does not exist
 pveum pool add alpha --comment 'pxsubstrate tenant alpha'
