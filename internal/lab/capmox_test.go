@@ -3,12 +3,14 @@ package lab_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -67,6 +69,87 @@ func TestCapmoxWorkersRun(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+	checkWorkers(t, l, a)
+}
+
+// checkWorkers asserts every worker VM on the Proxmox fake against the
+// pool testdata/nodes.yaml asks for, its Node on the tenant API server
+// against its VM, and the tenant token's requests: each VM cloned by the
+// tenant's own capmox token, none denied, none unserved, no failed boot.
+func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied) {
+	t.Helper()
+	ctx := context.Background()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1alpha2")
+	list.SetKind("ProxmoxMachineList")
+	if err := l.Client.List(ctx, list, client.InNamespace("tenant-demo")); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := l.PVE.Client().Pool(ctx, "tenant-demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := map[uint64]bool{}
+	for _, m := range pool.Members {
+		members[m.VMID] = true
+	}
+	var nodes corev1.NodeList
+	if err := l.TenantClient.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	addrOf := map[string]string{}
+	for _, n := range nodes.Items {
+		for _, ad := range n.Status.Addresses {
+			if ad.Type == corev1.NodeInternalIP {
+				addrOf[n.Spec.ProviderID] = ad.Address
+			}
+		}
+	}
+	for _, pm := range list.Items {
+		vmid, _, _ := unstructured.NestedInt64(pm.Object, "spec", "virtualMachineID")
+		providerID, _, _ := unstructured.NestedString(pm.Object, "spec", "providerID")
+		conf, _, ok := l.PVE.VMConfig(int(vmid))
+		if !ok {
+			t.Errorf("%s: VM %d is not on the fake", pm.GetName(), vmid)
+			continue
+		}
+		addr := addrOf[providerID]
+		want := map[string]bool{
+			"cores 2":          conf["cores"] == "2",
+			"sockets 1":        conf["sockets"] == "1",
+			"memory 4096":      conf["memory"] == "4096",
+			"disk 30G":         strings.Contains(conf["scsi0"], "size=30G"),
+			"net0 on vmbr1":    strings.Contains(conf["net0"], "bridge=vmbr1"),
+			"net0 tag 100":     strings.Contains(conf["net0"], "tag=100"),
+			"template tags":    strings.Contains(conf["tags"], "cozystack") && strings.Contains(conf["tags"], "talos-v1.13.6"),
+			"address tag":      addr != "" && strings.Contains(conf["tags"], "ip_net0_"+addr),
+			"in the pool":      members[uint64(vmid)],
+			"smbios uuid":      strings.Contains(conf["smbios1"], "uuid="+strings.TrimPrefix(providerID, "proxmox://")),
+			"address in range": addressIn(addr, "10.0.100.20", "10.0.100.29"),
+		}
+		for what, holds := range want {
+			if !holds {
+				t.Errorf("%s (VM %d, node address %q): not %s: %v", pm.GetName(), vmid, addr, what, conf)
+			}
+		}
+	}
+	if len(list.Items) != 2 || len(nodes.Items) != 2 {
+		t.Errorf("%d ProxmoxMachines and %d Nodes, want 2 each", len(list.Items), len(nodes.Items))
+	}
+	for _, task := range l.PVE.Tasks() {
+		if task.Type == "qmclone" && task.User != a.TokenID {
+			t.Errorf("clone %s was made by %s, not the tenant's token %s", task.UPID, task.User, a.TokenID)
+		}
+	}
+	if d, u, b := l.PVE.Denied(), l.PVE.Unserved(), l.PVE.BootErrors(); len(d)+len(u)+len(b) > 0 {
+		t.Errorf("denied %v, unserved %v, boot errors %v", d, u, b)
+	}
+}
+
+// addressIn says whether addr lies in first-last.
+func addressIn(addr, first, last string) bool {
+	a, err := netip.ParseAddr(addr)
+	return err == nil && a.Compare(netip.MustParseAddr(first)) >= 0 && a.Compare(netip.MustParseAddr(last)) <= 0
 }
 
 // machines counts the Running Machines with a nodeRef and describes all.

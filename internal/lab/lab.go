@@ -143,7 +143,7 @@ func (l *Lab) apiServerAt(o kube.APIServerOptions, addr, port string) (*rest.Con
 	}
 	if addr != "" {
 		api := env.ControlPlane.GetAPIServer()
-		api.SecureServing.Address, api.SecureServing.Port = addr, port
+		api.Address, api.Port = addr, port
 	}
 	cfg, err := env.Start()
 	if err != nil {
