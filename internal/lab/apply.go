@@ -325,7 +325,7 @@ func (l *Lab) playKamaji(ctx context.Context, ns, cluster string) (*unstructured
 	// infrastructure cluster too: capmox's ProxmoxCluster with
 	// externalManagedControlPlane waits for it.
 	pc := &unstructured.Unstructured{}
-	pc.SetAPIVersion(l.proxmoxClusterAPIVersion())
+	pc.SetAPIVersion(l.InfrastructureAPIVersion())
 	pc.SetKind("ProxmoxCluster")
 	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, pc); err != nil {
 		return nil, fmt.Errorf("cannot read ProxmoxCluster %s/%s: %w", ns, cluster, err)
@@ -371,9 +371,9 @@ func (l *Lab) controlPlaneService(ctx context.Context, ns, name, addr string, po
 	return out, nil
 }
 
-// proxmoxClusterAPIVersion is the ProxmoxCluster version the lab's capmox
-// generation serves.
-func (l *Lab) proxmoxClusterAPIVersion() string {
+// InfrastructureAPIVersion is the version of capmox's kinds
+// (ProxmoxCluster, ProxmoxMachine) the lab's capmox generation serves.
+func (l *Lab) InfrastructureAPIVersion() string {
 	if l.Capmox == capi.CapmoxV07 {
 		return "infrastructure.cluster.x-k8s.io/v1alpha1"
 	}

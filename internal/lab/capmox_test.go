@@ -35,10 +35,18 @@ func readTenant(t *testing.T) lab.Tenant {
 // applied with CAPI, IPAM, capmox and CABPT running, come up as Machines
 // in phase Running with a nodeRef: capmox clones, sizes and starts each
 // VM on the Proxmox fake with the tenant's own token, the VM boots the
-// Talos configuration CABPT rendered and registers its Node.
+// Talos configuration CABPT rendered and registers its Node. Both capmox
+// generations: v0.9.0 (API v1alpha2) and v0.7.2 (API v1alpha1), one after
+// the other (each holds port 9443).
 func TestCapmoxWorkersRun(t *testing.T) {
+	for _, gen := range []capi.Capmox{capi.CapmoxV09, capi.CapmoxV07} {
+		t.Run(string(gen), func(t *testing.T) { workersRun(t, gen) })
+	}
+}
+
+func workersRun(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Options{Capmox: capi.CapmoxV09, Log: func(s string) { t.Log(s) }})
+	l, err := lab.Start(ctx, lab.Options{Capmox: gen, Log: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +70,7 @@ func TestCapmoxWorkersRun(t *testing.T) {
 				t.Logf("--- %s:\n%s", name, m.LogTail(25))
 			}
 			pc := &unstructured.Unstructured{}
-			pc.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1alpha2")
+			pc.SetAPIVersion(l.InfrastructureAPIVersion())
 			pc.SetKind("ProxmoxCluster")
 			_ = l.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-demo", Name: a.ClusterName}, pc)
 			t.Fatalf("the Machines of %s did not run: %s\nProxmoxCluster status %v\nboots %+v\nunserved %v\ndenied %v", a.ClusterName, state, pc.Object["status"], l.Boots(), l.PVE.Unserved(), l.PVE.Denied())
@@ -80,7 +88,7 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied) {
 	t.Helper()
 	ctx := context.Background()
 	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1alpha2")
+	list.SetAPIVersion(l.InfrastructureAPIVersion())
 	list.SetKind("ProxmoxMachineList")
 	if err := l.Client.List(ctx, list, client.InNamespace("tenant-demo")); err != nil {
 		t.Fatal(err)
