@@ -59,20 +59,32 @@ const CapmoxSecretSuffix = "-capmox"
 // objects on the management API server; then it plays Kamaji for the
 // cluster. Workers then come up on their own.
 func (l *Lab) Apply(ctx context.Context, t Tenant) (*Applied, error) {
+	a, err := l.ApplyACLs(ctx, &t)
+	if err != nil {
+		return nil, err
+	}
+	return a, l.ApplyObjects(ctx, t, a)
+}
+
+// ApplyACLs is Apply's first half: it checks and renders t (refusing
+// before anything is made), then applies the tenant's ACLs, mints its
+// capmox token and writes the capmox credentials Secret. A test may
+// change the hypervisor between it and ApplyObjects.
+func (l *Lab) ApplyACLs(ctx context.Context, t *Tenant) (*Applied, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	if t.lookup == nil {
 		t.lookup = &capmoxrender.Objects{}
 	}
-	spec := l.TenantSpec(t)
-	// Refuse a render the lab would refuse half-way, before anything is
-	// made: the pools render again once Kamaji's Service has its address.
-	if err := l.dryRender(ctx, t, spec); err != nil {
-		return nil, err
-	}
+	spec := l.TenantSpec(*t)
 	if t.Cluster.Spec.Proxmox.Capmox.CredentialsSecretName == "" {
 		t.Cluster.Spec.Proxmox.Capmox.CredentialsSecretName = t.Cluster.Name + CapmoxSecretSuffix
+	}
+	// Refuse a render the lab would refuse half-way, before anything is
+	// made: the pools render again once Kamaji's Service has its address.
+	if err := l.dryRender(ctx, *t, spec); err != nil {
+		return nil, err
 	}
 	a := &Applied{Spec: spec}
 	secret, err := l.applyACLs(ctx, spec, t.Cluster.Namespace)
@@ -83,20 +95,24 @@ func (l *Lab) Apply(ctx context.Context, t Tenant) (*Applied, error) {
 	if err := l.createNamespace(ctx, t.Cluster.Namespace); err != nil {
 		return nil, err
 	}
-	if err := l.createCapmoxSecret(ctx, t.Cluster, secret); err != nil {
-		return nil, err
-	}
-	opts := l.renderOptions(t, spec)
+	return a, l.createCapmoxSecret(ctx, t.Cluster, secret)
+}
+
+// ApplyObjects is Apply's second half: the render and the objects of t on
+// the management API server, with Kamaji's part played between the
+// cluster and its pools.
+func (l *Lab) ApplyObjects(ctx context.Context, t Tenant, a *Applied) error {
+	opts := l.renderOptions(t, a.Spec)
 	cluster, err := capmoxrender.RenderCluster(ctx, t.Cluster, opts)
 	if err != nil {
-		return nil, fmt.Errorf("cannot render Kubernetes %s/%s: %w", t.Cluster.Namespace, t.Cluster.Name, err)
+		return fmt.Errorf("cannot render Kubernetes %s/%s: %w", t.Cluster.Namespace, t.Cluster.Name, err)
 	}
 	if err := l.create(ctx, a, cluster); err != nil {
-		return nil, err
+		return err
 	}
 	svc, err := l.playKamaji(ctx, t.Cluster.Namespace, a.ClusterName)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The pools render once Kamaji's Service has its address, which the
 	// render writes into the workers' extraHostEntries.
@@ -104,14 +120,14 @@ func (l *Lab) Apply(ctx context.Context, t Tenant) (*Applied, error) {
 	for _, p := range t.Pools {
 		objs, err := capmoxrender.RenderNodes(ctx, p, opts)
 		if err != nil {
-			return nil, fmt.Errorf("cannot render KubernetesNodes %s/%s: %w", p.Namespace, p.Name, err)
+			return fmt.Errorf("cannot render KubernetesNodes %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		if err := l.create(ctx, a, objs); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	l.log(fmt.Sprintf("tenant %s: %d objects created, capmox token %s", t.Cluster.Namespace, len(a.Objects), a.TokenID))
-	return a, nil
+	return nil
 }
 
 // dryRender renders the cluster and its pools and discards them.

@@ -182,3 +182,132 @@ func machines(t *testing.T, c client.Client, ns string) (int, string) {
 	}
 	return running, strings.Join(out, "\n")
 }
+
+// TestCapmoxPrivileges: the same tenant with VM.PowerMgmt removed from its
+// capmox role (CozyCapmox) gets as far as PVE lets it: the VMs are cloned,
+// sized and given their ISO, and starting one is refused with PVE's 403,
+// which capmox logs as go-proxmox's "not authorized to access endpoint".
+// capmox v0.9.0 does not try a failed start again: its state machine moves
+// past PoweringOnFailed and marks the ProxmoxMachine provisioned with the
+// VM stopped, so no Node registers and the Machine waits for the
+// MachineHealthCheck's node startup timeout. With the privilege put back
+// and the Machines deleted (what that remediation does), the workers come
+// up. The control, the role as the plan made it, is TestCapmoxWorkersRun,
+// which holds that no request at all is denied.
+func TestCapmoxPrivileges(t *testing.T) {
+	ctx := context.Background()
+	l, err := lab.Start(ctx, lab.Options{Log: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	tn := readTenant(t)
+	a, err := l.ApplyACLs(ctx, &tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := l.PVE.Client()
+	var privs map[string]any
+	must(t, root.Get(ctx, "/access/roles/CozyCapmox", &privs))
+	var kept []string
+	for p := range privs {
+		if p != "VM.PowerMgmt" {
+			kept = append(kept, p)
+		}
+	}
+	setPrivs := func(list []string) {
+		must(t, root.Put(ctx, "/access/roles/CozyCapmox", map[string]any{"privs": strings.Join(list, ",")}, nil))
+	}
+	setPrivs(kept)
+	must(t, l.ApplyObjects(ctx, tn, a))
+	eventually(t, 3*time.Minute, "each start refused with PVE's 403, which capmox reports", func() (bool, string) {
+		denied := l.PVE.Denied()
+		starts := 0
+		for _, d := range denied {
+			if strings.HasSuffix(d.Path, "/status/start") {
+				starts++
+			}
+		}
+		log := l.Managers.Capmox.Log()
+		return starts >= 2 && len(denied) == starts &&
+				strings.Contains(log, "not authorized to access endpoint") && strings.Contains(log, "unable to start the virtual machine"),
+			fmt.Sprintf("denied %v\n%s", denied, l.Managers.Capmox.LogTail(20))
+	})
+	eventually(t, time.Minute, "capmox marks the ProxmoxMachines provisioned with their VMs stopped", func() (bool, string) {
+		msgs := machineMessages(t, l)
+		return strings.Count(msgs, "VirtualMachineProvisioned/Provisioned") == 2, msgs
+	})
+	var vms []map[string]any
+	must(t, root.Get(ctx, "/cluster/resources?type=vm", &vms))
+	for _, vm := range vms {
+		if vm["template"] != float64(1) && vm["status"] != "stopped" {
+			t.Errorf("VM %v is %v without VM.PowerMgmt", vm["vmid"], vm["status"])
+		}
+	}
+	if running, state := machines(t, l.Client, "tenant-demo"); running > 0 || len(l.Boots()) > 0 {
+		t.Errorf("a worker ran without VM.PowerMgmt: %s, boots %v", state, l.Boots())
+	}
+	setPrivs(append(kept, "VM.PowerMgmt"))
+	must(t, l.Client.DeleteAllOf(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine"}}, client.InNamespace("tenant-demo")))
+	eventually(t, 4*time.Minute, "new workers run once the privilege is back", func() (bool, string) {
+		running, state := machines(t, l.Client, "tenant-demo")
+		return running == 2, state
+	})
+	var secrets corev1.SecretList
+	must(t, l.Client.List(ctx, &secrets, client.InNamespace("tenant-demo")))
+	log := l.Managers.Capmox.Log()
+	for _, s := range secrets.Items {
+		if v := s.Data["secret"]; len(v) > 0 && strings.Contains(log, string(v)) {
+			t.Errorf("capmox logged the token secret of %s", s.Name)
+		}
+	}
+}
+
+// machineMessages joins the conditions of the lab's ProxmoxMachines, one
+// line each: name, type/reason and message.
+func machineMessages(t *testing.T, l *lab.Lab) string {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(l.InfrastructureAPIVersion())
+	list.SetKind("ProxmoxMachineList")
+	if err := l.Client.List(context.Background(), list, client.InNamespace("tenant-demo")); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, pm := range list.Items {
+		conds, _, _ := unstructured.NestedSlice(pm.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok {
+				out = append(out, fmt.Sprintf("%s %s/%v: %v", pm.GetName(), m["type"], m["reason"], m["message"]))
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func eventually(t *testing.T, d time.Duration, what string, ok func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		done, state := ok()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s:\n%s", what, d, state)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
