@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/luthermonson/go-proxmox"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,9 +21,9 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
 // Tenant is one tenant cluster as a user writes it: its Kubernetes and
@@ -86,6 +87,9 @@ func (l *Lab) ApplyACLs(ctx context.Context, t *Tenant) (*Applied, error) {
 	if err := l.dryRender(ctx, *t, spec); err != nil {
 		return nil, err
 	}
+	if err := l.checkNew(ctx, t.Cluster); err != nil {
+		return nil, err
+	}
 	a := &Applied{Spec: spec}
 	secret, err := l.applyACLs(ctx, spec, t.Cluster.Namespace)
 	if err != nil {
@@ -128,6 +132,21 @@ func (l *Lab) ApplyObjects(ctx context.Context, t Tenant, a *Applied) error {
 	}
 	l.log(fmt.Sprintf("tenant %s: %d objects created, capmox token %s", t.Cluster.Namespace, len(a.Objects), a.TokenID))
 	return nil
+}
+
+// checkNew refuses a cluster applied before: its credentials Secret
+// exists.
+func (l *Lab) checkNew(ctx context.Context, k capmoxrender.Kubernetes) error {
+	var sec corev1.Secret
+	err := l.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Spec.Proxmox.Capmox.CredentialsSecretName}, &sec)
+	switch {
+	case err == nil:
+		return fmt.Errorf("Kubernetes %s/%s is applied already (its capmox Secret %s exists): the lab applies a cluster once; start afresh with hack/lab.sh down and up",
+			k.Namespace, k.Name, sec.Name)
+	case apierrors.IsNotFound(err):
+		return nil
+	}
+	return fmt.Errorf("cannot read Secret %s/%s: %w", k.Namespace, k.Spec.Proxmox.Capmox.CredentialsSecretName, err)
 }
 
 // dryRender renders the cluster and its pools and discards them.
@@ -185,7 +204,7 @@ func (t Tenant) check() error {
 func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 	name := t.Cluster.Namespace
 	tn := tenantplan.Tenant{Name: name, Pool: name, Storage: name + "-disks", Storages: []string{name + "-iso"},
-		Templates: []int{l.Template.VMID}, LinkedCloneStorages: []string{TemplateStorage},
+		Templates: []int{l.Template.VMID}, LinkedCloneStorages: []string{pvelab.TemplateStorage},
 		Tokens: tenantplan.TenantTokens{Capmox: "capmox"}}
 	vlans := map[string][]int{}
 	for _, p := range t.Pools {
@@ -206,7 +225,7 @@ func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 		vs := slices.Compact(slices.Sorted(slices.Values(vlans[br])))
 		tn.Networks = append(tn.Networks, tenantplan.Network{Bridge: br, VLANs: vs, Untagged: len(vs) == 0})
 	}
-	return &tenantplan.Tenants{Platform: tenantplan.Platform{SharedStorages: []string{ImageStorage}}, Tenants: []tenantplan.Tenant{tn}}
+	return &tenantplan.Tenants{Platform: tenantplan.Platform{SharedStorages: []string{pvelab.ImageStorage}}, Tenants: []tenantplan.Tenant{tn}}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -223,16 +242,20 @@ func sortedKeys[V any](m map[string]V) []string {
 // returning the tenant's new capmox token.
 func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string) (liveacl.TokenSecret, error) {
 	tn := spec.Tenants[0]
-	if err := l.addStorage(tn.Storage, "lvmthin", "images"); err != nil {
+	root, err := l.Root()
+	if err != nil {
+		return liveacl.TokenSecret{}, err
+	}
+	if err := addStorage(ctx, root, tn.Storage, "lvmthin", "images"); err != nil {
 		return liveacl.TokenSecret{}, err
 	}
 	for _, s := range tn.Storages {
-		if err := l.addStorage(s, "dir", "iso"); err != nil {
+		if err := addStorage(ctx, root, s, "dir", "iso"); err != nil {
 			return liveacl.TokenSecret{}, err
 		}
 	}
 	sink := &memorySink{}
-	if _, err := liveacl.Apply(ctx, l.PVE.Client(), spec, liveacl.WithSecretSink(sink), liveacl.WithSecretContext(l.proxmoxURL(), "lab")); err != nil {
+	if _, err := liveacl.Apply(ctx, root, spec, liveacl.WithSecretSink(sink), liveacl.WithSecretContext(l.proxmoxURL(), "lab")); err != nil {
 		return liveacl.TokenSecret{}, fmt.Errorf("cannot apply the ACLs of tenant %s: %w", ns, err)
 	}
 	for _, s := range sink.secrets {
@@ -243,9 +266,20 @@ func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string
 	return liveacl.TokenSecret{}, fmt.Errorf("the ACL apply of tenant %s minted no capmox token (tokens: %d)", ns, len(sink.secrets))
 }
 
-func (l *Lab) addStorage(id, typ, content string) error {
-	err := l.PVE.AddStorage(pveapitestStorage(id, typ, content))
-	if err != nil && !strings.Contains(err.Error(), "already") {
+// addStorage creates a storage through the API (POST /storage) as the
+// platform's storage administrator would: an LVM-thin pool on volume
+// group pve, or a folder under /var/lib/pxsubstrate-lab. A storage that
+// exists already is kept.
+func addStorage(ctx context.Context, c *proxmox.Client, id, typ, content string) error {
+	params := map[string]any{"storage": id, "type": typ, "content": content}
+	switch typ {
+	case "lvmthin":
+		params["vgname"], params["thinpool"] = "pve", id
+	case "dir":
+		params["path"] = "/var/lib/pxsubstrate-lab/" + id
+	}
+	err := c.Post(ctx, "/storage", params, nil)
+	if err != nil && !strings.Contains(err.Error(), "already defined") {
 		return fmt.Errorf("cannot add storage %s: %w", id, err)
 	}
 	return nil
@@ -263,7 +297,7 @@ func (m *memorySink) Store(t liveacl.TokenSecret) (string, error) {
 
 // proxmoxURL is the fake's address as capmox takes it: without
 // /api2/json, which capmox appends.
-func (l *Lab) proxmoxURL() string { return strings.TrimSuffix(l.PVE.URL, "/api2/json") }
+func (l *Lab) proxmoxURL() string { return strings.TrimSuffix(l.Proxmox.URL, "/api2/json") }
 
 func (l *Lab) createNamespace(ctx context.Context, ns string) error {
 	err := l.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -279,7 +313,7 @@ func (l *Lab) createNamespace(ctx context.Context, ns string) error {
 func (l *Lab) createCapmoxSecret(ctx context.Context, k capmoxrender.Kubernetes, s liveacl.TokenSecret) error {
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Spec.Proxmox.Capmox.CredentialsSecretName},
 		StringData: map[string]string{"url": l.proxmoxURL(), "token": s.TokenID, "secret": s.Secret.Reveal(), "insecure": "false",
-			"root_ca": string(l.PVE.CertificatePEM())}}
+			"root_ca": string(l.Proxmox.CAPEM)}}
 	if err := l.Client.Create(ctx, sec); err != nil {
 		return fmt.Errorf("cannot create the capmox credentials Secret %s/%s: %w", sec.Namespace, sec.Name, err)
 	}
@@ -404,8 +438,4 @@ func kubeconfig(host string, ca, cert, key []byte) ([]byte, error) {
 	cfg.Contexts["tenant"] = &clientcmdapi.Context{Cluster: "tenant", AuthInfo: "admin"}
 	cfg.CurrentContext = "tenant"
 	return clientcmd.Write(*cfg)
-}
-
-func pveapitestStorage(id, typ, content string) pveapitest.StorageSpec {
-	return pveapitest.StorageSpec{ID: id, Type: typ, Content: []string{content}}
 }

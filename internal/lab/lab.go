@@ -1,13 +1,13 @@
 // Package lab runs, on one machine, everything a tenant cluster's workers
 // come up with: a management kube-apiserver with the real managers of
 // Cluster API core, the in-cluster IPAM provider, capmox and the Talos
-// bootstrap provider (internal/fakes/capi); a second kube-apiserver
-// playing the tenant's control plane; and the Proxmox VE fake
-// (pveapi/pveapitest) with three nodes, a VLAN-aware bridge, storages and
-// a Talos template made by talostemplate.Create, whose started VMs "boot":
-// each reads its bootstrap ISO, validates its Talos machine configuration
-// with Talos's machinery (internal/fakes/talosboot) and registers its Node
-// at the endpoint that configuration names (internal/fakes/nodeagent).
+// bootstrap provider (internal/fakes/capi), and optionally the
+// proxmox-network controller; a second kube-apiserver playing the
+// tenant's control plane; and the lab's Proxmox VE (internal/fakes/pvelab:
+// the API fake with three nodes, a VLAN-aware bridge and a Talos template
+// made by talostemplate.Create, whose started VMs "boot" and register
+// their Nodes), in the lab's process or as a program of its own
+// (internal/fakes/pvefake).
 //
 // Apply then does what Cozystack and the proxmox-network controller do for
 // a tenant's Kubernetes and KubernetesNodes: the tenant's Proxmox user and
@@ -24,9 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
@@ -35,15 +36,29 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
-// Options configure a lab. The zero value runs capmox v0.9.0.
+// Options configure a lab. The zero value runs capmox v0.9.0 with the
+// Proxmox VE fake in the lab's process and no controller.
 type Options struct {
 	// Capmox is the capmox generation to run (default capi.CapmoxV09).
 	Capmox capi.Capmox
 	// Log receives a line for each step; nil discards them.
 	Log func(string)
+	// Dir takes the lab's files: kubeconfigs, the fake's state, CA and
+	// root token secret, the programs' logs (default: a temporary folder,
+	// removed by Stop).
+	Dir string
+	// ProxmoxProgram, when set, is the pvefake binary: the fake then runs
+	// as a process of its own and PVE is nil.
+	ProxmoxProgram string
+	// Controller, when set, is the proxmox-network-controller binary,
+	// run against the management API server with our CRDs and Kube-OVN's
+	// installed (no OVN: --manage-gateway-chassis=false).
+	Controller string
 }
 
 // Lab is a running lab.
@@ -57,39 +72,66 @@ type Lab struct {
 	// and TenantClient a client of it.
 	Tenant       *rest.Config
 	TenantClient client.Client
-	// PVE is the Proxmox VE fake; Template its Talos template.
+	// Proxmox reaches the lab's Proxmox VE as root@pam, and Template is
+	// its Talos template.
+	Proxmox  pveapi.Config
+	Template pvelab.Template
+	// PVE is the Proxmox VE fake when it runs in the lab's process, for
+	// tests to read its state; nil when it runs as a program.
 	PVE      *pveapitest.Server
-	Template Template
 	Managers *capi.Managers
+	// Processes are the programs the lab started besides the managers
+	// and API servers: pvefake and the controller, when asked for.
+	Processes []*capi.Manager
+	// Dir holds the lab's files (Options.Dir).
+	Dir string
 
-	log   func(string)
-	stops []func() error
-
-	mu    sync.Mutex
-	boots []Boot
+	log     func(string)
+	stops   []func() error
+	proxmox *pvelab.Proxmox
 }
 
 // Start starts a lab. On an error everything started so far is stopped.
 func Start(ctx context.Context, o Options) (*Lab, error) {
-	l := &Lab{Capmox: o.Capmox, log: o.Log}
+	l := &Lab{Capmox: o.Capmox, log: o.Log, Dir: o.Dir}
 	if l.Capmox == "" {
 		l.Capmox = capi.CapmoxV09
 	}
 	if l.log == nil {
 		l.log = func(string) {}
 	}
-	if err := l.start(ctx); err != nil {
+	if l.Dir == "" {
+		dir, err := os.MkdirTemp("", "pxsubstrate-lab-")
+		if err != nil {
+			return nil, err
+		}
+		l.Dir = dir
+		l.stops = append(l.stops, func() error { return os.RemoveAll(dir) })
+	}
+	if err := l.start(ctx, o); err != nil {
 		return nil, errors.Join(err, l.Stop())
 	}
 	return l, nil
 }
 
-func (l *Lab) start(ctx context.Context) error {
+func (l *Lab) start(ctx context.Context, o Options) error {
+	mgmt := kube.APIServerOptions{CAPI: true, CAPIIPAM: true}
+	if o.Controller != "" {
+		root, err := kube.RepoRoot()
+		if err != nil {
+			return err
+		}
+		mgmt.UpstreamCRDs = []string{KubeOVNCRDs}
+		mgmt.CRDPaths = []string{filepath.Join(root, "config", "crd", "bases")}
+	}
 	var err error
-	if l.Mgmt, l.Client, err = l.apiServer(kube.APIServerOptions{CAPI: true, CAPIIPAM: true}); err != nil {
+	if l.Mgmt, l.Client, err = l.apiServer(mgmt); err != nil {
 		return fmt.Errorf("cannot start the management API server: %w", err)
 	}
 	l.log("management API server at " + l.Mgmt.Host)
+	if err := writeKubeconfig(filepath.Join(l.Dir, MgmtKubeconfig), l.Mgmt); err != nil {
+		return err
+	}
 	if _, err := envtest.InstallCRDs(l.Mgmt, envtest.CRDInstallOptions{CRDs: standIns()}); err != nil {
 		return fmt.Errorf("cannot install the stand-in CRDs: %w", err)
 	}
@@ -97,17 +139,40 @@ func (l *Lab) start(ctx context.Context) error {
 		return fmt.Errorf("cannot start the tenant API server: %w", err)
 	}
 	l.log("tenant API server at " + l.Tenant.Host)
-	if err := l.startProxmox(ctx); err != nil {
+	if err := writeKubeconfig(filepath.Join(l.Dir, TenantKubeconfig), l.Tenant); err != nil {
 		return err
 	}
-	l.log("Proxmox VE fake at " + l.PVE.URL)
+	if err := l.startProxmox(ctx, o.ProxmoxProgram); err != nil {
+		return err
+	}
+	l.log("Proxmox VE fake at " + l.Proxmox.URL)
 	if l.Managers, err = capi.Start(l.Mgmt, capi.Options{CAPI: true, IPAM: true, CABPT: true, Capmox: l.Capmox}); err != nil {
 		return err
 	}
 	l.stops = append(l.stops, l.Managers.Stop)
 	l.log(fmt.Sprintf("managers: Cluster API, IPAM, capmox %s, CABPT", l.Capmox))
+	if o.Controller != "" {
+		if err := l.startController(ctx, o.Controller); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// The files of a lab's Dir.
+const (
+	// MgmtKubeconfig and TenantKubeconfig reach the management and tenant
+	// API servers as an administrator.
+	MgmtKubeconfig   = "kubeconfig"
+	TenantKubeconfig = "tenant.kubeconfig"
+	// ProxmoxState is the fake's state file (pvelab.State) when it runs
+	// as a program.
+	ProxmoxState = "proxmox.json"
+)
+
+// KubeOVNCRDs is the folder of Kube-OVN's CRDs under third_party/crds
+// that the controller watches.
+const KubeOVNCRDs = "kube-ovn-v1.15.24"
 
 // TenantAPIPort is the port of the tenant API server: Kamaji's control
 // plane Service port, which the workers' Talos configuration names.

@@ -1,136 +1,150 @@
 package lab
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/nodeagent"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/talosboot"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
-	"github.com/pxsubstrate/pxsubstrate/talostemplate"
+	"github.com/luthermonson/go-proxmox"
+	"k8s.io/client-go/rest"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
-// The Proxmox side of the lab.
-const (
-	// Bridge is the VLAN-aware bridge of every node.
-	Bridge = "vmbr1"
-	// TemplateStorage holds the Talos template's disk.
-	TemplateStorage = "local-lvm"
-	// ImageStorage takes the downloaded image; no tenant reaches it.
-	ImageStorage = "local"
-	// talosVersion and schematic are the chart's default Talos image.
-	talosVersion = "v1.13.6"
-	schematic    = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
-	factoryURL   = "https://factory.talos.dev"
-	templateVMID = "9000"
-)
+// programReadyTimeout bounds how long a program the lab starts (pvefake,
+// the controller) may take to serve.
+const programReadyTimeout = 2 * time.Minute
 
-// Nodes are the fake's Proxmox nodes.
-var Nodes = []string{"pve1", "pve2", "pve3"}
-
-// Template is the Talos template the lab made with talostemplate.Create.
-type Template struct {
-	VMID int
-	Node string
-	// Tags are the template's tags: a pool's proxmox.templateTags.
-	Tags []string
-}
-
-// Boot is one VM's boot as the lab saw it.
-type Boot struct {
-	VMID int
-	Node string
-	// Node registered, or Err why the VM did not boot or register.
-	NodeName, ProviderID string
-	Endpoint             string
-	Err                  error
-}
-
-func (l *Lab) startProxmox(ctx context.Context) error {
-	srv, err := pveapitest.New(pveapitest.WithTLS(), pveapitest.WithCluster("lab"), pveapitest.WithNodes(Nodes...),
-		pveapitest.WithDownloader(factoryImages{}), pveapitest.WithBootHook(l.boot))
-	if err != nil {
-		return fmt.Errorf("cannot start the Proxmox VE fake: %w", err)
-	}
-	l.PVE = srv
-	l.stops = append(l.stops, func() error { srv.Close(); return nil })
-	for _, n := range Nodes {
-		if err := srv.SetInterface(n, pveapitest.Interface{Name: Bridge, Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "2-4094"}); err != nil {
+// startProxmox starts the lab's Proxmox VE: in the lab's process when
+// program is empty, else as that program (pvefake), whose state file
+// says where it serves.
+func (l *Lab) startProxmox(ctx context.Context, program string) error {
+	if program == "" {
+		p, err := pvelab.Start(ctx, pvelab.Options{Tenant: l.Tenant, Log: l.log})
+		if err != nil {
 			return err
 		}
+		l.proxmox, l.PVE, l.Template = p, p.Server, p.Template
+		l.stops = append(l.stops, func() error { p.Close(); return nil })
+		l.Proxmox = pveapi.Config{URL: p.Server.URL, TokenID: p.Server.RootTokenID, Secret: p.Server.RootSecret,
+			CAPEM: p.Server.CertificatePEM()}
+		return nil
 	}
-	spec, err := talostemplate.NewSpec(talostemplate.Inputs{VMID: templateVMID, Storage: TemplateStorage,
-		TalosVersion: talosVersion, SchematicID: schematic, FactoryURL: factoryURL})
+	state := filepath.Join(l.Dir, ProxmoxState)
+	_ = os.Remove(state)
+	m, err := capi.StartProcess("pvefake", program, []string{"--tenant-kubeconfig", filepath.Join(l.Dir, TenantKubeconfig),
+		"--state", state}, nil, filepath.Join(l.Dir, "pvefake.log"))
 	if err != nil {
 		return err
 	}
-	res, err := talostemplate.Create(ctx, srv.Client(), spec, talostemplate.CreateOptions{Node: Nodes[0], PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		return fmt.Errorf("cannot create the Talos template: %w", err)
+	l.Processes = append(l.Processes, m)
+	l.stops = append(l.stops, m.Stop)
+	deadline := time.Now().Add(programReadyTimeout)
+	for {
+		st, err := pvelab.ReadState(state)
+		if err == nil {
+			return l.useProxmoxState(st)
+		}
+		if m.Exited() || time.Now().After(deadline) || !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("pvefake (pid %d) did not write %s (%v); the last lines of its log:\n%s", m.Pid(), state, err, m.LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	l.Template = Template{VMID: res.Spec.VMID, Node: res.Node, Tags: res.Spec.Tags}
-	l.log(fmt.Sprintf("Talos template %d on %s, tags %s", res.Spec.VMID, res.Node, strings.Join(res.Spec.Tags, ",")))
-	return nil
 }
 
-// boot plays a started VM: it reads the CD-ROM capmox mounted (ide0),
-// validates its Talos configuration and registers the Node at the
-// endpoint the configuration names, with the tenant API server's
-// credentials.
-func (l *Lab) boot(ctx context.Context, vm pveapitest.BootingVM) error {
-	b := Boot{VMID: vm.VMID, Node: vm.Node}
-	err := l.register(ctx, vm, &b)
-	b.Err = err
-	l.mu.Lock()
-	l.boots = append(l.boots, b)
-	l.mu.Unlock()
-	if err != nil {
-		l.log(fmt.Sprintf("VM %d on %s did not boot: %v", vm.VMID, vm.Node, err))
-	} else {
-		l.log(fmt.Sprintf("VM %d on %s booted and registered node %s (%s) at %s", vm.VMID, vm.Node, b.NodeName, b.ProviderID, b.Endpoint))
-	}
-	return err
-}
-
-func (l *Lab) register(ctx context.Context, vm pveapitest.BootingVM, b *Boot) error {
-	volid, iso, ok := vm.CDROM("ide0")
-	if !ok {
-		return fmt.Errorf("VM %d has no bootstrap ISO on ide0 (config ide0 %q)", vm.VMID, vm.Config["ide0"])
-	}
-	boot, err := talosboot.Read(iso)
-	if err != nil {
-		return fmt.Errorf("VM %d cannot boot %s: %w", vm.VMID, volid, err)
-	}
-	if uuid := vm.SMBIOSUUID(); boot.Meta.InstanceID != uuid {
-		return fmt.Errorf("VM %d's meta-data names instance-id %q, not its SMBIOS UUID %q", vm.VMID, boot.Meta.InstanceID, uuid)
-	}
-	b.Endpoint = boot.Endpoint.String()
-	n, err := nodeagent.Register(ctx, boot, l.Tenant)
+// useProxmoxState points the lab at a fake that runs as a program.
+func (l *Lab) useProxmoxState(st pvelab.State) error {
+	ca, err := os.ReadFile(st.CAFile)
 	if err != nil {
 		return err
 	}
-	b.NodeName, b.ProviderID = n.Name, n.Spec.ProviderID
+	secret, err := os.ReadFile(st.TokenSecretFile)
+	if err != nil {
+		return err
+	}
+	l.Proxmox = pveapi.Config{URL: st.URL, TokenID: st.TokenID, Secret: strings.TrimSpace(string(secret)), CAPEM: ca}
+	l.Template = st.Template
 	return nil
 }
 
-// Boots returns every boot so far, in order.
-func (l *Lab) Boots() []Boot {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]Boot(nil), l.boots...)
+// Root is a client of the lab's Proxmox VE as root@pam.
+func (l *Lab) Root() (*proxmox.Client, error) { return pveapi.New(l.Proxmox) }
+
+// Boots returns every boot so far, in order, when the fake runs in the
+// lab's process; nil when it runs as a program (its log has them).
+func (l *Lab) Boots() []pvelab.Boot {
+	if l.proxmox == nil {
+		return nil
+	}
+	return l.proxmox.Boots()
 }
 
-// factoryImages stands in for the Image Factory: every nocloud image is a
-// megabyte of zeros; the VM's boot reads its ISO, not its disk.
-type factoryImages struct{}
-
-func (factoryImages) Download(_ context.Context, url string, _ bool) (io.ReadCloser, error) {
-	if !strings.HasPrefix(url, factoryURL+"/") || !strings.Contains(url, "/nocloud-amd64.") {
-		return nil, fmt.Errorf("cannot download %s: 404 Not Found", url)
+// startController runs the proxmox-network controller against the
+// management API server: no OVN (the lab has no OVN gateway to manage), no
+// webhook (capmox holds 9443), no leader election (one replica), its
+// health probes on a free port it must answer on before the lab goes on.
+func (l *Lab) startController(ctx context.Context, bin string) error {
+	probes, err := freeAddr()
+	if err != nil {
+		return err
 	}
-	return io.NopCloser(bytes.NewReader(make([]byte, 1<<20))), nil
+	m, err := capi.StartProcess("proxmox-network-controller", bin, []string{
+		"--kubeconfig=" + filepath.Join(l.Dir, MgmtKubeconfig), "--manage-gateway-chassis=false", "--webhook-port=0",
+		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes, "--leader-elect=false", "--log-format=text"},
+		[]string{"POD_NAMESPACE=cozy-proxmox-network", "POD_NAME=proxmox-network-controller"}, filepath.Join(l.Dir, "controller.log"))
+	if err != nil {
+		return err
+	}
+	l.Processes = append(l.Processes, m)
+	l.stops = append(l.stops, m.Stop)
+	deadline := time.Now().Add(programReadyTimeout)
+	for {
+		if ready(ctx, "http://"+probes+"/readyz") {
+			l.log(fmt.Sprintf("proxmox-network-controller (pid %d) ready", m.Pid()))
+			return nil
+		}
+		if m.Exited() || time.Now().After(deadline) {
+			return fmt.Errorf("proxmox-network-controller (pid %d) not ready; the last lines of its log:\n%s", m.Pid(), m.LogTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func ready(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// writeKubeconfig writes an administrator's kubeconfig of cfg.
+func writeKubeconfig(path string, cfg *rest.Config) error {
+	data, err := kubeconfig(cfg.Host, cfg.CAData, cfg.CertData, cfg.KeyData)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
 }

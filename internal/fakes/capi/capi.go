@@ -234,7 +234,7 @@ func (m *Managers) launch(r runner, comp component, webhookPort int) (*Manager, 
 		env = append(env, "TMPDIR="+tmp)
 	}
 	args := comp.flags(webhookPort, healthPort, r.certDir)
-	mgr, err := startProcess(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
+	mgr, err := StartProcess(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
 	if err != nil {
 		return nil, err
 	}

@@ -25,10 +25,10 @@ type Manager struct {
 	release func()
 }
 
-// startProcess starts bin with args in the environment managerEnv makes
+// StartProcess starts bin with args in the environment managerEnv makes
 // of env, its output going to the file log. On Linux the process dies with
-// the test binary (sysProcAttr).
-func startProcess(name, bin string, args, env []string, log string) (*Manager, error) {
+// the process that started it (sysProcAttr). Stop stops it by pid.
+func StartProcess(name, bin string, args, env []string, log string) (*Manager, error) {
 	f, err := os.Create(log)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A lab on this machine: a tenant cluster's workers brought up by the real
+# Cluster API, IPAM provider, capmox and Talos bootstrap provider against
+# the Proxmox VE fake (docs/cluster-api.md, "A lab on your machine").
+#
+#   hack/lab.sh up [--capmox v0.9|v0.7]   start it; prints KUBECONFIG=, PROXMOX_URL=,
+#                                          PROXMOX_TOKEN_ID=, PROXMOX_TOKEN_SECRET_FILE=, PROXMOX_CA_FILE=
+#   hack/lab.sh apply FILE...             apply a Kubernetes and its KubernetesNodes
+#   hack/lab.sh status [--wait 5m]        the lab's processes and Machines (--wait: until they run)
+#   hack/lab.sh env                       the lines up printed, for eval
+#   hack/lab.sh down                      stop everything, by pid
+#
+# The lab lives in ${PXSUBSTRATE_LAB_DIR:-<cache>/lab}; its programs are
+# built into <cache>/lab-bin, and kube-apiserver, etcd and the managers
+# into <cache> as hack/test.sh builds them, where <cache> is
+# ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cache=${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}
+dir=${PXSUBSTRATE_LAB_DIR:-$cache/lab}
+bin=$cache/lab-bin
+
+build() {
+	mkdir -p "$bin"
+	go build -o "$bin/labcmd" ./internal/labcmd
+	go build -o "$bin/pvefake" ./internal/fakes/pvefake
+	go build -o "$bin/proxmox-network-controller" ./cmd/proxmox-network-controller
+}
+
+cmd=${1:-}
+case $cmd in
+up)
+	shift
+	KUBEBUILDER_ASSETS="$(hack/kube-assets.sh)"
+	PXSUBSTRATE_CAPI_ASSETS="$(hack/capi-assets.sh)"
+	export KUBEBUILDER_ASSETS PXSUBSTRATE_CAPI_ASSETS
+	build
+	exec "$bin/labcmd" up --dir "$dir" --proxmox-program "$bin/pvefake" \
+		--controller "$bin/proxmox-network-controller" "$@"
+	;;
+apply | status | env | down)
+	shift
+	[[ -x $bin/labcmd ]] || build
+	exec "$bin/labcmd" "$cmd" --dir "$dir" "$@"
+	;;
+*)
+	echo "usage: hack/lab.sh up [--capmox v0.9|v0.7] | apply FILE... | status [--wait DURATION] | env | down" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,191 @@
+// Package pvelab is the Proxmox VE side of a lab: the API fake
+// (pveapi/pveapitest) with three nodes, each with a VLAN-aware bridge, and a
+// Talos template made by talostemplate.Create, whose started VMs "boot":
+// each reads the bootstrap ISO on its CD-ROM, validates its Talos machine
+// configuration with Talos's machinery (internal/fakes/talosboot) and
+// registers its Node at the endpoint that configuration names
+// (internal/fakes/nodeagent). internal/lab runs it in its own process for
+// tests; internal/fakes/pvefake runs it as a program of its own.
+package pvelab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/nodeagent"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/talosboot"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/talostemplate"
+)
+
+// The lab's Proxmox VE.
+const (
+	// Bridge is the VLAN-aware bridge of every node.
+	Bridge = "vmbr1"
+	// TemplateStorage holds the Talos template's disk.
+	TemplateStorage = "local-lvm"
+	// ImageStorage takes the downloaded image; no tenant reaches it.
+	ImageStorage = "local"
+	// talosVersion and schematic are the chart's default Talos image.
+	talosVersion = "v1.13.6"
+	schematic    = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+	factoryURL   = "https://factory.talos.dev"
+	templateVMID = "9000"
+)
+
+// Nodes are the fake's Proxmox nodes.
+var Nodes = []string{"pve1", "pve2", "pve3"}
+
+// Template is the Talos template the lab made with talostemplate.Create.
+type Template struct {
+	VMID int    `json:"vmid"`
+	Node string `json:"node"`
+	// Tags are the template's tags: a pool's proxmox.templateTags.
+	Tags []string `json:"tags"`
+}
+
+// Boot is one VM's boot as the lab saw it.
+type Boot struct {
+	VMID int
+	Node string
+	// Node registered, or Err why the VM did not boot or register.
+	NodeName, ProviderID string
+	Endpoint             string
+	Err                  error
+}
+
+// Proxmox is a running Proxmox VE fake of a lab.
+type Proxmox struct {
+	// Server is the fake; Template the Talos template on it.
+	Server   *pveapitest.Server
+	Template Template
+
+	tenant *rest.Config
+	log    func(string)
+	mu     sync.Mutex
+	boots  []Boot
+}
+
+// Options configure Start.
+type Options struct {
+	// Tenant gives the credentials and CA of the tenant control plane at
+	// which booted VMs register their Nodes (its Host is replaced by the
+	// endpoint each VM's configuration names).
+	Tenant *rest.Config
+	// Log receives a line for each step and boot; nil discards them.
+	Log func(string)
+}
+
+// Start starts the fake, gives every node the bridge and makes the Talos
+// template. Close stops it.
+func Start(ctx context.Context, o Options) (*Proxmox, error) {
+	if o.Tenant == nil {
+		return nil, errors.New("pvelab: Options.Tenant is needed: booted VMs register their Nodes there")
+	}
+	p := &Proxmox{tenant: o.Tenant, log: o.Log}
+	if p.log == nil {
+		p.log = func(string) {}
+	}
+	opts := []pveapitest.Option{pveapitest.WithTLS(), pveapitest.WithCluster("lab"), pveapitest.WithNodes(Nodes...),
+		pveapitest.WithDownloader(factoryImages{}), pveapitest.WithBootHook(p.boot)}
+	srv, err := pveapitest.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the Proxmox VE fake: %w", err)
+	}
+	p.Server = srv
+	if err := p.prepare(ctx); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close stops the fake.
+func (p *Proxmox) Close() { p.Server.Close() }
+
+func (p *Proxmox) prepare(ctx context.Context) error {
+	srv := p.Server
+	for _, n := range Nodes {
+		if err := srv.SetInterface(n, pveapitest.Interface{Name: Bridge, Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "2-4094"}); err != nil {
+			return err
+		}
+	}
+	spec, err := talostemplate.NewSpec(talostemplate.Inputs{VMID: templateVMID, Storage: TemplateStorage,
+		TalosVersion: talosVersion, SchematicID: schematic, FactoryURL: factoryURL})
+	if err != nil {
+		return err
+	}
+	res, err := talostemplate.Create(ctx, srv.Client(), spec, talostemplate.CreateOptions{Node: Nodes[0], PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		return fmt.Errorf("cannot create the Talos template: %w", err)
+	}
+	p.Template = Template{VMID: res.Spec.VMID, Node: res.Node, Tags: res.Spec.Tags}
+	p.log(fmt.Sprintf("Talos template %d on %s, tags %s", res.Spec.VMID, res.Node, strings.Join(res.Spec.Tags, ",")))
+	return nil
+}
+
+// boot plays a started VM: it reads the CD-ROM capmox mounted (ide0),
+// validates its Talos configuration and registers the Node at the
+// endpoint the configuration names, with the tenant API server's
+// credentials.
+func (p *Proxmox) boot(ctx context.Context, vm pveapitest.BootingVM) error {
+	b := Boot{VMID: vm.VMID, Node: vm.Node}
+	err := p.register(ctx, vm, &b)
+	b.Err = err
+	p.mu.Lock()
+	p.boots = append(p.boots, b)
+	p.mu.Unlock()
+	if err != nil {
+		p.log(fmt.Sprintf("VM %d on %s did not boot: %v", vm.VMID, vm.Node, err))
+	} else {
+		p.log(fmt.Sprintf("VM %d on %s booted and registered node %s (%s) at %s", vm.VMID, vm.Node, b.NodeName, b.ProviderID, b.Endpoint))
+	}
+	return err
+}
+
+func (p *Proxmox) register(ctx context.Context, vm pveapitest.BootingVM, b *Boot) error {
+	volid, iso, ok := vm.CDROM("ide0")
+	if !ok {
+		return fmt.Errorf("VM %d has no bootstrap ISO on ide0 (config ide0 %q)", vm.VMID, vm.Config["ide0"])
+	}
+	boot, err := talosboot.Read(iso)
+	if err != nil {
+		return fmt.Errorf("VM %d cannot boot %s: %w", vm.VMID, volid, err)
+	}
+	if uuid := vm.SMBIOSUUID(); boot.Meta.InstanceID != uuid {
+		return fmt.Errorf("VM %d's meta-data names instance-id %q, not its SMBIOS UUID %q", vm.VMID, boot.Meta.InstanceID, uuid)
+	}
+	b.Endpoint = boot.Endpoint.String()
+	n, err := nodeagent.Register(ctx, boot, p.tenant)
+	if err != nil {
+		return err
+	}
+	b.NodeName, b.ProviderID = n.Name, n.Spec.ProviderID
+	return nil
+}
+
+// Boots returns every boot so far, in order.
+func (p *Proxmox) Boots() []Boot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Boot(nil), p.boots...)
+}
+
+// factoryImages stands in for the Image Factory: every nocloud image is a
+// megabyte of zeros; the VM's boot reads its ISO, not its disk.
+type factoryImages struct{}
+
+func (factoryImages) Download(_ context.Context, url string, _ bool) (io.ReadCloser, error) {
+	if !strings.HasPrefix(url, factoryURL+"/") || !strings.Contains(url, "/nocloud-amd64.") {
+		return nil, fmt.Errorf("cannot download %s: 404 Not Found", url)
+	}
+	return io.NopCloser(bytes.NewReader(make([]byte, 1<<20))), nil
+}
