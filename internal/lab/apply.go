@@ -31,6 +31,17 @@ import (
 type Tenant struct {
 	Cluster capmoxrender.Kubernetes
 	Pools   []capmoxrender.KubernetesNodes
+	// Plan, when set, amends the tenant's specification before its ACLs
+	// are applied, as the platform's admin writes it: more templates,
+	// linked-clone storages or networks.
+	Plan func(*tenantplan.Tenant)
+	// Mutate, when set, amends each rendered object before it is
+	// created: a field the render does not write.
+	Mutate func(*unstructured.Unstructured) error
+	// Lookup are further objects the render reads, such as the
+	// ProxmoxNetwork of a VPC subnet a pool's NIC attaches to, as the
+	// proxmox-network controller reports it.
+	Lookup []*unstructured.Unstructured
 	// lookup holds the Kubernetes object as the render's cluster lookup
 	// reads it (a pool without a version takes its cluster's).
 	lookup *capmoxrender.Objects
@@ -78,6 +89,9 @@ func (l *Lab) ApplyACLs(ctx context.Context, t *Tenant) (*Applied, error) {
 	if t.lookup == nil {
 		t.lookup = &capmoxrender.Objects{}
 	}
+	for _, u := range t.Lookup {
+		t.lookup.Add(u)
+	}
 	spec := l.TenantSpec(*t)
 	if t.Cluster.Spec.Proxmox.Capmox.CredentialsSecretName == "" {
 		t.Cluster.Spec.Proxmox.Capmox.CredentialsSecretName = t.Cluster.Name + CapmoxSecretSuffix
@@ -111,7 +125,7 @@ func (l *Lab) ApplyObjects(ctx context.Context, t Tenant, a *Applied) error {
 	if err != nil {
 		return fmt.Errorf("cannot render Kubernetes %s/%s: %w", t.Cluster.Namespace, t.Cluster.Name, err)
 	}
-	if err := l.create(ctx, a, cluster); err != nil {
+	if err := l.create(ctx, a, cluster, t.Mutate); err != nil {
 		return err
 	}
 	svc, err := l.playKamaji(ctx, t.Cluster.Namespace, a.ClusterName)
@@ -126,7 +140,7 @@ func (l *Lab) ApplyObjects(ctx context.Context, t Tenant, a *Applied) error {
 		if err != nil {
 			return fmt.Errorf("cannot render KubernetesNodes %s/%s: %w", p.Namespace, p.Name, err)
 		}
-		if err := l.create(ctx, a, objs); err != nil {
+		if err := l.create(ctx, a, objs, t.Mutate); err != nil {
 			return err
 		}
 	}
@@ -164,11 +178,17 @@ func (l *Lab) dryRender(ctx context.Context, t Tenant, spec *tenantplan.Tenants)
 	return nil
 }
 
-// create creates objs on the management API server and records them.
-func (l *Lab) create(ctx context.Context, a *Applied, objs []*unstructured.Unstructured) error {
+// create creates objs on the management API server, each amended by
+// mutate when it is set, and records them.
+func (l *Lab) create(ctx context.Context, a *Applied, objs []*unstructured.Unstructured, mutate func(*unstructured.Unstructured) error) error {
 	for _, o := range objs {
 		if o.GetKind() == "Cluster" {
 			a.ClusterName = o.GetName()
+		}
+		if mutate != nil {
+			if err := mutate(o); err != nil {
+				return fmt.Errorf("cannot amend %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			}
 		}
 		if err := l.Client.Create(ctx, o); err != nil {
 			return fmt.Errorf("cannot create %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
@@ -200,7 +220,7 @@ func (t Tenant) check() error {
 // namespace when they name none), a disk storage <tenant>-disks and an
 // ISO storage <tenant>-iso for capmox's bootstrap ISOs, the pools'
 // bridges and VLANs, the lab's Talos template and a capmox token of the
-// tenant's own.
+// tenant's own; then t.Plan's amendments.
 func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 	name := t.Cluster.Namespace
 	tn := tenantplan.Tenant{Name: name, Pool: name, Storage: name + "-disks", Storages: []string{name + "-iso"},
@@ -224,6 +244,9 @@ func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 	for _, br := range sortedKeys(vlans) {
 		vs := slices.Compact(slices.Sorted(slices.Values(vlans[br])))
 		tn.Networks = append(tn.Networks, tenantplan.Network{Bridge: br, VLANs: vs, Untagged: len(vs) == 0})
+	}
+	if t.Plan != nil {
+		t.Plan(&tn)
 	}
 	return &tenantplan.Tenants{Platform: tenantplan.Platform{SharedStorages: []string{pvelab.ImageStorage}}, Tenants: []tenantplan.Tenant{tn}}
 }
@@ -327,6 +350,9 @@ func (l *Lab) renderOptions(t Tenant, spec *tenantplan.Tenants) capmoxrender.Opt
 	opts := capmoxrender.Options{Capmox: capmoxrender.CapmoxV08, Clusters: t.lookup, Warn: func(w string) { l.log("render: " + w) }}
 	if l.Capmox == capi.CapmoxV07 {
 		opts.Capmox = capmoxrender.CapmoxV07
+	}
+	if t.lookup != nil {
+		opts.Networks = t.lookup
 	}
 	if r := spec.Tenants[0].VMIDRange; r != nil {
 		opts.VMIDRanges = map[string]capmoxrender.VMIDRange{spec.Tenants[0].Pool: {Start: int64(r.Start), End: int64(r.End)}}
