@@ -184,19 +184,7 @@ func TestCapmoxTemplateMatchPolicies(t *testing.T) {
 			clonePosts[src]++
 		}
 	}
-	cloneOf := map[int]int{}
-	for _, task := range l.PVE.Tasks() {
-		if task.Type != "qmclone" {
-			continue
-		}
-		src, _ := strconv.Atoi(task.ID)
-		for _, line := range task.Log {
-			var from, to int
-			if _, err := fmt.Sscanf(line, "creating a clone of VM %d with ID %d", &from, &to); err == nil && from == src {
-				cloneOf[to] = src
-			}
-		}
-	}
+	cloneOf := clonesByVM(l)
 	// klog quotes the error as Go does.
 	log := l.Managers.Capmox.Log()
 	wantPosts := map[int]int{}
@@ -270,20 +258,31 @@ func tenantClient(t *testing.T, l *lab.Lab, a *lab.Applied) *proxmox.Client {
 // conditions (type/reason: message, one a line).
 type proxmoxMachine struct {
 	name     string
+	group    string
 	vmid     int
 	node     string
 	messages string
 }
 
 // proxmoxMachines reads the ProxmoxMachines of ns by the group of their
-// MachineDeployment (kubernetes-<cluster>-<group>).
+// MachineDeployment (kubernetes-<cluster>-<group>), one of each.
 func proxmoxMachines(t *testing.T, l *lab.Lab, ns string) map[string]proxmoxMachine {
+	t.Helper()
+	out := map[string]proxmoxMachine{}
+	for group, pms := range proxmoxMachinesAll(t, l, ns) {
+		out[group] = pms[0]
+	}
+	return out
+}
+
+// proxmoxMachinesAll reads the ProxmoxMachines of ns by group.
+func proxmoxMachinesAll(t *testing.T, l *lab.Lab, ns string) map[string][]proxmoxMachine {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(l.InfrastructureAPIVersion())
 	list.SetKind("ProxmoxMachineList")
 	must(t, l.Client.List(context.Background(), list, client.InNamespace(ns)))
-	out := map[string]proxmoxMachine{}
+	out := map[string][]proxmoxMachine{}
 	for _, pm := range list.Items {
 		md := pm.GetLabels()[capmoxrender.LabelDeploymentName]
 		_, group, _ := strings.Cut(strings.TrimPrefix(md, "kubernetes-"), "-")
@@ -296,7 +295,7 @@ func proxmoxMachines(t *testing.T, l *lab.Lab, ns string) map[string]proxmoxMach
 				msgs = append(msgs, fmt.Sprintf("%s/%v: %v", m["type"], m["reason"], m["message"]))
 			}
 		}
-		out[group] = proxmoxMachine{name: pm.GetName(), vmid: int(vmid), node: node, messages: strings.Join(msgs, "\n")}
+		out[group] = append(out[group], proxmoxMachine{name: pm.GetName(), group: group, vmid: int(vmid), node: node, messages: strings.Join(msgs, "\n")})
 	}
 	return out
 }
