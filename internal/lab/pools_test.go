@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
@@ -69,8 +70,8 @@ func poolShapes(t *testing.T, gen capi.Capmox) {
 		}
 	})
 	must(t, l.PVE.AddStorage(pveapitest.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
-	createTemplate(t, l, sharedTemplate, sharedStorage, lab.Nodes[0], sharedTags)
-	for _, n := range lab.Nodes {
+	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
+	for _, n := range pvelab.Nodes {
 		must(t, l.PVE.SetInterface(n, pveapitest.Interface{Name: "vmbr2", Type: "bridge", Ports: "eno3", VLANAware: true, VIDs: "2-4094"}))
 	}
 	tn, err := lab.ReadTenant(filepath.Join("testdata", "kubernetes.yaml"), filepath.Join("testdata", "shapes-nodes.yaml"))

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
@@ -92,7 +93,7 @@ func TestCapmoxTemplateMatchPolicies(t *testing.T) {
 	})
 	var vmids []int
 	for _, tp := range selectorTemplates {
-		createTemplate(t, l, tp.vmid, "local-lvm", lab.Nodes[0], tp.tags)
+		createTemplate(t, l, tp.vmid, "local-lvm", pvelab.Nodes[0], tp.tags)
 		vmids = append(vmids, tp.vmid)
 	}
 	tn := readTenant(t)
