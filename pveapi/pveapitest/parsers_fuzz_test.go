@@ -211,3 +211,48 @@ func FuzzUploadRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func FuzzCanonPath(f *testing.F) {
+	for _, s := range []string{"/srv/isos", "//srv/./isos/", "/../srv", "/..", "/", "/a/../b", "/a/.b/./", "./x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		c := canonPath(p)
+		if again := canonPath(c); again != c {
+			t.Fatalf("canonPath is not idempotent: %q -> %q -> %q", p, c, again)
+		}
+		if !strings.HasPrefix(p, "/") {
+			return
+		}
+		if !strings.HasPrefix(c, "/") || strings.Contains(c, "//") || strings.Contains(c+"/", "/./") ||
+			(c != "/" && strings.HasSuffix(c, "/")) {
+			t.Fatalf("canonPath(%q) = %q is not canonical", p, c)
+		}
+	})
+}
+
+func FuzzDecodeContent(f *testing.F) {
+	for _, s := range []string{"iso,vztmpl", "none", "none,iso", "", "images;rootdir iso", "iso,iso,backup", "\x00iso"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		for typ, pl := range storagePlugins {
+			got, err := pl.decodeContent(v)
+			if err != nil {
+				continue
+			}
+			if len(got) == 0 || (slices.Contains(got, "none") && len(got) > 1) || !slices.IsSorted(got) {
+				t.Fatalf("%s: decodeContent(%q) = %q", typ, v, got)
+			}
+			for _, ct := range got {
+				if !slices.Contains(pl.content, ct) && ct != "none" {
+					t.Fatalf("%s: decodeContent(%q) kept %q, which the type does not take", typ, v, ct)
+				}
+			}
+			again, err := pl.decodeContent(strings.Join(got, ","))
+			if err != nil || !slices.Equal(again, got) {
+				t.Fatalf("%s: %q reads back as %q (%v)", typ, got, again, err)
+			}
+		}
+	})
+}

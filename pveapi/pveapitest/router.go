@@ -110,6 +110,7 @@ func (srv *Server) routes() *router {
 	rt.add(powerRoutes()...)
 	rt.add(lxcRoutes()...)
 	rt.add(storageRoutes()...)
+	rt.add(storageConfigRoutes()...)
 	rt.add(taskRoutes()...)
 	rt.add(sdnRoutes(srv.cfg)...)
 	rt.add(nodeNetworkRoutes()...)

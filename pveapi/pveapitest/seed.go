@@ -45,18 +45,34 @@ func (srv *Server) SetNodeMemory(name string, total uint64) error {
 	})
 }
 
-// StorageSpec describes a storage of storage.cfg.
+// StorageSpec describes a storage of storage.cfg. POST /storage builds
+// one from its parameters and adds it the way AddStorage does.
 type StorageSpec struct {
 	ID   string
 	Type string // dir, nfs, lvmthin, rbd, zfspool, ... (default dir)
 	// Content lists the content types (images, rootdir, iso, vztmpl,
-	// import, backup, snippets).
+	// import, backup, snippets). Nil is the type's default for dir, lvm,
+	// lvmthin and nfs (images,rootdir; images; images,rootdir; images),
+	// as pve-storage's parse_config reads a section without content.
 	Content []string
-	Shared  bool
+	// Shared marks the storage shared; nfs, cifs, rbd, cephfs, iscsi,
+	// iscsidirect, zfs and pbs storages are shared whatever it says
+	// (Plugin.pm's @SHARED_STORAGE).
+	Shared bool
 	// Nodes restricts the storage to some nodes (default: all).
 	Nodes []string
 	// Total is the capacity in bytes (default 1 TiB).
 	Total uint64
+	// Disabled is storage.cfg's disable flag: the storage is on no node.
+	Disabled bool
+	// Path is where a file-based storage keeps its files (default
+	// /var/lib/vz for local, /mnt/pve/<id> for the others).
+	Path string
+	// VGName and ThinPool are an lvm or lvmthin storage's volume group and
+	// thin pool (default pve and data, the installer's local-lvm).
+	VGName, ThinPool string
+	// Server and Export are an nfs storage's.
+	Server, Export string
 }
 
 // AddStorage adds a storage.
@@ -65,26 +81,55 @@ func (srv *Server) AddStorage(spec StorageSpec) error {
 		if err := pveacl.ValidStorageID(spec.ID); err != nil {
 			return fmt.Errorf("cannot add storage: %w", err)
 		}
-		if _, ok := s.stores[spec.ID]; ok {
-			return fmt.Errorf("cannot add storage: storage ID '%s' already defined", spec.ID)
-		}
-		st := &storage{id: spec.ID, typ: spec.Type, content: map[string]bool{}, shared: spec.Shared,
-			nodes: slices.Clone(spec.Nodes), total: spec.Total}
-		if st.typ == "" {
-			st.typ = "dir"
-		}
-		if st.total == 0 {
-			st.total = 1 << 40
-		}
 		for _, c := range spec.Content {
 			if !containsStr(contentTypes, c) {
 				return fmt.Errorf("cannot add storage %s: content type '%s' is not one of %v", spec.ID, c, contentTypes)
 			}
-			st.content[c] = true
 		}
-		s.stores[spec.ID] = st
+		if err := s.addStorage(spec); err != nil {
+			return fmt.Errorf("cannot add storage: %w", err)
+		}
 		return nil
 	})
+}
+
+// addStorage adds a section to storage.cfg: AddStorage and POST /storage
+// both end here, so a storage made either way is the same record.
+func (s *state) addStorage(spec StorageSpec) error {
+	if _, ok := s.stores[spec.ID]; ok {
+		return fmt.Errorf("storage ID '%s' already defined", spec.ID)
+	}
+	st := &storage{id: spec.ID, typ: spec.Type, content: map[string]bool{}, shared: spec.Shared,
+		nodes: slices.Clone(spec.Nodes), total: spec.Total, disabled: spec.Disabled, opts: map[string]string{}}
+	if st.typ == "" {
+		st.typ = "dir"
+	}
+	if st.total == 0 {
+		st.total = 1 << 40
+	}
+	pl, modelled := storagePlugins[st.typ]
+	content := spec.Content
+	if modelled && content == nil {
+		content = pl.defContent
+	}
+	for _, c := range content {
+		st.content[c] = true
+	}
+	st.shared = st.shared || slices.Contains(sharedStorageTypes, st.typ)
+	for k, v := range map[string]string{"path": spec.Path, "vgname": spec.VGName, "thinpool": spec.ThinPool,
+		"server": spec.Server, "export": spec.Export} {
+		if v == "" && modelled {
+			v = pl.defaults[k]
+		}
+		if v != "" {
+			st.opts[k] = v
+		}
+	}
+	if st.fileBased() && st.opts["path"] == "" {
+		st.opts["path"] = st.path()
+	}
+	s.stores[spec.ID] = st
+	return nil
 }
 
 var contentTypes = []string{"backup", "images", "import", "iso", "rootdir", "snippets", "vztmpl"}

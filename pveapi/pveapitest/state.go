@@ -44,11 +44,18 @@ type storage struct {
 	nodes    []string // nil: every node
 	total    uint64
 	disabled bool
+	// opts are the type's own options of storage.cfg (path, vgname,
+	// thinpool, server, export), as GET /storage/{storage} shows them.
+	opts map[string]string
 }
 
-// path is where a file storage keeps its files: /var/lib/vz for local,
-// /mnt/pve/<id> (where PVE mounts network storages) for the others.
+// path is where a file storage keeps its files: its path option, else
+// /var/lib/vz for local and /mnt/pve/<id> (where PVE mounts network
+// storages) for the others.
 func (s *storage) path() string {
+	if p := s.opts["path"]; p != "" {
+		return p
+	}
 	if s.id == "local" {
 		return "/var/lib/vz"
 	}
