@@ -338,7 +338,7 @@ var covered = []struct {
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestIPAMProvider \./e2e$`, "e2e/ipam_test.go", "func TestIPAMProvider("},
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestCapmox \./internal/fakes/capi$`, "internal/fakes/capi/capmox_test.go", "func TestCapmoxManagersStart("},
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestCapmox \./internal/lab$`, "internal/lab/capmox_test.go", "func TestCapmoxWorkersRun("},
-	{"docs/cluster-api.md", `^hack/lab\.sh |^set -a; eval "\$\(hack/lab\.sh env\)"; set \+a$|\$PROXMOX_URL`, "internal/labcmd/walkthrough_test.go", "func TestCapmoxLabWalkthrough("},
+	{"docs/cluster-api.md", `^hack/lab\.sh |^set -a;$|^eval "\$\(hack/lab\.sh env\)";$|^set \+a$|\$PROXMOX_URL`, "internal/labcmd/walkthrough_test.go", "func TestCapmoxLabWalkthrough("},
 	{"README.md", `^hack/lab\.sh `, "internal/labcmd/walkthrough_test.go", "func TestCapmoxLabWalkthrough("},
 	{"docs/embedding.md", `.`, "internal/layering/embedding_test.go", "func TestEmbeddingDoc("},
 	{"docs/pveacl.md", `^for p in pveacl `, "internal/layering/pveacl_test.go", "func TestPveaclExportedNames("},

@@ -308,6 +308,11 @@ func down(args []string, out io.Writer) error {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+	// The supervisor has stopped its processes; give the kernel a moment
+	// to let them go before killing what is left.
+	for deadline := time.Now().Add(5 * time.Second); anyAlive(s.Processes) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	var killed []string
 	for _, p := range append([]lab.Process{{Pid: s.Pid}}, s.Processes...) {
 		if p.Pid == 0 || !lab.Alive(p.Pid) || (p.Name != "" && lab.Comm(p.Pid) != p.Name) {
@@ -324,6 +329,15 @@ func down(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "lab stopped: %d processes\n", len(s.Processes)+1)
 	return nil
+}
+
+func anyAlive(ps []lab.Process) bool {
+	for _, p := range ps {
+		if state(p.Pid, p.Name) == "running" {
+			return true
+		}
+	}
+	return false
 }
 
 // state is "running", or "gone" when pid has ended or now names another

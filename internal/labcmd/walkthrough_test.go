@@ -9,9 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/lab"
 )
 
 const repoRoot = "../.."
@@ -80,8 +83,12 @@ func TestCapmoxLabWalkthrough(t *testing.T) {
 		t.Fatalf("status listed %d processes, want the supervisor, two API servers with their etcd, four managers, pvefake and the controller", len(pids))
 	}
 	for _, p := range pids {
-		if _, err := os.Stat("/proc/" + strings.TrimSpace(p)); err == nil {
-			t.Errorf("process %s of the lab still runs after down", strings.TrimSpace(p))
+		pid, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lab.Alive(pid) {
+			t.Errorf("process %d (%s) of the lab still runs after down", pid, lab.Comm(pid))
 		}
 	}
 }
