@@ -11,9 +11,9 @@ package pvelab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"errors"
 	"strings"
 	"sync"
 	"time"
