@@ -2,6 +2,7 @@ package nodeagent_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/nodeagent"
@@ -88,6 +91,58 @@ func TestAddresses(t *testing.T) {
 	for _, bad := range []string{"", "[", "network: {ethernets: 3}", "ethernets: {eth0: {addresses: [10.0.0.1/24]}}"} {
 		if got := nodeagent.Addresses([]byte(bad)); got != nil {
 			t.Errorf("Addresses(%q) = %v", bad, got)
+		}
+	}
+}
+
+// TestResolve: an endpoint host is resolved as Talos resolves it from
+// /etc/hosts: an address stands for itself, a name takes the address of
+// the extraHostEntries entry whose aliases hold it, and a name no entry
+// holds (or a boot without configuration) is ErrUnresolved, since the
+// agent asks no DNS server.
+func TestResolve(t *testing.T) {
+	cfg, err := configloader.NewFromBytes([]byte(`version: v1alpha1
+machine:
+  type: worker
+  network:
+    extraHostEntries:
+      - ip: 192.0.2.9
+        aliases: [other.example]
+      - ip: 127.77.1.2
+        aliases: [kube.example, demo.tenant-demo.svc]
+cluster:
+  controlPlane:
+    endpoint: https://demo.tenant-demo.svc:6443
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		endpoint string
+		noConfig bool
+		want     string
+	}{
+		{endpoint: "https://demo.tenant-demo.svc:6443", want: "127.77.1.2"},
+		{endpoint: "https://other.example:6443", want: "192.0.2.9"},
+		{endpoint: "https://10.0.0.5:6443", want: "10.0.0.5"},
+		{endpoint: "https://[fd00::5]:6443", want: "fd00::5"},
+		{endpoint: "https://demo.tenant-demo.svc.cluster.local:6443"},
+		{endpoint: "https://demo.tenant-demo.svc:6443", noConfig: true},
+	} {
+		u, err := url.Parse(tc.endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &talosboot.Boot{Endpoint: u, Config: cfg}
+		if tc.noConfig {
+			b.Config = nil
+		}
+		got, err := nodeagent.Resolve(b)
+		switch {
+		case tc.want == "" && !errors.Is(err, nodeagent.ErrUnresolved):
+			t.Errorf("%s (config %v): got %v, %v; want ErrUnresolved", tc.endpoint, !tc.noConfig, got, err)
+		case tc.want != "" && (err != nil || got.String() != tc.want):
+			t.Errorf("%s: got %v, %v; want %s", tc.endpoint, got, err, tc.want)
 		}
 	}
 }
