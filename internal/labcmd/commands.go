@@ -32,7 +32,7 @@ const upTimeout = 5 * time.Minute
 const downTimeout = 2 * time.Minute
 
 type upFlags struct {
-	dir, proxmox, controller, capmox string
+	proxmox, controller, capmox string
 }
 
 func (f *upFlags) bind(fs *flag.FlagSet) {
