@@ -46,15 +46,7 @@ func TestCapmoxWorkersRun(t *testing.T) {
 
 func workersRun(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Options{Capmox: gen, Log: func(s string) { t.Log(s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	l := startLab(t, gen)
 	a, err := l.Apply(ctx, readTenant(t))
 	if err != nil {
 		t.Fatal(err)
@@ -196,15 +188,7 @@ func machines(t *testing.T, c client.Client, ns string) (int, string) {
 // which holds that no request at all is denied.
 func TestCapmoxPrivileges(t *testing.T) {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Options{Log: func(s string) { t.Log(s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	l := startLab(t, "")
 	tn := readTenant(t)
 	a, err := l.ApplyACLs(ctx, &tn)
 	if err != nil {
@@ -288,6 +272,22 @@ func machineMessages(t *testing.T, l *lab.Lab) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// startLab starts a lab with capmox gen (empty: v0.9.0), logging to the
+// test, and stops it when the test ends.
+func startLab(t *testing.T, gen capi.Capmox) *lab.Lab {
+	t.Helper()
+	l, err := lab.Start(context.Background(), lab.Options{Capmox: gen, Log: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return l
 }
 
 func eventually(t *testing.T, d time.Duration, what string, ok func() (bool, string)) {

@@ -60,15 +60,7 @@ func TestCapmoxPoolShapes(t *testing.T) {
 
 func poolShapes(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Options{Capmox: gen, Log: func(s string) { t.Log(s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	l := startLab(t, gen)
 	must(t, l.PVE.AddStorage(pveapitest.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
 	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
 	for _, n := range pvelab.Nodes {

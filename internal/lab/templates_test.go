@@ -82,15 +82,7 @@ var selectorCases = []selectorCase{
 // before it is created (our render writes none: exact).
 func TestCapmoxTemplateMatchPolicies(t *testing.T) {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Options{Log: func(s string) { t.Log(s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	l := startLab(t, "")
 	var vmids []int
 	for _, tp := range selectorTemplates {
 		createTemplate(t, l, tp.vmid, "local-lvm", pvelab.Nodes[0], tp.tags)
