@@ -171,14 +171,18 @@ func TestGatewayDataPlane(t *testing.T) {
 	t.Logf("active chassis of vpc1: %s, standby: %s", active.Name, standby.Name)
 	// While the chassis move from the distributed port to the gateway port,
 	// both may still answer; the end state is one reply per request.
-	deadline := time.Now().Add(10 * time.Second)
-	n = arpReplies(t, g.vm1, gw1, g.sub1.MAC)
-	for ; n != 1 && time.Now().Before(deadline); n = arpReplies(t, g.vm1, gw1, g.sub1.MAC) {
-		t.Logf("with the group, while the chassis converge: %d ARP replies", n)
+	// A request lost on a loaded machine is asked again: what must hold is
+	// one reply per request, twice in a row, before the deadline.
+	deadline := time.Now().Add(15 * time.Second)
+	var seen []int
+	for len(seen) < 2 || seen[len(seen)-1] != 1 || seen[len(seen)-2] != 1 {
+		if time.Now().After(deadline) {
+			t.Errorf("with the group: ARP replies per request %v, want exactly 1 from the active chassis, twice in a row", seen)
+			break
+		}
+		seen = append(seen, arpReplies(t, g.vm1, gw1, g.sub1.MAC))
 	}
-	if n != 1 || arpReplies(t, g.vm1, gw1, g.sub1.MAC) != 1 {
-		t.Errorf("with the group: %d ARP replies, want exactly 1 from the active chassis, twice in a row", n)
-	}
+	t.Logf("with the group, ARP replies per request until stable: %v", seen)
 	ipInput = g.LogicalFlows("vpc1", "lr_in_ip_input")
 	if !hasFlow(ipInput, `inport == "vpc1-sub1" && arp.op == 1 && arp.tpa == 10.100.0.1`, `is_chassis_resident("cr-vpc1-sub1")`) {
 		t.Errorf("with the group, only the chassis that holds cr-vpc1-sub1 answers ARP for 10.100.0.1:\n%s", strings.Join(ipInput, "\n"))
