@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,9 +259,11 @@ func nbctl(endpoint string, gw Gateway) error {
 
 // BenchmarkConverge1000 converges 1,000 router ports on a real ovsdb-server
 // in the same run: this package one network per call (Reconcile: cached
-// reads, one transaction per network) and all at once (ReconcileAll: the
-// writes of 100 networks per transaction), the uncached read-then-write
-// peer, and one ovn-nbctl process per network. Each approach has the
+// reads, one transaction per network), controller-style (1,000 Reconcile
+// calls at once, whose writes the coalescer merges into shared
+// transactions), and all at once (ReconcileAll: the writes of 100 networks
+// per transaction), the uncached read-then-write peer, and one ovn-nbctl
+// process per network. Each approach has the
 // server to itself: the package's monitored client is connected only while
 // its own passes run, so the others never pay for decoding its monitor
 // updates. It reports milliseconds per 1,000 networks and the ratios.
@@ -268,7 +271,7 @@ func BenchmarkConverge1000(b *testing.B) {
 	w := newBenchWorld(b)
 	ctx := context.Background()
 	naive := newUncached(b, w.server.Endpoint())
-	var single, batched, peer, cli time.Duration
+	var single, coalesced, batched, peer, cli time.Duration
 	timed := func(d *time.Duration, who string, run func()) {
 		b.StopTimer()
 		w.reset(b)
@@ -301,6 +304,13 @@ func BenchmarkConverge1000(b *testing.B) {
 				}
 			}
 		})
+		ours(&coalesced, "concurrent Reconcile", func(c *Client) {
+			for i, err := range second(concurrently(ctx, c, w.gws)) {
+				if err != nil {
+					b.Fatalf("network %d: %v", i, err)
+				}
+			}
+		})
 		ours(&batched, "ReconcileAll", func(c *Client) {
 			for i, err := range second(c.ReconcileAll(ctx, w.gws)) {
 				if err != nil {
@@ -325,13 +335,27 @@ func BenchmarkConverge1000(b *testing.B) {
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(single.Milliseconds())/n, "reconcile-ms/1000nets")
+	b.ReportMetric(float64(coalesced.Milliseconds())/n, "concurrent-ms/1000nets")
 	b.ReportMetric(float64(batched.Milliseconds())/n, "reconcileall-ms/1000nets")
 	b.ReportMetric(float64(peer.Milliseconds())/n, "uncached-ms/1000nets")
 	b.ReportMetric(float64(cli.Milliseconds())/n, "nbctl-ms/1000nets")
+	b.ReportMetric(float64(peer)/float64(coalesced), "concurrent-x-vs-uncached")
 	b.ReportMetric(float64(peer)/float64(single), "reconcile-x-vs-uncached")
 	b.ReportMetric(float64(cli)/float64(single), "reconcile-x-vs-nbctl")
 	b.ReportMetric(float64(peer)/float64(batched), "reconcileall-x-vs-uncached")
 	b.ReportMetric(float64(cli)/float64(batched), "reconcileall-x-vs-nbctl")
+}
+
+// concurrently calls Reconcile for every network at once, as the
+// controller's workers do, and returns each call's error.
+func concurrently(ctx context.Context, c *Client, gws []Gateway) ([]Outcome, []error) {
+	outs, errs := make([]Outcome, len(gws)), make([]error, len(gws))
+	var wg sync.WaitGroup
+	for i, gw := range gws {
+		wg.Go(func() { outs[i], errs[i] = c.Reconcile(ctx, gw) })
+	}
+	wg.Wait()
+	return outs, errs
 }
 
 // dialBench connects a Client whose cache holds the whole database.
@@ -347,7 +371,8 @@ func dialBench(b *testing.B, endpoint string) *Client {
 func second[A, B any](_ A, b B) B { return b }
 
 // BenchmarkResync1000 passes over 1,000 converged networks: this package
-// sends no transaction at all, per network or all at once; the uncached
+// sends no transaction at all, per network, 1,000 calls at once, or all at
+// once; the uncached
 // peer reads every network from the server (with the package's client
 // closed, so that the peer has the server to itself).
 func BenchmarkResync1000(b *testing.B) {
@@ -361,7 +386,7 @@ func BenchmarkResync1000(b *testing.B) {
 	}
 	c.Close()
 	naive := newUncached(b, w.server.Endpoint())
-	var single, batched, peer time.Duration
+	var single, coalesced, batched, peer time.Duration
 	var txns uint64
 	b.ResetTimer()
 	for range b.N {
@@ -377,7 +402,15 @@ func BenchmarkResync1000(b *testing.B) {
 		}
 		single += time.Since(start)
 		start = time.Now()
-		outs, errs := c.ReconcileAll(ctx, w.gws)
+		outs, errs := concurrently(ctx, c, w.gws)
+		coalesced += time.Since(start)
+		for i := range outs {
+			if errs[i] != nil || outs[i].Changed {
+				b.Fatalf("a resync of a converged network must not write: %+v, %v", outs[i], errs[i])
+			}
+		}
+		start = time.Now()
+		outs, errs = c.ReconcileAll(ctx, w.gws)
 		batched += time.Since(start)
 		for i := range outs {
 			if errs[i] != nil || outs[i].Changed {
@@ -399,6 +432,7 @@ func BenchmarkResync1000(b *testing.B) {
 	n := float64(b.N)
 	b.ReportMetric(float64(txns)/n, "txns/resync")
 	b.ReportMetric(float64(single.Microseconds())/n/1000, "reconcile-ms/1000nets")
+	b.ReportMetric(float64(coalesced.Microseconds())/n/1000, "concurrent-ms/1000nets")
 	b.ReportMetric(float64(batched.Microseconds())/n/1000, "reconcileall-ms/1000nets")
 	b.ReportMetric(float64(peer.Microseconds())/n/1000, "uncached-ms/1000nets")
 	b.ReportMetric(float64(peer)/float64(single), "reconcile-x-vs-uncached")

@@ -64,6 +64,8 @@ type Client struct {
 	lost    chan struct{}
 	stop    chan struct{}
 	done    sync.WaitGroup
+	// co merges the writes of concurrent Reconcile calls.
+	co coalescer
 
 	mu sync.Mutex
 	// nb is the libovsdb client of the current connection; nil while

@@ -18,10 +18,15 @@ const cacheWait = time.Second
 
 // Reconcile makes the network's router port use its HA_Chassis_Group with
 // the wanted members, within PassTimeout. It reads only from the cache: a
-// network that is already right costs no transaction, and any change costs
-// exactly one write transaction whose operation results are checked. Rows
-// of other owners are never written; the outcome says why they were left
-// alone. Errors wrap ErrNBUnavailable, ErrConflict or ErrInvalid.
+// network that is already right costs no transaction, and any change is
+// written in one transaction whose operation results are checked. Calls
+// made at the same time share transactions: a call whose write finds one
+// of three transaction slots free sends it at once, and the writes that
+// queue meanwhile go out together, up to BatchSize per transaction, as
+// ReconcileAll's batches do; each call still gets the result of its own
+// operations (see commitMerged). Rows of other owners are never written;
+// the outcome says why they were left alone. Errors wrap ErrNBUnavailable,
+// ErrConflict or ErrInvalid.
 func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	if err := gw.Validate(); err != nil {
 		return Outcome{}, err
@@ -40,11 +45,11 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	if !p.writes() {
 		return p.outcome, nil
 	}
-	t, err := s.build(gw, v, p)
-	if err != nil {
+	t := &txn{prefix: c.co.prefix()}
+	if err := s.buildInto(t, gw, v, p); err != nil {
 		return Outcome{}, err
 	}
-	if err := s.transact(ctx, t); err != nil {
+	if err := s.commit(ctx, gw.RouterPort, t); err != nil {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
 	p.outcome.Changed = true
@@ -101,13 +106,29 @@ func (s *session) get(ctx context.Context, m any) (bool, error) {
 
 // transact sends t and checks every operation's result and row count.
 func (s *session) transact(ctx context.Context, t *txn) error {
+	res, err := s.send(ctx, t.ops)
+	if err != nil {
+		return err
+	}
+	return t.check(res)
+}
+
+// send sends ops as one transaction and returns the results; an error says
+// the transaction got no answer.
+func (s *session) send(ctx context.Context, ops []ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	s.c.txns.Add(1)
-	res, err := s.nb.Transact(ctx, t.ops...)
+	res, err := s.nb.Transact(ctx, ops...)
 	if err != nil {
 		s.c.connectionLost(s.nb, err)
-		return wrapNB("run the NB transaction", err)
+		return nil, wrapNB("run the NB transaction", err)
 	}
 	s.c.touch()
+	return res, nil
+}
+
+// check turns the results of t's operations into an error: a failed
+// operation or commit, or a row count other than the one wanted.
+func (t *txn) check(res []ovsdb.OperationResult) error {
 	var details []string
 	if opErrs, err := ovsdb.CheckOperationResults(res, t.ops); err != nil {
 		for _, e := range opErrs {
