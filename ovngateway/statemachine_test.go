@@ -2,6 +2,7 @@ package ovngateway_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -244,6 +245,50 @@ func (m *gatewayMachine) Reconcile(t *rapid.T) {
 	}
 }
 
+// ReconcileAtOnce passes over a random set of networks with one Reconcile
+// call each, all at the same time, on a cache that holds every committed
+// row. Outside an outage each call must get its own answer: the reason the
+// model predicts for its network, and for a network that gets its chassis,
+// its group with exactly the wanted chassis and its port pointing at it,
+// whatever the other calls in the same transactions asked for.
+func (m *gatewayMachine) ReconcileAtOnce(t *rapid.T) {
+	nets := rapid.SliceOfNDistinct(rapid.SampledFrom(m.nets), 2, len(m.nets), func(n *smNetwork) string { return n.id() }).Draw(t, "nets")
+	if !m.isDown {
+		_ = m.c.Sync(context.Background())
+	}
+	gws := make([]ovngateway.Gateway, len(nets))
+	for i, n := range nets {
+		gws[i] = m.wanted(t, n)
+	}
+	outs, errs := reconcileAtOnce(m.c, gws)
+	if m.isDown {
+		return
+	}
+	var state ovngatewaytest.State
+	for i, n := range nets {
+		o, err := outs[i], errs[i]
+		if errors.Is(err, ovngateway.ErrNBUnavailable) {
+			t.Logf("Reconcile(%s) right after an outage: %v", n.id(), err)
+			continue
+		}
+		if want := m.expected(t, n); err != nil || o.Reason != want || o.Group != n.group() {
+			t.Fatalf("network %s among %d calls at once: %s for group %q, %v; want %s for %q", n.id(), len(nets), o.Reason, o.Group, err, want, n.group())
+		}
+		if o.Reason != ovngateway.ReasonChassisAssigned {
+			continue
+		}
+		if state.Groups == nil {
+			state = ovngatewaytest.Dump(m.outer, m.admin())
+		}
+		if diff := cmp.Diff(wantGroup(gws[i], nil), state.Groups[n.group()]); diff != "" {
+			t.Fatalf("network %s among %d calls at once: group: -want +got:\n%s", n.id(), len(nets), diff)
+		}
+		if got := state.Ports[n.port()].Group; got != n.group() {
+			t.Fatalf("network %s among %d calls at once: port points at %q, want %q", n.id(), len(nets), got, n.group())
+		}
+	}
+}
+
 func (m *gatewayMachine) Outage(t *rapid.T) {
 	if rapid.IntRange(0, 3).Draw(t, "chance") != 0 {
 		return // outages are rare: three draws in four change nothing
@@ -434,6 +479,7 @@ func runGatewayMachine(t *testing.T, open func() (smBackend, *ovngateway.Client,
 			"port":      m.Port,
 			"foreign":   m.Foreign,
 			"reconcile": m.Reconcile,
+			"at-once":   m.ReconcileAtOnce,
 			"outage":    m.Outage,
 			"":          m.Check,
 		})
