@@ -152,6 +152,9 @@ func (s *session) awaitCacheAll(ctx context.Context, gws []Gateway, idx []int) {
 	timer := time.NewTimer(cacheWait)
 	defer timer.Stop()
 	for {
+		// Take the channel before reading the cache, so that a change
+		// between the read and the wait is not missed.
+		changed := s.c.changes.wait()
 		settled := true
 		for _, i := range idx {
 			v, err := s.view(ctx, gws[i].Network)
@@ -167,7 +170,7 @@ func (s *session) awaitCacheAll(ctx context.Context, gws []Gateway, idx []int) {
 			return
 		}
 		select {
-		case <-s.c.changed:
+		case <-changed:
 		case <-timer.C:
 			return
 		case <-ctx.Done():

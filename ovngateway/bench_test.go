@@ -142,7 +142,7 @@ func newUncached(b *testing.B, endpoint string) *uncached {
 		b.Fatal(err)
 	}
 	b.Cleanup(nb.Close)
-	return &uncached{s: &session{c: &Client{lost: make(chan struct{}, 1), changed: make(chan struct{}, 1)}, nb: nb}}
+	return &uncached{s: &session{c: &Client{lost: make(chan struct{}, 1)}, nb: nb}}
 }
 
 func (u *uncached) reconcile(ctx context.Context, gw Gateway) error {

@@ -60,7 +60,7 @@ type Client struct {
 	opts    []client.Option
 	timing  timing
 	txns    atomic.Uint64
-	changed chan struct{}
+	changes changes
 	lost    chan struct{}
 	stop    chan struct{}
 	done    sync.WaitGroup
@@ -127,7 +127,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		model: m, opts: opts, timing: tm,
-		changed: make(chan struct{}, 1), lost: make(chan struct{}, 1),
+		lost: make(chan struct{}, 1),
 		stop: make(chan struct{}), notify: make(chan struct{}),
 	}
 	c.done.Add(1)

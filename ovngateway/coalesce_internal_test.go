@@ -147,3 +147,25 @@ func TestCoalescerQueue(t *testing.T) {
 		t.Errorf("an empty queue must give the slot back: running %d", co.running)
 	}
 }
+
+// TestChangesWakeEveryWaiter: a change of the cache wakes every pass
+// waiting for one, not just the first, so that concurrent calls waiting
+// for their writes to show up do not sit out cacheWait.
+func TestChangesWakeEveryWaiter(t *testing.T) {
+	var ch changes
+	a, b := ch.wait(), ch.wait()
+	ch.broadcast()
+	for i, w := range []<-chan struct{}{a, b} {
+		select {
+		case <-w:
+		default:
+			t.Errorf("waiter %d was not woken", i)
+		}
+	}
+	next := ch.wait()
+	select {
+	case <-next:
+		t.Errorf("a waiter after the change was woken by it")
+	default:
+	}
+}

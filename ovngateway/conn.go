@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -218,10 +219,32 @@ func (c *Client) settle(nb client.Client, err error) {
 	}
 }
 
-func (c *Client) poke() {
-	select {
-	case c.changed <- struct{}{}:
-	default:
+func (c *Client) poke() { c.changes.broadcast() }
+
+// changes wakes every pass waiting for the cache to change: a pass takes
+// the channel of the next change, and a change closes it.
+type changes struct {
+	mu sync.Mutex
+	// next is closed by the next change; nil while no pass waits.
+	next chan struct{}
+}
+
+// wait returns a channel closed by the next change of the cache.
+func (ch *changes) wait() <-chan struct{} {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.next == nil {
+		ch.next = make(chan struct{})
+	}
+	return ch.next
+}
+
+func (ch *changes) broadcast() {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.next != nil {
+		close(ch.next)
+		ch.next = nil
 	}
 }
 
