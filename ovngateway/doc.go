@@ -16,7 +16,9 @@
 //     "px-<port>" tagged owner=proxmox-network and network=<ns>/<name>, with
 //     exactly the wanted HA_Chassis rows. It reads only from a monitored
 //     cache; a network that is already right costs no transaction and a
-//     change costs exactly one, whose operation results are checked.
+//     change is written in one, whose operation results are checked.
+//     Concurrent calls share transactions (up to BatchSize writes each),
+//     and each call gets the result of its own operations.
 //   - Client.ReconcileAll does the same for many networks, with the writes
 //     of up to BatchSize networks in one transaction.
 //   - Client.Release deletes a network's own group and clears the ports that
