@@ -59,13 +59,7 @@ func TestMergedFailures(t *testing.T) {
 			Members: []Member{{Node: "n1", Chassis: "ch-n1", Priority: 100}, {Node: "n2", Chassis: "ch-n2", Priority: 90}},
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, Config{Address: s.Endpoint()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := dialInternal(t, s.Endpoint())
 	sess, ws := staleWrites(t, ctx, c, gws)
 
 	ovngatewaytest.DeleteRouterPort(t, admin, "vpc1-sub1")
@@ -111,6 +105,20 @@ func TestMergedFailures(t *testing.T) {
 	if ovngatewaytest.GroupUUID(t, admin, "px-vpc1-sub3") != theirs {
 		t.Errorf("the foreign group was replaced")
 	}
+}
+
+// dialInternal connects a client to endpoint and returns it with a context
+// of 10s; both end on cleanup.
+func dialInternal(t *testing.T, endpoint string) (context.Context, *Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	c, err := Dial(ctx, Config{Address: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return ctx, c
 }
 
 // TestCoalescerQueue: writes that arrive while every transaction slot is

@@ -140,13 +140,7 @@ func TestBatchConflictFallsBack(t *testing.T) {
 			Members: []Member{{Node: "n1", Chassis: "ch-n1", Priority: 100}},
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, Config{Address: s.Endpoint()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := dialInternal(t, s.Endpoint())
 	sess, err := c.session()
 	if err != nil {
 		t.Fatal(err)

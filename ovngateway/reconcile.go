@@ -17,7 +17,9 @@ import (
 const cacheWait = time.Second
 
 // Reconcile makes the network's router port use its HA_Chassis_Group with
-// the wanted members, within PassTimeout. It reads only from the cache: a
+// the wanted members. It decides within PassTimeout, and its write commits
+// within its transaction's time (PassTimeout plus 100ms per network the
+// transaction writes) once a slot is free. It reads only from the cache: a
 // network that is already right costs no transaction, and any change is
 // written in one transaction whose operation results are checked. Calls
 // made at the same time share transactions: a call whose write finds one
@@ -31,6 +33,11 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	if err := gw.Validate(); err != nil {
 		return Outcome{}, err
 	}
+	// A write queued behind busy transaction slots is bounded by its
+	// batch's deadline (PassTimeout plus 100ms per network, as in
+	// ReconcileAll), not by the pass's: only the caller's own ctx cuts
+	// the wait short.
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
 	defer cancel()
 	s, err := c.session()
@@ -49,11 +56,11 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	if err := s.buildInto(t, gw, v, p); err != nil {
 		return Outcome{}, err
 	}
-	if err := s.commit(ctx, gw.RouterPort, t); err != nil {
+	if err := s.commit(caller, gw.RouterPort, t); err != nil {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
 	p.outcome.Changed = true
-	s.awaitCache(ctx, gw)
+	s.awaitCache(caller, gw)
 	return p.outcome, nil
 }
 
