@@ -49,6 +49,13 @@ type Config struct {
 	// Logger receives libovsdb's connection logs.
 	// +optional
 	Logger *logr.Logger
+	// OnReconnect is called, on a goroutine of its own, each time the
+	// client has connected again after losing a connection, once the cache
+	// holds the server's rows. The server may be another member (a new RAFT
+	// leader) or a database rebuilt empty, so a caller reconciles every
+	// network again: those still right cost no transaction.
+	// +optional
+	OnReconnect func()
 }
 
 // Client manages the gateways of many networks over one northbound
@@ -56,14 +63,16 @@ type Config struct {
 // tables and the columns it uses, and writes at most one transaction per
 // network and pass. It is safe for concurrent use.
 type Client struct {
-	model   model.ClientDBModel
-	opts    []client.Option
-	timing  timing
-	txns    atomic.Uint64
-	changes changes
-	lost    chan struct{}
-	stop    chan struct{}
-	done    sync.WaitGroup
+	model  model.ClientDBModel
+	opts   []client.Option
+	timing timing
+	// onReconnect is Config.OnReconnect.
+	onReconnect func()
+	txns        atomic.Uint64
+	changes     changes
+	lost        chan struct{}
+	stop        chan struct{}
+	done        sync.WaitGroup
 	// co merges the writes of concurrent Reconcile calls.
 	co coalescer
 
@@ -126,7 +135,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("cannot create the OVN NB client: %w", err)
 	}
 	c := &Client{
-		model: m, opts: opts, timing: tm,
+		model: m, opts: opts, timing: tm, onReconnect: cfg.OnReconnect,
 		lost: make(chan struct{}, 1),
 		stop: make(chan struct{}), notify: make(chan struct{}),
 	}

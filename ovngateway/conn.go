@@ -62,11 +62,16 @@ func (c *Client) run() {
 	b.InitialInterval = min(100*time.Millisecond, c.timing.maxBackoff)
 	b.MaxInterval = c.timing.maxBackoff
 	b.MaxElapsedTime = 0
+	connected := false
 	for {
 		nb, err := c.attempt()
 		c.settle(nb, err)
 		wait := time.Duration(0)
 		if err == nil {
+			if connected && c.onReconnect != nil {
+				go c.onReconnect()
+			}
+			connected = true
 			b.Reset()
 			c.watch(nb)
 			c.settle(nil, fmt.Errorf("%w: the connection was lost; reconnecting", ErrNBUnavailable))

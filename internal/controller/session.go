@@ -30,8 +30,17 @@ func (p *Process) session(ctx context.Context) error {
 		gw        network.Gateway
 		collector *kubenetgateway.Collector
 	)
+	// reconnected is poked by the NB client each time it connects again:
+	// the server may be a new leader or a database rebuilt empty, so every
+	// network is reconciled again (those still right cost no write).
+	reconnected := make(chan struct{}, 1)
 	if p.opts.ManageGatewayChassis {
-		nb, err := p.dialNB(ctx)
+		nb, err := p.dialNB(ctx, func() {
+			select {
+			case reconnected <- struct{}{}:
+			default:
+			}
+		})
 		if err != nil {
 			return err
 		}
@@ -70,11 +79,30 @@ func (p *Process) session(ctx context.Context) error {
 	if err := ctrl.Load(ctx); err != nil {
 		return fmt.Errorf("cannot load the controller's cache: %w", err)
 	}
-	runs := []func(context.Context) error{ctrl.Run}
+	runs := []func(context.Context) error{ctrl.Run, func(ctx context.Context) error {
+		p.resyncOnReconnect(ctx, ctrl, reconnected)
+		return nil
+	}}
 	if collector != nil {
 		runs = append(runs, collector.Run)
 	}
 	return runTogether(ctx, runs...)
+}
+
+// resyncOnReconnect enqueues every network, zone and namespace each time
+// reconnected is poked, until ctx ends.
+func (p *Process) resyncOnReconnect(ctx context.Context, ctrl *network.Controller, reconnected <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reconnected:
+			p.log.Info("the OVN NB connection is back: reconciling every network")
+			if err := ctrl.Resync(ctx); err != nil && ctx.Err() == nil {
+				p.log.Error(err, "cannot enqueue every network after the NB reconnected")
+			}
+		}
+	}
 }
 
 // eventRecorder starts an events.k8s.io broadcaster to the API server for
@@ -96,12 +124,13 @@ func (p *Process) eventRecorder() (rec events.EventRecorder, stop func(), err er
 }
 
 // dialNB builds the NB client, with TLS from the Secret named by
-// --ovn-tls-secret. It connects in the background: passes report
+// --ovn-tls-secret; onReconnect is called each time it connects again. It connects in the background: passes report
 // NBUnavailable until it is up.
-func (p *Process) dialNB(ctx context.Context) (*ovngateway.Client, error) {
+func (p *Process) dialNB(ctx context.Context, onReconnect func()) (*ovngateway.Client, error) {
 	cfg := ovngateway.Config{
 		Address: p.opts.OVNNBAddress, InactivityProbe: p.opts.NBInactivityProbe,
 		ReconnectTimeout: p.opts.NBReconnectTimeout, MaxBackoff: p.opts.NBMaxBackoff,
+		OnReconnect: onReconnect,
 	}
 	if ref, ok := p.opts.TLSSecret(); ok {
 		sec := &corev1.Secret{}

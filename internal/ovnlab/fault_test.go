@@ -28,8 +28,6 @@ import (
 var faultKills = flag.Int("fault-kills", 3, "leader kills per TestFault sweep (docs/ovngateway.md: 10)")
 
 // Sizes and bounds of the fault world.
-const debugFault = false
-
 const (
 	faultNetworks = 1000
 	faultVPCs     = 50
@@ -243,11 +241,7 @@ func (w *faultWorld) converge() (time.Time, int, error) {
 	deadline := time.Now().Add(faultDeadline)
 	failed := 0
 	for {
-		t0 := time.Now()
 		err := w.pass()
-		if debugFault {
-			fmt.Printf("DEBUG pass %s took %s: %.300v\n", t0.Format("15:04:05.000"), time.Since(t0), err)
-		}
 		if err == nil {
 			return time.Now(), failed, nil
 		}
