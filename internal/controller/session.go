@@ -35,12 +35,7 @@ func (p *Process) session(ctx context.Context) error {
 	// network is reconciled again (those still right cost no write).
 	reconnected := make(chan struct{}, 1)
 	if p.opts.ManageGatewayChassis {
-		nb, err := p.dialNB(ctx, func() {
-			select {
-			case reconnected <- struct{}{}:
-			default:
-			}
-		})
+		nb, err := p.dialNB(ctx, func() { poke(reconnected) })
 		if err != nil {
 			return err
 		}
@@ -102,6 +97,14 @@ func (p *Process) resyncOnReconnect(ctx context.Context, ctrl *network.Controlle
 				p.log.Error(err, "cannot enqueue every network after the NB reconnected")
 			}
 		}
+	}
+}
+
+// poke wakes the reader of ch unless a wake-up is pending already.
+func poke(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 

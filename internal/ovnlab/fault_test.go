@@ -366,17 +366,8 @@ func (w *faultWorld) restart(t *testing.T, m *ovnlab.Member) {
 func TestFaultLeaderKilledDuringConverge(t *testing.T) {
 	w := newFaultWorld(t)
 	leader := func() (*ovnlab.Member, error) { return w.nb.Leader(faultDeadline) }
-	var took []time.Duration
-	for i := range *faultKills {
-		d, m := w.killDuringConverge(t, leader)
-		took = append(took, d)
-		w.check(t, fmt.Sprintf("kill %d (%s)", i+1, m.Name))
-		w.restart(t, m)
-		if t.Failed() {
-			break
-		}
-	}
-	figures(t, "NB leader SIGKILLed during a converge of 1,000 router ports, kill to the last port in its group", took)
+	w.sweep(t, "NB leader SIGKILLed during a converge of 1,000 router ports, kill to the last port in its group",
+		func(int) (time.Duration, *ovnlab.Member) { return w.killDuringConverge(t, leader) })
 }
 
 // TestFaultLeaderKilledInSteadyState: with every port in its group, the
@@ -388,38 +379,56 @@ func TestFaultLeaderKilledInSteadyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.check(t, "before the kills")
+	w.sweep(t, "NB leader SIGKILLed in steady state (1,000 ports), kill to a pass over every network confirmed on the new leader",
+		func(i int) (time.Duration, *ovnlab.Member) { return w.killSteady(t, i) })
+}
+
+// sweep kills *faultKills times with kill, checks the rows after each
+// kill, starts the killed member again, and logs the figures under what.
+func (w *faultWorld) sweep(t *testing.T, what string, kill func(i int) (time.Duration, *ovnlab.Member)) {
+	t.Helper()
 	var took []time.Duration
 	for i := range *faultKills {
-		m, err := w.nb.Leader(faultDeadline)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent := w.c.Transactions()
-		m.Kill()
-		killed := time.Now()
-		// A pass counts once it ran on a connection to another member:
-		// until the client notices the kill it answers from its cache.
-		deadline := killed.Add(faultDeadline)
-		for {
-			if ep := w.c.Endpoint(); ep != "" && ep != m.Endpoint() && w.pass() == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("kill %d: no pass succeeded on the new leader within %s", i+1, faultDeadline)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		took = append(took, time.Since(killed))
-		if n := w.c.Transactions() - sent; n != 0 {
-			t.Errorf("kill %d: a leader change lost nothing, yet the client sent %d transactions", i+1, n)
-		}
+		d, m := kill(i)
+		took = append(took, d)
 		w.check(t, fmt.Sprintf("kill %d (%s)", i+1, m.Name))
 		w.restart(t, m)
 		if t.Failed() {
 			break
 		}
 	}
-	figures(t, "NB leader SIGKILLed in steady state (1,000 ports), kill to a pass over every network confirmed on the new leader", took)
+	figures(t, what, took)
+}
+
+// killSteady kills the leader of a converged world and returns how long
+// it took until a pass over every network succeeded on another member,
+// failing t if that pass wrote anything.
+func (w *faultWorld) killSteady(t *testing.T, i int) (time.Duration, *ovnlab.Member) {
+	t.Helper()
+	m, err := w.nb.Leader(faultDeadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := w.c.Transactions()
+	m.Kill()
+	killed := time.Now()
+	// A pass counts once it ran on a connection to another member: until
+	// the client notices the kill it answers from its cache.
+	deadline := killed.Add(faultDeadline)
+	for {
+		if ep := w.c.Endpoint(); ep != "" && ep != m.Endpoint() && w.pass() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kill %d: no pass succeeded on the new leader within %s", i+1, faultDeadline)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(killed)
+	if n := w.c.Transactions() - sent; n != 0 {
+		t.Errorf("kill %d: a leader change lost nothing, yet the client sent %d transactions", i+1, n)
+	}
+	return took, m
 }
 
 // TestFaultFollowerKilled: a follower is killed during a converge; the
