@@ -56,6 +56,14 @@ type Config struct {
 	// network again: those still right cost no transaction.
 	// +optional
 	OnReconnect func()
+	// OnRouterPort is called with the name of each Logical_Router_Port
+	// that appears in the client's cache (those of the monitor's first
+	// fill included), on the goroutine that applies the server's updates:
+	// it must return at once. A caller whose network found its router
+	// port missing (ReasonRouterPortMissing) reconciles it again now
+	// instead of after RetryAfter: Kube-OVN has made the port.
+	// +optional
+	OnRouterPort func(name string)
 }
 
 // Client manages the gateways of many networks over one northbound
@@ -66,8 +74,10 @@ type Client struct {
 	model  model.ClientDBModel
 	opts   []client.Option
 	timing timing
-	// onReconnect is Config.OnReconnect.
-	onReconnect func()
+	// onReconnect is Config.OnReconnect, onRouterPort
+	// Config.OnRouterPort.
+	onReconnect  func()
+	onRouterPort func(string)
 	txns        atomic.Uint64
 	changes     changes
 	lost        chan struct{}
@@ -135,7 +145,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("cannot create the OVN NB client: %w", err)
 	}
 	c := &Client{
-		model: m, opts: opts, timing: tm, onReconnect: cfg.OnReconnect,
+		model: m, opts: opts, timing: tm, onReconnect: cfg.OnReconnect, onRouterPort: cfg.OnRouterPort,
 		lost: make(chan struct{}, 1),
 		stop: make(chan struct{}), notify: make(chan struct{}),
 	}

@@ -111,23 +111,29 @@ func (c *Client) attempt() (client.Client, error) {
 		nb.Close()
 		return nil, wrapNB("monitor the OVN NB", err)
 	}
-	if err := onChange(nb, c.poke); err != nil {
+	if err := onChange(nb, c.poke, c.onRouterPort); err != nil {
 		nb.Close()
 		return nil, wrapNB("monitor the OVN NB", err)
 	}
 	return nb, nil
 }
 
-// onChange calls f after every change the monitor brings into nb's cache.
+// onChange calls f after every change the monitor brings into nb's cache,
+// and port, when not nil, with the name of each router port added to it.
 // libovsdb drops the cache when the server closes the connection, which
 // may happen right after the monitor started: that is ErrNotConnected.
-func onChange(nb client.Client, f func()) error {
+func onChange(nb client.Client, f func(), port func(string)) error {
 	tc := nb.Cache()
 	if tc == nil {
 		return client.ErrNotConnected
 	}
 	tc.AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(string, model.Model) { f() },
+		AddFunc: func(_ string, m model.Model) {
+			if lrp, ok := m.(*nbdb.LogicalRouterPort); ok && port != nil {
+				port(lrp.Name)
+			}
+			f()
+		},
 		UpdateFunc: func(string, model.Model, model.Model) { f() },
 		DeleteFunc: func(string, model.Model) { f() },
 	})

@@ -62,19 +62,41 @@ func TestOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := make(chan struct{}, 1)
+	ports := make(chan string, 4)
 	if err := onChange(nb, func() {
 		select {
 		case changed <- struct{}{}:
 		default:
 		}
-	}); err != nil {
+	}, func(name string) { ports <- name }); err != nil {
 		t.Fatalf("connected client: %v", err)
 	}
-	ovngatewaytest.AddRouterPort(t, ovngatewaytest.Connect(t, s.DirectEndpoint()), "vpc1", "vpc1-sub1")
+	admin := ovngatewaytest.Connect(t, s.DirectEndpoint())
+	ovngatewaytest.AddRouterPort(t, admin, "vpc1", "vpc1-sub1")
 	select {
 	case <-changed:
 	case <-ctx.Done():
 		t.Fatal("no change reported after a router port was added")
+	}
+	select {
+	case name := <-ports:
+		if name != "vpc1-sub1" {
+			t.Errorf("router port reported as %q, want vpc1-sub1", name)
+		}
+	case <-ctx.Done():
+		t.Fatal("the new router port was not reported by name")
+	}
+	// A change that adds no router port reports none.
+	ovngatewaytest.AddGroup(t, admin, "some-group", nil)
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no change reported after a group was added")
+	}
+	select {
+	case name := <-ports:
+		t.Errorf("an HA_Chassis_Group reported router port %q", name)
+	default:
 	}
 
 	s.Down()
@@ -85,7 +107,7 @@ func TestOnChange(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if err := onChange(nb, func() {}); !errors.Is(err, client.ErrNotConnected) {
+	if err := onChange(nb, func() {}, nil); !errors.Is(err, client.ErrNotConnected) {
 		t.Fatalf("disconnected client: got %v, want ErrNotConnected", err)
 	}
 }

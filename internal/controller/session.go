@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -34,8 +35,12 @@ func (p *Process) session(ctx context.Context) error {
 	// the server may be a new leader or a database rebuilt empty, so every
 	// network is reconciled again (those still right cost no write).
 	reconnected := make(chan struct{}, 1)
+	// appeared hands the router ports the NB client sees appear to the
+	// adapter, once the controller exists: networks that found their port
+	// missing are reconciled at once.
+	var appeared portHook
 	if p.opts.ManageGatewayChassis {
-		nb, err := p.dialNB(ctx, func() { poke(reconnected) })
+		nb, err := p.dialNB(ctx, func() { poke(reconnected) }, appeared.call)
 		if err != nil {
 			return err
 		}
@@ -45,6 +50,7 @@ func (p *Process) session(ctx context.Context) error {
 			return err
 		}
 		gw = adapter
+		defer appeared.set(nil)
 		collector = &kubenetgateway.Collector{NB: nb, Reader: p.mgr.GetAPIReader(), Collected: p.metrics.GroupsCollected,
 			Errors: p.metrics.NBErrors, Log: p.log.WithName("gateway-gc")}
 	}
@@ -67,6 +73,13 @@ func (p *Process) session(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if adapter, ok := gw.(*kubenetgateway.Gateway); ok {
+		appeared.set(func(name string) {
+			for _, k := range adapter.RouterPortAppeared(name) {
+				ctrl.EnqueueNetwork(k)
+			}
+		})
 	}
 	if err := p.watch(ctx, ctrl, gw != nil); err != nil {
 		return err
@@ -100,6 +113,25 @@ func (p *Process) resyncOnReconnect(ctx context.Context, ctrl *network.Controlle
 	}
 }
 
+// portHook forwards router port names to a function set once it exists;
+// until then, and after set(nil), they are dropped (the resync and
+// RetryAfter still reach the networks).
+type portHook struct{ f atomic.Pointer[func(string)] }
+
+func (h *portHook) set(f func(string)) {
+	if f == nil {
+		h.f.Store(nil)
+		return
+	}
+	h.f.Store(&f)
+}
+
+func (h *portHook) call(name string) {
+	if f := h.f.Load(); f != nil {
+		(*f)(name)
+	}
+}
+
 // poke wakes the reader of ch unless a wake-up is pending already.
 func poke(ch chan<- struct{}) {
 	select {
@@ -127,13 +159,14 @@ func (p *Process) eventRecorder() (rec events.EventRecorder, stop func(), err er
 }
 
 // dialNB builds the NB client, with TLS from the Secret named by
-// --ovn-tls-secret; onReconnect is called each time it connects again. It connects in the background: passes report
+// --ovn-tls-secret; onReconnect is called each time it connects again,
+// onRouterPort with each router port that appears. It connects in the background: passes report
 // NBUnavailable until it is up.
-func (p *Process) dialNB(ctx context.Context, onReconnect func()) (*ovngateway.Client, error) {
+func (p *Process) dialNB(ctx context.Context, onReconnect func(), onRouterPort func(string)) (*ovngateway.Client, error) {
 	cfg := ovngateway.Config{
 		Address: p.opts.OVNNBAddress, InactivityProbe: p.opts.NBInactivityProbe,
 		ReconnectTimeout: p.opts.NBReconnectTimeout, MaxBackoff: p.opts.NBMaxBackoff,
-		OnReconnect: onReconnect,
+		OnReconnect: onReconnect, OnRouterPort: onRouterPort,
 	}
 	if ref, ok := p.opts.TLSSecret(); ok {
 		sec := &corev1.Secret{}

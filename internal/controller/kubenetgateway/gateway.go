@@ -39,6 +39,9 @@ type Gateway struct {
 
 	mu     sync.Mutex
 	groups map[string]group // network ID -> its group after its last good pass
+	// waiting maps a router port Kube-OVN has not made yet to the
+	// networks whose last pass found it missing.
+	waiting map[string]map[network.Key]bool
 }
 
 // group is what a good pass left a network's HA_Chassis_Group with: its
@@ -76,7 +79,8 @@ func New(nb NB, reader client.Reader, opts ...Option) (*Gateway, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Gateway{nb: nb, reader: reader, grace: kubegateway.NewGrace(o.clock, o.grace), groups: map[string]group{}}, nil
+	return &Gateway{nb: nb, reader: reader, grace: kubegateway.NewGrace(o.clock, o.grace), groups: map[string]group{},
+		waiting: map[string]map[network.Key]bool{}}, nil
 }
 
 // Ensure makes the network's router port use its HA_Chassis_Group with the
@@ -101,6 +105,7 @@ func (g *Gateway) Ensure(ctx context.Context, n network.NetworkInfo) (network.Ga
 	}
 	gw.GatewayMTU = n.GatewayMTU
 	o, err := g.nb.Reconcile(ctx, gw)
+	g.wait(port.RouterPort, network.Key{Namespace: n.Namespace, Name: n.Name}, err == nil && o.Reason == ovngateway.ReasonRouterPortMissing)
 	if errors.Is(err, ovngateway.ErrInvalid) {
 		return statusOf(ovngateway.SubnetUnavailable(n.Subnet, err.Error())), nil
 	}
@@ -147,6 +152,39 @@ func (g *Gateway) carried(ctx context.Context, n network.NetworkInfo, err error)
 	g.mu.Unlock()
 	st.Chassis, st.Primary = last.chassis, last.primary
 	return st
+}
+
+// wait records that network k waits for router port port to appear, or
+// that it waits no more.
+func (g *Gateway) wait(port string, k network.Key, missing bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case missing && g.waiting[port] == nil:
+		g.waiting[port] = map[network.Key]bool{k: true}
+	case missing:
+		g.waiting[port][k] = true
+	case g.waiting[port] != nil:
+		delete(g.waiting[port], k)
+		if len(g.waiting[port]) == 0 {
+			delete(g.waiting, port)
+		}
+	}
+}
+
+// RouterPortAppeared returns, and forgets, the networks whose last pass
+// found router port name missing: the controller reconciles them again at
+// once when the port appears (ovngateway.Config.OnRouterPort) rather than
+// after RetryAfter. It returns at once.
+func (g *Gateway) RouterPortAppeared(name string) []network.Key {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	keys := make([]network.Key, 0, len(g.waiting[name]))
+	for k := range g.waiting[name] {
+		keys = append(keys, k)
+	}
+	delete(g.waiting, name)
+	return keys
 }
 
 func (g *Gateway) remember(id string, last group) {

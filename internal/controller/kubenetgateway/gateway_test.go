@@ -201,3 +201,62 @@ func rank(t *testing.T, nodes ...string) []ovngatewaytest.Chassis {
 	}
 	return out
 }
+
+// TestRouterPortAppeared: a network whose pass found its router port
+// missing is handed back once, when the NB client sees Kube-OVN make the
+// port, so the controller reconciles it then rather than after RetryAfter;
+// a network whose port was there, and a port no network waits for, hand
+// back nothing.
+func TestRouterPortAppeared(t *testing.T) {
+	s := ovngatewaytest.StartInMemory(t)
+	k := kube.NewClient(kube.ClientOptions{Scheme: scheme(), Objects: []client.Object{node("n1", true)}})
+	var gw *kubenetgateway.Gateway
+	appeared := make(chan []network.Key, 8)
+	ready := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gc, err := ovngateway.Dial(ctx, ovngateway.Config{Address: s.Endpoint(), MaxBackoff: 100 * time.Millisecond,
+		OnRouterPort: func(name string) {
+			<-ready
+			if keys := gw.RouterPortAppeared(name); len(keys) > 0 {
+				appeared <- keys
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gc.Close)
+	if gw, err = kubenetgateway.New(gc, k); err != nil {
+		t.Fatal(err)
+	}
+	close(ready)
+	admin := ovngatewaytest.Connect(t, s.Endpoint())
+	ovngatewaytest.AddRouterPort(t, admin, "vpc-a", "vpc-a-net2")
+	for _, n := range []string{"net1", "net2"} {
+		if _, err := gw.Ensure(ctx, info(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ovngatewaytest.AddRouterPort(t, admin, "vpc-a", "vpc-a-other")
+	ovngatewaytest.AddRouterPort(t, admin, "vpc-a", "vpc-a-net1")
+	select {
+	case keys := <-appeared:
+		if want := []network.Key{{Namespace: "tenant-a", Name: "net1"}}; !cmp.Equal(keys, want) {
+			t.Errorf("handed back %v when vpc-a-net1 appeared, want %v", keys, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("net1, which found vpc-a-net1 missing, was not handed back when the port appeared")
+	}
+	st, err := gw.Ensure(ctx, info("net1"))
+	if err != nil || st.Reason != v1alpha1.ReasonChassisAssigned {
+		t.Fatalf("Ensure(net1) after its port appeared: %+v, %v", st, err)
+	}
+	if keys := gw.RouterPortAppeared("vpc-a-net1"); len(keys) != 0 {
+		t.Errorf("vpc-a-net1 handed back %v a second time", keys)
+	}
+	select {
+	case keys := <-appeared:
+		t.Errorf("handed back %v for a port no network waited for", keys)
+	default:
+	}
+}
