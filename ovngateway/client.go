@@ -78,11 +78,11 @@ type Client struct {
 	// Config.OnRouterPort.
 	onReconnect  func()
 	onRouterPort func(string)
-	txns        atomic.Uint64
-	changes     changes
-	lost        chan struct{}
-	stop        chan struct{}
-	done        sync.WaitGroup
+	txns         atomic.Uint64
+	changes      changes
+	lost         chan struct{}
+	stop         chan struct{}
+	done         sync.WaitGroup
 	// co merges the writes of concurrent Reconcile calls.
 	co coalescer
 
