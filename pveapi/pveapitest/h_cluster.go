@@ -43,12 +43,12 @@ func clusterStatus(c *call) (any, *apiError) {
 	out := []map[string]any{}
 	if c.s.cluster != "" {
 		out = append(out, map[string]any{"type": "cluster", "id": "cluster", "name": c.s.cluster,
-			"nodes": len(c.s.nodes), "quorate": 1, "version": len(c.s.nodes) + 1})
+			"nodes": len(c.s.nodes), "quorate": b2i(c.s.quorate()), "version": len(c.s.nodes) + 1})
 	}
 	for i, name := range sortedKeys(c.s.nodes) {
 		n := c.s.nodes[name]
 		out = append(out, map[string]any{"type": "node", "id": "node/" + name, "name": name, "nodeid": n.id,
-			"ip": n.ip, "online": 1, "local": b2i(i == 0), "level": ""})
+			"ip": n.ip, "online": b2i(c.s.online(name)), "local": b2i(i == 0), "level": ""})
 	}
 	return out, nil
 }
@@ -63,11 +63,17 @@ func (c *call) nodeExists(name string) *apiError {
 func (s *state) nodeEntry(name string, audit bool) map[string]any {
 	n := s.nodes[name]
 	e := map[string]any{"id": "node/" + name, "node": name, "type": "node", "status": "online"}
+	if !s.online(name) {
+		// extract_node_stats (PVE/API2Tools.pm): the RRD's level and
+		// maxima stay, the current values and "online" go
+		e["status"] = "offline"
+	}
 	if audit {
 		e["level"] = ""
-		e["maxcpu"], e["maxmem"] = n.maxCPU, n.maxMem
-		e["cpu"], e["mem"], e["uptime"] = 0.02, n.maxMem/8, 86400
-		e["disk"], e["maxdisk"] = uint64(8<<30), uint64(100<<30)
+		e["maxcpu"], e["maxmem"], e["maxdisk"] = n.maxCPU, n.maxMem, uint64(100<<30)
+		if s.online(name) {
+			e["cpu"], e["mem"], e["uptime"], e["disk"] = 0.02, n.maxMem/8, 86400, uint64(8<<30)
+		}
 	}
 	return e
 }
@@ -107,6 +113,12 @@ func nodeStatus(c *call) (any, *apiError) {
 
 // vmStats is a guest as /cluster/resources and pool members show it.
 func (s *state) vmStats(g *guest) map[string]any {
+	if !s.online(g.node) {
+		// extract_vm_stats without the guest's RRD data, which the lost
+		// node no longer sends
+		return map[string]any{"id": "qemu/" + strconv.Itoa(g.vmid), "type": "qemu", "vmid": g.vmid, "node": g.node,
+			"status": "unknown"}
+	}
 	status := "stopped"
 	if g.running {
 		status = "running"
@@ -130,6 +142,11 @@ func (s *state) storageNode(st *storage) string {
 }
 
 func (s *state) storageStats(st *storage, node string) map[string]any {
+	if !s.online(node) {
+		// extract_storage_stats without RRD data
+		return map[string]any{"id": "storage/" + node + "/" + st.id, "type": "storage", "storage": st.id, "node": node,
+			"status": "unknown", "content": st.contentList(), "plugintype": st.typ, "shared": b2i(st.shared)}
+	}
 	return map[string]any{"id": "storage/" + node + "/" + st.id, "type": "storage", "storage": st.id, "node": node,
 		"status": "available", "content": st.contentList(), "plugintype": st.typ, "shared": b2i(st.shared),
 		"disk": s.storageUsed(st, node), "maxdisk": st.total}
@@ -209,6 +226,10 @@ func (c *call) vmResources() []map[string]any {
 			if ok, _ := c.checkAll("/pool/"+p, []string{"Pool.Audit"}, true); ok {
 				e["pool"] = p
 			}
+		}
+		// the manager status' service state, else the configured state
+		if r := c.s.haResourceOf(id); r != nil {
+			e["hastate"] = c.s.haServiceState(r)
 		}
 		out = append(out, e)
 	}

@@ -110,7 +110,7 @@ func (s *state) statusEntry(g *guest) map[string]any {
 	}
 	e := map[string]any{"vmid": g.vmid, "name": name, "status": status, "qmpstatus": status,
 		"cpus": g.cpus(), "maxmem": g.memBytes(), "maxdisk": s.bootDiskSize(g), "mem": 0, "disk": 0, "cpu": 0,
-		"uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0, "ha": map[string]int{"managed": 0}}
+		"uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0, "ha": s.haStatus(g.vmid)}
 	if g.conf["template"] == "1" {
 		e["template"] = 1
 	}
@@ -368,4 +368,13 @@ func (c *call) createDrive(vmid int, key, value, defStorage string, l *taskLog) 
 	l.printf("%s: successfully created disk '%s,size=%s'", key, volid, formatSize(size))
 	d.file, d.opts["size"] = volid, formatSize(size)
 	return d.String(), volid, nil
+}
+
+// haStatus is PVE::HA::Config::get_service_status, status/current's ha:
+// managed 1 and the service's state for a resource that is not 'ignored'.
+func (s *state) haStatus(vmid int) map[string]any {
+	if !s.vmIsHAManaged(vmid) {
+		return map[string]any{"managed": 0}
+	}
+	return map[string]any{"managed": 1, "state": s.haServiceState(s.haResourceOf(vmid))}
 }

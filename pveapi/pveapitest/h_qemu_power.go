@@ -61,6 +61,9 @@ func startVM(c *call) (any, *apiError) {
 		return nil, paramErr("targetstorage", "targetstorage can only by used with migratedfrom.")
 	}
 	vmid, skiplock := c.p.int("vmid"), c.p.flag("skiplock", false)
+	if c.s.vmIsHAManaged(vmid) && !c.p.has("stateuri") {
+		return c.haRequest(vmid, "started"), nil
+	}
 	var started *guest
 	upid := c.startTask("qmstart", strconv.Itoa(vmid), func(l *taskLog) error {
 		g, err := c.guestOf(vmid)
@@ -122,6 +125,12 @@ func stopVM(c *call, typ string) (any, *apiError) {
 		return nil, err
 	}
 	vmid, skiplock := c.p.int("vmid"), c.p.flag("skiplock", false)
+	if c.s.vmIsHAManaged(vmid) && !(typ == "qmstop" && c.p.has("migratedfrom")) {
+		if typ == "qmstop" && c.p.flag("overrule-shutdown", false) {
+			return nil, paramErr("overrule-shutdown", "Not applicable for HA resources.")
+		}
+		return c.haRequest(vmid, "stopped"), nil
+	}
 	return c.startTask(typ, strconv.Itoa(vmid), func(l *taskLog) error {
 		g, ok := c.s.vms[vmid]
 		if !ok || g.node != c.node {
@@ -137,4 +146,30 @@ func stopVM(c *call, typ string) (any, *apiError) {
 		g.running = false
 		return nil
 	}), nil
+}
+
+// haRequest is vm_start, vm_stop and vm_shutdown of an HA-managed guest
+// (PVE::HA::Config::vm_is_ha_managed, src/PVE/API2/Qemu.pm): an hastart or
+// hastop worker that runs "ha-manager set vm:<vmid> --state started" or
+// "ha-manager crm-command stop vm:<vmid> <timeout>", which leaves the
+// resource's requested state 'started' or 'stopped'; the CRM and the LRM
+// then start or stop the guest (enact), which the fake does at once.
+func (c *call) haRequest(vmid int, state string) string {
+	r := c.s.haResourceOf(vmid)
+	g := c.s.vms[vmid]
+	wasRunning := g != nil && g.running
+	typ, word := "hastart", "start"
+	if state == "stopped" {
+		typ, word = "hastop", "stop"
+	}
+	upid := c.startTask(typ, strconv.Itoa(vmid), func(l *taskLog) error {
+		l.printf("Requesting HA %s for VM %d", word, vmid)
+		r.opts["state"] = state
+		c.s.enact(r)
+		return nil
+	})
+	if g != nil && !wasRunning && g.running {
+		c.boot(c.s.bootingVM(g, upid))
+	}
+	return upid
 }

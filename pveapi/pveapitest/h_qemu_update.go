@@ -278,7 +278,12 @@ func (c *call) detach(g *guest, value string) {
 // destroyVM is DELETE /nodes/{node}/qemu/{vmid}: a qmdestroy worker frees
 // the guest's volumes (those its configuration names, and with
 // destroy-unreferenced-disks every image it owns), removes its ACL entries
-// and pool membership.
+// and pool membership. As destroy_vm's early checks in qemu-server's
+// src/PVE/API2/Qemu.pm: protection first, then an HA resource of the guest
+// (service_is_configured, so an 'ignored' one as well) refuses the destroy
+// unless purge is set, then a running guest. With purge the worker removes
+// the HA resource too (delete_service_from_config, which on PVE 9 also
+// takes it out of the rules).
 func destroyVM(c *call) (any, *apiError) {
 	g, err := c.loadGuest()
 	if err != nil {
@@ -289,6 +294,11 @@ func destroyVM(c *call) (any, *apiError) {
 	}
 	if g.conf["protection"] == "1" {
 		return nil, die("can't remove VM %d - protection mode enabled", g.vmid)
+	}
+	purge := c.p.flag("purge", false)
+	sid := "vm:" + strconv.Itoa(g.vmid)
+	if c.s.ha().resources[sid] != nil && !purge {
+		return nil, die("unable to remove VM %d - used in HA resources and purge parameter not set.", g.vmid)
 	}
 	if g.running {
 		return nil, die("VM %d is running - destroy failed", g.vmid)
@@ -304,6 +314,13 @@ func destroyVM(c *call) (any, *apiError) {
 		delete(c.s.vms, g.vmid)
 		c.s.dropACLUnder(vmPath(g.vmid))
 		c.s.removeFromPools(g.vmid)
+		if purge {
+			l.printf("purging VM %d from related configurations..", g.vmid)
+			if c.s.ha().resources[sid] != nil {
+				c.s.ha().deleteService(sid, c.groupsMigrated())
+				l.printf("NOTE: removed VM %d from HA resource configuration.", g.vmid)
+			}
+		}
 		return nil
 	}), nil
 }

@@ -105,6 +105,7 @@ func (srv *Server) routes() *router {
 	rt.add(aclRoutes()...)
 	rt.add(poolRoutes()...)
 	rt.add(clusterRoutes()...)
+	rt.add(haRoutes(srv.cfg)...)
 	rt.add(qemuRoutes()...)
 	rt.add(qemuOpRoutes()...)
 	rt.add(powerRoutes()...)

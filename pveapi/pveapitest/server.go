@@ -59,6 +59,7 @@ type config struct {
 	downloader Downloader
 	release    string
 	bootHook   BootHook
+	fenceDelay *time.Duration
 }
 
 // WithVersion sets the Proxmox VE major version (8 or 9; default 9). It
@@ -104,6 +105,10 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("cannot start the fake Proxmox VE API: %w", err)
 	}
 	srv := &Server{cfg: c, st: newState(c.version, c.now, newUUID)}
+	srv.st.fenceDelay = DefaultHAFenceDelay
+	if c.fenceDelay != nil {
+		srv.st.fenceDelay = *c.fenceDelay
+	}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.rt = srv.routes()
 	srv.st.cluster = c.cluster
@@ -192,6 +197,7 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
+	srv.st.haTick()
 	value, ok := ParseAuthHeader(r.Header.Get("Authorization"))
 	if !ok {
 		return nil, nil, unauthorized("No ticket")
@@ -283,5 +289,6 @@ func newUUID() string {
 func (srv *Server) withState(f func(s *state) error) error {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
+	srv.st.haTick()
 	return f(srv.st)
 }

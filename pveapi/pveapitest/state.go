@@ -26,6 +26,10 @@ type state struct {
 	macSeq  int
 	uploads int       // uploads received, for their temporary file names
 	sdnSt   *sdnState // SDN and node networks; see sdn()
+	haSt    *haState  // HA configuration and node loss; see ha()
+	// fenceDelay is the time from a node going offline to the recovery
+	// of its HA services.
+	fenceDelay time.Duration
 }
 
 type node struct {
