@@ -2,6 +2,7 @@ package pveapitest
 
 import (
 	"bytes"
+	"maps"
 	"mime/multipart"
 	"slices"
 	"strings"
@@ -253,6 +254,56 @@ func FuzzDecodeContent(f *testing.F) {
 			if err != nil || !slices.Equal(again, got) {
 				t.Fatalf("%s: %q reads back as %q (%v)", typ, got, again, err)
 			}
+		}
+	})
+}
+
+// FuzzParseHAResourceList: a parsed resource list is sorted, without
+// duplicates, each item a valid HA resource ID, and parsing its printed
+// form gives it back.
+func FuzzParseHAResourceList(f *testing.F) {
+	for _, s := range []string{"vm:100,vm:101", "vm:101;vm:100 vm:100", "ct:200", "vm100", "VM:1", "", ",,", "vm:\x00ct:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		list, err := ParseHAResourceList(v)
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(list) || len(slices.Compact(slices.Clone(list))) != len(list) {
+			t.Fatalf("%q parsed to %q: not a sorted set", v, list)
+		}
+		for _, sid := range list {
+			if !haResourceIDRe.MatchString(sid) {
+				t.Fatalf("%q parsed to the invalid ID %q", v, sid)
+			}
+		}
+		again, err := ParseHAResourceList(strings.Join(list, ","))
+		if err != nil || !slices.Equal(again, list) {
+			t.Fatalf("%q: printed %q parses to %q, %v", v, list, again, err)
+		}
+	})
+}
+
+// FuzzParseHANodeList: a parsed node list prints as the rules plugin's
+// encode_value does and parses back to the same priorities.
+func FuzzParseHANodeList(f *testing.F) {
+	for _, s := range []string{"pve1:2,pve2", "pve1:0", "a-b:10;c", "pve1:x", "-a", "", "pve1:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		nodes, err := ParseHANodeList(v)
+		if err != nil {
+			return
+		}
+		for n := range nodes {
+			if err := fmtNode(n); err != nil {
+				t.Fatalf("%q parsed to the invalid node %q", v, n)
+			}
+		}
+		again, err := ParseHANodeList(encodeNodes(nodes))
+		if err != nil || !maps.Equal(again, nodes) {
+			t.Fatalf("%q: printed %q parses to %v, %v; want %v", v, encodeNodes(nodes), again, err, nodes)
 		}
 	})
 }
