@@ -20,6 +20,12 @@
 // starts a server for a test and stops it on cleanup; New starts one for a
 // program (a demo, a simulation) that closes it itself.
 //
+// HA resources, groups (PVE 8) and rules (PVE 9) are served as
+// pve-ha-manager serves them, a destroy of an HA resource is refused as
+// qemu-server refuses it, and SetNodeOnline takes a node out of the
+// cluster: its guests stop and, after WithHAFenceDelay, its HA services are
+// recovered to other nodes as the HA manager picks them.
+//
 // Faults can be injected per method and path (InjectError), as latency
 // (WithLatency) and as failing tasks (FailNextTask). Requests are counted, so
 // a test can assert that a second idempotent run sent no mutating request.
@@ -29,6 +35,6 @@
 // that tests point at another httptest server). Volumes are records with a
 // size and a format; only uploaded files keep their bytes (VolumeData). It does not implement ticket (password)
 // logins, LXC (its container index answers as a node without containers),
-// snapshots, migration or HA; those paths answer 501 "Method '... ' not
+// snapshots or migration; those paths answer 501 "Method '... ' not
 // implemented" as PVE does for unknown paths (Server.Unserved lists them).
 package pveapitest

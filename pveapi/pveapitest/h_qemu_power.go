@@ -125,7 +125,7 @@ func stopVM(c *call, typ string) (any, *apiError) {
 		return nil, err
 	}
 	vmid, skiplock := c.p.int("vmid"), c.p.flag("skiplock", false)
-	if c.s.vmIsHAManaged(vmid) && !(typ == "qmstop" && c.p.has("migratedfrom")) {
+	if c.s.vmIsHAManaged(vmid) && (typ != "qmstop" || !c.p.has("migratedfrom")) {
 		if typ == "qmstop" && c.p.flag("overrule-shutdown", false) {
 			return nil, paramErr("overrule-shutdown", "Not applicable for HA resources.")
 		}

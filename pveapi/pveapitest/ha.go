@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -193,15 +194,24 @@ func digestOf(text string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// section renders one section of a section config file: its header, the
+// fixed lines, then the options sorted.
+func section(b *strings.Builder, header string, fixed []string, opts map[string]string) {
+	b.WriteString(header + "\n")
+	for _, l := range fixed {
+		b.WriteString("\t" + l + "\n")
+	}
+	for _, k := range sortedKeys(opts) {
+		fmt.Fprintf(b, "\t%s %s\n", k, opts[k])
+	}
+	b.WriteString("\n")
+}
+
 func (h *haState) resourcesDigest() string {
 	var b strings.Builder
 	for _, sid := range sortedKeys(h.resources) {
 		r := h.resources[sid]
-		fmt.Fprintf(&b, "%s: %s\n", r.typ, r.name)
-		for _, k := range sortedKeys(r.opts) {
-			fmt.Fprintf(&b, "\t%s %s\n", k, r.opts[k])
-		}
-		b.WriteString("\n")
+		section(&b, r.typ+": "+r.name, nil, r.opts)
 	}
 	return digestOf(b.String())
 }
@@ -210,11 +220,7 @@ func (h *haState) groupsDigest() string {
 	var b strings.Builder
 	for _, id := range sortedKeys(h.groups) {
 		g := h.groups[id]
-		fmt.Fprintf(&b, "group: %s\n\tnodes %s\n", id, encodeNodes(g.nodes))
-		for _, k := range sortedKeys(g.opts) {
-			fmt.Fprintf(&b, "\t%s %s\n", k, g.opts[k])
-		}
-		b.WriteString("\n")
+		section(&b, "group: "+id, []string{"nodes " + encodeNodes(g.nodes)}, g.opts)
 	}
 	return digestOf(b.String())
 }
@@ -222,14 +228,11 @@ func (h *haState) groupsDigest() string {
 func (h *haState) rulesDigest() string {
 	var b strings.Builder
 	for _, r := range h.sortedRules() {
-		fmt.Fprintf(&b, "%s: %s\n\tresources %s\n", r.typ, r.id, strings.Join(sortedKeys(r.resources), ","))
+		fixed := []string{"resources " + strings.Join(sortedKeys(r.resources), ",")}
 		if r.nodes != nil {
-			fmt.Fprintf(&b, "\tnodes %s\n", encodeNodes(r.nodes))
+			fixed = append(fixed, "nodes "+encodeNodes(r.nodes))
 		}
-		for _, k := range sortedKeys(r.opts) {
-			fmt.Fprintf(&b, "\t%s %s\n", k, r.opts[k])
-		}
-		b.WriteString("\n")
+		section(&b, r.typ+": "+r.id, fixed, r.opts)
 	}
 	return digestOf(b.String())
 }
@@ -523,48 +526,44 @@ func majority(together map[string]int, allowed map[string]bool) string {
 // nodes of the highest priority. A non-strict rule (an unrestricted group)
 // adds every other node with priority -1.
 func (s *state) nodeAffinity(r *haResource, online map[string]bool) map[string]bool {
-	var nodes map[string]int
-	strict := false
-	if s.cfg.Version == pveacl.PVE9 {
-		for _, rule := range s.ha().sortedRules() {
-			if rule.typ == "node-affinity" && !rule.disabled() && rule.resources[r.sid] {
-				nodes, strict = rule.nodes, rule.opts["strict"] == "1"
-				break
-			}
-		}
-	} else if g, ok := s.ha().groups[r.opts["group"]]; ok {
-		nodes, strict = g.nodes, g.opts["restricted"] == "1"
-	}
+	nodes, strict := s.affinityNodes(r)
 	prio := map[string]int{}
-	if nodes == nil {
-		for n := range online {
-			prio[n] = 0
-		}
-	} else {
-		for n, p := range nodes {
+	for n := range online {
+		if p, ok := nodes[n]; ok {
 			prio[n] = p
-		}
-		if !strict {
-			for n := range s.nodes {
-				if _, ok := prio[n]; !ok {
-					prio[n] = -1
-				}
-			}
+		} else if nodes == nil || !strict {
+			prio[n] = -1
 		}
 	}
-	best, found := 0, false
-	for n, p := range prio {
-		if online[n] && (!found || p > best) {
-			best, found = p, true
-		}
+	best := math.MinInt
+	for _, p := range prio {
+		best = max(best, p)
 	}
 	out := map[string]bool{}
 	for n, p := range prio {
-		if online[n] && p == best {
+		if p == best {
 			out[n] = true
 		}
 	}
 	return out
+}
+
+// affinityNodes is the node priorities of the service's node-affinity rule
+// (PVE 9) or group (PVE 8), nil without one, and whether it is strict
+// (a restricted group).
+func (s *state) affinityNodes(r *haResource) (map[string]int, bool) {
+	if s.cfg.Version != pveacl.PVE9 {
+		if g, ok := s.ha().groups[r.opts["group"]]; ok {
+			return g.nodes, g.opts["restricted"] == "1"
+		}
+		return nil, false
+	}
+	for _, rule := range s.ha().sortedRules() {
+		if rule.typ == "node-affinity" && !rule.disabled() && rule.resources[r.sid] {
+			return rule.nodes, rule.opts["strict"] == "1"
+		}
+	}
+	return nil, false
 }
 
 // resourceAffinity is get_resource_affinity (src/PVE/HA/Rules/

@@ -8,30 +8,47 @@ import "sort"
 // node-affinity plugin's, the resource-affinity plugin's, then the global
 // ones).
 func (s *state) ruleErrors() map[string]map[string][]string {
-	errs := map[string]map[string][]string{}
-	add := func(id, msg string) {
-		if errs[id] == nil {
-			errs[id] = map[string][]string{}
-		}
-		errs[id]["resources"] = append(errs[id]["resources"], msg)
-	}
-	var na, ra, pos, neg []*haRule
+	k := &ruleCheck{errs: map[string]map[string][]string{}, nodes: len(s.nodes)}
 	for _, r := range s.ha().sortedRules() {
-		if r.disabled() {
-			continue
-		}
 		switch {
+		case r.disabled():
 		case r.typ == "node-affinity":
-			na = append(na, r)
+			k.na = append(k.na, r)
 		case r.opts["affinity"] == "positive":
-			ra, pos = append(ra, r), append(pos, r)
+			k.ra, k.pos = append(k.ra, r), append(k.pos, r)
 		default:
-			ra, neg = append(ra, r), append(neg, r)
+			k.ra, k.neg = append(k.ra, r), append(k.neg, r)
 		}
 	}
-	// NodeAffinity.pm check_single_resource_reference
+	k.merged = disjointSets(k.pos)
+	k.singleResourceReference()
+	k.resourceCounts()
+	k.interResourceAffinity()
+	k.singlePriority()
+	k.singleNodeAffinityPerPositive()
+	k.negativeNodeAffinityConsistency()
+	return k.errs
+}
+
+// ruleCheck holds the check arguments (get_check_arguments) and the errors.
+type ruleCheck struct {
+	na, ra, pos, neg []*haRule
+	merged           []ruleSet
+	nodes            int
+	errs             map[string]map[string][]string
+}
+
+func (k *ruleCheck) add(id, msg string) {
+	if k.errs[id] == nil {
+		k.errs[id] = map[string][]string{}
+	}
+	k.errs[id]["resources"] = append(k.errs[id]["resources"], msg)
+}
+
+// singleResourceReference is NodeAffinity.pm's check_single_resource_reference.
+func (k *ruleCheck) singleResourceReference() {
 	uses := map[string][]string{}
-	for _, r := range na {
+	for _, r := range k.na {
 		for sid := range r.resources {
 			uses[sid] = append(uses[sid], r.id)
 		}
@@ -39,98 +56,113 @@ func (s *state) ruleErrors() map[string]map[string][]string {
 	for _, sid := range sortedKeys(uses) {
 		if len(uses[sid]) > 1 {
 			for _, id := range uses[sid] {
-				add(id, "resource '"+sid+"' is already used in another node affinity rule")
+				k.add(id, "resource '"+sid+"' is already used in another node affinity rule")
 			}
 		}
 	}
-	// ResourceAffinity.pm check_resource_affinity_resources_count
-	for _, r := range ra {
+}
+
+// resourceCounts is ResourceAffinity.pm's check_resource_affinity_resources_count
+// and check_negative_resource_affinity_resources_count.
+func (k *ruleCheck) resourceCounts() {
+	for _, r := range k.ra {
 		if len(r.resources) < 2 {
-			add(r.id, "rule is ineffective as there are less than two resources")
+			k.add(r.id, "rule is ineffective as there are less than two resources")
 		}
 	}
-	// check_negative_resource_affinity_resources_count
-	for _, r := range neg {
-		if len(r.resources) > len(s.nodes) {
-			add(r.id, "rule defines more resources than available nodes")
+	for _, r := range k.neg {
+		if len(r.resources) > k.nodes {
+			k.add(r.id, "rule defines more resources than available nodes")
 		}
 	}
-	merged := disjointSets(pos)
-	// check_inter_resource_affinity_rules_consistency
-	for _, set := range merged {
-		for _, n := range neg {
+}
+
+// interResourceAffinity is check_inter_resource_affinity_rules_consistency.
+func (k *ruleCheck) interResourceAffinity() {
+	for _, set := range k.merged {
+		for _, n := range k.neg {
 			if countCommon(set.resources, n.resources) < 2 {
 				continue
 			}
-			add(n.id, "rule shares two or more resources with a positive resource affinity rule")
+			k.add(n.id, "rule shares two or more resources with a positive resource affinity rule")
 			for _, id := range set.ids {
-				add(id, "rule shares two or more resources with a negative resource affinity rule")
+				k.add(id, "rule shares two or more resources with a negative resource affinity rule")
 			}
 		}
 	}
-	// Rules.pm check_single_priority_node_affinity_in_resource_affinity_rules
-	for _, r := range ra {
-		var paired []string
+}
+
+// paired is the node-affinity rules sharing a resource with a set.
+func (k *ruleCheck) paired(resources map[string]bool) []*haRule {
+	var out []*haRule
+	for _, n := range k.na {
+		if countCommon(resources, n.resources) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// singlePriority is Rules.pm's
+// check_single_priority_node_affinity_in_resource_affinity_rules.
+func (k *ruleCheck) singlePriority() {
+	for _, r := range k.ra {
+		paired := k.paired(r.resources)
 		multi := false
-		for _, n := range na {
-			if countCommon(r.resources, n.resources) == 0 {
-				continue
-			}
+		for _, n := range paired {
 			multi = multi || multiplePriorities(n.nodes)
-			paired = append(paired, n.id)
 		}
-		if multi {
-			add(r.id, "resources are in node affinity rules with multiple priorities")
-			for _, id := range paired {
-				add(id, "resources are in a resource affinity rule and cannot be in a node affinity rule with multiple priorities")
-			}
+		if !multi {
+			continue
 		}
-	}
-	// check_single_node_affinity_per_positive_resource_affinity_rule
-	for _, set := range merged {
-		var paired []string
-		for _, n := range na {
-			if countCommon(set.resources, n.resources) > 0 {
-				paired = append(paired, n.id)
-			}
-		}
-		if len(paired) > 1 {
-			for _, id := range set.ids {
-				add(id, "resources are in multiple node affinity rules")
-			}
-			for _, id := range paired {
-				add(id, "at least one resource is in a positive resource affinity rule and there are other resources in at least one other node affinity rule already")
-			}
+		k.add(r.id, "resources are in node affinity rules with multiple priorities")
+		for _, n := range paired {
+			k.add(n.id, "resources are in a resource affinity rule and cannot be in a node affinity rule with multiple priorities")
 		}
 	}
-	// check_negative_resource_affinity_node_affinity_consistency
-	for _, r := range neg {
+}
+
+// singleNodeAffinityPerPositive is
+// check_single_node_affinity_per_positive_resource_affinity_rule.
+func (k *ruleCheck) singleNodeAffinityPerPositive() {
+	for _, set := range k.merged {
+		paired := k.paired(set.resources)
+		if len(paired) < 2 {
+			continue
+		}
+		for _, id := range set.ids {
+			k.add(id, "resources are in multiple node affinity rules")
+		}
+		for _, n := range paired {
+			k.add(n.id, "at least one resource is in a positive resource affinity rule and there are other resources in at least one other node affinity rule already")
+		}
+	}
+}
+
+// negativeNodeAffinityConsistency is
+// check_negative_resource_affinity_node_affinity_consistency.
+func (k *ruleCheck) negativeNodeAffinityConsistency() {
+	for _, r := range k.neg {
 		allowed, located := map[string]bool{}, map[string]bool{}
-		var paired []string
-		for _, n := range na {
-			common := 0
+		paired := k.paired(r.resources)
+		for _, n := range paired {
 			for sid := range r.resources {
 				if n.resources[sid] {
 					located[sid] = true
-					common++
 				}
-			}
-			if common == 0 {
-				continue
 			}
 			for node := range n.nodes {
 				allowed[node] = true
 			}
-			paired = append(paired, n.id)
 		}
-		if len(allowed) < len(located) {
-			add(r.id, "two or more resources are restricted to less nodes than available to the resources")
-			for _, id := range paired {
-				add(id, "at least one resource is in a negative resource affinity rule and this rule would restrict these to less nodes than available to the resources")
-			}
+		if len(allowed) >= len(located) {
+			continue
+		}
+		k.add(r.id, "two or more resources are restricted to less nodes than available to the resources")
+		for _, n := range paired {
+			k.add(n.id, "at least one resource is in a negative resource affinity rule and this rule would restrict these to less nodes than available to the resources")
 		}
 	}
-	return errs
 }
 
 // ruleSet is an entry of find_disjoint_rules_resource_sets

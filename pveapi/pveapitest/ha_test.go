@@ -295,6 +295,19 @@ func TestHAStartStop(t *testing.T) {
 	}
 }
 
+// spread makes HA resources of sids and a negative resource affinity rule
+// "workers" of the resources in list.
+func spread(t *testing.T, srv *pveapitest.Server, sids []string, list string) {
+	t.Helper()
+	for _, sid := range sids {
+		status, body := send(t, srv, "POST", "/cluster/ha/resources", rootAuth(srv), url.Values{"sid": {sid}})
+		wantStatus(t, "POST "+sid, status, body, "200")
+	}
+	status, body := send(t, srv, "POST", "/cluster/ha/rules", rootAuth(srv), url.Values{"rule": {"workers"},
+		"type": {"resource-affinity"}, "affinity": {"negative"}, "resources": {list}})
+	wantStatus(t, "POST rule", status, body, "200")
+}
+
 // TestHANodeLoss: three nodes, VMs 100 (pve1) and 101 (pve2) kept apart by
 // a negative resource affinity rule, two more HA services on pve3 so that
 // the scheduler alone would pick pve2, and a guest without HA on pve1.
@@ -307,13 +320,7 @@ func TestHANodeLoss(t *testing.T) {
 	root := rootAuth(srv)
 	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 103, Node: "pve3", Running: true}))
 	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 104, Node: "pve1", Running: true}))
-	for _, sid := range []string{"vm:100", "vm:101", "vm:102", "vm:103"} {
-		status, body := send(t, srv, "POST", "/cluster/ha/resources", root, url.Values{"sid": {sid}})
-		wantStatus(t, "POST "+sid, status, body, "200")
-	}
-	status, body := send(t, srv, "POST", "/cluster/ha/rules", root, url.Values{"rule": {"workers"},
-		"type": {"resource-affinity"}, "affinity": {"negative"}, "resources": {"vm:100,vm:101"}})
-	wantStatus(t, "POST rule", status, body, "200")
+	spread(t, srv, []string{"vm:100", "vm:101", "vm:102", "vm:103"}, "vm:100,vm:101")
 
 	must(t, srv.SetNodeOnline("pve1", false))
 	for _, id := range []int{100, 104} {
@@ -324,7 +331,7 @@ func TestHANodeLoss(t *testing.T) {
 	if r := resource(t, srv, 100); r["hastate"] != "fence" {
 		t.Errorf("VM 100 before the fence delay: hastate %v, want fence", r["hastate"])
 	}
-	_, body = send(t, srv, "GET", "/cluster/status", root, nil)
+	_, body := send(t, srv, "GET", "/cluster/status", root, nil)
 	for _, e := range data(t, body).([]any) {
 		m := e.(map[string]any)
 		if m["name"] == "pve1" && m["online"] != float64(0) {
@@ -337,7 +344,7 @@ func TestHANodeLoss(t *testing.T) {
 			t.Errorf("/nodes shows the lost node as %v", m)
 		}
 	}
-	status, _ = send(t, srv, "GET", "/nodes/pve1/qemu", root, nil)
+	status, _ := send(t, srv, "GET", "/nodes/pve1/qemu", root, nil)
 	wantStatus(t, "GET /nodes/pve1/qemu", status, "", "595")
 
 	clk.Add(2 * time.Minute)
@@ -366,14 +373,7 @@ func TestHANodeLoss(t *testing.T) {
 // the node is back, where it starts again.
 func TestHANodeLossNotEnoughNodes(t *testing.T) {
 	srv := haServer(t, pveacl.PVE9, pveapitest.WithHAFenceDelay(0))
-	root := rootAuth(srv)
-	for _, sid := range []string{"vm:100", "vm:101", "vm:102"} {
-		status, body := send(t, srv, "POST", "/cluster/ha/resources", root, url.Values{"sid": {sid}})
-		wantStatus(t, "POST "+sid, status, body, "200")
-	}
-	status, body := send(t, srv, "POST", "/cluster/ha/rules", root, url.Values{"rule": {"workers"},
-		"type": {"resource-affinity"}, "affinity": {"negative"}, "resources": {"vm:100,vm:101,vm:102"}})
-	wantStatus(t, "POST rule", status, body, "200")
+	spread(t, srv, []string{"vm:100", "vm:101", "vm:102"}, "vm:100,vm:101,vm:102")
 	must(t, srv.SetNodeOnline("pve2", false))
 	if r := resource(t, srv, 101); r["node"] != "pve2" || r["hastate"] != "recovery" {
 		t.Errorf("VM 101 with no node to take it: %v; want recovery on pve2", r)
