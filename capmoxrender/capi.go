@@ -22,6 +22,7 @@ func renderMachineDeployment(p nodesPlan, o Options, pmt, tct string) (*unstruct
 		md.APIVersion, md.Kind = clusterv1beta1.GroupVersion.String(), "MachineDeployment"
 		md.Annotations = mdAnnotations(p)
 		md.Spec.ClusterName = p.release
+		md.Spec.Replicas = fixedPoolReplicas(p)
 		md.Spec.Strategy = &clusterv1beta1.MachineDeploymentStrategy{Type: clusterv1beta1.RollingUpdateMachineDeploymentStrategyType,
 			RollingUpdate: &clusterv1beta1.MachineRollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 		md.Spec.Selector = metav1.LabelSelector{MatchLabels: poolLabels(p)}
@@ -38,6 +39,7 @@ func renderMachineDeployment(p nodesPlan, o Options, pmt, tct string) (*unstruct
 	md.APIVersion, md.Kind = clusterv1.GroupVersion.String(), "MachineDeployment"
 	md.Annotations = mdAnnotations(p)
 	md.Spec.ClusterName = p.release
+	md.Spec.Replicas = fixedPoolReplicas(p)
 	md.Spec.Rollout.Strategy = clusterv1.MachineDeploymentRolloutStrategy{Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
 		RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 	md.Spec.Selector = metav1.LabelSelector{MatchLabels: poolLabels(p)}
@@ -49,6 +51,20 @@ func renderMachineDeployment(p nodesPlan, o Options, pmt, tct string) (*unstruct
 		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: capmox.Group, Kind: capmox.KindProxmoxMachineTemplate, Name: pmt},
 	}
 	return typed(md)
+}
+
+// fixedPoolReplicas is the replicas of a fixed pool (its minimum and
+// maximum are one number), nil for an autoscaled pool, whose count the
+// autoscaler owns. Written out, a changed replicas scales the pool on the
+// next apply: left out, Cluster API's defaulting webhook recomputes it from
+// the autoscaler annotations only when the object it receives has none,
+// and an apply (Helm's, or server-side) sends the stored count back, so
+// the pool would keep its old size until an autoscaler moved it.
+func fixedPoolReplicas(p nodesPlan) *int32 {
+	if p.minReplicas != p.maxReplicas {
+		return nil
+	}
+	return ptr(p.minReplicas)
 }
 
 func renderMachineHealthCheck(p nodesPlan, o Options) (*unstructured.Unstructured, error) {

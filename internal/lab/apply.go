@@ -163,6 +163,32 @@ func (l *Lab) checkNew(ctx context.Context, k capmoxrender.Kubernetes) error {
 	return fmt.Errorf("cannot read Secret %s/%s: %w", k.Namespace, k.Spec.Proxmox.Capmox.CredentialsSecretName, err)
 }
 
+// UpdatePools renders t's pools again and applies what the render makes
+// (server-side apply, forced, as field manager FieldManager), as an
+// upgrade of the KubernetesNodes' release does: a changed replicas count
+// scales the MachineDeployment, a changed size or template makes a new
+// machine template and rolls the pool. Objects of the earlier render that
+// the new one no longer makes are left, as the render's own retention
+// keeps the templates a MachineSet still names.
+func (l *Lab) UpdatePools(ctx context.Context, t Tenant, a *Applied) error {
+	opts := l.renderOptions(t, a.Spec)
+	for _, p := range t.Pools {
+		objs, err := capmoxrender.RenderNodes(ctx, p, opts)
+		if err != nil {
+			return fmt.Errorf("cannot render KubernetesNodes %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		for _, o := range objs {
+			if err := l.Client.Patch(ctx, o, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager)); err != nil {
+				return fmt.Errorf("cannot apply %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// FieldManager is the field manager of the lab's server-side applies.
+const FieldManager = "pxsubstrate-lab"
+
 // dryRender renders the cluster and its pools and discards them.
 func (l *Lab) dryRender(ctx context.Context, t Tenant, spec *tenantplan.Tenants) error {
 	opts := l.renderOptions(t, spec)

@@ -152,14 +152,16 @@ func parseNet(v string) map[string]string {
 }
 
 // withMAC gives a network device a MAC address (Proxmox's BC:24:11 prefix)
-// unless it has one, printing the model=MAC pair first.
+// unless it has one, printing the model=MAC pair first. The fourth byte is
+// random but never 00, which the seeds and tests write (BC:24:11:00:..),
+// so a made MAC never equals a seeded one.
 func (s *state) withMAC(v string) string {
 	n := parseNet(v)
 	if n["model"] == "" || n["macaddr"] != "" {
 		return v
 	}
 	s.macSeq++
-	mac := fmt.Sprintf("BC:24:11:%02X:%02X:%02X", rand.IntN(256), s.macSeq>>8&0xff, s.macSeq&0xff)
+	mac := fmt.Sprintf("BC:24:11:%02X:%02X:%02X", 1+rand.IntN(255), s.macSeq>>8&0xff, s.macSeq&0xff)
 	parts := strings.Split(v, ",")
 	parts[0] = n["model"] + "=" + mac
 	return strings.Join(parts, ",")
