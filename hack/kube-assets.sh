@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver and etcd binaries that envtest starts, and the
-# kubectl that end-to-end tests run scripts with, from the Go module proxy,
+# Builds the kube-apiserver and etcd binaries that envtest starts, the
+# kubectl that end-to-end tests run scripts with, and the
+# kube-controller-manager whose garbage collector the lab (internal/lab)
+# runs, from the Go module proxy,
 # into a cache folder outside the checkout. A second run finds them and only
 # prints the folder.
 #
-#   hack/kube-assets.sh          prints the folder holding kube-apiserver, etcd and kubectl
+#   hack/kube-assets.sh          prints the folder holding kube-apiserver, etcd, kubectl and kube-controller-manager
 #
 # Environment:
 #   PXSUBSTRATE_CACHE  cache root [${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate]
@@ -44,7 +46,9 @@ kubectl_ok() {
 	[[ -x "$OUT/kubectl" ]] && v="$("$OUT/kubectl" version --client 2>/dev/null)" && grep -q "^Client Version: v${KUBE_VERSION}\$" <<<"$v"
 }
 
-if kas_ok && etcd_ok && kubectl_ok; then
+kcm_ok() { local v; v="$(version_of "$OUT/kube-controller-manager")" && grep -q "v${KUBE_VERSION}\$" <<<"$v"; }
+
+if kas_ok && etcd_ok && kubectl_ok && kcm_ok; then
 	echo "$OUT"
 	exit 0
 fi
@@ -83,6 +87,7 @@ build_kube() {
 
 kas_ok || build_kube kube-apiserver kas_ok
 kubectl_ok || build_kube kubectl kubectl_ok
+kcm_ok || build_kube kube-controller-manager kcm_ok
 
 if ! etcd_ok; then
 	say "building etcd v${ETCD_VERSION} into $OUT (once)"

@@ -31,13 +31,10 @@ func (p *Process) session(ctx context.Context) error {
 		gw        network.Gateway
 		collector *kubenetgateway.Collector
 	)
-	// reconnected is poked by the NB client each time it connects again:
-	// the server may be a new leader or a database rebuilt empty, so every
-	// network is reconciled again (those still right cost no write).
+	// reconnected is poked by the NB client each time it connects again
+	// (a new leader, or a database rebuilt empty: every network is
+	// reconciled again); appeared hands it the router ports that appear.
 	reconnected := make(chan struct{}, 1)
-	// appeared hands the router ports the NB client sees appear to the
-	// adapter, once the controller exists: networks that found their port
-	// missing are reconciled at once.
 	var appeared portHook
 	if p.opts.ManageGatewayChassis {
 		nb, err := p.dialNB(ctx, func() { poke(reconnected) }, appeared.call)
@@ -74,13 +71,7 @@ func (p *Process) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if adapter, ok := gw.(*kubenetgateway.Gateway); ok {
-		appeared.set(func(name string) {
-			for _, k := range adapter.RouterPortAppeared(name) {
-				ctrl.EnqueueNetwork(k)
-			}
-		})
-	}
+	appeared.forward(gw, ctrl)
 	if err := p.watch(ctx, ctrl, gw != nil); err != nil {
 		return err
 	}
@@ -124,6 +115,21 @@ func (h *portHook) set(f func(string)) {
 		return
 	}
 	h.f.Store(&f)
+}
+
+// forward sends the router ports that appear to the gateway adapter, once
+// the controller exists: the networks that found their port missing are
+// reconciled at once.
+func (h *portHook) forward(gw network.Gateway, ctrl *network.Controller) {
+	adapter, ok := gw.(*kubenetgateway.Gateway)
+	if !ok {
+		return
+	}
+	h.set(func(name string) {
+		for _, k := range adapter.RouterPortAppeared(name) {
+			ctrl.EnqueueNetwork(k)
+		}
+	})
 }
 
 func (h *portHook) call(name string) {

@@ -178,7 +178,7 @@ func (l *Lab) UpdatePools(ctx context.Context, t Tenant, a *Applied) error {
 			return fmt.Errorf("cannot render KubernetesNodes %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		for _, o := range objs {
-			if err := l.Client.Patch(ctx, o, client.Apply, client.ForceOwnership, client.FieldOwner(FieldManager)); err != nil {
+			if err := l.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.ForceOwnership, client.FieldOwner(FieldManager)); err != nil {
 				return fmt.Errorf("cannot apply %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 			}
 		}

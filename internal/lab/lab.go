@@ -151,6 +151,9 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 	}
 	l.stops = append(l.stops, l.Managers.Stop)
 	l.log(fmt.Sprintf("managers: Cluster API, IPAM, capmox %s, CABPT", l.Capmox))
+	if err := l.startGarbageCollector(); err != nil {
+		return err
+	}
 	if o.Controller != "" {
 		if err := l.startController(ctx, o.Controller); err != nil {
 			return err

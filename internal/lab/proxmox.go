@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
@@ -139,6 +140,39 @@ func freeAddr() (string, error) {
 	defer ln.Close()
 	return ln.Addr().String(), nil
 }
+
+// startGarbageCollector runs kube-controller-manager's garbage collector
+// against the management API server, which envtest does not run: what
+// capmox and Cluster API leave to owner references (a ProxmoxMachine's
+// IPAddressClaims, a Machine's bootstrap Secret) goes with its owner as in
+// a cluster. It returns once the collector has synced its monitors.
+func (l *Lab) startGarbageCollector() error {
+	bin, err := kube.FindControllerManager()
+	if err != nil {
+		return err
+	}
+	m, err := capi.StartProcess("kube-controller-manager", bin, []string{
+		"--kubeconfig=" + filepath.Join(l.Dir, MgmtKubeconfig), "--controllers=garbagecollector",
+		"--leader-elect=false", "--secure-port=0"}, nil, filepath.Join(l.Dir, "kube-controller-manager.log"))
+	if err != nil {
+		return err
+	}
+	l.Processes = append(l.Processes, m)
+	l.stops = append(l.stops, m.Stop)
+	deadline := time.Now().Add(programReadyTimeout)
+	for !strings.Contains(m.Log(), gcSynced) {
+		if m.Exited() || time.Now().After(deadline) {
+			return fmt.Errorf("kube-controller-manager (pid %d) did not start its garbage collector; the last lines of its log:\n%s", m.Pid(), m.LogTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	l.log(fmt.Sprintf("garbage collector: kube-controller-manager (pid %d)", m.Pid()))
+	return nil
+}
+
+// gcSynced is the line kube-controller-manager logs once its garbage
+// collector watches every resource.
+const gcSynced = "Proceeding to collect garbage"
 
 // writeKubeconfig writes an administrator's kubeconfig of cfg.
 func writeKubeconfig(path string, cfg *rest.Config) error {

@@ -143,12 +143,19 @@ func FindAssets() (string, error) {
 // FindKubectl returns the kubectl that hack/kube-assets.sh builds next to
 // kube-apiserver and etcd, for tests that run the rendered scripts against
 // the test API server.
-func FindKubectl() (string, error) {
+func FindKubectl() (string, error) { return findBinary("kubectl") }
+
+// FindControllerManager returns the kube-controller-manager that
+// hack/kube-assets.sh builds next to kube-apiserver and etcd: the lab runs
+// its garbage collector, which envtest does not have.
+func FindControllerManager() (string, error) { return findBinary("kube-controller-manager") }
+
+func findBinary(name string) (string, error) {
 	dir := assetsDir()
-	if err := executable(dir, "kubectl"); err != nil {
+	if err := executable(dir, name); err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "kubectl"), nil
+	return filepath.Join(dir, name), nil
 }
 
 func assetsDir() string {
