@@ -70,58 +70,7 @@ done
 CACHE="${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}"
 ROOT="$CACHE/capi"
 
-# built BIN MODULE VERSION: BIN exists and go version -m says it was built
-# from MODULE at VERSION (read whole before matching; see kube-assets.sh).
-built() {
-	local info
-	[[ -x "$1" ]] && info="$(go version -m "$1" 2>/dev/null)" &&
-		grep -qE "^[[:space:]]+mod[[:space:]]+$2[[:space:]]+$3([[:space:]]|\$)" <<<"$info"
-}
-
-scratch="$(mktemp -d "${TMPDIR:-/tmp}/pxsubstrate-capi.XXXXXX")"
-trap 'rm -rf "$scratch"' EXIT
-export CGO_ENABLED=0 GOFLAGS=-mod=mod GOWORK=off
-
-# own_replaces MODULE VERSION prints, one a line, go mod edit's -replace
-# flags for the replace directives of MODULE@VERSION's go.mod that name a
-# published version (a local path has no version and is left out).
-own_replaces() {
-	local gomod
-	gomod="$(cd "$scratch" && go mod download -json "$1@$2" | sed -n 's|^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$|\1|p')"
-	[[ -n "$gomod" ]] || fail "cannot download the go.mod of $1@$2"
-	go mod edit -print "$gomod" | awk '
-		/^replace \($/ { block = 1; next }
-		block && /^\)$/ { block = 0; next }
-		block || /^replace / {
-			sub(/^replace /, ""); sub(/[[:space:]]*\/\/.*/, "")
-			n = split($0, f, /[[:space:]]+=>[[:space:]]+/)
-			split(f[1], old, " "); split(f[2], new, " ")
-			if (n == 2 && new[2] != "") print "-replace=" old[1] (old[2] != "" ? "@" old[2] : "") "=" new[1] "@" new[2]
-		}'
-}
-
-# need DIR NAME MODULE VERSION PACKAGE [REPLACE...] builds PACKAGE of
-# MODULE@VERSION into $ROOT/DIR/NAME inside a scratch module with the
-# module's own replace directives and then the REPLACE flags (go mod edit's
-# -replace=OLD=NEW@VERSION), unless a binary that go version -m shows as
-# MODULE@VERSION is already there.
-need() {
-	local out="$ROOT/$1" name="$2" module="$3" version="$4" pkg="$5" dir="$scratch/$1" start=$SECONDS replaces
-	shift 5
-	built "$out/$name" "$module" "$version" && return
-	say "building $name ($module $version) into $out (once; a few minutes on 2 cores)"
-	mkdir -p "$dir" "$out"
-	printf 'module scratch/%s\n\ngo 1.26\n\nrequire %s %s\n' "$name" "$module" "$version" >"$dir/go.mod"
-	replaces="$(own_replaces "$module" "$version")"
-	set -- $replaces "$@" # one flag a line, none with spaces
-	if (($#)); then (cd "$dir" && go mod edit "$@"); fi
-	(cd "$dir" && go get "$pkg@$version" >"$scratch/get.log" 2>&1) ||
-		{ cat "$scratch/get.log" >&2; fail "go get $pkg@$version failed"; }
-	(cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$out/$name.new" "$pkg")
-	mv "$out/$name.new" "$out/$name"
-	built "$out/$name" "$module" "$version" || fail "the built $name does not report $module $version"
-	say "built $name in $((SECONDS - start)) s"
-}
+. hack/modbuild.sh
 
 need "${CAPI_VERSION}-ipam${IPAM_VERSION}" cluster-api-manager sigs.k8s.io/cluster-api "$CAPI_VERSION" \
 	sigs.k8s.io/cluster-api/core -replace="sigs.k8s.io/cluster-api/api=sigs.k8s.io/cluster-api/api@$CAPI_VERSION"

@@ -144,7 +144,7 @@ func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root st
 	if err := writeFiles(certDir, certPEM, keyPEM); err != nil {
 		return err
 	}
-	if err := writeKubeconfig(kubeconfig, cfg); err != nil {
+	if err := WriteKubeconfig(kubeconfig, cfg); err != nil {
 		return err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
@@ -341,8 +341,9 @@ func writeFiles(dir string, certPEM, keyPEM []byte) error {
 	return os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600)
 }
 
-// writeKubeconfig writes cfg (the envtest administrator) as a kubeconfig.
-func writeKubeconfig(path string, cfg *rest.Config) error {
+// WriteKubeconfig writes cfg (the envtest administrator) as a kubeconfig
+// file at path, for a process started next to the test API server.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{

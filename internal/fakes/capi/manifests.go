@@ -339,3 +339,7 @@ func isComment(d []byte) bool {
 	}
 	return true
 }
+
+// ReadDocs returns the non-empty YAML documents of file that hold more
+// than comments, for tests that install manifests of other modules.
+func ReadDocs(file string) ([][]byte, error) { return readDocs(file) }

@@ -19,7 +19,8 @@ import (
 )
 
 // Versions of the envtest binaries and of the modules whose CRDs tests load
-// and whose managers hack/capi-assets.sh builds (it reads these lines).
+// and whose managers hack/capi-assets.sh and hack/kubeovn-assets.sh build
+// (they read these lines).
 const (
 	KubeVersion    = "1.37.2"
 	EtcdVersion    = "3.7.3"
@@ -39,6 +40,11 @@ const (
 	// CABPTModule is the Talos bootstrap provider (TalosConfig and
 	// TalosConfigTemplate).
 	CABPTModule = "github.com/siderolabs/cluster-api-bootstrap-provider-talos@v0.6.10"
+	// KubeOVNModule is the Kube-OVN whose controller and webhook
+	// hack/kubeovn-assets.sh builds and internal/fakes/kubeovn starts, with
+	// the CRDs of the same module. Cozystack ships v1.15, which the module
+	// proxy does not serve; docs/kube-ovn.md says what differs.
+	KubeOVNModule = "github.com/kubeovn/kube-ovn@v1.14.10"
 )
 
 const (
@@ -278,6 +284,11 @@ func ModuleCRDDir(moduleAtVersion string) (string, error) {
 	}
 	return "", fmt.Errorf("cannot find CRDs of %s: no config/crd/bases in %s", moduleAtVersion, dir)
 }
+
+// ModuleDir returns the source folder of module@version in the module
+// cache, which `go mod download` fetches when needed, for tests that read
+// manifests a module ships outside config/crd/bases.
+func ModuleDir(moduleAtVersion string) (string, error) { return moduleDir(moduleAtVersion) }
 
 func moduleDir(moduleAtVersion string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", moduleAtVersion)
