@@ -302,6 +302,26 @@ func ptrString(p *string) string {
 	return *p
 }
 
+// quiet waits until the monitor has delivered nothing for a second (the
+// cache delivers events asynchronously) and returns what it recorded
+// since the last take.
+func (w *portWatch) quiet() []string {
+	n := -1
+	for {
+		w.mu.Lock()
+		cur := len(w.events)
+		w.mu.Unlock()
+		if cur == n {
+			return w.take()
+		}
+		n = cur
+		time.Sleep(time.Second)
+	}
+}
+
+// drain drops what quiet returns.
+func (w *portWatch) drain() { w.quiet() }
+
 // take returns the events recorded since the last take.
 func (w *portWatch) take() []string {
 	w.mu.Lock()

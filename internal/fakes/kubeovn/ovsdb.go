@@ -1,6 +1,7 @@
 package kubeovn
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -32,6 +33,7 @@ type DB struct {
 	// Unix is the endpoint of its unix socket (unix:path).
 	Unix string
 	proc *capi.Manager
+	file string
 }
 
 // database describes one of the two OVN databases.
@@ -90,7 +92,7 @@ func startDB(dir string, d database, schema []byte) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{Name: d.name, Addr: "tcp:127.0.0.1:" + strconv.Itoa(port), Unix: "unix:" + sock, proc: proc}
+	db := &DB{Name: d.name, Addr: "tcp:127.0.0.1:" + strconv.Itoa(port), Unix: "unix:" + sock, proc: proc, file: dbFile}
 	if err := db.waitListening(port); err != nil {
 		return nil, errors.Join(err, proc.Stop())
 	}
@@ -135,4 +137,17 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Commits counts the write transactions the server has committed to its
+// database file since it created it: a standalone ovsdb-server appends one
+// record to the file for each transaction that changed something (and
+// rewrites the file when it compacts it, which makes the count drop).
+func (db *DB) Commits() (int, error) {
+	data, err := os.ReadFile(db.file)
+	if err != nil {
+		return 0, err
+	}
+	// The first record is the schema.
+	return bytes.Count(data, []byte("OVSDB JSON ")) - 1, nil
 }

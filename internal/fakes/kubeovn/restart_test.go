@@ -36,9 +36,9 @@ func TestKubeOVNRestartKeepsOurGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("restart %d: %s took the lease and finished its start-up in %s", i+1, cl.k.PodName(), time.Since(start).Round(time.Millisecond))
-		// One resync of every Subnet after start-up.
-		time.Sleep(5 * time.Second)
-		for _, e := range w.take() {
+		// The new leader resyncs every Subnet and Vpc after its start-up.
+		cl.settle()
+		for _, e := range w.quiet() {
 			t.Errorf("restart %d: the NB changed a gateway row: %s", i+1, e)
 		}
 		after := ovngatewaytest.ReadRows(t, cl.nb).State()
