@@ -129,13 +129,7 @@ func StartT(t testing.TB, cfg *rest.Config, o Options) *Managers {
 }
 
 func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root string) error {
-	ca, err := pki.Make("pxsubstrate capi test CA")
-	if err != nil {
-		return err
-	}
-	certPEM, keyPEM, err := ca.Sign("127.0.0.1", pki.Leaf{
-		EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPs: pki.Loopback, DNSNames: []string{"localhost"},
-	})
+	ca, certPEM, keyPEM, err := pki.MakeLoopbackServer("pxsubstrate capi test CA")
 	if err != nil {
 		return err
 	}
@@ -152,7 +146,7 @@ func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root st
 		return err
 	}
 	if o.ports == nil {
-		o.ports = freePort
+		o.ports = FreePort
 	}
 	r := runner{
 		cfg: cfg, c: c, assets: root, kubeconfig: kubeconfig, certDir: certDir,
@@ -257,14 +251,15 @@ func install(cfg *rest.Config, c client.Client, comp component, base string, caP
 		return err
 	}
 	for _, o := range objs {
-		if err := createOrReplace(c, o); err != nil {
+		if err := CreateOrReplace(c, o); err != nil {
 			return fmt.Errorf("cannot install %s of %s: %w", o.GetName(), comp.module, err)
 		}
 	}
 	return nil
 }
 
-func createOrReplace(c client.Client, o client.Object) error {
+// CreateOrReplace creates o, or replaces the object of its name with it.
+func CreateOrReplace(c client.Client, o client.Object) error {
 	ctx := context.Background()
 	err := c.Create(ctx, o)
 	if !apierrors.IsAlreadyExists(err) {
@@ -322,7 +317,8 @@ func executable(path string) error {
 	return nil
 }
 
-func freePort() (int, error) {
+// FreePort returns a port of 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -354,9 +350,9 @@ func WriteKubeconfig(path string, cfg *rest.Config) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
-// ready says whether the manager answers /readyz and serves TLS on its
-// webhook port with a certificate caPEM signed.
-func ready(webhookPort, healthPort int, caPEM []byte) bool {
+// Serving says whether a manager answers /readyz on healthPort and serves
+// TLS on webhookPort with a certificate caPEM signed.
+func Serving(webhookPort, healthPort int, caPEM []byte) bool {
 	hc := http.Client{Timeout: 2 * time.Second}
 	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
 	if err != nil {

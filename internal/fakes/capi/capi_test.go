@@ -111,7 +111,7 @@ func TestStartNamesLogTail(t *testing.T) {
 		if calls == 1 {
 			return taken, nil
 		}
-		return freePort()
+		return FreePort()
 	}
 	_, err = Start(cfg, Options{IPAM: true, ports: ports})
 	if err == nil || !strings.Contains(err.Error(), "ipam-manager "+version(kube.CAPIIPAMModule)+" (pid ") || !strings.Contains(err.Error(), "address already in use") {

@@ -102,7 +102,7 @@ func (m *Manager) waitReady(webhookPort, healthPort int, caPEM []byte) error {
 			return fmt.Errorf("%s (pid %d) exited before it was ready (%v); the last lines of its log:\n%s",
 				m.name, m.Pid(), m.waitErr, m.LogTail(logTailLines))
 		}
-		if ready(webhookPort, healthPort, caPEM) {
+		if Serving(webhookPort, healthPort, caPEM) {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
@@ -27,6 +29,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
+
+// envtest's CRD installer logs through controller-runtime.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // providerNetwork is the zone's Kube-OVN ProviderNetwork, as in the specs.
 const providerNetwork = "pxtenant"
@@ -179,40 +184,34 @@ func (cl *cluster) eventually(timeout time.Duration, what string, cond func() (b
 	}
 }
 
-func (cl *cluster) routerPort(name string) (nbmodel.LogicalRouterPort, bool) {
-	for _, p := range ovngatewaytest.Select[nbmodel.LogicalRouterPort](cl.t, cl.nb) {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return nbmodel.LogicalRouterPort{}, false
-}
-
-func (cl *cluster) switchPort(name string) (nbmodel.LogicalSwitchPort, bool) {
-	for _, p := range ovngatewaytest.Select[nbmodel.LogicalSwitchPort](cl.t, cl.nb) {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return nbmodel.LogicalSwitchPort{}, false
-}
-
-func (cl *cluster) router(name string) (nbmodel.LogicalRouter, bool) {
-	for _, r := range ovngatewaytest.Select[nbmodel.LogicalRouter](cl.t, cl.nb) {
-		if r.Name == name {
+// named returns the row of table T whose name is name, read from the NB.
+func named[T any, PT interface {
+	*T
+	model.Model
+}](cl *cluster, name string, nameOf func(*T) string) (T, bool) {
+	for _, r := range ovngatewaytest.Select[T, PT](cl.t, cl.nb) {
+		if nameOf(&r) == name {
 			return r, true
 		}
 	}
-	return nbmodel.LogicalRouter{}, false
+	var zero T
+	return zero, false
+}
+
+func (cl *cluster) routerPort(name string) (nbmodel.LogicalRouterPort, bool) {
+	return named(cl, name, func(r *nbmodel.LogicalRouterPort) string { return r.Name })
+}
+
+func (cl *cluster) switchPort(name string) (nbmodel.LogicalSwitchPort, bool) {
+	return named(cl, name, func(r *nbmodel.LogicalSwitchPort) string { return r.Name })
+}
+
+func (cl *cluster) router(name string) (nbmodel.LogicalRouter, bool) {
+	return named(cl, name, func(r *nbmodel.LogicalRouter) string { return r.Name })
 }
 
 func (cl *cluster) logicalSwitch(name string) (nbmodel.LogicalSwitch, bool) {
-	for _, s := range ovngatewaytest.Select[nbmodel.LogicalSwitch](cl.t, cl.nb) {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return nbmodel.LogicalSwitch{}, false
+	return named(cl, name, func(r *nbmodel.LogicalSwitch) string { return r.Name })
 }
 
 // portWatch records every change the NB makes to a set of router ports

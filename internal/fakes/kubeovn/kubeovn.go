@@ -179,7 +179,7 @@ func (k *KubeOVN) start(mod string, o Options) error {
 		return fmt.Errorf("kube-ovn-controller creates its log file in %s before anything else, and that folder cannot be made: %w", logDir, err)
 	}
 	if o.ports == nil {
-		o.ports = freePort
+		o.ports = capi.FreePort
 	}
 	if k.metricsPort, err = o.ports(); err != nil {
 		return err

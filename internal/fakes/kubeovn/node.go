@@ -48,11 +48,14 @@ func (k *KubeOVN) AddNode(ctx context.Context, c client.Client, n Node) error {
 	if err := c.Create(ctx, node); err != nil {
 		return err
 	}
+	// A merge patch without the resource version: kube-ovn-controller may
+	// have annotated the Node meanwhile.
+	created := node.DeepCopy()
 	node.Status = corev1.NodeStatus{
 		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP}, {Type: corev1.NodeHostName, Address: n.Name}},
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
 	}
-	return c.Status().Update(ctx, node)
+	return c.Status().Patch(ctx, node, client.MergeFrom(created))
 }
 
 // RemoveNode deletes the Node and, as the node's ovn-controller does when

@@ -79,7 +79,7 @@ func startDB(dir string, d database, schema []byte) (*DB, error) {
 	if out, err := exec.Command(binary("ovsdb-tool"), "create", dbFile, schemaFile).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("cannot create %s: %w: %s", d.name, err, out)
 	}
-	port, err := freePort()
+	port, err := capi.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -128,15 +128,6 @@ func binary(name string) string {
 		return p
 	}
 	return filepath.Join(sbinDir, name)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("cannot find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Commits counts the write transactions the server has committed to its

@@ -1,20 +1,14 @@
 package kubeovn
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -39,13 +33,7 @@ const (
 // module's ValidatingWebhookConfiguration calling 127.0.0.1 and starts
 // kube-ovn-webhook, returning once it is ready and serves TLS.
 func (k *KubeOVN) startWebhook(mod string) error {
-	ca, err := pki.Make("pxsubstrate kube-ovn test CA")
-	if err != nil {
-		return err
-	}
-	certPEM, keyPEM, err := ca.Sign("127.0.0.1", pki.Leaf{
-		EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPs: pki.Loopback, DNSNames: []string{"localhost"},
-	})
+	ca, certPEM, keyPEM, err := pki.MakeLoopbackServer("pxsubstrate kube-ovn test CA")
 	if err != nil {
 		return err
 	}
@@ -60,11 +48,11 @@ func (k *KubeOVN) startWebhook(mod string) error {
 			return err
 		}
 	}
-	port, err := freePort()
+	port, err := capi.FreePort()
 	if err != nil {
 		return err
 	}
-	healthPort, err := freePort()
+	healthPort, err := capi.FreePort()
 	if err != nil {
 		return err
 	}
@@ -123,32 +111,18 @@ func installWebhookConfig(k *KubeOVN, file string, port int, caPEM []byte) error
 		return err
 	}
 	for _, v := range cfgs {
-		if err := createOrReplace(c, v); err != nil {
+		if err := capi.CreateOrReplace(c, v); err != nil {
 			return fmt.Errorf("cannot install %s: %w", v.Name, err)
 		}
 	}
 	return nil
 }
 
-func createOrReplace(c client.Client, o *admissionv1.ValidatingWebhookConfiguration) error {
-	ctx := context.Background()
-	err := c.Create(ctx, o)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	old := &admissionv1.ValidatingWebhookConfiguration{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(o), old); err != nil {
-		return err
-	}
-	o.ResourceVersion = old.ResourceVersion
-	return c.Update(ctx, o)
-}
-
 // waitServing waits until the webhook answers /readyz and serves TLS with
 // the test CA's certificate.
 func waitServing(p *capi.Manager, port, healthPort int, caPEM []byte) error {
 	deadline := time.Now().Add(readyTimeout)
-	for !serving(port, healthPort, caPEM) {
+	for !capi.Serving(port, healthPort, caPEM) {
 		if p.Exited() {
 			return fmt.Errorf("%s (pid %d) exited before it was ready; the last lines of its log:\n%s", WebhookBinary, p.Pid(), p.LogTail(logTailLines))
 		}
@@ -159,25 +133,4 @@ func waitServing(p *capi.Manager, port, healthPort int, caPEM []byte) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return nil
-}
-
-func serving(port, healthPort int, caPEM []byte) bool {
-	hc := http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
-		net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
 }

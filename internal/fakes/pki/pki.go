@@ -89,6 +89,19 @@ func (ca *CA) Issue(cn string, leaf Leaf) (certPEM, keyPEM []byte) {
 	return certPEM, keyPEM
 }
 
+// MakeLoopbackServer makes a CA named cn without a test (as Make) and a
+// serving certificate of it for 127.0.0.1 and localhost, for a server a
+// test starts and the API server calls (a webhook).
+func MakeLoopbackServer(cn string) (ca *CA, certPEM, keyPEM []byte, err error) {
+	if ca, err = Make(cn); err != nil {
+		return nil, nil, nil, err
+	}
+	certPEM, keyPEM, err = ca.Sign("127.0.0.1", Leaf{
+		EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPs: Loopback, DNSNames: []string{"localhost"},
+	})
+	return ca, certPEM, keyPEM, err
+}
+
 // Sign is Issue returning its error instead of failing a test.
 func (ca *CA) Sign(cn string, leaf Leaf) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
