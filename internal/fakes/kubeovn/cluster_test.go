@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -50,6 +51,7 @@ var nodes = []kubeovn.Node{
 // gateway client.
 type cluster struct {
 	t   *testing.T
+	cfg *rest.Config
 	k   *kubeovn.KubeOVN
 	c   ctrlclient.Client
 	nb  client.Client
@@ -65,10 +67,18 @@ func scheme() *runtime.Scheme {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme()})
+	return startClusterOn(t, func(t testing.TB) (*rest.Config, ctrlclient.Client) {
+		return kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme()})
+	})
+}
+
+// startClusterOn is startCluster on the API server start returns.
+func startClusterOn(t *testing.T, start func(testing.TB) (*rest.Config, ctrlclient.Client)) *cluster {
+	t.Helper()
+	cfg, c := start(t)
 	k := kubeovn.StartT(t, cfg, kubeovn.Options{Webhook: true})
 	ctx := context.Background()
-	cl := &cluster{t: t, k: k, c: c, ctx: ctx, nb: ovngatewaytest.Connect(t, k.NB.Unix)}
+	cl := &cluster{t: t, k: k, c: c, cfg: cfg, ctx: ctx, nb: ovngatewaytest.Connect(t, k.NB.Unix)}
 	if err := c.Create(ctx, &kubeovnv1.ProviderNetwork{
 		ObjectMeta: metav1.ObjectMeta{Name: providerNetwork},
 		Spec:       kubeovnv1.ProviderNetworkSpec{DefaultInterface: "eth1"},
@@ -100,8 +110,10 @@ func startCluster(t *testing.T) *cluster {
 }
 
 // apply creates the namespace, the Kube-OVN Vlan the controller gives
-// each Proxmox-backed subnet (vids from 101 on) and the rendered Vpc and
-// Subnets, and returns the Proxmox-backed subnets.
+// each Proxmox-backed subnet (vids from firstVID on) and the rendered Vpc
+// and Subnets, and returns the Proxmox-backed subnets. With firstVID 0 it
+// creates no Vlan and every rendered object but the attachments, for our
+// controller to allocate the Vlans.
 func (cl *cluster) apply(specYAML string, firstVID int) []*kubeovnv1.Subnet {
 	cl.t.Helper()
 	spec, err := vpcrender.ParseSpec([]byte(specYAML))
@@ -124,16 +136,21 @@ func (cl *cluster) apply(specYAML string, firstVID int) []*kubeovnv1.Subnet {
 	vid := firstVID
 	for _, o := range r.Objects {
 		if s, ok := o.(*kubeovnv1.Subnet); ok && s.Spec.Vlan != "" {
-			cl.create(&kubeovnv1.Vlan{
-				ObjectMeta: metav1.ObjectMeta{Name: s.Spec.Vlan},
-				Spec:       kubeovnv1.VlanSpec{ID: vid, Provider: providerNetwork},
-			})
-			vid++
+			if firstVID != 0 {
+				cl.create(&kubeovnv1.Vlan{
+					ObjectMeta: metav1.ObjectMeta{Name: s.Spec.Vlan},
+					Spec:       kubeovnv1.VlanSpec{ID: vid, Provider: providerNetwork},
+				})
+				vid++
+			}
 			proxmox = append(proxmox, s)
 		}
 	}
 	for _, u := range objs {
-		if u.GetAPIVersion() == kubeovnv1.GroupVersion.String() {
+		// Without Vlans our controller runs: it allocates them from the
+		// ProxmoxNetworks, next to the pools. Multus' attachments are for
+		// pods, which nothing here runs.
+		if u.GetAPIVersion() == kubeovnv1.GroupVersion.String() || (firstVID == 0 && u.GetKind() != "NetworkAttachmentDefinition") {
 			cl.create(u)
 		}
 	}
