@@ -104,9 +104,7 @@ func (r *replicas) tend(t testing.TB) {
 	defer r.mu.Unlock()
 	live := 0
 	for _, p := range r.all {
-		select {
-		case <-p.done:
-		default:
+		if alive(p) {
 			live++
 		}
 	}
@@ -120,15 +118,21 @@ func (r *replicas) byName(name string) *proc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range r.all {
-		select {
-		case <-p.done:
-		default:
-			if p.name == name {
-				return p
-			}
+		if alive(p) && p.name == name {
+			return p
 		}
 	}
 	return nil
+}
+
+// alive reports whether p has not ended.
+func alive(p *proc) bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // kill kills p with SIGKILL.
@@ -148,12 +152,8 @@ func (r *replicas) unexpected() int {
 	defer r.mu.Unlock()
 	n := 0
 	for _, p := range r.all {
-		select {
-		case <-p.done:
-			if !r.killed[p] {
-				n++
-			}
-		default:
+		if !alive(p) && !r.killed[p] {
+			n++
 		}
 	}
 	return n
