@@ -652,17 +652,19 @@ func controlPlane(t testing.TB) (etcd, apiserver *child) {
 }
 
 // TestFaultAPIServer: two replicas converge -fault-networks networks; once a
-// quarter of them shows a VLAN, etcd is stopped (SIGTERM) for -fault-etcd-down
-// and started again on its data folder; once a network is Ready again
-// after that (or 15 s after etcd is back), the kube-apiserver is stopped
-// (SIGTERM) and started again on the same port, certificates and etcd.
-// Replicas that exit (a leader that cannot renew its Lease stops) are
-// replaced as a Deployment would; nothing else intervenes. Asserted: the
-// run converges, a sampler (every 150 ms) never sees two networks on one
-// VLAN nor a network moving to another, and at the end every network holds
-// exactly one claim, its own, and no claim is left over.
+// quarter of them shows a VLAN, etcd is stopped (SIGTERM) for
+// -fault-etcd-down and started again on its data folder; half that time
+// later the kube-apiserver is stopped (SIGTERM) and started again on the
+// same port, certificates and etcd. The faults run on a goroutine of their
+// own, on the clock, whatever the rounds of the test are doing. Replicas
+// that exit (a leader that cannot renew its Lease stops) are replaced as a
+// Deployment would; nothing else intervenes. Asserted: both faults land
+// before the run converges, the run converges, a sampler (every 150 ms)
+// never sees two networks on one VLAN nor a network moving to another,
+// and at the end every network holds exactly one claim, its own, and no
+// claim is left over.
 func TestFaultAPIServer(t *testing.T) {
-	n, down := *faultNetworks, *faultEtcdDown
+	n := *faultNetworks
 	e := newEnv(t)
 	etcd, apiserver := controlPlane(t)
 	f := newFaultRun(t, e, n)
@@ -670,105 +672,107 @@ func TestFaultAPIServer(t *testing.T) {
 	defer s.Stop()
 	f.reps.tend(t)
 
-	p := &apiFaults{etcd: etcd, apiserver: apiserver, down: down, n: n, ping: func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return e.admin.Get(ctx, client.ObjectKey{Name: f.cl.Zone}, &v1alpha1.ProxmoxNetworkZone{})
-	}}
-	total := f.until(t, 60*time.Minute, func(pr progress) { p.at(t, pr) })
-	if p.phase != apiRestarted {
-		t.Fatalf("the run converged before the faults were done (phase %d)", p.phase)
+	p := &apiFaults{etcd: etcd, apiserver: apiserver, down: *faultEtcdDown, n: n, trigger: make(chan struct{}), done: make(chan struct{}),
+		ping: func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return e.admin.Get(ctx, client.ObjectKey{Name: f.cl.Zone}, &v1alpha1.ProxmoxNetworkZone{})
+		}}
+	go p.run()
+	total := f.until(t, 60*time.Minute, p.seen)
+	end := time.Now()
+	select {
+	case <-p.done:
+	case <-p.trigger:
+		<-p.done
+	default:
+		t.Fatal("the run converged before etcd was stopped")
 	}
-	if len(p.recovered) == 1 {
-		p.recovered = append(p.recovered, total-p.apiStarted.Sub(p.etcdStopped)) // never measured: no round saw progress
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	for what, at := range map[string]progress{"etcd stopped": p.atEtcd, "the kube-apiserver restarted": p.atAPI} {
+		if at.ready == n {
+			t.Errorf("every network was Ready when %s: the fault came after the run", what)
+		}
 	}
 	s.Stop()
 	samples, failed, _ := s.result()
 	s.check(t, "at the end")
 	checkConverged(t, e.admin, f.cl, f.names)
-	t.Logf("%d networks converged in %s; etcd stopped at %d Ready for %s; first network Ready %s after etcd came back; kube-apiserver restarted at %d Ready (unanswered for %s), first network Ready %s after; converged %s after the restart; %d replicas replaced after exiting by themselves; %d samples (%d failed during the faults), 0 duplicates, 0 moves",
-		n, total.Round(time.Millisecond), p.etcdReady, p.etcdStarted.Sub(p.etcdStopped).Round(time.Millisecond), p.recovered[0].Round(time.Millisecond),
-		p.apiReady, p.apiDown.Round(time.Millisecond), p.recovered[1].Round(time.Millisecond), time.Since(p.apiStarted).Round(time.Millisecond),
-		f.reps.unexpected(), samples, failed)
+	t.Logf("%d networks converged in %s; etcd stopped at %s networks with a VLAN/Ready and gone for %s; kube-apiserver restarted at %s, unanswered for %s; converged %s after it answered again; %d replicas replaced after exiting by themselves; %d samples (%d failed during the faults), 0 duplicates, 0 moves",
+		n, total.Round(time.Millisecond), p.atEtcd, p.etcdDown.Round(time.Millisecond), p.atAPI, p.apiDown.Round(time.Millisecond),
+		end.Sub(p.answered).Round(time.Millisecond), f.reps.unexpected(), samples, failed)
 }
 
-// restart is the outcome of starting etcd again, and when.
-type restart struct {
-	err error
-	at  time.Time
-}
-
-// Phases of TestFaultAPIServer.
-const (
-	running = iota
-	etcdDown
-	etcdBack
-	apiRestarted
-)
-
-// apiFaults drives the faults of TestFaultAPIServer from the Ready count.
+// apiFaults stops etcd once a quarter of the networks show a VLAN, starts
+// it again after down, and restarts the kube-apiserver down/2 later.
 type apiFaults struct {
 	etcd, apiserver *child
 	down            time.Duration
 	n               int
 	// ping reads one object through the API server.
 	ping func() error
+	// trigger is closed once the faults may start; done once they are over.
+	trigger, done chan struct{}
 
-	phase                                int
-	etcdStopped, etcdStarted, apiStarted time.Time
-	etcdReady, afterEtcd, apiReady       int
-	apiDown                              time.Duration
-	restart                              chan restart
-	recovered                            []time.Duration
+	mu       sync.Mutex
+	progress progress
+	fired    bool
+
+	atEtcd, atAPI     progress
+	etcdDown, apiDown time.Duration
+	answered          time.Time
+	err               error
 }
 
-func (p *apiFaults) at(t *testing.T, pr progress) {
-	ready := pr.ready
-	switch {
-	case p.phase == running && pr.allocated >= p.n/4:
-		if ready == p.n {
-			t.Fatalf("every network was Ready before etcd stopped: make -fault-networks larger")
-		}
-		if err := p.etcd.stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.etcdStopped, p.etcdReady, p.phase = time.Now(), ready, etcdDown
-		p.restart = make(chan restart, 1)
-		time.AfterFunc(p.down, func() {
-			err := p.etcd.start()
-			p.restart <- restart{err, time.Now()}
-		})
-		t.Logf("etcd stopped with %s networks with a VLAN/Ready", pr)
-	case p.phase == etcdDown:
-		select {
-		case r := <-p.restart:
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			p.etcdStarted, p.afterEtcd, p.phase = r.at, ready, etcdBack
-			t.Logf("etcd started again after %s", p.etcdStarted.Sub(p.etcdStopped).Round(time.Millisecond))
-		default:
-		}
-	case p.phase == etcdBack && (ready > p.afterEtcd || time.Since(p.etcdStarted) > 15*time.Second):
-		if ready > p.afterEtcd {
-			p.recovered = append(p.recovered, time.Since(p.etcdStarted))
-		} else {
-			p.recovered = append(p.recovered, -1)
-		}
-		t0 := time.Now()
-		if err := p.apiserver.stop(); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.apiserver.start(); err != nil {
-			t.Fatal(err)
-		}
-		controllertest.Eventually(t, 2*time.Minute, nil, func() (bool, string) {
-			err := p.ping()
-			return err == nil, fmt.Sprint(err)
-		})
-		p.apiDown, p.apiStarted, p.apiReady, p.phase = time.Since(t0), time.Now(), ready, apiRestarted
-		t.Logf("kube-apiserver restarted with %s networks with a VLAN/Ready", pr)
-	case p.phase == apiRestarted && ready > p.apiReady && len(p.recovered) == 1:
-		p.recovered = append(p.recovered, time.Since(p.apiStarted))
+// seen records the progress of a round and fires the faults.
+func (p *apiFaults) seen(pr progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.progress = pr
+	if !p.fired && pr.allocated >= p.n/4 {
+		p.fired = true
+		close(p.trigger)
 	}
+}
+
+func (p *apiFaults) now() progress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.progress
+}
+
+func (p *apiFaults) run() {
+	defer close(p.done)
+	<-p.trigger
+	p.atEtcd = p.now()
+	if p.err = p.etcd.stop(); p.err != nil {
+		return
+	}
+	t0 := time.Now()
+	time.Sleep(p.down)
+	if p.err = p.etcd.start(); p.err != nil {
+		return
+	}
+	p.etcdDown = time.Since(t0)
+	time.Sleep(p.down / 2)
+	p.atAPI = p.now()
+	t0 = time.Now()
+	if p.err = p.apiserver.stop(); p.err != nil {
+		return
+	}
+	if p.err = p.apiserver.start(); p.err != nil {
+		return
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for p.ping() != nil {
+		if time.Now().After(deadline) {
+			p.err = errors.New("the kube-apiserver did not answer within 2 minutes of its restart")
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.answered = time.Now()
+	p.apiDown = p.answered.Sub(t0)
 }
