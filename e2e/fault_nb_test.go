@@ -13,9 +13,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/ovnlab"
 )
 
-// faultKills is how many times TestFaultNBLost loses the database. CI
-// runs 3; the figures in docs/ovngateway.md come from -fault-kills=10.
-var faultKills = flag.Int("fault-kills", 3, "database losses of TestFaultNBLost (docs/ovngateway.md: 10)")
+// nbLosses is how many times TestFaultNBLost loses the database (CI: 3;
+// docs/ovngateway.md's figures: -nb-losses=10).
+var nbLosses = flag.Int("nb-losses", 3, "database losses of TestFaultNBLost (docs/ovngateway.md: 10)")
 
 // TestFaultNBLost: the controller runs against a three-member NB RAFT
 // cluster given all three endpoints; the whole database is lost (every
@@ -43,7 +43,7 @@ func TestFaultNBLost(t *testing.T) {
 	controllertest.Eventually(t, 30*time.Second, nil, checkGroups(k, cl, names, chassis))
 
 	var took []time.Duration
-	for range *faultKills {
+	for range *nbLosses {
 		if err := nb.Rebuild(); err != nil {
 			t.Fatal(err)
 		}

@@ -345,7 +345,7 @@ var covered = []struct {
 	{"docs/ovngateway.md", `-run TestGatewayDataPlane`, "internal/ovnlab/dataplane_test.go", "func TestGatewayDataPlane("},
 	{"docs/ovngateway.md", `-run TestThreeTrunkNodes`, "internal/ovnlab/threetrunk_test.go", "func TestThreeTrunkNodes("},
 	{"docs/ovngateway.md", `-run TestFault -v -fault-kills=10$`, "internal/ovnlab/fault_test.go", "func TestFaultLeaderKilledDuringConverge("},
-	{"docs/ovngateway.md", `-run TestFaultNBLost -v -fault-kills=3$`, "e2e/fault_nb_test.go", "func TestFaultNBLost("},
+	{"docs/ovngateway.md", `-run TestFaultNBLost -v -nb-losses=3$`, "e2e/fault_nb_test.go", "func TestFaultNBLost("},
 	{"docs/operator-guide.md", `^helm `, "charts/package_test.go", "func TestFromPackage("},
 	{"docs/operator-guide.md", `^make image$`, "hack/tools/imagebuild/image_test.go", "func TestMakeImage("},
 }
