@@ -344,6 +344,7 @@ var covered = []struct {
 	{"docs/pveacl.md", `^for p in pveacl `, "internal/layering/pveacl_test.go", "func TestPveaclExportedNames("},
 	{"docs/ovngateway.md", `-run TestGatewayDataPlane`, "internal/ovnlab/dataplane_test.go", "func TestGatewayDataPlane("},
 	{"docs/ovngateway.md", `-run TestThreeTrunkNodes`, "internal/ovnlab/threetrunk_test.go", "func TestThreeTrunkNodes("},
+	{"docs/performance.md", `^go test (-race )?\./e2e -run TestFault -v`, "e2e/fault_test.go", "func TestFaultLeaderKill("},
 	{"docs/ovngateway.md", `-run TestFault -v -fault-kills=10$`, "internal/ovnlab/fault_test.go", "func TestFaultLeaderKilledDuringConverge("},
 	{"docs/ovngateway.md", `-run TestFaultNBLost -v -nb-losses=3$`, "e2e/fault_nb_test.go", "func TestFaultNBLost("},
 	{"docs/operator-guide.md", `^helm `, "charts/package_test.go", "func TestFromPackage("},
