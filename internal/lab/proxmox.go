@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,10 +94,11 @@ func (l *Lab) Boots() []pvelab.Boot {
 // webhook (capmox holds 9443), no leader election (one replica), its
 // health probes on a free port it must answer on before the lab goes on.
 func (l *Lab) startController(ctx context.Context, bin string) error {
-	probes, err := freeAddr()
+	port, err := capi.FreePort()
 	if err != nil {
 		return err
 	}
+	probes := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	m, err := capi.StartProcess("proxmox-network-controller", bin, []string{
 		"--kubeconfig=" + filepath.Join(l.Dir, MgmtKubeconfig), "--manage-gateway-chassis=false", "--webhook-port=0",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes, "--leader-elect=false", "--log-format=text"},
@@ -130,15 +132,6 @@ func ready(ctx context.Context, url string) bool {
 	}
 	res.Body.Close()
 	return res.StatusCode == http.StatusOK
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // startGarbageCollector runs kube-controller-manager's garbage collector

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
 // nbDatabase is the name of the northbound database in its schema.
@@ -75,8 +77,8 @@ func NewNBCluster(t testing.TB, size int) *NBCluster {
 	t.Cleanup(c.teardown)
 	for i := range size {
 		m := &Member{Index: i}
-		if m.Port, err = freePort(); err == nil {
-			m.RaftPort, err = freePort()
+		if m.Port, err = ovngatewaytest.FreePort(); err == nil {
+			m.RaftPort, err = ovngatewaytest.FreePort()
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -102,15 +104,6 @@ func checkCluster() error {
 			strings.Join(missing, ", "), strings.Join(pkgs, " "))
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("cannot find a free TCP port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // create makes every member's database and starts the members: the first

@@ -142,7 +142,7 @@ func (s *Real) sslArgs(f *sslFiles) ([]string, error) {
 			return nil, fmt.Errorf("cannot write %s: %w", name, err)
 		}
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,8 @@ func (s *Real) sslArgs(f *sslFiles) ([]string, error) {
 	}, nil
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port of 127.0.0.1 that nothing listens on now.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("cannot find a free TCP port: %w", err)
