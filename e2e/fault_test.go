@@ -358,10 +358,11 @@ func shapes(st map[string]netState) ([]int32, map[string]shape) {
 // -fault-kills random points, and a new replica replaces it as a
 // Deployment would. A point is how long a leader works (from the first
 // claim or status it writes) before it is killed, drawn uniformly from 0
-// to T/k (T the fault-free run's time, k the kills): half of the work on
-// average, so the kills spread over the whole converge (allocation, the
-// gateway and status work that follows) and each lands at whatever that
-// leader was doing.
+// to T/2k (T the fault-free run's time, k the kills): a quarter of the work
+// on average and half at most, so every kill lands while work is left (a
+// new leader lists and resyncs first), spread over allocation and the
+// gateway and status work that follows, each at whatever that leader was
+// doing.
 // A sampler lists every VLAN holder (status, Vlans, claims) every 150 ms
 // throughout; no sample may show two networks on one VLAN, checked after
 // each kill and at the end.
@@ -397,9 +398,13 @@ func TestFaultLeaderKill(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
+	// Each leader is killed after leading for a random part of an even
+	// share of half the fault-free time, so that the kills add up to at
+	// most half of it and all land while there is work left: a new leader
+	// first lists and resyncs, which the fault-free run did once.
 	var delays []time.Duration
 	for range kills {
-		delays = append(delays, time.Duration(rng.Int64N(int64(clean)/int64(kills))).Round(time.Millisecond))
+		delays = append(delays, time.Duration(rng.Int64N(int64(clean)/int64(2*kills))).Round(time.Millisecond))
 	}
 	t.Logf("seed %d: kill each leader after it led for %v", seed, delays)
 

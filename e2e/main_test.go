@@ -6,12 +6,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // binary is the controller built for this run.
 var binary string
 
 func TestMain(m *testing.M) {
+	// The test's own clients log nothing; the controller processes keep
+	// their logs.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "pxsubstrate-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
