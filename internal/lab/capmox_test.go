@@ -38,9 +38,13 @@ func readTenant(t *testing.T) lab.Tenant {
 // Talos configuration CABPT rendered and registers its Node. Both capmox
 // generations: v0.9.0 (API v1alpha2) and v0.7.2 (API v1alpha1), one after
 // the other (each holds port 9443).
-func TestCapmoxWorkersRun(t *testing.T) {
+func TestCapmoxWorkersRun(t *testing.T) { eachCapmox(t, workersRun) }
+
+// eachCapmox runs f as a subtest per capmox generation, v0.9.0 then
+// v0.7.2, one after the other (each holds port 9443).
+func eachCapmox(t *testing.T, f func(*testing.T, capi.Capmox)) {
 	for _, gen := range []capi.Capmox{capi.CapmoxV09, capi.CapmoxV07} {
-		t.Run(string(gen), func(t *testing.T) { workersRun(t, gen) })
+		t.Run(string(gen), func(t *testing.T) { f(t, gen) })
 	}
 }
 

@@ -52,11 +52,7 @@ const (
 // worker from it on pve2 and gets PVE's refusal, which capmox reports.
 // Both capmox generations: the v0.7.2 render (API v1alpha1) takes every
 // field the v0.9.0 one does.
-func TestCapmoxPoolShapes(t *testing.T) {
-	for _, gen := range []capi.Capmox{capi.CapmoxV09, capi.CapmoxV07} {
-		t.Run(string(gen), func(t *testing.T) { poolShapes(t, gen) })
-	}
-}
+func TestCapmoxPoolShapes(t *testing.T) { eachCapmox(t, poolShapes) }
 
 func poolShapes(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
