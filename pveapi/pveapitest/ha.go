@@ -395,7 +395,11 @@ func (s *state) haTick() {
 		return
 	}
 	h := s.ha()
-	if (len(h.offline) == 0 && !h.anyPending()) || !s.quorate() {
+	if !s.quorate() {
+		return
+	}
+	defer s.separate()
+	if len(h.offline) == 0 && !h.anyPending() {
 		return
 	}
 	now := s.now()
@@ -598,4 +602,34 @@ func (s *state) resourceAffinity(r *haResource) (map[string]int, map[string]bool
 		}
 	}
 	return together, separate
+}
+
+// separate is what next_state_started (src/PVE/HA/Manager.pm) does each
+// round for a 'started' service on an online node: select_service_node
+// with preference 'none' keeps it where it is unless a negative resource
+// affinity forbids its node (ResourceAffinity.pm's is_allowed_on_node),
+// and then picks another node, to which the service is live-migrated
+// ("migrate service 'vm:101' to node 'pve2' (running)"). Services are
+// looked at in SID order, so of two that share a node the first moves.
+func (s *state) separate() {
+	if s.cfg.Version != pveacl.PVE9 {
+		return
+	}
+	h := s.ha()
+	for _, sid := range sortedKeys(h.resources) {
+		r := h.resources[sid]
+		g, ok := s.vms[r.vmid()]
+		if !ok || r.typ != "vm" || r.pending || r.reqState() != "started" || !s.online(g.node) {
+			continue
+		}
+		if _, apart := s.resourceAffinity(r); !apart[g.node] {
+			continue
+		}
+		target := s.selectServiceNode(r, g.node)
+		if target == "" || target == g.node {
+			continue
+		}
+		h.logf("migrate service '%s' to node '%s' (running)", sid, target)
+		g.node = target
+	}
 }

@@ -403,3 +403,36 @@ func TestHANodeLossGroups(t *testing.T) {
 		t.Errorf("VM 100 in group g1 (pve1:2,pve3): %v; want running on pve3", r)
 	}
 }
+
+// TestHASeparatesRunningServices: on PVE 9 a negative resource affinity
+// rule over two running services on one node live-migrates the first (by
+// SID) to a node of its own, as the CRM's next_state_started does; on
+// PVE 8, which has no such rules, nothing moves.
+func TestHASeparatesRunningServices(t *testing.T) {
+	srv := haServer(t, pveacl.PVE9)
+	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 110, Node: "pve1", Running: true}))
+	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 111, Node: "pve1", Running: true}))
+	spread(t, srv, []string{"vm:110", "vm:111"}, "vm:110,vm:111")
+	a, b := resource(t, srv, 110), resource(t, srv, 111)
+	if a["node"] == b["node"] || a["status"] != "running" || b["status"] != "running" {
+		t.Errorf("VMs kept apart still share a node: %v and %v", a, b)
+	}
+	if b["node"] != "pve1" {
+		t.Errorf("VM 111 moved to %v; the first SID (vm:110) moves, the other stays", b["node"])
+	}
+	log := strings.Join(srv.HALog(), "\n")
+	if !strings.Contains(log, "migrate service 'vm:110' to node '"+a["node"].(string)+"' (running)") {
+		t.Errorf("HA log:\n%s", log)
+	}
+
+	old := haServer(t, pveacl.PVE8)
+	must(t, old.AddVM(pveapitest.VMSpec{VMID: 110, Node: "pve1", Running: true}))
+	must(t, old.AddVM(pveapitest.VMSpec{VMID: 111, Node: "pve1", Running: true}))
+	for _, sid := range []string{"vm:110", "vm:111"} {
+		status, body := send(t, old, "POST", "/cluster/ha/resources", rootAuth(old), url.Values{"sid": {sid}})
+		wantStatus(t, "POST "+sid, status, body, "200")
+	}
+	if a, b := resource(t, old, 110), resource(t, old, 111); a["node"] != "pve1" || b["node"] != "pve1" {
+		t.Errorf("PVE 8 moved services: %v and %v", a, b)
+	}
+}
