@@ -20,13 +20,13 @@ func renderMachineDeployment(p nodesPlan, o Options, pmt, tct string) (*unstruct
 	if o.Capmox == CapmoxV07 {
 		md := &clusterv1beta1.MachineDeployment{ObjectMeta: objectMeta(p.ns, name)}
 		md.APIVersion, md.Kind = clusterv1beta1.GroupVersion.String(), "MachineDeployment"
-		md.Annotations = mdAnnotations(p)
+		md.Annotations, md.Labels = mdAnnotations(p), mdLabels(p)
 		md.Spec.ClusterName = p.release
 		md.Spec.Replicas = fixedPoolReplicas(p)
 		md.Spec.Strategy = &clusterv1beta1.MachineDeploymentStrategy{Type: clusterv1beta1.RollingUpdateMachineDeploymentStrategyType,
 			RollingUpdate: &clusterv1beta1.MachineRollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 		md.Spec.Selector = metav1.LabelSelector{MatchLabels: poolLabels(p)}
-		md.Spec.Template.Labels = templateLabels(p)
+		md.Spec.Template.Labels, md.Spec.Template.Annotations = templateLabels(p), templateAnnotations(p)
 		md.Spec.Template.Spec = clusterv1beta1.MachineSpec{
 			ClusterName:       p.release,
 			Version:           ptr(p.version),
@@ -37,13 +37,13 @@ func renderMachineDeployment(p nodesPlan, o Options, pmt, tct string) (*unstruct
 	}
 	md := &clusterv1.MachineDeployment{ObjectMeta: objectMeta(p.ns, name)}
 	md.APIVersion, md.Kind = clusterv1.GroupVersion.String(), "MachineDeployment"
-	md.Annotations = mdAnnotations(p)
+	md.Annotations, md.Labels = mdAnnotations(p), mdLabels(p)
 	md.Spec.ClusterName = p.release
 	md.Spec.Replicas = fixedPoolReplicas(p)
 	md.Spec.Rollout.Strategy = clusterv1.MachineDeploymentRolloutStrategy{Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
 		RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 	md.Spec.Selector = metav1.LabelSelector{MatchLabels: poolLabels(p)}
-	md.Spec.Template.Labels = templateLabels(p)
+	md.Spec.Template.Labels, md.Spec.Template.Annotations = templateLabels(p), templateAnnotations(p)
 	md.Spec.Template.Spec = clusterv1.MachineSpec{
 		ClusterName:       p.release,
 		Version:           p.version,

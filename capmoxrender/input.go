@@ -151,6 +151,10 @@ type NodesProxmox struct {
 	TemplateDiskSize *Quantity `json:"templateDiskSize,omitempty"`
 	// AllowedNodes narrows the cluster's proxmox.allowedNodes for this pool.
 	AllowedNodes []string `json:"allowedNodes,omitempty"`
+	// HA puts the pool's worker VMs under Proxmox VE HA, kept on
+	// different nodes (the proxmox-network controller's pool HA, with its
+	// pre-terminate hook on every Machine).
+	HA bool `json:"ha,omitempty"`
 }
 
 // NodeNetwork is net0: a raw bridge (and optional VLAN and MTU), or a VPC subnet.

@@ -19,6 +19,20 @@ const (
 	LabelDeploymentName = "cluster.x-k8s.io/deployment-name"
 )
 
+// Pool HA (proxmox.ha): the label on the MachineDeployment and its
+// Machines that the proxmox-network controller selects them by, and the
+// Cluster API pre-terminate hook on each Machine, which holds the
+// Machine's deletion after its Node is drained and before capmox destroys
+// the VM, until the controller has removed the VM's HA resource (capmox
+// never does, and qemu-server refuses to destroy an HA-managed VM).
+const (
+	LabelHA = "proxmox.cozystack.io/ha"
+	HookHA  = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/proxmox-ha"
+	// HookOwner is the hook annotation's value, the controller that
+	// removes it.
+	HookOwner = "proxmox-network-controller"
+)
+
 // RenderNodes renders a worker pool on the Proxmox substrate: the
 // hash-named ProxmoxMachineTemplate and TalosConfigTemplate, the
 // MachineDeployment and the MachineHealthCheck, followed by the pool's
@@ -183,7 +197,29 @@ func templateLabels(p nodesPlan) map[string]string {
 	for _, r := range p.roles {
 		l["node-role.kubernetes.io/"+r] = ""
 	}
+	if p.ha {
+		l[LabelHA] = "true"
+	}
 	return l
+}
+
+// templateAnnotations are the Machines' annotations: the HA hook when the
+// pool has HA. Cluster API copies a MachineDeployment's template metadata
+// onto its MachineSets and Machines in place, so turning HA on or off
+// changes the running Machines without rolling them.
+func templateAnnotations(p nodesPlan) map[string]string {
+	if !p.ha {
+		return nil
+	}
+	return map[string]string{HookHA: HookOwner}
+}
+
+// mdLabels are the MachineDeployment's own labels.
+func mdLabels(p nodesPlan) map[string]string {
+	if !p.ha {
+		return nil
+	}
+	return map[string]string{LabelHA: "true"}
 }
 
 func mdAnnotations(p nodesPlan) map[string]string {

@@ -45,6 +45,7 @@ type nodesPlan struct {
 	talos                 Talos
 	tags                  []string
 	full                  bool
+	ha                    bool
 	storage, pool         string
 	dns                   []string
 	nics                  []nic
@@ -179,6 +180,7 @@ func planTemplate(p *nodesPlan, s NodesSpec, _ Options) error {
 		return refuse("proxmox.pool", "substrate proxmox requires proxmox.pool: the tenant's Proxmox tokens are granted on /pool/<name>, the one ACL path that follows every VM capmox clones, so a worker outside a pool is outside the tenant's scope; create the pool (pveum pool add <name>) and name it here")
 	}
 	p.tags, p.full, p.storage, p.pool = append([]string(nil), px.TemplateTags...), px.Full, px.Storage, px.Pool
+	p.ha = px.HA
 	return nil
 }
 
