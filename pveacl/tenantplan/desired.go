@@ -28,6 +28,11 @@ const (
 	// (GET /cluster/status, before it checks a VM id): Sys.Audit on
 	// /nodes and on / alone, nothing else.
 	RoleNodeAudit = "CozyNodeAudit"
+	// RoleHA lets the platform's pool HA token read and change the HA
+	// resources and rules (pve-ha-manager's API checks Sys.Audit and
+	// Sys.Console on / alone); granted on / without propagation, it
+	// reaches no node console and no VM.
+	RoleHA = "CozyHA"
 	// RoleLinkedClone lets a tenant's capmox token make linked clones of
 	// templates whose disks live on a storage outside the tenant.
 	RoleLinkedClone = "CozyLinkedClone"
@@ -50,6 +55,7 @@ func managedRolesOf(v pveacl.Version) map[string][]string {
 		RoleClone:       {"VM.Audit", "VM.Clone"},
 		RoleLinkedClone: {"Datastore.AllocateSpace"},
 		RoleNodeAudit:   {"Sys.Audit"},
+		RoleHA:          {"Sys.Audit", "Sys.Console"},
 		RoleCapmox: {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate", "Datastore.Audit", "Pool.Audit", "Sys.Audit",
 			"VM.Allocate", "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
 			"VM.Config.Disk", "VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
@@ -63,6 +69,9 @@ func managedRolesOf(v pveacl.Version) map[string][]string {
 
 // CapmoxComment ends the comment of every capmox token a plan creates.
 const CapmoxComment = "cluster-api provider"
+
+// HAComment ends the comment of the pool HA user and token.
+const HAComment = "pool HA"
 
 // desiredState is what the tenants ask of the cluster.
 type desiredState struct {
@@ -91,6 +100,14 @@ func buildDesired(t *Tenants, v pveacl.Version) desiredState {
 		d.managed[subjectRef{pveacl.KindToken, c.TokenID()}] = true
 		d.grant("/", pveacl.KindUser, c.User, true, RoleCapmox)
 		d.grant("/", pveacl.KindToken, c.TokenID(), true, RoleCapmox)
+	}
+	if c := t.Platform.HA; c != nil {
+		d.users[c.User] = "pxsubstrate platform: " + HAComment
+		d.tokens[c.TokenID()] = "pxsubstrate platform: " + HAComment
+		d.managed[subjectRef{pveacl.KindUser, c.User}] = true
+		d.managed[subjectRef{pveacl.KindToken, c.TokenID()}] = true
+		d.grant("/", pveacl.KindUser, c.User, false, RoleHA)
+		d.grant("/", pveacl.KindToken, c.TokenID(), false, RoleHA)
 	}
 	for _, tn := range t.Tenants {
 		d.tenant(tn, t.Platform.Capmox)

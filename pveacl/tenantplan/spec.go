@@ -26,6 +26,11 @@ type Platform struct {
 	// Capmox is the cluster-api provider's user and token, which creates
 	// every tenant's VMs and so needs SDN.Use on each tenant VLAN.
 	Capmox *Credential `json:"capmox,omitempty"`
+	// HA is the proxmox-network controller's user and token for pool HA
+	// (package pveha): it reads and changes the cluster's HA resources
+	// and rules, which Proxmox VE checks on / alone (Sys.Audit to read,
+	// Sys.Console to change), and it reaches no VM.
+	HA *Credential `json:"ha,omitempty"`
 	// SharedStorages are storages no tenant may reach (ISO, templates,
 	// backups); the audit treats them as foreign to every tenant.
 	SharedStorages []string `json:"sharedStorages,omitempty"`
@@ -238,6 +243,11 @@ func (t *Tenants) Validate() error {
 		v.credential("platform.capmox.user", c.User)
 		v.check("platform.capmox.token", pveacl.ValidTokenName(c.Token))
 		v.own("user", c.User, "platform.capmox.user", "the capmox user")
+	}
+	if c := t.Platform.HA; c != nil {
+		v.credential("platform.ha.user", c.User)
+		v.check("platform.ha.token", pveacl.ValidTokenName(c.Token))
+		v.own("user", c.User, "platform.ha.user", "the pool HA user")
 	}
 	for i, s := range t.Platform.SharedStorages {
 		f := fmt.Sprintf("platform.sharedStorages[%d]", i)
