@@ -77,6 +77,14 @@ type Options struct {
 	// OVNTLSSecret is "<namespace>/<name>"; empty reads no Secret (tcp:
 	// and unix: endpoints only).
 	OVNTLSSecret       string
+	// ProxmoxHACredentials is "<namespace>/<name>" of the Secret with the
+	// pool HA token (keys url, token_id, token_secret, root_ca); empty
+	// turns pool HA off: Machines of pools with proxmox.ha get no HA
+	// resource, and their pre-terminate hook is released at once.
+	ProxmoxHACredentials string
+	// HASweep is how often the HA resources and rules of gone Machines
+	// and pools are removed.
+	HASweep time.Duration
 	SubnetPruneTimeout time.Duration
 	LeaderElect        bool
 	LeaderElectionNS   string
@@ -114,6 +122,7 @@ type Options struct {
 	// LogFormat is "json" or "text".
 	LogFormat string
 	tlsSecret SecretRef
+	haSecret  SecretRef
 }
 
 // DefaultOptions are the flags' defaults.
@@ -122,6 +131,7 @@ func DefaultOptions() Options {
 		ManageGatewayChassis: true,
 		OVNNBAddress:         DefaultNBAddress,
 		OVNTLSSecret:         DefaultTLSSecret,
+		HASweep:              2 * time.Minute,
 		SubnetPruneTimeout:   network.DefaultSubnetPruneTimeout,
 		LeaderElect:          defaultLeaderElectEnabled,
 		LeaseDuration:        engine.DefaultLeaseDuration,
@@ -151,6 +161,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ManageGatewayChassis, "manage-gateway-chassis", o.ManageGatewayChassis, "manage the HA_Chassis_Group of each network's OVN router port; false reports GatewayReady=Unknown/Disabled")
 	fs.StringVar(&o.OVNNBAddress, "ovn-nb-address", o.OVNNBAddress, "OVN northbound endpoints, comma-separated (tcp:, ssl: or unix:); writes go to the RAFT leader")
 	fs.StringVar(&o.OVNTLSSecret, "ovn-tls-secret", o.OVNTLSSecret, "Secret <namespace>/<name> with keys cacert, cert and key for ssl: endpoints, read by name; empty reads none")
+	fs.StringVar(&o.ProxmoxHACredentials, "proxmox-ha-credentials", o.ProxmoxHACredentials, "Secret <namespace>/<name> with the pool HA token (url, token_id, token_secret, root_ca); empty turns pool HA off")
+	fs.DurationVar(&o.HASweep, "proxmox-ha-sweep-interval", o.HASweep, "how often the HA resources and rules of gone Machines and pools are removed")
 	fs.DurationVar(&o.SubnetPruneTimeout, "subnet-prune-timeout", o.SubnetPruneTimeout, "how long a deleted subnet Kube-OVN still lists on its Vlan holds the VLAN")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "reconcile only while holding the coordination.k8s.io Lease "+LeaseName)
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the Lease; default: $POD_NAMESPACE, the service account's namespace, then "+DefaultNamespace)
@@ -197,6 +209,16 @@ func (o *Options) Validate() error {
 		} else if strings.Contains(o.OVNNBAddress, "ssl:") {
 			bad("--ovn-nb-address %q has ssl: endpoints, so --ovn-tls-secret must name the Secret holding cacert, cert and key", o.OVNNBAddress)
 		}
+	}
+	if o.ProxmoxHACredentials != "" {
+		ref, err := ParseSecretRef(o.ProxmoxHACredentials)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--proxmox-ha-credentials: %w", err))
+		}
+		o.haSecret = ref
+	}
+	if o.HASweep <= 0 {
+		bad("--proxmox-ha-sweep-interval %s must be positive", o.HASweep)
 	}
 	if o.SubnetPruneTimeout <= 0 {
 		bad("--subnet-prune-timeout %s must be positive", o.SubnetPruneTimeout)
@@ -265,4 +287,10 @@ func (o *Options) TLSOptions() []func(*tls.Config) {
 			c.NextProtos = []string{"http/1.1"}
 		}
 	}}
+}
+
+// HASecret is the parsed --proxmox-ha-credentials, after Validate; false
+// when pool HA is off.
+func (o *Options) HASecret() (SecretRef, bool) {
+	return o.haSecret, o.ProxmoxHACredentials != ""
 }

@@ -73,6 +73,14 @@ var unusedOnPurpose = map[string]string{
 	"get proxmox.cozystack.io/proxmoxnetworks":   "orphan collection and gateway garbage collection confirm a network is gone with an uncached read",
 	"get proxmox.cozystack.io/proxmoxvlanclaims": "an allocation whose claim already exists reads it back uncached",
 	"patch events.k8s.io/events":                 "the event broadcaster patches an event into a series when the same event repeats within minutes",
+
+	// Pool HA acts only on Machines of pools rendered with proxmox.ha,
+	// which a network lifecycle has none of; internal/lab's TestHAPoolWorkers
+	// runs that path with the real Cluster API and capmox.
+	"list cluster.x-k8s.io/machines":                      "pool HA lists a pool's Machines uncached (and informers list without WatchList)",
+	"patch cluster.x-k8s.io/machines":                     "pool HA releases the pre-terminate hook of a deleting Machine",
+	"get infrastructure.cluster.x-k8s.io/proxmoxmachines": "pool HA reads a Machine's VM id",
+	"get cluster.x-k8s.io/machinedeployments":             "pool HA names the MachineDeployment in its Events",
 }
 
 // TestAgainstAPIServer applies every manifest to a real API server (dry

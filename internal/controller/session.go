@@ -10,13 +10,17 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/poolha"
+	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // session is what the leader runs: it builds the network controller (and,
@@ -85,7 +89,11 @@ func (p *Process) session(ctx context.Context) error {
 	if collector != nil {
 		runs = append(runs, collector.Run)
 	}
-	return runTogether(ctx, runs...)
+	ha, err := p.poolHA(ctx, rec)
+	if err != nil {
+		return err
+	}
+	return runTogether(ctx, append(runs, ha...)...)
 }
 
 // resyncOnReconnect enqueues every network, zone and namespace each time
@@ -220,4 +228,28 @@ type watchless struct{ client.Client }
 
 func (watchless) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("the controller's client does not watch; informers do")
+}
+
+// poolHA builds the pool HA runner over Machines and its sweep, when the
+// API server serves Cluster API's Machines.
+func (p *Process) poolHA(ctx context.Context, rec events.EventRecorder) ([]func(context.Context) error, error) {
+	served, err := p.served(&clusterv1.Machine{})
+	if err != nil || !served {
+		return nil, err
+	}
+	r := &poolha.Reconciler{Client: p.mgr.GetClient(), Reader: p.mgr.GetAPIReader(), Recorder: rec, Log: p.log.WithName("pool-ha")}
+	if ref, ok := p.opts.HASecret(); ok {
+		r.Proxmox = func(ctx context.Context) (pveapi.Client, error) {
+			return kubehypervisor.SecretClient(ctx, p.mgr.GetAPIReader(), ref.Namespace, ref.Name)
+		}
+	}
+	runner, err := engine.NewRunner[*clusterv1.Machine](p.mgr.GetClient(), func() *clusterv1.Machine { return &clusterv1.Machine{} }, r,
+		engine.WithName("pool-ha"), engine.WithLogger(p.log.WithName("pool-ha")), engine.WithMetrics(p.deps.Registry))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := engine.Watch(ctx, p.mgr.GetCache(), &clusterv1.Machine{}, runner, nil); err != nil {
+		return nil, fmt.Errorf("cannot watch Machines: %w", err)
+	}
+	return []func(context.Context) error{runner.Run, func(ctx context.Context) error { return r.RunSweeps(ctx, p.opts.HASweep) }}, nil
 }

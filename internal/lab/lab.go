@@ -59,6 +59,11 @@ type Options struct {
 	// run against the management API server with our CRDs and Kube-OVN's
 	// installed (no OVN: --manage-gateway-chassis=false).
 	Controller string
+	// PoolHA, with Controller, gives the controller the platform's pool HA
+	// token (pveacl's platform.ha, made through the API as Cozystack's
+	// operator would with acl apply) in the Secret PoolHASecret, so pools
+	// with proxmox.ha get their workers under Proxmox HA.
+	PoolHA bool
 }
 
 // Lab is a running lab.
@@ -155,7 +160,14 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.Controller != "" {
-		if err := l.startController(ctx, o.Controller); err != nil {
+		var args []string
+		if o.PoolHA {
+			if err := l.poolHASecret(ctx); err != nil {
+				return err
+			}
+			args = append(args, "--proxmox-ha-credentials="+PoolHASecret, "--proxmox-ha-sweep-interval=5s")
+		}
+		if err := l.startController(ctx, o.Controller, args...); err != nil {
 			return err
 		}
 	}

@@ -43,13 +43,9 @@ func (h Hypervisor) Check(ctx context.Context, obj *v1alpha1.ProxmoxNetworkZone)
 		return nil, err
 	}
 	ref := obj.Spec.SDN.CredentialsRef
-	sec := &corev1.Secret{}
-	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, sec); err != nil {
-		return nil, fmt.Errorf("cannot read credentials Secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	c, err := secretClient(sec)
+	c, err := SecretClient(ctx, h.Reader, ref.Namespace, ref.Name)
 	if err != nil {
-		return nil, fmt.Errorf("credentials Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		return nil, err
 	}
 	timeout := h.Timeout
 	if timeout == 0 {
@@ -72,6 +68,21 @@ const (
 
 var secretKeys = []string{keyURL, keyID, keySecret, keyCA, keyRegion}
 
+// SecretClient reads a credentials Secret by name and builds its client,
+// with the same keys and refusals as a zone's (the pool HA token's Secret
+// has the same shape).
+func SecretClient(ctx context.Context, r client.Reader, namespace, name string) (*proxmox.Client, error) {
+	sec := &corev1.Secret{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sec); err != nil {
+		return nil, fmt.Errorf("cannot read credentials Secret %s/%s: %w", namespace, name, err)
+	}
+	c, err := secretClient(sec)
+	if err != nil {
+		return nil, fmt.Errorf("credentials Secret %s/%s: %w", namespace, name, err)
+	}
+	return c, nil
+}
+
 // secretClient builds the client of a credentials Secret through
 // pveapi.New. A key the check does not read is refused by name, so that a
 // CA under another key (ca.crt, as Kubernetes TLS Secrets spell it) is not
@@ -82,7 +93,7 @@ func secretClient(sec *corev1.Secret) (*proxmox.Client, error) {
 		case k == "ca.crt" || k == "tls.crt":
 			return nil, fmt.Errorf("key %s is not read: the CA certificate of the Proxmox VE API goes in key %s; rename the key", k, keyCA)
 		case !slices.Contains(secretKeys, k):
-			return nil, fmt.Errorf("key %q is not read by the zone check: remove it (the keys are %s)", k, strings.Join(secretKeys, ", "))
+			return nil, fmt.Errorf("key %q is not read: remove it (the keys are %s)", k, strings.Join(secretKeys, ", "))
 		}
 	}
 	cfg := pveapi.Config{URL: strings.TrimSpace(string(sec.Data[keyURL])), TokenID: strings.TrimSpace(string(sec.Data[keyID])),

@@ -99,7 +99,7 @@ func TestDocumentedSecret(t *testing.T) {
 	}
 	sec := fill(documentedSecret(t))
 	sec.StringData["insecure"] = "true"
-	if _, err := checkWith(t, sec); err == nil || !strings.Contains(err.Error(), `key "insecure" is not read by the zone check`) {
+	if _, err := checkWith(t, sec); err == nil || !strings.Contains(err.Error(), `key "insecure" is not read: remove it`) {
 		t.Errorf("an unknown key: %v", err)
 	}
 	sec = fill(documentedSecret(t))
