@@ -76,7 +76,7 @@ type Options struct {
 	OVNNBAddress         string
 	// OVNTLSSecret is "<namespace>/<name>"; empty reads no Secret (tcp:
 	// and unix: endpoints only).
-	OVNTLSSecret       string
+	OVNTLSSecret string
 	// ProxmoxHACredentials is "<namespace>/<name>" of the Secret with the
 	// pool HA token (keys url, token_id, token_secret, root_ca); empty
 	// turns pool HA off: Machines of pools with proxmox.ha get no HA
@@ -84,7 +84,7 @@ type Options struct {
 	ProxmoxHACredentials string
 	// HASweep is how often the HA resources and rules of gone Machines
 	// and pools are removed.
-	HASweep time.Duration
+	HASweep            time.Duration
 	SubnetPruneTimeout time.Duration
 	LeaderElect        bool
 	LeaderElectionNS   string

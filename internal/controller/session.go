@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/poolha"
-	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
