@@ -76,13 +76,42 @@ func (l *Lab) AddPod(p Pod) *Host {
 	l.nextMAC++
 	mac := fmt.Sprintf("0a:00:00:01:%02x:%02x", l.nextMAC>>8, l.nextMAC&0xff)
 	l.NBCtl("lsp-add", p.Subnet.Name, p.Name, "--", "lsp-set-addresses", p.Name, mac+" "+p.Addr.Addr().String())
+	return l.PlugPort(Plug{Name: p.Name, Port: p.Name, Chassis: p.Chassis, MAC: mac, Addr: p.Addr, Gateway: p.Subnet.Gateway.Addr(), MTU: p.MTU})
+}
+
+// Plug describes a workload for PlugPort.
+type Plug struct {
+	// Name is the host's short name: the chassis side of its veth is
+	// "p-<name>" (15 bytes at most).
+	Name string
+	// Port is the logical switch port the workload binds, the iface-id of
+	// its OVS interface.
+	Port string
+	// Chassis binds the port.
+	Chassis *Chassis
+	// MAC and Addr (with its prefix length) are eth0's; Gateway is its
+	// default route.
+	MAC     string
+	Addr    netip.Prefix
+	Gateway netip.Addr
+	// MTU of eth0; 1500 when 0.
+	MTU int
+}
+
+// PlugPort plugs a workload into a logical switch port that already exists
+// in the NB, made by whoever manages the logical topology, as a CNI plugin
+// plugs the port its controller made (Kube-OVN's kube-ovn-cni: a veth whose
+// chassis side joins br-int with external_ids:iface-id naming the port).
+// It waits until ovn-controller has bound the port.
+func (l *Lab) PlugPort(p Plug) *Host {
+	l.t.Helper()
 	h := l.newHost(p.Name, p.Addr, p.MTU)
 	port := "p-" + p.Name
 	l.must(l.veth(h.NS, "eth0", p.Chassis.NS, port))
-	l.must(l.ip("-n", h.NS, "link", "set", "eth0", "address", mac))
-	l.must(p.Chassis.vsctl("add-port", "br-int", port, "--", "set", "Interface", port, "external_ids:iface-id="+p.Name))
-	h.configure(p.Subnet.Gateway.Addr())
-	l.WaitBinding(p.Name, p.Chassis.Name, 20*time.Second)
+	l.must(l.ip("-n", h.NS, "link", "set", "eth0", "address", p.MAC))
+	l.must(p.Chassis.vsctl("add-port", "br-int", port, "--", "set", "Interface", port, "external_ids:iface-id="+p.Port))
+	h.configure(p.Gateway)
+	l.WaitBinding(p.Port, p.Chassis.Name, 20*time.Second)
 	return h
 }
 

@@ -129,6 +129,14 @@ type Options struct {
 	Chassis []ChassisSpec
 	// ProviderNetwork is the localnet network_name; "provider" when empty.
 	ProviderNetwork string
+	// NB and SB, when both are set, are the endpoints ("unix:<path>") of
+	// northbound and southbound databases someone else serves, e.g. ones
+	// created from another OVN release's schemas: the lab starts
+	// ovn-northd and the chassis against them instead of creating its own,
+	// and leaves them running when it ends. A unix socket, because the
+	// chassis' ovn-controller runs in a network namespace of its own, where
+	// the host's 127.0.0.1 is not reachable.
+	NB, SB string
 }
 
 // Lab is a running OVN deployment with its chassis, hypervisor bridge and
@@ -138,8 +146,11 @@ type Lab struct {
 	dir      string
 	prefix   string
 	provider string
+	// nbEndpoint and sbEndpoint are the databases' endpoints.
+	nbEndpoint, sbEndpoint string
 
-	// NB and SB are the ovsdb-servers of OVN_Northbound and OVN_Southbound.
+	// NB and SB are the ovsdb-servers of OVN_Northbound and OVN_Southbound;
+	// nil when Options named databases served by someone else.
 	NB, SB *Daemon
 	// Northd is ovn-northd.
 	Northd *Daemon
@@ -169,6 +180,16 @@ func New(t testing.TB, opts Options) *Lab {
 	if l.provider == "" {
 		l.provider = "provider"
 	}
+	l.nbEndpoint, l.sbEndpoint = "unix:"+l.socket("nb"), "unix:"+l.socket("sb")
+	if opts.NB != "" || opts.SB != "" {
+		for _, e := range []string{opts.NB, opts.SB} {
+			if !strings.HasPrefix(e, "unix:") {
+				_ = os.RemoveAll(dir)
+				t.Fatalf("the lab's databases given as NB %q and SB %q: give both, each as unix:<path> (ovn-controller runs in a network namespace of its own)", opts.NB, opts.SB)
+			}
+		}
+		l.nbEndpoint, l.sbEndpoint = opts.NB, opts.SB
+	}
 	t.Cleanup(l.teardown)
 	if err := l.start(opts); err != nil {
 		t.Fatal(err)
@@ -184,11 +205,13 @@ func randomPrefix() string {
 
 func (l *Lab) start(opts Options) error {
 	var err error
-	if l.NB, err = l.startDB("nb", nbSchema, "the OVN northbound ovsdb-server"); err != nil {
-		return err
-	}
-	if l.SB, err = l.startDB("sb", sbSchema, "the OVN southbound ovsdb-server"); err != nil {
-		return err
+	if opts.NB == "" {
+		if l.NB, err = l.startDB("nb", nbSchema, "the OVN northbound ovsdb-server"); err != nil {
+			return err
+		}
+		if l.SB, err = l.startDB("sb", sbSchema, "the OVN southbound ovsdb-server"); err != nil {
+			return err
+		}
 	}
 	if err := l.startNorthd(); err != nil {
 		return err
@@ -257,7 +280,7 @@ func (l *Lab) startNorthd() error {
 	d := &Daemon{
 		Name: "ovn-northd", Log: filepath.Join(l.dir, "northd.log"), Pidfile: filepath.Join(l.dir, "northd.pid"),
 		dir: l.dir,
-		args: []string{"--ovnnb-db=unix:" + l.socket("nb"), "--ovnsb-db=unix:" + l.socket("sb"),
+		args: []string{"--ovnnb-db=" + l.NBEndpoint(), "--ovnsb-db=" + l.SBEndpoint(),
 			"--unixctl=" + ctl, "--pidfile=" + filepath.Join(l.dir, "northd.pid"),
 			"--log-file=" + filepath.Join(l.dir, "northd.log")},
 		ready: func() error {
@@ -279,10 +302,10 @@ func (l *Lab) startNorthd() error {
 func (l *Lab) socket(name string) string { return filepath.Join(l.dir, name+".sock") }
 
 // NBEndpoint is the northbound database's OVSDB address, "unix:<path>".
-func (l *Lab) NBEndpoint() string { return "unix:" + l.socket("nb") }
+func (l *Lab) NBEndpoint() string { return l.nbEndpoint }
 
 // SBEndpoint is the southbound database's OVSDB address.
-func (l *Lab) SBEndpoint() string { return "unix:" + l.socket("sb") }
+func (l *Lab) SBEndpoint() string { return l.sbEndpoint }
 
 // Dir is the directory of every database, socket, pid file and log.
 func (l *Lab) Dir() string { return l.dir }

@@ -22,6 +22,11 @@ type Node struct {
 	Chassis string
 	// ProviderNetworks are the provider networks whose trunk is up on it.
 	ProviderNetworks []string
+	// OwnChassis says the node's own ovn-controller runs and registers the
+	// Chassis (external_ids system-id Chassis and hostname Name, e.g. a
+	// chassis of internal/ovnlab): AddNode then writes no southbound row
+	// and RemoveNode deletes none.
+	OwnChassis bool
 }
 
 // AddNode does what a node joining a Kube-OVN cluster does outside
@@ -31,12 +36,15 @@ type Node struct {
 // annotates it with the chassis and labels it ready for each provider
 // network whose bridge it set up (<pn>.provider-network.kubernetes.io/ready).
 // kube-ovn-controller then allocates the node's join address and port.
+// A node with OwnChassis has its Chassis written by its ovn-controller.
 func (k *KubeOVN) AddNode(ctx context.Context, c client.Client, n Node) error {
-	if err := k.sbctl("chassis-add", n.Chassis, "geneve", n.IP); err != nil {
-		return err
-	}
-	if err := k.sbctl("set", "chassis", n.Chassis, "hostname="+n.Name); err != nil {
-		return err
+	if !n.OwnChassis {
+		if err := k.sbctl("chassis-add", n.Chassis, "geneve", n.IP); err != nil {
+			return err
+		}
+		if err := k.sbctl("set", "chassis", n.Chassis, "hostname="+n.Name); err != nil {
+			return err
+		}
 	}
 	labels := map[string]string{"kubernetes.io/hostname": n.Name, "kubernetes.io/os": "linux"}
 	for _, pn := range n.ProviderNetworks {
@@ -59,10 +67,13 @@ func (k *KubeOVN) AddNode(ctx context.Context, c client.Client, n Node) error {
 }
 
 // RemoveNode deletes the Node and, as the node's ovn-controller does when
-// it stops for good, its Chassis.
+// it stops for good, its Chassis (unless the node has OwnChassis).
 func (k *KubeOVN) RemoveNode(ctx context.Context, c client.Client, n Node) error {
 	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}); err != nil {
 		return err
+	}
+	if n.OwnChassis {
+		return nil
 	}
 	return k.sbctl("--if-exists", "chassis-del", n.Chassis)
 }

@@ -1,0 +1,331 @@
+//go:build linux
+
+package kubeovn_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kubeovn"
+	"github.com/pxsubstrate/pxsubstrate/internal/ovnlab"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/vpcrender"
+)
+
+// packetSpec is a tenant VPC with a Proxmox-backed subnet and a private
+// overlay subnet of workloads that admits the Proxmox subnet.
+const packetSpec = `
+namespace: tenant-test
+name: net
+subnets:
+  - name: private
+    cidr: 10.208.64.0/24
+    proxmox: {}
+  - name: apps
+    cidr: 172.16.0.0/24
+    allowSubnets: [10.208.64.0/24]
+zones:
+  - name: default
+    providerNetwork: pxtenant
+`
+
+const (
+	// packetVID is the Vlan the test gives the Proxmox-backed subnet.
+	packetVID = 100
+	// vmAddr is the VM's address on the Proxmox subnet, in its VM range.
+	vmAddr = "10.208.64.100/24"
+	// workloadNode runs the workload; it has no trunk.
+	workloadNode = "node-3"
+	// outageDeadline bounds the wait for the probes to come back.
+	outageDeadline = 45 * time.Second
+	// stableFor is how long a probe must succeed without a failure before
+	// an outage counts as over.
+	stableFor = 3 * time.Second
+	// nadCRDs is Multus' NetworkAttachmentDefinition CRD, which vpcrender's
+	// tests install.
+	nadCRDs = "../../../vpcrender/testdata/crds"
+	// attachmentsAnnotation is Multus' annotation of a pod's extra networks.
+	attachmentsAnnotation = "k8s.v1.cni.cncf.io/networks"
+	// vendorKey and vendorKubeOVN tag the rows Kube-OVN's ovs package
+	// writes (external_ids vendor=kube-ovn, util.CniTypeName).
+	vendorKey, vendorKubeOVN = "vendor", "kube-ovn"
+)
+
+// TestKubeOVNPacketThroughItsTopology sends packets through the logical
+// topology kube-ovn-controller v1.14.10 builds: its router, switches, router
+// port, localnet port and a workload's port, made from what vpcrender
+// renders, in databases created from Kube-OVN's own schemas, translated by
+// Debian's ovn-northd 23.03 and bound by ovnlab's ovn-controller chassis,
+// which are the cluster's nodes (system-id and hostname the node's name).
+// The only row the test adds is ours: the HA_Chassis_Group ovngateway puts
+// on Kube-OVN's router port. A VM on the subnet's VLAN pings the router
+// and the workload, and keeps reaching both once the active chassis
+// crashes.
+func TestKubeOVNPacketThroughItsTopology(t *testing.T) {
+	if err := ovnlab.Check(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme(), CRDPaths: []string{filepath.FromSlash(nadCRDs)}})
+	k := kubeovn.StartT(t, cfg, kubeovn.Options{Webhook: true})
+	// The chassis come before the Nodes: kube-ovn-controller's node
+	// handler (Controller.UpdateChassisTag in pkg/controller/node.go) wants
+	// the node's Chassis registered, and its gcChassis deletes every Chassis
+	// whose hostname is not a Node's.
+	lab := ovnlab.New(t, ovnlab.Options{
+		Chassis: []ovnlab.ChassisSpec{
+			{Name: "node-1", Trunk: true}, {Name: "node-2", Trunk: true}, {Name: workloadNode},
+		},
+		ProviderNetwork: providerNetwork,
+		NB:              k.NB.Unix, SB: k.SB.Unix,
+	})
+	ctx := context.Background()
+	cl := &cluster{t: t, k: k, c: c, cfg: cfg, ctx: ctx, nb: ovngatewaytest.Connect(t, k.NB.Unix)}
+	cl.create(&kubeovnv1.ProviderNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: providerNetwork},
+		Spec:       kubeovnv1.ProviderNetworkSpec{DefaultInterface: "eth1"},
+	})
+	for _, ch := range lab.Chassis {
+		n := kubeovn.Node{Name: ch.Name, IP: ch.EncapIP, Chassis: ch.Name, OwnChassis: true}
+		if ch.Trunk {
+			n.ProviderNetworks = []string{providerNetwork}
+		}
+		if err := k.AddNode(ctx, c, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gw, err := ovngateway.Dial(ctx, ovngateway.Config{Address: k.NB.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	cl.gw = gw
+
+	subnet, apps := cl.applyWithAttachments(packetSpec, packetVID)
+	cl.checkKubeOVNMade(subnet)
+	cl.waitSwitch(apps.Name)
+	cl.assign(subnet)
+	gwy := cl.gateway(subnet)
+	if len(gwy.Members) != 2 {
+		t.Fatalf("the group of %s has %d members, want the two trunk nodes: %+v", gwy.RouterPort, len(gwy.Members), gwy.Members)
+	}
+	active, standby := lab.Chassis[chassisIndex(t, lab, gwy.Members[0].Chassis)], lab.Chassis[chassisIndex(t, lab, gwy.Members[1].Chassis)]
+	t.Logf("%s: active chassis %s, standby %s", gwy.RouterPort, active.Name, standby.Name)
+
+	// The workload: a pod attached to the overlay subnet as Cozystack
+	// attaches one (Multus' annotation naming the subnet's attachment),
+	// scheduled on the node without a trunk. kube-ovn-controller
+	// allocates its address and creates its port; the lab plugs a namespace
+	// into that port on the node's chassis, as kube-ovn-cni would.
+	wl := cl.addWorkload(apps, "web", workloadNode)
+	pod := lab.PlugPort(ovnlab.Plug{Name: "web", Port: wl.port, Chassis: lab.Chassis[chassisIndex(t, lab, workloadNode)],
+		MAC: wl.mac, Addr: wl.addr, Gateway: wl.gateway, MTU: 1400})
+
+	vm := lab.AddVM(ovnlab.VM{Name: "vm1", VLAN: packetVID, Addr: netip.MustParsePrefix(vmAddr), Gateway: netip.MustParseAddr(subnet.Spec.Gateway)})
+	lab.SyncHV()
+	cr := "cr-" + gwy.RouterPort
+	lab.WaitBinding(cr, active.Name, 20*time.Second)
+
+	cl.checkRowsMadeByKubeOVN(subnet, apps, wl.port, gwy)
+
+	router := netip.MustParseAddr(subnet.Spec.Gateway)
+	waitPing(t, vm, router, "the router's address on the VLAN (the subnet's gateway)")
+	waitPing(t, vm, pod.Addr.Addr(), "the workload on the VPC's overlay subnet")
+	waitPing(t, pod, vm.Addr.Addr(), "the VM, from the workload")
+
+	// The active chassis crashes: ovn-controller and ovs-vswitchd are
+	// killed, the standby's BFD session to it times out, the standby
+	// claims the router port.
+	toRouter, toPod := vm.Probe(router), vm.Probe(pod.Addr.Addr())
+	start := time.Now()
+	active.Crash()
+	lab.WaitBinding(cr, standby.Name, outageDeadline)
+	moved := time.Since(start)
+	deadline := time.Now().Add(outageDeadline)
+	for !toRouter.UpFor(stableFor) || !toPod.UpFor(stableFor) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the VM's probes did not come back within %s of the crash of %s: router %+v, workload %+v",
+				outageDeadline, active.Name, toRouter.Stop(), toPod.Stop())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r, p := toRouter.Stop(), toPod.Stop()
+	t.Logf("the active chassis %s crashed: %s claimed %s after %s; outage to the router %s (%d of %d probes failed), to the workload %s (%d of %d probes failed)",
+		active.Name, standby.Name, cr, moved.Round(time.Millisecond), r.Outage, r.Failed, r.Sent, p.Outage, p.Failed, p.Sent)
+	if r.Failed == 0 || p.Failed == 0 {
+		t.Errorf("a crashed active chassis must interrupt the probes until the standby takes over: router %+v, workload %+v", r, p)
+	}
+	if n := vm.Neighbor(router); !strings.Contains(n, "lladdr") {
+		t.Errorf("the VM has no neighbour entry for its router after the failover: %q", n)
+	}
+}
+
+func chassisIndex(t *testing.T, lab *ovnlab.Lab, name string) int {
+	t.Helper()
+	for i, ch := range lab.Chassis {
+		if ch.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no chassis %s in the lab", name)
+	return -1
+}
+
+// applyWithAttachments applies spec as apply does, with the Vlan vid, and
+// creates the Multus attachments vpcrender renders for each subnet. It
+// returns the Proxmox-backed subnet and the overlay subnet.
+func (cl *cluster) applyWithAttachments(specYAML string, vid int) (proxmox, overlay *kubeovnv1.Subnet) {
+	cl.t.Helper()
+	subnets := cl.apply(specYAML, vid)
+	if len(subnets) != 1 {
+		cl.t.Fatalf("want one Proxmox-backed subnet, rendered %d", len(subnets))
+	}
+	spec, err := vpcrender.ParseSpec([]byte(specYAML))
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	r, err := vpcrender.Render(spec)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	for _, o := range r.Objects {
+		if s, ok := o.(*kubeovnv1.Subnet); ok && s.Spec.Vlan == "" {
+			overlay = s
+		}
+	}
+	if overlay == nil {
+		cl.t.Fatal("vpcrender rendered no overlay subnet")
+	}
+	objs, err := r.Unstructured()
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	for _, u := range objs {
+		if u.GetKind() == "NetworkAttachmentDefinition" {
+			cl.create(u)
+		}
+	}
+	return subnets[0], overlay
+}
+
+// waitSwitch waits until Kube-OVN has made the logical switch name.
+func (cl *cluster) waitSwitch(name string) {
+	cl.t.Helper()
+	cl.eventually(2*time.Minute, "Kube-OVN's switch "+name, func() (bool, string) {
+		_, ok := cl.logicalSwitch(name)
+		return ok, "no Logical_Switch " + name
+	})
+}
+
+// workload is what kube-ovn-controller allocated for a pod's attachment.
+type workload struct {
+	// port is the logical switch port Kube-OVN made.
+	port    string
+	mac     string
+	addr    netip.Prefix
+	gateway netip.Addr
+}
+
+// addWorkload creates a pod on node attached to subnet through the subnet's
+// Multus attachment and waits until kube-ovn-controller has allocated it:
+// the annotations of the attachment's provider (pkg/controller/pod.go,
+// Controller.reconcileAllocateSubnets) and the port
+// <pod>.<namespace>.<provider> (ovs.PodNameToPortName).
+func (cl *cluster) addWorkload(subnet *kubeovnv1.Subnet, name, node string) workload {
+	cl.t.Helper()
+	ns := subnet.Labels[vpcrender.LabelTenantName]
+	provider := subnet.Spec.Provider
+	cl.create(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{attachmentsAnnotation: ns + "/" + subnet.Name}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: name, Image: "registry.k8s.io/pause:3.10"}}},
+	})
+	anno := func(p *corev1.Pod, key string) string { return p.Annotations[provider+".kubernetes.io/"+key] }
+	var pod corev1.Pod
+	cl.eventually(time.Minute, "Kube-OVN allocating pod "+name, func() (bool, string) {
+		if err := cl.c.Get(cl.ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+			return false, err.Error()
+		}
+		return anno(&pod, "allocated") == "true", fmt.Sprintf("annotations %v", pod.Annotations)
+	})
+	if got := anno(&pod, "logical_switch"); got != subnet.Name {
+		cl.t.Fatalf("pod %s allocated on switch %q, want %s", name, got, subnet.Name)
+	}
+	addr, err := netip.ParseAddr(anno(&pod, "ip_address"))
+	if err != nil {
+		cl.t.Fatalf("pod %s: %v", name, err)
+	}
+	cidr := netip.MustParsePrefix(anno(&pod, "cidr"))
+	w := workload{
+		port: name + "." + ns + "." + provider, mac: anno(&pod, "mac_address"),
+		addr: netip.PrefixFrom(addr, cidr.Bits()), gateway: netip.MustParseAddr(anno(&pod, "gateway")),
+	}
+	cl.eventually(time.Minute, "Kube-OVN's port "+w.port, func() (bool, string) {
+		_, ok := cl.switchPort(w.port)
+		return ok, "no Logical_Switch_Port " + w.port
+	})
+	return w
+}
+
+// checkRowsMadeByKubeOVN checks that every row the packets go through was
+// written by Kube-OVN (vendor=kube-ovn), and that the only row of ours is
+// the group on its router port.
+func (cl *cluster) checkRowsMadeByKubeOVN(subnet, apps *kubeovnv1.Subnet, workloadPort string, gwy ovngateway.Gateway) {
+	cl.t.Helper()
+	vendor := func(what string, ids map[string]string) {
+		if ids[vendorKey] != vendorKubeOVN {
+			cl.t.Errorf("%s: external_ids %v, want %s=%s (a row Kube-OVN made)", what, ids, vendorKey, vendorKubeOVN)
+		}
+	}
+	lr, ok := cl.router(subnet.Spec.Vpc)
+	if !ok {
+		cl.t.Fatalf("no router %s", subnet.Spec.Vpc)
+	}
+	vendor("router "+lr.Name, lr.ExternalIDs)
+	for _, s := range []*kubeovnv1.Subnet{subnet, apps} {
+		ls, _ := cl.logicalSwitch(s.Name)
+		vendor("switch "+s.Name, ls.ExternalIDs)
+		lrp, ok := cl.routerPort(ovngateway.RouterPortName(s.Spec.Vpc, s.Name))
+		if !ok {
+			cl.t.Fatalf("no router port of %s", s.Name)
+		}
+		vendor("router port "+lrp.Name, lrp.ExternalIDs)
+	}
+	ln, _ := cl.switchPort("localnet." + subnet.Name)
+	vendor("localnet port "+ln.Name, ln.ExternalIDs)
+	wp, _ := cl.switchPort(workloadPort)
+	vendor("workload port "+wp.Name, wp.ExternalIDs)
+	st := ovngatewaytest.ReadRows(cl.t, cl.nb).State()
+	g, ok := st.Groups[gwy.Group()]
+	if !ok || st.Ports[gwy.RouterPort].Group != gwy.Group() {
+		cl.t.Fatalf("%s does not use our group %s", gwy.RouterPort, gwy.Group())
+	}
+	if g.ExternalIDs[ovngateway.OwnerKey] != ovngateway.OwnerValue {
+		cl.t.Errorf("group %s: tags %v, want ours", gwy.Group(), g.ExternalIDs)
+	}
+}
+
+// waitPing waits up to 15 s for h to reach dst: right after a port is
+// bound its chassis may still be installing the flows.
+func waitPing(t *testing.T, h *ovnlab.Host, dst netip.Addr, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		out, err := h.Ping(dst, 0, false, time.Second)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s must reach %s (%s) within 15 s: %v\n%s", h.Name, dst, what, err, out)
+		}
+	}
+}
