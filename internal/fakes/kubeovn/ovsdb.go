@@ -2,6 +2,7 @@ package kubeovn
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -50,7 +51,7 @@ var (
 var schemaLiteral = regexp.MustCompile("(?s)var schema = `(\\{.*?\\})`")
 
 // moduleSchema returns the schema embedded in the Kube-OVN module's model
-// file of d.
+// file of d, without the minimum string lengths its generator made up.
 func moduleSchema(moduleDir string, d database) ([]byte, error) {
 	file := filepath.Join(moduleDir, d.model)
 	src, err := os.ReadFile(file)
@@ -61,7 +62,52 @@ func moduleSchema(moduleDir string, d database) ([]byte, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%s holds no embedded schema", file)
 	}
-	return m[1], nil
+	schema, err := withoutMinLengths(m[1])
+	if err != nil {
+		return nil, fmt.Errorf("the schema embedded in %s: %w", file, err)
+	}
+	return schema, nil
+}
+
+// withoutMinLengths drops every "minLength" of a schema written by
+// libovsdb's model generator. Its round trip through libovsdb's BaseType
+// (ovsdb/schema.go: UnmarshalJSON sets minLength from maxLength, and
+// MarshalJSON writes maxLength as minLength) turns OVN's
+// {"maxLength": 63} of ACL.name into {"minLength": 63, "maxLength": 63}:
+// an ovsdb-server serving that refuses every ACL name shorter than 63
+// characters ("constraint violation: ... is less than minimum allowed
+// length 63"), such as the subnet name Kube-OVN gives a private subnet's
+// ACLs (ovs.OVNNbClient.SetLogicalSwitchPrivate). A minLength there is
+// never OVN's own, and OVN's schemas have none.
+func withoutMinLengths(schema []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber() // integer bounds stay integers
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var drop func(any)
+	drop = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			delete(v, "minLength")
+			for _, e := range v {
+				drop(e)
+			}
+		case []any:
+			for _, e := range v {
+				drop(e)
+			}
+		}
+	}
+	drop(v)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // startDB creates d in dir with schema and starts ovsdb-server on it.
