@@ -4,9 +4,13 @@ package kubeovn_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +25,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/ovnlab"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
 	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 
@@ -90,6 +95,7 @@ func TestKubeOVNPacketThroughItsTopology(t *testing.T) {
 		ProviderNetwork: providerNetwork,
 		NB:              k.NB.Unix, SB: k.SB.Unix,
 	})
+	checkVersions(t, k)
 	ctx := context.Background()
 	cl := &cluster{t: t, k: k, c: c, cfg: cfg, ctx: ctx, nb: ovngatewaytest.Connect(t, k.NB.Unix)}
 	cl.create(&kubeovnv1.ProviderNetwork{
@@ -138,6 +144,7 @@ func TestKubeOVNPacketThroughItsTopology(t *testing.T) {
 	lab.WaitBinding(cr, active.Name, 20*time.Second)
 
 	cl.checkRowsMadeByKubeOVN(subnet, apps, wl.port, gwy)
+	cl.checkPrivateACLs(apps, subnet.Spec.CIDRBlock)
 
 	router := netip.MustParseAddr(subnet.Spec.Gateway)
 	waitPing(t, vm, router, "the router's address on the VLAN (the subnet's gateway)")
@@ -312,6 +319,58 @@ func (cl *cluster) checkRowsMadeByKubeOVN(subnet, apps *kubeovnv1.Subnet, worklo
 	}
 	if g.ExternalIDs[ovngateway.OwnerKey] != ovngateway.OwnerValue {
 		cl.t.Errorf("group %s: tags %v, want ours", gwy.Group(), g.ExternalIDs)
+	}
+}
+
+// checkVersions shows what runs together: databases of Kube-OVN's schemas
+// (those of its OVN 24.03, newer than Debian's), translated by Debian's
+// ovn-northd 23.03.
+func checkVersions(t *testing.T, k *kubeovn.KubeOVN) {
+	t.Helper()
+	for _, db := range []struct {
+		endpoint, name, want, debian string
+	}{
+		{k.NB.Unix, "OVN_Northbound", "7.3.0", "/usr/share/ovn/ovn-nb.ovsschema"},
+		{k.SB.Unix, "OVN_Southbound", "20.33.0", "/usr/share/ovn/ovn-sb.ovsschema"},
+	} {
+		out, err := exec.Command("ovsdb-client", "get-schema-version", db.endpoint, db.name).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ovsdb-client get-schema-version %s: %v: %s", db.name, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != db.want {
+			t.Errorf("%s serves schema %s, want Kube-OVN's %s", db.name, got, db.want)
+		}
+		var debian struct{ Version string }
+		if b, err := os.ReadFile(db.debian); err != nil || json.Unmarshal(b, &debian) != nil || debian.Version == db.want {
+			t.Errorf("Debian's %s: version %q (%v), want one older than Kube-OVN's %s", db.debian, debian.Version, err, db.want)
+		}
+	}
+	out, err := exec.Command("ovn-northd", "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ovn-northd 23.03") {
+		t.Errorf("ovn-northd --version: %v: %s, want Debian's 23.03", err, out)
+	}
+}
+
+// checkPrivateACLs checks the ACLs Kube-OVN gives a private subnet that
+// admits allowed (ovs.OVNNbClient.SetLogicalSwitchPrivate): a drop of
+// everything else, named after the switch, and an allow of the traffic
+// between the two CIDRs, both on the subnet's switch.
+func (cl *cluster) checkPrivateACLs(s *kubeovnv1.Subnet, allowed string) {
+	cl.t.Helper()
+	ls, ok := cl.logicalSwitch(s.Name)
+	if !ok {
+		cl.t.Fatalf("no switch %s", s.Name)
+	}
+	var drop, allow bool
+	for _, a := range ovngatewaytest.Select[nbmodel.ACL](cl.t, cl.nb) {
+		if !slices.Contains(ls.ACLs, a.UUID) {
+			continue
+		}
+		drop = drop || (a.Action == nbmodel.ACLActionDrop && a.Match == "ip" && ptrString(a.Name) == s.Name)
+		allow = allow || (a.Action == nbmodel.ACLActionAllowRelated && strings.Contains(a.Match, "ip4.src == "+allowed))
+	}
+	if !drop || !allow {
+		cl.t.Errorf("switch %s: Kube-OVN's private ACLs (drop %v, allow from %s %v), want both", s.Name, drop, allowed, allow)
 	}
 }
 
