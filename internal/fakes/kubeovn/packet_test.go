@@ -154,28 +154,81 @@ func TestKubeOVNPacketThroughItsTopology(t *testing.T) {
 	// The active chassis crashes: ovn-controller and ovs-vswitchd are
 	// killed, the standby's BFD session to it times out, the standby
 	// claims the router port.
-	toRouter, toPod := vm.Probe(router), vm.Probe(pod.Addr.Addr())
+	f := failover{t: t, lab: lab, vm: vm, port: cr, dsts: []netip.Addr{router, pod.Addr.Addr()}}
+	if r := f.measure("the active chassis "+active.Name+" crashes", standby, active.Crash); r[0].Failed == 0 || r[1].Failed == 0 {
+		t.Errorf("a crashed active chassis must interrupt the probes until the standby takes over: %+v", r)
+	}
+	// It comes back: its higher priority takes the port back.
+	f.measure(active.Name+" starts again", active, func() {
+		if err := active.Start(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// It leaves for good: its ovn-controller exits and removes its Chassis.
+	f.measure("the active chassis "+active.Name+" leaves (ovn-controller exits)", standby, func() {
+		if err := active.ExitController(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n := vm.Neighbor(router); !strings.Contains(n, "lladdr "+routerMAC(t, cl, gwy.RouterPort)) {
+		t.Errorf("the VM's neighbour entry for its router after the failovers: %q, want the router port's MAC", n)
+	}
+}
+
+// failover measures, from a VM, the outage of its probes to dsts while a
+// router port moves between chassis.
+type failover struct {
+	t    *testing.T
+	lab  *ovnlab.Lab
+	vm   *ovnlab.Host
+	port string
+	dsts []netip.Addr
+}
+
+// measure probes every destination, runs act, waits until the port is bound
+// to to and every probe has succeeded for stableFor, and logs and returns
+// the probes' results, in the order of dsts.
+func (f failover) measure(what string, to *ovnlab.Chassis, act func()) []ovnlab.ProbeResult {
+	f.t.Helper()
+	probes := make([]*ovnlab.Prober, len(f.dsts))
+	for i, d := range f.dsts {
+		probes[i] = f.vm.Probe(d)
+	}
+	stop := func() []ovnlab.ProbeResult {
+		out := make([]ovnlab.ProbeResult, len(probes))
+		for i, p := range probes {
+			out[i] = p.Stop()
+		}
+		return out
+	}
 	start := time.Now()
-	active.Crash()
-	lab.WaitBinding(cr, standby.Name, outageDeadline)
+	act()
+	f.lab.WaitBinding(f.port, to.Name, outageDeadline)
 	moved := time.Since(start)
 	deadline := time.Now().Add(outageDeadline)
-	for !toRouter.UpFor(stableFor) || !toPod.UpFor(stableFor) {
+	for slices.ContainsFunc(probes, func(p *ovnlab.Prober) bool { return !p.UpFor(stableFor) }) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the VM's probes did not come back within %s of the crash of %s: router %+v, workload %+v",
-				outageDeadline, active.Name, toRouter.Stop(), toPod.Stop())
+			f.t.Fatalf("%s: the VM's probes to %v did not come back within %s: %+v", what, f.dsts, outageDeadline, stop())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r, p := toRouter.Stop(), toPod.Stop()
-	t.Logf("the active chassis %s crashed: %s claimed %s after %s; outage to the router %s (%d of %d probes failed), to the workload %s (%d of %d probes failed)",
-		active.Name, standby.Name, cr, moved.Round(time.Millisecond), r.Outage, r.Failed, r.Sent, p.Outage, p.Failed, p.Sent)
-	if r.Failed == 0 || p.Failed == 0 {
-		t.Errorf("a crashed active chassis must interrupt the probes until the standby takes over: router %+v, workload %+v", r, p)
+	r := stop()
+	var parts []string
+	for i, d := range f.dsts {
+		parts = append(parts, fmt.Sprintf("to %s %s (%d of %d probes failed)", d, r[i].Outage.Round(time.Millisecond), r[i].Failed, r[i].Sent))
 	}
-	if n := vm.Neighbor(router); !strings.Contains(n, "lladdr") {
-		t.Errorf("the VM has no neighbour entry for its router after the failover: %q", n)
+	f.t.Logf("%s: %s holds %s after %s; outage %s", what, to.Name, f.port, moved.Round(time.Millisecond), strings.Join(parts, ", "))
+	return r
+}
+
+// routerMAC is the MAC Kube-OVN gave the router port.
+func routerMAC(t *testing.T, cl *cluster, port string) string {
+	t.Helper()
+	lrp, ok := cl.routerPort(port)
+	if !ok {
+		t.Fatalf("no router port %s", port)
 	}
+	return lrp.MAC
 }
 
 func chassisIndex(t *testing.T, lab *ovnlab.Lab, name string) int {
