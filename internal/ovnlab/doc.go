@@ -7,6 +7,11 @@
 // "VMs" are network namespaces whose NIC is an access port of that bridge
 // with the subnet's VLAN tag, as a Proxmox VM NIC with tag=<vlan> is.
 //
+// A lab creates its own databases from Debian's schemas, or runs on
+// databases someone else serves (Options.NB and SB), such as Kube-OVN's in
+// internal/fakes/kubeovn: then the logical topology is that someone's, and
+// Lab.PlugPort plugs a workload into a port it made.
+//
 // Everything a lab starts lives in one temporary directory (databases,
 // sockets, pid files, logs) and in network namespaces named with a random
 // prefix, so parallel test binaries never collide. Processes are started in

@@ -10,7 +10,10 @@
 // (yamls/webhook.yaml, its service turned into a URL on 127.0.0.1 and
 // cert-manager's CA injection into a throwaway CA of internal/fakes/pki),
 // and the schemas the two databases are created with: the ones its
-// libovsdb models were generated from (NB 7.3.0, SB 20.33.0, OVN 24.03).
+// libovsdb models were generated from (NB 7.3.0, SB 20.33.0, OVN 24.03),
+// without the minLength the generator copies from each maxLength (OVN's
+// schemas have none; with it the NB refused every ACL name under 63
+// characters).
 // Kube-OVN refuses Debian's OVN 23.03 databases (NB 7.0.0): its models
 // have columns those schemas lack. The controller gets the arguments and
 // environment of the module's chart with its default values (ovn-cluster,
@@ -22,7 +25,10 @@
 // node's Chassis in the southbound database as its ovn-controller does,
 // creates the Node as the kubelet does, and annotates and labels it as
 // kube-ovn-cni does (chassis, provider networks ready). ovn-northd does not
-// run: nothing here reads the southbound logical flows.
+// run, except in TestKubeOVNPacketThroughItsTopology: there
+// internal/ovnlab runs Debian's ovn-northd and its chassis on these
+// databases, each chassis a node whose own ovn-controller registers it
+// (Node.OwnChassis).
 //
 // Each process is stopped by its id; a process that does not start is
 // named with its log tail. kube-ovn-webhook reads its certificate from a
