@@ -74,10 +74,10 @@ const (
 // renders, in databases created from Kube-OVN's own schemas, translated by
 // Debian's ovn-northd 23.03 and bound by ovnlab's ovn-controller chassis,
 // which are the cluster's nodes (system-id and hostname the node's name).
-// The only row the test adds is ours: the HA_Chassis_Group ovngateway puts
-// on Kube-OVN's router port. A VM on the subnet's VLAN pings the router
-// and the workload, and keeps reaching both once the active chassis
-// crashes.
+// The only row of the topology the test writes is ours: the
+// HA_Chassis_Group ovngateway puts on Kube-OVN's router port. A VM on the
+// subnet's VLAN pings the router and the workload, and reaches both again
+// after the active chassis crashes, comes back, and leaves.
 func TestKubeOVNPacketThroughItsTopology(t *testing.T) {
 	if err := ovnlab.Check(); err != nil {
 		t.Fatal(err)
@@ -361,6 +361,8 @@ func (cl *cluster) checkRowsMadeByKubeOVN(subnet, apps *kubeovnv1.Subnet, worklo
 			cl.t.Fatalf("no router port of %s", s.Name)
 		}
 		vendor("router port "+lrp.Name, lrp.ExternalIDs)
+		patch, _ := cl.switchPort(s.Name + "-" + s.Spec.Vpc)
+		vendor("the switch's router port "+patch.Name, patch.ExternalIDs)
 	}
 	ln, _ := cl.switchPort("localnet." + subnet.Name)
 	vendor("localnet port "+ln.Name, ln.ExternalIDs)
