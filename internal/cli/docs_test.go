@@ -348,6 +348,7 @@ var covered = []struct {
 	{"docs/ovngateway.md", `-run TestFault -v -fault-kills=10$`, "internal/ovnlab/fault_test.go", "func TestFaultLeaderKilledDuringConverge("},
 	{"docs/ovngateway.md", `-run TestFaultNBLost -v -nb-losses=3$`, "e2e/fault_nb_test.go", "func TestFaultNBLost("},
 	{"docs/operator-guide.md", `^helm `, "charts/package_test.go", "func TestFromPackage("},
+	{"docs/operator-guide.md", `^hack/test\.sh -run TestHAPoolWorkers \./internal/lab$`, "internal/lab/ha_test.go", "func TestHAPoolWorkers("},
 	{"docs/operator-guide.md", `^make image$`, "hack/tools/imagebuild/image_test.go", "func TestMakeImage("},
 }
 
