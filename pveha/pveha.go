@@ -275,70 +275,92 @@ func NewPlan(st *State, pools []Pool, o Options) (*Plan, error) {
 	if st.Major() < 9 {
 		return nil, fmt.Errorf("%w: the cluster runs Proxmox VE %s", ErrUnsupported, st.Release)
 	}
-	res := map[string]Resource{}
+	b := &planner{st: st, res: map[string]Resource{}, rules: map[string]Rule{}, wanted: map[string]bool{}, wantedRules: map[string]bool{}}
 	for _, r := range st.Resources {
-		res[r.SID] = r
+		b.res[r.SID] = r
 	}
-	rules := map[string]Rule{}
 	for _, r := range st.Rules {
-		rules[r.ID] = r
+		b.rules[r.ID] = r
 	}
-	var adds, rulesOut, removes []Change
 	p := &Plan{Pools: []Report{}, Changes: []Change{}}
-	wanted, wantedRules := map[string]bool{}, map[string]bool{}
 	for _, pool := range slices.SortedFunc(slices.Values(pools), func(a, b Pool) int { return strings.Compare(a.Name, b.Name) }) {
-		var sids []string
-		for _, w := range pool.Workers {
-			if w.VMID <= 0 || wanted[w.SID()] {
-				continue
-			}
-			sid := w.SID()
-			wanted[sid] = true
-			sids = append(sids, sid)
-			comment := ResourceComment + w.Machine
-			switch r, ok := res[sid]; {
-			case !ok:
-				adds = append(adds, Change{Op: AddResource, SID: sid, Comment: comment, Reason: "the VM of Machine " + w.Machine + " is no HA resource"})
-			case r.Machine() != "" && r.Machine() != w.Machine:
-				adds = append(adds, Change{Op: UpdateResource, SID: sid, Comment: comment, Reason: "the resource names Machine " + r.Machine() + ", whose VM id Machine " + w.Machine + " now has"})
-			}
-		}
-		id := RuleID(pool.Name)
-		wantedRules[id] = true
-		rep := Report{Pool: pool.Name, Workers: len(sids), Nodes: len(st.Nodes)}
-		apart := sids[:min(len(sids), len(st.Nodes))]
-		if len(apart) >= 2 {
-			rep.Apart = len(apart)
-		}
-		p.Pools = append(p.Pools, rep)
-		members := slices.Sorted(slices.Values(apart))
-		comment := RuleComment + pool.Name
-		cur, have := rules[id]
-		switch {
-		case len(members) < 2 && have:
-			rulesOut = append(rulesOut, Change{Op: DeleteRule, Rule: id, Reason: fmt.Sprintf("pool %s has %d worker VMs: nothing to keep apart", pool.Name, len(members))})
-		case len(members) < 2:
-		case !have:
-			rulesOut = append(rulesOut, Change{Op: CreateRule, Rule: id, Resources: members, Comment: comment, Reason: "pool " + pool.Name + " has no rule keeping its workers apart"})
-		case cur.Type != "resource-affinity" || cur.Affinity != "negative" || cur.Disable != 0 || cur.Comment != comment || !slices.Equal(cur.Members(), members):
-			rulesOut = append(rulesOut, Change{Op: UpdateRule, Rule: id, Resources: members, Comment: comment,
-				Reason: fmt.Sprintf("the rule holds [%s] (%s, affinity %q, disable %d), want [%s]", cur.Resources, cur.Type, cur.Affinity, cur.Disable, strings.Join(members, ","))})
-		}
+		p.Pools = append(p.Pools, b.pool(pool))
 	}
 	if o.Prune {
-		for _, r := range st.Resources {
-			if r.Machine() != "" && !wanted[r.SID] {
-				removes = append(removes, Change{Op: RemoveResource, SID: r.SID, Reason: "Machine " + r.Machine() + " is gone or its pool has HA off"})
-			}
+		b.prune()
+	}
+	p.Changes = append(append(append(p.Changes, b.adds...), b.rulesOut...), b.removes...)
+	return p, nil
+}
+
+// planner collects a plan's changes: resources added or updated, rules
+// made, changed or deleted, resources removed.
+type planner struct {
+	st                      *State
+	res                     map[string]Resource
+	rules                   map[string]Rule
+	wanted, wantedRules     map[string]bool
+	adds, rulesOut, removes []Change
+}
+
+// pool plans one pool's resources and rule.
+func (b *planner) pool(pool Pool) Report {
+	var sids []string
+	for _, w := range pool.Workers {
+		if w.VMID <= 0 || b.wanted[w.SID()] {
+			continue
 		}
-		for _, r := range st.Rules {
-			if r.Pool() != "" && !wantedRules[r.ID] {
-				rulesOut = append(rulesOut, Change{Op: DeleteRule, Rule: r.ID, Reason: "pool " + r.Pool() + " is gone or has HA off"})
-			}
+		sid := w.SID()
+		b.wanted[sid] = true
+		sids = append(sids, sid)
+		comment := ResourceComment + w.Machine
+		switch r, ok := b.res[sid]; {
+		case !ok:
+			b.adds = append(b.adds, Change{Op: AddResource, SID: sid, Comment: comment, Reason: "the VM of Machine " + w.Machine + " is no HA resource"})
+		case r.Machine() != "" && r.Machine() != w.Machine:
+			b.adds = append(b.adds, Change{Op: UpdateResource, SID: sid, Comment: comment, Reason: "the resource names Machine " + r.Machine() + ", whose VM id Machine " + w.Machine + " now has"})
 		}
 	}
-	p.Changes = append(append(append(p.Changes, adds...), rulesOut...), removes...)
-	return p, nil
+	id := RuleID(pool.Name)
+	b.wantedRules[id] = true
+	rep := Report{Pool: pool.Name, Workers: len(sids), Nodes: len(b.st.Nodes)}
+	apart := sids[:min(len(sids), len(b.st.Nodes))]
+	if len(apart) >= 2 {
+		rep.Apart = len(apart)
+	}
+	b.rule(pool.Name, id, slices.Sorted(slices.Values(apart)))
+	return rep
+}
+
+// rule plans the pool's rule over members.
+func (b *planner) rule(pool, id string, members []string) {
+	comment := RuleComment + pool
+	cur, have := b.rules[id]
+	switch {
+	case len(members) < 2 && have:
+		b.rulesOut = append(b.rulesOut, Change{Op: DeleteRule, Rule: id, Reason: fmt.Sprintf("pool %s has %d worker VMs: nothing to keep apart", pool, len(members))})
+	case len(members) < 2:
+	case !have:
+		b.rulesOut = append(b.rulesOut, Change{Op: CreateRule, Rule: id, Resources: members, Comment: comment, Reason: "pool " + pool + " has no rule keeping its workers apart"})
+	case cur.Type != "resource-affinity" || cur.Affinity != "negative" || cur.Disable != 0 || cur.Comment != comment || !slices.Equal(cur.Members(), members):
+		b.rulesOut = append(b.rulesOut, Change{Op: UpdateRule, Rule: id, Resources: members, Comment: comment,
+			Reason: fmt.Sprintf("the rule holds [%s] (%s, affinity %q, disable %d), want [%s]", cur.Resources, cur.Type, cur.Affinity, cur.Disable, strings.Join(members, ","))})
+	}
+}
+
+// prune plans the removal of what the package made for Machines and pools
+// it was not given.
+func (b *planner) prune() {
+	for _, r := range b.st.Resources {
+		if r.Machine() != "" && !b.wanted[r.SID] {
+			b.removes = append(b.removes, Change{Op: RemoveResource, SID: r.SID, Reason: "Machine " + r.Machine() + " is gone or its pool has HA off"})
+		}
+	}
+	for _, r := range b.st.Rules {
+		if r.Pool() != "" && !b.wantedRules[r.ID] {
+			b.rulesOut = append(b.rulesOut, Change{Op: DeleteRule, Rule: r.ID, Reason: "pool " + r.Pool() + " is gone or has HA off"})
+		}
+	}
 }
 
 // Apply sends the plan's changes in order: resources first, so that every

@@ -31,30 +31,16 @@ func (p *Process) session(ctx context.Context) error {
 	p.leader.Set(1)
 	defer p.leader.Set(0)
 	p.log.Info("leading: starting the reconcilers")
-	var (
-		gw        network.Gateway
-		collector *kubenetgateway.Collector
-	)
 	// reconnected is poked by the NB client each time it connects again
 	// (a new leader, or a database rebuilt empty: every network is
 	// reconciled again); appeared hands it the router ports that appear.
 	reconnected := make(chan struct{}, 1)
 	var appeared portHook
-	if p.opts.ManageGatewayChassis {
-		nb, err := p.dialNB(ctx, func() { poke(reconnected) }, appeared.call)
-		if err != nil {
-			return err
-		}
-		defer nb.Close()
-		adapter, err := kubenetgateway.New(nb, p.mgr.GetClient())
-		if err != nil {
-			return err
-		}
-		gw = adapter
-		defer appeared.set(nil)
-		collector = &kubenetgateway.Collector{NB: nb, Reader: p.mgr.GetAPIReader(), Collected: p.metrics.GroupsCollected,
-			Errors: p.metrics.NBErrors, Log: p.log.WithName("gateway-gc")}
+	gw, collector, closeNB, err := p.gateway(ctx, reconnected, &appeared)
+	if err != nil {
+		return err
 	}
+	defer closeNB()
 	rec, stopEvents, err := p.eventRecorder()
 	if err != nil {
 		return err
@@ -82,18 +68,41 @@ func (p *Process) session(ctx context.Context) error {
 	if err := ctrl.Load(ctx); err != nil {
 		return fmt.Errorf("cannot load the controller's cache: %w", err)
 	}
-	runs := []func(context.Context) error{ctrl.Run, func(ctx context.Context) error {
-		p.resyncOnReconnect(ctx, ctrl, reconnected)
-		return nil
-	}}
-	if collector != nil {
-		runs = append(runs, collector.Run)
-	}
-	ha, err := p.poolHA(ctx, rec)
+	runs, err := p.poolHA(ctx, rec)
 	if err != nil {
 		return err
 	}
-	return runTogether(ctx, append(runs, ha...)...)
+	runs = append(runs, ctrl.Run, func(ctx context.Context) error {
+		p.resyncOnReconnect(ctx, ctrl, reconnected)
+		return nil
+	})
+	if collector != nil {
+		runs = append(runs, collector.Run)
+	}
+	return runTogether(ctx, runs...)
+}
+
+// gateway builds, when gateways are managed, the NB client, the gateway
+// adapter and its garbage collector; the returned function closes them.
+func (p *Process) gateway(ctx context.Context, reconnected chan struct{}, appeared *portHook) (network.Gateway, *kubenetgateway.Collector, func(), error) {
+	if !p.opts.ManageGatewayChassis {
+		return nil, nil, func() {}, nil
+	}
+	nb, err := p.dialNB(ctx, func() { poke(reconnected) }, appeared.call)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	adapter, err := kubenetgateway.New(nb, p.mgr.GetClient())
+	if err != nil {
+		nb.Close()
+		return nil, nil, nil, err
+	}
+	collector := &kubenetgateway.Collector{NB: nb, Reader: p.mgr.GetAPIReader(), Collected: p.metrics.GroupsCollected,
+		Errors: p.metrics.NBErrors, Log: p.log.WithName("gateway-gc")}
+	return adapter, collector, func() {
+		appeared.set(nil)
+		nb.Close()
+	}, nil
 }
 
 // resyncOnReconnect enqueues every network, zone and namespace each time
