@@ -35,8 +35,8 @@ func must(t *testing.T, err error) {
 // machine is a worker of pool md0 with ProxmoxMachine pm-<name> on VM vmid.
 func machine(name string, vmid int64, provisioned, ha bool) []client.Object {
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name,
-		Labels:      map[string]string{capmoxrender.LabelDeploymentName: "md0"},
-		Annotations: map[string]string{capmoxrender.HookHA: capmoxrender.HookOwner},
+		Labels:            map[string]string{capmoxrender.LabelDeploymentName: "md0"},
+		Annotations:       map[string]string{capmoxrender.HookHA: capmoxrender.HookOwner},
 		CreationTimestamp: metav1.NewTime(time.Unix(1_800_000_000+vmid, 0))}}
 	if ha {
 		m.Labels[capmoxrender.LabelHA] = "true"
