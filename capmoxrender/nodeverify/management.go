@@ -3,6 +3,7 @@ package nodeverify
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,7 +48,8 @@ var ipamVersions = []string{"v1alpha2", "v1alpha1"}
 // Service without a LoadBalancer address, and a Machine whose TalosConfig
 // maps no (or another) address to the control plane endpoint. It also
 // warns (Warning set) of a ProxmoxNetwork of the namespace whose gateway
-// group cannot fail over. It only reads.
+// group cannot fail over, and of workers of a pool with proxmox.ha that
+// share a Proxmox node. It only reads.
 //
 // mapper says which kinds the API server serves (a client.Client's
 // RESTMapper does discovery).
@@ -89,7 +91,11 @@ func CheckManagement(ctx context.Context, mgmt client.Reader, mapper meta.RESTMa
 	if err != nil {
 		return nil, err
 	}
-	return append(append(append(out, ep...), ctl...), gw...), nil
+	ha, err := checkPoolHA(ctx, mgmt, mapper, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(out, ep, ctl, gw, ha), nil
 }
 
 // proxmoxCluster reads the ProxmoxCluster in whichever version capmox

@@ -62,6 +62,7 @@ func kubeFlags() *genericclioptions.ConfigFlags {
 type verifyOptions struct {
 	kube                                 *genericclioptions.ConfigFlags
 	tenant, tenantContext, cluster, capi string
+	ha                                   haFlags
 }
 
 // configs resolves the management cluster's client configuration and
@@ -122,7 +123,12 @@ StaleHostEntry), a CCM or CSI controller Deployment that is not ready
 also warns, without failing, of each ProxmoxNetwork of the namespace whose
 gateway group cannot fail over (GatewayNoFailover: its GatewayFailover
 condition is False, NoFailover), naming the fix: a third trunk node, or a
-chassis outside the group that carries the VPC.
+chassis outside the group that carries the VPC, and of workers of a pool
+with proxmox.ha that share a Proxmox node (HAWorkersShareNode). With
+--proxmox-url, --proxmox-token-id and --proxmox-token-secret-file (a token
+with Sys.Audit on /, such as the pool HA token) it also names each HA
+resource the controller made for a Machine of the namespace that is gone
+(HAResourceWithoutMachine).
 
 --cluster takes the Cluster name (kubernetes-<name>) or the Kubernetes
 application name. The management cluster is reached as kubectl reaches it:
@@ -145,6 +151,7 @@ func newVerifyCmd(app *App) *cobra.Command {
 	cmd.Flags().StringVar(&o.tenantContext, "tenant-context", "", "context of --tenant-kubeconfig to use (default: its current context)")
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "Cluster name")
 	cmd.Flags().StringVar(&o.capi, "capi-version", "v1beta1", "Cluster API version to read Machines with: v1beta1 or v1beta2")
+	o.ha.bind(cmd.Flags())
 	for _, f := range []string{"tenant-kubeconfig", "cluster"} {
 		_ = cmd.MarkFlagRequired(f)
 	}
@@ -172,6 +179,13 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	findings, err := nodeverify.CheckManagement(ctx, m, m.RESTMapper(), namespace, cluster)
 	if err != nil {
 		return err
+	}
+	if o.ha.wanted() {
+		ha, err := o.ha.checkHAResources(ctx, m, m.RESTMapper(), namespace)
+		if err != nil {
+			return err
+		}
+		findings = append(findings, ha...)
 	}
 	errs := 0
 	for _, f := range findings {

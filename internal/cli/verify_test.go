@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,6 +75,10 @@ func withVerifyObjects(t *testing.T, ipam bool, tenant, mgmt []client.Object) {
 	netGVK := schema.GroupVersionKind{Group: "proxmox.cozystack.io", Version: "v1alpha1", Kind: "ProxmoxNetwork"}
 	ms.AddKnownTypeWithName(netGVK, &unstructured.Unstructured{})
 	ms.AddKnownTypeWithName(netGVK.GroupVersion().WithKind("ProxmoxNetworkList"), &unstructured.UnstructuredList{})
+	// And Cluster API's Machines, which pool HA's checks list.
+	machineGVK := schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
+	ms.AddKnownTypeWithName(machineGVK, &unstructured.Unstructured{})
+	ms.AddKnownTypeWithName(machineGVK.GroupVersion().WithKind("MachineList"), &unstructured.UnstructuredList{})
 	mapper := meta.NewDefaultRESTMapper(ms.PreferredVersionAllGroups())
 	for gvk := range ms.AllKnownTypes() {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
@@ -381,5 +387,56 @@ func TestVerifyHelpNamesEveryCode(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+c+"`") {
 			t.Errorf("docs/capmoxrender.md does not name `%s`", c)
 		}
+	}
+}
+
+// TestVerifyHAResources: with a token that reads the HA resources, an HA
+// resource the controller made for a Machine that is gone fails verify
+// with its fix; one whose Machine is there, another namespace's and an
+// operator's own are no finding (the control).
+func TestVerifyHAResources(t *testing.T) {
+	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
+	for id := 101; id <= 104; id++ {
+		if err := srv.AddVM(pveapitest.VMSpec{VMID: id, Running: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := srv.Client()
+	add := func(sid, comment string) {
+		t.Helper()
+		if err := root.Post(context.Background(), "/cluster/ha/resources", map[string]string{"sid": sid, "comment": comment}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("vm:101", "pxsubstrate machine tenant-a/m1")
+	add("vm:102", "pxsubstrate machine tenant-b/m9")
+	add("vm:103", "")
+	dir := t.TempDir()
+	ca, sec := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "token")
+	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sec, []byte(srv.RootSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []*corev1.Node{verifyNode("w1", verifyUUID1, true)}
+	machines := []*unstructured.Unstructured{verifyMachine("m1", verifyUUID1, "w1")}
+	args := append(verifyArgs(t), "--proxmox-url", strings.TrimSuffix(srv.URL, "/api2/json"), "--proxmox-token-id", srv.RootTokenID,
+		"--proxmox-token-secret-file", sec, "--proxmox-ca-file", ca)
+	withVerifyClusters(t, true, nodes, machines)
+	if _, errOut, code := run(t, args...); code != 0 {
+		t.Fatalf("control: HA resources of live Machines must pass, exit %d: %s", code, errOut)
+	}
+	add("vm:104", "pxsubstrate machine tenant-a/m-gone")
+	withVerifyClusters(t, true, nodes, machines)
+	_, errOut, code := run(t, args...)
+	if code != 1 || !strings.Contains(errOut, "Error: HAResourceWithoutMachine: HA resource vm:104 was made for Machine tenant-a/m-gone, which is gone") ||
+		!strings.Contains(errOut, "pvesh delete /cluster/ha/resources/vm:104") || strings.Contains(errOut, "vm:101") || strings.Contains(errOut, "vm:102") {
+		t.Fatalf("an HA resource without its Machine must fail with its fix, exit %d: %s", code, errOut)
+	}
+	withVerifyClusters(t, true, nodes, machines)
+	_, errOut, code = run(t, append(verifyArgs(t), "--proxmox-url", srv.URL)...)
+	if code != 2 || !strings.Contains(errOut, "the HA check needs --proxmox-token-id and --proxmox-token-secret-file too") {
+		t.Fatalf("--proxmox-url alone must be a usage error naming the missing flags, exit %d: %s", code, errOut)
 	}
 }
