@@ -26,7 +26,9 @@ func (f *haFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.caFile, "proxmox-ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
 }
 
-func (f *haFlags) wanted() bool { return f.url != "" || f.tokenID != "" || f.secretFile != "" || f.caFile != "" }
+func (f *haFlags) wanted() bool {
+	return f.url != "" || f.tokenID != "" || f.secretFile != "" || f.caFile != ""
+}
 
 // client builds the client through pveapi.New (TLS verified).
 func (f *haFlags) client() (pveapi.Client, error) {
