@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
@@ -64,6 +65,12 @@ type Options struct {
 	// operator would with acl apply) in the Secret PoolHASecret, so pools
 	// with proxmox.ha get their workers under Proxmox HA.
 	PoolHA bool
+	// NodeMonitorGracePeriod is how long a tenant Node may go without a
+	// status from its VM's kubelet before the node lifecycle controller
+	// sets its Ready condition to Unknown (kube-controller-manager's
+	// --node-monitor-grace-period; 0 keeps its default, 50s). The kubelets
+	// post every fifth of it (by default every 10s).
+	NodeMonitorGracePeriod time.Duration
 }
 
 // Lab is a running lab.
@@ -147,7 +154,13 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 	if err := writeKubeconfig(filepath.Join(l.Dir, TenantKubeconfig), l.Tenant); err != nil {
 		return err
 	}
-	if err := l.startProxmox(ctx, o.ProxmoxProgram); err != nil {
+	if o.NodeMonitorGracePeriod < 0 {
+		return fmt.Errorf("lab: NodeMonitorGracePeriod %s is negative", o.NodeMonitorGracePeriod)
+	}
+	if err := l.startNodeLifecycle(o.NodeMonitorGracePeriod); err != nil {
+		return err
+	}
+	if err := l.startProxmox(ctx, o.ProxmoxProgram, statusFrequency(o.NodeMonitorGracePeriod)); err != nil {
 		return err
 	}
 	l.log("Proxmox VE fake at " + l.Proxmox.URL)

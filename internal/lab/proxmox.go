@@ -27,10 +27,11 @@ const programReadyTimeout = 2 * time.Minute
 
 // startProxmox starts the lab's Proxmox VE: in the lab's process when
 // program is empty, else as that program (pvefake), whose state file
-// says where it serves.
-func (l *Lab) startProxmox(ctx context.Context, program string) error {
+// says where it serves. Its VMs' kubelets post their Nodes' status every
+// statusEvery (0: the kubelet's default).
+func (l *Lab) startProxmox(ctx context.Context, program string, statusEvery time.Duration) error {
 	if program == "" {
-		p, err := pvelab.Start(ctx, pvelab.Options{Tenant: l.Tenant, Log: l.log})
+		p, err := pvelab.Start(ctx, pvelab.Options{Tenant: l.Tenant, Log: l.log, NodeStatusUpdateFrequency: statusEvery})
 		if err != nil {
 			return err
 		}
@@ -42,8 +43,11 @@ func (l *Lab) startProxmox(ctx context.Context, program string) error {
 	}
 	state := filepath.Join(l.Dir, ProxmoxState)
 	_ = os.Remove(state)
-	m, err := capi.StartProcess("pvefake", program, []string{"--tenant-kubeconfig", filepath.Join(l.Dir, TenantKubeconfig),
-		"--state", state}, nil, filepath.Join(l.Dir, "pvefake.log"))
+	args := []string{"--tenant-kubeconfig", filepath.Join(l.Dir, TenantKubeconfig), "--state", state}
+	if statusEvery > 0 {
+		args = append(args, "--node-status-update-frequency", statusEvery.String())
+	}
+	m, err := capi.StartProcess("pvefake", program, args, nil, filepath.Join(l.Dir, "pvefake.log"))
 	if err != nil {
 		return err
 	}

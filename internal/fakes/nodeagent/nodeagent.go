@@ -5,7 +5,9 @@
 // spelling capmox writes on the ProxmoxMachine and the Proxmox CCM on the
 // Node), its addresses from the VM's network-config, and a Ready condition.
 // Cluster API then finds the Node by providerID and sets the Machine's
-// nodeRef.
+// nodeRef. While the VM runs, its Agent posts the Node's status, so that a
+// VM that stops is seen, as a kubelet that stops is, by the node lifecycle
+// controller.
 //
 // It is not a kubelet: it runs no Pods, and it authenticates with the
 // credentials the test gives it instead of Talos's bootstrap token.
@@ -24,7 +26,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/talosboot"
@@ -49,6 +53,27 @@ var ErrUnresolved = errors.New("the control-plane endpoint's host does not resol
 // from /etc/hosts (machine.network.extraHostEntries). A configuration
 // naming another endpoint registers elsewhere, or nowhere.
 func Register(ctx context.Context, b *talosboot.Boot, creds *rest.Config) (*corev1.Node, error) {
+	a, err := New(b, creds)
+	if err != nil {
+		return nil, err
+	}
+	return a.Register(ctx)
+}
+
+// Agent is the kubelet of one booted VM: it registers the VM's Node and
+// then posts its status, as the kubelet does every
+// nodeStatusUpdateFrequency while it runs.
+type Agent struct {
+	// Host is the API server the agent reaches (https://<address>:<port>).
+	Host  string
+	boot  *talosboot.Boot
+	nodes typedcorev1.NodeInterface
+}
+
+// New returns the agent of b, reaching the API server at b's control-plane
+// endpoint with creds (its Host replaced by the endpoint's resolved
+// address).
+func New(b *talosboot.Boot, creds *rest.Config) (*Agent, error) {
 	if b.Meta.InstanceID == "" || b.Hostname() == "" {
 		return nil, ErrNoIdentity
 	}
@@ -62,24 +87,88 @@ func Register(ctx context.Context, b *talosboot.Boot, creds *rest.Config) (*core
 	if err != nil {
 		return nil, err
 	}
-	want := node(b)
-	nodes := cs.CoreV1().Nodes()
-	got, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	return &Agent{Host: cfg.Host, boot: b, nodes: cs.CoreV1().Nodes()}, nil
+}
+
+// Name is the agent's Node name: the VM's hostname.
+func (a *Agent) Name() string { return a.boot.Hostname() }
+
+// Register creates the agent's Node, or updates it, and reports it ready.
+func (a *Agent) Register(ctx context.Context) (*corev1.Node, error) {
+	want := node(a.boot)
+	got, err := a.nodes.Create(ctx, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		got, err = nodes.Get(ctx, want.Name, metav1.GetOptions{})
+		got, err = a.nodes.Get(ctx, want.Name, metav1.GetOptions{})
 		if err == nil {
 			got.Spec.ProviderID, got.Labels = want.Spec.ProviderID, want.Labels
-			got, err = nodes.Update(ctx, got, metav1.UpdateOptions{})
+			got, err = a.nodes.Update(ctx, got, metav1.UpdateOptions{})
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot register node %s at %s: %w", want.Name, cfg.Host, err)
+		return nil, fmt.Errorf("cannot register node %s at %s: %w", want.Name, a.Host, err)
 	}
-	got.Status = want.Status
-	if got, err = nodes.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("cannot report node %s ready at %s: %w", want.Name, cfg.Host, err)
+	// The node lifecycle controller may taint or annotate the Node between
+	// the two writes: the status is written again on a conflict, as the
+	// kubelet's tryUpdateNodeStatus is retried.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := a.nodes.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status = want.Status
+		got, err = a.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot report node %s ready at %s: %w", want.Name, a.Host, err)
 	}
 	return got, nil
+}
+
+// ErrNodeGone is a heartbeat for a Node that no longer exists: the kubelet
+// registers a Node once, when it starts, and does not bring back one
+// deleted under it.
+var ErrNodeGone = errors.New("the node is gone")
+
+// PostStatus is one heartbeat: the Node's Ready condition becomes True
+// (KubeletReady) with lastHeartbeatTime now, its lastTransitionTime moved
+// only when the status changes, as the kubelet's ReadyCondition setter
+// (pkg/kubelet/nodestatus/setters.go) does. The node lifecycle controller
+// of kube-controller-manager reads a changed lastHeartbeatTime as a sign
+// of life; without one for its grace period it sets Ready to Unknown.
+func (a *Agent) PostStatus(ctx context.Context) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := a.nodes.Get(ctx, a.Name(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ErrNodeGone
+		}
+		if err != nil {
+			return err
+		}
+		now := metav1.NewTime(time.Now())
+		ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
+		found := false
+		for i, c := range n.Status.Conditions {
+			if c.Type != corev1.NodeReady {
+				continue
+			}
+			found = true
+			if c.Status == ready.Status {
+				ready.LastTransitionTime = c.LastTransitionTime
+			}
+			n.Status.Conditions[i] = ready
+		}
+		if !found {
+			n.Status.Conditions = append(n.Status.Conditions, ready)
+		}
+		_, err = a.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cannot post the status of node %s at %s: %w", a.Name(), a.Host, err)
+	}
+	return nil
 }
 
 func node(b *talosboot.Boot) *corev1.Node {

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -29,18 +30,22 @@ import (
 func main() {
 	tenant := flag.String("tenant-kubeconfig", "", "kubeconfig of the tenant control plane booted VMs register their Nodes at (required)")
 	state := flag.String("state", "", "file the fake writes its address, CA and root token to once it serves (required; its folder takes the CA and secret files)")
+	every := flag.Duration("node-status-update-frequency", pvelab.DefaultNodeStatusUpdateFrequency, "how often a running VM's kubelet posts its Node's status")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmsgprefix)
 	log.SetPrefix("pvefake: ")
-	if err := run(*tenant, *state); err != nil {
+	if err := run(*tenant, *state, *every); err != nil {
 		log.Print(err)
 		os.Exit(1)
 	}
 }
 
-func run(tenantKubeconfig, state string) error {
+func run(tenantKubeconfig, state string, every time.Duration) error {
 	if tenantKubeconfig == "" || state == "" {
 		return errors.New("--tenant-kubeconfig and --state are required")
+	}
+	if every <= 0 {
+		return fmt.Errorf("--node-status-update-frequency %s must be positive", every)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", tenantKubeconfig)
 	if err != nil {
@@ -48,7 +53,7 @@ func run(tenantKubeconfig, state string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	p, err := pvelab.Start(ctx, pvelab.Options{Tenant: cfg, Log: func(s string) { log.Print(s) }})
+	p, err := pvelab.Start(ctx, pvelab.Options{Tenant: cfg, Log: func(s string) { log.Print(s) }, NodeStatusUpdateFrequency: every})
 	if err != nil {
 		return err
 	}

@@ -70,8 +70,12 @@ type Proxmox struct {
 
 	tenant *rest.Config
 	log    func(string)
+	every  time.Duration
 	mu     sync.Mutex
 	boots  []Boot
+	// kubelets are the VMs whose kubelet runs, by VMID and SMBIOS UUID
+	// (a VMID is reused once its VM is destroyed).
+	kubelets map[kubeletKey]bool
 }
 
 // Options configure Start.
@@ -82,7 +86,14 @@ type Options struct {
 	Tenant *rest.Config
 	// Log receives a line for each step and boot; nil discards them.
 	Log func(string)
+	// NodeStatusUpdateFrequency is how often a running VM's kubelet posts
+	// its Node's status (DefaultNodeStatusUpdateFrequency unless set).
+	NodeStatusUpdateFrequency time.Duration
 }
+
+// DefaultNodeStatusUpdateFrequency is the kubelet's own default
+// (nodeStatusUpdateFrequency, 10s).
+const DefaultNodeStatusUpdateFrequency = 10 * time.Second
 
 // Start starts the fake, gives every node the bridge and makes the Talos
 // template. Close stops it.
@@ -90,7 +101,13 @@ func Start(ctx context.Context, o Options) (*Proxmox, error) {
 	if o.Tenant == nil {
 		return nil, errors.New("pvelab: Options.Tenant is needed: booted VMs register their Nodes there")
 	}
-	p := &Proxmox{tenant: o.Tenant, log: o.Log}
+	if o.NodeStatusUpdateFrequency < 0 {
+		return nil, fmt.Errorf("pvelab: NodeStatusUpdateFrequency %s is negative", o.NodeStatusUpdateFrequency)
+	}
+	p := &Proxmox{tenant: o.Tenant, log: o.Log, every: o.NodeStatusUpdateFrequency, kubelets: map[kubeletKey]bool{}}
+	if p.every == 0 {
+		p.every = DefaultNodeStatusUpdateFrequency
+	}
 	if p.log == nil {
 		p.log = func(string) {}
 	}
@@ -135,7 +152,8 @@ func (p *Proxmox) prepare(ctx context.Context) error {
 // boot plays a started VM: it reads the CD-ROM capmox mounted (ide0),
 // validates its Talos configuration and registers the Node at the
 // endpoint the configuration names, with the tenant API server's
-// credentials.
+// credentials; then the VM's kubelet posts the Node's status while the VM
+// runs.
 func (p *Proxmox) boot(ctx context.Context, vm pveapitest.BootingVM) error {
 	b := Boot{VMID: vm.VMID, Node: vm.Node}
 	err := p.register(ctx, vm, &b)
@@ -164,12 +182,67 @@ func (p *Proxmox) register(ctx context.Context, vm pveapitest.BootingVM, b *Boot
 		return fmt.Errorf("VM %d's meta-data names instance-id %q, not its SMBIOS UUID %q", vm.VMID, boot.Meta.InstanceID, uuid)
 	}
 	b.Endpoint = boot.Endpoint.String()
-	n, err := nodeagent.Register(ctx, boot, p.tenant)
+	agent, err := nodeagent.New(boot, p.tenant)
+	if err != nil {
+		return err
+	}
+	n, err := agent.Register(ctx)
 	if err != nil {
 		return err
 	}
 	b.NodeName, b.ProviderID = n.Name, n.Spec.ProviderID
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := kubeletKey{vm.VMID, vm.SMBIOSUUID()}
+	if !p.kubelets[k] {
+		p.kubelets[k] = true
+		go p.kubelet(ctx, k, agent)
+	}
 	return nil
+}
+
+type kubeletKey struct {
+	vmid int
+	uuid string
+}
+
+// kubelet posts the status of a VM's Node every NodeStatusUpdateFrequency
+// while the VM runs, as its kubelet does. A VM that stops, or whose
+// Proxmox node goes offline, posts nothing; one that runs again (a start,
+// or onboot when its node is back) posts again, as Talos boots from its
+// disk and starts the kubelet. It ends when the VM is destroyed, its Node
+// deleted, or the fake closed.
+func (p *Proxmox) kubelet(ctx context.Context, k kubeletKey, a *nodeagent.Agent) {
+	vmid := k.vmid
+	defer func() {
+		p.mu.Lock()
+		delete(p.kubelets, k)
+		p.mu.Unlock()
+	}()
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		running, _, ok := p.Server.VMRunning(vmid)
+		conf, _, _ := p.Server.VMConfig(vmid)
+		if !ok || !strings.Contains(conf["smbios1"], "uuid="+k.uuid) {
+			p.log(fmt.Sprintf("VM %d is destroyed: the kubelet of node %s is gone", vmid, a.Name()))
+			return
+		}
+		if !running {
+			continue
+		}
+		if err := a.PostStatus(ctx); errors.Is(err, nodeagent.ErrNodeGone) {
+			p.log(fmt.Sprintf("VM %d: node %s was deleted; its kubelet stops", vmid, a.Name()))
+			return
+		} else if err != nil && ctx.Err() == nil {
+			p.log(fmt.Sprintf("VM %d: %v", vmid, err))
+		}
+	}
 }
 
 // Boots returns every boot so far, in order.
