@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -144,5 +145,79 @@ cluster:
 		case tc.want != "" && (err != nil || got.String() != tc.want):
 			t.Errorf("%s: got %v, %v; want %s", tc.endpoint, got, err, tc.want)
 		}
+	}
+}
+
+// TestPostStatus: a heartbeat moves the Node's Ready lastHeartbeatTime on
+// and keeps its lastTransitionTime while it stays True; after the node
+// lifecycle controller set it Unknown, a heartbeat makes it True again
+// with a new transition. A deleted Node is not brought back:
+// ErrNodeGone.
+func TestPostStatus(t *testing.T) {
+	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{})
+	endpoint, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &talosboot.Boot{Endpoint: endpoint, NetworkConfig: []byte(networkConfig),
+		Meta: talosboot.Meta{InstanceID: "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77", LocalHostname: "tenant-a-md0-x7k2p"}}
+	ctx := context.Background()
+	a, err := nodeagent.New(b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := a.Register(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := func() corev1.NodeCondition {
+		t.Helper()
+		var got corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond
+			}
+		}
+		t.Fatalf("node %s has no Ready condition: %v", a.Name(), got.Status.Conditions)
+		return corev1.NodeCondition{}
+	}
+	first := ready()
+	time.Sleep(1100 * time.Millisecond) // the API keeps whole seconds
+	if err := a.PostStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	beat := ready()
+	if !beat.LastHeartbeatTime.After(first.LastHeartbeatTime.Time) || !beat.LastTransitionTime.Equal(&first.LastTransitionTime) || beat.Status != corev1.ConditionTrue {
+		t.Errorf("after a heartbeat: %+v, before: %+v", beat, first)
+	}
+	// What the node lifecycle controller writes when the heartbeats stop.
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+		Message: "Kubelet stopped posting node status.", LastHeartbeatTime: beat.LastHeartbeatTime, LastTransitionTime: beat.LastTransitionTime}}
+	var cur corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.Conditions = n.Status.Conditions
+	if err := c.Status().Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if err := a.PostStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if back := ready(); back.Status != corev1.ConditionTrue || back.Reason != "KubeletReady" || !back.LastTransitionTime.After(beat.LastTransitionTime.Time) {
+		t.Errorf("a heartbeat after Unknown: %+v", back)
+	}
+	if err := c.Delete(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostStatus(ctx); !errors.Is(err, nodeagent.ErrNodeGone) {
+		t.Errorf("a heartbeat for a deleted node: %v, want ErrNodeGone", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &corev1.Node{}); err == nil {
+		t.Error("a heartbeat brought back a deleted node")
 	}
 }
