@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
 // TestPoolLifecycle takes the seed's pool through its life with the real
@@ -21,39 +25,81 @@ import (
 // two workers grow to three and shrink to one (each removed Machine's VM
 // stopped and destroyed, its disks and bootstrap ISO freed, its address
 // back in the IPAM pool, its VM id free); a larger diskSize rolls the pool
-// onto new VMs with the new size and no old VM left; deleting the cluster
-// leaves nothing of the tenant on Proxmox (no VM, disk, ISO or pool
-// member) and nothing in the IPAM pool.
+// onto new VMs with the new size and no old VM left; an instanceType in
+// place of resources (u1.medium: 1 vCPU, 4 GiB), then a larger one
+// (u1.large: 2 vCPUs, 8 GiB), rolls it onto VMs of those sizes; a Talos
+// template rotation as docs/talostemplate.md tells it (a second template
+// made by talostemplate.Create for Talos v1.13.7, as `pxsubstrate template
+// create` makes it, the pool's talos.version and templateTags switched to
+// it together, the old template destroyed once no worker stands on it)
+// rolls it onto clones of the new template; deleting the cluster leaves
+// nothing of the tenant on Proxmox (no VM, disk, ISO or pool member) and
+// nothing in the IPAM pool.
 func TestPoolLifecycle(t *testing.T) {
 	ctx := context.Background()
 	l := startLab(t, "")
+	// The rotation's template, made before the tenant is applied so that
+	// the platform's admin can name it in the tenant's plan, which grants
+	// the tenant's token the templates it may clone.
+	rotated := createTalosTemplate(t, l, rotatedTemplate, rotatedTalos)
 	tn := readTenant(t)
+	tn.Plan = func(p *tenantplan.Tenant) { p.Templates = append(p.Templates, rotatedTemplate) }
 	a, err := l.Apply(ctx, tn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	step := func(what string, replicas int32, diskGiB int) {
+	want := vmShape{diskGiB: 30, cores: 2, memoryMiB: 4096, template: l.Template.VMID}
+	step := func(what string, replicas int32) {
 		t.Helper()
 		eventually(t, 4*time.Minute, what, func() (bool, string) {
-			return poolIs(t, l, int(replicas), diskGiB)
+			return poolIsShaped(t, l, int(replicas), want)
 		})
-		t.Logf("%s: %d workers of %d GiB run, nothing else is left", what, replicas, diskGiB)
+		t.Logf("%s: %d workers %+v run, nothing else is left", what, replicas, want)
 	}
-	step("two workers", 2, 30)
+	step("two workers", 2)
 
+	pool := &tn.Pools[0].Spec
 	resize := func(replicas int32, disk string) {
 		t.Helper()
-		tn.Pools[0].Spec.Replicas = &replicas
+		pool.Replicas = &replicas
 		q := capmoxrender.Quantity(disk)
-		tn.Pools[0].Spec.DiskSize = &q
+		pool.DiskSize = &q
 		must(t, l.UpdatePools(ctx, tn, a))
 	}
 	resize(3, "30Gi")
-	step("scaled up to three", 3, 30)
+	step("scaled up to three", 3)
 	resize(1, "30Gi")
-	step("scaled down to one", 1, 30)
+	step("scaled down to one", 1)
 	resize(1, "40Gi")
-	step("diskSize 30Gi to 40Gi", 1, 40)
+	want.diskGiB = 40
+	step("diskSize 30Gi to 40Gi", 1)
+
+	// instanceType sizes the pool in place of resources.
+	pool.Resources = capmoxrender.Resources{}
+	for _, it := range []struct {
+		name          string
+		cores, memory int
+	}{{"u1.medium", 1, 4096}, {"u1.large", 2, 8192}} {
+		pool.InstanceType = it.name
+		must(t, l.UpdatePools(ctx, tn, a))
+		want.cores, want.memoryMiB = it.cores, it.memory
+		step("instanceType "+it.name, 1)
+	}
+
+	// The rotation: the new template's tags and Talos release together.
+	pool.Talos.Version = rotatedTalos
+	pool.Proxmox.TemplateTags = rotated.Tags
+	must(t, l.UpdatePools(ctx, tn, a))
+	want.template = rotatedTemplate
+	step("templateTags switched to template "+strconv.Itoa(rotatedTemplate), 1)
+	// No worker stands on the old template any more: it goes.
+	var upid string
+	must(t, l.PVE.Client().Delete(ctx, fmt.Sprintf("/nodes/%s/qemu/%d", l.Template.Node, l.Template.VMID), &upid))
+	eventually(t, time.Minute, "the old template is destroyed", func() (bool, string) {
+		_, _, ok := l.PVE.VMConfig(l.Template.VMID)
+		return !ok, fmt.Sprintf("template %d is still there (task %s)", l.Template.VMID, upid)
+	})
+	step("the old template destroyed", 1)
 
 	cluster := &unstructured.Unstructured{}
 	cluster.SetAPIVersion("cluster.x-k8s.io/v1beta2")
@@ -61,7 +107,7 @@ func TestPoolLifecycle(t *testing.T) {
 	cluster.SetNamespace("tenant-demo")
 	cluster.SetName(a.ClusterName)
 	must(t, l.Client.Delete(ctx, cluster))
-	step("cluster deleted", 0, 0)
+	step("cluster deleted", 0)
 	eventually(t, 2*time.Minute, "the Cluster goes", func() (bool, string) {
 		err := l.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster)
 		return apierrors.IsNotFound(err), fmt.Sprintf("Cluster %s: %v, finalizers %v, status %v", a.ClusterName, err, cluster.GetFinalizers(), cluster.Object["status"])
@@ -78,12 +124,28 @@ func TestPoolLifecycle(t *testing.T) {
 // address and claim per Machine.
 func poolIs(t *testing.T, l *lab.Lab, n, diskGiB int) (bool, string) {
 	t.Helper()
+	return poolIsShaped(t, l, n, vmShape{diskGiB: diskGiB})
+}
+
+// vmShape is what each worker VM must be: its disk, cores, memory and the
+// template it was cloned from (0: not checked).
+type vmShape struct {
+	diskGiB, cores, memoryMiB, template int
+}
+
+// poolIsShaped is poolIs with each VM's shape checked: its cores and
+// memory in its configuration, and its template from the fake's qmclone
+// task logs ("creating a clone of VM <template> with ID <new>", as
+// qemu-server logs it; clonesByVM), the last clone of each VM id counting.
+func poolIsShaped(t *testing.T, l *lab.Lab, n int, want vmShape) (bool, string) {
+	t.Helper()
 	ctx := context.Background()
 	running, state := machines(t, l.Client, "tenant-demo")
 	var problems []string
 	if total := strings.Count(state, "phase="); total != n || running != n {
 		problems = append(problems, fmt.Sprintf("%d Machines, %d Running, want %d", total, running, n))
 	}
+	cloneOf := clonesByVM(l)
 	vms := map[int]bool{}
 	for vmid := 100; vmid < 9000; vmid++ {
 		conf, _, ok := l.PVE.VMConfig(vmid)
@@ -91,8 +153,14 @@ func poolIs(t *testing.T, l *lab.Lab, n, diskGiB int) (bool, string) {
 			continue
 		}
 		vms[vmid] = true
-		if !strings.Contains(conf["scsi0"], fmt.Sprintf("size=%dG", diskGiB)) {
-			problems = append(problems, fmt.Sprintf("VM %d has scsi0 %q, want %d GiB", vmid, conf["scsi0"], diskGiB))
+		if !strings.Contains(conf["scsi0"], fmt.Sprintf("size=%dG", want.diskGiB)) {
+			problems = append(problems, fmt.Sprintf("VM %d has scsi0 %q, want %d GiB", vmid, conf["scsi0"], want.diskGiB))
+		}
+		if want.cores != 0 && (conf["cores"] != strconv.Itoa(want.cores) || conf["memory"] != strconv.Itoa(want.memoryMiB)) {
+			problems = append(problems, fmt.Sprintf("VM %d has %s cores and %s MiB, want %d and %d", vmid, conf["cores"], conf["memory"], want.cores, want.memoryMiB))
+		}
+		if want.template != 0 && cloneOf[vmid] != want.template {
+			problems = append(problems, fmt.Sprintf("VM %d is a clone of %d, want %d", vmid, cloneOf[vmid], want.template))
 		}
 	}
 	if len(vms) != n {
@@ -147,4 +215,30 @@ func keys(m map[int]bool) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The template of TestPoolLifecycle's rotation: the lab's image one Talos
+// patch release on.
+const (
+	rotatedTemplate = 9001
+	rotatedTalos    = "v1.13.7"
+)
+
+// createTalosTemplate makes a template of the lab's schematic for Talos
+// version as `pxsubstrate template create <vmid> local-lvm --talos-version
+// <version>` does (talostemplate.Create on pve1, tags of the version's
+// own), and returns it.
+func createTalosTemplate(t *testing.T, l *lab.Lab, vmid int, version string) talostemplate.Spec {
+	t.Helper()
+	spec, err := talostemplate.NewSpec(talostemplate.Inputs{VMID: strconv.Itoa(vmid), Storage: pvelab.TemplateStorage,
+		TalosVersion: version, SchematicID: labSchematic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := talostemplate.Create(context.Background(), l.PVE.Client(), spec,
+		talostemplate.CreateOptions{Node: pvelab.Nodes[0], PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("cannot create template %d: %v", vmid, err)
+	}
+	return res.Spec
 }
