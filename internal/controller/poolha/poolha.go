@@ -127,11 +127,7 @@ func (r *Reconciler) pool(ctx context.Context, m *clusterv1.Machine) error {
 	if len(p) == 0 {
 		return nil
 	}
-	c, err := r.Proxmox(ctx)
-	if err != nil {
-		return err
-	}
-	st, err := pveha.Read(ctx, c)
+	c, st, err := r.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -174,11 +170,7 @@ func (r *Reconciler) Sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := r.Proxmox(ctx)
-	if err != nil {
-		return err
-	}
-	st, err := pveha.Read(ctx, c)
+	c, st, err := r.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -193,6 +185,16 @@ func (r *Reconciler) Sweep(ctx context.Context) error {
 		r.Log.Info("pool HA sweep", "change", ch.String())
 	}
 	return pveha.Apply(ctx, c, plan)
+}
+
+// read builds the pool HA client and reads the cluster's HA configuration.
+func (r *Reconciler) read(ctx context.Context) (pveapi.Client, *pveha.State, error) {
+	c, err := r.Proxmox(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := pveha.Read(ctx, c)
+	return c, st, err
 }
 
 // RunSweeps sweeps every interval until ctx ends.

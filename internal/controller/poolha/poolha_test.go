@@ -90,6 +90,21 @@ func (w *world) reconcile(t *testing.T, name string) {
 	}
 }
 
+// deleteAndReconcile deletes a Machine that Cluster API's finalizer
+// holds, reconciles it and returns it as it is then.
+func (w *world) deleteAndReconcile(t *testing.T, name string) *clusterv1.Machine {
+	t.Helper()
+	ctx := context.Background()
+	m := &clusterv1.Machine{}
+	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: name}, m))
+	m.Finalizers = []string{"machine.cluster.x-k8s.io"}
+	must(t, w.c.Update(ctx, m))
+	must(t, w.c.Delete(ctx, m))
+	w.reconcile(t, name)
+	must(t, w.c.Get(ctx, client.ObjectKeyFromObject(m), m))
+	return m
+}
+
 func (w *world) events() []string {
 	var out []string
 	for {
@@ -138,13 +153,7 @@ func TestHAReconcileReleasesTheHook(t *testing.T) {
 	w := newWorld(t, pveacl.PVE9, true, objs...)
 	w.reconcile(t, "w1")
 	ctx := context.Background()
-	m := &clusterv1.Machine{}
-	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "w2"}, m))
-	m.Finalizers = []string{"machine.cluster.x-k8s.io"}
-	must(t, w.c.Update(ctx, m))
-	must(t, w.c.Delete(ctx, m))
-	w.reconcile(t, "w2")
-	must(t, w.c.Get(ctx, client.ObjectKeyFromObject(m), m))
+	m := w.deleteAndReconcile(t, "w2")
 	if _, ok := m.Annotations[capmoxrender.HookHA]; ok {
 		t.Errorf("the hook is still on the deleting Machine: %v", m.Annotations)
 	}
@@ -171,14 +180,7 @@ func TestHAReconcileWithoutCredentials(t *testing.T) {
 	if ev := strings.Join(w.events(), "\n"); !strings.Contains(ev, "Warning HADisabled") {
 		t.Errorf("events:\n%s", ev)
 	}
-	ctx := context.Background()
-	m := &clusterv1.Machine{}
-	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "w1"}, m))
-	m.Finalizers = []string{"machine.cluster.x-k8s.io"}
-	must(t, w.c.Update(ctx, m))
-	must(t, w.c.Delete(ctx, m))
-	w.reconcile(t, "w1")
-	must(t, w.c.Get(ctx, client.ObjectKeyFromObject(m), m))
+	m := w.deleteAndReconcile(t, "w1")
 	if _, ok := m.Annotations[capmoxrender.HookHA]; ok {
 		t.Errorf("the hook waits for a controller without credentials: %v", m.Annotations)
 	}

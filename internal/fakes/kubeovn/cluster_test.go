@@ -65,6 +65,23 @@ func scheme() *runtime.Scheme {
 	return s
 }
 
+// addNodesAndDial adds the nodes as the kubelet and kube-ovn-cni would,
+// then connects our gateway client to Kube-OVN's northbound database.
+func (cl *cluster) addNodesAndDial(nodes []kubeovn.Node) {
+	cl.t.Helper()
+	for _, n := range nodes {
+		if err := cl.k.AddNode(cl.ctx, cl.c, n); err != nil {
+			cl.t.Fatal(err)
+		}
+	}
+	gw, err := ovngateway.Dial(cl.ctx, ovngateway.Config{Address: cl.k.NB.Addr})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	cl.t.Cleanup(gw.Close)
+	cl.gw = gw
+}
+
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	return startClusterOn(t, func(t testing.TB) (*rest.Config, ctrlclient.Client) {
@@ -85,17 +102,7 @@ func startClusterOn(t *testing.T, start func(testing.TB) (*rest.Config, ctrlclie
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
-		if err := k.AddNode(ctx, c, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gw, err := ovngateway.Dial(ctx, ovngateway.Config{Address: k.NB.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Close)
-	cl.gw = gw
+	cl.addNodesAndDial(nodes)
 	// kube-ovn-controller gives every node a port on the join switch.
 	cl.eventually(time.Minute, "every node's join port", func() (bool, string) {
 		var missing []string

@@ -102,21 +102,15 @@ func TestKubeOVNPacketThroughItsTopology(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: providerNetwork},
 		Spec:       kubeovnv1.ProviderNetworkSpec{DefaultInterface: "eth1"},
 	})
+	var own []kubeovn.Node
 	for _, ch := range lab.Chassis {
 		n := kubeovn.Node{Name: ch.Name, IP: ch.EncapIP, Chassis: ch.Name, OwnChassis: true}
 		if ch.Trunk {
 			n.ProviderNetworks = []string{providerNetwork}
 		}
-		if err := k.AddNode(ctx, c, n); err != nil {
-			t.Fatal(err)
-		}
+		own = append(own, n)
 	}
-	gw, err := ovngateway.Dial(ctx, ovngateway.Config{Address: k.NB.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Close)
-	cl.gw = gw
+	cl.addNodesAndDial(own)
 
 	subnet, apps := cl.applyWithAttachments(packetSpec, packetVID)
 	cl.checkKubeOVNMade(subnet)
