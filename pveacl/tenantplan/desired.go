@@ -94,20 +94,10 @@ func buildDesired(t *Tenants, v pveacl.Version) desiredState {
 		tokens: map[string]string{}, pools: map[string]pveacl.Pool{}, acl: map[pveacl.ACLKey]bool{},
 		managed: map[subjectRef]bool{}}
 	if c := t.Platform.Capmox; c != nil {
-		d.users[c.User] = "pxsubstrate platform: " + CapmoxComment
-		d.tokens[c.TokenID()] = "pxsubstrate platform: " + CapmoxComment
-		d.managed[subjectRef{pveacl.KindUser, c.User}] = true
-		d.managed[subjectRef{pveacl.KindToken, c.TokenID()}] = true
-		d.grant("/", pveacl.KindUser, c.User, true, RoleCapmox)
-		d.grant("/", pveacl.KindToken, c.TokenID(), true, RoleCapmox)
+		d.platform(*c, CapmoxComment, true, RoleCapmox)
 	}
 	if c := t.Platform.HA; c != nil {
-		d.users[c.User] = "pxsubstrate platform: " + HAComment
-		d.tokens[c.TokenID()] = "pxsubstrate platform: " + HAComment
-		d.managed[subjectRef{pveacl.KindUser, c.User}] = true
-		d.managed[subjectRef{pveacl.KindToken, c.TokenID()}] = true
-		d.grant("/", pveacl.KindUser, c.User, false, RoleHA)
-		d.grant("/", pveacl.KindToken, c.TokenID(), false, RoleHA)
+		d.platform(*c, HAComment, false, RoleHA)
 	}
 	for _, tn := range t.Tenants {
 		d.tenant(tn, t.Platform.Capmox)
@@ -120,6 +110,16 @@ func buildDesired(t *Tenants, v pveacl.Version) desiredState {
 		}
 	}
 	return d
+}
+
+// platform records a platform user and its token with role on /.
+func (d *desiredState) platform(c Credential, comment string, propagate bool, role string) {
+	d.users[c.User] = "pxsubstrate platform: " + comment
+	d.tokens[c.TokenID()] = "pxsubstrate platform: " + comment
+	d.managed[subjectRef{pveacl.KindUser, c.User}] = true
+	d.managed[subjectRef{pveacl.KindToken, c.TokenID()}] = true
+	d.grant("/", pveacl.KindUser, c.User, propagate, role)
+	d.grant("/", pveacl.KindToken, c.TokenID(), propagate, role)
 }
 
 // grant records desired entries, and the managed roles they name.
