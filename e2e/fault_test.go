@@ -221,6 +221,15 @@ func (f *faultRun) until(t *testing.T, timeout time.Duration, at func(progress))
 		f.reps.tend(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// at sees the progress before Kube-OVN's part reacts too: the
+		// controller may have handed out every VLAN before the first
+		// round, and a round's reaction can make them all Ready at once,
+		// so a fault waiting for the progress after it would land after
+		// the run.
+		if p, err := countProgress(ctx, f.e.admin, f.cl); err == nil && at != nil {
+			last = p
+			at(p)
+		}
 		return f.k.React(ctx, f.e.admin)
 	}, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
