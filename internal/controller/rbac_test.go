@@ -76,7 +76,8 @@ var unusedOnPurpose = map[string]string{
 
 	// Pool HA acts only on Machines of pools rendered with proxmox.ha,
 	// which a network lifecycle has none of; internal/lab's TestHAPoolWorkers
-	// runs that path with the real Cluster API and capmox.
+	// runs that path with the real Cluster API and capmox, the controller
+	// impersonating this ServiceAccount under config/rbac's role.
 	"list cluster.x-k8s.io/machines":                      "pool HA lists a pool's Machines uncached (and informers list without WatchList)",
 	"patch cluster.x-k8s.io/machines":                     "pool HA releases the pre-terminate hook of a deleting Machine",
 	"get infrastructure.cluster.x-k8s.io/proxmoxmachines": "pool HA reads a Machine's VM id",

@@ -63,7 +63,8 @@ type Options struct {
 	// PoolHA, with Controller, gives the controller the platform's pool HA
 	// token (pveacl's platform.ha, made through the API as Cozystack's
 	// operator would with acl apply) in the Secret PoolHASecret, so pools
-	// with proxmox.ha get their workers under Proxmox HA.
+	// with proxmox.ha get their workers under Proxmox HA, and runs the
+	// controller as ControllerAccount under the manifests' RBAC.
 	PoolHA bool
 	// NodeMonitorGracePeriod is how long a tenant Node may go without a
 	// status from its VM's kubelet before the node lifecycle controller
@@ -173,14 +174,18 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.Controller != "" {
-		var args []string
+		kubeconfig, args := filepath.Join(l.Dir, MgmtKubeconfig), []string(nil)
 		if o.PoolHA {
 			if err := l.poolHASecret(ctx); err != nil {
 				return err
 			}
+			var err error
+			if kubeconfig, err = l.controllerKubeconfig(ctx); err != nil {
+				return err
+			}
 			args = append(args, "--proxmox-ha-credentials="+PoolHASecret, "--proxmox-ha-sweep-interval=5s")
 		}
-		if err := l.startController(ctx, o.Controller, args...); err != nil {
+		if err := l.startController(ctx, o.Controller, kubeconfig, args...); err != nil {
 			return err
 		}
 	}

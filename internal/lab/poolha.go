@@ -3,11 +3,21 @@ package lab
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
@@ -58,4 +68,73 @@ func (l *Lab) poolHASecret(ctx context.Context) error {
 	}
 	l.log("pool HA token " + PoolHATokenID + " in Secret " + PoolHASecret)
 	return nil
+}
+
+// ControllerAccount is the ServiceAccount the manifests run the controller
+// as; with Options.PoolHA the lab runs it as that account, under the
+// manifests' RBAC (config/rbac's ClusterRole and ClusterRoleBinding, and
+// the chart's Role on the pool HA Secret), so that a call the RBAC does not
+// grant fails the lab's tests.
+const ControllerAccount = "system:serviceaccount:cozy-proxmox-network:proxmox-network-controller"
+
+// controllerKubeconfig grants the manifests' RBAC and writes a kubeconfig
+// that impersonates ControllerAccount, returning its path.
+func (l *Lab) controllerKubeconfig(ctx context.Context) (string, error) {
+	root, err := kube.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range []string{"role.yaml", "role_binding.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "config", "rbac", f))
+		if err != nil {
+			return "", err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			return "", fmt.Errorf("config/rbac/%s: %w", f, err)
+		}
+		objs = append(objs, u)
+	}
+	ns, name, _ := strings.Cut(PoolHASecret, "/")
+	role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "proxmox-network-controller-pool-ha"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{name}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: role.ObjectMeta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "cozy-proxmox-network", Name: "proxmox-network-controller"}}}
+	for _, typed := range []any{role, binding} {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+		if err != nil {
+			return "", err
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	for _, o := range objsOf(objs) {
+		if err := l.Client.Create(ctx, o); err != nil {
+			return "", fmt.Errorf("cannot create the controller's RBAC: %w", err)
+		}
+	}
+	data, err := kubeconfig(l.Mgmt.Host, l.Mgmt.CAData, l.Mgmt.CertData, l.Mgmt.KeyData)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = ControllerAccount
+	}
+	path := filepath.Join(l.Dir, "controller.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+func objsOf(us []*unstructured.Unstructured) []client.Object {
+	out := make([]client.Object, 0, len(us))
+	for _, u := range us {
+		out = append(out, u)
+	}
+	return out
 }

@@ -97,14 +97,14 @@ func (l *Lab) Boots() []pvelab.Boot {
 // management API server: no OVN (the lab has no OVN gateway to manage), no
 // webhook (capmox holds 9443), no leader election (one replica), its
 // health probes on a free port it must answer on before the lab goes on.
-func (l *Lab) startController(ctx context.Context, bin string, extra ...string) error {
+func (l *Lab) startController(ctx context.Context, bin, kubeconfig string, extra ...string) error {
 	port, err := capi.FreePort()
 	if err != nil {
 		return err
 	}
 	probes := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	m, err := capi.StartProcess("proxmox-network-controller", bin, append([]string{
-		"--kubeconfig=" + filepath.Join(l.Dir, MgmtKubeconfig), "--manage-gateway-chassis=false", "--webhook-port=0",
+		"--kubeconfig=" + kubeconfig, "--manage-gateway-chassis=false", "--webhook-port=0",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes, "--leader-elect=false", "--log-format=text"}, extra...),
 		[]string{"POD_NAMESPACE=cozy-proxmox-network", "POD_NAME=proxmox-network-controller"}, filepath.Join(l.Dir, "controller.log"))
 	if err != nil {
