@@ -581,8 +581,32 @@ func flagValue(args []string, flag string) string {
 func (w *docWorld) benchmark(c docCommand, args []string) {
 	t := w.t
 	t.Helper()
-	var pkgs, flags []string
-	pattern := ""
+	pkgs, pattern, flags := benchArgs(args)
+	first, _, _ := strings.Cut(pattern, "/")
+	re, err := regexp.Compile(first)
+	if err != nil || len(pkgs) == 0 {
+		t.Errorf("%s: cannot read the -bench pattern or the packages: %v", c, err)
+		return
+	}
+	found := false
+	for _, pkg := range pkgs {
+		benches, defined := testSymbols(t, filepath.Join(repoRoot, pkg))
+		found = found || slices.ContainsFunc(benches, re.MatchString)
+		for _, f := range flags {
+			if len(pkgs) == 1 && !slices.Contains(defined, f) {
+				t.Errorf("%s: the tests of %s define no flag -%s", c, pkg, f)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s: -bench %s names no Benchmark function of %v", c, pattern, pkgs)
+	}
+}
+
+// benchArgs reads a go test command line (from its third word): the
+// packages, the -bench pattern and the names of the flags it passes to
+// the test binary.
+func benchArgs(args []string) (pkgs []string, pattern string, flags []string) {
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		name, value, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -607,25 +631,7 @@ func (w *docWorld) benchmark(c docCommand, args []string) {
 			}
 		}
 	}
-	first, _, _ := strings.Cut(pattern, "/")
-	re, err := regexp.Compile(first)
-	if err != nil || len(pkgs) == 0 {
-		t.Errorf("%s: cannot read the -bench pattern or the packages: %v", c, err)
-		return
-	}
-	found := false
-	for _, pkg := range pkgs {
-		benches, defined := testSymbols(t, filepath.Join(repoRoot, pkg))
-		found = found || slices.ContainsFunc(benches, re.MatchString)
-		for _, f := range flags {
-			if len(pkgs) == 1 && !slices.Contains(defined, f) {
-				t.Errorf("%s: the tests of %s define no flag -%s", c, pkg, f)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("%s: -bench %s names no Benchmark function of %v", c, pattern, pkgs)
-	}
+	return pkgs, pattern, flags
 }
 
 // goTestFlags are go test's own flags (after -test. is removed from a
