@@ -174,22 +174,27 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.Controller != "" {
-		kubeconfig, args := filepath.Join(l.Dir, MgmtKubeconfig), []string(nil)
-		if o.PoolHA {
-			if err := l.poolHASecret(ctx); err != nil {
-				return err
-			}
-			var err error
-			if kubeconfig, err = l.controllerKubeconfig(ctx); err != nil {
-				return err
-			}
-			args = append(args, "--proxmox-ha-credentials="+PoolHASecret, "--proxmox-ha-sweep-interval=5s")
-		}
-		if err := l.startController(ctx, o.Controller, kubeconfig, args...); err != nil {
-			return err
-		}
+		return l.controller(ctx, o)
 	}
 	return nil
+}
+
+// controller starts the proxmox-network controller: as an administrator,
+// or with Options.PoolHA as the manifests' ServiceAccount with the pool HA
+// token.
+func (l *Lab) controller(ctx context.Context, o Options) error {
+	kubeconfig, args := filepath.Join(l.Dir, MgmtKubeconfig), []string(nil)
+	if o.PoolHA {
+		if err := l.poolHASecret(ctx); err != nil {
+			return err
+		}
+		var err error
+		if kubeconfig, err = l.controllerKubeconfig(ctx); err != nil {
+			return err
+		}
+		args = append(args, "--proxmox-ha-credentials="+PoolHASecret, "--proxmox-ha-sweep-interval=5s")
+	}
+	return l.startController(ctx, o.Controller, kubeconfig, args...)
 }
 
 // The files of a lab's Dir.
