@@ -224,3 +224,24 @@ func TestHASweep(t *testing.T) {
 		t.Errorf("rules after the sweep: %v", rules)
 	}
 }
+
+// TestHAReconcileNotEnoughNodes: four workers on three Proxmox nodes are
+// all HA resources, three of them in the rule, and the pool is told how
+// many may share a node.
+func TestHAReconcileNotEnoughNodes(t *testing.T) {
+	objs := slices.Concat(machine("w1", 101, true, true), machine("w2", 102, true, true), machine("w3", 103, true, true), machine("w4", 104, true, true))
+	w := newWorld(t, pveacl.PVE9, true, objs...)
+	w.reconcile(t, "w4")
+	if got := w.sids(t); !slices.Equal(got, []string{"vm:101", "vm:102", "vm:103", "vm:104"}) {
+		t.Errorf("HA resources %v", got)
+	}
+	var rules []pveha.Rule
+	must(t, w.srv.Client().Get(context.Background(), "/cluster/ha/rules", &rules))
+	if len(rules) != 1 || rules[0].Resources != "vm:101,vm:102,vm:103" {
+		t.Errorf("rules %+v, want the three oldest workers in one", rules)
+	}
+	ev := strings.Join(w.events(), "\n")
+	if !strings.Contains(ev, "Warning HANotEnoughNodes pool tenant-a/md0 has 4 workers and the Proxmox cluster 3 nodes: 3 workers are kept on different nodes, 1 may share a node with them") {
+		t.Errorf("events:\n%s", ev)
+	}
+}
