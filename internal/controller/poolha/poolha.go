@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -54,8 +55,9 @@ const Requeue = 5 * time.Minute
 
 // Reconciler is the pool HA step over Machines.
 type Reconciler struct {
-	// Client patches Machines and reads them; Reader reads ProxmoxMachines
-	// and MachineDeployments uncached.
+	// Client patches Machines and lists them from the informer the runner
+	// watches them with; Reader reads ProxmoxMachines and
+	// MachineDeployments uncached.
 	Client client.Client
 	Reader client.Reader
 	// Proxmox returns the pool HA client; nil turns pool HA off.
@@ -131,30 +133,31 @@ func (r *Reconciler) pool(ctx context.Context, m *clusterv1.Machine) error {
 	if err != nil {
 		return err
 	}
-	md := r.deployment(ctx, m.Namespace, name)
+	// The MachineDeployment is read only when an Event names it.
+	md := sync.OnceValue(func() runtime.Object { return r.deployment(ctx, m.Namespace, name) })
 	plan, err := pveha.NewPlan(st, p, pveha.Options{})
 	if errors.Is(err, pveha.ErrUnsupported) {
-		r.event(md, corev1.EventTypeWarning, ReasonUnsupported, err.Error()+": the pool's workers are not registered with Proxmox HA")
+		r.event(md(), corev1.EventTypeWarning, ReasonUnsupported, err.Error()+": the pool's workers are not registered with Proxmox HA")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	if err := pveha.Apply(ctx, c, plan); err != nil {
-		r.event(md, corev1.EventTypeWarning, ReasonFailed, err.Error())
+		r.event(md(), corev1.EventTypeWarning, ReasonFailed, err.Error())
 		return err
 	}
 	for _, ch := range plan.Changes {
 		if ch.Op == pveha.AddResource {
-			r.event(md, corev1.EventTypeNormal, ReasonResourceAdded, fmt.Sprintf("%s is an HA resource: %s", ch.SID, ch.Reason))
+			r.event(md(), corev1.EventTypeNormal, ReasonResourceAdded, fmt.Sprintf("%s is an HA resource: %s", ch.SID, ch.Reason))
 		}
 	}
 	for _, rep := range plan.Pools {
 		switch {
 		case rep.Short():
-			r.event(md, corev1.EventTypeWarning, ReasonNotEnoughNodes, rep.String())
+			r.event(md(), corev1.EventTypeWarning, ReasonNotEnoughNodes, rep.String())
 		case !plan.Empty():
-			r.event(md, corev1.EventTypeNormal, ReasonKeptApart, rep.String())
+			r.event(md(), corev1.EventTypeNormal, ReasonKeptApart, rep.String())
 		}
 	}
 	return nil
@@ -224,7 +227,7 @@ func (r *Reconciler) workers(ctx context.Context, ns string, sel client.Matching
 	if ns != "" {
 		opts = append(opts, client.InNamespace(ns))
 	}
-	if err := r.Reader.List(ctx, list, opts...); err != nil {
+	if err := r.Client.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("cannot list Machines: %w", err)
 	}
 	slices.SortFunc(list.Items, func(a, b clusterv1.Machine) int {
