@@ -116,16 +116,7 @@ func Start(cfg *rest.Config, o Options) (*Managers, error) {
 // and stops the managers when t ends.
 func StartT(t testing.TB, cfg *rest.Config, o Options) *Managers {
 	t.Helper()
-	m, err := Start(cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := m.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return m
+	return kube.StartFor(t, func() (*Managers, error) { return Start(cfg, o) })
 }
 
 func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root string) error {

@@ -309,3 +309,19 @@ func moduleDir(moduleAtVersion string) (string, error) {
 	}
 	return info.Dir, nil
 }
+
+// StartFor runs start for one test: it fails t when start fails and stops
+// what it started when t ends, failing t if the stop does.
+func StartFor[T interface{ Stop() error }](t testing.TB, start func() (T, error)) T {
+	t.Helper()
+	v, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := v.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return v
+}

@@ -137,16 +137,7 @@ func Start(cfg *rest.Config, o Options) (*KubeOVN, error) {
 // and stops everything when t ends.
 func StartT(t testing.TB, cfg *rest.Config, o Options) *KubeOVN {
 	t.Helper()
-	k, err := Start(cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := k.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return k
+	return kube.StartFor(t, func() (*KubeOVN, error) { return Start(cfg, o) })
 }
 
 func (k *KubeOVN) start(mod string, o Options) error {
