@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -49,13 +48,9 @@ func (f *haFlags) client() (pveapi.Client, error) {
 			return nil, fmt.Errorf("cannot read --proxmox-ca-file: %w", err)
 		}
 	}
-	b, err := readSmallFile(f.secretFile)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read --proxmox-token-secret-file: %w", err)
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	if cfg.Secret = strings.TrimSpace(line); cfg.Secret == "" {
-		return nil, errors.New("--proxmox-token-secret-file: the first line is empty")
+	// The file's first line, read as acl's --token-secret-file is.
+	if cfg.Secret, err = (&liveFlags{tokenSecretFile: f.secretFile}).secret(); err != nil {
+		return nil, fmt.Errorf("--proxmox-token-secret-file: %w", err)
 	}
 	return pveapi.New(cfg)
 }
