@@ -142,6 +142,14 @@ func (l *Lab) startChassis(i int, spec ChassisSpec) (*Chassis, error) {
 			return nil, err
 		}
 	}
+	// br-int made before ovn-controller starts, as OVN's own test suite
+	// attaches a chassis (ovn_az_attach): ovn-controller would create it
+	// itself, but connects to its management socket before ovs-vswitchd has
+	// made it and logs "br-int.mgmt: connection failed" until then.
+	if err := c.vsctl("--may-exist", "add-br", "br-int", "--", "set", "bridge", "br-int",
+		"fail_mode=secure", "datapath_type=netdev", "other_config:disable-in-band=true"); err != nil {
+		return nil, err
+	}
 	controller, err := find("ovn-controller")
 	if err != nil {
 		return nil, err
