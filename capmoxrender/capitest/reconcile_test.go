@@ -164,9 +164,19 @@ func checkMachine(t *testing.T, c client.Client, m *unstructured.Unstructured, p
 	}
 	clone(t, c, get(t, c, pmt.GetAPIVersion(), "ProxmoxMachine", m.GetNamespace(), infraName), pmt)
 	clone(t, c, get(t, c, tct.GetAPIVersion(), "TalosConfig", m.GetNamespace(), bootName), tct)
+	// The bootstrap provider waits for the cluster's infrastructure, which
+	// nothing provisions here: CABPT says so on the TalosConfig, and
+	// Cluster API mirrors its Ready condition into the Machine's
+	// BootstrapConfigReady. Until CABPT has seen the config, Cluster API
+	// falls back to "TalosConfig status.initialization.dataSecretCreated
+	// is false"; that is a moment, not where the Machine stops.
+	eventually(t, "TalosConfig "+bootName+" waits for the cluster's infrastructure", func() (bool, string) {
+		live := get(t, c, tct.GetAPIVersion(), "TalosConfig", m.GetNamespace(), bootName)
+		return hasCondition(live, "DataSecretAvailable", "False", "WaitingForClusterInfrastructure", ""), fmt.Sprint(live.Object["status"])
+	})
 	eventually(t, "Machine "+m.GetName()+" waits for capmox and the bootstrap provider", func() (bool, string) {
 		live := get(t, c, "cluster.x-k8s.io/v1beta2", "Machine", m.GetNamespace(), m.GetName())
-		return hasCondition(live, "BootstrapConfigReady", "False", "NotReady", "TalosConfig status.initialization.dataSecretCreated is false") &&
+		return hasCondition(live, "BootstrapConfigReady", "False", "WaitingForClusterInfrastructure", "") &&
 			hasCondition(live, "InfrastructureReady", "False", "NotReady", "ProxmoxMachine status.initialization.provisioned is false"), fmt.Sprint(live.Object["status"])
 	})
 }
