@@ -11,11 +11,14 @@ import (
 const (
 	// BatchSize is how many networks' writes ReconcileAll puts in one
 	// transaction.
-	BatchSize = 100
+	BatchSize = 50
 	// batchesInFlight is how many batch transactions ReconcileAll keeps
 	// outstanding: while the server commits one batch, the client decides
 	// and encodes the next and decodes the monitor update of the last.
-	batchesInFlight = 3
+	// Six of 50 keep both sides busier than three of 100 (the same 300
+	// writes outstanding): BenchmarkConverge1000 took 130-155 ms against
+	// 158-177 ms when both ran in turn (see docs/performance.md).
+	batchesInFlight = 6
 	// batchTimePerNetwork extends PassTimeout for each network a batch
 	// writes: a healthy NB commits 100 networks in well under a second,
 	// but a busy RAFT leader (or a test server) may need longer.

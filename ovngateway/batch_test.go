@@ -10,11 +10,13 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
-// TestReconcileAll: 110 networks converge in two transactions (batches of
-// 100); a second pass sends none; a Node change re-ranks every VPC in two
-// more; a router port listed twice is refused without holding back others.
+// TestReconcileAll: 110 networks converge in one transaction per
+// BatchSize networks (three of 50, 50 and 10); a second pass sends none; a
+// Node change re-ranks every VPC in as many more; a router port listed
+// twice is refused without holding back others.
 func TestReconcileAll(t *testing.T) {
 	const n = 110
+	const batches = (n + ovngateway.BatchSize - 1) / ovngateway.BatchSize
 	onEachBackend(t, func(t *testing.T, nb nb) {
 		var gws []ovngateway.Gateway
 		ports := map[string][]string{}
@@ -46,13 +48,13 @@ func TestReconcileAll(t *testing.T) {
 			}
 			wantRows(t, nb.admin, want, step+": rows")
 		}
-		check("converge", gws, 2, true)
+		check("converge", gws, batches, true)
 		check("resync", gws, 0, false)
 		var joined []ovngateway.Gateway
 		for i, gw := range gws {
 			joined = append(joined, gateway(t, "tenant", gw.Name, fmt.Sprintf("vpc%d", i%7), fmt.Sprintf("sub%d", i), "node-1", "node-2", "node-3", "node-4"))
 		}
-		check("node-4 joins", joined, 2, true)
+		check("node-4 joins", joined, batches, true)
 
 		outs, errs := c.ReconcileAll(context.Background(), []ovngateway.Gateway{joined[0], joined[0]})
 		if errs[0] != nil || outs[0].Reason != ovngateway.ReasonChassisAssigned || !errors.Is(errs[1], ovngateway.ErrInvalid) {

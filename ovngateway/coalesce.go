@@ -165,7 +165,11 @@ func (s *session) commitMerged(ctx context.Context, ws []*write) {
 			ws[0].done <- s.transact(ctx, ws[0].t)
 			return
 		}
-		var ops []ovsdb.Operation
+		n := 0
+		for _, w := range ws {
+			n += len(w.t.ops)
+		}
+		ops := make([]ovsdb.Operation, 0, n)
 		bounds := make([]int, 0, len(ws)+1)
 		for _, w := range ws {
 			bounds = append(bounds, len(ops))

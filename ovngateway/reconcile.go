@@ -17,13 +17,13 @@ import (
 const cacheWait = time.Second
 
 // Reconcile makes the network's router port use its HA_Chassis_Group with
-// the wanted members. It decides within PassTimeout, and its write commits
+// the wanted members. It decides from the cache at once, and its write commits
 // within its transaction's time (PassTimeout plus 100ms per network the
 // transaction writes) once a slot is free. It reads only from the cache: a
 // network that is already right costs no transaction, and any change is
 // written in one transaction whose operation results are checked. Calls
 // made at the same time share transactions: a call whose write finds one
-// of three transaction slots free sends it at once, and the writes that
+// of six transaction slots free sends it at once, and the writes that
 // queue meanwhile go out together, up to BatchSize per transaction, as
 // ReconcileAll's batches do; each call still gets the result of its own
 // operations (see commitMerged). Rows of other owners are never written;
@@ -33,13 +33,10 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	if err := gw.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	// A write queued behind busy transaction slots is bounded by its
-	// batch's deadline (PassTimeout plus 100ms per network, as in
-	// ReconcileAll), not by the pass's: only the caller's own ctx cuts
-	// the wait short.
-	caller := ctx
-	ctx, cancel := context.WithTimeout(ctx, PassTimeout)
-	defer cancel()
+	// The decision reads only the cache, which never waits, so it needs no
+	// deadline of its own. A write queued behind busy transaction slots is
+	// bounded by its batch's deadline (PassTimeout plus 100ms per network,
+	// as in ReconcileAll): only the caller's own ctx cuts the wait short.
 	s, err := c.session()
 	if err != nil {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
@@ -56,17 +53,42 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 	if err := s.buildInto(t, gw, v, p); err != nil {
 		return Outcome{}, err
 	}
-	if err := s.commit(caller, gw.RouterPort, t); err != nil {
+	if err := s.commit(ctx, gw.RouterPort, t); err != nil {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
 	p.outcome.Changed = true
-	s.awaitCache(caller, gw)
+	if settled := p.create && p.point && s.portShows(v.port.UUID, gw.Group()); !settled {
+		s.awaitCache(ctx, gw)
+	}
 	return p.outcome, nil
+}
+
+// portShows reports whether the cache already has the port row portUUID
+// pointing at the group named group. After a transaction that created that
+// group and pointed the port at it, this is the whole write: the name is
+// unique, and the server sends a transaction's rows in one update, which
+// libovsdb applies to the cache at once. It costs two lookups by UUID where
+// awaitCache reads the whole network.
+func (s *session) portShows(portUUID, group string) bool {
+	tc := s.nb.Cache()
+	if tc == nil {
+		return false
+	}
+	ports, groups := tc.Table(nbdb.LogicalRouterPortTable), tc.Table(nbdb.HAChassisGroupTable)
+	if ports == nil || groups == nil {
+		return false
+	}
+	port, ok := ports.Row(portUUID).(*nbdb.LogicalRouterPort)
+	if !ok || port.HaChassisGroup == nil {
+		return false
+	}
+	g, ok := groups.Row(*port.HaChassisGroup).(*nbdb.HAChassisGroup)
+	return ok && g.Name == group
 }
 
 // view reads what the cache holds for the network.
 func (s *session) view(ctx context.Context, n Network) (view, error) {
-	v := view{members: map[string]nbdb.HAChassis{}}
+	var v view
 	port := &nbdb.LogicalRouterPort{Name: n.RouterPort}
 	if ok, err := s.get(ctx, port); err != nil {
 		return v, err
@@ -78,6 +100,7 @@ func (s *session) view(ctx context.Context, n Network) (view, error) {
 		return v, err
 	} else if ok {
 		v.group = group
+		v.members = make(map[string]nbdb.HAChassis, len(group.HaChassis))
 		for _, u := range group.HaChassis {
 			h := &nbdb.HAChassis{UUID: u}
 			if ok, err := s.get(ctx, h); err != nil {
