@@ -404,9 +404,14 @@ func checkVersions(t *testing.T, k *kubeovn.KubeOVN) {
 // checkQuietLogs checks that Debian's ovn-northd and ovn-controllers,
 // compiled against older schemas than the databases serve, have logged no
 // warning and no error: their IDL monitors the columns it knows and leaves
-// the others alone. ovn-controller's one warning at start, that it has no
-// representor plug provider (vif_plug_provider, for SmartNICs), is about
-// the machine.
+// the others alone. Two of ovn-controller's warnings are not about the
+// schemas and are allowed: at start, that it has no representor plug
+// provider (vif_plug_provider, for SmartNICs), which is about the machine;
+// and, now and then while the chassis first elect the active one (before
+// BFD is up), that it is "Trying to release unknown interface" for the
+// chassisredirect port: its interface-status tracker (controller/if-status.c,
+// if_status_mgr_release_iface) knows the OVS interfaces it claimed only,
+// and a cr- port is none. It was logged once in six runs, by the standby.
 func checkQuietLogs(t *testing.T, lab *ovnlab.Lab) {
 	t.Helper()
 	daemons := []*ovnlab.Daemon{lab.Northd}
@@ -420,7 +425,8 @@ func checkQuietLogs(t *testing.T, lab *ovnlab.Lab) {
 		}
 		for _, line := range strings.Split(string(b), "\n") {
 			if (strings.Contains(line, "|WARN|") || strings.Contains(line, "|ERR|") || strings.Contains(line, "|EMER|")) &&
-				!strings.Contains(line, "|vif_plug_provider|WARN|") {
+				!strings.Contains(line, "|vif_plug_provider|WARN|") &&
+				!strings.Contains(line, "|if_status|WARN|Trying to release unknown interface cr-") {
 				t.Errorf("%s logged: %s", d.Name, line)
 			}
 		}
