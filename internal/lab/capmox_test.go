@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
+	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
 )
 
@@ -282,16 +283,15 @@ func machineMessages(t *testing.T, l *lab.Lab) string {
 // test, and stops it when the test ends.
 func startLab(t *testing.T, gen capi.Capmox) *lab.Lab {
 	t.Helper()
-	l, err := lab.Start(context.Background(), lab.Options{Capmox: gen, Log: func(s string) { t.Log(s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
+	return startLabWith(t, lab.Options{Capmox: gen})
+}
+
+// startLabWith starts a lab with o, logging to the test, and stops it when
+// the test ends.
+func startLabWith(t *testing.T, o lab.Options) *lab.Lab {
+	t.Helper()
+	o.Log = func(s string) { t.Log(s) }
+	return kube.StartFor(t, func() (*lab.Lab, error) { return lab.Start(context.Background(), o) })
 }
 
 func eventually(t *testing.T, d time.Duration, what string, ok func() (bool, string)) {

@@ -93,15 +93,7 @@ func workerVMs(t *testing.T, l *lab.Lab) map[int]string {
 // rule, VM or address behind.
 func TestHAPoolWorkers(t *testing.T) {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Options{Log: func(s string) { t.Log(s) }, Controller: controller(t), PoolHA: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	l := startLabWith(t, lab.Options{Controller: controller(t), PoolHA: true})
 	root, err := l.Root()
 	must(t, err)
 	// HA recovers a VM onto another node only if its disks and its

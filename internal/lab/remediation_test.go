@@ -101,15 +101,7 @@ func readyOf(t *testing.T, l *lab.Lab, name string) (corev1.NodeCondition, bool)
 // once the node is back, which makes capmox reconcile it at once.
 func TestPoolLifecycleRemediation(t *testing.T) {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Options{Log: func(s string) { t.Log(s) }, NodeMonitorGracePeriod: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 10 * time.Second})
 	must(t, l.PVE.AddStorage(pveapitest.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
 	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
 	tn := readTenant(t)
