@@ -57,17 +57,17 @@ func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []
 		return outs, errs
 	}
 	var (
-		wg      sync.WaitGroup
-		slots   = make(chan struct{}, batchesInFlight)
-		mu      sync.Mutex
-		written []int
+		wg     sync.WaitGroup
+		slots  = make(chan struct{}, batchesInFlight)
+		mu     sync.Mutex
+		settle []written
 	)
 	for start := 0; start < len(gws); start += BatchSize {
 		end := min(start+BatchSize, len(gws))
 		b, o, e := gws[start:end], outs[start:end], errs[start:end]
 		slots <- struct{}{}
 		bctx, cancel := context.WithTimeout(ctx, PassTimeout+time.Duration(len(b))*batchTimePerNetwork)
-		t, pending := s.planBatch(bctx, b, o, e)
+		t, pending, created := s.planBatch(bctx, b, o, e)
 		if len(pending) == 0 {
 			cancel()
 			<-slots
@@ -78,23 +78,25 @@ func (c *Client) ReconcileAll(ctx context.Context, gws []Gateway) ([]Outcome, []
 			defer func() { cancel(); <-slots; wg.Done() }()
 			if s.commitBatch(bctx, t, pending, b, o, e) {
 				mu.Lock()
-				for _, i := range pending {
-					written = append(written, start+i)
+				for k, i := range pending {
+					settle = append(settle, written{gw: b[i], created: created[k]})
 				}
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	s.awaitCacheAll(ctx, gws, written)
+	s.awaitCache(ctx, settle)
 	return outs, errs
 }
 
 // planBatch decides every network from the cache and builds one
-// transaction with the writes of those that need any (pending).
-func (s *session) planBatch(ctx context.Context, gws []Gateway, outs []Outcome, errs []error) (*txn, []int) {
+// transaction with the writes of those that need any (pending), and says
+// for each of them which port row it creates a group for (written.created).
+func (s *session) planBatch(ctx context.Context, gws []Gateway, outs []Outcome, errs []error) (*txn, []int, []string) {
 	t := &txn{}
 	var pending []int
+	var created []string
 	for i, gw := range gws {
 		if errs[i] != nil {
 			continue
@@ -115,9 +117,10 @@ func (s *session) planBatch(ctx context.Context, gws []Gateway, outs []Outcome, 
 		t.prefix = fmt.Sprintf("n%d", i)
 		if errs[i] = s.buildInto(t, gw, v, p); errs[i] == nil {
 			pending = append(pending, i)
+			created = append(created, p.created(v))
 		}
 	}
-	return t, pending
+	return t, pending, created
 }
 
 // commitBatch sends t and reports whether it committed; when the server
@@ -148,37 +151,4 @@ func (s *session) commitBatch(ctx context.Context, t *txn, pending []int, gws []
 		}
 	}
 	return false
-}
-
-// awaitCacheAll waits, up to cacheWait, until the cache shows every
-// network gws[i], i in idx, as settled.
-func (s *session) awaitCacheAll(ctx context.Context, gws []Gateway, idx []int) {
-	timer := time.NewTimer(cacheWait)
-	defer timer.Stop()
-	for {
-		// Take the channel before reading the cache, so that a change
-		// between the read and the wait is not missed.
-		changed := s.c.changes.wait()
-		settled := true
-		for _, i := range idx {
-			v, err := s.view(ctx, gws[i].Network)
-			if err != nil {
-				return
-			}
-			if decide(gws[i], v).writes() {
-				settled = false
-				break
-			}
-		}
-		if settled {
-			return
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
 }

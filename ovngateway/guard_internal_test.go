@@ -146,7 +146,7 @@ func TestBatchConflictFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	outs, errs := make([]Outcome, 3), make([]error, 3)
-	tx, pending := sess.planBatch(ctx, gws, outs, errs)
+	tx, pending, _ := sess.planBatch(ctx, gws, outs, errs)
 	// Someone points vpc1-b at their own group before the batch is sent.
 	ovngatewaytest.SetPortGroup(t, admin, "vpc1-b", ovngatewaytest.AddGroup(t, admin, "theirs", nil))
 	sess.commitBatch(ctx, tx, pending, gws, outs, errs)

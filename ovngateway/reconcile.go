@@ -57,10 +57,25 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("network %q: %w", gw.ID(), err)
 	}
 	p.outcome.Changed = true
-	if settled := p.create && p.point && s.portShows(v.port.UUID, gw.Group()); !settled {
-		s.awaitCache(ctx, gw)
-	}
+	s.awaitCache(ctx, []written{{gw: gw, created: p.created(v)}})
 	return p.outcome, nil
+}
+
+// written is a network whose write committed and which a pass waits to see
+// in the cache. created is the UUID of its router port row when the write
+// created the network's group and pointed the port at it (see portShows).
+type written struct {
+	gw      Gateway
+	created string
+}
+
+// created is the port row's UUID when p creates the group and points the
+// port at it, else "".
+func (p plan) created(v view) string {
+	if p.create && p.point {
+		return v.port.UUID
+	}
+	return ""
 }
 
 // portShows reports whether the cache already has the port row portUUID
@@ -68,7 +83,7 @@ func (c *Client) Reconcile(ctx context.Context, gw Gateway) (Outcome, error) {
 // group and pointed the port at it, this is the whole write: the name is
 // unique, and the server sends a transaction's rows in one update, which
 // libovsdb applies to the cache at once. It costs two lookups by UUID where
-// awaitCache reads the whole network.
+// reading the network costs a view.
 func (s *session) portShows(portUUID, group string) bool {
 	tc := s.nb.Cache()
 	if tc == nil {
@@ -184,10 +199,48 @@ func (t *txn) check(res []ovsdb.OperationResult) error {
 	return nil
 }
 
-// awaitCache waits, up to cacheWait, until the cache shows the network as
-// settled, so a pass right after this one sees its write. A server that sends
-// monitor updates before the transaction reply (ovsdb-server, libovsdb's
-// server) needs no wait at all.
-func (s *session) awaitCache(ctx context.Context, gw Gateway) {
-	s.awaitCacheAll(ctx, []Gateway{gw}, []int{0})
+// awaitCache waits, up to cacheWait, until the cache shows every written
+// network as settled, so a pass right after this one sees its write. A
+// server that sends monitor updates before the transaction reply
+// (ovsdb-server) needs no wait at all: the first look finds them.
+func (s *session) awaitCache(ctx context.Context, ws []written) {
+	if s.settled(ctx, ws) {
+		return
+	}
+	timer := time.NewTimer(cacheWait)
+	defer timer.Stop()
+	for {
+		// Take the channel before reading the cache, so that a change
+		// between the read and the wait is not missed.
+		changed := s.c.changes.wait()
+		if s.settled(ctx, ws) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// settled reports whether the cache shows every written network as needing
+// no write, or that it cannot tell (a cache read failed: nothing is left to
+// wait for).
+func (s *session) settled(ctx context.Context, ws []written) bool {
+	for _, w := range ws {
+		if w.created != "" && s.portShows(w.created, w.gw.Group()) {
+			continue
+		}
+		v, err := s.view(ctx, w.gw.Network)
+		if err != nil {
+			return true
+		}
+		if decide(w.gw, v).writes() {
+			return false
+		}
+	}
+	return true
 }
