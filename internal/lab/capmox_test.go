@@ -291,7 +291,14 @@ func startLab(t *testing.T, gen capi.Capmox) *lab.Lab {
 func startLabWith(t *testing.T, o lab.Options) *lab.Lab {
 	t.Helper()
 	o.Log = func(s string) { t.Log(s) }
-	return kube.StartFor(t, func() (*lab.Lab, error) { return lab.Start(context.Background(), o) })
+	l := kube.StartFor(t, func() (*lab.Lab, error) { return lab.Start(context.Background(), o) })
+	// Cleanups run last first: this one before the lab stops.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("capmox's log, the last lines about VM ids, clones and errors:\n%s", capmoxClues(l.Managers.Capmox.Log(), 60))
+		}
+	})
+	return l
 }
 
 func eventually(t *testing.T, d time.Duration, what string, ok func() (bool, string)) {
@@ -314,4 +321,18 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// capmoxClues is the last n lines of capmox's log that speak of a VM id, a
+// clone, a task or an error: what a failed lab test needs to tell a
+// provisioning fault from a slow one.
+func capmoxClues(log string, n int) string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		low := strings.ToLower(line)
+		if strings.Contains(low, "vmid") || strings.Contains(low, "clone") || strings.Contains(low, "task") || strings.Contains(low, "error") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
 }
