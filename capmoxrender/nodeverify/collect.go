@@ -62,9 +62,9 @@ func Collect(ctx context.Context, mgmt, tenant client.Reader, t Target) ([]Row, 
 }
 
 type vmInfo struct {
-	id       int64
-	node     string
-	bootSize int32
+	id         int64
+	node, pool string
+	bootSize   int32
 }
 
 // proxmoxMachines maps ProxmoxMachine names to their VM id and PVE node,
@@ -99,7 +99,7 @@ func vmOf(obj map[string]any, version string) (vmInfo, error) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &m); err != nil {
 			return vmInfo{}, err
 		}
-		info := vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}
+		info := vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode), pool: m.Spec.Pool}
 		if m.Spec.Disks != nil && m.Spec.Disks.BootVolume != nil {
 			info.bootSize = m.Spec.Disks.BootVolume.SizeGB
 		}
@@ -109,7 +109,7 @@ func vmOf(obj map[string]any, version string) (vmInfo, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &m); err != nil {
 		return vmInfo{}, err
 	}
-	info := vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode)}
+	info := vmInfo{id: deref(m.Spec.VirtualMachineID), node: deref(m.Status.ProxmoxNode), pool: deref(m.Spec.Pool)}
 	if m.Spec.Disks != nil && m.Spec.Disks.BootVolume != nil {
 		info.bootSize = m.Spec.Disks.BootVolume.SizeGB
 	}

@@ -21,6 +21,9 @@ const (
 	// CodeHAResourceWithoutMachine: an HA resource the controller made
 	// names a Machine that is gone.
 	CodeHAResourceWithoutMachine = "HAResourceWithoutMachine"
+	// CodeHAResourcesNotVisible: the token verify was given may not read
+	// the HA resources (Sys.Audit on /), so the check above could not run.
+	CodeHAResourcesNotVisible = "HAResourcesNotVisible"
 )
 
 // The labels pool HA selects by (labelHA and

@@ -125,10 +125,17 @@ gateway group cannot fail over (GatewayNoFailover: its GatewayFailover
 condition is False, NoFailover), naming the fix: a third trunk node, or a
 chassis outside the group that carries the VPC, and of workers of a pool
 with proxmox.ha that share a Proxmox node (HAWorkersShareNode). With
---proxmox-url, --proxmox-token-id and --proxmox-token-secret-file (a token
-with Sys.Audit on /, such as the pool HA token) it also names each HA
-resource the controller made for a Machine of the namespace that is gone
-(HAResourceWithoutMachine).
+--proxmox-url, --proxmox-token-id and --proxmox-token-secret-file it also
+checks Proxmox, as far as the token may read: with Sys.Audit on / (the
+pool HA token) it names each HA resource the controller made for a Machine
+of the namespace that is gone (HAResourceWithoutMachine; a token that may
+not read them: the warning HAResourcesNotVisible); with VM.Audit on the
+pools the namespace's ProxmoxMachines clone into (the tenant's capmox
+token) it names each VM of those pools named after a ProxmoxMachine that
+records another VM (DuplicateWorkerVM: a clone capmox made and lost the id
+of), and warns of each VM of the pools no ProxmoxMachine knows
+(WorkerVMWithoutMachine) and of a pool the token sees no VM of
+(PoolNotVisible).
 
 --cluster takes the Cluster name (kubernetes-<name>) or the Kubernetes
 application name. The management cluster is reached as kubectl reaches it:
@@ -181,7 +188,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 		return err
 	}
 	if o.ha.wanted() {
-		ha, err := o.ha.checkHAResources(ctx, m, m.RESTMapper(), namespace)
+		ha, err := o.ha.checkProxmox(ctx, m, m.RESTMapper(), namespace)
 		if err != nil {
 			return err
 		}

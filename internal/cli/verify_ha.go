@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/luthermonson/go-proxmox"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,13 +16,15 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
-// haFlags reach the Proxmox VE API with the pool HA token (or any token
-// with Sys.Audit on /), for verify's HA resource check.
+// haFlags reach the Proxmox VE API for verify's checks of what is on
+// Proxmox: the HA resources (the pool HA token, or any token with
+// Sys.Audit on /) and the worker VMs of the namespace's pools (the
+// tenant's capmox token, or any token with VM.Audit on them).
 type haFlags struct{ url, tokenID, secretFile, caFile string }
 
 func (f *haFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.url, "proxmox-url", "", "Proxmox VE API address, https://HOST:8006: also check the HA resources the controller made (needs the next two flags)")
-	fs.StringVar(&f.tokenID, "proxmox-token-id", "", "API token id with Sys.Audit on / (the pool HA token, platform.ha), USER@REALM!TOKEN")
+	fs.StringVar(&f.url, "proxmox-url", "", "Proxmox VE API address, https://HOST:8006: also check the HA resources the controller made and the worker VMs of the namespace's pools (needs the next two flags)")
+	fs.StringVar(&f.tokenID, "proxmox-token-id", "", "API token id, USER@REALM!TOKEN: Sys.Audit on / reads the HA resources (the pool HA token), VM.Audit on a pool its VMs (the tenant's capmox token)")
 	fs.StringVar(&f.secretFile, "proxmox-token-secret-file", "", "file whose first line is that token's secret")
 	fs.StringVar(&f.caFile, "proxmox-ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
 }
@@ -38,7 +42,7 @@ func (f *haFlags) client() (pveapi.Client, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, usageError{fmt.Errorf("the HA check needs %s too", strings.Join(missing, " and "))}
+		return nil, usageError{fmt.Errorf("the Proxmox checks need %s too", strings.Join(missing, " and "))}
 	}
 	cfg := pveapi.Config{URL: f.url, TokenID: f.tokenID,
 		Names: pveapi.Names{URL: "--proxmox-url", TokenID: "--proxmox-token-id", CA: "--proxmox-ca-file"}}
@@ -55,22 +59,46 @@ func (f *haFlags) client() (pveapi.Client, error) {
 	return pveapi.New(cfg)
 }
 
-// checkHAResources reads the HA resources and names those the controller
-// made for Machines of namespace that are gone.
-func (f *haFlags) checkHAResources(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]nodeverify.ManagementFinding, error) {
+// checkProxmox runs the checks of what is on Proxmox: the HA resources
+// the controller made for Machines of namespace that are gone, and the
+// VMs of the namespace's pools no ProxmoxMachine records. A check the
+// token may not read is a warning naming the privilege, not a pass.
+func (f *haFlags) checkProxmox(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]nodeverify.ManagementFinding, error) {
 	c, err := f.client()
 	if err != nil {
 		return nil, err
 	}
+	var findings []nodeverify.ManagementFinding
 	var list []pveha.Resource
-	if err := c.Get(ctx, "/cluster/ha/resources", &list); err != nil {
-		return nil, fmt.Errorf("cannot read the HA resources (the token needs Sys.Audit on /): %w", err)
-	}
-	var ours []nodeverify.HAResource
-	for _, r := range list {
-		if m := r.Machine(); m != "" {
-			ours = append(ours, nodeverify.HAResource{SID: r.SID, Machine: m})
+	switch err := c.Get(ctx, "/cluster/ha/resources", &list); {
+	case errors.Is(err, proxmox.ErrNotAuthorized):
+		findings = append(findings, nodeverify.ManagementFinding{Code: nodeverify.CodeHAResourcesNotVisible, Warning: true,
+			Problem: fmt.Sprintf("token %s may not read the HA resources: HA resources left by gone Machines were not looked for", pveapi.RedactTokenID(f.tokenID)),
+			Fix:     "run verify again with a token holding Sys.Audit on / (the pool HA token, platform.ha)"})
+	case err != nil:
+		return nil, fmt.Errorf("cannot read the HA resources: %w", err)
+	default:
+		var ours []nodeverify.HAResource
+		for _, r := range list {
+			if m := r.Machine(); m != "" {
+				ours = append(ours, nodeverify.HAResource{SID: r.SID, Machine: m})
+			}
 		}
+		ha, err := nodeverify.CheckHAResources(ctx, mgmt, mapper, namespace, ours)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, ha...)
 	}
-	return nodeverify.CheckHAResources(ctx, mgmt, mapper, namespace, ours)
+	// PVE lists the guests the token holds VM.Audit on; a token that holds
+	// it on no pool VM gets CheckWorkerVMs's PoolNotVisible.
+	vms, err := nodeverify.ReadPoolVMs(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	workers, err := nodeverify.CheckWorkerVMs(ctx, mgmt, mapper, namespace, vms)
+	if err != nil {
+		return nil, err
+	}
+	return append(findings, workers...), nil
 }

@@ -79,6 +79,10 @@ func withVerifyObjects(t *testing.T, ipam bool, tenant, mgmt []client.Object) {
 	machineGVK := schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
 	ms.AddKnownTypeWithName(machineGVK, &unstructured.Unstructured{})
 	ms.AddKnownTypeWithName(machineGVK.GroupVersion().WithKind("MachineList"), &unstructured.UnstructuredList{})
+	// And capmox's ProxmoxMachines, which the worker VM check lists.
+	pmGVK := schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha2", Kind: "ProxmoxMachine"}
+	ms.AddKnownTypeWithName(pmGVK, &unstructured.Unstructured{})
+	ms.AddKnownTypeWithName(pmGVK.GroupVersion().WithKind("ProxmoxMachineList"), &unstructured.UnstructuredList{})
 	mapper := meta.NewDefaultRESTMapper(ms.PreferredVersionAllGroups())
 	for gvk := range ms.AllKnownTypes() {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
@@ -436,7 +440,82 @@ func TestVerifyHAResources(t *testing.T) {
 	}
 	withVerifyClusters(t, true, nodes, machines)
 	_, errOut, code = run(t, append(verifyArgs(t), "--proxmox-url", srv.URL)...)
-	if code != 2 || !strings.Contains(errOut, "the HA check needs --proxmox-token-id and --proxmox-token-secret-file too") {
+	if code != 2 || !strings.Contains(errOut, "the Proxmox checks need --proxmox-token-id and --proxmox-token-secret-file too") {
 		t.Fatalf("--proxmox-url alone must be a usage error naming the missing flags, exit %d: %s", code, errOut)
+	}
+}
+
+// TestVerifyWorkerVMs: with the tenant's token (VM.Audit through its pool)
+// verify reads the pool's VMs: the VM a ProxmoxMachine records passes
+// (and the HA resources the token may not read are a warning, not a
+// pass); a second VM named after that ProxmoxMachine fails with
+// DuplicateWorkerVM and the commands that remove it; a token that sees no
+// VM of the pool gets PoolNotVisible.
+func TestVerifyWorkerVMs(t *testing.T) {
+	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
+	for _, vm := range []pveapitest.VMSpec{{VMID: 101, Name: "m1"}, {VMID: 300, Name: "m1"}} {
+		if err := srv.AddVM(vm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.AddPool("tenant-a", "", []int{101}, nil); err != nil {
+		t.Fatal(err)
+	}
+	token := func(user string, path string, role string) string {
+		t.Helper()
+		if err := srv.AddUser(user, pveapitest.UserSpec{}); err != nil {
+			t.Fatal(err)
+		}
+		secret, err := srv.AddToken(user, "tk", pveapitest.TokenSpec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.SetACL(path, "user", user, true, role); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	tenantToken := token("capmox@pve", "/pool/tenant-a", "PVEAuditor")
+	if err := srv.AddRole("CozyHA", "Sys.Audit", "Sys.Console"); err != nil {
+		t.Fatal(err)
+	}
+	haToken := token("ha@pve", "/", "CozyHA")
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2", "kind": "ProxmoxMachine",
+		"metadata": map[string]any{"name": "m1", "namespace": "tenant-a"},
+		"spec":     map[string]any{"pool": "tenant-a", "virtualMachineID": int64(101)},
+	}}
+	nodes := []*corev1.Node{verifyNode("w1", verifyUUID1, true)}
+	verify := func(tokenID, secretFile string) (string, int) {
+		t.Helper()
+		withVerifyClusters(t, true, nodes, []*unstructured.Unstructured{verifyMachine("m1", verifyUUID1, "w1"), pm})
+		_, errOut, code := run(t, append(verifyArgs(t), "--proxmox-url", strings.TrimSuffix(srv.URL, "/api2/json"), "--proxmox-token-id", tokenID,
+			"--proxmox-token-secret-file", secretFile, "--proxmox-ca-file", ca)...)
+		return errOut, code
+	}
+	errOut, code := verify("capmox@pve!tk", tenantToken)
+	if code != 0 || strings.Contains(errOut, "DuplicateWorkerVM") || strings.Contains(errOut, "WorkerVMWithoutMachine") ||
+		!strings.Contains(errOut, "Warning: HAResourcesNotVisible: token capmox@pve!tk may not read the HA resources") {
+		t.Fatalf("control: the VM the ProxmoxMachine records must pass, the unread HA resources warned of, exit %d: %s", code, errOut)
+	}
+	if err := srv.AddVM(pveapitest.VMSpec{VMID: 100, Name: "m1", Pool: "tenant-a"}); err != nil {
+		t.Fatal(err)
+	}
+	errOut, code = verify("capmox@pve!tk", tenantToken)
+	if code != 1 || !strings.Contains(errOut, "Error: DuplicateWorkerVM: VM 100 on pve in pool tenant-a is named after ProxmoxMachine tenant-a/m1, which records VM 101") ||
+		!strings.Contains(errOut, "pvesh delete /nodes/pve/qemu/100 --purge 1 --destroy-unreferenced-disks 1") || strings.Contains(errOut, "VM 300") {
+		t.Fatalf("a second clone of m1 must fail with its fix, and VM 300 outside the pool must not count, exit %d: %s", code, errOut)
+	}
+	errOut, code = verify("ha@pve!tk", haToken)
+	if code != 0 || !strings.Contains(errOut, "Warning: PoolNotVisible: the token sees no VM of pool tenant-a") || strings.Contains(errOut, "HAResourcesNotVisible") {
+		t.Fatalf("the pool HA token reads the HA resources and must be told it sees no VM of the pool, exit %d: %s", code, errOut)
 	}
 }

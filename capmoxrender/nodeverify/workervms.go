@@ -1,0 +1,170 @@
+package nodeverify
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Finding codes of the worker VMs in the tenant's Proxmox pools.
+const (
+	// CodeDuplicateWorkerVM: a VM of the pool bears the name of a
+	// ProxmoxMachine that records another VM. capmox names each clone
+	// after its ProxmoxMachine and finds the VM by the id it recorded, so
+	// a clone whose id it did not record (the write of that id failed, or
+	// the next turn read the ProxmoxMachine before the write) is never
+	// found again: capmox clones once more, and the first clone holds its
+	// VM id, disks and memory until someone removes it.
+	CodeDuplicateWorkerVM = "DuplicateWorkerVM"
+	// CodeWorkerVMWithoutMachine: a VM of the pool that no ProxmoxMachine
+	// of the namespace records or is named after.
+	CodeWorkerVMWithoutMachine = "WorkerVMWithoutMachine"
+	// CodePoolNotVisible: the token sees no VM of a pool whose
+	// ProxmoxMachines record VMs, so the two checks above could not run.
+	CodePoolNotVisible = "PoolNotVisible"
+)
+
+// PoolVM is a guest as GET /cluster/resources?type=vm lists it.
+type PoolVM struct {
+	VMID       int
+	Name, Node string
+	// Pool is the Proxmox pool the guest is a member of.
+	Pool string
+	// Lock is the guest's lock (clone while a clone task runs).
+	Lock     string
+	Template bool
+}
+
+// Getter reads a path of the Proxmox VE API into v, as pveapi.Client does.
+type Getter interface {
+	Get(ctx context.Context, path string, v any) error
+}
+
+// ReadPoolVMs reads the guests c's token may see (GET
+// /cluster/resources?type=vm lists those it holds VM.Audit on).
+func ReadPoolVMs(ctx context.Context, c Getter) ([]PoolVM, error) {
+	var guests []struct {
+		VMID     int    `json:"vmid"`
+		Name     string `json:"name"`
+		Node     string `json:"node"`
+		Pool     string `json:"pool"`
+		Lock     string `json:"lock"`
+		Template int    `json:"template"`
+	}
+	if err := c.Get(ctx, "/cluster/resources?type=vm", &guests); err != nil {
+		return nil, fmt.Errorf("cannot read the cluster's guests (GET /cluster/resources?type=vm): %w", err)
+	}
+	vms := make([]PoolVM, 0, len(guests))
+	for _, g := range guests {
+		vms = append(vms, PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Template: g.Template == 1})
+	}
+	return vms, nil
+}
+
+// pmRecord is what a ProxmoxMachine says of its VM.
+type pmRecord struct {
+	name, pool string
+	vmid       int64
+}
+
+// CheckWorkerVMs compares the guests the token sees with the
+// ProxmoxMachines of namespace. For each pool the ProxmoxMachines name
+// (spec.pool), a guest that no ProxmoxMachine records (spec.virtualMachineID)
+// is a DuplicateWorkerVM (an error) when a ProxmoxMachine of its name
+// records another VM, and a WorkerVMWithoutMachine (a warning) when none
+// is named after it; templates, guests under a clone lock and guests
+// named after a ProxmoxMachine that records no VM yet (its clone is under
+// way) are passed over. A pool whose ProxmoxMachines record VMs but of
+// which the token sees none is a PoolNotVisible warning.
+func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string, vms []PoolVM) ([]ManagementFinding, error) {
+	pms, err := poolMachines(ctx, mgmt, mapper, namespace)
+	if err != nil {
+		return nil, err
+	}
+	recorded := map[int64]bool{}
+	byName := map[string]pmRecord{}
+	pools := map[string]bool{} // pool -> some ProxmoxMachine records a VM in it
+	for _, pm := range pms {
+		if pm.pool == "" {
+			continue
+		}
+		byName[pm.name] = pm
+		pools[pm.pool] = pools[pm.pool] || pm.vmid > 0
+		if pm.vmid > 0 {
+			recorded[pm.vmid] = true
+		}
+	}
+	seen := map[string]bool{}
+	var out []ManagementFinding
+	for _, vm := range vms {
+		if _, ours := pools[vm.Pool]; !ours {
+			continue
+		}
+		seen[vm.Pool] = true
+		if vm.Template || vm.Lock == "clone" || recorded[int64(vm.VMID)] {
+			continue
+		}
+		destroy := fmt.Sprintf("pvesh create /nodes/%s/qemu/%d/status/stop; pvesh delete /nodes/%s/qemu/%d --purge 1 --destroy-unreferenced-disks 1",
+			vm.Node, vm.VMID, vm.Node, vm.VMID)
+		pm, named := byName[vm.Name]
+		switch {
+		case named && pm.vmid > 0:
+			out = append(out, ManagementFinding{Code: CodeDuplicateWorkerVM,
+				Problem: fmt.Sprintf("VM %d on %s in pool %s is named after ProxmoxMachine %s/%s, which records VM %d: capmox cloned it and lost its id, "+
+					"and it holds its VM id, disks and memory for nothing", vm.VMID, vm.Node, vm.Pool, namespace, pm.name, pm.vmid),
+				Fix: "remove it (capmox never finds it again): " + destroy})
+		case named:
+			// Its ProxmoxMachine records no VM yet: a clone under way.
+		default:
+			out = append(out, ManagementFinding{Code: CodeWorkerVMWithoutMachine, Warning: true,
+				Problem: fmt.Sprintf("VM %d (%s) on %s in pool %s is no VM of a ProxmoxMachine of namespace %s", vm.VMID, vm.Name, vm.Node, vm.Pool, namespace),
+				Fix:     "if no one made it on purpose (a clone whose ProxmoxMachine was deleted before capmox recorded it), remove it: " + destroy})
+		}
+	}
+	for pool, records := range pools {
+		if records && !seen[pool] {
+			out = append(out, ManagementFinding{Code: CodePoolNotVisible, Warning: true,
+				Problem: fmt.Sprintf("the token sees no VM of pool %s, where ProxmoxMachines of namespace %s record VMs: duplicate clones were not looked for", pool, namespace),
+				Fix:     fmt.Sprintf("give a token with VM.Audit on /pool/%s (the tenant's capmox token has it)", pool)})
+		}
+	}
+	// Errors first, then by problem.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Warning != out[j].Warning {
+			return !out[i].Warning
+		}
+		return out[i].Problem < out[j].Problem
+	})
+	return out, nil
+}
+
+// poolMachines reads the ProxmoxMachines of namespace, of every cluster,
+// in the newest version served (none when capmox is not installed).
+func poolMachines(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]pmRecord, error) {
+	m, err := mapper.RESTMapping(schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxMachine"}, capmoxVersions...)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot ask the API server whether it serves ProxmoxMachine: %w", err)
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind("ProxmoxMachineList"))
+	if err := mgmt.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("cannot list the ProxmoxMachines of namespace %s: %w", namespace, err)
+	}
+	out := make([]pmRecord, 0, len(list.Items))
+	for _, pm := range list.Items {
+		info, err := vmOf(pm.Object, m.GroupVersionKind.Version)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read ProxmoxMachine %s/%s: %w", namespace, pm.GetName(), err)
+		}
+		out = append(out, pmRecord{name: pm.GetName(), pool: info.pool, vmid: info.id})
+	}
+	return out, nil
+}
