@@ -25,18 +25,9 @@ const CodeGatewayNoFailover = "GatewayNoFailover"
 // a warning, since the workers come up regardless. A management cluster
 // that serves no ProxmoxNetwork gives no finding.
 func checkGateways(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]ManagementFinding, error) {
-	gk := schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "ProxmoxNetwork"}
-	m, err := mapper.RESTMapping(gk, v1alpha1.GroupVersion.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot ask the API server whether it serves ProxmoxNetwork: %w", err)
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind("ProxmoxNetworkList"))
-	if err := mgmt.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("cannot list the ProxmoxNetworks of namespace %s: %w", namespace, err)
+	list, err := listServed(ctx, mgmt, mapper, schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "ProxmoxNetwork"}, []string{v1alpha1.GroupVersion.Version}, namespace)
+	if err != nil || list == nil {
+		return nil, err
 	}
 	var out []ManagementFinding
 	for _, n := range list.Items {

@@ -104,6 +104,24 @@ func proxmoxCluster(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 	return getServed(ctx, mgmt, mapper, schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxCluster"}, capmoxVersions, namespace, name)
 }
 
+// listServed lists kind gk of namespace (matching opts) in the first of
+// versions the API server serves; nil, and no error, when it serves none.
+func listServed(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, gk schema.GroupKind, versions []string, namespace string, opts ...client.ListOption) (*unstructured.UnstructuredList, error) {
+	m, err := mapper.RESTMapping(gk, versions...)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot ask the API server whether it serves %s: %w", gk.Kind, err)
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(gk.Kind + "List"))
+	if err := mgmt.List(ctx, list, append([]client.ListOption{client.InNamespace(namespace)}, opts...)...); err != nil {
+		return nil, fmt.Errorf("cannot list the %ss of namespace %s: %w", gk.Kind, namespace, err)
+	}
+	return list, nil
+}
+
 // getServed reads namespace/name of kind gk in the first of versions the
 // API server serves; nil when it serves none of them or the object is
 // absent.

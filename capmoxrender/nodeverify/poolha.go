@@ -87,19 +87,7 @@ func checkPoolHA(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper
 // haMachines lists the Machines of the namespace the selector picks, in
 // the newest version served; nil when Cluster API is not installed.
 func haMachines(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string, sel client.MatchingLabels) (*unstructured.UnstructuredList, error) {
-	m, err := mapper.RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}, capiVersions...)
-	switch {
-	case meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot ask the API server whether it serves Machine: %w", err)
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind("MachineList"))
-	if err := mgmt.List(ctx, list, client.InNamespace(namespace), sel); err != nil {
-		return nil, fmt.Errorf("cannot list the Machines of namespace %s: %w", namespace, err)
-	}
-	return list, nil
+	return listServed(ctx, mgmt, mapper, schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}, capiVersions, namespace, sel)
 }
 
 // HAResource is an HA resource the proxmox-network controller made

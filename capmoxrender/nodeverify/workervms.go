@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -146,21 +145,13 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 // poolMachines reads the ProxmoxMachines of namespace, of every cluster,
 // in the newest version served (none when capmox is not installed).
 func poolMachines(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]pmRecord, error) {
-	m, err := mapper.RESTMapping(schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxMachine"}, capmoxVersions...)
-	switch {
-	case meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot ask the API server whether it serves ProxmoxMachine: %w", err)
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind("ProxmoxMachineList"))
-	if err := mgmt.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("cannot list the ProxmoxMachines of namespace %s: %w", namespace, err)
+	list, err := listServed(ctx, mgmt, mapper, schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxMachine"}, capmoxVersions, namespace)
+	if err != nil || list == nil {
+		return nil, err
 	}
 	out := make([]pmRecord, 0, len(list.Items))
 	for _, pm := range list.Items {
-		info, err := vmOf(pm.Object, m.GroupVersionKind.Version)
+		info, err := vmOf(pm.Object, pm.GroupVersionKind().Version)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read ProxmoxMachine %s/%s: %w", namespace, pm.GetName(), err)
 		}
