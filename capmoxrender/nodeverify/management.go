@@ -104,15 +104,25 @@ func proxmoxCluster(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 	return getServed(ctx, mgmt, mapper, schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxCluster"}, capmoxVersions, namespace, name)
 }
 
-// listServed lists kind gk of namespace (matching opts) in the first of
-// versions the API server serves; nil, and no error, when it serves none.
-func listServed(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, gk schema.GroupKind, versions []string, namespace string, opts ...client.ListOption) (*unstructured.UnstructuredList, error) {
+// servedMapping is gk's mapping in the first of versions the API server
+// serves; nil, and no error, when it serves none.
+func servedMapping(mapper meta.RESTMapper, gk schema.GroupKind, versions []string) (*meta.RESTMapping, error) {
 	m, err := mapper.RESTMapping(gk, versions...)
 	switch {
 	case meta.IsNoMatchError(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("cannot ask the API server whether it serves %s: %w", gk.Kind, err)
+	}
+	return m, nil
+}
+
+// listServed lists kind gk of namespace (matching opts) in the first of
+// versions the API server serves; nil, and no error, when it serves none.
+func listServed(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, gk schema.GroupKind, versions []string, namespace string, opts ...client.ListOption) (*unstructured.UnstructuredList, error) {
+	m, err := servedMapping(mapper, gk, versions)
+	if m == nil {
+		return nil, err
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(gk.Kind + "List"))
@@ -126,12 +136,9 @@ func listServed(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper,
 // API server serves; nil when it serves none of them or the object is
 // absent.
 func getServed(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, gk schema.GroupKind, versions []string, namespace, name string) (*unstructured.Unstructured, error) {
-	m, err := mapper.RESTMapping(gk, versions...)
-	switch {
-	case meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot ask the API server whether it serves %s: %w", gk.Kind, err)
+	m, err := servedMapping(mapper, gk, versions)
+	if m == nil {
+		return nil, err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.GroupVersionKind)
