@@ -15,10 +15,10 @@ const (
 	// CodeDuplicateWorkerVM: a VM of the pool bears the name of a
 	// ProxmoxMachine that records another VM. capmox names each clone
 	// after its ProxmoxMachine and finds the VM by the id it recorded, so
-	// a clone whose id it did not record (the write of that id failed, or
-	// the next turn read the ProxmoxMachine before the write) is never
-	// found again: capmox clones once more, and the first clone holds its
-	// VM id, disks and memory until someone removes it.
+	// a clone whose id it did not record (capmox v0.9.0 records none when
+	// its write of the ProxmoxCluster's node locations after the clone
+	// fails) is never found again: capmox clones once more, and the first
+	// clone holds its VM id, disks and memory until someone removes it.
 	CodeDuplicateWorkerVM = "DuplicateWorkerVM"
 	// CodeWorkerVMWithoutMachine: a VM of the pool that no ProxmoxMachine
 	// of the namespace records or is named after.
