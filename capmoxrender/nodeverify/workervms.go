@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -23,6 +24,13 @@ const (
 	// CodeWorkerVMWithoutMachine: a VM of the pool that no ProxmoxMachine
 	// of the namespace records or is named after.
 	CodeWorkerVMWithoutMachine = "WorkerVMWithoutMachine"
+	// CodeWorkerVMStopped: the VM a provisioned ProxmoxMachine records is
+	// not running. capmox starts a VM once, before it reports the
+	// ProxmoxMachine provisioned, and never again; capmox v0.9.0 also
+	// reports provisioned a VM it never configured or started, after a
+	// clone call that returned an error (its state machine goes on only
+	// from reason Cloning, and the failure left CloningFailed).
+	CodeWorkerVMStopped = "WorkerVMStopped"
 	// CodePoolNotVisible: the token sees no VM of a pool whose
 	// ProxmoxMachines record VMs, so the two checks above could not run.
 	CodePoolNotVisible = "PoolNotVisible"
@@ -35,7 +43,9 @@ type PoolVM struct {
 	// Pool is the Proxmox pool the guest is a member of.
 	Pool string
 	// Lock is the guest's lock (clone while a clone task runs).
-	Lock     string
+	Lock string
+	// Status is running, stopped, paused or unknown (a node offline).
+	Status   string
 	Template bool
 }
 
@@ -53,6 +63,7 @@ func ReadPoolVMs(ctx context.Context, c Getter) ([]PoolVM, error) {
 		Node     string `json:"node"`
 		Pool     string `json:"pool"`
 		Lock     string `json:"lock"`
+		Status   string `json:"status"`
 		Template int    `json:"template"`
 	}
 	if err := c.Get(ctx, "/cluster/resources?type=vm", &guests); err != nil {
@@ -60,7 +71,7 @@ func ReadPoolVMs(ctx context.Context, c Getter) ([]PoolVM, error) {
 	}
 	vms := make([]PoolVM, 0, len(guests))
 	for _, g := range guests {
-		vms = append(vms, PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Template: g.Template == 1})
+		vms = append(vms, PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Status: g.Status, Template: g.Template == 1})
 	}
 	return vms, nil
 }
@@ -69,6 +80,11 @@ func ReadPoolVMs(ctx context.Context, c Getter) ([]PoolVM, error) {
 type pmRecord struct {
 	name, pool string
 	vmid       int64
+	// machine is the Machine that owns it; provisioned, whether capmox
+	// reports it provisioned (status.initialization.provisioned, or
+	// status.ready before v1alpha2).
+	machine     string
+	provisioned bool
 }
 
 // CheckWorkerVMs compares the guests the token sees with the
@@ -76,7 +92,9 @@ type pmRecord struct {
 // (spec.pool), a guest that no ProxmoxMachine records (spec.virtualMachineID)
 // is a DuplicateWorkerVM (an error) when a ProxmoxMachine of its name
 // records another VM, and a WorkerVMWithoutMachine (a warning) when none
-// is named after it; templates, guests under a clone lock and guests
+// is named after it; a recorded guest that is stopped while its
+// ProxmoxMachine is reported provisioned is a WorkerVMStopped (an error);
+// templates, guests under a clone lock and guests
 // named after a ProxmoxMachine that records no VM yet (its clone is under
 // way) are passed over. A pool whose ProxmoxMachines record VMs but of
 // which the token sees none is a PoolNotVisible warning.
@@ -85,7 +103,7 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 	if err != nil {
 		return nil, err
 	}
-	recorded := map[int64]bool{}
+	recorded := map[int64]pmRecord{}
 	byName := map[string]pmRecord{}
 	pools := map[string]bool{} // pool -> some ProxmoxMachine records a VM in it
 	for _, pm := range pms {
@@ -95,7 +113,7 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 		byName[pm.name] = pm
 		pools[pm.pool] = pools[pm.pool] || pm.vmid > 0
 		if pm.vmid > 0 {
-			recorded[pm.vmid] = true
+			recorded[pm.vmid] = pm
 		}
 	}
 	seen := map[string]bool{}
@@ -105,24 +123,11 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 			continue
 		}
 		seen[vm.Pool] = true
-		if vm.Template || vm.Lock == "clone" || recorded[int64(vm.VMID)] {
+		if vm.Template || vm.Lock == "clone" {
 			continue
 		}
-		destroy := fmt.Sprintf("pvesh create /nodes/%s/qemu/%d/status/stop; pvesh delete /nodes/%s/qemu/%d --purge 1 --destroy-unreferenced-disks 1",
-			vm.Node, vm.VMID, vm.Node, vm.VMID)
-		pm, named := byName[vm.Name]
-		switch {
-		case named && pm.vmid > 0:
-			out = append(out, ManagementFinding{Code: CodeDuplicateWorkerVM,
-				Problem: fmt.Sprintf("VM %d on %s in pool %s is named after ProxmoxMachine %s/%s, which records VM %d: capmox cloned it and lost its id, "+
-					"and it holds its VM id, disks and memory for nothing", vm.VMID, vm.Node, vm.Pool, namespace, pm.name, pm.vmid),
-				Fix: "remove it (capmox never finds it again): " + destroy})
-		case named:
-			// Its ProxmoxMachine records no VM yet: a clone under way.
-		default:
-			out = append(out, ManagementFinding{Code: CodeWorkerVMWithoutMachine, Warning: true,
-				Problem: fmt.Sprintf("VM %d (%s) on %s in pool %s is no VM of a ProxmoxMachine of namespace %s", vm.VMID, vm.Name, vm.Node, vm.Pool, namespace),
-				Fix:     "if no one made it on purpose (a clone whose ProxmoxMachine was deleted before capmox recorded it), remove it: " + destroy})
+		if f, ok := judgeVM(vm, namespace, recorded, byName); ok {
+			out = append(out, f)
 		}
 	}
 	for pool, records := range pools {
@@ -142,6 +147,40 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 	return out, nil
 }
 
+// judgeVM is the finding of one VM of the namespace's pools, if any: see
+// CheckWorkerVMs.
+func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName map[string]pmRecord) (ManagementFinding, bool) {
+	if pm, ok := recorded[int64(vm.VMID)]; ok {
+		if !pm.provisioned || vm.Status != "stopped" {
+			return ManagementFinding{}, false
+		}
+		return ManagementFinding{Code: CodeWorkerVMStopped,
+			Problem: fmt.Sprintf("VM %d on %s of ProxmoxMachine %s/%s is stopped, and capmox reports the ProxmoxMachine provisioned: it never starts the VM again, "+
+				"and Machine %s has no running worker (capmox v0.9.0 reports provisioned a VM it never configured or started when its clone call failed)",
+				vm.VMID, vm.Node, namespace, pm.name, pm.machine),
+			Fix: fmt.Sprintf("if the VM ran before and was stopped by hand, start it: pvesh create /nodes/%s/qemu/%d/status/start; otherwise kubectl -n %s delete machine %s "+
+				"(Cluster API makes a new one, capmox destroys VM %d); the MachineHealthCheck does the same after nodeStartupTimeout when maxUnhealthy allows",
+				vm.Node, vm.VMID, namespace, pm.machine, vm.VMID)}, true
+	}
+	destroy := fmt.Sprintf("pvesh create /nodes/%s/qemu/%d/status/stop; pvesh delete /nodes/%s/qemu/%d --purge 1 --destroy-unreferenced-disks 1",
+		vm.Node, vm.VMID, vm.Node, vm.VMID)
+	pm, named := byName[vm.Name]
+	switch {
+	case named && pm.vmid > 0:
+		return ManagementFinding{Code: CodeDuplicateWorkerVM,
+			Problem: fmt.Sprintf("VM %d on %s in pool %s is named after ProxmoxMachine %s/%s, which records VM %d: capmox cloned it and lost its id, "+
+				"and it holds its VM id, disks and memory for nothing", vm.VMID, vm.Node, vm.Pool, namespace, pm.name, pm.vmid),
+			Fix: "remove it (capmox never finds it again): " + destroy}, true
+	case named:
+		// Its ProxmoxMachine records no VM yet: a clone under way.
+		return ManagementFinding{}, false
+	default:
+		return ManagementFinding{Code: CodeWorkerVMWithoutMachine, Warning: true,
+			Problem: fmt.Sprintf("VM %d (%s) on %s in pool %s is no VM of a ProxmoxMachine of namespace %s", vm.VMID, vm.Name, vm.Node, vm.Pool, namespace),
+			Fix:     "if no one made it on purpose (a clone whose ProxmoxMachine was deleted before capmox recorded it), remove it: " + destroy}, true
+	}
+}
+
 // poolMachines reads the ProxmoxMachines of namespace, of every cluster,
 // in the newest version served (none when capmox is not installed).
 func poolMachines(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]pmRecord, error) {
@@ -155,7 +194,16 @@ func poolMachines(ctx context.Context, mgmt client.Reader, mapper meta.RESTMappe
 		if err != nil {
 			return nil, fmt.Errorf("cannot read ProxmoxMachine %s/%s: %w", namespace, pm.GetName(), err)
 		}
-		out = append(out, pmRecord{name: pm.GetName(), pool: info.pool, vmid: info.id})
+		r := pmRecord{name: pm.GetName(), pool: info.pool, vmid: info.id, machine: pm.GetName()}
+		provisioned, _, _ := unstructured.NestedBool(pm.Object, "status", "initialization", "provisioned")
+		ready, _, _ := unstructured.NestedBool(pm.Object, "status", "ready")
+		r.provisioned = provisioned || ready
+		for _, o := range pm.GetOwnerReferences() {
+			if o.Kind == "Machine" {
+				r.machine = o.Name
+			}
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

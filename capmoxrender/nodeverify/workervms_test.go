@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
@@ -83,6 +85,31 @@ func TestCheckWorkerVMsPoolNotVisible(t *testing.T) {
 	got := checkWorkerVMsOnFake(t, []client.Object{poolMachine("w-1", "tenant-a", 101), poolMachine("n-1", "tenant-new", 0)}, nil)
 	if len(got) != 1 || got[0].Code != CodePoolNotVisible || !got[0].Warning ||
 		!strings.Contains(got[0].Problem, "the token sees no VM of pool tenant-a") || !strings.Contains(got[0].Fix, "VM.Audit on /pool/tenant-a") {
+		t.Errorf("findings %+v", got)
+	}
+}
+
+// TestCheckWorkerVMStopped: the stopped VM of a ProxmoxMachine capmox
+// reports provisioned is an error naming its Machine, with both fixes; a
+// stopped VM whose ProxmoxMachine is not provisioned yet (capmox starts it
+// later) and a running one are none.
+func TestCheckWorkerVMStopped(t *testing.T) {
+	provisioned := func(name string, vmid int64, yes bool) client.Object {
+		pm := poolMachine(name, "tenant-a", vmid).(*unstructured.Unstructured)
+		pm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Name: "m-" + name, UID: types.UID("u-" + name)}})
+		_ = unstructured.SetNestedField(pm.Object, yes, "status", "initialization", "provisioned")
+		return pm
+	}
+	objs := []client.Object{provisioned("stuck", 120, true), provisioned("booting", 121, false), provisioned("fine", 122, true)}
+	got := checkWorkerVMsOnFake(t, objs, []PoolVM{
+		{VMID: 120, Name: "stuck", Node: "pve1", Pool: "tenant-a", Status: "stopped"},
+		{VMID: 121, Name: "booting", Node: "pve1", Pool: "tenant-a", Status: "stopped"},
+		{VMID: 122, Name: "fine", Node: "pve2", Pool: "tenant-a", Status: "running"},
+	})
+	if len(got) != 1 || got[0].Code != CodeWorkerVMStopped || got[0].Warning ||
+		!strings.Contains(got[0].Problem, "VM 120 on pve1 of ProxmoxMachine tenant-a/stuck is stopped, and capmox reports the ProxmoxMachine provisioned") ||
+		!strings.Contains(got[0].Problem, "Machine m-stuck has no running worker") ||
+		!strings.Contains(got[0].Fix, "pvesh create /nodes/pve1/qemu/120/status/start; otherwise kubectl -n tenant-a delete machine m-stuck") {
 		t.Errorf("findings %+v", got)
 	}
 }

@@ -133,7 +133,9 @@ not read them: the warning HAResourcesNotVisible); with VM.Audit on the
 pools the namespace's ProxmoxMachines clone into (the tenant's capmox
 token) it names each VM of those pools named after a ProxmoxMachine that
 records another VM (DuplicateWorkerVM: a clone capmox made and lost the id
-of), and warns of each VM of the pools no ProxmoxMachine knows
+of) and each stopped VM of a ProxmoxMachine capmox reports provisioned
+(WorkerVMStopped: capmox never starts it again), and warns of each VM of
+the pools no ProxmoxMachine knows
 (WorkerVMWithoutMachine) and of a pool the token sees no VM of
 (PoolNotVisible).
 
