@@ -25,11 +25,12 @@ const (
 	// of the namespace records or is named after.
 	CodeWorkerVMWithoutMachine = "WorkerVMWithoutMachine"
 	// CodeWorkerVMStopped: the VM a provisioned ProxmoxMachine records is
-	// not running. capmox starts a VM once, before it reports the
-	// ProxmoxMachine provisioned, and never again; capmox v0.9.0 also
-	// reports provisioned a VM it never configured or started, after a
-	// clone call that returned an error (its state machine goes on only
-	// from reason Cloning, and the failure left CloningFailed).
+	// not running. capmox v0.9.0 starts a VM once, before it reports the
+	// ProxmoxMachine provisioned, and never again (v0.7.2 starts it on each
+	// turn); v0.9.0 also reports provisioned a VM it never configured or
+	// started, after a clone call that returned an error (its state
+	// machine goes on only from reason Cloning, and the failure left
+	// CloningFailed).
 	CodeWorkerVMStopped = "WorkerVMStopped"
 	// CodePoolNotVisible: the token sees no VM of a pool whose
 	// ProxmoxMachines record VMs, so the two checks above could not run.
@@ -155,8 +156,8 @@ func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName ma
 			return ManagementFinding{}, false
 		}
 		return ManagementFinding{Code: CodeWorkerVMStopped,
-			Problem: fmt.Sprintf("VM %d on %s of ProxmoxMachine %s/%s is stopped, and capmox reports the ProxmoxMachine provisioned: it never starts the VM again, "+
-				"and Machine %s has no running worker (capmox v0.9.0 reports provisioned a VM it never configured or started when its clone call failed)",
+			Problem: fmt.Sprintf("VM %d on %s of ProxmoxMachine %s/%s is stopped, and capmox reports the ProxmoxMachine provisioned: capmox v0.9.0 never starts it again, "+
+				"and Machine %s has no running worker (capmox v0.9.0 also reports provisioned a VM it never configured or started when its clone call failed)",
 				vm.VMID, vm.Node, namespace, pm.name, pm.machine),
 			Fix: fmt.Sprintf("if the VM ran before and was stopped by hand, start it: pvesh create /nodes/%s/qemu/%d/status/start; otherwise kubectl -n %s delete machine %s "+
 				"(Cluster API makes a new one, capmox destroys VM %d); the MachineHealthCheck does the same after nodeStartupTimeout when maxUnhealthy allows",

@@ -134,7 +134,7 @@ pools the namespace's ProxmoxMachines clone into (the tenant's capmox
 token) it names each VM of those pools named after a ProxmoxMachine that
 records another VM (DuplicateWorkerVM: a clone capmox made and lost the id
 of) and each stopped VM of a ProxmoxMachine capmox reports provisioned
-(WorkerVMStopped: capmox never starts it again), and warns of each VM of
+(WorkerVMStopped: capmox v0.9.0 never starts it again), and warns of each VM of
 the pools no ProxmoxMachine knows
 (WorkerVMWithoutMachine) and of a pool the token sees no VM of
 (PoolNotVisible).
