@@ -31,6 +31,10 @@ type ManagementFinding struct {
 	// Warning marks a finding that does not keep the workers out (a
 	// gateway without failover): it is reported, but verify still passes.
 	Warning bool `json:"warning,omitempty"`
+	// VMID and Node name the Proxmox guest a finding is about, when it is
+	// about one (the worker VM checks).
+	VMID int    `json:"vmid,omitempty"`
+	Node string `json:"node,omitempty"`
 }
 
 // capmoxVersions are the ProxmoxCluster versions capmox serves, newest first.

@@ -56,7 +56,10 @@ type Getter interface {
 }
 
 // ReadPoolVMs reads the guests c's token may see (GET
-// /cluster/resources?type=vm lists those it holds VM.Audit on).
+// /cluster/resources?type=vm lists those it holds VM.Audit on). It is
+// talostemplate.LiveResources's request with the two fields these checks
+// need beyond template selection (status, lock), kept apart so that
+// template select's output stays what it is.
 func ReadPoolVMs(ctx context.Context, c Getter) ([]PoolVM, error) {
 	var guests []struct {
 		VMID     int    `json:"vmid"`
@@ -155,7 +158,7 @@ func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName ma
 		if !pm.provisioned || vm.Status != "stopped" {
 			return ManagementFinding{}, false
 		}
-		return ManagementFinding{Code: CodeWorkerVMStopped,
+		return ManagementFinding{Code: CodeWorkerVMStopped, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d on %s of ProxmoxMachine %s/%s is stopped, and capmox reports the ProxmoxMachine provisioned: capmox v0.9.0 never starts it again, "+
 				"and Machine %s has no running worker (capmox v0.9.0 also reports provisioned a VM it never configured or started when its clone call failed)",
 				vm.VMID, vm.Node, namespace, pm.name, pm.machine),
@@ -168,7 +171,7 @@ func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName ma
 	pm, named := byName[vm.Name]
 	switch {
 	case named && pm.vmid > 0:
-		return ManagementFinding{Code: CodeDuplicateWorkerVM,
+		return ManagementFinding{Code: CodeDuplicateWorkerVM, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d on %s in pool %s is named after ProxmoxMachine %s/%s, which records VM %d: capmox cloned it and lost its id, "+
 				"and it holds its VM id, disks and memory for nothing", vm.VMID, vm.Node, vm.Pool, namespace, pm.name, pm.vmid),
 			Fix: "remove it (capmox never finds it again): " + destroy}, true
@@ -176,7 +179,7 @@ func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName ma
 		// Its ProxmoxMachine records no VM yet: a clone under way.
 		return ManagementFinding{}, false
 	default:
-		return ManagementFinding{Code: CodeWorkerVMWithoutMachine, Warning: true,
+		return ManagementFinding{Code: CodeWorkerVMWithoutMachine, Warning: true, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d (%s) on %s in pool %s is no VM of a ProxmoxMachine of namespace %s", vm.VMID, vm.Name, vm.Node, vm.Pool, namespace),
 			Fix:     "if no one made it on purpose (a clone whose ProxmoxMachine was deleted before capmox recorded it), remove it: " + destroy}, true
 	}

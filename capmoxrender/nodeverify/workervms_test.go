@@ -67,7 +67,7 @@ func TestCheckWorkerVMs(t *testing.T) {
 		t.Fatalf("findings %+v, want 2", got)
 	}
 	dup, lone := got[0], got[1] // errors first
-	if dup.Code != CodeDuplicateWorkerVM || dup.Warning ||
+	if dup.Code != CodeDuplicateWorkerVM || dup.Warning || dup.VMID != 100 || dup.Node != "pve1" ||
 		!strings.Contains(dup.Problem, "VM 100 on pve1 in pool tenant-a is named after ProxmoxMachine tenant-a/w-1, which records VM 101") ||
 		!strings.Contains(dup.Fix, "pvesh create /nodes/pve1/qemu/100/status/stop; pvesh delete /nodes/pve1/qemu/100 --purge 1 --destroy-unreferenced-disks 1") {
 		t.Errorf("duplicate: %+v", dup)

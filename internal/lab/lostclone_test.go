@@ -214,17 +214,12 @@ func removeDuplicateClones(t *testing.T, l *lab.Lab) {
 		if f.Code != nodeverify.CodeDuplicateWorkerVM {
 			continue
 		}
-		var vmid int
-		var node string
-		if _, err := fmt.Sscanf(f.Problem, "VM %d on %s in pool", &vmid, &node); err != nil {
-			t.Fatalf("cannot read the VM of %q: %v", f.Problem, err)
-		}
 		t.Logf("verify: %s: %s; removing it as its fix says", f.Code, f.Problem)
 		var upid string
-		must(t, root.Post(ctx, fmt.Sprintf("/nodes/%s/qemu/%d/status/stop", node, vmid), nil, &upid))
-		waitTask(t, root, node, upid)
-		must(t, root.Delete(ctx, fmt.Sprintf("/nodes/%s/qemu/%d?purge=1&destroy-unreferenced-disks=1", node, vmid), &upid))
-		waitTask(t, root, node, upid)
+		must(t, root.Post(ctx, fmt.Sprintf("/nodes/%s/qemu/%d/status/stop", f.Node, f.VMID), nil, &upid))
+		waitTask(t, root, f.Node, upid)
+		must(t, root.Delete(ctx, fmt.Sprintf("/nodes/%s/qemu/%d?purge=1&destroy-unreferenced-disks=1", f.Node, f.VMID), &upid))
+		waitTask(t, root, f.Node, upid)
 	}
 }
 
