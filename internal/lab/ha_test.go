@@ -74,9 +74,26 @@ func haResources(t *testing.T, root *proxmox.Client) map[string]pveha.Resource {
 func workerVMs(t *testing.T, l *lab.Lab) map[int]string {
 	t.Helper()
 	out := map[int]string{}
+	for _, g := range guests(l) {
+		out[g.vmid] = g.node
+	}
+	return out
+}
+
+// guest is a worker VM on the fake: its id, node and configuration.
+type guest struct {
+	vmid int
+	node string
+	conf map[string]string
+}
+
+// guests are the VMs on the fake with ids below the templates' (9000 and
+// up), by id.
+func guests(l *lab.Lab) []guest {
+	var out []guest
 	for vmid := 100; vmid < 9000; vmid++ {
-		if _, node, ok := l.PVE.VMConfig(vmid); ok {
-			out[vmid] = node
+		if conf, node, ok := l.PVE.VMConfig(vmid); ok {
+			out = append(out, guest{vmid: vmid, node: node, conf: conf})
 		}
 	}
 	return out

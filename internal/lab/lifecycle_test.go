@@ -148,11 +148,8 @@ func poolIsShaped(t *testing.T, l *lab.Lab, n int, want vmShape) (bool, string) 
 	}
 	cloneOf := clonesByVM(l)
 	vms := map[int]bool{}
-	for vmid := 100; vmid < 9000; vmid++ {
-		conf, _, ok := l.PVE.VMConfig(vmid)
-		if !ok {
-			continue
-		}
+	for _, g := range guests(l) {
+		vmid, conf := g.vmid, g.conf
 		vms[vmid] = true
 		if !strings.Contains(conf["scsi0"], fmt.Sprintf("size=%dG", want.diskGiB)) {
 			problems = append(problems, fmt.Sprintf("VM %d has scsi0 %q, want %d GiB", vmid, conf["scsi0"], want.diskGiB))

@@ -235,10 +235,8 @@ func waitTask(t *testing.T, c pveapi.Client, node, upid string) {
 // vmsByName counts the worker VMs on the fake by name.
 func vmsByName(l *lab.Lab) map[string]int {
 	named := map[string]int{}
-	for vmid := 100; vmid < 9000; vmid++ {
-		if conf, _, ok := l.PVE.VMConfig(vmid); ok {
-			named[conf["name"]]++
-		}
+	for _, g := range guests(l) {
+		named[g.conf["name"]]++
 	}
 	return named
 }

@@ -55,9 +55,9 @@ func workers(t *testing.T, l *lab.Lab) []worker {
 // node, 0 when no VM has it.
 func vmOf(l *lab.Lab, providerID string) (int, string) {
 	uuid := strings.TrimPrefix(providerID, "proxmox://")
-	for vmid := 100; vmid < 9000; vmid++ {
-		if conf, node, ok := l.PVE.VMConfig(vmid); ok && uuid != "" && strings.Contains(conf["smbios1"], "uuid="+uuid) {
-			return vmid, node
+	for _, g := range guests(l) {
+		if uuid != "" && strings.Contains(g.conf["smbios1"], "uuid="+uuid) {
+			return g.vmid, g.node
 		}
 	}
 	return 0, ""
