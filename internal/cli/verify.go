@@ -214,7 +214,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	}
 	switch {
 	case errs > 0:
-		return &ExitError{Code: 1, Err: errors.New("the management cluster cannot create these workers: see the errors above")}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d error(s) above on the management cluster or on Proxmox: each names its fix", errs)}
 	case nodeverify.Failed(rows):
 		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the fix of each failed row")}
 	case len(rows) == 0:
