@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,8 +67,13 @@ func readUserCfg(app *App, name string, v pveacl.Version) (*pveacl.Config, error
 // tenantsAdvice is what to do with a tenant file of several documents.
 const tenantsAdvice = "put every tenant in the tenants list of one document"
 
-// readTenants loads and validates a tenant specification.
+// readTenants loads and validates the tenant specification of --tenants,
+// the one reader of acl plan, acl audit and render nodes: an empty value
+// names no file and is refused, whichever command it is given to.
 func readTenants(app *App, name string) (*tenantplan.Tenants, error) {
+	if name == "" {
+		return nil, usageError{errors.New("--tenants is empty: name the tenant specification file (- for standard input), or leave the flag out where it is optional")}
+	}
 	data, err := readInput(app, name)
 	if err != nil {
 		return nil, err

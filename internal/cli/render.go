@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
 
 func init() { register(newRenderCmd) }
@@ -28,6 +27,7 @@ func newRenderCmd(app *App) *cobra.Command {
 type renderFlags struct {
 	file, lookup, capmox string
 	tenants              string // render nodes only
+	tenantsGiven         bool   // --tenants was on the command line, maybe empty
 	versions, images     []string
 	preDelete            string // render cluster only
 	requireDigests       bool
@@ -143,6 +143,7 @@ templates that a MachineSet still references.
 ` + renderOutput,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.tenantsGiven = cmd.Flags().Changed("tenants")
 			return runRender(cmd.Context(), app, &f, func(ctx context.Context, data []byte, o capmoxrender.Options) ([]*unstructured.Unstructured, error) {
 				n, err := capmoxrender.ParseKubernetesNodes(data)
 				if err != nil {
@@ -159,16 +160,12 @@ templates that a MachineSet still references.
 
 // vmIDRanges reads --tenants into Options.VMIDRanges, by Proxmox pool.
 func (f *renderFlags) vmIDRanges(app *App, o *capmoxrender.Options) error {
-	if f.tenants == "" {
+	if !f.tenantsGiven {
 		return nil
 	}
-	data, err := readInput(app, f.tenants)
+	spec, err := readTenants(app, f.tenants)
 	if err != nil {
 		return err
-	}
-	spec, err := tenantplan.LoadTenants(data)
-	if err != nil {
-		return fmt.Errorf("cannot read %s: %w", f.tenants, oneDocument(err, tenantsAdvice))
 	}
 	o.VMIDRanges = map[string]capmoxrender.VMIDRange{}
 	for _, t := range spec.Tenants {

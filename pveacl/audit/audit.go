@@ -141,6 +141,7 @@ func (a *auditor) run() Report {
 	a.foreignVolumes()
 	a.leftoverVolumes()
 	a.platformToken()
+	a.platformHA()
 	a.sdnUse()
 	a.vmIDRanges()
 	sortFindings(a.findings)
@@ -186,7 +187,7 @@ func (a *auditor) auditTenant(i int) {
 	}
 	for _, s := range subjects {
 		a.subjects++
-		a.topLevel(tn, s)
+		a.topLevel(tn.Name, s, "or grant on /pool/"+tn.Pool+" instead")
 		a.reach(i, s)
 		a.foreignSDN(i, s)
 	}
@@ -247,7 +248,9 @@ func (a *auditor) groups(tn tenantplan.Tenant) {
 
 var topLevelPaths = map[string]bool{"/": true, "/vms": true, "/storage": true, "/pool": true}
 
-func (a *auditor) topLevel(tn tenantplan.Tenant, subject string) {
+// topLevel reports subject's propagating entries on the top-level paths;
+// instead is the advice after the fix.
+func (a *auditor) topLevel(tenant, subject, instead string) {
 	kind := pveacl.KindUser
 	if pveacl.IsTokenID(subject) {
 		kind = pveacl.KindToken
@@ -260,9 +263,9 @@ func (a *auditor) topLevel(tn tenantplan.Tenant, subject string) {
 	}
 	for _, p := range slices.Sorted(maps.Keys(byPath)) {
 		fix := tenantplan.Change{Op: tenantplan.OpSetACL, Path: p, Kind: kind, Subject: subject, Roles: byPath[p]}
-		a.add(Finding{Severity: SeverityError, Code: CodePropagatingTopLevelACL, Tenant: tn.Name, Subject: subject, Path: p,
+		a.add(Finding{Severity: SeverityError, Code: CodePropagatingTopLevelACL, Tenant: tenant, Subject: subject, Path: p,
 			Message: fmt.Sprintf("%s holds %s on %s with propagate=1, which reaches every object below it", subject, strings.Join(byPath[p], ","), p),
-			Remedy:  fmt.Sprintf("%s (or grant on /pool/%s instead)", tenantplan.PveumCommand(fix), tn.Pool)})
+			Remedy:  fmt.Sprintf("%s (%s)", tenantplan.PveumCommand(fix), instead)})
 	}
 }
 

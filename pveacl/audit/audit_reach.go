@@ -261,13 +261,20 @@ var linkedCloneable = pveacl.NewPrivSet("Datastore.AllocateSpace")
 
 // reach looks for privileges of subject on objects foreign to tenant i; on
 // a template the tenant lists, only privileges beyond VM.Audit and
-// VM.Clone count, and on a storage it lists for linked clones only those
+// VM.Clone count (unless the template is another tenant's VM, by the
+// specification or by its pool on the cluster: tenantplan's
+// OtherTenantsVM), and on a storage it lists for linked clones only those
 // beyond Datastore.AllocateSpace.
 func (a *auditor) reach(i int, subject string) {
 	r := a.relevance(subject)
 	tn := a.tenants[i]
-	allowed := map[string]pveacl.PrivSet{}
+	allowed, taken := map[string]pveacl.PrivSet{}, map[string]string{}
+	poolsOf := func(vm int) []string { return a.vmPools[vm] }
 	for _, vm := range tn.Templates {
+		if c := a.spec.OtherTenantsVM(tn.Name, vm, poolsOf); len(c) > 0 {
+			taken[pveacl.VMPath(vm)] = fmt.Sprintf(" (a template tenant %s lists, but tenant %s's VM, %s: a full clone copies its disks)", tn.Name, c[0].Tenant, c[0].How)
+			continue
+		}
 		allowed[pveacl.VMPath(vm)] = cloneable
 	}
 	for _, s := range tn.LinkedCloneStorages {
@@ -280,6 +287,9 @@ func (a *auditor) reach(i int, subject string) {
 		}
 		if p.Empty() {
 			return
+		}
+		if why, ok := taken[path]; ok && what == "" {
+			what = why
 		}
 		a.add(Finding{Severity: SeverityError, Code: CodeCrossTenantReach, Tenant: tn.Name, Subject: subject,
 			Path: path, Privileges: p.Names(),

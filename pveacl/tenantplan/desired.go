@@ -216,17 +216,24 @@ func (d *desiredState) tenantCapmox(tn Tenant, comment string) {
 // tenant's CSI and CCM token: a token holding more is broader than its
 // roles.
 func TokenPrivileges(v pveacl.Version) (csi, ccm pveacl.PrivSet) {
+	return rolePrivileges(v, RoleCSI, RoleCSIStorage), rolePrivileges(v, RoleCCM, pveacl.RoleAuditor)
+}
+
+// HAPrivileges returns the privileges a plan for version v grants the
+// platform's pool HA user and token, on / alone: those of CozyHA.
+func HAPrivileges(v pveacl.Version) pveacl.PrivSet { return rolePrivileges(v, RoleHA) }
+
+// rolePrivileges is the union of the privileges of roles as a plan for
+// version v defines them (managed roles) or PVE does (built-in ones).
+func rolePrivileges(v pveacl.Version, roles ...string) pveacl.PrivSet {
 	managed, builtin := managedRoles[v], pveacl.BuiltinRoles(v)
-	set := func(roles ...string) pveacl.PrivSet {
-		var s pveacl.PrivSet
-		for _, r := range roles {
-			privs, ok := managed[r]
-			if !ok {
-				privs = builtin[r]
-			}
-			s = s.Union(pveacl.NewPrivSet(privs...))
+	var s pveacl.PrivSet
+	for _, r := range roles {
+		privs, ok := managed[r]
+		if !ok {
+			privs = builtin[r]
 		}
-		return s
+		s = s.Union(pveacl.NewPrivSet(privs...))
 	}
-	return set(RoleCSI, RoleCSIStorage), set(RoleCCM, pveacl.RoleAuditor)
+	return s
 }

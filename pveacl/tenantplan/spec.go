@@ -259,7 +259,8 @@ func (t *Tenants) Validate() error {
 	}
 	v.nestedPools(t.Tenants)
 	v.linkedClones(t.Tenants)
-	v.vmIDRanges(t.Tenants)
+	v.vmIDRanges(t)
+	v.foreignTemplates(t)
 	return termsafe.Join(v.errs...)
 }
 
@@ -491,9 +492,10 @@ func (v *validator) nestedPools(ts []Tenant) {
 }
 
 // vmIDRanges checks each tenant's range and that no two overlap.
-func (v *validator) vmIDRanges(ts []Tenant) {
-	for i, t := range ts {
-		r := t.VMIDRange
+func (v *validator) vmIDRanges(t *Tenants) {
+	ts := t.Tenants
+	for i, tn := range ts {
+		r := tn.VMIDRange
 		if r == nil {
 			continue
 		}
@@ -504,25 +506,40 @@ func (v *validator) vmIDRanges(ts []Tenant) {
 		}
 		for j, o := range ts[:i] {
 			if o.VMIDRange != nil && r.Start <= o.VMIDRange.End && o.VMIDRange.Start <= r.End {
-				v.add(f, "range %s of tenant %q overlaps range %s of tenant %q (tenants[%d]): give every tenant a range of its own", r, t.Name, o.VMIDRange, o.Name, j)
+				v.add(f, "range %s of tenant %q overlaps range %s of tenant %q (tenants[%d]): give every tenant a range of its own", r, tn.Name, o.VMIDRange, o.Name, j)
 			}
 		}
 	}
-	v.pinnedInOtherRanges(ts)
+	v.pinnedInOtherRanges(t)
 }
 
 // pinnedInOtherRanges refuses a tenant's listed VM whose id lies in
 // another tenant's vmIDRange: that tenant's capmox token clones into its
 // range, and the audit would name the VM as inside a foreign range
-// (ForeignVMInRange) right after an apply.
-func (v *validator) pinnedInOtherRanges(ts []Tenant) {
-	for i, t := range ts {
-		for k, vm := range t.VMs {
-			for j, o := range ts {
-				if r := o.VMIDRange; j != i && r != nil && r.Start <= r.End && vm >= r.Start && vm <= r.End {
+// (ForeignVMInRange) right after an apply. A VM two tenants list is
+// refused by own.
+func (v *validator) pinnedInOtherRanges(t *Tenants) {
+	for i, tn := range t.Tenants {
+		for k, vm := range tn.VMs {
+			for _, c := range t.OtherTenantsVM(tn.Name, vm, nil) {
+				if c.Range {
 					v.add(fmt.Sprintf("tenants[%d].vms[%d]", i, k), "VM %d of tenant %q lies inside vmIDRange %s of tenant %q (tenants[%d]), where that tenant's VMs are cloned: move the VM to an id outside it, or shrink that range",
-						vm, t.Name, r, o.Name, j)
+						vm, tn.Name, t.Tenants[c.Index].VMIDRange, c.Tenant, c.Index)
 				}
+			}
+		}
+	}
+}
+
+// foreignTemplates refuses a template that is another tenant's VM (see
+// OtherTenantsVM): the tenant's capmox token would hold VM.Clone on it,
+// and a full clone copies that tenant's disks into this tenant's pool.
+func (v *validator) foreignTemplates(t *Tenants) {
+	for i, tn := range t.Tenants {
+		for k, vm := range tn.Templates {
+			for _, c := range t.OtherTenantsVM(tn.Name, vm, nil) {
+				v.add(fmt.Sprintf("tenants[%d].templates[%d]", i, k), "template %d of tenant %q is tenant %q's VM (%s, tenants[%d]): its capmox token would hold VM.Clone there, and a full clone copies that tenant's disks into pool %q; list only templates that are no tenant's VM (keep them outside every tenant's vms and vmIDRange)",
+					vm, tn.Name, c.Tenant, c.How, c.Index, tn.Pool)
 			}
 		}
 	}
