@@ -89,7 +89,7 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 	if err := planHostAddress(ctx, o, &p); err != nil {
 		return nodesPlan{}, err
 	}
-	if p.nics, err = planNICs(ctx, o.Networks, p.ns, s.Proxmox); err != nil {
+	if p.nics, err = planNICs(ctx, o, p.ns, s.Proxmox); err != nil {
 		return nodesPlan{}, err
 	}
 	if p.allowedNodes, err = planAllowedNodes(ctx, o, p, s.Proxmox.AllowedNodes); err != nil {

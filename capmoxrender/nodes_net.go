@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -108,8 +110,8 @@ func planReplicas(p *nodesPlan, s NodesSpec, _ Options) error {
 
 // planNICs resolves net0 and the additional NICs: a raw bridge, or VPC
 // subnets looked up in the release namespace.
-func planNICs(ctx context.Context, l NetworkLookup, ns string, px NodesProxmox) ([]nic, error) {
-	nw := px.Network
+func planNICs(ctx context.Context, o Options, ns string, px NodesProxmox) ([]nic, error) {
+	l, nw := o.Networks, px.Network
 	vpcMode := nw.VPC != "" || nw.Subnet != ""
 	var first nic
 	switch {
@@ -157,7 +159,38 @@ func planNICs(ctx context.Context, l NetworkLookup, ns string, px NodesProxmox) 
 		}
 		out = append(out, n)
 	}
+	if o.Capmox != CapmoxV07 {
+		if err := consecutiveNICs(out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// consecutiveNICs holds the NICs to what capmox v0.8 and later admit: its
+// ProxmoxMachine webhook sorts a machine's networkDevices by name as text
+// and refuses one whose i-th name is not net<i> ("Non-consecutive proxmox
+// interface name"). So the names must be net0 to net<N-1> without a gap,
+// and net10 or beyond is never admitted, since "net10" sorts before
+// "net2". The ProxmoxMachineTemplate webhook does not check it: a template
+// would be admitted and every Machine made from it refused.
+func consecutiveNICs(nics []nic) error {
+	names := make([]string, 0, len(nics))
+	for _, n := range nics {
+		names = append(names, n.name)
+	}
+	for _, n := range names {
+		if i, _ := strconv.Atoi(strings.TrimPrefix(n, "net")); i >= 10 {
+			return refuse("proxmox.additionalNetworks", "proxmox.additionalNetworks: %s: capmox v0.8 and later order NIC names as text (net10 sorts before net2) and refuse a machine whose names are not net0, net1, net2, … in that order (\"Non-consecutive proxmox interface name\"), so no machine with net10 or beyond is admitted; use at most nine additional NICs, net1 to net9", n)
+		}
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		if n != fmt.Sprintf("net%d", i) {
+			return refuse("proxmox.additionalNetworks", "proxmox.additionalNetworks: the NICs are %s: capmox v0.8 and later admit a machine only when its NICs are net0, net1, net2, … without a gap (\"Non-consecutive proxmox interface name\"), and the Machines made from this template would all be refused; name the additional NICs net1 to net%d", strings.Join(names, ", "), len(names)-1)
+		}
+	}
+	return nil
 }
 
 func vpcNIC(ctx context.Context, l NetworkLookup, ns, field, name string, ref SubnetRef, mtu *int) (nic, error) {

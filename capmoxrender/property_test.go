@@ -116,9 +116,11 @@ func TestRenderProperties(t *testing.T) {
 			"vpcNetwork": func(t *rapid.T) {
 				m.nodes.Spec.Proxmox.Network = capmoxrender.NodeNetwork{VPC: "net", Subnet: "private"}
 				m.nodes.Spec.Proxmox.AdditionalNetworks = nil
-				if rapid.Bool().Draw(t, "extra") {
-					n := fmt.Sprintf("net%d", rapid.IntRange(1, 31).Draw(t, "nic"))
-					m.nodes.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: n, VPC: "net", Subnet: "private"}}
+				// net1 to netK in any order: both capmox generations admit
+				// them (v0.8 and later refuse a gap and net10 or beyond).
+				for _, i := range rapid.Permutation(rapid.SampledFrom([][]int{nil, {1}, {1, 2}, {1, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}).Draw(t, "extra")).Draw(t, "order") {
+					n := capmoxrender.AdditionalNetwork{Name: fmt.Sprintf("net%d", i), VPC: "net", Subnet: "private"}
+					m.nodes.Spec.Proxmox.AdditionalNetworks = append(m.nodes.Spec.Proxmox.AdditionalNetworks, n)
 				}
 			},
 			"dns": func(t *rapid.T) {

@@ -3,6 +3,7 @@ package capmoxrender_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,6 +72,27 @@ func TestNodesRefusals(t *testing.T) {
 			a := capmoxrender.AdditionalNetwork{Name: "net1", VPC: "net", Subnet: "private"}
 			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{a, a}
 		}, want: "proxmox.additionalNetworks: net1 is used twice"},
+		"ExtraGapV08": {reason: "capmox v0.8+ refuses a Machine whose NICs have a gap", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			o.Capmox = capmoxrender.CapmoxV08
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net2", VPC: "net", Subnet: "private"}}
+		}, want: `proxmox.additionalNetworks: the NICs are net0, net2: capmox v0.8 and later admit a machine only when its NICs are net0, net1, net2, … without a gap ("Non-consecutive proxmox interface name"), and the Machines made from this template would all be refused; name the additional NICs net1 to net1`},
+		"ExtraNet10V08": {reason: "capmox v0.8+ sorts NIC names as text", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			o.Capmox = capmoxrender.CapmoxV08
+			for i := 1; i <= 10; i++ {
+				n.Spec.Proxmox.AdditionalNetworks = append(n.Spec.Proxmox.AdditionalNetworks, capmoxrender.AdditionalNetwork{Name: "net" + strconv.Itoa(i), VPC: "net", Subnet: "private"})
+			}
+		}, want: `proxmox.additionalNetworks: net10: capmox v0.8 and later order NIC names as text (net10 sorts before net2) and refuse a machine whose names are not net0, net1, net2, … in that order ("Non-consecutive proxmox interface name"), so no machine with net10 or beyond is admitted; use at most nine additional NICs, net1 to net9`},
+		"ExtraConsecutiveV08Accepted": {reason: "net1, net2 in any order are admitted", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			o.Capmox = capmoxrender.CapmoxV08
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net2", VPC: "net", Subnet: "private"}, {Name: "net1", VPC: "net", Subnet: "private"}}
+		}},
+		"ExtraGapV07Accepted": {reason: "capmox v0.7 admits a gap", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
+			vpc(n, o)
+			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net2", VPC: "net", Subnet: "private"}}
+		}},
 		"ExtraNotReady": {reason: "extra NIC subnet must be Ready", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
 			vpc(n, o)
 			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net1", VPC: "net", Subnet: "data"}}
