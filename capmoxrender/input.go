@@ -236,7 +236,38 @@ func ParseKubernetes(data []byte) (Kubernetes, error) {
 	if err := decodeSpec(obj.Spec, &k.Spec); err != nil {
 		return Kubernetes{}, errorf("cannot read Kubernetes %q: %w", k.Name, err)
 	}
+	if err := strictProxmox(obj.Spec); err != nil {
+		return Kubernetes{}, errorf("cannot read Kubernetes %q: %w", k.Name, err)
+	}
 	return k, nil
+}
+
+// strictProxmox refuses a field of a Kubernetes object's spec.proxmox that
+// ClusterProxmox does not declare, by its path, as KubernetesNodes refuses
+// one of its spec: spec.proxmox is the substrate's own, and a misspelt
+// field there (capmox.credentialsSecretNme, csi.enabeld) would otherwise
+// fall back to a default without a word. The rest of the Kubernetes spec
+// belongs to the chart and stays open.
+func strictProxmox(spec json.RawMessage) error {
+	if len(spec) == 0 || string(spec) == "null" {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(spec, &fields); err != nil {
+		return nil // decodeSpec has refused what is not an object
+	}
+	raw, ok := fields["proxmox"]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	err := strictyaml.UnmarshalJSON(raw, &ClusterProxmox{})
+	if fields := strictyaml.FieldErrors(err); len(fields) > 0 {
+		for _, f := range fields {
+			f.Path = "proxmox." + f.Path
+		}
+		return fmt.Errorf("%w: %s", ErrInput, strictMessage("Kubernetes", fields))
+	}
+	return nil
 }
 
 // ParseKubernetesNodes reads one KubernetesNodes object from YAML or JSON.
@@ -280,7 +311,7 @@ func decodeSpecStrict(raw json.RawMessage, into any) error {
 	}
 	err := strictyaml.UnmarshalJSON(raw, into)
 	if fields := strictyaml.FieldErrors(err); len(fields) > 0 {
-		return fmt.Errorf("%w: %s", ErrInput, strictMessage(fields))
+		return fmt.Errorf("%w: %s", ErrInput, strictMessage("KubernetesNodes", fields))
 	}
 	return specError(err)
 }
@@ -298,13 +329,14 @@ func specError(err error) error {
 	return fmt.Errorf("%w: spec: %w", ErrInput, err)
 }
 
-// strictMessage names each refused field with its spec path, on one line.
-func strictMessage(fields []*strictyaml.FieldError) string {
+// strictMessage names each refused field of a kind's spec with its spec
+// path, on one line.
+func strictMessage(kind string, fields []*strictyaml.FieldError) string {
 	parts := make([]string, 0, len(fields))
 	for _, f := range fields {
 		m := "duplicate field spec." + termsafe.Cut(f.Path) + ": give it once"
 		if !f.Duplicate {
-			m = "unknown field spec." + termsafe.Cut(f.Path) + ": KubernetesNodes has no such field on the proxmox substrate; remove it or fix its spelling"
+			m = "unknown field spec." + termsafe.Cut(f.Path) + ": " + kind + " has no such field on the proxmox substrate; remove it or fix its spelling"
 			if f.Suggestion != "" {
 				m += fmt.Sprintf(" (did you mean %q?)", f.Suggestion)
 			}

@@ -264,3 +264,45 @@ func TestKubernetesMatchesCase(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterProxmoxUnknownFields: a field of a Kubernetes object's
+// spec.proxmox that the substrate does not declare is refused by its path,
+// with the message KubernetesNodes gives; the control, the same document,
+// parses, and so does a field outside spec.proxmox (the chart's).
+func TestClusterProxmoxUnknownFields(t *testing.T) {
+	seed, err := os.ReadFile(filepath.Join("testdata", "scenarios", "cluster-ipv4", "input.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capmoxrender.ParseKubernetes(seed); err != nil {
+		t.Fatalf("the seed cluster must parse: %v", err)
+	}
+	open := strings.Replace(string(seed), "  substrate: proxmox\n", "  substrate: proxmox\n  addons: {certManager: {enabled: true}}\n", 1)
+	if _, err := capmoxrender.ParseKubernetes([]byte(open)); err != nil {
+		t.Fatalf("a field outside spec.proxmox belongs to the chart: %v", err)
+	}
+	cases := map[string]struct{ from, to, path, hint string }{
+		"CredentialsTypo": {"    ccm:\n      credentialsSecretName: proxmox-credentials\n", "    ccm:\n      credentialsSecretName: proxmox-credentials\n    capmox:\n      credentialsSecretNme: tenant-capmox\n",
+			"spec.proxmox.capmox.credentialsSecretNme", "credentialsSecretName"},
+		"ReclaimTypo":  {"        reclaimPolicy: Delete\n", "        reclaimPolicie: Retain\n", "spec.proxmox.csi.storageClasses[0].reclaimPolicie", "reclaimPolicy"},
+		"AllowedNodes": {"    allowedNodes: []\n", "    allowedNode: [pve1]\n", "spec.proxmox.allowedNode", "allowedNodes"},
+		"CSIEnabled":   {"      enabled: true\n", "      enabeld: false\n", "spec.proxmox.csi.enabeld", "enabled"},
+		"Unknown":      {"    insecure: false\n", "    insecure: false\n    clusterZone: east\n", "spec.proxmox.clusterZone", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := strings.Replace(string(seed), tc.from, tc.to, 1)
+			if in == string(seed) {
+				t.Fatalf("the edit %q did not apply", tc.from)
+			}
+			_, err := capmoxrender.ParseKubernetes([]byte(in))
+			want := `cannot read Kubernetes "k8s-e2e": invalid input: unknown field ` + tc.path + ": Kubernetes has no such field on the proxmox substrate; remove it or fix its spelling"
+			if tc.hint != "" {
+				want += ` (did you mean "` + tc.hint + `"?)`
+			}
+			if !errors.Is(err, capmoxrender.ErrInput) || err.Error() != want {
+				t.Errorf("want the input error\n%s\ngot %v", want, err)
+			}
+		})
+	}
+}
