@@ -41,13 +41,20 @@ type AddressRange struct {
 // ParseIPv4PoolEntry parses one ipv4Config.addresses entry the way the IPAM
 // provider does: "10.0.0.5", "10.0.0.160-10.0.0.170" or "10.0.0.0/28".
 // Only IPv4 is accepted, and a range must not end before it starts.
+//
+// Like the IPAM provider, it takes no space or tab anywhere: "10.0.0.5 -
+// 10.0.0.9" is refused, since the provider's webhook refuses the pool
+// ("provided address is not a valid IP, range, nor CIDR").
 func ParseIPv4PoolEntry(s string) (AddressRange, error) {
+	if strings.ContainsAny(s, " \t\r\n") {
+		return AddressRange{}, errorf("%q holds a space or tab, which the IPAM provider refuses", s)
+	}
 	if first, last, ok := strings.Cut(s, "-"); ok {
-		a, err := parseIPv4(strings.TrimSpace(first))
+		a, err := parseIPv4(first)
 		if err != nil {
 			return AddressRange{}, err
 		}
-		b, err := parseIPv4(strings.TrimSpace(last))
+		b, err := parseIPv4(last)
 		if err != nil {
 			return AddressRange{}, err
 		}
@@ -96,3 +103,15 @@ func (r AddressRange) String() string {
 	}
 	return r.First.String() + "-" + r.Last.String()
 }
+
+// Prefix returns the network of the pool entry's first address with bits
+// prefix bits: the subnet the IPAM provider holds every entry of a pool to.
+func (r AddressRange) Prefix(bits int) netip.Prefix {
+	return netip.PrefixFrom(r.First, bits).Masked()
+}
+
+// lastIn is the last address of p.
+func (AddressRange) lastIn(p netip.Prefix) netip.Addr { return lastOf(p.Masked()) }
+
+// Within reports whether the whole range lies inside p.
+func (r AddressRange) Within(p netip.Prefix) bool { return p.Contains(r.First) && p.Contains(r.Last) }

@@ -2,9 +2,11 @@ package capmoxrender_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go4.org/netipx"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
@@ -81,6 +83,9 @@ func FuzzAddresses(f *testing.F) {
 	for _, s := range []string{"10.0.0.1", "10.0.0.1-10.0.0.9", "10.0.0.0/8", "::1", "8.8.8.8", "1.2.3.4/33", "1.2.3.4-1.2.3.3", "0.0.0.0/0"} {
 		f.Add(s)
 	}
+	for _, s := range []string{"10.0.0.1 - 10.0.0.9", "10.0.0.1\t", " 10.0.0.0/24"} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if capmoxrender.ValidDNSServer(s) {
 			if _, err := netip.ParseAddr(s); err != nil {
@@ -98,5 +103,25 @@ func FuzzAddresses(f *testing.F) {
 		if err != nil || back != r {
 			t.Fatalf("canonical form %q of %q does not round-trip: %v %v", r.String(), s, back, err)
 		}
+		if first, last, err := ipamEntry(s); err != nil || first != r.First || last != r.Last {
+			t.Fatalf("the IPAM provider reads %q as %v-%v (%v), the render as %v", s, first, last, err, r)
+		}
 	})
+}
+
+// ipamEntry reads a pool entry with the parsers the in-cluster IPAM
+// provider v1.0.3 uses (poolutil.AddressToIPSet): netipx.ParseIPRange for
+// a-b, netip.ParsePrefix for a CIDR, netip.ParseAddr otherwise.
+func ipamEntry(s string) (netip.Addr, netip.Addr, error) {
+	switch {
+	case strings.Contains(s, "-"):
+		r, err := netipx.ParseIPRange(s)
+		return r.From(), r.To(), err
+	case strings.Contains(s, "/"):
+		p, err := netip.ParsePrefix(s)
+		r := netipx.RangeOfPrefix(p)
+		return r.From(), r.To(), err
+	}
+	a, err := netip.ParseAddr(s)
+	return a, a, err
 }

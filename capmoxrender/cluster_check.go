@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
+	"net/netip"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -152,6 +153,9 @@ func checkAllowedNodes(in []string) ([]string, error) {
 		if n == "" || seen[n] {
 			return nil, refuse(fmt.Sprintf("proxmox.allowedNodes[%d]", i), "proxmox.allowedNodes[%d] is %q: list each PVE node name once, and leave the list empty to allow every node", i, n)
 		}
+		if !nodeName.MatchString(n) {
+			return nil, refuse(fmt.Sprintf("proxmox.allowedNodes[%d]", i), "proxmox.allowedNodes[%d] is %q, which is not a Proxmox node name (letters, digits and hyphens): list each node as an item of its own", i, n)
+		}
 		seen[n] = true
 	}
 	return append([]string(nil), in...), nil
@@ -192,13 +196,21 @@ func checkIPv4Config(c IPv4Config, gen Capmox) (poolPlan, error) {
 		return poolPlan{}, refuse("proxmox.ipv4Config.prefix", "proxmox.ipv4Config.prefix is %d: an IPv4 prefix length is 1 to 32", p.prefix)
 	}
 	seen := map[string]bool{}
+	var subnet netip.Prefix
 	for i, a := range c.Addresses {
+		f := fmt.Sprintf("proxmox.ipv4Config.addresses[%d]", i)
 		r, err := ParseIPv4PoolEntry(a)
 		if err != nil {
-			return poolPlan{}, refuse(fmt.Sprintf("proxmox.ipv4Config.addresses[%d]", i), "proxmox.ipv4Config.addresses[%d]: %v; write an address, a range such as 10.0.0.160-10.0.0.170, or a CIDR", i, err)
+			return poolPlan{}, refuse(f, "%s: %v; write an address, a range such as 10.0.0.160-10.0.0.170, or a CIDR", f, err)
 		}
 		if seen[r.String()] {
-			return poolPlan{}, refuse(fmt.Sprintf("proxmox.ipv4Config.addresses[%d]", i), "proxmox.ipv4Config.addresses[%d] is %q, which is listed twice: list each range once", i, a)
+			return poolPlan{}, refuse(f, "%s is %q, which is listed twice: list each range once", f, a)
+		}
+		if i == 0 {
+			subnet = r.Prefix(p.prefix)
+		}
+		if !r.Within(subnet) {
+			return poolPlan{}, refuse(f, "%s is %q, which is not inside %s, the subnet of the first address with prefix %d: the IPAM provider refuses such a pool (\"provided address belongs to a different subnet than others\"); keep every range inside one subnet, or fix the prefix", f, a, subnet, p.prefix)
 		}
 		seen[r.String()] = true
 		p.addresses = append(p.addresses, a)
@@ -213,8 +225,26 @@ func checkIPv4Config(c IPv4Config, gen Capmox) (poolPlan, error) {
 	if err != nil {
 		return poolPlan{}, refuse("proxmox.ipv4Config.gateway", "proxmox.ipv4Config.gateway: %v", err)
 	}
+	if err := checkGateway("proxmox.ipv4Config.gateway", gw, subnet); err != nil {
+		return poolPlan{}, err
+	}
 	p.gateway = gw.String()
 	return p, nil
+}
+
+// checkGateway holds a gateway to its subnet: capmox writes it into every
+// worker as the next hop of the default route, which a VM reaches only
+// inside its own subnet, and never on the subnet's network or broadcast
+// address (which the IPAM provider leaves out of every pool, too).
+func checkGateway(field string, gw netip.Addr, subnet netip.Prefix) error {
+	first, last := subnet.Masked().Addr(), AddressRange{}.lastIn(subnet)
+	switch {
+	case !subnet.Contains(gw):
+		return refuse(field, "%s %s is not inside %s, the subnet of the addresses: a worker reaches its default gateway only inside its own subnet; give the router's address in that subnet", field, gw, subnet)
+	case subnet.Bits() < 31 && (gw == first || gw == last):
+		return refuse(field, "%s %s is the network or broadcast address of %s, which no router has; give the router's address", field, gw, subnet)
+	}
+	return nil
 }
 
 func planCredentials(p *clusterPlan, px ClusterProxmox) error {

@@ -10,8 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
+	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
+
+// MinNodeStartupTimeout is the least nodeStartupTimeout Cluster API's
+// MachineHealthCheck webhook admits (v1.14.2,
+// minNodeStartupTimeoutSeconds).
+const MinNodeStartupTimeout = 30 * time.Second
 
 // Defaults of the kubernetes-nodes chart.
 const (
@@ -178,6 +184,9 @@ func planTemplate(p *nodesPlan, s NodesSpec, _ Options) error {
 	}
 	if px.Pool == "" {
 		return refuse("proxmox.pool", "substrate proxmox requires proxmox.pool: the tenant's Proxmox tokens are granted on /pool/<name>, the one ACL path that follows every VM capmox clones, so a worker outside a pool is outside the tenant's scope; create the pool (pveum pool add <name>) and name it here")
+	}
+	if err := pveacl.ValidPoolID(px.Pool); err != nil {
+		return refuse("proxmox.pool", "proxmox.pool: %v: name the Proxmox VE pool as pveum pool list shows it (letters, digits, '-' and '_', up to three levels joined by '/')", err)
 	}
 	p.tags, p.full, p.storage, p.pool = append([]string(nil), px.TemplateTags...), px.Full, px.Storage, px.Pool
 	p.ha = px.HA

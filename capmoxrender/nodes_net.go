@@ -28,6 +28,12 @@ func planHealth(p *nodesPlan, s NodesSpec, _ Options) error {
 	}
 	switch {
 	case percent.MatchString(mu):
+		// Cluster API's webhook reads the percentage with strconv.Atoi
+		// (intstr.GetScaledValueFromIntOrPercent) and refuses what
+		// overflows it.
+		if _, err := strconv.Atoi(strings.TrimSuffix(mu, "%")); err != nil {
+			return refuse("maxUnhealthy", "maxUnhealthy %q is too large: Cluster API refuses a percentage that does not fit a 64-bit integer; anything from 100%% up lets every worker be remediated at once", mu)
+		}
 		p.maxUnhealthy = intstr.FromString(mu)
 	case bareInt.MatchString(mu):
 		v, err := strconv.ParseInt(mu, 10, 32)
@@ -51,6 +57,9 @@ func planHealth(p *nodesPlan, s NodesSpec, _ Options) error {
 		if *d.into, err = positiveDuration(d.field, or(d.value, d.def)); err != nil {
 			return err
 		}
+	}
+	if p.startup < MinNodeStartupTimeout {
+		return refuse("nodeStartupTimeout", "nodeStartupTimeout %q is below %s, the least Cluster API's MachineHealthCheck webhook admits (\"must be at least 30s\"); a worker needs longer than that to clone, boot and join anyway", or(s.NodeStartupTimeout, DefaultNodeStartupTimeout), MinNodeStartupTimeout)
 	}
 	p.provisionTime = or(s.MaxNodeProvisionTime, DefaultMaxNodeProvisionTime)
 	if !wholeDur.MatchString(p.provisionTime) {

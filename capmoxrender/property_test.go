@@ -129,9 +129,19 @@ func TestRenderProperties(t *testing.T) {
 				k.Spec.Proxmox.DNSServers = dns
 			},
 			"pool": func(t *rapid.T) {
-				a := ipv4Gen("10.0").Draw(t, "first")
-				k.Spec.Proxmox.IPv4Config.Addresses = []string{a, "10.1.0.0/" + fmt.Sprint(rapid.IntRange(16, 32).Draw(t, "bits"))}
-				p := rapid.IntRange(1, 32).Draw(t, "prefix")
+				// A pool the IPAM provider admits: every entry inside the
+				// first address's subnet 10.0.0.0/prefix, whose gateway
+				// 10.0.0.1 is neither its network nor its broadcast address.
+				p := rapid.IntRange(8, 30).Draw(t, "prefix")
+				host := func(label string) uint32 { return uint32(rapid.IntRange(2, 1<<(32-p)-2).Draw(t, label)) }
+				addr := func(v uint32) string { return fmt.Sprintf("10.%d.%d.%d", byte(v>>16), byte(v>>8), byte(v)) }
+				bits := rapid.IntRange(p, 32).Draw(t, "bits")
+				block := host("block") &^ (1<<(32-bits) - 1)
+				first := host("first")
+				k.Spec.Proxmox.IPv4Config.Addresses = []string{addr(first)}
+				if bits < 32 || block != first {
+					k.Spec.Proxmox.IPv4Config.Addresses = append(k.Spec.Proxmox.IPv4Config.Addresses, fmt.Sprintf("%s/%d", addr(block), bits))
+				}
 				k.Spec.Proxmox.IPv4Config.Prefix = &p
 			},
 			"secret": func(t *rapid.T) {

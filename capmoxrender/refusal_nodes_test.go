@@ -93,6 +93,20 @@ func TestNodesRefusals(t *testing.T) {
 			vpc(n, o)
 			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net2", VPC: "net", Subnet: "private"}}
 		}},
+		"StartupBelow30s": {reason: "Cluster API's webhook wants at least 30s", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.NodeStartupTimeout = "29s" },
+			want: `nodeStartupTimeout "29s" is below 30s, the least Cluster API's MachineHealthCheck webhook admits ("must be at least 30s"); a worker needs longer than that to clone, boot and join anyway`},
+		"Startup30sAccepted": {reason: "30s is the bound, inclusive", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.NodeStartupTimeout = "30s" }},
+		"MaxUnhealthyOverflow": {reason: "Cluster API parses the percentage as an int", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.MaxUnhealthy = q("99999999999999999999%")
+		}, want: `maxUnhealthy "99999999999999999999%" is too large: Cluster API refuses a percentage that does not fit a 64-bit integer; anything from 100% up lets every worker be remediated at once`},
+		"MaxUnhealthy150Accepted": {reason: "Cluster API admits more than 100%", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.MaxUnhealthy = q("150%") }},
+		"PoolWithSpace": {reason: "proxmox.pool is a PVE pool id", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Pool = "tenant a" },
+			want: `proxmox.pool: pool name 'tenant a' contains invalid characters: name the Proxmox VE pool as pveum pool list shows it (letters, digits, '-' and '_', up to three levels joined by '/')`},
+		"PoolWithSemicolon": {reason: "no shell or list separators", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Pool = "pool;rm" },
+			want: `proxmox.pool: pool name 'pool;rm' contains invalid characters: name the Proxmox VE pool as pveum pool list shows it (letters, digits, '-' and '_', up to three levels joined by '/')`},
+		"PoolWithComma": {reason: "a comma lists two pools", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Pool = "pool,x" },
+			want: `proxmox.pool: pool name 'pool,x' contains invalid characters: name the Proxmox VE pool as pveum pool list shows it (letters, digits, '-' and '_', up to three levels joined by '/')`},
+		"NestedPoolAccepted": {reason: "a nested pool is a pool id", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Pool = "tenants/e2e" }},
 		"ExtraNotReady": {reason: "extra NIC subnet must be Ready", mutate: func(n *capmoxrender.KubernetesNodes, o *capmoxrender.Options) {
 			vpc(n, o)
 			n.Spec.Proxmox.AdditionalNetworks = []capmoxrender.AdditionalNetwork{{Name: "net1", VPC: "net", Subnet: "data"}}

@@ -134,6 +134,41 @@ func TestClusterRefusals(t *testing.T) {
 			k.Spec.Proxmox.IPv4Config.Gateway = ""
 			o.Capmox = capmoxrender.CapmoxV08
 		}, want: "proxmox.ipv4Config.gateway is required for capmox v0.8 and later: its v1alpha2 ProxmoxCluster requires ipv4Config.gateway"},
+		"AddressWithSpaces": {reason: "the IPAM provider parses no space", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Addresses = []string{"10.0.0.180 - 10.0.0.185"}
+		}, want: `proxmox.ipv4Config.addresses[0]: "10.0.0.180 - 10.0.0.185" holds a space or tab, which the IPAM provider refuses; write an address, a range such as 10.0.0.160-10.0.0.170, or a CIDR`},
+		"AddressWithTab": {reason: "nor a tab", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Addresses = []string{"10.0.0.180\t"}
+		}, want: `proxmox.ipv4Config.addresses[0]: "10.0.0.180\t" holds a space or tab, which the IPAM provider refuses; write an address, a range such as 10.0.0.160-10.0.0.170, or a CIDR`},
+		"RangeAcrossSubnets": {reason: "the IPAM provider holds every entry to the first one's subnet", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Addresses = []string{"10.0.0.250-10.0.1.5"}
+			k.Spec.Proxmox.IPv4Config.Gateway = "10.0.0.1"
+		}, want: `proxmox.ipv4Config.addresses[0] is "10.0.0.250-10.0.1.5", which is not inside 10.0.0.0/24, the subnet of the first address with prefix 24: the IPAM provider refuses such a pool ("provided address belongs to a different subnet than others"); keep every range inside one subnet, or fix the prefix`},
+		"Prefix32Range": {reason: "a range cannot sit in a /32", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			p := 32
+			k.Spec.Proxmox.IPv4Config.Prefix = &p
+		}, want: `proxmox.ipv4Config.addresses[0] is "10.0.0.180-10.0.0.185", which is not inside 10.0.0.180/32, the subnet of the first address with prefix 32: the IPAM provider refuses such a pool ("provided address belongs to a different subnet than others"); keep every range inside one subnet, or fix the prefix`},
+		"SecondEntryElsewhere": {reason: "a second entry in another subnet", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Addresses = append(k.Spec.Proxmox.IPv4Config.Addresses, "10.0.9.0/28")
+		}, want: `proxmox.ipv4Config.addresses[1] is "10.0.9.0/28", which is not inside 10.0.0.0/24, the subnet of the first address with prefix 24: the IPAM provider refuses such a pool ("provided address belongs to a different subnet than others"); keep every range inside one subnet, or fix the prefix`},
+		"GatewayOutside": {reason: "the next hop must be on the subnet", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Gateway = "10.0.1.1"
+		}, want: "proxmox.ipv4Config.gateway 10.0.1.1 is not inside 10.0.0.0/24, the subnet of the addresses: a worker reaches its default gateway only inside its own subnet; give the router's address in that subnet"},
+		"GatewayNetwork": {reason: "no router has the network address", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Gateway = "10.0.0.0"
+		}, want: "proxmox.ipv4Config.gateway 10.0.0.0 is the network or broadcast address of 10.0.0.0/24, which no router has; give the router's address"},
+		"GatewayBroadcast": {reason: "nor the broadcast address", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Gateway = "10.0.0.255"
+		}, want: "proxmox.ipv4Config.gateway 10.0.0.255 is the network or broadcast address of 10.0.0.0/24, which no router has; give the router's address"},
+		"GatewayLastHostAccepted": {reason: "the last host address is a router's", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config.Gateway = "10.0.0.254"
+		}},
+		"AllowedNodesComma": {reason: "one item names one node, as the pool's rule says", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.AllowedNodes = []string{"pve1,pve2"}
+		}, want: `proxmox.allowedNodes[0] is "pve1,pve2", which is not a Proxmox node name (letters, digits and hyphens): list each node as an item of its own`},
+		"AllowedNodesAccepted": {reason: "two nodes, two items", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.AllowedNodes = []string{"pve1", "pve2"}
+		}},
 		"GatewayOptionalV07": {reason: "v1alpha1 takes no gateway", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) { k.Spec.Proxmox.IPv4Config.Gateway = "" }},
 		"VPCNotBacked": {reason: "the subnet must be Proxmox-backed", mutate: func(k *capmoxrender.Kubernetes, o *capmoxrender.Options) {
 			k.Spec.Proxmox.IPv4Config = capmoxrender.IPv4Config{}
