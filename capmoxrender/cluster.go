@@ -124,6 +124,9 @@ func renderProxmoxCluster(p clusterPlan, o Options) ([]*unstructured.Unstructure
 	if o.Capmox == CapmoxV07 {
 		s := pmv1alpha1.ProxmoxClusterSpec{ExternalManagedControlPlane: true, AllowedNodes: p.allowedNodes, DNSServers: p.dns,
 			IPv4Config: &pmv1alpha1.IPConfigSpec{Addresses: p.pool.addresses, Prefix: p.pool.prefix, Gateway: p.pool.gateway}, CredentialsRef: credentialsRef(p)}
+		if p.memoryAdjustment != nil {
+			s.SchedulerHints = &pmv1alpha1.SchedulerHints{MemoryAdjustment: ptr(uint64(*p.memoryAdjustment))}
+		}
 		if err := CheckProxmoxClusterV1alpha1(s); err != nil {
 			return nil, err
 		}
@@ -131,6 +134,9 @@ func renderProxmoxCluster(p clusterPlan, o Options) ([]*unstructured.Unstructure
 	} else {
 		s := pmv1alpha2.ProxmoxClusterSpec{ExternalManagedControlPlane: ptr(true), AllowedNodes: p.allowedNodes, DNSServers: p.dns,
 			IPv4Config: &pmv1alpha2.IPConfigSpec{Addresses: p.pool.addresses, Prefix: int32(p.pool.prefix), Gateway: p.pool.gateway}, CredentialsRef: credentialsRef(p)}
+		if p.memoryAdjustment != nil {
+			s.SchedulerHints = &pmv1alpha2.SchedulerHints{MemoryAdjustment: ptr(*p.memoryAdjustment)}
+		}
 		if err := CheckProxmoxClusterV1alpha2(s); err != nil {
 			return nil, err
 		}

@@ -32,6 +32,7 @@ type clusterPlan struct {
 	csi               bool
 	csiSecret         string
 	storageClasses    []StorageClass
+	memoryAdjustment  *int64
 }
 
 type poolPlan struct {
@@ -90,6 +91,12 @@ func planCluster(ctx context.Context, k Kubernetes, o Options) (clusterPlan, err
 	}
 	if p.pool, err = planPool(ctx, k, o); err != nil {
 		return clusterPlan{}, err
+	}
+	if h := px.SchedulerHints; h != nil && h.MemoryAdjustment != nil {
+		if *h.MemoryAdjustment < 0 {
+			return clusterPlan{}, refuse("proxmox.schedulerHints.memoryAdjustment", "proxmox.schedulerHints.memoryAdjustment is %d: it is a percentage of each node's memory, 0 or more (100 by default, above 100 overcommits, 0 turns capmox's memory check off)", *h.MemoryAdjustment)
+		}
+		p.memoryAdjustment = ptr(*h.MemoryAdjustment)
 	}
 	if err := planCredentials(&p, px); err != nil {
 		return clusterPlan{}, err

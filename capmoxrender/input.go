@@ -45,6 +45,17 @@ type ClusterProxmox struct {
 	Capmox       CredentialsRef `json:"capmox,omitempty"`
 	CCM          CredentialsRef `json:"ccm,omitempty"`
 	CSI          CSI            `json:"csi,omitempty"`
+	// SchedulerHints pass capmox's node-scheduling knobs through to the
+	// ProxmoxCluster.
+	SchedulerHints *SchedulerHints `json:"schedulerHints,omitempty"`
+}
+
+// SchedulerHints is proxmox.schedulerHints of a Kubernetes.
+type SchedulerHints struct {
+	// MemoryAdjustment is the percentage of each Proxmox node's memory
+	// capmox's scheduler may hand out to VMs: 100 by default, above 100
+	// overcommits, 0 turns the memory check off.
+	MemoryAdjustment *int64 `json:"memoryAdjustment,omitempty"`
 }
 
 // IPv4Config is the static address pool capmox allocates worker addresses from.

@@ -217,3 +217,34 @@ func checkRefusal(t *testing.T, reason string, err error, want string) {
 		t.Errorf("%s: message (-want +got):\n%s", reason, diff)
 	}
 }
+
+// TestClusterMemoryAdjustment: proxmox.schedulerHints.memoryAdjustment
+// reaches the ProxmoxCluster of both generations (0 included, which turns
+// capmox's memory check off); a negative value is refused by name.
+func TestClusterMemoryAdjustment(t *testing.T) {
+	for _, gen := range []capmoxrender.Capmox{capmoxrender.CapmoxV07, capmoxrender.CapmoxV08} {
+		for _, v := range []int64{0, 150} {
+			k := validCluster()
+			k.Spec.Proxmox.SchedulerHints = &capmoxrender.SchedulerHints{MemoryAdjustment: &v}
+			objs, err := capmoxrender.RenderCluster(context.Background(), k, capmoxrender.Options{Capmox: gen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, u := range objs {
+				if u.GetKind() == "ProxmoxCluster" {
+					got, ok, _ := unstructured.NestedInt64(u.Object, "spec", "schedulerHints", "memoryAdjustment")
+					found = ok && got == v
+				}
+			}
+			if !found {
+				t.Errorf("%s: memoryAdjustment %d not in the ProxmoxCluster", gen, v)
+			}
+		}
+		k := validCluster()
+		k.Spec.Proxmox.SchedulerHints = &capmoxrender.SchedulerHints{MemoryAdjustment: new(int64)}
+		*k.Spec.Proxmox.SchedulerHints.MemoryAdjustment = -1
+		_, err := capmoxrender.RenderCluster(context.Background(), k, capmoxrender.Options{Capmox: gen})
+		checkRefusal(t, "a negative percentage", err, "proxmox.schedulerHints.memoryAdjustment is -1: it is a percentage of each node's memory, 0 or more (100 by default, above 100 overcommits, 0 turns capmox's memory check off)")
+	}
+}

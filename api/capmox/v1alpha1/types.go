@@ -24,6 +24,16 @@ type ProxmoxClusterSpec struct {
 	// optional insecure and root_ca) capmox uses for this cluster instead
 	// of its controller-wide credentials (capmox v0.7.7 and later).
 	CredentialsRef *corev1.SecretReference `json:"credentialsRef,omitempty"`
+	// SchedulerHints steer capmox's choice of node for each clone.
+	SchedulerHints *SchedulerHints `json:"schedulerHints,omitempty"`
+}
+
+// SchedulerHints are capmox's node-scheduling knobs.
+type SchedulerHints struct {
+	// MemoryAdjustment is the percentage of each node's memory capmox's
+	// scheduler may hand out (default 100; above 100 overcommits, 0 turns
+	// the memory check off).
+	MemoryAdjustment *uint64 `json:"memoryAdjustment,omitempty"`
 }
 
 // IPConfigSpec is an address pool: IPs, ranges a-b or CIDRs, a prefix and a gateway.

@@ -18,6 +18,14 @@ type ProxmoxClusterSpec struct {
 	DNSServers                  []string      `json:"dnsServers"`
 	// CredentialsRef names the per-cluster credentials Secret (see v1alpha1).
 	CredentialsRef *corev1.SecretReference `json:"credentialsRef,omitempty"`
+	// SchedulerHints steer capmox's choice of node for each clone.
+	SchedulerHints *SchedulerHints `json:"schedulerHints,omitempty"`
+}
+
+// SchedulerHints are capmox's node-scheduling knobs (v1alpha2 keeps the
+// percentage in an int64 with a minimum of 0).
+type SchedulerHints struct {
+	MemoryAdjustment *int64 `json:"memoryAdjustment,omitempty"`
 }
 
 // IPConfigSpec is an address pool; v1alpha2 requires the gateway.
