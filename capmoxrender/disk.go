@@ -53,6 +53,7 @@ func planDisk(p *nodesPlan, s NodesSpec, o Options) error {
 			if _, err := diskBytes(string(*t)); err != nil {
 				return refuse("proxmox.templateDiskSize", "proxmox.templateDiskSize: %v", err)
 			}
+			p.diskCapacity = string(*t)
 		}
 		return nil
 	}
@@ -68,6 +69,7 @@ func planDisk(p *nodesPlan, s NodesSpec, o Options) error {
 		return err
 	}
 	p.bootGiB = size
+	p.diskCapacity = fmt.Sprintf("%dGi", size)
 	return nil
 }
 

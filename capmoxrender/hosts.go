@@ -167,7 +167,7 @@ func hostEntriesJob(p nodesPlan, o Options, tct, sa string) *batchv1.Job {
 					SecurityContext:    restrictedPodSecurity(),
 					Containers: []corev1.Container{{
 						Name:            "host-entries",
-						Image:           o.Images.Kubectl,
+						Image:           or(p.kubectlImage, o.Images.Kubectl),
 						Command:         []string{"/bin/sh", "-c", hostEntriesScript},
 						Env:             env,
 						SecurityContext: restrictedContainerSecurity(),

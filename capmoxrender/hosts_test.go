@@ -215,8 +215,9 @@ func TestHostEntriesJobScript(t *testing.T) {
 			if diff := cmp.Diff(want, patches[capmoxrender.HostEntriesPatchIndex]); diff != "" {
 				t.Errorf("patched entry (-want +got):\n%s", diff)
 			}
-			if len(patches) != capmoxrender.HostEntriesPatchIndex+1 {
-				t.Errorf("the patch changed the number of config patches to %d", len(patches))
+			before, _, _ := unstructured.NestedSlice(tct.Object, "spec", "template", "spec", "configPatches")
+			if len(patches) != len(before) {
+				t.Errorf("the patch changed the number of config patches from %d to %d", len(before), len(patches))
 			}
 		})
 	}

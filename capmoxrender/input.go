@@ -133,6 +133,17 @@ type NodesSpec struct {
 	MaxNodeProvisionTime string            `json:"maxNodeProvisionTime,omitempty"`
 	Talos                Talos             `json:"talos,omitempty"`
 	Proxmox              NodesProxmox      `json:"proxmox,omitempty"`
+	// Kubelet holds the kubelet's reservations (the chart's kubelet).
+	Kubelet Kubelet `json:"kubelet,omitempty"`
+	// Images overrides the images of the pool's helper Jobs.
+	Images NodesImages `json:"images,omitempty"`
+}
+
+// NodesImages is KubernetesNodes.spec.images.
+type NodesImages struct {
+	// Kubectl is the image of the pool's Jobs that run kubectl (on the
+	// proxmox substrate, the host-entries Job); empty keeps the default.
+	Kubectl string `json:"kubectl,omitempty"`
 }
 
 // Resources sizes each worker VM.
@@ -146,6 +157,22 @@ type Talos struct {
 	Version             string `json:"version,omitempty"`
 	SchematicID         string `json:"schematicID,omitempty"`
 	InstallerRepository string `json:"installerRepository,omitempty"`
+	// ImageFactoryURL is the Image Factory the pool's Talos comes from;
+	// without installerRepository the installer is <its host>/installer.
+	ImageFactoryURL string `json:"imageFactoryURL,omitempty"`
+	// RegistryMirrors become the workers' machine.registries.mirrors.
+	RegistryMirrors map[string]RegistryMirror `json:"registryMirrors,omitempty"`
+}
+
+// RegistryMirror is one Talos registry mirror (machine.registries.mirrors
+// of the Talos machine config).
+type RegistryMirror struct {
+	// Endpoints are the mirror's URLs, tried in order.
+	Endpoints []string `json:"endpoints"`
+	// OverridePath uses each endpoint's path as given, without /v2.
+	OverridePath *bool `json:"overridePath,omitempty"`
+	// SkipFallback stops Talos falling back to the upstream registry.
+	SkipFallback *bool `json:"skipFallback,omitempty"`
 }
 
 // NodesProxmox is KubernetesNodes.spec.proxmox.

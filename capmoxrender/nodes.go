@@ -2,6 +2,7 @@ package capmoxrender
 
 import (
 	"context"
+	"maps"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -223,11 +224,13 @@ func mdLabels(p nodesPlan) map[string]string {
 }
 
 func mdAnnotations(p nodesPlan) map[string]string {
-	return map[string]string{
+	out := map[string]string{
 		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": strconv.Itoa(int(p.minReplicas)),
 		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": strconv.Itoa(int(p.maxReplicas)),
 		"cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime":   p.provisionTime,
 	}
+	maps.Copy(out, capacityAnnotations(p))
+	return out
 }
 
 func objectMeta(ns, name string) metav1.ObjectMeta {

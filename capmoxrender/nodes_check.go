@@ -58,6 +58,15 @@ type nodesPlan struct {
 	// controlPlaneIP is the control plane Service's LoadBalancer
 	// address when the lookup knows it.
 	controlPlaneIP string
+	// kubelet is what each worker's kubelet reserves.
+	kubelet kubeletPlan
+	// diskCapacity is the system disk's size for the autoscaler, "" when
+	// unknown (no diskSize and no proxmox.templateDiskSize).
+	diskCapacity string
+	// mirrors are the workers' registry mirrors, nil without any.
+	mirrors map[string]RegistryMirror
+	// kubectlImage is the pool's kubectl image, "" for Options.Images'.
+	kubectlImage string
 }
 
 // nic is one resolved NIC; pool is the InClusterIPPool of a VPC subnet.
@@ -83,7 +92,7 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 	}
 	// The checks run in the chart's order, so an input with several faults
 	// gets the same first refusal.
-	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planDisk, planVMIDRange, planTalos, planHealth, planReplicas, checkVMIDRoom}
+	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planDisk, planVMIDRange, planTalos, planTalosSources, planHealth, planReplicas, planKubelet, planImages, checkVMIDRoom}
 	for _, step := range steps {
 		if err := step(&p, s, o); err != nil {
 			return nodesPlan{}, err

@@ -100,6 +100,46 @@ func TestNodesRefusals(t *testing.T) {
 			n.Spec.MaxUnhealthy = q("99999999999999999999%")
 		}, want: `maxUnhealthy "99999999999999999999%" is too large: Cluster API refuses a percentage that does not fit a 64-bit integer; anything from 100% up lets every worker be remediated at once`},
 		"MaxUnhealthy150Accepted": {reason: "Cluster API admits more than 100%", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.MaxUnhealthy = q("150%") }},
+		"KubeletBadMemory": {reason: "a reservation is a memory quantity", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet.SystemReservedMemory = q("lots")
+		}, want: `kubelet.systemReservedMemory "lots" is not a memory quantity such as 512Mi or 1Gi`},
+		"KubeletZeroCPU": {reason: "a reservation is above zero", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet.KubeReservedCPU = q("0")
+		}, want: `kubelet.kubeReservedCpu "0" must be above zero: leave it out for the default`},
+		"KubeletTooMuchMemory": {reason: "the reservations leave memory for Pods", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet.SystemReservedMemory = q("3.5Gi")
+		}, want: "kubelet: the reserved memory (systemReservedMemory 3.5Gi + kubeReservedMemory 256Mi + evictionHardMemory 7%) must be less than the worker's 4096Mi: lower a reservation or give the workers more memory"},
+		"KubeletTooMuchCPU": {reason: "the reservations leave CPU for Pods", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet.SystemReservedCPU = q("2")
+		}, want: "kubelet: the reserved CPU (systemReservedCpu 2 + kubeReservedCpu 100m) must be less than the worker's 2 cores: lower a reservation or give the workers more CPU"},
+		"KubeletEvictionOrder": {reason: "hard below soft", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet.EvictionHardMemory = q("12%")
+		}, want: "kubelet.evictionHardMemory 12% must be below kubelet.evictionSoftMemory 10%: the kubelet evicts softly first, then hard"},
+		"KubeletEvictionKinds": {reason: "one kind for both", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet.EvictionHardMemory = q("200Mi")
+		}, want: "kubelet.evictionHardMemory 200Mi and kubelet.evictionSoftMemory 10% must be of one kind, both percentages or both memory quantities"},
+		"KubeletEvictionPercent": {reason: "a percentage is at most 100", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet.EvictionSoftMemory = q("150%")
+		}, want: `kubelet.evictionSoftMemory "150%" is not a percentage above 0 and at most 100`},
+		"KubeletAccepted": {reason: "every reservation given", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Kubelet = capmoxrender.Kubelet{SystemReservedMemory: q("300Mi"), KubeReservedMemory: q("300Mi"),
+				SystemReservedCPU: q("0.1"), KubeReservedCPU: q("100m"), EvictionHardMemory: q("100Mi"), EvictionSoftMemory: q("200Mi")}
+		}},
+		"FactoryNotURL": {reason: "the factory is an http(s) URL", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Talos.ImageFactoryURL = "factory.internal"
+		}, want: `talos.imageFactoryURL "factory.internal" is not an http(s) URL of an Image Factory, such as https://factory.talos.dev`},
+		"MirrorNoEndpoints": {reason: "a mirror needs endpoints", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Talos.RegistryMirrors = map[string]capmoxrender.RegistryMirror{"ghcr.io": {}}
+		}, want: "talos.registryMirrors[ghcr.io].endpoints is empty: list the mirror's URLs, such as https://mirror.local/v2 or http://10.0.0.5:5000"},
+		"MirrorBadEndpoint": {reason: "an endpoint is a URL", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Talos.RegistryMirrors = map[string]capmoxrender.RegistryMirror{"ghcr.io": {Endpoints: []string{"mirror.local"}}}
+		}, want: `talos.registryMirrors[ghcr.io].endpoints[0] "mirror.local" is not an http(s) URL of a registry, such as https://mirror.local`},
+		"MirrorBadHost": {reason: "a mirror is keyed by a registry host", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Talos.RegistryMirrors = map[string]capmoxrender.RegistryMirror{"https://ghcr.io": {Endpoints: []string{"https://m"}}}
+		}, want: `talos.registryMirrors[https://ghcr.io]: "https://ghcr.io" is not a registry host such as ghcr.io or registry.local:5000 (or * for every registry)`},
+		"KubectlImage": {reason: "an image reference", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Images.Kubectl = "Not An Image"
+		}, want: `images.kubectl: "Not An Image" is not an image reference (invalid reference format: repository name (library/Not An Image) must be lowercase): write name:tag, name@sha256:<64 hex> or name:tag@sha256:<64 hex>`},
 		"PoolWithSpace": {reason: "proxmox.pool is a PVE pool id", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Pool = "tenant a" },
 			want: `proxmox.pool: pool name 'tenant a' contains invalid characters: name the Proxmox VE pool as pveum pool list shows it (letters, digits, '-' and '_', up to three levels joined by '/')`},
 		"PoolWithSemicolon": {reason: "no shell or list separators", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Pool = "pool;rm" },

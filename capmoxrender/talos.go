@@ -53,6 +53,11 @@ func renderTalosConfigTemplate(p nodesPlan) (*unstructured.Unstructured, error) 
 		}},
 		{Op: "add", Path: "/cluster/controlPlane", Value: map[string]string{"endpoint": "https://" + ControlPlaneHost(p.release, p.ns) + ":6443"}},
 		{Op: "add", Path: HostEntriesPath, Value: hostEntries(p)},
+		// After HostEntriesPatchIndex, which the host-entries Job patches.
+		{Op: "add", Path: "/machine/kubelet/extraConfig", Value: p.kubelet.extraConfig()},
+	}
+	if len(p.mirrors) > 0 {
+		t.ConfigPatches = append(t.ConfigPatches, talosPatch{Op: "add", Path: "/machine/registries", Value: map[string]any{"mirrors": p.mirrors}})
 	}
 	h, err := contentHash(s, 6)
 	if err != nil {

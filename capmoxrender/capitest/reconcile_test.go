@@ -209,9 +209,14 @@ func checkRoll(t *testing.T, c client.Client, gen capmoxrender.Capmox, s scenari
 	objs := scenario.RenderT(t, s, gen)
 	relocate(objs, ns)
 	md := only(t, objs, "MachineDeployment")
-	pmt, _ := templateNames(t, md)
+	pmt, tct := templateNames(t, md)
 	if err := c.Create(context.Background(), byName(t, objs, "ProxmoxMachineTemplate", pmt).DeepCopy()); err != nil {
 		t.Fatalf("the new ProxmoxMachineTemplate %s refused: %v", pmt, err)
+	}
+	// The kubelet's reservations follow the memory, so the Talos config
+	// template is new too.
+	if err := c.Create(context.Background(), byName(t, objs, "TalosConfigTemplate", tct).DeepCopy()); err != nil {
+		t.Fatalf("the new TalosConfigTemplate %s refused: %v", tct, err)
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		live := get(t, c, md.GetAPIVersion(), "MachineDeployment", ns, md.GetName())
