@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+
+	"go4.org/netipx"
 )
 
 // dottedQuad is the strict IPv4 form the charts accept for DNS entries.
@@ -45,16 +47,26 @@ type AddressRange struct {
 // Like the IPAM provider, it takes no space or tab anywhere: "10.0.0.5 -
 // 10.0.0.9" is refused, since the provider's webhook refuses the pool
 // ("provided address is not a valid IP, range, nor CIDR").
-func ParseIPv4PoolEntry(s string) (AddressRange, error) {
+func ParseIPv4PoolEntry(s string) (AddressRange, error) { return parsePoolEntry(s, false) }
+
+// ParseIPv6PoolEntry is ParseIPv4PoolEntry for ipv6Config.addresses:
+// "fd00::10", "fd00::10-fd00::20" or "fd00::/120".
+func ParseIPv6PoolEntry(s string) (AddressRange, error) { return parsePoolEntry(s, true) }
+
+func parsePoolEntry(s string, v6 bool) (AddressRange, error) {
 	if strings.ContainsAny(s, " \t\r\n") {
 		return AddressRange{}, errorf("%q holds a space or tab, which the IPAM provider refuses", s)
 	}
+	parse := parseIPv4
+	if v6 {
+		parse = parseIPv6
+	}
 	if first, last, ok := strings.Cut(s, "-"); ok {
-		a, err := parseIPv4(first)
+		a, err := parse(first)
 		if err != nil {
 			return AddressRange{}, err
 		}
-		b, err := parseIPv4(last)
+		b, err := parse(last)
 		if err != nil {
 			return AddressRange{}, err
 		}
@@ -65,17 +77,32 @@ func ParseIPv4PoolEntry(s string) (AddressRange, error) {
 	}
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
-		if err != nil || !p.Addr().Is4() {
-			return AddressRange{}, errorf("%q is not an IPv4 CIDR", s)
+		if err != nil || p.Addr().Is4() == v6 || p.Addr().Zone() != "" {
+			return AddressRange{}, errorf("%q is not an %s CIDR", s, family(v6))
 		}
 		p = p.Masked()
 		return AddressRange{First: p.Addr(), Last: lastOf(p)}, nil
 	}
-	a, err := parseIPv4(s)
+	a, err := parse(s)
 	if err != nil {
 		return AddressRange{}, err
 	}
 	return AddressRange{First: a, Last: a}, nil
+}
+
+func family(v6 bool) string {
+	if v6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+func parseIPv6(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+		return netip.Addr{}, errorf("%q is not an IPv6 address", s)
+	}
+	return a, nil
 }
 
 func parseIPv4(s string) (netip.Addr, error) {
@@ -86,15 +113,7 @@ func parseIPv4(s string) (netip.Addr, error) {
 	return a, nil
 }
 
-func lastOf(p netip.Prefix) netip.Addr {
-	b := p.Addr().As4()
-	host := 32 - p.Bits()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	if host > 0 {
-		v |= (uint32(1) << host) - 1
-	}
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-}
+func lastOf(p netip.Prefix) netip.Addr { return netipx.RangeOfPrefix(p.Masked()).To() }
 
 // String renders the entry in its canonical form.
 func (r AddressRange) String() string {

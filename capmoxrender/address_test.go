@@ -109,6 +109,26 @@ func FuzzAddresses(f *testing.F) {
 	})
 }
 
+// FuzzIPv6Addresses: an IPv6 pool entry the render accepts is IPv6, in
+// order, and read the same by the IPAM provider's parsers.
+func FuzzIPv6Addresses(f *testing.F) {
+	for _, s := range []string{"fd00::1", "fd00::1-fd00::9", "fd00::/120", "10.0.0.1", "::ffff:10.0.0.1", "fe80::1%eth0", "fd00::9-fd00::1", "fd00::1 - fd00::2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := capmoxrender.ParseIPv6PoolEntry(s)
+		if err != nil {
+			return
+		}
+		if !r.First.Is6() || !r.Last.Is6() || r.Last.Less(r.First) {
+			t.Fatalf("ParseIPv6PoolEntry(%q) = %v", s, r)
+		}
+		if first, last, err := ipamEntry(s); err != nil || first != r.First || last != r.Last {
+			t.Fatalf("the IPAM provider reads %q as %v-%v (%v), the render as %v", s, first, last, err, r)
+		}
+	})
+}
+
 // ipamEntry reads a pool entry with the parsers the in-cluster IPAM
 // provider v1.0.3 uses (poolutil.AddressToIPSet): netipx.ParseIPRange for
 // a-b, netip.ParsePrefix for a CIDR, netip.ParseAddr otherwise.

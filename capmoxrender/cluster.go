@@ -127,6 +127,9 @@ func renderProxmoxCluster(p clusterPlan, o Options) ([]*unstructured.Unstructure
 		if p.memoryAdjustment != nil {
 			s.SchedulerHints = &pmv1alpha1.SchedulerHints{MemoryAdjustment: ptr(uint64(*p.memoryAdjustment))}
 		}
+		if v6 := p.pool.v6; v6 != nil {
+			s.IPv6Config = &pmv1alpha1.IPConfigSpec{Addresses: v6.addresses, Prefix: v6.prefix, Gateway: v6.gateway}
+		}
 		if err := CheckProxmoxClusterV1alpha1(s); err != nil {
 			return nil, err
 		}
@@ -136,6 +139,9 @@ func renderProxmoxCluster(p clusterPlan, o Options) ([]*unstructured.Unstructure
 			IPv4Config: &pmv1alpha2.IPConfigSpec{Addresses: p.pool.addresses, Prefix: int32(p.pool.prefix), Gateway: p.pool.gateway}, CredentialsRef: credentialsRef(p)}
 		if p.memoryAdjustment != nil {
 			s.SchedulerHints = &pmv1alpha2.SchedulerHints{MemoryAdjustment: ptr(*p.memoryAdjustment)}
+		}
+		if v6 := p.pool.v6; v6 != nil {
+			s.IPv6Config = &pmv1alpha2.IPConfigSpec{Addresses: v6.addresses, Prefix: int32(v6.prefix), Gateway: v6.gateway}
 		}
 		if err := CheckProxmoxClusterV1alpha2(s); err != nil {
 			return nil, err

@@ -3,10 +3,12 @@ package capmoxrender
 import (
 	"context"
 	"fmt"
-	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"net/netip"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // MaxClusterNameLength caps a Kubernetes name so that every pool's
@@ -39,6 +41,8 @@ type poolPlan struct {
 	addresses []string
 	gateway   string
 	prefix    int
+	// v6 is the IPv6 pool of a dual-stack cluster, nil without one.
+	v6 *poolPlan
 }
 
 // ReleaseName is the Helm release and CAPI Cluster name of a Kubernetes object.
@@ -176,6 +180,9 @@ func planPool(ctx context.Context, k Kubernetes, o Options) (poolPlan, error) {
 		if hasIPv4 {
 			return poolPlan{}, refuse("proxmox.network", "proxmox: set either network.vpc/subnet or ipv4Config, not both; a VPC subnet brings its own IP pool")
 		}
+		if c6 := px.IPv6Config; len(c6.Addresses) > 0 || c6.Gateway != "" || c6.Prefix != nil {
+			return poolPlan{}, refuse("proxmox.ipv6Config", "proxmox: a VPC subnet's pool is IPv4 only, so ipv6Config (dual stack) goes with ipv4Config, not with network.vpc/subnet")
+		}
 		n, _, err := resolveNetwork(ctx, o.Networks, "proxmox.network", k.Namespace, px.Network)
 		if err != nil {
 			return poolPlan{}, err
@@ -191,24 +198,50 @@ func planPool(ctx context.Context, k Kubernetes, o Options) (poolPlan, error) {
 	if len(c.Addresses) == 0 {
 		return poolPlan{}, refuse("proxmox.ipv4Config.addresses", "substrate proxmox requires proxmox.ipv4Config.addresses: capmox allocates static addresses and has no DHCP mode")
 	}
-	return checkIPv4Config(c, o.Capmox)
+	p, err := checkIPv4Config(c, o.Capmox)
+	if err != nil {
+		return poolPlan{}, err
+	}
+	if c6 := px.IPv6Config; len(c6.Addresses) > 0 || c6.Gateway != "" || c6.Prefix != nil {
+		if len(c6.Addresses) == 0 {
+			return poolPlan{}, refuse("proxmox.ipv6Config.addresses", "proxmox.ipv6Config.addresses is empty: list the IPv6 addresses of the dual-stack pool, or leave ipv6Config out")
+		}
+		v6, err := checkIPConfig("proxmox.ipv6Config", c6, o.Capmox, true)
+		if err != nil {
+			return poolPlan{}, err
+		}
+		p.v6 = &v6
+	}
+	return p, nil
 }
 
-func checkIPv4Config(c IPv4Config, gen Capmox) (poolPlan, error) {
-	p := poolPlan{prefix: 24}
+func checkIPv4Config(c IPConfig, gen Capmox) (poolPlan, error) {
+	return checkIPConfig("proxmox.ipv4Config", c, gen, false)
+}
+
+// checkIPConfig checks an address pool of one family (field is
+// proxmox.ipv4Config or proxmox.ipv6Config) as the IPAM provider and capmox
+// take it; an IPv4 pool's prefix defaults to 24, an IPv6 pool's to 64.
+func checkIPConfig(field string, c IPConfig, gen Capmox, v6 bool) (poolPlan, error) {
+	p, bits, example := poolPlan{prefix: 24}, 32, "10.0.0.160-10.0.0.170"
+	parse, parseAddr := ParseIPv4PoolEntry, parseIPv4
+	if v6 {
+		p.prefix, bits, example = 64, 128, "fd00::10-fd00::20"
+		parse, parseAddr = ParseIPv6PoolEntry, parseIPv6
+	}
 	if c.Prefix != nil {
 		p.prefix = *c.Prefix
 	}
-	if p.prefix < 1 || p.prefix > 32 {
-		return poolPlan{}, refuse("proxmox.ipv4Config.prefix", "proxmox.ipv4Config.prefix is %d: an IPv4 prefix length is 1 to 32", p.prefix)
+	if p.prefix < 1 || p.prefix > bits {
+		return poolPlan{}, refuse(field+".prefix", "%s.prefix is %d: an %s prefix length is 1 to %d", field, p.prefix, family(v6), bits)
 	}
 	seen := map[string]bool{}
 	var subnet netip.Prefix
 	for i, a := range c.Addresses {
-		f := fmt.Sprintf("proxmox.ipv4Config.addresses[%d]", i)
-		r, err := ParseIPv4PoolEntry(a)
+		f := fmt.Sprintf("%s.addresses[%d]", field, i)
+		r, err := parse(a)
 		if err != nil {
-			return poolPlan{}, refuse(f, "%s: %v; write an address, a range such as 10.0.0.160-10.0.0.170, or a CIDR", f, err)
+			return poolPlan{}, refuse(f, "%s: %v; write an address, a range such as %s, or a CIDR", f, err, example)
 		}
 		if seen[r.String()] {
 			return poolPlan{}, refuse(f, "%s is %q, which is listed twice: list each range once", f, a)
@@ -224,15 +257,15 @@ func checkIPv4Config(c IPv4Config, gen Capmox) (poolPlan, error) {
 	}
 	if c.Gateway == "" {
 		if gen == CapmoxV08 {
-			return poolPlan{}, refuse("proxmox.ipv4Config.gateway", "proxmox.ipv4Config.gateway is required for capmox v0.8 and later: its v1alpha2 ProxmoxCluster requires ipv4Config.gateway")
+			return poolPlan{}, refuse(field+".gateway", "%s.gateway is required for capmox v0.8 and later: its v1alpha2 ProxmoxCluster requires %s.gateway", field, strings.TrimPrefix(field, "proxmox."))
 		}
 		return p, nil
 	}
-	gw, err := parseIPv4(c.Gateway)
+	gw, err := parseAddr(c.Gateway)
 	if err != nil {
-		return poolPlan{}, refuse("proxmox.ipv4Config.gateway", "proxmox.ipv4Config.gateway: %v", err)
+		return poolPlan{}, refuse(field+".gateway", "%s.gateway: %v", field, err)
 	}
-	if err := checkGateway("proxmox.ipv4Config.gateway", gw, subnet); err != nil {
+	if err := checkGateway(field+".gateway", gw, subnet); err != nil {
 		return poolPlan{}, err
 	}
 	p.gateway = gw.String()
@@ -248,7 +281,7 @@ func checkGateway(field string, gw netip.Addr, subnet netip.Prefix) error {
 	switch {
 	case !subnet.Contains(gw):
 		return refuse(field, "%s %s is not inside %s, the subnet of the addresses: a worker reaches its default gateway only inside its own subnet; give the router's address in that subnet", field, gw, subnet)
-	case subnet.Bits() < 31 && (gw == first || gw == last):
+	case gw.Is4() && subnet.Bits() < 31 && (gw == first || gw == last):
 		return refuse(field, "%s %s is the network or broadcast address of %s, which no router has; give the router's address", field, gw, subnet)
 	}
 	return nil

@@ -37,14 +37,17 @@ type ControlPlane struct {
 
 // ClusterProxmox is Kubernetes.spec.proxmox.
 type ClusterProxmox struct {
-	AllowedNodes []string       `json:"allowedNodes,omitempty"`
-	DNSServers   []string       `json:"dnsServers,omitempty"`
-	Insecure     *bool          `json:"insecure,omitempty"`
-	IPv4Config   IPv4Config     `json:"ipv4Config,omitempty"`
-	Network      SubnetRef      `json:"network,omitempty"`
-	Capmox       CredentialsRef `json:"capmox,omitempty"`
-	CCM          CredentialsRef `json:"ccm,omitempty"`
-	CSI          CSI            `json:"csi,omitempty"`
+	AllowedNodes []string   `json:"allowedNodes,omitempty"`
+	DNSServers   []string   `json:"dnsServers,omitempty"`
+	Insecure     *bool      `json:"insecure,omitempty"`
+	IPv4Config   IPv4Config `json:"ipv4Config,omitempty"`
+	// IPv6Config is the IPv6 pool of a dual-stack cluster, beside
+	// IPv4Config (raw mode only).
+	IPv6Config IPConfig       `json:"ipv6Config,omitempty"`
+	Network    SubnetRef      `json:"network,omitempty"`
+	Capmox     CredentialsRef `json:"capmox,omitempty"`
+	CCM        CredentialsRef `json:"ccm,omitempty"`
+	CSI        CSI            `json:"csi,omitempty"`
 	// SchedulerHints pass capmox's node-scheduling knobs through to the
 	// ProxmoxCluster.
 	SchedulerHints *SchedulerHints `json:"schedulerHints,omitempty"`
@@ -58,8 +61,12 @@ type SchedulerHints struct {
 	MemoryAdjustment *int64 `json:"memoryAdjustment,omitempty"`
 }
 
-// IPv4Config is the static address pool capmox allocates worker addresses from.
-type IPv4Config struct {
+// IPv4Config is the name IPConfig had before dual stack.
+type IPv4Config = IPConfig
+
+// IPConfig is a static address pool capmox allocates worker addresses
+// from: proxmox.ipv4Config, and proxmox.ipv6Config of a dual-stack cluster.
+type IPConfig struct {
 	Addresses []string `json:"addresses,omitempty"`
 	Gateway   string   `json:"gateway,omitempty"`
 	Prefix    *int     `json:"prefix,omitempty"`

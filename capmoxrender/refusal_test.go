@@ -163,6 +163,27 @@ func TestClusterRefusals(t *testing.T) {
 		"GatewayLastHostAccepted": {reason: "the last host address is a router's", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
 			k.Spec.Proxmox.IPv4Config.Gateway = "10.0.0.254"
 		}},
+		"DualStackAccepted": {reason: "an IPv6 pool beside the IPv4 one", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv6Config = capmoxrender.IPConfig{Addresses: []string{"fd00::10-fd00::20"}, Gateway: "fd00::1"}
+		}},
+		"IPv6NoAddresses": {reason: "an IPv6 pool needs addresses", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv6Config = capmoxrender.IPConfig{Gateway: "fd00::1"}
+		}, want: "proxmox.ipv6Config.addresses is empty: list the IPv6 addresses of the dual-stack pool, or leave ipv6Config out"},
+		"IPv6GivenIPv4": {reason: "the IPv6 pool takes IPv6 only", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv6Config = capmoxrender.IPConfig{Addresses: []string{"10.0.0.9"}, Gateway: "fd00::1"}
+		}, want: `proxmox.ipv6Config.addresses[0]: "10.0.0.9" is not an IPv6 address; write an address, a range such as fd00::10-fd00::20, or a CIDR`},
+		"IPv6GatewayOutside": {reason: "the IPv6 gateway is on the subnet", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv6Config = capmoxrender.IPConfig{Addresses: []string{"fd00::10"}, Gateway: "fd01::1"}
+		}, want: "proxmox.ipv6Config.gateway fd01::1 is not inside fd00::/64, the subnet of the addresses: a worker reaches its default gateway only inside its own subnet; give the router's address in that subnet"},
+		"IPv6GatewayRequiredV08": {reason: "v1alpha2 requires each pool's gateway", mutate: func(k *capmoxrender.Kubernetes, o *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv6Config = capmoxrender.IPConfig{Addresses: []string{"fd00::10"}}
+			o.Capmox = capmoxrender.CapmoxV08
+		}, want: "proxmox.ipv6Config.gateway is required for capmox v0.8 and later: its v1alpha2 ProxmoxCluster requires ipv6Config.gateway"},
+		"IPv6WithVPC": {reason: "a VPC subnet is IPv4 only", mutate: func(k *capmoxrender.Kubernetes, o *capmoxrender.Options) {
+			k.Spec.Proxmox.IPv4Config = capmoxrender.IPConfig{}
+			k.Spec.Proxmox.IPv6Config = capmoxrender.IPConfig{Addresses: []string{"fd00::10"}, Gateway: "fd00::1"}
+			k.Spec.Proxmox.Network = capmoxrender.SubnetRef{VPC: "net", Subnet: "private"}
+		}, want: "proxmox: a VPC subnet's pool is IPv4 only, so ipv6Config (dual stack) goes with ipv4Config, not with network.vpc/subnet"},
 		"AllowedNodesComma": {reason: "one item names one node, as the pool's rule says", mutate: func(k *capmoxrender.Kubernetes, _ *capmoxrender.Options) {
 			k.Spec.Proxmox.AllowedNodes = []string{"pve1,pve2"}
 		}, want: `proxmox.allowedNodes[0] is "pve1,pve2", which is not a Proxmox node name (letters, digits and hyphens): list each node as an item of its own`},

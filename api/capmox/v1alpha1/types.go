@@ -18,6 +18,9 @@ type ProxmoxClusterSpec struct {
 	AllowedNodes []string `json:"allowedNodes,omitempty"`
 	// IPv4Config becomes the cluster's InClusterIPPool.
 	IPv4Config *IPConfigSpec `json:"ipv4Config,omitempty"`
+	// IPv6Config becomes the cluster's IPv6 InClusterIPPool (dual stack
+	// next to IPv4Config).
+	IPv6Config *IPConfigSpec `json:"ipv6Config,omitempty"`
 	// DNSServers is required by the schema (minItems 1).
 	DNSServers []string `json:"dnsServers"`
 	// CredentialsRef names the Secret (keys url, token, secret, and

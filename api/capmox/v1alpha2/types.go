@@ -15,6 +15,7 @@ type ProxmoxClusterSpec struct {
 	ExternalManagedControlPlane *bool         `json:"externalManagedControlPlane,omitempty"`
 	AllowedNodes                []string      `json:"allowedNodes,omitempty"`
 	IPv4Config                  *IPConfigSpec `json:"ipv4Config,omitempty"`
+	IPv6Config                  *IPConfigSpec `json:"ipv6Config,omitempty"`
 	DNSServers                  []string      `json:"dnsServers"`
 	// CredentialsRef names the per-cluster credentials Secret (see v1alpha1).
 	CredentialsRef *corev1.SecretReference `json:"credentialsRef,omitempty"`
