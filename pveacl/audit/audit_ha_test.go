@@ -42,6 +42,11 @@ func TestAuditHAClean(t *testing.T) {
 	if got := haFindings(rep); len(got) != 0 {
 		t.Fatalf("the planned pool HA credentials have findings: %+v", got)
 	}
+	for _, c := range haCodes {
+		if slices.Contains(rep.Codes(), c) {
+			t.Fatalf("the planned cluster has %s: %+v", c, rep.Findings)
+		}
+	}
 	if rep.HasErrors() {
 		t.Fatalf("the planned cluster has errors: %+v", rep.Findings)
 	}
