@@ -155,12 +155,27 @@ func machineSpecV1alpha2(p nodesPlan) pmv1alpha2.ProxmoxMachineSpec {
 	}
 	for _, n := range p.nics {
 		d := pmv1alpha2.NetworkDevice{Name: ptr(n.name), Bridge: ptr(n.bridge), Model: ptr("virtio"), VLAN: i32(n.vlan), MTU: i32(n.mtu)}
-		if n.pool != "" {
+		// net0 on a VPC subnet takes its address from the cluster's pool,
+		// which capmox v0.8+ claims for net0 whatever it lists (see
+		// capmox.AnnotationNet0Pool); listing the subnet's pool too would
+		// give it a second address.
+		if n.pool != "" && n.name != "net0" {
 			d.IPPoolRef = []corev1.TypedLocalObjectReference{*poolRef(n.pool)}
 		}
 		s.Network.NetworkDevices = append(s.Network.NetworkDevices, d)
 	}
 	return s
+}
+
+// machineMetadataV1alpha2 is the metadata Cluster API copies onto each
+// ProxmoxMachine: the net0 subnet pool of a VPC pool, nil otherwise.
+func machineMetadataV1alpha2(p nodesPlan) *pmv1alpha2.TemplateMetadata {
+	for _, n := range p.nics {
+		if n.name == "net0" && n.pool != "" {
+			return &pmv1alpha2.TemplateMetadata{Annotations: map[string]string{capmox.AnnotationNet0Pool: n.pool}}
+		}
+	}
+	return nil
 }
 
 // renderMachineTemplate names the template after a hash of its spec, so a
@@ -179,7 +194,7 @@ func renderMachineTemplate(p nodesPlan, o Options) (*unstructured.Unstructured, 
 		if err := CheckMachineSpecV1alpha2(s); err != nil {
 			return nil, err
 		}
-		spec = pmv1alpha2.ProxmoxMachineTemplateSpec{Template: pmv1alpha2.ProxmoxMachineTemplateResource{Spec: s}}
+		spec = pmv1alpha2.ProxmoxMachineTemplateSpec{Template: pmv1alpha2.ProxmoxMachineTemplateResource{Metadata: machineMetadataV1alpha2(p), Spec: s}}
 		gv = pmv1alpha2.GroupVersion.String()
 	}
 	h, err := contentHash(spec, 6)

@@ -20,3 +20,12 @@ const (
 	IPAMGroup           = "ipam.cluster.x-k8s.io"
 	KindInClusterIPPool = "InClusterIPPool"
 )
+
+// AnnotationNet0Pool marks the ProxmoxMachines (through their template's
+// metadata, which Cluster API copies onto each) of a capmox v0.8+ pool
+// whose net0 sits on a Proxmox-backed VPC subnet. Its value is the
+// subnet's InClusterIPPool in the machine's namespace. capmox v0.8 and
+// later claim net0's address from the ProxmoxCluster's own pool, which in
+// VPC mode is a sentinel that never hands one out; the proxmox-network
+// controller gives such a claim an address of this pool instead.
+const AnnotationNet0Pool = "proxmox.cozystack.io/net0-pool"

@@ -82,6 +82,15 @@ var unusedOnPurpose = map[string]string{
 	"patch cluster.x-k8s.io/machines":                     "pool HA releases the pre-terminate hook of a deleting Machine",
 	"get infrastructure.cluster.x-k8s.io/proxmoxmachines": "pool HA reads a Machine's VM id",
 	"get cluster.x-k8s.io/machinedeployments":             "pool HA names the MachineDeployment in its Events",
+
+	// The VPC address step acts only on the net0 claims of capmox v0.8+
+	// workers on a VPC subnet; internal/lab's TestVPCWorkers runs it with
+	// the real Cluster API, IPAM provider and capmox.
+	"list ipam.cluster.x-k8s.io/ipaddressclaims":   watchList,
+	"get ipam.cluster.x-k8s.io/ipaddressclaims":    "the VPC address step reads a claim's subnet claim",
+	"create ipam.cluster.x-k8s.io/ipaddressclaims": "the VPC address step claims an address of the subnet's pool",
+	"get ipam.cluster.x-k8s.io/ipaddresses":        "the VPC address step reads the subnet claim's address",
+	"create ipam.cluster.x-k8s.io/ipaddresses":     "the VPC address step writes the claim's address",
 }
 
 // TestAgainstAPIServer applies every manifest to a real API server (dry

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/poolha"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/vpcipam"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
@@ -72,6 +74,11 @@ func (p *Process) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	vpc, err := p.vpcIPAM(ctx, rec)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, vpc...)
 	runs = append(runs, ctrl.Run, func(ctx context.Context) error {
 		p.resyncOnReconnect(ctx, ctrl, reconnected)
 		return nil
@@ -237,6 +244,30 @@ type watchless struct{ client.Client }
 
 func (watchless) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("the controller's client does not watch; informers do")
+}
+
+// vpcIPAM builds the runner that gives capmox v0.8+ workers on a VPC
+// subnet their net0 address from the subnet's pool (package vpcipam), when
+// the API server serves Cluster API's IPAddressClaims.
+func (p *Process) vpcIPAM(ctx context.Context, rec events.EventRecorder) ([]func(context.Context) error, error) {
+	served, err := p.served(&ipamv1.IPAddressClaim{})
+	if err != nil || !served {
+		return nil, err
+	}
+	name := "vpc-ipam"
+	recorder := engine.RecorderFunc(func(o client.Object, typ string, reason engine.Reason, msg string) {
+		rec.Eventf(o, nil, typ, string(reason), "SubnetAddress", "%s", msg)
+	})
+	runner, err := engine.NewRunner[*ipamv1.IPAddressClaim](p.mgr.GetClient(), func() *ipamv1.IPAddressClaim { return &ipamv1.IPAddressClaim{} },
+		&vpcipam.Reconciler{Client: p.mgr.GetClient()},
+		engine.WithName(name), engine.WithLogger(p.log.WithName(name)), engine.WithMetrics(p.deps.Registry), engine.WithRecorder(recorder))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := engine.Watch(ctx, p.mgr.GetCache(), &ipamv1.IPAddressClaim{}, runner, vpcipam.SubnetClaimOwner); err != nil {
+		return nil, fmt.Errorf("cannot watch IPAddressClaims: %w", err)
+	}
+	return []func(context.Context) error{runner.Run}, nil
 }
 
 // poolHA builds the pool HA runner over Machines and its sweep, when the

@@ -45,7 +45,15 @@ type ProxmoxMachineTemplateSpec struct {
 // ProxmoxMachineTemplateResource is spec.template (its metadata needs at
 // least one property, so it is never rendered empty).
 type ProxmoxMachineTemplateResource struct {
-	Spec ProxmoxMachineSpec `json:"spec"`
+	Metadata *TemplateMetadata  `json:"metadata,omitempty"`
+	Spec     ProxmoxMachineSpec `json:"spec"`
+}
+
+// TemplateMetadata is the labels and annotations Cluster API copies from a
+// machine template onto each ProxmoxMachine it makes.
+type TemplateMetadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // ProxmoxMachineSpec is the rendered or read part of a machine spec.
