@@ -29,7 +29,9 @@ var (
 
 // ReadObjects reads YAML or JSON documents (separated by ---), each an
 // object or a List whose items are objects. Every document is read: a
-// syntax error in any of them is refused, naming the document.
+// syntax error in any of them is refused, naming the document. It reads r
+// to its end: the caller bounds r (io.LimitReader, or a file read with a
+// cap, as the CLI reads every input up to --max-input-size).
 func ReadObjects(r io.Reader) (*Objects, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {

@@ -87,7 +87,9 @@ var ErrNotSecret = errors.New("not a Secret")
 
 // ReadSecrets reads v1 Secrets (YAML or JSON documents, or a List),
 // decoding data (base64) and stringData. Every document is read: a syntax
-// error in any of them is refused, naming the document.
+// error in any of them is refused, naming the document. It reads r to
+// its end: the caller bounds r (io.LimitReader, or a file read with a cap,
+// as the CLI reads every input up to --max-input-size).
 func ReadSecrets(r io.Reader) ([]Secret, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {

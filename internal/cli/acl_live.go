@@ -50,7 +50,7 @@ func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 		Names: pveapi.Names{URL: "--url", TokenID: "--token-id", CA: "--ca-file", Insecure: "--insecure-skip-tls-verify"}}
 	var err error
 	if f.caFile != "" {
-		if cfg.CAPEM, err = readSmallFile(f.caFile); err != nil {
+		if cfg.CAPEM, err = readInput(app, f.caFile); err != nil {
 			return nil, "", fmt.Errorf("cannot read --ca-file: %w", err)
 		}
 	}
@@ -59,7 +59,7 @@ func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 	} else if err != nil {
 		return nil, "", err
 	}
-	if cfg.Secret, err = f.secret(); err != nil {
+	if cfg.Secret, err = f.secret(app); err != nil {
 		return nil, "", err
 	}
 	c, err := pveapi.New(cfg)
@@ -102,12 +102,12 @@ func (f *liveFlags) fromEnv() error {
 	return nil
 }
 
-func (f *liveFlags) secret() (string, error) {
+func (f *liveFlags) secret(app *App) (string, error) {
 	switch {
 	case f.tokenSecret != "" && f.tokenSecretFile != "":
 		return "", errors.New("pass the token secret once: --token-secret or --token-secret-file")
 	case f.tokenSecretFile != "":
-		b, err := readSmallFile(f.tokenSecretFile)
+		b, err := readInput(app, f.tokenSecretFile)
 		if err != nil {
 			return "", fmt.Errorf("cannot read the token secret: %w", err)
 		}

@@ -124,7 +124,7 @@ finding is an error.`,
 			}
 			findings := credlint.Lint(secrets)
 			if probe {
-				p, err := prober(caFile)
+				p, err := prober(app, caFile)
 				if err != nil {
 					return err
 				}
@@ -148,11 +148,11 @@ finding is an error.`,
 	return cmd
 }
 
-func prober(caFile string) (credlint.Prober, error) {
+func prober(app *App, caFile string) (credlint.Prober, error) {
 	if caFile == "" {
 		return credlint.Prober{}, nil
 	}
-	pem, err := readSmallFile(caFile)
+	pem, err := readInput(app, caFile)
 	if err != nil {
 		return credlint.Prober{}, fmt.Errorf("cannot read %s: %w", caFile, err)
 	}
