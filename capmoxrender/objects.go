@@ -15,10 +15,21 @@ import (
 // Objects is an in-memory SubstrateLookup and NetworkLookup over a list of
 // live objects, such as the file given to --lookup. It keeps real state:
 // Add replaces an object with the same kind, namespace and name. Err, when
-// set, is returned by every lookup (to test lookup failures).
+// set, is returned by every lookup (to test lookup failures). Objects are
+// indexed by group, kind, namespace and name: Add and every lookup take
+// the same time however many objects there are.
 type Objects struct {
 	items []*unstructured.Unstructured
+	index map[objectKey]int // into items
 	Err   error
+}
+
+// objectKey is what tells two objects apart.
+type objectKey struct{ group, kind, namespace, name string }
+
+func keyOf(u *unstructured.Unstructured) objectKey {
+	gk := u.GroupVersionKind().GroupKind()
+	return objectKey{gk.Group, gk.Kind, u.GetNamespace(), u.GetName()}
 }
 
 var (
@@ -76,33 +87,35 @@ func (o *Objects) Items() []*unstructured.Unstructured { return o.items }
 
 // Add stores u, replacing an object of the same group, kind, namespace and name.
 func (o *Objects) Add(u *unstructured.Unstructured) {
-	gk := u.GroupVersionKind().GroupKind()
-	for i, have := range o.items {
-		if have.GroupVersionKind().GroupKind() == gk && have.GetNamespace() == u.GetNamespace() && have.GetName() == u.GetName() {
-			o.items[i] = u
-			return
-		}
+	if o.index == nil {
+		o.index = map[objectKey]int{}
 	}
+	k := keyOf(u)
+	if i, ok := o.index[k]; ok {
+		o.items[i] = u
+		return
+	}
+	o.index[k] = len(o.items)
 	o.items = append(o.items, u)
 }
 
 // Delete removes the object of group and kind named namespace/name.
 func (o *Objects) Delete(group, kind, namespace, name string) {
-	for i, u := range o.items {
-		gvk := u.GroupVersionKind()
-		if gvk.Group == group && gvk.Kind == kind && u.GetNamespace() == namespace && u.GetName() == name {
-			o.items = append(o.items[:i], o.items[i+1:]...)
-			return
-		}
+	k := objectKey{group, kind, namespace, name}
+	i, ok := o.index[k]
+	if !ok {
+		return
+	}
+	delete(o.index, k)
+	o.items = append(o.items[:i], o.items[i+1:]...)
+	for j := i; j < len(o.items); j++ {
+		o.index[keyOf(o.items[j])] = j
 	}
 }
 
 func (o *Objects) get(group, kind, namespace, name string) *unstructured.Unstructured {
-	for _, u := range o.items {
-		gvk := u.GroupVersionKind()
-		if gvk.Group == group && gvk.Kind == kind && u.GetNamespace() == namespace && u.GetName() == name {
-			return u
-		}
+	if i, ok := o.index[objectKey{group, kind, namespace, name}]; ok {
+		return o.items[i]
 	}
 	return nil
 }
