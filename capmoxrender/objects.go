@@ -51,33 +51,52 @@ func ReadObjects(r io.Reader) (*Objects, error) {
 	return ReadObjectsBytes(data)
 }
 
-// ReadObjectsBytes is ReadObjects over a byte slice.
+// ReadObjectsBytes is ReadObjects over a byte slice. An object given twice
+// (the same group, kind, namespace and name) is refused, naming both
+// places: which of the two is live cannot be told, and keeping either
+// would drop the other without a word.
 func ReadObjectsBytes(b []byte) (*Objects, error) {
 	docs, err := strictyaml.Documents(b)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the lookup objects: %w: %w", ErrInput, err)
 	}
 	o := &Objects{}
+	seen := map[objectKey]string{}
+	add := func(u *unstructured.Unstructured, at string) error {
+		k := keyOf(u)
+		if first, ok := seen[k]; ok {
+			return errorf("cannot read the lookup objects: %w: %s %q is in %s and again in %s: an object may be given once; remove one of the two",
+				ErrInput, termsafe.Cut(k.kind), k.namespace+"/"+k.name, first, at)
+		}
+		seen[k] = at
+		o.Add(u)
+		return nil
+	}
 	for _, d := range docs {
 		var m map[string]any
 		if err := strictyaml.UnmarshalJSON(d.JSON, &m); err != nil {
 			return nil, fmt.Errorf("cannot read lookup document %d: %w: %w", d.Index, ErrInput, err)
 		}
 		u := &unstructured.Unstructured{Object: m}
+		at := fmt.Sprintf("document %d (line %d)", d.Index, d.Line)
 		if u.IsList() {
 			l, err := u.ToList()
 			if err != nil {
 				return nil, fmt.Errorf("cannot read lookup list %d: %w: %w", d.Index, ErrInput, err)
 			}
 			for j := range l.Items {
-				o.Add(&l.Items[j])
+				if err := add(&l.Items[j], fmt.Sprintf("item %d of the List in %s", j+1, at)); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
 		if u.GetKind() == "" || u.GetName() == "" {
 			return nil, fmt.Errorf("cannot read lookup document %d: %w: an object needs kind and metadata.name", d.Index, ErrInput)
 		}
-		o.Add(u)
+		if err := add(u, at); err != nil {
+			return nil, err
+		}
 	}
 	return o, nil
 }
