@@ -58,7 +58,7 @@ func TaskPath(node, upid string) string {
 	if n, ok := UPIDNode(upid); ok {
 		node = n
 	}
-	return "/nodes/" + url.PathEscape(node) + "/tasks/" + url.PathEscape(upid)
+	return Path("nodes", node, "tasks", upid)
 }
 
 // Tasks follows PVE tasks through a Client.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -381,15 +380,15 @@ func apply(ctx context.Context, c pveapi.Client, ch Change) error {
 	case AddResource:
 		return c.Post(ctx, "/cluster/ha/resources", map[string]string{"sid": ch.SID, "state": "started", "comment": ch.Comment}, nil)
 	case UpdateResource:
-		return c.Put(ctx, "/cluster/ha/resources/"+url.PathEscape(ch.SID), map[string]string{"comment": ch.Comment}, nil)
+		return c.Put(ctx, pveapi.Path("cluster", "ha", "resources", ch.SID), map[string]string{"comment": ch.Comment}, nil)
 	case RemoveResource:
-		return c.Delete(ctx, "/cluster/ha/resources/"+url.PathEscape(ch.SID), nil)
+		return c.Delete(ctx, pveapi.Path("cluster", "ha", "resources", ch.SID), nil)
 	case CreateRule:
 		return c.Post(ctx, "/cluster/ha/rules", ruleForm(ch, true), nil)
 	case UpdateRule:
-		return c.Put(ctx, "/cluster/ha/rules/"+url.PathEscape(ch.Rule), ruleForm(ch, false), nil)
+		return c.Put(ctx, pveapi.Path("cluster", "ha", "rules", ch.Rule), ruleForm(ch, false), nil)
 	case DeleteRule:
-		return c.Delete(ctx, "/cluster/ha/rules/"+url.PathEscape(ch.Rule), nil)
+		return c.Delete(ctx, pveapi.Path("cluster", "ha", "rules", ch.Rule), nil)
 	}
 	return fmt.Errorf("unknown change %q", ch.Op)
 }
@@ -416,7 +415,7 @@ func Release(ctx context.Context, c pveapi.Client, vmid int) (bool, error) {
 	if !slices.ContainsFunc(list, func(r Resource) bool { return r.SID == sid }) {
 		return false, nil
 	}
-	if err := c.Delete(ctx, "/cluster/ha/resources/"+url.PathEscape(sid), nil); err != nil {
+	if err := c.Delete(ctx, pveapi.Path("cluster", "ha", "resources", sid), nil); err != nil {
 		if strings.Contains(err.Error(), "not HA managed") {
 			return false, nil
 		}

@@ -174,7 +174,7 @@ type pendingEntry struct {
 func pendingChanges(ctx context.Context, c pveapi.Client, p *Plan) (own []string, foreign error, err error) {
 	for _, kind := range []string{"zones", "vnets"} {
 		var items []pendingEntry
-		if err := c.Get(ctx, "/cluster/sdn/"+kind+"?pending=1", &items); err != nil {
+		if err := c.Get(ctx, pveapi.Path("cluster", "sdn", kind)+"?pending=1", &items); err != nil {
 			return nil, nil, fmt.Errorf("cannot read the pending SDN %s: %s", kind, errText(err))
 		}
 		for _, it := range items {
@@ -322,7 +322,7 @@ func nodeReload(ctx context.Context, c pveapi.Client, node string, since time.Ti
 	q := url.Values{"typefilter": {"srvreload"}, "userfilter": {"root@pam"}, "source": {"all"},
 		"since": {strconv.FormatInt(since.Unix(), 10)}}
 	var tasks []taskEntry
-	if err := c.Get(ctx, "/nodes/"+url.PathEscape(node)+"/tasks?"+q.Encode(), &tasks); err != nil {
+	if err := c.Get(ctx, pveapi.Path("nodes", node, "tasks")+"?"+q.Encode(), &tasks); err != nil {
 		return NodeResult{Node: node, Status: "unknown: " + errText(err)}
 	}
 	if len(tasks) == 0 {

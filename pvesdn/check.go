@@ -3,7 +3,6 @@ package pvesdn
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -171,7 +170,7 @@ func Check(ctx context.Context, c pveapi.Client, z Zone) (*Report, error) {
 	sort.Slice(nodes, func(a, b int) bool { return nodes[a].Node < nodes[b].Node })
 	for _, n := range nodes {
 		var ifaces []iface
-		err := g.get(ctx, "/nodes/"+url.PathEscape(n.Node)+"/network", &ifaces)
+		err := g.get(ctx, pveapi.Path("nodes", n.Node, "network"), &ifaces)
 		if err != nil {
 			msg := errText(err)
 			r.Nodes = append(r.Nodes, NodeView{Name: n.Node, Error: msg})

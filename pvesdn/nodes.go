@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -102,7 +101,7 @@ type zoneContentEntry struct {
 
 func zoneOnNode(ctx context.Context, c pveapi.Client, node, zone string) NodeZone {
 	nz := NodeZone{Node: node}
-	path := "/nodes/" + url.PathEscape(node) + "/sdn/zones"
+	path := pveapi.Path("nodes", node, "sdn", "zones")
 	var zones []nodeZoneEntry
 	if err := c.Get(ctx, path, &zones); err != nil {
 		nz.Err = errText(err)
@@ -117,7 +116,7 @@ func zoneOnNode(ctx context.Context, c pveapi.Client, node, zone string) NodeZon
 		return nz
 	}
 	var content []zoneContentEntry
-	if err := c.Get(ctx, path+"/"+url.PathEscape(zone)+"/content", &content); err != nil {
+	if err := c.Get(ctx, pveapi.Path("nodes", node, "sdn", "zones", zone, "content"), &content); err != nil {
 		nz.Err = errText(err)
 		return nz
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // ImageFormat is the disk format of the Image Factory artefact that create
@@ -289,13 +291,16 @@ func (l Leftover) String() string {
 	return what
 }
 
-// API paths, relative to /api2/json.
-func vmPath(node string, vmid int) string { return "/nodes/" + node + "/qemu/" + strconv.Itoa(vmid) }
-
-func storagePath(node, storage string) string { return "/nodes/" + node + "/storage/" + storage }
-
-func contentPath(node, storage, volid string) string {
-	return storagePath(node, storage) + "/content/" + volid
+// API paths, relative to /api2/json, built by pveapi.Path: a node,
+// storage, volume or UPID from an answer stays one path segment.
+func vmPath(node string, vmid int) string {
+	return pveapi.Path("nodes", node, "qemu", strconv.Itoa(vmid))
 }
 
-func taskPath(node, upid string) string { return "/nodes/" + node + "/tasks/" + upid }
+func storagePath(node, storage string) string { return pveapi.Path("nodes", node, "storage", storage) }
+
+func contentPath(node, storage, volid string) string {
+	return pveapi.Path("nodes", node, "storage", storage, "content", volid)
+}
+
+func taskPath(node, upid string) string { return pveapi.TaskPath(node, upid) }

@@ -256,7 +256,7 @@ func (r *creator) create(ctx context.Context, log func(string)) error {
 		"Datastore.AllocateSpace on /storage/%s, and Datastore.AllocateSpace or Datastore.Audit on /storage/%s to import the image",
 		s.VMID, s.Storage, r.res.ImportStorage)
 	r.created = true
-	return r.task(ctx, StepCreate, "POST", "/nodes/"+r.res.Node+"/qemu", needs, params, log)
+	return r.task(ctx, StepCreate, "POST", pveapi.Path("nodes", r.res.Node, "qemu"), needs, params, log)
 }
 
 func (r *creator) resize(ctx context.Context, log func(string)) error {

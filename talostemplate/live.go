@@ -101,7 +101,7 @@ func readNodes(ctx context.Context, c pveapi.Client) ([]string, error) {
 // readStorages lists the storages enabled on a node that the token sees.
 func readStorages(ctx context.Context, c pveapi.Client, node string) ([]storageEntry, error) {
 	var ss []storageEntry
-	path := "/nodes/" + node + "/storage?enabled=1"
+	path := pveapi.Path("nodes", node, "storage") + "?enabled=1"
 	if err := c.Get(ctx, path, &ss); err != nil {
 		return nil, fmt.Errorf("cannot list the storages of node %s (GET %s): %w", node, path, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pvepath"
 )
 
 // Outcome is what applying one change did.
@@ -288,9 +289,9 @@ func (a *applier) do(ctx context.Context, ch tenantplan.Change, res *Result) (Ou
 	return "", fmt.Errorf("%w: unknown operation %q", tenantplan.ErrRefused, ch.Op)
 }
 
-func userPath(uid string) string { return "/access/users/" + url.PathEscape(uid) }
+func userPath(uid string) string { return pvepath.Path("access", "users", uid) }
 func tokenPath(uid, name string) string {
-	return userPath(uid) + "/token/" + url.PathEscape(name)
+	return pvepath.Path("access", "users", uid, "token", name)
 }
 
 func applied(err error) (Outcome, error) {
@@ -342,7 +343,7 @@ func (a *applier) role(ctx context.Context, ch tenantplan.Change) (Outcome, erro
 			return applied(err)
 		}
 	}
-	return applied(a.c.Put(ctx, "/access/roles/"+url.PathEscape(ch.Role), map[string]any{"privs": privs}, nil))
+	return applied(a.c.Put(ctx, pvepath.Path("access", "roles", ch.Role), map[string]any{"privs": privs}, nil))
 }
 
 // createToken creates a privilege-separated token and stores its secret.

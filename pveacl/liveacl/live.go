@@ -12,6 +12,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pvepath"
 )
 
 // ErrIncompleteView reports that the reading token cannot see the whole cluster, so
@@ -191,7 +192,7 @@ func readVolumes(ctx context.Context, c Client, rs []snapshotResource) ([]snapsh
 			VolID string `json:"volid"`
 			VMID  int    `json:"vmid"`
 		}
-		path := "/nodes/" + url.PathEscape(r.Node) + "/storage/" + url.PathEscape(r.Storage) + "/content"
+		path := pvepath.Path("nodes", r.Node, "storage", r.Storage, "content")
 		if err := c.Get(ctx, path, &vols); err != nil {
 			return nil, fmt.Errorf("cannot list the volumes of storage %s (GET %s): %w", r.Storage, path, err)
 		}
