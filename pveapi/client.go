@@ -89,6 +89,9 @@ type Config struct {
 // Names spells Config's inputs in messages.
 type Names struct {
 	URL, TokenID, CA, Insecure string
+	// Secret names where the secret came from, such as
+	// "--token-secret-file admin.secret"; empty reads "the token secret".
+	Secret string
 }
 
 func (n Names) or() Names {
@@ -103,6 +106,9 @@ func (n Names) or() Names {
 	}
 	if n.Insecure == "" {
 		n.Insecure = "skipping TLS verification"
+	}
+	if n.Secret == "" {
+		n.Secret = "the token secret"
 	}
 	return n
 }
@@ -177,6 +183,9 @@ func (cfg Config) httpClient() (*http.Client, string, error) {
 	if cfg.Secret == "" {
 		return nil, "", refuse(ErrConfig, "the token secret of %s is empty", RedactTokenID(cfg.TokenID))
 	}
+	if err := checkSecret(cfg.Secret, cfg.Names.or().Secret); err != nil {
+		return nil, "", err
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		rt = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tc, ForceAttemptHTTP2: true,
@@ -191,6 +200,20 @@ func (cfg Config) httpClient() (*http.Client, string, error) {
 		limit = MaxResponseBytes
 	}
 	return &http.Client{Transport: capped{next: rt, limit: limit}, Timeout: timeout, CheckRedirect: sameOrigin}, base, nil
+}
+
+// checkSecret refuses a secret with a control character (a tab, a
+// newline, an escape, DEL), which no HTTP header may carry, naming where
+// the secret came from and the byte, never the secret: without it the
+// request fails in net/http with 'invalid header field value for
+// "Authorization"', which says nothing of the secret.
+func checkSecret(secret, name string) error {
+	i := strings.IndexFunc(secret, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	if i < 0 {
+		return nil
+	}
+	return refuse(ErrConfig, "%s holds the control character 0x%02x at byte %d of the secret: an API token secret is printable text (Proxmox VE's are UUIDs), and no request can carry it; write the secret alone, as Proxmox VE showed it",
+		name, secret[i], i+1)
 }
 
 func (cfg Config) tlsConfig(names Names) (*tls.Config, error) {

@@ -207,8 +207,17 @@ func (l *linter) value(key string) (string, bool) {
 	if v != strings.TrimSpace(v) {
 		l.add(key, Error, "Whitespace", key+" has leading or trailing whitespace (often a newline from echo)", "write the value without it, e.g. with printf or kubectl create secret --from-literal")
 	}
-	return strings.TrimSpace(v), true
+	v = strings.TrimSpace(v)
+	if i := strings.IndexFunc(v, isControl); i >= 0 {
+		l.add(key, Error, "ControlCharacter", fmt.Sprintf("%s holds the control character 0x%02x at byte %d, which no HTTP header can carry", key, v[i], i+1),
+			"write the value alone, as Proxmox VE showed it")
+	}
+	return v, true
 }
+
+// isControl reports the bytes no HTTP header value may hold: C0 controls
+// (tab and newline among them) and DEL.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func (l *linter) capmox(k keys) {
 	if u, ok := l.value(k.url); ok {

@@ -61,6 +61,9 @@ func (p Prober) Probe(ctx context.Context, s Secret) Finding {
 	if parsed, perr := url.Parse(u); perr != nil || parsed.User != nil {
 		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot probe: %s carries user information, which would be sent to the API", key), "fix the findings above first")
 	}
+	if strings.ContainsFunc(strings.TrimSpace(id)+strings.TrimSpace(secret), isControl) {
+		return fail(f, "ProbeImpossible", "cannot probe: the token id or secret holds a control character, which no request can carry", "fix the findings above first")
+	}
 	timeout := p.Timeout
 	if timeout == 0 {
 		timeout = 10 * time.Second

@@ -53,9 +53,10 @@ func (f *haFlags) client(app *App) (pveapi.Client, error) {
 		}
 	}
 	// The file's first line, read as acl's --token-secret-file is.
-	if cfg.Secret, err = (&liveFlags{tokenSecretFile: f.secretFile}).secret(app); err != nil {
-		return nil, fmt.Errorf("--proxmox-token-secret-file: %w", err)
+	if cfg.Secret, err = readSecretFile(app, "--proxmox-token-secret-file", f.secretFile); err != nil {
+		return nil, err
 	}
+	cfg.Names.Secret = "--proxmox-token-secret-file " + f.secretFile
 	return pveapi.New(cfg)
 }
 
