@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -226,7 +229,10 @@ func (o *Objects) ProxmoxNetwork(_ context.Context, namespace, name string) (Pro
 	if u == nil {
 		return ProxmoxNetwork{}, false, nil
 	}
-	n := networkFromUnstructured(u)
+	n, err := networkFromUnstructured(u)
+	if err != nil {
+		return ProxmoxNetwork{}, false, err
+	}
 	vnet, err := networkVNet(u)
 	if err != nil {
 		return ProxmoxNetwork{}, false, err
@@ -249,24 +255,42 @@ func networkVNet(u *unstructured.Unstructured) (string, error) {
 	field := "status.vnet"
 	v, ok := raw.(string)
 	if !ok {
-		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet is %T %v, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN",
-			u.GetNamespace(), u.GetName(), raw, termsafe.Cut(fmt.Sprint(raw)))
+		return "", refuse(field, "ProxmoxNetwork %s: status.vnet is %T %v, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), raw, termsafe.Cut(fmt.Sprint(raw)))
 	}
 	if v != "" && !vnetID.MatchString(v) {
-		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)",
-			u.GetNamespace(), u.GetName(), v)
+		return "", refuse(field, "ProxmoxNetwork %s: status.vnet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), v)
 	}
 	return v, nil
 }
 
-func networkFromUnstructured(u *unstructured.Unstructured) ProxmoxNetwork {
-	st, _, _ := unstructured.NestedMap(u.Object, "status")
+// networkFromUnstructured reads the status fields the render uses. A field
+// of the wrong type (a vlan written "3900", a bridge that is a number) is
+// refused by its path rather than read as absent, which would report the
+// network as having no VLAN yet.
+func networkFromUnstructured(u *unstructured.Unstructured) (ProxmoxNetwork, error) {
 	n := ProxmoxNetwork{}
-	n.Bridge, _, _ = unstructured.NestedString(st, "bridge")
-	n.Gateway, _, _ = unstructured.NestedString(st, "gateway")
-	n.VLAN = nestedInt(st, "vlan")
-	n.MTU = nestedInt(st, "mtu")
-	n.Prefix = nestedInt(st, "prefix")
+	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status")
+	if !found || raw == nil {
+		return n, nil
+	}
+	st, ok := raw.(map[string]any)
+	if !ok {
+		return n, refuse("status", "ProxmoxNetwork %s: status is %s, not a mapping: give the object as kubectl get -o yaml prints it",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), kindOf(raw))
+	}
+	var err error
+	for field, p := range map[string]*string{"bridge": &n.Bridge, "gateway": &n.Gateway} {
+		if *p, err = statusString(u, st, field); err != nil {
+			return n, err
+		}
+	}
+	for field, p := range map[string]*int{"vlan": &n.VLAN, "mtu": &n.MTU, "prefix": &n.Prefix} {
+		if *p, err = statusInt(u, st, field); err != nil {
+			return n, err
+		}
+	}
 	conds, _, _ := unstructured.NestedSlice(st, "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
@@ -278,17 +302,61 @@ func networkFromUnstructured(u *unstructured.Unstructured) ProxmoxNetwork {
 		msg, _ := m["message"].(string)
 		n.Ready = &Condition{Status: s, Reason: r, Message: msg}
 	}
-	return n
+	return n, nil
 }
 
-func nestedInt(m map[string]any, field string) int {
-	switch v := m[field].(type) {
-	case int64:
-		return int(v)
-	case float64:
-		return int(v)
-	case int:
-		return v
+// statusString reads status.<field>, a string or absent.
+func statusString(u *unstructured.Unstructured, st map[string]any, field string) (string, error) {
+	switch v := st[field].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	default:
+		return "", refuse("status."+field, "ProxmoxNetwork %s: status.%s is %s %s, not a string: give the value the controller reports",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), field, kindOf(v), termsafe.Cut(fmt.Sprint(v)))
 	}
-	return 0
+}
+
+// statusInt reads status.<field>, a whole number or absent.
+func statusInt(u *unstructured.Unstructured, st map[string]any, field string) (int, error) {
+	name := termsafe.Cut(u.GetNamespace() + "/" + u.GetName())
+	switch v := st[field].(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		if v >= math.MinInt32 && v <= math.MaxInt32 {
+			return int(v), nil
+		}
+	case float64:
+		if v == math.Trunc(v) && v >= math.MinInt32 && v <= math.MaxInt32 {
+			return int(v), nil
+		}
+	case string:
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is the string %s: it must be an integer, written without quotes (%s: %d, not %s: %s)",
+				name, field, termsafe.Quote(v), field, n, field, termsafe.Quote(v))
+		}
+		return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is the string %s: it must be an integer", name, field, termsafe.Quote(v))
+	default:
+		return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is %s %s: it must be an integer", name, field, kindOf(v), termsafe.Cut(fmt.Sprint(v)))
+	}
+	return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is %v: it must be a whole number within 32 bits", name, field, st[field])
+}
+
+// kindOf names a decoded JSON value's kind as YAML readers know it.
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
 }
