@@ -220,3 +220,40 @@ func TestTemplateSelectResourcesBound(t *testing.T) {
 		t.Errorf("the same file under 32Mi: exit %d, stdout %.300q, stderr %.300q", code, out, errOut)
 	}
 }
+
+// TestTalosTagOneRule: a tag naming another Talos release than the one
+// booted is refused alike by template print and template create (for the
+// template's tags and --talos-version) and by render nodes (for a pool's
+// templateTags and talos.version), through capmox.MismatchedTalosTag;
+// the control, the release's own tag, is admitted by all three.
+func TestTalosTagOneRule(t *testing.T) {
+	pool := mustRead(t, filepath.Join(scenarios, "scenarios", "nodes-raw", "input.yaml"))
+	other := strings.Replace(pool, "talos-v1.13.6]", "talos-v1.12.0]", 1)
+	dir := writeFiles(t, map[string]string{"pool.yaml": pool, "other.yaml": other})
+	spec := []string{"--talos-version", "v1.13.6", "--schematic-id", guestAgentID}
+	printArgs := func(tags string) []string {
+		return append([]string{"template", "print", "9000", "local-lvm", "--tags", tags}, spec...)
+	}
+	// create is refused before it connects: its URL answers nothing.
+	createArgs := func(tags string) []string {
+		return append([]string{"template", "create", "9000", "local-lvm", "--tags", tags, "--url", "https://127.0.0.1:1", "--token-id", "root@pam!pxs", "--token-secret", "s"}, spec...)
+	}
+	const wantTemplate = `Error: template tag talos-v1.12.0 names another Talos release than the template boots (v1.13.6) (a pool installing v1.13.6 whose templateTags carry talos-v1.12.0 is refused by render nodes; tag the template talos-v1.13.6, or build it of that release)` + "\n"
+	for _, args := range [][]string{printArgs("cozystack,talos,talos-v1.12.0"), createArgs("cozystack,talos,talos-v1.12.0")} {
+		if _, errOut, code := talosRun(t, "", args...); code != 1 || errOut != wantTemplate {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and %q", args[1], code, errOut, wantTemplate)
+		}
+	}
+	if _, errOut, code := talosRun(t, "", "render", "nodes", "-f", filepath.Join(dir, "other.yaml")); code != 1 || !strings.Contains(errOut, `proxmox.templateTags[3] is "talos-v1.12.0", but the workers install Talos v1.13.6`) {
+		t.Errorf("render nodes: exit %d, stderr %q", code, errOut)
+	}
+	if out, errOut, code := talosRun(t, "", printArgs("cozystack,talos,talos-v1.13.6")...); code != 0 || !strings.Contains(out, "talos-v1.13.6") {
+		t.Errorf("the control, template print: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := talosRun(t, "", createArgs("cozystack,talos,talos-v1.13.6")...); code != 1 || strings.Contains(errOut, "Talos release") || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("the control, template create, reaches the connection: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := talosRun(t, "", "render", "nodes", "-f", filepath.Join(dir, "pool.yaml")); code != 0 {
+		t.Errorf("the control, render nodes: exit %d, stderr %q", code, errOut)
+	}
+}
