@@ -3,6 +3,7 @@ package capmoxrender_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
@@ -35,6 +36,37 @@ func TestSmallInstanceTypeNamed(t *testing.T) {
 			var r *capmoxrender.RefusalError
 			if errors.As(err, &r) && r.Field != tc.field {
 				t.Errorf("the refusal names field %q, want %q", r.Field, tc.field)
+			}
+		})
+	}
+}
+
+// TestTimeoutBounds: each way a pool timeout can be wrong has its own
+// message: too large names the bound (596524h is one hour past it), not
+// "zero or negative"; the control, the bound itself, renders.
+func TestTimeoutBounds(t *testing.T) {
+	cases := map[string]struct{ value, want string }{
+		"AtTheBound": {value: "596523h14m7s"},
+		"TooLarge":   {value: "596524h", want: `nodeStartupTimeout "596524h" is too large: the most is 596523h14m7s (2^31-1 seconds, what the MachineHealthCheck's 32-bit seconds fields hold)`},
+		"Zero":       {value: "0s", want: `nodeStartupTimeout "0s" must be a positive whole number of seconds, minutes or hours such as 5m: a zero or negative timeout would remediate the moment the condition flips`},
+		"Negative":   {value: "-5m", want: `nodeStartupTimeout "-5m" must be a positive whole number`},
+		"Fraction":   {value: "1500ms", want: `nodeStartupTimeout "1500ms" is not a whole number of seconds: write it in seconds, minutes or hours such as 90s or 5m`},
+		"NotADur":    {value: "ten minutes", want: `nodeStartupTimeout "ten minutes" is not a duration: write a positive whole number of seconds, minutes or hours such as 5m or 1h30m`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := validNodes()
+			n.Spec.NodeStartupTimeout = tc.value
+			_, err := capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("the control: %v", err)
+				}
+				return
+			}
+			var r *capmoxrender.RefusalError
+			if !errors.As(err, &r) || r.Field != "nodeStartupTimeout" || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("got %v, want a refusal of nodeStartupTimeout beginning %q", err, tc.want)
 			}
 		})
 	}
