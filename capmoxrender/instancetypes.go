@@ -146,7 +146,7 @@ func planSizing(p *nodesPlan, s NodesSpec, o Options) error {
 			memoryField, p.memoryMiB, MinWorkerMemoryMiB)
 	}
 	if p.cores > ManyCores {
-		o.warn(fmt.Sprintf("%s gives each worker %d vCPUs: Proxmox VE starts a VM only on a node with at least as many logical CPUs (qemu-server refuses with \"MAX n vcpus allowed per VM on this node\"), and capmox may place a worker on any node the pool allows: check that each of them has %d logical CPUs", cpuField, p.cores, p.cores))
+		o.warnf("%s gives each worker %d vCPUs: Proxmox VE starts a VM only on a node with at least as many logical CPUs (qemu-server refuses with \"MAX n vcpus allowed per VM on this node\"), and capmox may place a worker on any node the pool allows: check that each of them has %d logical CPUs", cpuField, p.cores, p.cores)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // DefaultTimeout bounds one request, its answer read whole, when
@@ -52,8 +53,10 @@ type configError struct {
 func (e *configError) Error() string   { return e.msg }
 func (e *configError) Unwrap() []error { return []error{ErrConfig, e.kind} }
 
+// refuse builds a configError; a %q of an input (a URL, a token id) is
+// cut as termsafe.Quote cuts it.
 func refuse(kind error, format string, args ...any) error {
-	return &configError{msg: fmt.Sprintf(format, args...), kind: kind}
+	return &configError{msg: fmt.Sprintf(format, termsafe.QuoteArgs(args...)...), kind: kind}
 }
 
 // Config is how a client reaches one Proxmox VE API with an API token.

@@ -9,8 +9,9 @@
 //
 // go-proxmox's *proxmox.Client satisfies Client; tests pass the same
 // client pointed at pveapi/pveapitest. Besides the standard library the
-// package imports go-proxmox and pveacl's identifier grammar; nothing
-// under pveacl imports it back.
+// package imports go-proxmox, pveacl's identifier grammar, termsafe (its
+// messages cut what they echo) and pvepath (Path); nothing under
+// pveacl imports it back.
 package pveapi
 
 import (

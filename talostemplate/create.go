@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // ImageFormat is the disk format of the Image Factory artefact that create
@@ -176,8 +177,8 @@ func (o CreateOptions) withDefaults() (CreateOptions, error) {
 		o.ImageFormat = ImageRaw
 	}
 	if o.ImageFormat != ImageRaw && o.ImageFormat != ImageQCOW2 {
-		return o, fmt.Errorf("image format %q is not an uncompressed factory artefact: use %s or %s (download-url cannot decompress for import)",
-			o.ImageFormat, ImageRaw, ImageQCOW2)
+		return o, fmt.Errorf("image format %s is not an uncompressed factory artefact: use %s or %s (download-url cannot decompress for import)",
+			termsafe.Quote(string(o.ImageFormat)), ImageRaw, ImageQCOW2)
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
@@ -269,6 +270,8 @@ func taskLeftover(node, upid string) Leftover {
 
 // String says what is left and how to remove it, in one line.
 func (l Leftover) String() string {
+	// Every field comes from the API: each is cut as termsafe cuts a value.
+	l.VolID, l.Node, l.Command, l.API, l.UPID = termsafe.Cut(l.VolID), termsafe.Cut(l.Node), termsafe.Cut(l.Command), termsafe.Cut(l.API), termsafe.Cut(l.UPID)
 	var what string
 	switch l.Kind {
 	case LeftImage:

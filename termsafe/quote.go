@@ -5,6 +5,7 @@ import (
 	"io"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -81,4 +82,65 @@ func QuoteArgs(args ...any) []any {
 		}
 	}
 	return out
+}
+
+// Cutted is a value that every verb prints cut: %q as Quote, %s and %v as
+// Cut (flags and width are not applied).
+type Cutted string
+
+// Format implements fmt.Formatter.
+func (c Cutted) Format(f fmt.State, verb rune) {
+	if verb == 'q' {
+		_, _ = io.WriteString(f, Quote(string(c)))
+		return
+	}
+	_, _ = io.WriteString(f, Cut(string(c)))
+}
+
+// CutArgs is QuoteArgs for a message whose every string argument comes
+// from an input or an API answer (names, states, an API's error text):
+// each plain string, and each string list, is Cutted, so that %s prints it
+// cut as well as %q. A sentence the code wrote that may be longer than
+// MaxQuoted must not be passed through it. args is not changed.
+func CutArgs(args ...any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+		switch a.(type) {
+		case fmt.Formatter, fmt.Stringer, error:
+			continue
+		}
+		switch v := reflect.ValueOf(a); {
+		case !v.IsValid():
+		case v.Kind() == reflect.String:
+			out[i] = Cutted(v.String())
+		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
+			out[i] = Cutted(fmt.Sprint(a))
+		}
+	}
+	return out
+}
+
+// MaxLine is the longest line CutLines leaves whole: a message of a few
+// sentences, each value in it cut at MaxQuoted, is far shorter.
+const MaxLine = 4096
+
+// CutLines cuts each line of s longer than MaxLine as Cut cuts a value,
+// at MaxLine bytes: the last bound on a message printed whole, for text
+// no caller could cut (an API's error body wrapped in an error).
+func CutLines(s string) string {
+	if len(s) <= MaxLine {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if len(l) > MaxLine {
+			n := MaxLine
+			for n > 0 && !utf8.RuneStart(l[n]) {
+				n--
+			}
+			lines[i] = fmt.Sprintf("%s... (%d more bytes)", l[:n], len(l)-n)
+		}
+	}
+	return strings.Join(lines, "\n")
 }

@@ -32,7 +32,7 @@ func (app *App) maxInputBytes() (int64, error) {
 	}
 	q, err := resource.ParseQuantity(v)
 	if err != nil || q.Sign() <= 0 || q.Cmp(resource.MustParse(MaxMaxInput)) > 0 {
-		return 0, usageError{fmt.Errorf("--max-input-size %q: use a positive quantity of at most %s, such as 8Mi or 64Mi", v, MaxMaxInput)}
+		return 0, usageError{errorf("--max-input-size %q: use a positive quantity of at most %s, such as 8Mi or 64Mi", v, MaxMaxInput)}
 	}
 	return q.Value(), nil
 }

@@ -85,7 +85,7 @@ func (o verifyOptions) configs(app *App) (mgmt, tenant *rest.Config, namespace s
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.tenant},
 		&clientcmd.ConfigOverrides{CurrentContext: o.tenantContext}).ClientConfig()
 	if err != nil {
-		return nil, nil, "", usageError{fmt.Errorf("--tenant-kubeconfig %q: %w", o.tenant, err)}
+		return nil, nil, "", usageError{errorf("--tenant-kubeconfig %q: %w", o.tenant, err)}
 	}
 	return mgmt, tenant, namespace, nil
 }
@@ -177,7 +177,7 @@ func newVerifyCmd(app *App) *cobra.Command {
 // their Machines and prints one row each.
 func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if o.capi != "v1beta1" && o.capi != "v1beta2" {
-		return usageError{fmt.Errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", o.capi)}
+		return usageError{errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", o.capi)}
 	}
 	mc, tc, namespace, err := o.configs(app)
 	if err != nil {
@@ -209,7 +209,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 			level = "Error"
 			errs++
 		}
-		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, f.Problem, f.Fix)
+		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, escapeControl(f.Problem), escapeControl(f.Fix))
 	}
 	rows, err := nodeverify.Collect(ctx, m, t, nodeverify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
 	if err != nil {

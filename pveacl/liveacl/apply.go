@@ -14,6 +14,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pvepath"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Outcome is what applying one change did.
@@ -160,7 +161,7 @@ func onCluster(desired *tenantplan.Tenants, observed *pveacl.Config) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s; create them first or remove them from the specification", ErrNotOnCluster, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: %s; create them first or remove them from the specification", ErrNotOnCluster, termsafe.Cut(strings.Join(missing, ", ")))
 	}
 	return nil
 }
@@ -180,7 +181,7 @@ func ownStorages(desired *tenantplan.Tenants, observed *pveacl.Config) error {
 	for i, f := range foreign {
 		msgs[i] = f.String()
 	}
-	return fmt.Errorf("%w: %s; give the tenant a storage only its guests use, or move those volumes away", ErrForeignVolumes, strings.Join(msgs, "; "))
+	return fmt.Errorf("%w: %s; give the tenant a storage only its guests use, or move those volumes away", ErrForeignVolumes, termsafe.Cut(strings.Join(msgs, "; ")))
 }
 
 // tokenTenants maps each tenant token id to its tenant's name.
