@@ -70,6 +70,18 @@ func (q Quoted) Format(f fmt.State, verb rune) {
 // bounded, and its %s of a sentence the code wrote is whole. args is not
 // changed.
 func QuoteArgs(args ...any) []any {
+	return wrapArgs(args, func(v reflect.Value) (any, bool) {
+		if v.Kind() == reflect.String {
+			return Quoted(v.String()), true
+		}
+		return nil, false
+	})
+}
+
+// wrapArgs returns a copy of args in which wrap replaces the values it
+// takes; a value that formats or describes itself, an error and nil are
+// kept as they are.
+func wrapArgs(args []any, wrap func(reflect.Value) (any, bool)) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
 		out[i] = a
@@ -77,8 +89,10 @@ func QuoteArgs(args ...any) []any {
 		case fmt.Formatter, fmt.Stringer, error:
 			continue
 		}
-		if v := reflect.ValueOf(a); v.IsValid() && v.Kind() == reflect.String {
-			out[i] = Quoted(v.String())
+		if v := reflect.ValueOf(a); v.IsValid() {
+			if w, ok := wrap(v); ok {
+				out[i] = w
+			}
 		}
 	}
 	return out
@@ -103,22 +117,15 @@ func (c Cutted) Format(f fmt.State, verb rune) {
 // cut as well as %q. A sentence the code wrote that may be longer than
 // MaxQuoted must not be passed through it. args is not changed.
 func CutArgs(args ...any) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		out[i] = a
-		switch a.(type) {
-		case fmt.Formatter, fmt.Stringer, error:
-			continue
-		}
-		switch v := reflect.ValueOf(a); {
-		case !v.IsValid():
+	return wrapArgs(args, func(v reflect.Value) (any, bool) {
+		switch {
 		case v.Kind() == reflect.String:
-			out[i] = Cutted(v.String())
+			return Cutted(v.String()), true
 		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
-			out[i] = Cutted(fmt.Sprint(a))
+			return Cutted(fmt.Sprint(v.Interface())), true
 		}
-	}
-	return out
+		return nil, false
+	})
 }
 
 // MaxLine is the longest line CutLines leaves whole: a message of a few

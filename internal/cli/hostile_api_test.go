@@ -73,12 +73,19 @@ func newHostileAPI(t *testing.T, mode string) *hostileAPI {
 		}
 	}))
 	t.Cleanup(h.tls.Close)
-	h.ca = filepath.Join(t.TempDir(), "ca.pem")
-	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.tls.Certificate().Raw})
-	if err := os.WriteFile(h.ca, block, 0o600); err != nil {
+	h.ca = writeServerCA(t, h.tls)
+	return h
+}
+
+// writeServerCA writes the certificate of a TLS test server to a PEM file
+// for --ca-file and returns its path.
+func writeServerCA(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return path
 }
 
 func (h *hostileAPI) leaks() []string {
@@ -273,10 +280,7 @@ func newNodeNameAPI(t *testing.T, node string) *nodeNameAPI {
 		}
 	}))
 	t.Cleanup(h.tls.Close)
-	h.ca = filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(h.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.tls.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	h.ca = writeServerCA(t, h.tls)
 	return h
 }
 
