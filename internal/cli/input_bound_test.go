@@ -181,3 +181,30 @@ func TestEveryInputFileBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSimApplyFileBounded: a file an apply step of a sim scenario names is
+// read up to --max-input-size too: a regular file over the bound and an
+// endless device are refused by name; the control, a small file, applies.
+func TestSimApplyFileBounded(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"ns.yaml":  "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant-a}\n",
+		"big.yaml": "#" + strings.Repeat("x", 80<<10) + "\n",
+	})
+	scenario := func(file string) string {
+		p := filepath.Join(dir, filepath.Base(file)+".scenario.yaml")
+		if err := os.WriteFile(p, []byte("steps:\n- apply: {file: "+file+"}\n- converge: true\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, errOut, code := run(t, "sim", "-f", scenario(filepath.Join(dir, "ns.yaml")), "--max-input-size", "64Ki"); code != 0 {
+		t.Fatalf("the control: exit %d, stderr %q", code, errOut)
+	}
+	for _, file := range []string{filepath.Join(dir, "big.yaml"), "/dev/zero"} {
+		_, errOut, code := run(t, "sim", "-f", scenario(file), "--max-input-size", "64Ki")
+		want := "cannot read apply file: " + file + " is larger than 64 KiB (--max-input-size); raise the flag"
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and %q", file, code, errOut, want)
+		}
+	}
+}
