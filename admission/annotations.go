@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/samber/lo"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Annotation keys the policies read.
@@ -88,7 +90,7 @@ type EntryError struct {
 }
 
 func (e *EntryError) Error() string {
-	return fmt.Sprintf("entry %d %q is not [<namespace>/]<name>[@<interface>] with DNS labels", e.Index, e.Entry)
+	return fmt.Sprintf("entry %d %s is not [<namespace>/]<name>[@<interface>] with DNS labels", e.Index, termsafe.Quote(e.Entry))
 }
 
 // jsonNamespaceKey finds every "namespace": "<value>" pair of a JSON value.
@@ -146,7 +148,7 @@ func ParseDefaultNetwork(v string) (NetworkRef, error) {
 	ref, ok := parseRef(trimRE2Space(v), true)
 	if !ok {
 		if !strings.Contains(v, "/") {
-			return NetworkRef{}, fmt.Errorf("default network %q: %w", v, ErrNotQualified)
+			return NetworkRef{}, errorf("default network %q: %w", v, ErrNotQualified)
 		}
 		return NetworkRef{}, &EntryError{Entry: v}
 	}
@@ -274,21 +276,21 @@ func parseEntry(i int, e string) (Triple, error) {
 	switch {
 	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
 		if !vnetIDRe.MatchString(parts[0]) {
-			return Triple{}, fmt.Errorf("entry %d %q: VNet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)", i, e, parts[0])
+			return Triple{}, errorf("entry %d %q: VNet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)", i, e, parts[0])
 		}
 		if _, err := strconv.Atoi(parts[1]); err == nil || strings.Trim(parts[1], "0123456789") == "" {
-			return Triple{}, fmt.Errorf("entry %d %q is ambiguous: read as <vnet>/<pool> its pool %q is a number, read as <bridge>/<vlan> it lacks its pool; "+
+			return Triple{}, errorf("entry %d %q is ambiguous: read as <vnet>/<pool> its pool %q is a number, read as <bridge>/<vlan> it lacks its pool; "+
 				"write <bridge>/<vlan>/<pool>, or <vnet>/<pool> with the pool's name", i, e, parts[1])
 		}
 		return Triple{VNet: parts[0], Pool: parts[1]}, nil
 	case len(parts) == 3 && parts[0] != "" && parts[2] != "":
 		vlan, err := strconv.Atoi(parts[1])
 		if err != nil || vlan < 1 || vlan > 4094 || strconv.Itoa(vlan) != parts[1] {
-			return Triple{}, fmt.Errorf("entry %d %q: VLAN %q is not a VLAN ID (1-4094)", i, e, parts[1])
+			return Triple{}, errorf("entry %d %q: VLAN %q is not a VLAN ID (1-4094)", i, e, parts[1])
 		}
 		return Triple{Bridge: parts[0], VLAN: vlan, Pool: parts[2]}, nil
 	}
-	return Triple{}, fmt.Errorf("entry %d %q is not <bridge>/<vlan>/<pool> or <vnet>/<pool>", i, e)
+	return Triple{}, errorf("entry %d %q is not <bridge>/<vlan>/<pool> or <vnet>/<pool>", i, e)
 }
 
 // FormatTriples writes triples as the namespace annotation expects them:
@@ -297,4 +299,10 @@ func FormatTriples(ts []Triple) string {
 	s := lo.Map(ts, func(t Triple, _ int) string { return t.String() })
 	sort.Strings(s)
 	return strings.Join(uniq(s), ",")
+}
+
+// errorf is fmt.Errorf whose %q quotes a string as termsafe.Quote does:
+// an annotation's entry is named in the refusal, never echoed whole.
+func errorf(format string, args ...any) error {
+	return fmt.Errorf(format, termsafe.QuoteArgs(args...)...)
 }

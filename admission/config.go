@@ -82,26 +82,26 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: zones[%d]: set the zone's name", ErrConfig, i))
 		}
 		if z.Bridge == "" {
-			errs = append(errs, fmt.Errorf("%w: zones[%s]: set the zone's bridge", ErrConfig, z.Name))
+			errs = append(errs, fmt.Errorf("%w: zones[%s]: set the zone's bridge", ErrConfig, termsafe.Cut(z.Name)))
 		}
 		bridges[z.Bridge] = true
 		if z.UplinkVLAN != 0 && (z.UplinkVLAN < 1 || z.UplinkVLAN > 4094) {
-			errs = append(errs, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %d", ErrConfig, z.Name, z.UplinkVLAN))
+			errs = append(errs, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %d", ErrConfig, termsafe.Cut(z.Name), z.UplinkVLAN))
 		}
 		if z.VNetPrefix != "" && !vnetid.ValidPrefix(z.VNetPrefix) {
-			errs = append(errs, fmt.Errorf("%w: zones[%s].sdn.vnetPrefix %s must be 1-4 letters and digits starting with a letter", ErrConfig, z.Name, termsafe.Quote(z.VNetPrefix)))
+			errs = append(errs, fmt.Errorf("%w: zones[%s].sdn.vnetPrefix %s must be 1-4 letters and digits starting with a letter", ErrConfig, termsafe.Cut(z.Name), termsafe.Quote(z.VNetPrefix)))
 		}
 	}
 	for _, z := range c.Zones {
 		for _, p := range c.vnetPrefixes() {
 			if vnetid.Match(p, z.Bridge) {
-				errs = append(errs, fmt.Errorf("%w: zones[%s].bridge %s is named like a VNet of prefix %s: rename the bridge or choose another sdn.vnetPrefix", ErrConfig, z.Name, z.Bridge, p))
+				errs = append(errs, fmt.Errorf("%w: zones[%s].bridge %s is named like a VNet of prefix %s: rename the bridge or choose another sdn.vnetPrefix", ErrConfig, termsafe.Cut(z.Name), termsafe.Cut(z.Bridge), p))
 			}
 		}
 	}
 	for _, b := range c.uplinkBridges() {
 		if bridges[b] {
-			errs = append(errs, fmt.Errorf("%w: uplinkBridges lists %s, which is a zone bridge", ErrConfig, b))
+			errs = append(errs, fmt.Errorf("%w: uplinkBridges lists %s, which is a zone bridge", ErrConfig, termsafe.Cut(b)))
 		}
 	}
 	deny, warn := false, false
@@ -199,11 +199,11 @@ func (s *rawSDN) vnetPrefix(zone string) (string, error) {
 		return "", nil
 	case v1alpha1.SDNModeVNets:
 	default:
-		return "", fmt.Errorf("%w: zones[%s].sdn.mode %s is neither Check nor VNets", ErrConfig, zone, termsafe.Quote(s.Mode))
+		return "", fmt.Errorf("%w: zones[%s].sdn.mode %s is neither Check nor VNets", ErrConfig, termsafe.Cut(zone), termsafe.Quote(s.Mode))
 	}
 	p := vnetid.Prefix(s.Zone, s.VNetPrefix)
 	if p == "" {
-		return "", fmt.Errorf("%w: zones[%s].sdn: mode VNets needs sdn.zone (its first four characters are the VNet prefix) or sdn.vnetPrefix", ErrConfig, zone)
+		return "", fmt.Errorf("%w: zones[%s].sdn: mode VNets needs sdn.zone (its first four characters are the VNet prefix) or sdn.vnetPrefix", ErrConfig, termsafe.Cut(zone))
 	}
 	return p, nil
 }
@@ -256,7 +256,7 @@ func (rz rawZone) zone(i int) (Zone, error) {
 	if rz.UplinkVLAN != nil {
 		v, ok := vlanID(rz.UplinkVLAN)
 		if !ok {
-			return Zone{}, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %v", ErrConfig, z.Name, rz.UplinkVLAN)
+			return Zone{}, fmt.Errorf("%w: zones[%s].uplinkVLAN must be a VLAN ID (1-4094), got %s", ErrConfig, termsafe.Cut(z.Name), termsafe.Cut(fmt.Sprint(rz.UplinkVLAN)))
 		}
 		z.UplinkVLAN = v
 	}
@@ -268,12 +268,12 @@ func (rz rawZone) zone(i int) (Zone, error) {
 	if rz.UplinkBridges != nil {
 		list, ok := rz.UplinkBridges.([]any)
 		if !ok {
-			return Zone{}, fmt.Errorf("%w: zones[%s].uplinkBridges must be a list of bridge names", ErrConfig, z.Name)
+			return Zone{}, fmt.Errorf("%w: zones[%s].uplinkBridges must be a list of bridge names", ErrConfig, termsafe.Cut(z.Name))
 		}
 		for _, b := range list {
 			s, ok := b.(string)
 			if !ok || s == "" {
-				return Zone{}, fmt.Errorf("%w: zones[%s].uplinkBridges must be a list of bridge names", ErrConfig, z.Name)
+				return Zone{}, fmt.Errorf("%w: zones[%s].uplinkBridges must be a list of bridge names", ErrConfig, termsafe.Cut(z.Name))
 			}
 			z.UplinkBridges = append(z.UplinkBridges, s)
 		}

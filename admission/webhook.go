@@ -14,6 +14,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // NamespaceGetter returns the namespace a request lands in, or nil (and no
@@ -59,7 +61,7 @@ const maxReviewBytes = 7 << 20
 // webhook fails closed, like the policies' failurePolicy Fail.
 func (v *Validator) Answer(ctx context.Context, review *admissionv1.AdmissionReview, namespaces NamespaceGetter) (*admissionv1.AdmissionReview, error) {
 	if review.APIVersion != "admission.k8s.io/v1" || review.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("%w: got %s %s, want admission.k8s.io/v1 AdmissionReview", ErrReview, review.APIVersion, review.Kind)
+		return nil, fmt.Errorf("%w: got %s %s, want admission.k8s.io/v1 AdmissionReview", ErrReview, termsafe.Cut(review.APIVersion), termsafe.Cut(review.Kind))
 	}
 	if review.Request == nil {
 		return nil, fmt.Errorf("%w: it has no request", ErrReview)

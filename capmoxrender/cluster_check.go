@@ -335,13 +335,16 @@ func checkSecretName(field, name string) error {
 
 func checkStorageClasses(in []StorageClass) ([]StorageClass, error) {
 	out := make([]StorageClass, 0, len(in))
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for i, sc := range in {
 		f := fmt.Sprintf("proxmox.csi.storageClasses[%d]", i)
-		if errs := validation.IsDNS1123Subdomain(sc.Name); len(errs) > 0 || seen[sc.Name] {
-			return nil, refuse(f, "%s.name %q must be a unique StorageClass name", f, sc.Name)
+		if errs := validation.IsDNS1123Subdomain(sc.Name); len(errs) > 0 {
+			return nil, refuse(f+".name", "%s.name %q is not a StorageClass name: it must be a DNS-1123 subdomain, %s", f, sc.Name, errs[0])
 		}
-		seen[sc.Name] = true
+		if j, ok := seen[sc.Name]; ok {
+			return nil, refuse(f+".name", "%s.name %q is also the name of proxmox.csi.storageClasses[%d]: each StorageClass needs a name of its own", f, sc.Name, j)
+		}
+		seen[sc.Name] = i
 		if sc.Storage == "" {
 			return nil, refuse(f, "%s.storage is empty: name the PVE storage id as pvesm status shows it", f)
 		}

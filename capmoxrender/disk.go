@@ -1,7 +1,6 @@
 package capmoxrender
 
 import (
-	"fmt"
 	"math/big"
 )
 
@@ -77,7 +76,7 @@ func checkTemplateDisk(s NodesSpec, size int32, o Options) error {
 	t := s.Proxmox.TemplateDiskSize
 	want := string(*s.DiskSize)
 	if t == nil || *t == "" {
-		o.warn(fmt.Sprintf("diskSize %s: the template's disk size is unknown, so a template disk larger than %d GiB fails each clone's resize (Proxmox cannot shrink a disk); read it with `pxsubstrate template select` and write it as proxmox.templateDiskSize", want, size))
+		o.warnf("diskSize %s: the template's disk size is unknown, so a template disk larger than %d GiB fails each clone's resize (Proxmox cannot shrink a disk); read it with `pxsubstrate template select` and write it as proxmox.templateDiskSize", want, size)
 		return nil
 	}
 	tb, err := diskBytes(string(*t))

@@ -7,6 +7,8 @@ import (
 
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // ImageRef is a container image reference, read as container runtimes
@@ -85,8 +87,14 @@ func checkImages(images Images, requireDigests bool) error {
 type ImageFinding struct {
 	Object    string `json:"object"` // Kind namespace/name
 	Container string `json:"container"`
-	Image     string `json:"image"`
-	Pinned    bool   `json:"pinned"`
+	// Field is the path of the container's image in the object, such as
+	// spec.template.spec.containers[0].image.
+	Field  string `json:"field"`
+	Image  string `json:"image"`
+	Pinned bool   `json:"pinned"`
+	// NotReference is true when the image is not an image reference:
+	// missing, empty, not a string, or a string that does not parse.
+	NotReference bool `json:"notReference,omitempty"`
 	// Problem says why the image is not pinned (or not a reference);
 	// empty when it is pinned.
 	Problem string `json:"problem,omitempty"`
@@ -97,21 +105,21 @@ var podSpecPaths = [][]string{{"spec"}, {"spec", "template", "spec"}, {"spec", "
 
 // LintImages lists the images of every container and init container of
 // objs (Pods, workloads with a Pod template, CronJobs), sorted by object
-// and container, each with whether it is pinned by digest.
+// and container, each with whether it is pinned by digest. A container
+// whose image is missing, empty or not a string, and a container that is
+// not a mapping, are findings too (not pinned, not an image reference),
+// named by their field, never passed over.
 func LintImages(objs []*unstructured.Unstructured) []ImageFinding {
 	var out []ImageFinding
 	for _, o := range objs {
+		object := fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 		for _, path := range podSpecPaths {
 			for _, kind := range []string{"initContainers", "containers"} {
-				cs, _, _ := unstructured.NestedSlice(o.Object, append(append([]string{}, path...), kind)...)
-				for _, c := range cs {
-					m, _ := c.(map[string]any)
-					image, _ := m["image"].(string)
-					name, _ := m["name"].(string)
-					if image == "" {
-						continue
-					}
-					out = append(out, imageFinding(fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()), name, image))
+				p := append(append([]string{}, path...), kind)
+				cs, _, _ := unstructured.NestedSlice(o.Object, p...)
+				for i, c := range cs {
+					field := fmt.Sprintf("%s[%d]", strings.Join(p, "."), i)
+					out = append(out, containerImage(object, field, c))
 				}
 			}
 		}
@@ -125,14 +133,44 @@ func LintImages(objs []*unstructured.Unstructured) []ImageFinding {
 	return out
 }
 
+// containerImage is the finding of the container at field.
+func containerImage(object, field string, c any) ImageFinding {
+	m, ok := c.(map[string]any)
+	if !ok {
+		return ImageFinding{Object: object, Field: field, NotReference: true, Problem: fmt.Sprintf("%s is %s, not a container: a container is a mapping with a name and an image", field, describe(c))}
+	}
+	name, _ := m["name"].(string)
+	field += ".image"
+	notRef := ImageFinding{Object: object, Container: name, Field: field, NotReference: true}
+	switch image, ok := m["image"].(string); {
+	case m["image"] == nil:
+		notRef.Problem = field + " is missing: a container needs an image reference, name:tag@sha256:<64 hex>"
+	case !ok:
+		notRef.Image = termsafe.Cut(fmt.Sprint(m["image"]))
+		notRef.Problem = fmt.Sprintf("%s is %s, not an image reference: write it as a string, name:tag@sha256:<64 hex>", field, describe(m["image"]))
+	case image == "":
+		notRef.Problem = field + " is empty: a container needs an image reference, name:tag@sha256:<64 hex>"
+	default:
+		f := imageFinding(object, name, image)
+		f.Field = field
+		return f
+	}
+	return notRef
+}
+
+// describe names a decoded value and shows it, cut: "a number 5".
+func describe(v any) string {
+	return kindOf(v) + " " + termsafe.Cut(fmt.Sprint(v))
+}
+
 func imageFinding(object, container, image string) ImageFinding {
 	f := ImageFinding{Object: object, Container: container, Image: image}
 	ref, err := ParseImage(image)
 	switch {
 	case err != nil:
-		f.Problem = err.Error()
+		f.Problem, f.NotReference = err.Error(), true
 	case !ref.Pinned():
-		f.Problem = "not pinned by digest: the tag can be moved to other content; resolve it (crane digest " + image + ") and pin name:tag@sha256:<digest>"
+		f.Problem = "not pinned by digest: the tag can be moved to other content; resolve it (crane digest " + termsafe.Cut(image) + ") and pin name:tag@sha256:<digest>"
 	default:
 		f.Pinned = true
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // InstanceTypesVersion is the kubevirt/common-instancetypes release (Apache
@@ -109,12 +111,21 @@ func InstanceTypeNames() []string {
 func planSizing(p *nodesPlan, s NodesSpec, o Options) error {
 	r := s.Resources
 	cpu, memory := quantityOf(r.CPU), quantityOf(r.Memory)
+	// Each size is named in messages by the field it came from.
+	cpuField, memoryField := "resources.cpu "+termsafe.Cut(cpu), "resources.memory "+termsafe.Cut(memory)
+	memoryFromType := false
 	if s.InstanceType != "" {
 		c, m, err := instanceTypeSize(s.InstanceType)
 		if err != nil {
 			return err
 		}
-		cpu, memory = or(cpu, c), or(memory, m)
+		from := fmt.Sprintf("instanceType %s", termsafe.Quote(s.InstanceType))
+		if cpu == "" {
+			cpu, cpuField = c, fmt.Sprintf("%s (%s vCPUs; resources.cpu is not set)", from, c)
+		}
+		if memory == "" {
+			memory, memoryField, memoryFromType = m, fmt.Sprintf("%s (%s of memory; resources.memory is not set)", from, m), true
+		}
 	}
 	if cpu == "" || memory == "" {
 		return refuse("resources", "substrate proxmox requires resources.cpu and resources.memory: there is no instanceType to size the pool from")
@@ -127,11 +138,15 @@ func planSizing(p *nodesPlan, s NodesSpec, o Options) error {
 		return refuse("resources.memory", "resources.memory: %v", err)
 	}
 	if p.memoryMiB < MinWorkerMemoryMiB {
-		return refuse("resources.memory", "resources.memory %s gives each worker %d MiB; a Talos Linux worker needs at least %d MiB (1Gi, Talos's system requirements) to boot and join: ask for 1Gi or more (2Gi is Talos's recommendation)",
-			memory, p.memoryMiB, MinWorkerMemoryMiB)
+		if memoryFromType {
+			return refuse("instanceType", "%s gives each worker %d MiB; a Talos Linux worker needs at least %d MiB (1Gi, Talos's system requirements) to boot and join: name an instanceType with 1Gi or more, or set resources.memory: 1Gi or more (2Gi is Talos's recommendation)",
+				memoryField, p.memoryMiB, MinWorkerMemoryMiB)
+		}
+		return refuse("resources.memory", "%s gives each worker %d MiB; a Talos Linux worker needs at least %d MiB (1Gi, Talos's system requirements) to boot and join: ask for 1Gi or more (2Gi is Talos's recommendation)",
+			memoryField, p.memoryMiB, MinWorkerMemoryMiB)
 	}
 	if p.cores > ManyCores {
-		o.warn(fmt.Sprintf("resources.cpu %s gives each worker %d vCPUs: Proxmox VE starts a VM only on a node with at least as many logical CPUs (qemu-server refuses with \"MAX n vcpus allowed per VM on this node\"), and capmox may place a worker on any node the pool allows: check that each of them has %d logical CPUs", cpu, p.cores, p.cores))
+		o.warnf("%s gives each worker %d vCPUs: Proxmox VE starts a VM only on a node with at least as many logical CPUs (qemu-server refuses with \"MAX n vcpus allowed per VM on this node\"), and capmox may place a worker on any node the pool allows: check that each of them has %d logical CPUs", cpuField, p.cores, p.cores)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pxsubstrate/pxsubstrate/cozyid"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // SubstrateLookup answers the live questions of the substrate guards. A nil
@@ -88,7 +89,8 @@ func resolveNetwork(ctx context.Context, l NetworkLookup, field, ns string, ref 
 	if n.Ready == nil || n.Ready.Status != "True" {
 		reason, msg := "Pending", "the controller has not reported yet"
 		if n.Ready != nil {
-			reason, msg = n.Ready.Reason, n.Ready.Message
+			// The condition is the API's text: cut as termsafe cuts a value.
+			reason, msg = termsafe.Cut(n.Ready.Reason), termsafe.Cut(n.Ready.Message)
 		}
 		return ProxmoxNetwork{}, "", refuse(field, "%s: Proxmox network %s/%s (VPC %q subnet %q) is not Ready: %s: %s", field, ns, id, ref.VPC, ref.Subnet, reason, msg)
 	}

@@ -235,17 +235,14 @@ func planTalos(p *nodesPlan, s NodesSpec, _ Options) error {
 	if !schematicID.MatchString(p.talos.SchematicID) {
 		return refuse("talos.schematicID", "talos.schematicID %q is not an Image Factory schematic id (64 lowercase hex characters)", p.talos.SchematicID)
 	}
-	want := "talos-" + p.talos.Version
-	for i, t := range s.Proxmox.TemplateTags {
-		if talosTag.MatchString(t) && t != want {
-			return refuse(fmt.Sprintf("proxmox.templateTags[%d]", i), "proxmox.templateTags[%d] is %q, but the workers install Talos %s (talos.version): the template the tags select boots another Talos release than the installer writes; tag the template %s or set talos.version to match", i, t, p.talos.Version, want)
-		}
+	if i, bad := capmox.MismatchedTalosTag(s.Proxmox.TemplateTags, p.talos.Version); bad {
+		return refuse(fmt.Sprintf("proxmox.templateTags[%d]", i), "proxmox.templateTags[%d] is %q, but the workers install Talos %s (talos.version): the template the tags select boots another Talos release than the installer writes; tag the template %s or set talos.version to match",
+			i, s.Proxmox.TemplateTags[i], p.talos.Version, capmox.TalosTag(p.talos.Version))
 	}
 	return nil
 }
 
 var (
-	talosTag     = regexp.MustCompile(`^talos-v[0-9]`)
 	talosVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9a-z.]+)?$`)
 	schematicID  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )

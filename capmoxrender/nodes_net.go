@@ -69,10 +69,22 @@ func planHealth(p *nodesPlan, s NodesSpec, _ Options) error {
 	return err
 }
 
+// maxTimeout is the longest timeout a pool's duration fields take:
+// 2^31-1 seconds (596523h14m7s), the most the MachineHealthCheck's 32-bit
+// seconds fields hold (nodeStartupTimeoutSeconds, timeoutSeconds).
+const maxTimeout = time.Duration(1<<31-1) * time.Second
+
 func positiveDuration(field, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 || d%time.Second != 0 || d > time.Duration(1<<31-1)*time.Second {
+	switch {
+	case err != nil:
+		return 0, refuse(field, "%s %q is not a duration: write a positive whole number of seconds, minutes or hours such as 5m or 1h30m", field, v)
+	case d <= 0:
 		return 0, refuse(field, "%s %q must be a positive whole number of seconds, minutes or hours such as 5m: a zero or negative timeout would remediate the moment the condition flips", field, v)
+	case d%time.Second != 0:
+		return 0, refuse(field, "%s %q is not a whole number of seconds: write it in seconds, minutes or hours such as 90s or 5m", field, v)
+	case d > maxTimeout:
+		return 0, refuse(field, "%s %q is too large: the most is %s (2^31-1 seconds, what the MachineHealthCheck's 32-bit seconds fields hold)", field, v, maxTimeout)
 	}
 	return d, nil
 }

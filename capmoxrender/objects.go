@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -15,10 +18,21 @@ import (
 // Objects is an in-memory SubstrateLookup and NetworkLookup over a list of
 // live objects, such as the file given to --lookup. It keeps real state:
 // Add replaces an object with the same kind, namespace and name. Err, when
-// set, is returned by every lookup (to test lookup failures).
+// set, is returned by every lookup (to test lookup failures). Objects are
+// indexed by group, kind, namespace and name: Add and every lookup take
+// the same time however many objects there are.
 type Objects struct {
 	items []*unstructured.Unstructured
+	index map[objectKey]int // into items
 	Err   error
+}
+
+// objectKey is what tells two objects apart.
+type objectKey struct{ group, kind, namespace, name string }
+
+func keyOf(u *unstructured.Unstructured) objectKey {
+	gk := u.GroupVersionKind().GroupKind()
+	return objectKey{gk.Group, gk.Kind, u.GetNamespace(), u.GetName()}
 }
 
 var (
@@ -29,7 +43,9 @@ var (
 
 // ReadObjects reads YAML or JSON documents (separated by ---), each an
 // object or a List whose items are objects. Every document is read: a
-// syntax error in any of them is refused, naming the document.
+// syntax error in any of them is refused, naming the document. It reads r
+// to its end: the caller bounds r (io.LimitReader, or a file read with a
+// cap, as the CLI reads every input up to --max-input-size).
 func ReadObjects(r io.Reader) (*Objects, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -38,33 +54,52 @@ func ReadObjects(r io.Reader) (*Objects, error) {
 	return ReadObjectsBytes(data)
 }
 
-// ReadObjectsBytes is ReadObjects over a byte slice.
+// ReadObjectsBytes is ReadObjects over a byte slice. An object given twice
+// (the same group, kind, namespace and name) is refused, naming both
+// places: which of the two is live cannot be told, and keeping either
+// would drop the other without a word.
 func ReadObjectsBytes(b []byte) (*Objects, error) {
 	docs, err := strictyaml.Documents(b)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the lookup objects: %w: %w", ErrInput, err)
 	}
 	o := &Objects{}
+	seen := map[objectKey]string{}
+	add := func(u *unstructured.Unstructured, at string) error {
+		k := keyOf(u)
+		if first, ok := seen[k]; ok {
+			return errorf("cannot read the lookup objects: %w: %s %q is in %s and again in %s: an object may be given once; remove one of the two",
+				ErrInput, termsafe.Cut(k.kind), k.namespace+"/"+k.name, first, at)
+		}
+		seen[k] = at
+		o.Add(u)
+		return nil
+	}
 	for _, d := range docs {
 		var m map[string]any
 		if err := strictyaml.UnmarshalJSON(d.JSON, &m); err != nil {
 			return nil, fmt.Errorf("cannot read lookup document %d: %w: %w", d.Index, ErrInput, err)
 		}
 		u := &unstructured.Unstructured{Object: m}
+		at := fmt.Sprintf("document %d (line %d)", d.Index, d.Line)
 		if u.IsList() {
 			l, err := u.ToList()
 			if err != nil {
 				return nil, fmt.Errorf("cannot read lookup list %d: %w: %w", d.Index, ErrInput, err)
 			}
 			for j := range l.Items {
-				o.Add(&l.Items[j])
+				if err := add(&l.Items[j], fmt.Sprintf("item %d of the List in %s", j+1, at)); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
 		if u.GetKind() == "" || u.GetName() == "" {
 			return nil, fmt.Errorf("cannot read lookup document %d: %w: an object needs kind and metadata.name", d.Index, ErrInput)
 		}
-		o.Add(u)
+		if err := add(u, at); err != nil {
+			return nil, err
+		}
 	}
 	return o, nil
 }
@@ -74,33 +109,35 @@ func (o *Objects) Items() []*unstructured.Unstructured { return o.items }
 
 // Add stores u, replacing an object of the same group, kind, namespace and name.
 func (o *Objects) Add(u *unstructured.Unstructured) {
-	gk := u.GroupVersionKind().GroupKind()
-	for i, have := range o.items {
-		if have.GroupVersionKind().GroupKind() == gk && have.GetNamespace() == u.GetNamespace() && have.GetName() == u.GetName() {
-			o.items[i] = u
-			return
-		}
+	if o.index == nil {
+		o.index = map[objectKey]int{}
 	}
+	k := keyOf(u)
+	if i, ok := o.index[k]; ok {
+		o.items[i] = u
+		return
+	}
+	o.index[k] = len(o.items)
 	o.items = append(o.items, u)
 }
 
 // Delete removes the object of group and kind named namespace/name.
 func (o *Objects) Delete(group, kind, namespace, name string) {
-	for i, u := range o.items {
-		gvk := u.GroupVersionKind()
-		if gvk.Group == group && gvk.Kind == kind && u.GetNamespace() == namespace && u.GetName() == name {
-			o.items = append(o.items[:i], o.items[i+1:]...)
-			return
-		}
+	k := objectKey{group, kind, namespace, name}
+	i, ok := o.index[k]
+	if !ok {
+		return
+	}
+	delete(o.index, k)
+	o.items = append(o.items[:i], o.items[i+1:]...)
+	for j := i; j < len(o.items); j++ {
+		o.index[keyOf(o.items[j])] = j
 	}
 }
 
 func (o *Objects) get(group, kind, namespace, name string) *unstructured.Unstructured {
-	for _, u := range o.items {
-		gvk := u.GroupVersionKind()
-		if gvk.Group == group && gvk.Kind == kind && u.GetNamespace() == namespace && u.GetName() == name {
-			return u
-		}
+	if i, ok := o.index[objectKey{group, kind, namespace, name}]; ok {
+		return o.items[i]
 	}
 	return nil
 }
@@ -192,7 +229,10 @@ func (o *Objects) ProxmoxNetwork(_ context.Context, namespace, name string) (Pro
 	if u == nil {
 		return ProxmoxNetwork{}, false, nil
 	}
-	n := networkFromUnstructured(u)
+	n, err := networkFromUnstructured(u)
+	if err != nil {
+		return ProxmoxNetwork{}, false, err
+	}
 	vnet, err := networkVNet(u)
 	if err != nil {
 		return ProxmoxNetwork{}, false, err
@@ -215,24 +255,42 @@ func networkVNet(u *unstructured.Unstructured) (string, error) {
 	field := "status.vnet"
 	v, ok := raw.(string)
 	if !ok {
-		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet is %T %v, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN",
-			u.GetNamespace(), u.GetName(), raw, termsafe.Cut(fmt.Sprint(raw)))
+		return "", refuse(field, "ProxmoxNetwork %s: status.vnet is %T %v, not a string: give the Proxmox SDN VNet ID the controller reports, or leave status.vnet out for a plain bridge and VLAN",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), raw, termsafe.Cut(fmt.Sprint(raw)))
 	}
 	if v != "" && !vnetID.MatchString(v) {
-		return "", refuse(field, "ProxmoxNetwork %s/%s: status.vnet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)",
-			u.GetNamespace(), u.GetName(), v)
+		return "", refuse(field, "ProxmoxNetwork %s: status.vnet %q is not a Proxmox SDN VNet ID (2-8 letters and digits, starting with a letter)",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), v)
 	}
 	return v, nil
 }
 
-func networkFromUnstructured(u *unstructured.Unstructured) ProxmoxNetwork {
-	st, _, _ := unstructured.NestedMap(u.Object, "status")
+// networkFromUnstructured reads the status fields the render uses. A field
+// of the wrong type (a vlan written "3900", a bridge that is a number) is
+// refused by its path rather than read as absent, which would report the
+// network as having no VLAN yet.
+func networkFromUnstructured(u *unstructured.Unstructured) (ProxmoxNetwork, error) {
 	n := ProxmoxNetwork{}
-	n.Bridge, _, _ = unstructured.NestedString(st, "bridge")
-	n.Gateway, _, _ = unstructured.NestedString(st, "gateway")
-	n.VLAN = nestedInt(st, "vlan")
-	n.MTU = nestedInt(st, "mtu")
-	n.Prefix = nestedInt(st, "prefix")
+	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status")
+	if !found || raw == nil {
+		return n, nil
+	}
+	st, ok := raw.(map[string]any)
+	if !ok {
+		return n, refuse("status", "ProxmoxNetwork %s: status is %s, not a mapping: give the object as kubectl get -o yaml prints it",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), kindOf(raw))
+	}
+	var err error
+	for field, p := range map[string]*string{"bridge": &n.Bridge, "gateway": &n.Gateway} {
+		if *p, err = statusString(u, st, field); err != nil {
+			return n, err
+		}
+	}
+	for field, p := range map[string]*int{"vlan": &n.VLAN, "mtu": &n.MTU, "prefix": &n.Prefix} {
+		if *p, err = statusInt(u, st, field); err != nil {
+			return n, err
+		}
+	}
 	conds, _, _ := unstructured.NestedSlice(st, "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
@@ -244,17 +302,61 @@ func networkFromUnstructured(u *unstructured.Unstructured) ProxmoxNetwork {
 		msg, _ := m["message"].(string)
 		n.Ready = &Condition{Status: s, Reason: r, Message: msg}
 	}
-	return n
+	return n, nil
 }
 
-func nestedInt(m map[string]any, field string) int {
-	switch v := m[field].(type) {
-	case int64:
-		return int(v)
-	case float64:
-		return int(v)
-	case int:
-		return v
+// statusString reads status.<field>, a string or absent.
+func statusString(u *unstructured.Unstructured, st map[string]any, field string) (string, error) {
+	switch v := st[field].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	default:
+		return "", refuse("status."+field, "ProxmoxNetwork %s: status.%s is %s %s, not a string: give the value the controller reports",
+			termsafe.Cut(u.GetNamespace()+"/"+u.GetName()), field, kindOf(v), termsafe.Cut(fmt.Sprint(v)))
 	}
-	return 0
+}
+
+// statusInt reads status.<field>, a whole number or absent.
+func statusInt(u *unstructured.Unstructured, st map[string]any, field string) (int, error) {
+	name := termsafe.Cut(u.GetNamespace() + "/" + u.GetName())
+	switch v := st[field].(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		if v >= math.MinInt32 && v <= math.MaxInt32 {
+			return int(v), nil
+		}
+	case float64:
+		if v == math.Trunc(v) && v >= math.MinInt32 && v <= math.MaxInt32 {
+			return int(v), nil
+		}
+	case string:
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is the string %s: it must be an integer, written without quotes (%s: %d, not %s: %s)",
+				name, field, termsafe.Quote(v), field, n, field, termsafe.Quote(v))
+		}
+		return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is the string %s: it must be an integer", name, field, termsafe.Quote(v))
+	default:
+		return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is %s %s: it must be an integer", name, field, kindOf(v), termsafe.Cut(fmt.Sprint(v)))
+	}
+	return 0, refuse("status."+field, "ProxmoxNetwork %s: status.%s is %v: it must be a whole number within 32 bits", name, field, st[field])
+}
+
+// kindOf names a decoded JSON value's kind as YAML readers know it.
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Capmox selects the capmox API generation to render.
@@ -131,9 +133,11 @@ const (
 	MaxVMID = 999999999
 )
 
-func (o Options) warn(msg string) {
+// warnf passes a warning to Options.Warn; as in errorf, a %q of the input
+// is cut.
+func (o Options) warnf(format string, args ...any) {
 	if o.Warn != nil {
-		o.Warn(msg)
+		o.Warn(fmt.Sprintf(format, termsafe.QuoteArgs(args...)...))
 	}
 }
 

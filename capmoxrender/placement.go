@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // planVMIDRange writes the tenant's VM id range (Options.VMIDRanges, by
@@ -14,7 +16,7 @@ func planVMIDRange(p *nodesPlan, _ NodesSpec, o Options) error {
 	r, ok := o.VMIDRanges[p.pool]
 	if !ok {
 		if o.VMIDRanges != nil {
-			o.warn(fmt.Sprintf("proxmox.pool %q is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere: give the tenant whose pool it is a vmIDRange, or correct proxmox.pool", p.pool))
+			o.warnf("proxmox.pool %q is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere: give the tenant whose pool it is a vmIDRange, or correct proxmox.pool", p.pool)
 		}
 		return nil
 	}
@@ -45,8 +47,8 @@ func checkVMIDRoom(p *nodesPlan, s NodesSpec, o Options) error {
 		return refuse(field, "%s %d: the VM id range %d-%d of Proxmox pool %q holds %d VM id(s), fewer than the pool's workers, so capmox cannot clone the rest: widen the tenant's vmIDRange, or lower %s",
 			field, p.maxReplicas, r.Start, r.End, p.pool, size, field)
 	case size < 2*int64(p.maxReplicas):
-		o.warn(fmt.Sprintf("%s %d: the VM id range %d-%d of Proxmox pool %q holds %d VM id(s), fewer than the %d a rolling update needs (the pool's workers and as many surging new ones, with the tenant's other pools sharing the range): widen the tenant's vmIDRange to at least %d ids",
-			field, p.maxReplicas, r.Start, r.End, p.pool, size, 2*p.maxReplicas, 2*p.maxReplicas))
+		o.warnf("%s %d: the VM id range %d-%d of Proxmox pool %q holds %d VM id(s), fewer than the %d a rolling update needs (the pool's workers and as many surging new ones, with the tenant's other pools sharing the range): widen the tenant's vmIDRange to at least %d ids",
+			field, p.maxReplicas, r.Start, r.End, p.pool, size, 2*p.maxReplicas, 2*p.maxReplicas)
 	}
 	return nil
 }
@@ -71,7 +73,7 @@ func planAllowedNodes(ctx context.Context, o Options, p nodesPlan, nodes []strin
 		seen[n] = true
 	}
 	if o.Clusters == nil {
-		o.warn(fmt.Sprintf("proxmox.allowedNodes %v: the cluster's allowedNodes are unknown (pass the Kubernetes object %s/%s with --lookup), so the pool's nodes were not checked against them", nodes, p.ns, p.cluster))
+		o.warnf("proxmox.allowedNodes %v: the cluster's allowedNodes are unknown (pass the Kubernetes object %s/%s with --lookup), so the pool's nodes were not checked against them", termsafe.Cut(fmt.Sprint(nodes)), p.ns, p.cluster)
 		return slices.Clone(nodes), nil
 	}
 	cluster, found, err := o.Clusters.AllowedNodes(ctx, p.ns, p.cluster)
@@ -79,7 +81,7 @@ func planAllowedNodes(ctx context.Context, o Options, p nodesPlan, nodes []strin
 		return nil, fmt.Errorf("cannot look up Kubernetes %s/%s: %w: %w", p.ns, p.cluster, ErrLookup, err)
 	}
 	if !found {
-		o.warn(fmt.Sprintf("proxmox.allowedNodes %v: the lookup holds no Kubernetes %s/%s, so the pool's nodes were not checked against the cluster's allowedNodes", nodes, p.ns, p.cluster))
+		o.warnf("proxmox.allowedNodes %v: the lookup holds no Kubernetes %s/%s, so the pool's nodes were not checked against the cluster's allowedNodes", termsafe.Cut(fmt.Sprint(nodes)), p.ns, p.cluster)
 	}
 	for i, n := range nodes {
 		if len(cluster) > 0 && !slices.Contains(cluster, n) {

@@ -76,7 +76,7 @@ func TestPoolSizingRefusals(t *testing.T) {
 		}},
 		"InstanceTypeTooSmall": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
 			n.Spec.InstanceType, n.Spec.Resources = "o1.nano", capmoxrender.Resources{}
-		}, want: `resources.memory 512Mi gives each worker 512 MiB; a Talos Linux worker needs at least 1024 MiB (1Gi, Talos's system requirements)`},
+		}, want: `instanceType "o1.nano" (512Mi of memory; resources.memory is not set) gives each worker 512 MiB; a Talos Linux worker needs at least 1024 MiB (1Gi, Talos's system requirements)`},
 		"MemoryBelowTalos": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.Memory = q("1000Mi") },
 			want: `resources.memory 1000Mi gives each worker 1000 MiB; a Talos Linux worker needs at least 1024 MiB (1Gi, Talos's system requirements) to boot and join: ask for 1Gi or more`},
 		"MemoryTalosMinimum": {mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Resources.Memory = q("1Gi") }},

@@ -83,3 +83,49 @@ func net0(t *testing.T, tmpl *unstructured.Unstructured, gen capmoxrender.Capmox
 	_, vlan := dev["vlan"]
 	return bridge, vlan
 }
+
+// TestNetworkStatusTypes: a status field of the wrong type is refused by
+// its path and says what it should be, instead of being read as absent
+// (a vlan written as the string "3900" reported as "no bridge or VLAN
+// yet"); the control, the same network with vlan 3900, renders.
+func TestNetworkStatusTypes(t *testing.T) {
+	id := subnetID("tenant-e2e", "net", "private")
+	cases := map[string]struct {
+		field string
+		value any
+		want  string
+	}{
+		"Control":    {field: "vlan", value: int64(3900)},
+		"VLANWord":   {field: "vlan", value: "none", want: `ProxmoxNetwork tenant-e2e/` + id + `: status.vlan is the string "none": it must be an integer`},
+		"VLANString": {field: "vlan", value: "3900", want: `ProxmoxNetwork tenant-e2e/` + id + `: status.vlan is the string "3900": it must be an integer, written without quotes (vlan: 3900, not vlan: "3900")`},
+		"VLANFloat":  {field: "vlan", value: 3900.5, want: `ProxmoxNetwork tenant-e2e/` + id + `: status.vlan is 3900.5: it must be a whole number within 32 bits`},
+		"MTUString":  {field: "mtu", value: "1400", want: `ProxmoxNetwork tenant-e2e/` + id + `: status.mtu is the string "1400": it must be an integer, written without quotes (mtu: 1400, not mtu: "1400")`},
+		"BridgeList": {field: "bridge", value: []any{"vmbr1"}, want: `ProxmoxNetwork tenant-e2e/` + id + `: status.bridge is a list [vmbr1], not a string: give the value the controller reports`},
+		"PrefixBool": {field: "prefix", value: true, want: `ProxmoxNetwork tenant-e2e/` + id + `: status.prefix is a boolean true: it must be an integer`},
+		"GatewayNum": {field: "gateway", value: int64(10), want: `ProxmoxNetwork tenant-e2e/` + id + `: status.gateway is a number 10, not a string: give the value the controller reports`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := validNodes()
+			n.Spec.Proxmox.Network = capmoxrender.NodeNetwork{VPC: "net", Subnet: "private"}
+			l := networks(t)
+			u := pxnet("tenant-e2e", id, true)
+			if err := unstructured.SetNestedField(u.Object, tc.value, "status", tc.field); err != nil {
+				t.Fatal(err)
+			}
+			l.Add(u)
+			_, err := capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{Networks: l})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("the control: %v", err)
+				}
+				return
+			}
+			checkRefusal(t, name, err, tc.want)
+			var r *capmoxrender.RefusalError
+			if errors.As(err, &r) && r.Field != "status."+tc.field {
+				t.Errorf("refusal names field %q, want status.%s", r.Field, tc.field)
+			}
+		})
+	}
+}

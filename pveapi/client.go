@@ -14,6 +14,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // DefaultTimeout bounds one request, its answer read whole, when
@@ -52,8 +53,10 @@ type configError struct {
 func (e *configError) Error() string   { return e.msg }
 func (e *configError) Unwrap() []error { return []error{ErrConfig, e.kind} }
 
+// refuse builds a configError; a %q of an input (a URL, a token id) is
+// cut as termsafe.Quote cuts it.
 func refuse(kind error, format string, args ...any) error {
-	return &configError{msg: fmt.Sprintf(format, args...), kind: kind}
+	return &configError{msg: fmt.Sprintf(format, termsafe.QuoteArgs(args...)...), kind: kind}
 }
 
 // Config is how a client reaches one Proxmox VE API with an API token.
@@ -89,6 +92,9 @@ type Config struct {
 // Names spells Config's inputs in messages.
 type Names struct {
 	URL, TokenID, CA, Insecure string
+	// Secret names where the secret came from, such as
+	// "--token-secret-file admin.secret"; empty reads "the token secret".
+	Secret string
 }
 
 func (n Names) or() Names {
@@ -103,6 +109,9 @@ func (n Names) or() Names {
 	}
 	if n.Insecure == "" {
 		n.Insecure = "skipping TLS verification"
+	}
+	if n.Secret == "" {
+		n.Secret = "the token secret"
 	}
 	return n
 }
@@ -177,6 +186,9 @@ func (cfg Config) httpClient() (*http.Client, string, error) {
 	if cfg.Secret == "" {
 		return nil, "", refuse(ErrConfig, "the token secret of %s is empty", RedactTokenID(cfg.TokenID))
 	}
+	if err := checkSecret(cfg.Secret, cfg.Names.or().Secret); err != nil {
+		return nil, "", err
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		rt = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tc, ForceAttemptHTTP2: true,
@@ -191,6 +203,20 @@ func (cfg Config) httpClient() (*http.Client, string, error) {
 		limit = MaxResponseBytes
 	}
 	return &http.Client{Transport: capped{next: rt, limit: limit}, Timeout: timeout, CheckRedirect: sameOrigin}, base, nil
+}
+
+// checkSecret refuses a secret with a control character (a tab, a
+// newline, an escape, DEL), which no HTTP header may carry, naming where
+// the secret came from and the byte, never the secret: without it the
+// request fails in net/http with 'invalid header field value for
+// "Authorization"', which says nothing of the secret.
+func checkSecret(secret, name string) error {
+	i := strings.IndexFunc(secret, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	if i < 0 {
+		return nil
+	}
+	return refuse(ErrConfig, "%s holds the control character 0x%02x at byte %d of the secret: an API token secret is printable text (Proxmox VE's are UUIDs), and no request can carry it; write the secret alone, as Proxmox VE showed it",
+		name, secret[i], i+1)
 }
 
 func (cfg Config) tlsConfig(names Names) (*tls.Config, error) {

@@ -29,7 +29,11 @@ func TestNewRefusals(t *testing.T) {
 		"TokenID":     {edit: func(c *pveapi.Config) { c.TokenID = "root@pam" }, want: `--token-id "root@pam" is not a token id`},
 		"PastedToken": {edit: func(c *pveapi.Config) { c.TokenID = "root@pam!tok=s3cret" }, want: `--token-id "root@pam!tok=REDACTED" is not a token id`},
 		"NoSecret":    {edit: func(c *pveapi.Config) { c.Secret = "" }, want: `the token secret of root@pam!tok is empty`},
-		"BadCA":       {edit: func(c *pveapi.Config) { c.CAPEM = []byte("not pem") }, want: `--ca-file holds no PEM certificate`},
+		"SecretControl": {edit: func(c *pveapi.Config) { c.Secret = "s3cr\x07et" },
+			want: `the token secret holds the control character 0x07 at byte 5 of the secret`},
+		"SecretNewline": {edit: func(c *pveapi.Config) { c.Secret, c.Names.Secret = "s3cret\nother", "--token-secret-file t.secret" },
+			want: `--token-secret-file t.secret holds the control character 0x0a at byte 7 of the secret`},
+		"BadCA": {edit: func(c *pveapi.Config) { c.CAPEM = []byte("not pem") }, want: `--ca-file holds no PEM certificate`},
 		"CAInsecure": {edit: func(c *pveapi.Config) { c.CAPEM, c.InsecureSkipVerify = []byte("x"), true },
 			want: `--ca-file and --insecure-skip-tls-verify exclude each other`},
 	}

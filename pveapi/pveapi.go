@@ -9,13 +9,16 @@
 //
 // go-proxmox's *proxmox.Client satisfies Client; tests pass the same
 // client pointed at pveapi/pveapitest. Besides the standard library the
-// package imports go-proxmox and pveacl's identifier grammar; nothing
-// under pveacl imports it back.
+// package imports go-proxmox, pveacl's identifier grammar, termsafe (its
+// messages cut what they echo) and pvepath (Path); nothing under
+// pveacl imports it back.
 package pveapi
 
 import (
 	"context"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/pvepath"
 )
 
 // Client sends requests relative to the API base URL (which ends in
@@ -49,3 +52,18 @@ func RedactURL(raw string) string {
 	}
 	return out
 }
+
+// Path is the API path of segments, relative to the base URL: "/" and the
+// segments joined with "/", each escaped as one path segment, "." and ".."
+// included (%2E, %2E%2E). Every path built from a value the code did not
+// write (a node, storage, volume, user or UPID from an API answer or the
+// input) is built by it, so that no such value can name another path:
+//
+//	Path("nodes", "pve1", "qemu", "9000")  // /nodes/pve1/qemu/9000
+//	Path("nodes", "../../access/users")    // /nodes/..%2F..%2Faccess%2Fusers
+//	Path("nodes", "..", "storage")         // /nodes/%2E%2E/storage
+//
+// A query is appended by the caller. The implementation is
+// pvepath's, which pveacl/liveacl (which may not import pveapi)
+// uses directly.
+func Path(segments ...string) string { return pvepath.Path(segments...) }

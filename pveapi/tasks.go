@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // TaskStatus is GET /nodes/{node}/tasks/{upid}/status.
@@ -58,7 +60,7 @@ func TaskPath(node, upid string) string {
 	if n, ok := UPIDNode(upid); ok {
 		node = n
 	}
-	return "/nodes/" + url.PathEscape(node) + "/tasks/" + url.PathEscape(upid)
+	return Path("nodes", node, "tasks", upid)
 }
 
 // Tasks follows PVE tasks through a Client.
@@ -83,7 +85,7 @@ func (w Tasks) Wait(ctx context.Context, node, upid string, onLog func(string)) 
 	for {
 		var st TaskStatus
 		if err := w.Client.Get(ctx, path+"/status", &st); err != nil {
-			return st, fmt.Errorf("cannot read the status of task %s (GET %s/status): %w", upid, path, err)
+			return st, fmt.Errorf("cannot read the status of task %s (GET %s/status): %w", termsafe.Cut(upid), termsafe.Cut(path), err)
 		}
 		if onLog != nil {
 			seen = w.follow(ctx, path, seen, onLog)
@@ -93,7 +95,7 @@ func (w Tasks) Wait(ctx context.Context, node, upid string, onLog func(string)) 
 		}
 		select {
 		case <-ctx.Done():
-			return st, fmt.Errorf("stopped waiting for task %s: %w", upid, ctx.Err())
+			return st, fmt.Errorf("stopped waiting for task %s: %w", termsafe.Cut(upid), ctx.Err())
 		case <-time.After(interval):
 		}
 	}
@@ -106,7 +108,7 @@ func (w Tasks) Log(ctx context.Context, node, upid string) ([]string, error) {
 	for {
 		lines, err := w.page(ctx, path, len(out))
 		if err != nil {
-			return out, fmt.Errorf("cannot read the log of task %s (GET %s/log): %w", upid, path, err)
+			return out, fmt.Errorf("cannot read the log of task %s (GET %s/log): %w", termsafe.Cut(upid), termsafe.Cut(path), err)
 		}
 		for _, l := range lines {
 			out = append(out, l.T)

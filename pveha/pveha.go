@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // ErrUnsupported is Plan's refusal of a Proxmox VE without HA resource
@@ -219,10 +219,11 @@ type Change struct {
 }
 
 func (c Change) String() string {
+	// The rule, SID and resources may come from the API: cut.
 	if c.Rule != "" {
-		return fmt.Sprintf("%s %s [%s]: %s", c.Op, c.Rule, strings.Join(c.Resources, ","), c.Reason)
+		return fmt.Sprintf("%s %s [%s]: %s", c.Op, termsafe.Cut(c.Rule), termsafe.Cut(strings.Join(c.Resources, ",")), c.Reason)
 	}
-	return fmt.Sprintf("%s %s: %s", c.Op, c.SID, c.Reason)
+	return fmt.Sprintf("%s %s: %s", c.Op, termsafe.Cut(c.SID), c.Reason)
 }
 
 // Report is what a plan does for one pool.
@@ -273,7 +274,7 @@ type Options struct {
 // in. On Proxmox VE 8 it returns ErrUnsupported.
 func NewPlan(st *State, pools []Pool, o Options) (*Plan, error) {
 	if st.Major() < 9 {
-		return nil, fmt.Errorf("%w: the cluster runs Proxmox VE %s", ErrUnsupported, st.Release)
+		return nil, fmt.Errorf("%w: the cluster runs Proxmox VE %s", ErrUnsupported, termsafe.Cut(st.Release))
 	}
 	b := &planner{st: st, res: map[string]Resource{}, rules: map[string]Rule{}, wanted: map[string]bool{}, wantedRules: map[string]bool{}}
 	for _, r := range st.Resources {
@@ -344,7 +345,7 @@ func (b *planner) rule(pool, id string, members []string) {
 		b.rulesOut = append(b.rulesOut, Change{Op: CreateRule, Rule: id, Resources: members, Comment: comment, Reason: "pool " + pool + " has no rule keeping its workers apart"})
 	case cur.Type != "resource-affinity" || cur.Affinity != "negative" || cur.Disable != 0 || cur.Comment != comment || !slices.Equal(cur.Members(), members):
 		b.rulesOut = append(b.rulesOut, Change{Op: UpdateRule, Rule: id, Resources: members, Comment: comment,
-			Reason: fmt.Sprintf("the rule holds [%s] (%s, affinity %q, disable %d), want [%s]", cur.Resources, cur.Type, cur.Affinity, cur.Disable, strings.Join(members, ","))})
+			Reason: fmt.Sprintf("the rule holds [%s] (%s, affinity %s, disable %d), want [%s]", termsafe.Cut(cur.Resources), termsafe.Cut(cur.Type), termsafe.Quote(cur.Affinity), cur.Disable, termsafe.Cut(strings.Join(members, ",")))})
 	}
 }
 
@@ -381,15 +382,15 @@ func apply(ctx context.Context, c pveapi.Client, ch Change) error {
 	case AddResource:
 		return c.Post(ctx, "/cluster/ha/resources", map[string]string{"sid": ch.SID, "state": "started", "comment": ch.Comment}, nil)
 	case UpdateResource:
-		return c.Put(ctx, "/cluster/ha/resources/"+url.PathEscape(ch.SID), map[string]string{"comment": ch.Comment}, nil)
+		return c.Put(ctx, pveapi.Path("cluster", "ha", "resources", ch.SID), map[string]string{"comment": ch.Comment}, nil)
 	case RemoveResource:
-		return c.Delete(ctx, "/cluster/ha/resources/"+url.PathEscape(ch.SID), nil)
+		return c.Delete(ctx, pveapi.Path("cluster", "ha", "resources", ch.SID), nil)
 	case CreateRule:
 		return c.Post(ctx, "/cluster/ha/rules", ruleForm(ch, true), nil)
 	case UpdateRule:
-		return c.Put(ctx, "/cluster/ha/rules/"+url.PathEscape(ch.Rule), ruleForm(ch, false), nil)
+		return c.Put(ctx, pveapi.Path("cluster", "ha", "rules", ch.Rule), ruleForm(ch, false), nil)
 	case DeleteRule:
-		return c.Delete(ctx, "/cluster/ha/rules/"+url.PathEscape(ch.Rule), nil)
+		return c.Delete(ctx, pveapi.Path("cluster", "ha", "rules", ch.Rule), nil)
 	}
 	return fmt.Errorf("unknown change %q", ch.Op)
 }
@@ -416,11 +417,11 @@ func Release(ctx context.Context, c pveapi.Client, vmid int) (bool, error) {
 	if !slices.ContainsFunc(list, func(r Resource) bool { return r.SID == sid }) {
 		return false, nil
 	}
-	if err := c.Delete(ctx, "/cluster/ha/resources/"+url.PathEscape(sid), nil); err != nil {
+	if err := c.Delete(ctx, pveapi.Path("cluster", "ha", "resources", sid), nil); err != nil {
 		if strings.Contains(err.Error(), "not HA managed") {
 			return false, nil
 		}
-		return false, fmt.Errorf("cannot remove HA resource %s (the token needs Sys.Console on /): %w", sid, err)
+		return false, fmt.Errorf("cannot remove HA resource %s (the token needs Sys.Console on /): %w", termsafe.Cut(sid), err)
 	}
 	return true, nil
 }

@@ -12,6 +12,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // NodeResult is one node's network reload after an apply.
@@ -85,7 +86,7 @@ func Apply(ctx context.Context, c pveapi.Client, p *Plan) (*ApplyResult, error) 
 		Release string `json:"release"`
 	}
 	if err := c.Get(ctx, "/version", &ver); err != nil {
-		return nil, fmt.Errorf("cannot read the Proxmox VE version: %s", errText(err))
+		return nil, errorf("cannot read the Proxmox VE version: %s", errText(err))
 	}
 	res.Release = ver.Release
 	own, foreign, err := pendingChanges(ctx, c, p)
@@ -123,7 +124,7 @@ func Apply(ctx context.Context, c pveapi.Client, p *Plan) (*ApplyResult, error) 
 // the risk of applying without one.
 func lock(ctx context.Context, c pveapi.Client, res *ApplyResult, allowPending bool) (string, error) {
 	if !res.Locked {
-		res.Risk = fmt.Sprintf(riskWithoutLock, res.Release)
+		res.Risk = sprintf(riskWithoutLock, termsafe.Cut(res.Release))
 		return "", nil
 	}
 	req := map[string]any{}
@@ -132,7 +133,7 @@ func lock(ctx context.Context, c pveapi.Client, res *ApplyResult, allowPending b
 	}
 	var token string
 	if err := c.Post(ctx, "/cluster/sdn/lock", req, &token); err != nil {
-		return "", fmt.Errorf("cannot take the SDN lock: %s", errText(err))
+		return "", errorf("cannot take the SDN lock: %s", errText(err))
 	}
 	if strings.TrimSpace(token) == "" {
 		return "", errors.New("the SDN lock answer holds no lock token, so nothing guards the changes: nothing was written; " +
@@ -174,8 +175,8 @@ type pendingEntry struct {
 func pendingChanges(ctx context.Context, c pveapi.Client, p *Plan) (own []string, foreign error, err error) {
 	for _, kind := range []string{"zones", "vnets"} {
 		var items []pendingEntry
-		if err := c.Get(ctx, "/cluster/sdn/"+kind+"?pending=1", &items); err != nil {
-			return nil, nil, fmt.Errorf("cannot read the pending SDN %s: %s", kind, errText(err))
+		if err := c.Get(ctx, pveapi.Path("cluster", "sdn", kind)+"?pending=1", &items); err != nil {
+			return nil, nil, errorf("cannot read the pending SDN %s: %s", kind, errText(err))
 		}
 		for _, it := range items {
 			switch {
@@ -187,7 +188,7 @@ func pendingChanges(ctx context.Context, c pveapi.Client, p *Plan) (own []string
 				if kind == "vnets" {
 					what, id = "VNet", it.VNet
 				}
-				foreign = fmt.Errorf("SDN %s %s has a pending change (%s) that an apply would take along: apply or roll it back in Proxmox first", what, id, it.State)
+				foreign = errorf("SDN %s %s has a pending change (%s) that an apply would take along: apply or roll it back in Proxmox first", what, id, it.State)
 			}
 		}
 	}
@@ -222,13 +223,13 @@ func writeAndApply(ctx context.Context, c pveapi.Client, p *Plan, token string, 
 			zone["mtu"] = p.MTU
 		}
 		if err := c.Post(ctx, "/cluster/sdn/zones", zone, nil); err != nil {
-			return "", fmt.Errorf("cannot create SDN zone %s: %s", p.Zone, errText(err))
+			return "", errorf("cannot create SDN zone %s: %s", p.Zone, errText(err))
 		}
 		w.zone = p.Zone
 	}
 	for _, v := range p.Add {
 		if err := c.Post(ctx, "/cluster/sdn/vnets", with(map[string]any{"vnet": v.ID, "zone": p.Zone, "tag": v.Tag}), nil); err != nil {
-			return "", fmt.Errorf("cannot create VNet %s (tag %d): %s", v.ID, v.Tag, errText(err))
+			return "", errorf("cannot create VNet %s (tag %d): %s", v.ID, v.Tag, errText(err))
 		}
 		w.vnets = append(w.vnets, v)
 	}
@@ -239,7 +240,7 @@ func writeAndApply(ctx context.Context, c pveapi.Client, p *Plan, token string, 
 	}
 	var upid string
 	if err := c.Put(ctx, "/cluster/sdn", with(map[string]any{}), &upid); err != nil {
-		return "", fmt.Errorf("cannot apply the SDN configuration: %s", errText(err))
+		return "", errorf("cannot apply the SDN configuration: %s", errText(err))
 	}
 	return upid, nil
 }
@@ -253,7 +254,7 @@ func dryRun(ctx context.Context, c pveapi.Client, res *ApplyResult) error {
 	for _, n := range nodes {
 		var d proxmox.SDNDryRun
 		if err := c.Get(ctx, "/cluster/sdn/dry-run?"+url.Values{"node": {n}}.Encode(), &d); err != nil {
-			return fmt.Errorf("dry-run on node %s failed, nothing applied: %s", n, errText(err))
+			return errorf("dry-run on node %s failed, nothing applied: %s", n, errText(err))
 		}
 		res.DryRun[n] = d.InterfacesDiff
 	}
@@ -280,13 +281,13 @@ func readBack(ctx context.Context, c pveapi.Client, upid string, res *ApplyResul
 	st, err := tasks.Wait(wctx, "", upid, nil)
 	switch {
 	case err != nil:
-		return fmt.Errorf("the SDN apply task %s failed: %s", upid, errText(err))
+		return errorf("the SDN apply task %s failed: %s", upid, errText(err))
 	case !st.Succeeded():
-		return fmt.Errorf("the SDN apply task %s failed: %s", upid, st.ExitStatus)
+		return errorf("the SDN apply task %s failed: %s", upid, st.ExitStatus)
 	}
 	lines, err := tasks.Log(ctx, "", upid)
 	if err != nil {
-		return fmt.Errorf("cannot read the SDN apply log: %s", errText(err))
+		return errorf("cannot read the SDN apply log: %s", errText(err))
 	}
 	failed := map[string]string{}
 	for i := range len(lines) {
@@ -322,7 +323,7 @@ func nodeReload(ctx context.Context, c pveapi.Client, node string, since time.Ti
 	q := url.Values{"typefilter": {"srvreload"}, "userfilter": {"root@pam"}, "source": {"all"},
 		"since": {strconv.FormatInt(since.Unix(), 10)}}
 	var tasks []taskEntry
-	if err := c.Get(ctx, "/nodes/"+url.PathEscape(node)+"/tasks?"+q.Encode(), &tasks); err != nil {
+	if err := c.Get(ctx, pveapi.Path("nodes", node, "tasks")+"?"+q.Encode(), &tasks); err != nil {
 		return NodeResult{Node: node, Status: "unknown: " + errText(err)}
 	}
 	if len(tasks) == 0 {

@@ -3,12 +3,12 @@ package pvesdn
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
 
@@ -154,7 +154,7 @@ func Check(ctx context.Context, c pveapi.Client, z Zone) (*Report, error) {
 	}{{"/nodes", &nodes}, {"/cluster/sdn/zones", &zones}, {"/cluster/sdn/vnets", &vnets}} {
 		if err := g.get(ctx, read.path, read.v); err != nil {
 			r.Requests = g.n
-			r.Error = fmt.Sprintf("GET %s: %s", read.path, errText(err))
+			r.Error = sprintf("GET %s: %s", read.path, errText(err))
 			r.Findings = append(r.Findings, Finding{Code: ClusterUnreadable, Message: r.Error,
 				Action: "make the API reachable and give the token PVEAuditor on /sdn; the last known view is kept"})
 			return r, nil
@@ -171,12 +171,12 @@ func Check(ctx context.Context, c pveapi.Client, z Zone) (*Report, error) {
 	sort.Slice(nodes, func(a, b int) bool { return nodes[a].Node < nodes[b].Node })
 	for _, n := range nodes {
 		var ifaces []iface
-		err := g.get(ctx, "/nodes/"+url.PathEscape(n.Node)+"/network", &ifaces)
+		err := g.get(ctx, pveapi.Path("nodes", n.Node, "network"), &ifaces)
 		if err != nil {
 			msg := errText(err)
 			r.Nodes = append(r.Nodes, NodeView{Name: n.Node, Error: msg})
 			r.Findings = append(r.Findings, Finding{Code: NodeUnreadable, Node: n.Node, VLANs: z.VLANs.String(),
-				Message: fmt.Sprintf("the network configuration of node %s cannot be read: %s", n.Node, msg),
+				Message: sprintf("the network configuration of node %s cannot be read: %s", n.Node, msg),
 				Action:  "bring the node back; until it is read once no VLAN is handed out, afterwards its last view is kept"})
 			continue
 		}
@@ -215,8 +215,8 @@ func sdnConflicts(z Zone, zones []sdnZoneEntry, vnets []sdnVNetEntry) []setFindi
 			var s vlanalloc.Set
 			s.Add(sz.Tag)
 			out = append(out, setFinding{set: s, Finding: Finding{Code: VLANUsedBySDN, VLANs: s.String(),
-				Message: fmt.Sprintf("VLAN %d is the service tag of Proxmox SDN QinQ zone %s on bridge %s", sz.Tag, sz.Zone, z.Bridge),
-				Action:  fmt.Sprintf("reserve VLAN %d in the zone, or move QinQ zone %s to another tag", sz.Tag, sz.Zone)}})
+				Message: sprintf("VLAN %d is the service tag of Proxmox SDN QinQ zone %s on bridge %s", sz.Tag, sz.Zone, z.Bridge),
+				Action:  sprintf("reserve VLAN %d in the zone, or move QinQ zone %s to another tag", sz.Tag, sz.Zone)}})
 		}
 	}
 	sort.Slice(vnets, func(a, b int) bool { return vnets[a].VNet < vnets[b].VNet })
@@ -228,8 +228,8 @@ func sdnConflicts(z Zone, zones []sdnZoneEntry, vnets []sdnVNetEntry) []setFindi
 		var s vlanalloc.Set
 		s.Add(v.Tag)
 		out = append(out, setFinding{set: s, Finding: Finding{Code: VLANUsedBySDN, VLANs: s.String(),
-			Message: fmt.Sprintf("VLAN %d is used by Proxmox SDN VNet %s of VLAN zone %s on bridge %s", v.Tag, v.VNet, v.Zone, z.Bridge),
-			Action:  fmt.Sprintf("reserve VLAN %d in the zone, or give VNet %s another tag", v.Tag, v.VNet)}})
+			Message: sprintf("VLAN %d is used by Proxmox SDN VNet %s of VLAN zone %s on bridge %s", v.Tag, v.VNet, v.Zone, z.Bridge),
+			Action:  sprintf("reserve VLAN %d in the zone, or give VNet %s another tag", v.Tag, v.VNet)}})
 	}
 	return out
 }
@@ -246,17 +246,18 @@ func checkNode(z Zone, node string, ifaces []iface) (NodeView, []Finding) {
 	switch {
 	case !ok || (br.Type != "bridge" && br.Type != "OVSBridge"):
 		return view, []Finding{{Code: BridgeMissing, Node: node, VLANs: all,
-			Message: fmt.Sprintf("node %s has no bridge %s (or the token cannot see it)", node, z.Bridge),
-			Action:  fmt.Sprintf("create VLAN-aware bridge %s on node %s, and give the token SDN.Audit on /sdn/zones/localnetwork", z.Bridge, node)}}
+			Message: sprintf("node %s has no bridge %s (or the token cannot see it)", node, z.Bridge),
+			Action:  sprintf("create VLAN-aware bridge %s on node %s, and give the token SDN.Audit on /sdn/zones/localnetwork", z.Bridge, node)}}
 	case br.Type == "bridge" && br.VLANAware != 1:
 		return view, []Finding{{Code: BridgeNotVLANAware, Node: node, VLANs: all,
-			Message: fmt.Sprintf("bridge %s on node %s is not VLAN-aware", z.Bridge, node),
-			Action:  fmt.Sprintf("set bridge-vlan-aware yes and bridge-vids %s on %s of node %s", all, z.Bridge, node)}}
+			Message: sprintf("bridge %s on node %s is not VLAN-aware", z.Bridge, node),
+			// The VLAN list is the zone's, whole: it is the fix.
+			Action: fmt.Sprintf("set bridge-vlan-aware yes and bridge-vids %s on %s of node %s", all, termsafe.Cut(z.Bridge), termsafe.Cut(node))}}
 	}
 	if mtu := intOf(br.MTU, 1500); z.MTU > mtu {
 		return view, []Finding{{Code: MTUBelowZone, Node: node, VLANs: all,
-			Message: fmt.Sprintf("bridge %s on node %s has MTU %d, below the zone's %d", z.Bridge, node, mtu, z.MTU),
-			Action:  fmt.Sprintf("set mtu %d (or more) on %s and its ports on node %s", z.MTU, z.Bridge, node)}}
+			Message: sprintf("bridge %s on node %s has MTU %d, below the zone's %d", z.Bridge, node, mtu, z.MTU),
+			Action:  sprintf("set mtu %d (or more) on %s and its ports on node %s", z.MTU, z.Bridge, node)}}
 	}
 	view.Carryable = z.VLANs
 	var found []Finding
@@ -264,8 +265,8 @@ func checkNode(z Zone, node string, ifaces []iface) (NodeView, []Finding) {
 		outside := outsideVIDs(z.VLANs, br.VIDs)
 		if outside.Len() > 0 {
 			found = append(found, Finding{Code: VLANsOutsideBridge, Node: node, VLANs: outside.String(),
-				Message: fmt.Sprintf("bridge %s on node %s does not allow VLANs %s (bridge-vids %q)", z.Bridge, node, outside.String(), br.VIDs),
-				Action:  fmt.Sprintf("add %s to bridge-vids of %s on node %s", outside.String(), z.Bridge, node)})
+				Message: sprintf("bridge %s on node %s does not allow VLANs %s (bridge-vids %q)", z.Bridge, node, outside.String(), br.VIDs),
+				Action:  sprintf("add %s to bridge-vids of %s on node %s", outside.String(), z.Bridge, node)})
 			view.Carryable = view.Carryable.Subtract(&outside)
 		}
 	}
@@ -323,8 +324,8 @@ func vlanInterfaces(z Zone, node string, br iface, ifaces []iface) []setFinding 
 		var s vlanalloc.Set
 		s.Add(vid)
 		out = append(out, setFinding{set: s, Finding: Finding{Code: VLANUsedByInterface, Node: node, VLANs: s.String(),
-			Message: fmt.Sprintf("VLAN interface %s on node %s takes VLAN %d from %s", i.Iface, node, vid, dev),
-			Action:  fmt.Sprintf("remove %s from node %s, or reserve VLAN %d in the zone", i.Iface, node, vid)}})
+			Message: sprintf("VLAN interface %s on node %s takes VLAN %d from %s", i.Iface, node, vid, dev),
+			Action:  sprintf("remove %s from node %s, or reserve VLAN %d in the zone", i.Iface, node, vid)}})
 	}
 	return out
 }

@@ -3,9 +3,7 @@ package pvesdn
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -77,7 +75,7 @@ var errNoNodes = errors.New("GET /nodes listed no node: the token sees none (giv
 func listNodes(ctx context.Context, c pveapi.Client) ([]string, error) {
 	var nodes []nodeEntry
 	if err := c.Get(ctx, "/nodes", &nodes); err != nil {
-		return nil, fmt.Errorf("cannot list the nodes: %s", errText(err))
+		return nil, errorf("cannot list the nodes: %s", errText(err))
 	}
 	if len(nodes) == 0 {
 		return nil, errNoNodes
@@ -102,7 +100,7 @@ type zoneContentEntry struct {
 
 func zoneOnNode(ctx context.Context, c pveapi.Client, node, zone string) NodeZone {
 	nz := NodeZone{Node: node}
-	path := "/nodes/" + url.PathEscape(node) + "/sdn/zones"
+	path := pveapi.Path("nodes", node, "sdn", "zones")
 	var zones []nodeZoneEntry
 	if err := c.Get(ctx, path, &zones); err != nil {
 		nz.Err = errText(err)
@@ -117,7 +115,7 @@ func zoneOnNode(ctx context.Context, c pveapi.Client, node, zone string) NodeZon
 		return nz
 	}
 	var content []zoneContentEntry
-	if err := c.Get(ctx, path+"/"+url.PathEscape(zone)+"/content", &content); err != nil {
+	if err := c.Get(ctx, pveapi.Path("nodes", node, "sdn", "zones", zone, "content"), &content); err != nil {
 		nz.Err = errText(err)
 		return nz
 	}
@@ -149,16 +147,16 @@ func nodeDrift(zone string, nodes []NodeZone) []Drift {
 		switch {
 		case n.Err != "":
 			out = append(out, Drift{Code: NodeZoneUnreadable, Node: n.Node,
-				Message: fmt.Sprintf("the SDN state of node %s could not be read: %s", n.Node, n.Err),
-				Action:  fmt.Sprintf("bring node %s back, then run pxsubstrate sdn audit again", n.Node)})
+				Message: sprintf("the SDN state of node %s could not be read: %s", n.Node, n.Err),
+				Action:  sprintf("bring node %s back, then run pxsubstrate sdn audit again", n.Node)})
 		case n.Status == ZonePending:
 			out = append(out, Drift{Code: NodeZonePending, Node: n.Node,
-				Message: fmt.Sprintf("SDN zone %s is pending on node %s: %s", zone, n.Node, n.detail()),
+				Message: sprintf("SDN zone %s is pending on node %s: %s", zone, n.Node, n.detail()),
 				Action:  "run pxsubstrate sdn apply: it reloads every node"})
 		case n.NotAvailable():
 			out = append(out, Drift{Code: NodeZoneError, Node: n.Node,
-				Message: fmt.Sprintf("SDN zone %s is in %s on node %s: %s", zone, n.Status, n.Node, n.detail()),
-				Action:  fmt.Sprintf("fix what node %s's last srvreload task logged, then run pxsubstrate sdn apply (it reloads every node)", n.Node)})
+				Message: sprintf("SDN zone %s is in %s on node %s: %s", zone, n.Status, n.Node, n.detail()),
+				Action:  sprintf("fix what node %s's last srvreload task logged, then run pxsubstrate sdn apply (it reloads every node)", n.Node)})
 		}
 	}
 	return out

@@ -2,7 +2,6 @@ package pvesdn
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
@@ -49,7 +48,7 @@ func (e *PartialWriteError) Error() string {
 		for _, v := range e.VNets {
 			ids = append(ids, v.ID)
 		}
-		parts = append(parts, fmt.Sprintf("%d VNet(s) %s", len(ids), shortList(ids)))
+		parts = append(parts, sprintf("%d VNet(s) %s", len(ids), shortList(ids)))
 	}
 	b.WriteString(strings.Join(parts, " and "))
 	if e.RolledBack {
@@ -68,7 +67,7 @@ func shortList(items []string) string {
 	if len(items) <= maxShown {
 		return strings.Join(items, ", ")
 	}
-	return strings.Join(items[:maxShown], ", ") + fmt.Sprintf(" and %d more", len(items)-maxShown)
+	return strings.Join(items[:maxShown], ", ") + sprintf(" and %d more", len(items)-maxShown)
 }
 
 // failed reports a failed write: with the SDN lock it rolls back (which
@@ -78,7 +77,7 @@ func (w *written) failed(ctx context.Context, c pveapi.Client, token string, err
 	rolledBack := false
 	if token != "" {
 		if rerr := c.Post(ctx, "/cluster/sdn/rollback", map[string]any{"lock-token": token}, nil); rerr != nil {
-			err = fmt.Errorf("%w (and the rollback failed: %s)", err, errText(rerr))
+			err = errorf("%w (and the rollback failed: %s)", err, errText(rerr))
 		} else {
 			rolledBack = true
 		}

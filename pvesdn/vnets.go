@@ -2,7 +2,6 @@ package pvesdn
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"sort"
 
@@ -55,10 +54,10 @@ func readSDN(ctx context.Context, g *getter) ([]sdnZoneFull, []sdnVNetEntry, err
 	var zones []sdnZoneFull
 	var vnets []sdnVNetEntry
 	if err := g.get(ctx, "/cluster/sdn/zones", &zones); err != nil {
-		return nil, nil, fmt.Errorf("cannot read the SDN zones: %s", errText(err))
+		return nil, nil, errorf("cannot read the SDN zones: %s", errText(err))
 	}
 	if err := g.get(ctx, "/cluster/sdn/vnets", &vnets); err != nil {
-		return nil, nil, fmt.Errorf("cannot read the SDN VNets: %s", errText(err))
+		return nil, nil, errorf("cannot read the SDN VNets: %s", errText(err))
 	}
 	return zones, vnets, nil
 }
@@ -73,7 +72,7 @@ func PlanVNets(ctx context.Context, c pveapi.Client, z Zone) (*Plan, error) {
 		return nil, err
 	}
 	if n := z.VLANs.Len(); n > MaxPlanVLANs {
-		return nil, fmt.Errorf("%w %q: %d VLANs; a VNet plan takes at most %d (each VNet is a bridge on every node, reloaded at every apply): split the zone",
+		return nil, errorf("%w %q: %d VLANs; a VNet plan takes at most %d (each VNet is a bridge on every node, reloaded at every apply): split the zone",
 			ErrInvalidZone, z.Name, n, MaxPlanVLANs)
 	}
 	g := &getter{c: c}
@@ -87,7 +86,7 @@ func PlanVNets(ctx context.Context, c pveapi.Client, z Zone) (*Plan, error) {
 			continue
 		}
 		if sz.Type != "vlan" || sz.Bridge != z.Bridge {
-			return nil, fmt.Errorf("Proxmox SDN zone %s exists as a %s zone on bridge %q, not a VLAN zone on %s: choose another spec.sdn.zone",
+			return nil, errorf("Proxmox SDN zone %s exists as a %s zone on bridge %q, not a VLAN zone on %s: choose another spec.sdn.zone",
 				sz.Zone, sz.Type, sz.Bridge, z.Bridge)
 		}
 		p.CreateZone = false
@@ -97,7 +96,7 @@ func PlanVNets(ctx context.Context, c pveapi.Client, z Zone) (*Plan, error) {
 		case pv.missing:
 			p.Add = append(p.Add, VNet{ID: pv.id, Tag: pv.vid})
 		case pv.other:
-			return nil, fmt.Errorf("VNet %s exists in zone %s with tag %d, not in %s with tag %d: rename it, or choose another spec.sdn.vnetPrefix",
+			return nil, errorf("VNet %s exists in zone %s with tag %d, not in %s with tag %d: rename it, or choose another spec.sdn.vnetPrefix",
 				pv.id, v.Zone, v.Tag, z.SDNZone, pv.vid)
 		default:
 			p.Present++
@@ -148,7 +147,7 @@ func AuditVNets(ctx context.Context, c pveapi.Client, z Zone) ([]Drift, error) {
 		State string `json:"state"`
 	}
 	if err := g.get(ctx, "/cluster/sdn/vnets?"+url.Values{"pending": {"1"}}.Encode(), &pending); err != nil {
-		return nil, fmt.Errorf("cannot read the pending SDN VNets: %s", errText(err))
+		return nil, errorf("cannot read the pending SDN VNets: %s", errText(err))
 	}
 	out := []Drift{}
 	found := false
@@ -156,13 +155,13 @@ func AuditVNets(ctx context.Context, c pveapi.Client, z Zone) ([]Drift, error) {
 		found = found || (sz.Zone == z.SDNZone && sz.Type == "vlan" && sz.Bridge == z.Bridge)
 	}
 	if !found {
-		out = append(out, Drift{Code: ZoneMissing, Message: fmt.Sprintf("no Proxmox SDN VLAN zone %s on bridge %s", z.SDNZone, z.Bridge),
+		out = append(out, Drift{Code: ZoneMissing, Message: sprintf("no Proxmox SDN VLAN zone %s on bridge %s", z.SDNZone, z.Bridge),
 			Action: "run pxsubstrate sdn apply"})
 	}
 	out = append(out, vnetDrift(z, vnets)...)
 	for _, p := range pending {
 		if p.State != "" && z.owns(p.VNet) {
-			out = append(out, Drift{Code: VNetUnapplied, VNet: p.VNet, Message: fmt.Sprintf("VNet %s is %s but not applied", p.VNet, p.State),
+			out = append(out, Drift{Code: VNetUnapplied, VNet: p.VNet, Message: sprintf("VNet %s is %s but not applied", p.VNet, p.State),
 				Action: "run pxsubstrate sdn apply (it applies once for all)"})
 		}
 	}
@@ -192,20 +191,20 @@ func vnetDrift(z Zone, vnets []sdnVNetEntry) []Drift {
 		vid, id, v := pv.vid, pv.id, pv.have
 		switch {
 		case pv.missing:
-			out = append(out, Drift{Code: VNetMissing, VNet: id, Message: fmt.Sprintf("VLAN %d has no VNet %s", vid, id),
+			out = append(out, Drift{Code: VNetMissing, VNet: id, Message: sprintf("VLAN %d has no VNet %s", vid, id),
 				Action: "run pxsubstrate sdn apply"})
 		case pv.other:
 			out = append(out, Drift{Code: VNetOtherTag, VNet: id,
-				Message: fmt.Sprintf("VNet %s is in zone %s with tag %d, not in %s with tag %d", id, v.Zone, v.Tag, z.SDNZone, vid),
-				Action:  fmt.Sprintf("set tag %d and zone %s on VNet %s in Proxmox (tenant NICs on it reach VLAN %d meanwhile)", vid, z.SDNZone, id, v.Tag)})
+				Message: sprintf("VNet %s is in zone %s with tag %d, not in %s with tag %d", id, v.Zone, v.Tag, z.SDNZone, vid),
+				Action:  sprintf("set tag %d and zone %s on VNet %s in Proxmox (tenant NICs on it reach VLAN %d meanwhile)", vid, z.SDNZone, id, v.Tag)})
 		}
 	}
 	sort.Slice(vnets, func(a, b int) bool { return vnets[a].VNet < vnets[b].VNet })
 	for _, v := range vnets {
 		if v.Zone == z.SDNZone && !z.owns(v.VNet) {
 			out = append(out, Drift{Code: VNetNotOurs, VNet: v.VNet,
-				Message: fmt.Sprintf("VNet %s (tag %d) is in SDN zone %s but no zone VLAN accounts for it", v.VNet, v.Tag, z.SDNZone),
-				Action:  fmt.Sprintf("delete VNet %s, or move it out of zone %s: the zone's tenants are granted VNets by name", v.VNet, z.SDNZone)})
+				Message: sprintf("VNet %s (tag %d) is in SDN zone %s but no zone VLAN accounts for it", v.VNet, v.Tag, z.SDNZone),
+				Action:  sprintf("delete VNet %s, or move it out of zone %s: the zone's tenants are granted VNets by name", v.VNet, z.SDNZone)})
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pvesdn/vnetid"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
 
@@ -52,21 +53,21 @@ func (z Zone) prefix() string { return vnetid.Prefix(z.SDNZone, z.VNetPrefix) }
 func (z Zone) Validate(withSDN bool) error {
 	switch {
 	case !ifaceNameR.MatchString(z.Bridge):
-		return fmt.Errorf("%w %q: bridge %q is not a Linux interface name", ErrInvalidZone, z.Name, z.Bridge)
+		return errorf("%w %q: bridge %q is not a Linux interface name", ErrInvalidZone, z.Name, z.Bridge)
 	case z.VLANs.Len() == 0:
-		return fmt.Errorf("%w %q: it has no VLANs to hand out", ErrInvalidZone, z.Name)
+		return errorf("%w %q: it has no VLANs to hand out", ErrInvalidZone, z.Name)
 	case z.MTU < 0:
-		return fmt.Errorf("%w %q: mtu %d is negative", ErrInvalidZone, z.Name, z.MTU)
+		return errorf("%w %q: mtu %d is negative", ErrInvalidZone, z.Name, z.MTU)
 	}
 	if !withSDN {
 		return nil
 	}
 	if z.SDNZone == "" || len(z.SDNZone) > 8 || !sdnIDRe.MatchString(z.SDNZone) {
-		return fmt.Errorf("%w %q: sdn.zone %q is not a Proxmox SDN zone ID (2-8 letters and digits, starting with a letter)",
+		return errorf("%w %q: sdn.zone %q is not a Proxmox SDN zone ID (2-8 letters and digits, starting with a letter)",
 			ErrInvalidZone, z.Name, z.SDNZone)
 	}
 	if p := z.prefix(); !vnetid.ValidPrefix(p) {
-		return fmt.Errorf("%w %q: sdn.vnetPrefix %q must be 1-4 letters and digits starting with a letter, so that "+
+		return errorf("%w %q: sdn.vnetPrefix %q must be 1-4 letters and digits starting with a letter, so that "+
 			"prefix and a 4-digit VLAN ID make a VNet ID of at most 8 characters", ErrInvalidZone, z.Name, p)
 	}
 	return nil
@@ -77,15 +78,27 @@ func (z Zone) Validate(withSDN bool) error {
 func (z Zone) VNetID(vlan int) string { return vnetid.ID(z.prefix(), vlan) }
 
 // errText renders an API error as PVE words it: the status code and the
-// message, with the parameter errors.
+// message, with the parameter errors, each cut as termsafe cuts a value.
 func errText(err error) string {
 	var ae *proxmox.APIError
 	if !errors.As(err, &ae) {
-		return err.Error()
+		return termsafe.Cut(err.Error())
 	}
-	msg := fmt.Sprintf("%d %s", ae.StatusCode, strings.TrimSpace(ae.Message))
+	msg := fmt.Sprintf("%d %s", ae.StatusCode, termsafe.Cut(strings.TrimSpace(ae.Message)))
 	for _, k := range slices.Sorted(maps.Keys(ae.Errors)) {
-		msg += fmt.Sprintf("; %s: %s", k, strings.TrimSpace(ae.Errors[k]))
+		msg += fmt.Sprintf("; %s: %s", termsafe.Cut(k), termsafe.Cut(strings.TrimSpace(ae.Errors[k])))
 	}
 	return msg
+}
+
+// sprintf and errorf print every string argument cut (termsafe.CutArgs):
+// the names, states and texts their messages echo come from the API (or
+// from a zone spec), and a message stays a line whatever they hold. Only
+// values go through them, never a sentence the code wrote.
+func sprintf(format string, args ...any) string {
+	return fmt.Sprintf(format, termsafe.CutArgs(args...)...)
+}
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf(format, termsafe.CutArgs(args...)...)
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // ImageFormat is the disk format of the Image Factory artefact that create
@@ -174,8 +177,8 @@ func (o CreateOptions) withDefaults() (CreateOptions, error) {
 		o.ImageFormat = ImageRaw
 	}
 	if o.ImageFormat != ImageRaw && o.ImageFormat != ImageQCOW2 {
-		return o, fmt.Errorf("image format %q is not an uncompressed factory artefact: use %s or %s (download-url cannot decompress for import)",
-			o.ImageFormat, ImageRaw, ImageQCOW2)
+		return o, fmt.Errorf("image format %s is not an uncompressed factory artefact: use %s or %s (download-url cannot decompress for import)",
+			termsafe.Quote(string(o.ImageFormat)), ImageRaw, ImageQCOW2)
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
@@ -267,6 +270,8 @@ func taskLeftover(node, upid string) Leftover {
 
 // String says what is left and how to remove it, in one line.
 func (l Leftover) String() string {
+	// Every field comes from the API: each is cut as termsafe cuts a value.
+	l.VolID, l.Node, l.Command, l.API, l.UPID = termsafe.Cut(l.VolID), termsafe.Cut(l.Node), termsafe.Cut(l.Command), termsafe.Cut(l.API), termsafe.Cut(l.UPID)
 	var what string
 	switch l.Kind {
 	case LeftImage:
@@ -289,13 +294,16 @@ func (l Leftover) String() string {
 	return what
 }
 
-// API paths, relative to /api2/json.
-func vmPath(node string, vmid int) string { return "/nodes/" + node + "/qemu/" + strconv.Itoa(vmid) }
-
-func storagePath(node, storage string) string { return "/nodes/" + node + "/storage/" + storage }
-
-func contentPath(node, storage, volid string) string {
-	return storagePath(node, storage) + "/content/" + volid
+// API paths, relative to /api2/json, built by pveapi.Path: a node,
+// storage, volume or UPID from an answer stays one path segment.
+func vmPath(node string, vmid int) string {
+	return pveapi.Path("nodes", node, "qemu", strconv.Itoa(vmid))
 }
 
-func taskPath(node, upid string) string { return "/nodes/" + node + "/tasks/" + upid }
+func storagePath(node, storage string) string { return pveapi.Path("nodes", node, "storage", storage) }
+
+func contentPath(node, storage, volid string) string {
+	return pveapi.Path("nodes", node, "storage", storage, "content", volid)
+}
+
+func taskPath(node, upid string) string { return pveapi.TaskPath(node, upid) }

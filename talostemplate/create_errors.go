@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Sentinel errors of Create, one per category; the typed errors below wrap
@@ -64,7 +66,7 @@ type VMIDTakenError struct {
 }
 
 func (e *VMIDTakenError) Error() string {
-	msg := fmt.Sprintf("VMID %d cannot be used: %s (GET /cluster/nextid?vmid=%d)", e.VMID, e.Reason, e.VMID)
+	msg := fmt.Sprintf("VMID %d cannot be used: %s (GET /cluster/nextid?vmid=%d)", e.VMID, termsafe.Cut(e.Reason), e.VMID)
 	if e.Free > 0 {
 		msg += fmt.Sprintf("; choose a free VMID, such as %d", e.Free)
 	}
@@ -81,7 +83,7 @@ type ImageExistsError struct {
 func (e *ImageExistsError) Error() string {
 	l := imageLeftover(e.Node, e.Storage, e.VolID)
 	return fmt.Sprintf("the image volume %s is already on node %s (left by an earlier run?): build from it with --reuse-image, "+
-		"or remove it with: %s (on node %s), or through the API: %s", e.VolID, e.Node, l.Command, e.Node, l.API)
+		"or remove it with: %s (on node %s), or through the API: %s", termsafe.Cut(e.VolID), termsafe.Cut(e.Node), termsafe.Cut(l.Command), termsafe.Cut(e.Node), termsafe.Cut(l.API))
 }
 
 func (e *ImageExistsError) Unwrap() error { return ErrImageExists }
@@ -95,7 +97,7 @@ type TaskError struct {
 }
 
 func (e *TaskError) Error() string {
-	return fmt.Sprintf("task %s (%s on node %s) failed: %s", e.UPID, e.Type, e.Node, e.ExitStatus)
+	return fmt.Sprintf("task %s (%s on node %s) failed: %s", termsafe.Cut(e.UPID), termsafe.Cut(e.Type), termsafe.Cut(e.Node), termsafe.Cut(e.ExitStatus))
 }
 
 func (e *TaskError) Unwrap() error { return ErrTaskFailed }
@@ -115,10 +117,11 @@ type PermissionError struct {
 }
 
 func (e *PermissionError) Error() string {
-	msg := fmt.Sprintf("%s: %v: ", e.Call, e.Err)
+	msg := fmt.Sprintf("%s: %s: ", termsafe.Cut(e.Call), termsafe.Cut(e.Err.Error()))
 	if e.Privilege != "" {
+		priv, path := termsafe.Cut(e.Privilege), termsafe.Cut(e.Path)
 		msg += fmt.Sprintf("the token lacks %s on %s; grant it %s on %s (with privilege separation, its user needs it too). ",
-			e.Privilege, e.Path, e.Privilege, e.Path)
+			priv, path, priv, path)
 	}
 	return msg + "This call needs " + e.Needs
 }

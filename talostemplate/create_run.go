@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // errFactoryCA refuses a private factory CA in create mode.
@@ -96,13 +97,15 @@ func (r *creator) run(ctx context.Context, index int, step Step) error {
 
 // plan returns a step's work and what it does, or why it is skipped.
 func (r *creator) plan(step Step) (do action, what, skip string) {
-	s, node, vol := r.spec, r.res.Node, r.res.ImageVolume
+	// The node and volume come from the API, the tags from the input:
+	// each is cut as termsafe cuts a value.
+	s, node, vol := r.spec, termsafe.Cut(r.res.Node), termsafe.Cut(r.res.ImageVolume)
 	switch step {
 	case StepPrepare:
 		return r.prepare, "choose the node and storages", ""
 	case StepCheck:
 		return r.check, fmt.Sprintf("check that VMID %d is free, that no template carries the tags %s and that %s is not there yet",
-			s.VMID, PVETags(s.Tags), vol), ""
+			s.VMID, termsafe.Cut(PVETags(s.Tags)), vol), ""
 	case StepDownload:
 		if r.imageThere {
 			r.res.ImageReused = true
@@ -151,14 +154,14 @@ func pickNode(nodes []string, want string) (string, error) {
 	case want != "" && slices.Contains(nodes, want):
 		return want, nil
 	case want != "":
-		return "", fmt.Errorf("%w: node %s is not in the cluster (nodes: %s)", ErrNoTarget, want, strings.Join(nodes, ", "))
+		return "", fmt.Errorf("%w: node %s is not in the cluster (nodes: %s)", ErrNoTarget, termsafe.Cut(want), termsafe.Cut(strings.Join(nodes, ", ")))
 	case len(nodes) == 1:
 		return nodes[0], nil
 	case len(nodes) == 0:
 		return "", fmt.Errorf("%w: the token sees no node", ErrNoTarget)
 	}
 	return "", fmt.Errorf("%w: the cluster has the nodes %s: name the node that downloads the image and holds the template",
-		ErrNoTarget, strings.Join(nodes, ", "))
+		ErrNoTarget, termsafe.Cut(strings.Join(nodes, ", ")))
 }
 
 // pickStorages checks the disk storage and returns the import storage.
@@ -174,19 +177,19 @@ func pickStorages(storages []storageEntry, node, disk, want string) (string, err
 	d, ok := find(disk)
 	switch {
 	case !ok:
-		return "", fmt.Errorf("%w: "+unseen, ErrNoTarget, disk, node, disk)
+		return "", fmt.Errorf("%w: "+unseen, ErrNoTarget, disk, termsafe.Cut(node), disk)
 	case !d.has("images"):
 		return "", fmt.Errorf("%w: storage %s does not hold VM disks (its content types are %s): name a storage with the Disk image content type",
-			ErrNoTarget, disk, d.Content)
+			ErrNoTarget, disk, termsafe.Cut(d.Content))
 	}
 	if want != "" {
 		w, ok := find(want)
 		switch {
 		case !ok:
-			return "", fmt.Errorf("%w: "+unseen, ErrNoTarget, want, node, want)
+			return "", fmt.Errorf("%w: "+unseen, ErrNoTarget, want, termsafe.Cut(node), want)
 		case !w.has("import"):
 			return "", fmt.Errorf("%w: storage %s does not have the import content type (its content types are %s): add import to its content types, "+
-				"or name a file-based storage that has it", ErrNoTarget, want, w.Content)
+				"or name a file-based storage that has it", ErrNoTarget, want, termsafe.Cut(w.Content))
 		}
 		return want, nil
 	}
@@ -204,10 +207,10 @@ func pickStorages(storages []storageEntry, node, disk, want string) (string, err
 		return imports[0], nil
 	case 0:
 		return "", fmt.Errorf("%w: no storage on node %s has the import content type, which download-url needs: add import to the content types "+
-			"of a file-based storage (such as local) and name it as the import storage", ErrNoTarget, node)
+			"of a file-based storage (such as local) and name it as the import storage", ErrNoTarget, termsafe.Cut(node))
 	}
 	return "", fmt.Errorf("%w: storages %s on node %s have the import content type: name the one to download the image to",
-		ErrNoTarget, strings.Join(imports, ", "), node)
+		ErrNoTarget, termsafe.Cut(strings.Join(imports, ", ")), termsafe.Cut(node))
 }
 
 func (r *creator) check(ctx context.Context, _ func(string)) error {
@@ -241,7 +244,7 @@ func (r *creator) download(ctx context.Context, log func(string)) error {
 	path := storagePath(node, imp) + "/download-url"
 	params := map[string]string{"content": "import", "filename": r.spec.ImportFilename(r.opts.ImageFormat),
 		"url": r.res.ImageURL, "verify-certificates": "1"}
-	needs := fmt.Sprintf("Datastore.AllocateTemplate on /storage/%s, and either Sys.Audit and Sys.Modify on / or Sys.AccessNetwork on /nodes/%s", imp, node)
+	needs := fmt.Sprintf("Datastore.AllocateTemplate on /storage/%s, and either Sys.Audit and Sys.Modify on / or Sys.AccessNetwork on /nodes/%s", termsafe.Cut(imp), termsafe.Cut(node))
 	r.downloaded = true
 	return r.task(ctx, StepDownload, "POST", path, needs, params, log)
 }
@@ -254,9 +257,9 @@ func (r *creator) create(ctx context.Context, log func(string)) error {
 	}
 	needs := fmt.Sprintf("VM.Allocate, VM.Config.CPU, VM.Config.Memory, VM.Config.HWType, VM.Config.Options and VM.Config.Disk on /vms/%d, "+
 		"Datastore.AllocateSpace on /storage/%s, and Datastore.AllocateSpace or Datastore.Audit on /storage/%s to import the image",
-		s.VMID, s.Storage, r.res.ImportStorage)
+		s.VMID, s.Storage, termsafe.Cut(r.res.ImportStorage))
 	r.created = true
-	return r.task(ctx, StepCreate, "POST", "/nodes/"+r.res.Node+"/qemu", needs, params, log)
+	return r.task(ctx, StepCreate, "POST", pveapi.Path("nodes", r.res.Node, "qemu"), needs, params, log)
 }
 
 func (r *creator) resize(ctx context.Context, log func(string)) error {
@@ -274,7 +277,7 @@ func (r *creator) template(ctx context.Context, log func(string)) error {
 		return err
 	}
 	if conf["template"] != "1" {
-		return fmt.Errorf("VM %d is not a template after its template task succeeded (template: %q)", vmid, conf["template"])
+		return fmt.Errorf("VM %d is not a template after its template task succeeded (template: %s)", vmid, termsafe.Quote(conf["template"]))
 	}
 	r.res.Config = conf
 	r.res.DiskSize, _ = BootDiskSize(conf)
@@ -310,7 +313,7 @@ func (r *creator) cleanup(ctx context.Context, log func(string)) error {
 // params nil sends no body; an empty UPID (an older PVE's synchronous
 // resize) means the work is done.
 func (r *creator) task(ctx context.Context, step Step, method, path, needs string, params map[string]string, log func(string)) error {
-	call := method + " " + path
+	call := method + " " + termsafe.Cut(path)
 	var upid string
 	var err error
 	var data any

@@ -222,7 +222,7 @@ func TestCreateTaskFailure(t *testing.T) {
 	factory := newFactory(t)
 	notTemplate := "VM 9000 was created but is not a template; remove it with: qm destroy 9000 (on node pve), or through the API: DELETE /api2/json/nodes/pve/qemu/9000"
 	image := "image volume " + imageVolume + " on node pve; remove it with: pvesm free " + imageVolume +
-		" (on node pve), or through the API: DELETE /api2/json/nodes/pve/storage/local/content/" + imageVolume
+		" (on node pve), or through the API: DELETE /api2/json/nodes/pve/storage/local/content/" + strings.Replace(imageVolume, "/", "%2F", 1)
 	cases := map[string]struct {
 		reason string
 		task   string

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Sentinel errors: one per category. The typed errors below wrap them and
@@ -56,10 +58,11 @@ func invalid(field, value, msg, hint string) *InvalidError {
 
 // show renders a value for a message: as it is when it is plain printable
 // text, quoted when it holds spaces, control characters or nothing at all,
-// so a message never carries a raw newline or escape sequence.
+// so a message never carries a raw newline or escape sequence; a value of
+// more than termsafe.MaxQuoted bytes is cut, quoted (termsafe.Quote).
 func show(v string) string {
-	if v == "" {
-		return `""`
+	if v == "" || len(v) > termsafe.MaxQuoted {
+		return termsafe.Quote(v)
 	}
 	for _, r := range v {
 		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
@@ -98,16 +101,17 @@ type TagSetTakenError struct {
 func (e *TagSetTakenError) Error() string {
 	held := make([]string, 0, len(e.Templates))
 	for _, t := range e.Templates {
-		held = append(held, fmt.Sprintf("%d (%s) on %s", t.VMID, t.Name, t.Node))
+		held = append(held, fmt.Sprintf("%d (%s) on %s", t.VMID, termsafe.Cut(t.Name), termsafe.Cut(t.Node)))
 	}
-	return fmt.Sprintf("a template already carries the tags %s: %s", e.Tags, strings.Join(held, ", "))
+	return fmt.Sprintf("a template already carries the tags %s: %s", termsafe.Cut(e.Tags), termsafe.Cut(strings.Join(held, ", ")))
 }
 
 func (e *TagSetTakenError) Unwrap() error { return ErrTagSetTaken }
 
 // NotFoundError is capmox's answer when a selector does not name exactly one
 // template. Error() reproduces capmox's text byte for byte:
-// `VM template not found: found N VM templates with tags "a;b"`.
+// `VM template not found: found N VM templates with tags "a;b"`, for a
+// selector of at most termsafe.MaxQuoted bytes; a longer one is cut.
 type NotFoundError struct {
 	// Count is the number of templates capmox counted as matches.
 	Count int
@@ -117,7 +121,7 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("%v: found %d VM templates with tags %q", ErrTemplateNotFound, e.Count, e.Tags)
+	return fmt.Sprintf("%v: found %d VM templates with tags %s", ErrTemplateNotFound, e.Count, termsafe.Quote(e.Tags))
 }
 
 func (e *NotFoundError) Unwrap() error { return ErrTemplateNotFound }

@@ -4,18 +4,22 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Explain says in plain words why capmox chose what it chose: which
 // template has which extra or missing tag, a template whose tags are
 // separated by commas, guests that match but are not templates, and several
 // templates sharing one tag set. The lines follow the Selection's candidate
-// order and are meant for people, not parsers.
+// order and are meant for people, not parsers. Every name, tag and list
+// from the guests or the selector is cut as termsafe cuts a value, so a
+// line stays a line whatever the cluster or the selector holds.
 func Explain(sel Selection) []string {
 	var out []string
 	if sel.Count == 1 {
 		t := sel.Template
-		out = append(out, fmt.Sprintf("capmox %s clones template %s from node %s", sel.Capmox, guest(*t), t.Node))
+		out = append(out, fmt.Sprintf("capmox %s clones template %s from node %s", sel.Capmox, guest(*t), termsafe.Cut(t.Node)))
 		return append(out, notTemplates(sel)...)
 	}
 	rule := "every template tag must be in the selector and every selector tag on the template (set equality, not containment)"
@@ -23,7 +27,7 @@ func Explain(sel Selection) []string {
 		rule = "the template must carry every selector tag (" + string(sel.Policy) + ")"
 	}
 	out = append(out, fmt.Sprintf("capmox %s needs exactly one template for the selector %s across the whole cluster and counted %d; %s",
-		sel.Capmox, strings.Join(sel.Selector, ";"), sel.Count, rule))
+		sel.Capmox, termsafe.Cut(strings.Join(sel.Selector, ";")), sel.Count, rule))
 	var counted []Candidate
 	templates := 0
 	for _, c := range sel.Candidates {
@@ -47,7 +51,7 @@ func Explain(sel Selection) []string {
 }
 
 func explainMiss(c Candidate, sel Selection) []string {
-	name := "template " + guest(c.VMResource) + " on " + c.Node
+	name := "template " + guest(c.VMResource) + " on " + termsafe.Cut(c.Node)
 	if c.Skipped == "no tags" {
 		return []string{name + " has no tags, and capmox skips untagged templates"}
 	}
@@ -57,7 +61,7 @@ func explainMiss(c Candidate, sel Selection) []string {
 			reads = "reads each of " + quoteAll(comma) + " as a single tag"
 		}
 		return []string{fmt.Sprintf("%s has its tags separated by commas: PVE separates tags with ';', so capmox %s; set them with qm set %d --tags '%s'",
-			name, reads, c.VMID, strings.ReplaceAll(c.Tags, ",", ";"))}
+			name, reads, c.VMID, termsafe.Cut(strings.ReplaceAll(c.Tags, ",", ";")))}
 	}
 	var out []string
 	if sel.Capmox == CapmoxV07 {
@@ -82,13 +86,13 @@ func v07Quirks(name string, c Candidate) []string {
 	for i, t := range c.Seen {
 		switch {
 		case t != strings.TrimSpace(t):
-			out = append(out, fmt.Sprintf("%s has the tag %q with spaces around it, which capmox v0.7 does not trim", name, t))
+			out = append(out, fmt.Sprintf("%s has the tag %s with spaces around it, which capmox v0.7 does not trim", name, termsafe.Quote(t)))
 		case t != strings.ToLower(t):
-			out = append(out, fmt.Sprintf("%s has the tag %q with upper-case letters; capmox v0.7 lower-cases the selector but not the template's tags", name, t))
+			out = append(out, fmt.Sprintf("%s has the tag %s with upper-case letters; capmox v0.7 lower-cases the selector but not the template's tags", name, termsafe.Quote(t)))
 		case t == "":
 			out = append(out, name+" has an empty tag (two ';' in a row or a ';' at an end), which capmox v0.7 keeps")
 		case i > 0 && c.Seen[i-1] == t:
-			out = append(out, fmt.Sprintf("%s lists the tag %q twice, and capmox v0.7 does not de-duplicate the template's tags", name, t))
+			out = append(out, fmt.Sprintf("%s lists the tag %s twice, and capmox v0.7 does not de-duplicate the template's tags", name, termsafe.Quote(t)))
 		}
 	}
 	return out
@@ -98,11 +102,11 @@ func explainMany(counted []Candidate, sel Selection) []string {
 	names := make([]string, len(counted))
 	nodes := map[string]bool{}
 	for i, c := range counted {
-		names[i] = guest(c.VMResource) + " on " + c.Node
+		names[i] = guest(c.VMResource) + " on " + termsafe.Cut(c.Node)
 		nodes[c.Node] = true
 	}
 	out := []string{fmt.Sprintf("%d templates match: %s; capmox requires exactly one template for a tag set in the whole cluster, so give each its own tags or remove all but one",
-		len(counted), strings.Join(names, ", "))}
+		len(counted), termsafe.Cut(strings.Join(names, ", ")))}
 	if len(nodes) == len(counted) && len(counted) > 1 {
 		out = append(out, "each copy sits on its own node, as local storage needs, but capmox resolves the selector cluster-wide: keep one template on shared storage")
 	}
@@ -123,7 +127,7 @@ func notTemplates(sel Selection) []string {
 	for _, c := range sel.Candidates {
 		if c.Template == 0 {
 			out = append(out, fmt.Sprintf("VM %s on %s carries the selector's tags but is not a template, and capmox only clones templates (qm template %d converts it)",
-				guest(c.VMResource), c.Node, c.VMID))
+				guest(c.VMResource), termsafe.Cut(c.Node), c.VMID))
 		}
 	}
 	return out
@@ -133,7 +137,7 @@ func guest(r VMResource) string {
 	if r.Name == "" {
 		return fmt.Sprint(r.VMID)
 	}
-	return fmt.Sprintf("%d (%s)", r.VMID, r.Name)
+	return fmt.Sprintf("%d (%s)", r.VMID, termsafe.Cut(r.Name))
 }
 
 func commaTags(tags []string) []string {
@@ -146,10 +150,12 @@ func commaTags(tags []string) []string {
 	return slices.Compact(out)
 }
 
+// quoteAll quotes each tag and joins them, the whole cut as termsafe cuts
+// a value: 15,000 missing tags are a line, not a page.
 func quoteAll(tags []string) string {
 	q := make([]string, len(tags))
 	for i, t := range tags {
-		q[i] = fmt.Sprintf("%q", t)
+		q[i] = termsafe.Quote(t)
 	}
-	return strings.Join(q, ", ")
+	return termsafe.Cut(strings.Join(q, ", "))
 }

@@ -14,6 +14,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // LiveResources lists the guests of a running cluster through its API
@@ -101,9 +102,9 @@ func readNodes(ctx context.Context, c pveapi.Client) ([]string, error) {
 // readStorages lists the storages enabled on a node that the token sees.
 func readStorages(ctx context.Context, c pveapi.Client, node string) ([]storageEntry, error) {
 	var ss []storageEntry
-	path := "/nodes/" + node + "/storage?enabled=1"
+	path := pveapi.Path("nodes", node, "storage") + "?enabled=1"
 	if err := c.Get(ctx, path, &ss); err != nil {
-		return nil, fmt.Errorf("cannot list the storages of node %s (GET %s): %w", node, path, err)
+		return nil, fmt.Errorf("cannot list the storages of node %s (GET %s): %w", termsafe.Cut(node), termsafe.Cut(path), err)
 	}
 	return ss, nil
 }
@@ -149,7 +150,7 @@ func hasVolume(ctx context.Context, c pveapi.Client, node, storage, volid, conte
 	var vols []contentEntry
 	path := storagePath(node, storage) + "/content?content=" + url.QueryEscape(content)
 	if err := c.Get(ctx, path, &vols); err != nil {
-		return false, fmt.Errorf("cannot list the volumes of storage %s (GET %s): %w", storage, path, err)
+		return false, fmt.Errorf("cannot list the volumes of storage %s (GET %s): %w", termsafe.Cut(storage), termsafe.Cut(path), err)
 	}
 	return slices.ContainsFunc(vols, func(v contentEntry) bool { return v.VolID == volid }), nil
 }
@@ -164,7 +165,7 @@ func vmState(ctx context.Context, c pveapi.Client, node string, vmid int) (exist
 		if proxmox.IsNotFound(err) {
 			return false, false, nil
 		}
-		return false, false, fmt.Errorf("cannot read VM %d (GET %s): %w", vmid, path, err)
+		return false, false, fmt.Errorf("cannot read VM %d (GET %s): %w", vmid, termsafe.Cut(path), err)
 	}
 	return true, st.Template == 1, nil
 }
@@ -174,7 +175,7 @@ func readConfig(ctx context.Context, c pveapi.Client, node string, vmid int) (ma
 	var raw map[string]json.RawMessage
 	path := vmPath(node, vmid) + "/config"
 	if err := c.Get(ctx, path, &raw); err != nil {
-		return nil, fmt.Errorf("cannot read the configuration of VM %d (GET %s): %w", vmid, path, err)
+		return nil, fmt.Errorf("cannot read the configuration of VM %d (GET %s): %w", vmid, termsafe.Cut(path), err)
 	}
 	out := make(map[string]string, len(raw))
 	for k, v := range raw {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	proxmox "github.com/luthermonson/go-proxmox"
 
+	"github.com/pxsubstrate/pxsubstrate/capread"
 	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
@@ -169,4 +170,25 @@ func FuzzParsePermissionCheck(f *testing.F) {
 			t.Errorf("round trip of %q: %q %q %v", again, p2, v2, ok2)
 		}
 	})
+}
+
+// TestResourcesFileBounded: ResourcesFile reads at most MaxResourcesBytes,
+// the cap the API client puts on the same answer: an endless device is
+// refused (ErrTooLarge) instead of growing in memory; a file of guests is
+// read (the control).
+func TestResourcesFileBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "resources.json")
+	if err := os.WriteFile(path, []byte(`[{"vmid":9000,"node":"pve1","template":1,"tags":"talos"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := talostemplate.ResourcesFile(path).ListVMResources(context.Background()); err != nil || len(rs) != 1 {
+		t.Fatalf("the control: %v, %v", rs, err)
+	}
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := talostemplate.ResourcesFile("/dev/zero").ListVMResources(context.Background())
+	if !errors.Is(err, capread.ErrTooLarge) || !strings.Contains(err.Error(), "/dev/zero is larger than 16 MiB") {
+		t.Errorf("/dev/zero: %v", err)
+	}
 }

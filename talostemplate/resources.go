@@ -5,8 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
+	"github.com/pxsubstrate/pxsubstrate/capread"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
@@ -55,14 +56,21 @@ type ResourceLister interface {
 }
 
 // ResourcesFile reads the resource list from a JSON or YAML file holding
-// either the data array of PVE's answer or the whole {"data": [...]} answer.
+// either the data array of PVE's answer or the whole {"data": [...]} answer,
+// of at most MaxResourcesBytes.
 type ResourcesFile string
+
+// MaxResourcesBytes is the largest file ResourcesFile reads: the cap
+// every API client of this module puts on the same answer
+// (pveapi.MaxResponseBytes), so a file of any size, or /dev/zero, is
+// refused rather than read into memory.
+const MaxResourcesBytes = pveapi.MaxResponseBytes
 
 var _ ResourceLister = ResourcesFile("")
 
 // ListVMResources reads and parses the file.
 func (f ResourcesFile) ListVMResources(context.Context) ([]VMResource, error) {
-	data, err := os.ReadFile(string(f))
+	data, err := capread.File(string(f), MaxResourcesBytes)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read cluster resources: %w", err)
 	}
@@ -72,6 +80,15 @@ func (f ResourcesFile) ListVMResources(context.Context) ([]VMResource, error) {
 	}
 	return rs, nil
 }
+
+// Resources is a resource list already read, such as ParseResources
+// returns for a file the caller read with its own bound.
+type Resources []VMResource
+
+var _ ResourceLister = Resources(nil)
+
+// ListVMResources returns the list.
+func (r Resources) ListVMResources(context.Context) ([]VMResource, error) { return r, nil }
 
 // ParseResources parses the answer of GET /cluster/resources?type=vm, in JSON
 // or YAML, either the data array or the whole envelope: one document, as a

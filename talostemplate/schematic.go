@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Schematic is an Image Factory schematic. The field order, names and
@@ -88,7 +89,7 @@ func (b *Bootloader) UnmarshalText(text []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("bootloader %q is not one of %s", text, strings.Join(bootloaderNames, ", "))
+	return fmt.Errorf("bootloader %s is not one of %s", termsafe.Quote(string(text)), strings.Join(bootloaderNames, ", "))
 }
 
 // ParseSchematic decodes a schematic from YAML or JSON the way the Image
@@ -160,7 +161,7 @@ func fieldError(err error) error {
 	for _, e := range te.Errors {
 		if i := strings.Index(e, "field "); i >= 0 && strings.Contains(e, " not found in type ") {
 			field, typ, _ := strings.Cut(e[i+len("field "):], " not found in type ")
-			e = e[:i] + fmt.Sprintf("unknown field %q in %s", field, section(typ))
+			e = e[:i] + fmt.Sprintf("unknown field %s in %s", termsafe.Quote(field), section(typ))
 		} else if i := strings.LastIndex(e, " into "); i >= 0 {
 			e = e[:i] + " into " + section(e[i+len(" into "):])
 		}

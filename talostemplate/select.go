@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // CapmoxVersion is the capmox release line whose selection is simulated.
@@ -45,12 +47,12 @@ func (o SelectOptions) normalise() (SelectOptions, error) {
 	switch o.Capmox {
 	case CapmoxV07, CapmoxV08:
 	default:
-		return o, fmt.Errorf("cannot simulate capmox %q: use %s or %s", o.Capmox, CapmoxV07, CapmoxV08)
+		return o, fmt.Errorf("cannot simulate capmox %s: use %s or %s", termsafe.Quote(string(o.Capmox)), CapmoxV07, CapmoxV08)
 	}
 	switch o.Policy {
 	case MatchExact, MatchUniqueSubset, MatchBestSubset:
 	default:
-		return o, fmt.Errorf("cannot simulate match policy %q: use %s, %s or %s", o.Policy, MatchExact, MatchUniqueSubset, MatchBestSubset)
+		return o, fmt.Errorf("cannot simulate match policy %s: use %s, %s or %s", termsafe.Quote(string(o.Policy)), MatchExact, MatchUniqueSubset, MatchBestSubset)
 	}
 	if o.Capmox == CapmoxV07 && o.Policy != MatchExact {
 		return o, fmt.Errorf("cannot simulate match policy %s on capmox v0.7: it has no templateSelector.matchPolicy and always compares tag sets exactly; use capmox %s", o.Policy, CapmoxV08)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // Defaults of the reference template builder.
@@ -112,7 +114,23 @@ func NewSpec(in Inputs) (Spec, error) {
 		errs = append(errs, err)
 	}
 	s.Tags = set
+	errs = append(errs, checkTalosTag(set, s.TalosVersion))
 	return s, errors.Join(errs...)
+}
+
+// checkTalosTag refuses a tag that names another Talos release than the
+// template boots: the rule render nodes applies to a pool's templateTags
+// (capmox.MismatchedTalosTag), so that no template is built that a pool
+// of its own release could not select.
+func checkTalosTag(tags []string, version string) error {
+	if !matches(versionPattern, version) {
+		return nil // the version's own error says what is wrong
+	}
+	if i, bad := capmox.MismatchedTalosTag(tags, version); bad {
+		return invalid("tags", tags[i], "template tag "+show(tags[i])+" names another Talos release than the template boots ("+version+")",
+			"a pool installing "+version+" whose templateTags carry "+show(tags[i])+" is refused by render nodes; tag the template "+capmox.TalosTag(version)+", or build it of that release")
+	}
+	return nil
 }
 
 // Validate checks a Spec built by hand with the same rules NewSpec applies,
@@ -139,6 +157,8 @@ func (s Spec) Validate() error {
 	case !slices.Equal(set, s.Tags):
 		errs = append(errs, invalid("tags", strings.Join(s.Tags, ","), "template tags are not normalised",
 			"pass them through ParseTags or NormalizeTags: lower-case, sorted, without duplicates"))
+	default:
+		errs = append(errs, checkTalosTag(s.Tags, s.TalosVersion))
 	}
 	return errors.Join(errs...)
 }

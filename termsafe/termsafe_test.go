@@ -114,3 +114,35 @@ func TestQuoteArgs(t *testing.T) {
 		t.Errorf("%%q of 1 MB is %d bytes", len(got))
 	}
 }
+
+// TestCutArgs: through CutArgs every verb prints a long string, or a long
+// string list, cut; a short one prints as fmt prints it; a value that
+// formats or describes itself, an error and a number are left alone.
+func TestCutArgs(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	cut := long[:MaxQuoted] + "... (1048320 more bytes)"
+	got := fmt.Sprintf("%s|%v|%q|%s|%v|%d|%v|%s", CutArgs(long, long, long, "short", []string{long}, 7, errors.New("e"), named("n"))...)
+	want := cut + "|" + cut + `|"` + long[:MaxQuoted] + `"... (1048320 more bytes)|short|[` + long[:MaxQuoted-1] + "... (1048322 more bytes)|7|e|named n"
+	if got != want {
+		t.Errorf("got %d bytes %.300q, want %d bytes %.300q", len(got), got, len(want), want)
+	}
+	if got := fmt.Sprintf("node %s, %q, tags %v", CutArgs("pve1", "a b", []string{"a", "b"})...); got != `node pve1, "a b", tags [a b]` {
+		t.Errorf("short values: %q", got)
+	}
+}
+
+// TestCutLines: a line longer than MaxLine is cut with the count of the
+// bytes left out; shorter lines, and the lines around a long one, are
+// whole.
+func TestCutLines(t *testing.T) {
+	short := "Error: a message\nand its second line"
+	if got := CutLines(short); got != short {
+		t.Errorf("CutLines(%q) = %q", short, got)
+	}
+	long := strings.Repeat("y", 1<<20)
+	got := CutLines("first\n" + long + "\nlast")
+	want := "first\n" + long[:MaxLine] + "... (1044480 more bytes)\nlast"
+	if got != want {
+		t.Errorf("got %d bytes %.100q..., want %d bytes", len(got), got, len(want))
+	}
+}

@@ -83,20 +83,20 @@ func zoneFrom(u *unstructured.Unstructured) (Zone, error) {
 	}
 	var err error
 	if z.ProviderNetwork, _, err = unstructured.NestedString(u.Object, "spec", "providerNetwork"); err != nil {
-		return Zone{}, fmt.Errorf("%w: zone %s: %w", ErrParse, z.Name, err)
+		return Zone{}, fmt.Errorf("%w: zone %s: %w", ErrParse, termsafe.Cut(z.Name), err)
 	}
 	mtu, err := intField(u.Object, "spec", "mtu")
 	if err != nil {
-		return Zone{}, fmt.Errorf("%w: zone %s: spec.mtu: %w", ErrParse, z.Name, err)
+		return Zone{}, fmt.Errorf("%w: zone %s: spec.mtu: %w", ErrParse, termsafe.Cut(z.Name), err)
 	}
 	if mtu < 0 || mtu > math.MaxUint32 {
-		return Zone{}, fmt.Errorf("%w: zone %s: spec.mtu: %d is not an MTU", ErrParse, z.Name, mtu)
+		return Zone{}, fmt.Errorf("%w: zone %s: spec.mtu: %d is not an MTU", ErrParse, termsafe.Cut(z.Name), mtu)
 	}
 	z.MTU = uint32(mtu)
 	ext, _, err1 := unstructured.NestedString(u.Object, "spec", "egress", "externalSubnet")
 	gns, _, err2 := unstructured.NestedString(u.Object, "spec", "egress", "gatewayNamespace")
 	if err := errors.Join(err1, err2); err != nil {
-		return Zone{}, fmt.Errorf("%w: zone %s: spec.egress: %w", ErrParse, z.Name, err)
+		return Zone{}, fmt.Errorf("%w: zone %s: spec.egress: %w", ErrParse, termsafe.Cut(z.Name), err)
 	}
 	if ext != "" || gns != "" {
 		z.Egress = &ZoneEgress{ExternalSubnet: ext, GatewayNamespace: gns}
@@ -111,7 +111,7 @@ func networkFrom(u *unstructured.Unstructured) (Network, error) {
 	}
 	used, err := intField(u.Object, "status", "ipPool", "used")
 	if err != nil {
-		return Network{}, fmt.Errorf("%w: network %s: status.ipPool.used: %w", ErrParse, n.Name, err)
+		return Network{}, fmt.Errorf("%w: network %s: status.ipPool.used: %w", ErrParse, termsafe.Cut(n.Name), err)
 	}
 	n.UsedAddresses = int(used)
 	return n, nil

@@ -214,7 +214,7 @@ func resolveZone(subnet, zone string, zones []Zone, api APIState, rf *refusals) 
 			names = append(names, z.Name)
 		}
 		sort.Strings(names)
-		rf.addf(field, "subnet %q: several ProxmoxNetworkZones exist (%s); set proxmox.zone", subnet, strings.Join(names, ", "))
+		rf.addf(field, "subnet %q: several ProxmoxNetworkZones exist (%s); set proxmox.zone", subnet, termsafe.Cut(strings.Join(names, ", ")))
 	}
 	return Zone{}, false
 }

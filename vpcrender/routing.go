@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/cozyid"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // linkLocal is where peering links live; a route may point into it when the
@@ -87,7 +88,7 @@ func checkRoutes(s Spec, plans []subnetPlan, rf *refusals) []parsedRoute {
 		}
 		hop, err := netip.ParseAddr(r.NextHopIP)
 		if err != nil {
-			rf.addf(field+".nextHopIP", "route to %s: next hop %q is not an IP address", r.CIDR, r.NextHopIP)
+			rf.addf(field+".nextHopIP", "route to %s: next hop %q is not an IP address", termsafe.Cut(r.CIDR), r.NextHopIP)
 			continue
 		}
 		if hop.Is4() && !containsAny(inside, hop) {

@@ -1,7 +1,6 @@
 package credlint
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
@@ -52,7 +51,7 @@ func (l *linter) cloudConfig() {
 		return
 	}
 	for i, cl := range c.Clusters {
-		prefix := fmt.Sprintf("%s:clusters[%d].", cloudConfigKey, i)
+		prefix := sprintf("%s:clusters[%d].", cloudConfigKey, i)
 		data := cl.data()
 		_, inline := data["token_id"]
 		sub := &linter{s: Secret{Namespace: l.s.Namespace, Name: l.s.Name, Data: data}, tokenElsewhere: !inline}
@@ -77,11 +76,11 @@ func fieldsMessage(fields []*strictyaml.FieldError) string {
 	for _, f := range fields {
 		switch {
 		case f.Duplicate:
-			parts = append(parts, fmt.Sprintf("duplicate key %q", f.Path))
+			parts = append(parts, sprintf("duplicate key %q", f.Path))
 		case f.Suggestion != "":
-			parts = append(parts, fmt.Sprintf("unknown key %q (did you mean %q?)", f.Path, f.Suggestion))
+			parts = append(parts, sprintf("unknown key %q (did you mean %q?)", f.Path, f.Suggestion))
 		default:
-			parts = append(parts, fmt.Sprintf("unknown key %q", f.Path))
+			parts = append(parts, sprintf("unknown key %q", f.Path))
 		}
 	}
 	return strings.Join(parts, ", ")

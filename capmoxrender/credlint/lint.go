@@ -14,6 +14,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Kind is what a Secret is for.
@@ -87,7 +88,9 @@ var ErrNotSecret = errors.New("not a Secret")
 
 // ReadSecrets reads v1 Secrets (YAML or JSON documents, or a List),
 // decoding data (base64) and stringData. Every document is read: a syntax
-// error in any of them is refused, naming the document.
+// error in any of them is refused, naming the document. It reads r to
+// its end: the caller bounds r (io.LimitReader, or a file read with a cap,
+// as the CLI reads every input up to --max-input-size).
 func ReadSecrets(r io.Reader) ([]Secret, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -179,7 +182,7 @@ func lintOne(s Secret) []Finding {
 		l.add("", Error, "UnknownSecret", "the Secret holds none of the known key sets", "a capmox Secret has PROXMOX_URL, PROXMOX_TOKEN and PROXMOX_SECRET; a CCM/CSI Secret has url, token_id, token_secret and region, or the upstream charts' config.yaml with a clusters list")
 	}
 	if len(l.out) == 0 {
-		l.add("", OK, "OK", fmt.Sprintf("%s credentials look right", s.Kind()), "")
+		l.add("", OK, "OK", sprintf("%s credentials look right", s.Kind()), "")
 	}
 	return l.out
 }
@@ -205,8 +208,17 @@ func (l *linter) value(key string) (string, bool) {
 	if v != strings.TrimSpace(v) {
 		l.add(key, Error, "Whitespace", key+" has leading or trailing whitespace (often a newline from echo)", "write the value without it, e.g. with printf or kubectl create secret --from-literal")
 	}
-	return strings.TrimSpace(v), true
+	v = strings.TrimSpace(v)
+	if i := strings.IndexFunc(v, isControl); i >= 0 {
+		l.add(key, Error, "ControlCharacter", sprintf("%s holds the control character 0x%02x at byte %d, which no HTTP header can carry", key, v[i], i+1),
+			"write the value alone, as Proxmox VE showed it")
+	}
+	return v, true
 }
+
+// isControl reports the bytes no HTTP header value may hold: C0 controls
+// (tab and newline among them) and DEL.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func (l *linter) capmox(k keys) {
 	if u, ok := l.value(k.url); ok {
@@ -228,9 +240,9 @@ func (l *linter) capmoxURL(key, raw string) {
 	p := strings.TrimSuffix(u.Path, "/")
 	switch {
 	case strings.HasSuffix(p, "/api2/json"):
-		l.add(key, Error, "DoubledAPIPath", fmt.Sprintf("%s %q ends in /api2/json, which capmox appends itself: every call goes to /api2/json/api2/json and Proxmox answers 501", key, raw), fmt.Sprintf("set %s to %s://%s", key, u.Scheme, u.Host))
+		l.add(key, Error, "DoubledAPIPath", sprintf("%s %q ends in /api2/json, which capmox appends itself: every call goes to /api2/json/api2/json and Proxmox answers 501", key, raw), sprintf("set %s to %s://%s", key, u.Scheme, u.Host))
 	case p != "":
-		l.add(key, Warning, "URLPath", fmt.Sprintf("%s %q has a path; capmox appends /api2/json to it", key, raw), fmt.Sprintf("use the bare %s://%s unless a proxy serves the API under that path", u.Scheme, u.Host))
+		l.add(key, Warning, "URLPath", sprintf("%s %q has a path; capmox appends /api2/json to it", key, raw), sprintf("use the bare %s://%s unless a proxy serves the API under that path", u.Scheme, u.Host))
 	}
 }
 
@@ -239,9 +251,9 @@ func (l *linter) cloud() {
 		if u, ok := l.parseURL("url", raw); ok {
 			switch p := strings.TrimSuffix(u.Path, "/"); {
 			case strings.HasSuffix(p, "/api2/json/api2/json"):
-				l.add("url", Error, "DoubledAPIPath", fmt.Sprintf("url %q holds /api2/json twice: every call of the CCM and CSI gets 501", raw), fmt.Sprintf("set url to %s://%s/api2/json", u.Scheme, u.Host))
+				l.add("url", Error, "DoubledAPIPath", sprintf("url %q holds /api2/json twice: every call of the CCM and CSI gets 501", raw), sprintf("set url to %s://%s/api2/json", u.Scheme, u.Host))
 			case !strings.HasSuffix(p, "/api2/json"):
-				l.add("url", Error, "MissingAPIPath", fmt.Sprintf("url %q does not end in /api2/json: the CCM and CSI hand it to their Proxmox client unchanged, which does not append it", raw), fmt.Sprintf("set url to %s://%s/api2/json", u.Scheme, u.Host))
+				l.add("url", Error, "MissingAPIPath", sprintf("url %q does not end in /api2/json: the CCM and CSI hand it to their Proxmox client unchanged, which does not append it", raw), sprintf("set url to %s://%s/api2/json", u.Scheme, u.Host))
 			}
 		}
 	}
@@ -254,19 +266,19 @@ func (l *linter) cloud() {
 		}
 	}
 	if r, ok := l.value("region"); ok && strings.ContainsAny(r, " /") {
-		l.add("region", Error, "BadRegion", fmt.Sprintf("region %q becomes the topology.kubernetes.io/region label and cannot hold spaces or slashes", r), "use the Proxmox cluster name, such as pve-eu1")
+		l.add("region", Error, "BadRegion", sprintf("region %q becomes the topology.kubernetes.io/region label and cannot hold spaces or slashes", r), "use the Proxmox cluster name, such as pve-eu1")
 	}
 }
 
 func (l *linter) parseURL(key, raw string) (*url.URL, bool) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		l.add(key, Error, "BadURL", fmt.Sprintf("%s %q is not an http(s) URL with a host", key, pveapi.RedactURL(raw)), "write it as https://pve.example:8006")
+		l.add(key, Error, "BadURL", sprintf("%s %q is not an http(s) URL with a host", key, pveapi.RedactURL(raw)), "write it as https://pve.example:8006")
 		return nil, false
 	}
 	if u.User != nil {
-		l.add(key, Error, "URLUserinfo", fmt.Sprintf("%s %q carries user information: the client sends it as basic authentication to whoever answers, and it shows wherever the URL is logged", key, pveapi.RedactURL(raw)),
-			fmt.Sprintf("set %s to %s://%s and keep the credentials in the token keys", key, u.Scheme, u.Host))
+		l.add(key, Error, "URLUserinfo", sprintf("%s %q carries user information: the client sends it as basic authentication to whoever answers, and it shows wherever the URL is logged", key, pveapi.RedactURL(raw)),
+			sprintf("set %s to %s://%s and keep the credentials in the token keys", key, u.Scheme, u.Host))
 		return nil, false
 	}
 	if u.Scheme == "http" {
@@ -279,9 +291,9 @@ func (l *linter) tokenID(key, v, secretKey string) {
 	m := tokenIDPattern.FindStringSubmatch(v)
 	switch {
 	case uuidPattern.MatchString(v):
-		l.add(key, Error, "SecretInTokenID", key+" holds a UUID, which is the token secret, not its id", fmt.Sprintf("put user@realm!tokenid in %s and the UUID in %s", key, secretKey))
+		l.add(key, Error, "SecretInTokenID", key+" holds a UUID, which is the token secret, not its id", sprintf("put user@realm!tokenid in %s and the UUID in %s", key, secretKey))
 	case strings.HasPrefix(v, "PVEAPIToken"):
-		l.add(key, Error, "HeaderInTokenID", key+" holds an Authorization header, not a token id", fmt.Sprintf("keep only user@realm!tokenid in %s and the secret in %s", key, secretKey))
+		l.add(key, Error, "HeaderInTokenID", key+" holds an Authorization header, not a token id", sprintf("keep only user@realm!tokenid in %s and the secret in %s", key, secretKey))
 	case m != nil:
 		if m[1]+"@"+m[2] == "root@pam" {
 			l.add(key, Warning, "RootToken", key+" is a token of root@pam, which bypasses every ACL check", "use a dedicated user whose token has only the roles it needs (e.g. on /pool/<pool>)")
@@ -324,4 +336,10 @@ func (s Secret) SortedKeys() []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// sprintf is fmt.Sprintf whose %q quotes a string as termsafe.Quote does:
+// a value from the Secret is named in a finding, never echoed whole.
+func sprintf(format string, args ...any) string {
+	return fmt.Sprintf(format, termsafe.QuoteArgs(args...)...)
 }

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Prober asks the Proxmox API for its version with a Secret's token. Client
@@ -54,12 +56,15 @@ func (p Prober) Probe(ctx context.Context, s Secret) Finding {
 	switch {
 	case errors.As(err, &ue):
 		// url.Error repeats the URL, which may hold a password.
-		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot probe: %s does not parse as a URL", key), "fix the findings above first")
+		return fail(f, "ProbeImpossible", cutf("cannot probe: %s does not parse as a URL", key), "fix the findings above first")
 	case err != nil:
-		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot probe: %v", err), "fix the findings above first")
+		return fail(f, "ProbeImpossible", cutf("cannot probe: %v", err), "fix the findings above first")
 	}
 	if parsed, perr := url.Parse(u); perr != nil || parsed.User != nil {
-		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot probe: %s carries user information, which would be sent to the API", key), "fix the findings above first")
+		return fail(f, "ProbeImpossible", cutf("cannot probe: %s carries user information, which would be sent to the API", key), "fix the findings above first")
+	}
+	if strings.ContainsFunc(strings.TrimSpace(id)+strings.TrimSpace(secret), isControl) {
+		return fail(f, "ProbeImpossible", "cannot probe: the token id or secret holds a control character, which no request can carry", "fix the findings above first")
 	}
 	timeout := p.Timeout
 	if timeout == 0 {
@@ -69,7 +74,7 @@ func (p Prober) Probe(ctx context.Context, s Secret) Finding {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return fail(f, "ProbeImpossible", fmt.Sprintf("cannot build a request for %s", u), "fix the URL")
+		return fail(f, "ProbeImpossible", cutf("cannot build a request for %s", u), "fix the URL")
 	}
 	req.Header.Set("Authorization", "PVEAPIToken="+strings.TrimSpace(id)+"="+strings.TrimSpace(secret))
 	c := p.Client
@@ -95,11 +100,11 @@ func transportFailure(f Finding, u string, err error) Finding {
 	var hostname x509.HostnameError
 	switch {
 	case errors.As(err, &unknownCA):
-		return fail(f, "TLSUntrusted", fmt.Sprintf("GET %s: the API certificate is not signed by a trusted CA", u), "pass the CA of the Proxmox API (--ca-file) or give the API a trusted certificate; TLS verification stays on")
+		return fail(f, "TLSUntrusted", cutf("GET %s: the API certificate is not signed by a trusted CA", u), "pass the CA of the Proxmox API (--ca-file) or give the API a trusted certificate; TLS verification stays on")
 	case errors.As(err, &hostname):
-		return fail(f, "TLSHostname", fmt.Sprintf("GET %s: the API certificate does not name this host", u), "use the host name the certificate names")
+		return fail(f, "TLSHostname", cutf("GET %s: the API certificate does not name this host", u), "use the host name the certificate names")
 	}
-	return fail(f, "Unreachable", fmt.Sprintf("GET %s: %v", u, err), "check the host, port (8006) and the network path from the management cluster")
+	return fail(f, "Unreachable", cutf("GET %s: %s", u, err.Error()), "check the host, port (8006) and the network path from the management cluster")
 }
 
 func answer(f Finding, kind Kind, u string, resp *http.Response, body []byte) Finding {
@@ -112,18 +117,24 @@ func answer(f Finding, kind Kind, u string, resp *http.Response, body []byte) Fi
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(body, &v); err != nil || v.Data.Version == "" {
-			return fail(f, "NotProxmox", fmt.Sprintf("GET %s answered 200 without a Proxmox version", u), "point the URL at the Proxmox API (port 8006)")
+			return fail(f, "NotProxmox", cutf("GET %s answered 200 without a Proxmox version", u), "point the URL at the Proxmox API (port 8006)")
 		}
-		f.Severity, f.Code, f.Message = OK, "ProbeOK", fmt.Sprintf("GET %s: Proxmox VE %s accepts the token", u, v.Data.Version)
+		f.Severity, f.Code, f.Message = OK, "ProbeOK", cutf("GET %s: Proxmox VE %s accepts the token", u, v.Data.Version)
 		return f
 	case http.StatusUnauthorized:
-		return fail(f, "TokenRejected", fmt.Sprintf("GET %s answered 401: the API rejected the token", u), "check the token id and secret, that the token exists and has not expired")
+		return fail(f, "TokenRejected", cutf("GET %s answered 401: the API rejected the token", u), "check the token id and secret, that the token exists and has not expired")
 	case http.StatusNotImplemented, http.StatusNotFound:
 		fix := "use the bare https://host:8006: capmox appends /api2/json"
 		if kind == KindCloud || kind == KindCloudConfig {
 			fix = "end the url in /api2/json: https://host:8006/api2/json"
 		}
-		return fail(f, "WrongAPIPath", fmt.Sprintf("GET %s answered %d: the API path is wrong", u, resp.StatusCode), fix)
+		return fail(f, "WrongAPIPath", cutf("GET %s answered %d: the API path is wrong", u, resp.StatusCode), fix)
 	}
-	return fail(f, "ProbeFailed", fmt.Sprintf("GET %s answered %s", u, resp.Status), "check the Proxmox API logs (pveproxy)")
+	return fail(f, "ProbeFailed", cutf("GET %s answered %s", u, resp.Status), "check the Proxmox API logs (pveproxy)")
+}
+
+// cutf prints every string argument cut (termsafe.CutArgs): the URL comes
+// from the Secret, the version and status from whoever answered.
+func cutf(format string, args ...any) string {
+	return fmt.Sprintf(format, termsafe.CutArgs(args...)...)
 }

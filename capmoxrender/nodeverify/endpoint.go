@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Finding codes of the control plane endpoint checks.
@@ -58,6 +60,7 @@ func checkEndpoint(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapp
 	host := cluster + "." + namespace + ".svc"
 	for _, mc := range configs {
 		ip := hostEntryIP(mc.config, host)
+		shown := termsafe.Cut(ip) // the TalosConfig's text
 		switch {
 		case ip == "":
 			out = append(out, ManagementFinding{
@@ -68,7 +71,7 @@ func checkEndpoint(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapp
 		case address != "" && ip != address:
 			out = append(out, ManagementFinding{
 				Code:    CodeStaleHostEntry,
-				Problem: fmt.Sprintf("Machine %s: its TalosConfig %s maps %s to %s, but the Service's LoadBalancer address is %s", mc.machine, mc.config.GetName(), host, ip, address),
+				Problem: fmt.Sprintf("Machine %s: its TalosConfig %s maps %s to %s, but the Service's LoadBalancer address is %s", mc.machine, mc.config.GetName(), host, shown, termsafe.Cut(address)),
 				Fix:     fmt.Sprintf("render the pool again with the live Service in --lookup, apply it, and let the MachineDeployment roll (or kubectl -n %s delete machine %s)", namespace, mc.machine),
 			})
 		}

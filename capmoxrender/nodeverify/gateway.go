@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // CodeGatewayNoFailover is the finding of a ProxmoxNetwork whose gateway
@@ -39,7 +40,7 @@ func checkGateways(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapp
 			continue
 		}
 		out = append(out, ManagementFinding{Code: CodeGatewayNoFailover, Warning: true,
-			Problem: fmt.Sprintf("ProxmoxNetwork %s/%s: the gateway group cannot fail over: %s", namespace, n.GetName(), c.Message),
+			Problem: fmt.Sprintf("ProxmoxNetwork %s/%s: the gateway group cannot fail over: %s", namespace, n.GetName(), termsafe.Cut(c.Message)),
 			Fix: fmt.Sprintf("make a third node a trunk node of the zone's provider network, or run a workload of the VPC on a chassis outside the group so it keeps a BFD session up; "+
 				"kubectl -n %s get proxmoxnetwork %s -o jsonpath='{.status.conditions[?(@.type==\"%s\")]}' shows when it is gone",
 				namespace, n.GetName(), v1alpha1.ConditionGatewayFailover)})

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Label and taint names the CCM manages.
@@ -194,7 +196,7 @@ func checkTopology(r *Row, e Expect) {
 		r.fail(CodeNoTopologyLabels, "no "+LabelZone+" label", "the CCM sets it to the Proxmox node name; "+pitfall+": "+e.ccmLogs()+", and check that its token can read the VM")
 	}
 	if r.Region != "" && e.Region != "" && r.Region != e.Region {
-		r.fail(CodeRegionMismatch, fmt.Sprintf("region label %s, but the CCM's credentials (%s) say region %s", r.Region, e.RegionSource, e.Region),
+		r.fail(CodeRegionMismatch, fmt.Sprintf("region label %s, but the CCM's credentials (%s) say region %s", r.Region, e.RegionSource, termsafe.Cut(e.Region)),
 			fmt.Sprintf("the CSI driver finds a Node's Proxmox cluster by this label, and the CCM writes it only when it initialises the Node: put region %s back in the credentials Secret, or replace the worker with the new region (kubectl -n %s delete machine %s)", r.Region, e.namespace(), orPlaceholder(r.Machine, "<machine>")))
 	}
 }
@@ -240,7 +242,7 @@ func checkZone(r *Row, m Machine, e Expect) {
 	if r.Zone == "" || m.ProxmoxNode == "" || r.Zone == m.ProxmoxNode {
 		return
 	}
-	r.fail(CodeZoneMismatch, fmt.Sprintf("zone label %s, but the VM runs on Proxmox node %s", r.Zone, m.ProxmoxNode),
+	r.fail(CodeZoneMismatch, fmt.Sprintf("zone label %s, but the VM runs on Proxmox node %s", r.Zone, termsafe.Cut(m.ProxmoxNode)),
 		fmt.Sprintf("the VM moved after its Node was initialised, and volumes on node-local storage follow the label: migrate it back to %s, or replace the worker (kubectl -n %s delete machine %s)", r.Zone, e.namespace(), m.Name))
 }
 
@@ -334,5 +336,5 @@ func vmLabel(m Machine) string {
 	if m.ProxmoxNode == "" {
 		return fmt.Sprint(m.VMID)
 	}
-	return fmt.Sprintf("%d@%s", m.VMID, m.ProxmoxNode)
+	return fmt.Sprintf("%d@%s", m.VMID, termsafe.Cut(m.ProxmoxNode))
 }

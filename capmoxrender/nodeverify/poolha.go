@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Finding codes of pool HA.
@@ -75,7 +77,7 @@ func checkPoolHA(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper
 			slices.Sort(machines)
 			out = append(out, ManagementFinding{Code: CodeHAWorkersShareNode, Warning: true,
 				Problem: fmt.Sprintf("pool %s/%s has proxmox.ha, and its workers %s share Proxmox node %s: losing it takes %d of them",
-					namespace, pool, strings.Join(machines, ", "), node, len(machines)),
+					namespace, pool, termsafe.Cut(strings.Join(machines, ", ")), termsafe.Cut(node), len(machines)),
 				Fix: fmt.Sprintf("the HA manager moves them apart once both are HA resources in the pool's rule; if they stay, read the Events of MachineDeployment %s/%s "+
 					"(HANotEnoughNodes: more workers than Proxmox nodes; HADisabled: the controller runs without --proxmox-ha-credentials; HAUnsupported: Proxmox VE 8)", namespace, pool)})
 		}
@@ -119,6 +121,8 @@ func CheckHAResources(ctx context.Context, mgmt client.Reader, mapper meta.RESTM
 		if ns != namespace || have[r.Machine] {
 			continue
 		}
+		// The SID and the Machine come from the Proxmox VE API: cut.
+		r.SID, r.Machine = termsafe.Cut(r.SID), termsafe.Cut(r.Machine)
 		out = append(out, ManagementFinding{Code: CodeHAResourceWithoutMachine,
 			Problem: fmt.Sprintf("HA resource %s was made for Machine %s, which is gone: Proxmox refuses to destroy its VM, and the HA manager keeps starting it", r.SID, r.Machine),
 			Fix: fmt.Sprintf("the controller's sweep removes it within --proxmox-ha-sweep-interval when it runs with --proxmox-ha-credentials; by hand: pvesh delete /cluster/ha/resources/%s, then remove the VM if it is still there",

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Finding codes of the worker VMs in the tenant's Proxmox pools.
@@ -136,6 +138,7 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 	}
 	for pool, records := range pools {
 		if records && !seen[pool] {
+			pool := termsafe.Cut(pool) // the ProxmoxMachines' spec, unchecked
 			out = append(out, ManagementFinding{Code: CodePoolNotVisible, Warning: true,
 				Problem: fmt.Sprintf("the token sees no VM of pool %s, where ProxmoxMachines of namespace %s record VMs: duplicate clones were not looked for", pool, namespace),
 				Fix:     fmt.Sprintf("give a token with VM.Audit on /pool/%s (the tenant's capmox token has it)", pool)})
@@ -154,6 +157,10 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 // judgeVM is the finding of one VM of the namespace's pools, if any: see
 // CheckWorkerVMs.
 func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName map[string]pmRecord) (ManagementFinding, bool) {
+	pm, named := byName[vm.Name]
+	// The node, name and pool come from the Proxmox VE API: messages cut
+	// them (the finding's Node field keeps the node whole).
+	node, name, pool := termsafe.Cut(vm.Node), termsafe.Cut(vm.Name), termsafe.Cut(vm.Pool)
 	if pm, ok := recorded[int64(vm.VMID)]; ok {
 		if !pm.provisioned || vm.Status != "stopped" {
 			return ManagementFinding{}, false
@@ -161,26 +168,25 @@ func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName ma
 		return ManagementFinding{Code: CodeWorkerVMStopped, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d on %s of ProxmoxMachine %s/%s is stopped, and capmox reports the ProxmoxMachine provisioned: capmox v0.9.0 never starts it again, "+
 				"and Machine %s has no running worker (capmox v0.9.0 also reports provisioned a VM it never configured or started when its clone call failed)",
-				vm.VMID, vm.Node, namespace, pm.name, pm.machine),
+				vm.VMID, node, namespace, pm.name, pm.machine),
 			Fix: fmt.Sprintf("if the VM ran before and was stopped by hand, start it: pvesh create /nodes/%s/qemu/%d/status/start; otherwise kubectl -n %s delete machine %s "+
 				"(Cluster API makes a new one, capmox destroys VM %d); the MachineHealthCheck does the same after nodeStartupTimeout when maxUnhealthy allows",
-				vm.Node, vm.VMID, namespace, pm.machine, vm.VMID)}, true
+				node, vm.VMID, namespace, pm.machine, vm.VMID)}, true
 	}
 	destroy := fmt.Sprintf("pvesh create /nodes/%s/qemu/%d/status/stop; pvesh delete /nodes/%s/qemu/%d --purge 1 --destroy-unreferenced-disks 1",
-		vm.Node, vm.VMID, vm.Node, vm.VMID)
-	pm, named := byName[vm.Name]
+		node, vm.VMID, node, vm.VMID)
 	switch {
 	case named && pm.vmid > 0:
 		return ManagementFinding{Code: CodeDuplicateWorkerVM, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d on %s in pool %s is named after ProxmoxMachine %s/%s, which records VM %d: capmox cloned it and lost its id, "+
-				"and it holds its VM id, disks and memory for nothing", vm.VMID, vm.Node, vm.Pool, namespace, pm.name, pm.vmid),
+				"and it holds its VM id, disks and memory for nothing", vm.VMID, node, pool, namespace, pm.name, pm.vmid),
 			Fix: "remove it (capmox never finds it again): " + destroy}, true
 	case named:
 		// Its ProxmoxMachine records no VM yet: a clone under way.
 		return ManagementFinding{}, false
 	default:
 		return ManagementFinding{Code: CodeWorkerVMWithoutMachine, Warning: true, VMID: vm.VMID, Node: vm.Node,
-			Problem: fmt.Sprintf("VM %d (%s) on %s in pool %s is no VM of a ProxmoxMachine of namespace %s", vm.VMID, vm.Name, vm.Node, vm.Pool, namespace),
+			Problem: fmt.Sprintf("VM %d (%s) on %s in pool %s is no VM of a ProxmoxMachine of namespace %s", vm.VMID, name, node, pool, namespace),
 			Fix:     "if no one made it on purpose (a clone whose ProxmoxMachine was deleted before capmox recorded it), remove it: " + destroy}, true
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 func init() { register(newACLCmd) }
@@ -108,7 +109,7 @@ PVE reports (the fixed top-level paths, every ACL path and every pool member).
 				v = pveacl.DefaultVersion
 			}
 			if !pveacl.ValidAuthID(authID) {
-				return fmt.Errorf("--authid %q is neither a user id (user@realm) nor a token id (user@realm!token)", authID)
+				return errorf("--authid %q is neither a user id (user@realm) nor a token id (user@realm!token)", authID)
 			}
 			cfg, err := readUserCfg(app, userCfg, v)
 			if err != nil {
@@ -180,7 +181,7 @@ lists the steps.
 				return nil
 			}
 			if err := checkFormat(app.Format); err != nil {
-				return usageError{fmt.Errorf("unknown output format %q for acl plan: use -o pveum (the default), -o table, -o wide, -o json, -o yaml or -o jsonpath=TEMPLATE", app.Format)}
+				return usageError{errorf("unknown output format %q for acl plan: use -o pveum (the default), -o table, -o wide, -o json, -o yaml or -o jsonpath=TEMPLATE", app.Format)}
 			}
 			return nil
 		},
@@ -333,7 +334,7 @@ func readClusters(app *App, file string) ([]audit.Cluster, error) {
 	for _, u := range objs.Items() {
 		gvk := u.GroupVersionKind()
 		if gvk.Group != "cluster.x-k8s.io" || gvk.Kind != "Cluster" || u.GetNamespace() == "" {
-			return nil, usageError{fmt.Errorf("--clusters %s: %s %s/%s is not a namespaced cluster.x-k8s.io Cluster: give the output of kubectl get clusters.cluster.x-k8s.io -A -o yaml", file, gvk.Kind, u.GetNamespace(), u.GetName())}
+			return nil, usageError{fmt.Errorf("--clusters %s: %s %s is not a namespaced cluster.x-k8s.io Cluster: give the output of kubectl get clusters.cluster.x-k8s.io -A -o yaml", file, termsafe.Cut(gvk.Kind), termsafe.Cut(u.GetNamespace()+"/"+u.GetName()))}
 		}
 		out = append(out, audit.Cluster{Name: u.GetNamespace() + "/" + u.GetName(), ControllerVMID: capmoxrender.ControllerVMID(u.GetNamespace(), u.GetName())})
 	}

@@ -50,7 +50,7 @@ func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 		Names: pveapi.Names{URL: "--url", TokenID: "--token-id", CA: "--ca-file", Insecure: "--insecure-skip-tls-verify"}}
 	var err error
 	if f.caFile != "" {
-		if cfg.CAPEM, err = readSmallFile(f.caFile); err != nil {
+		if cfg.CAPEM, err = readInput(app, f.caFile); err != nil {
 			return nil, "", fmt.Errorf("cannot read --ca-file: %w", err)
 		}
 	}
@@ -59,7 +59,7 @@ func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 	} else if err != nil {
 		return nil, "", err
 	}
-	if cfg.Secret, err = f.secret(); err != nil {
+	if cfg.Secret, cfg.Names.Secret, err = f.secret(app); err != nil {
 		return nil, "", err
 	}
 	c, err := pveapi.New(cfg)
@@ -102,26 +102,45 @@ func (f *liveFlags) fromEnv() error {
 	return nil
 }
 
-func (f *liveFlags) secret() (string, error) {
+// secret returns the token secret and how messages name where it came
+// from: --token-secret-file (its first line, readSecretFile),
+// --token-secret or PROXMOX_SECRET.
+func (f *liveFlags) secret(app *App) (secret, from string, err error) {
 	switch {
 	case f.tokenSecret != "" && f.tokenSecretFile != "":
-		return "", errors.New("pass the token secret once: --token-secret or --token-secret-file")
+		return "", "", errors.New("pass the token secret once: --token-secret or --token-secret-file")
 	case f.tokenSecretFile != "":
-		b, err := readSmallFile(f.tokenSecretFile)
-		if err != nil {
-			return "", fmt.Errorf("cannot read the token secret: %w", err)
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		if s := strings.TrimSpace(line); s != "" {
-			return s, nil
-		}
-		return "", fmt.Errorf("cannot read the token secret: %s is empty", f.tokenSecretFile)
+		s, err := readSecretFile(app, "--token-secret-file", f.tokenSecretFile)
+		return s, "--token-secret-file " + f.tokenSecretFile, err
 	case f.tokenSecret != "":
-		return f.tokenSecret, nil
+		return f.tokenSecret, "--token-secret", nil
 	case os.Getenv(envSecret) != "":
-		return strings.TrimSpace(os.Getenv(envSecret)), nil
+		return strings.TrimSpace(os.Getenv(envSecret)), envSecret, nil
 	}
-	return "", errors.New("the token secret is missing: pass --token-secret-file (or --token-secret), or set " + envSecret)
+	return "", "", errors.New("the token secret is missing: pass --token-secret-file (or --token-secret), or set " + envSecret)
+}
+
+// readSecretFile reads a token secret file named by flag: the secret is
+// its first line, without the spaces, tab or CR around it, as the flags'
+// help says. Every secret file the commands read is read here. An empty
+// first line is refused even when a later line holds text, saying so: the
+// secret must be on the first line, and guessing which later line is the
+// secret could send a comment as one.
+func readSecretFile(app *App, flag, name string) (string, error) {
+	b, err := readInput(app, name)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the token secret: %w", err)
+	}
+	lines := strings.Split(string(b), "\n")
+	if s := strings.TrimSpace(lines[0]); s != "" {
+		return s, nil
+	}
+	for i, l := range lines[1:] {
+		if strings.TrimSpace(l) != "" {
+			return "", fmt.Errorf("cannot read the token secret: the first line of %s %s is empty, and line %d holds text: the secret must be on the first line; remove the lines before it", flag, name, i+2)
+		}
+	}
+	return "", fmt.Errorf("cannot read the token secret: %s %s is empty: write the token secret on its first line", flag, name)
 }
 
 // readConfig reads the live access-control state (acl audit --url).

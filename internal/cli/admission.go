@@ -15,6 +15,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/admission"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 func init() { register(newAdmissionCmd) }
@@ -120,7 +121,7 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 		// The note is printed when a policy reads the namespace, not for
 		// requests no policy needs it for.
 		return admission.NamespaceFunc(func(context.Context, string) (*admission.Namespace, error) {
-			fmt.Fprintf(app.ErrOut, "Note: no --namespace-file: namespace %q is taken to have no labels or annotations, so it holds no Proxmox network; pass --namespace-file (kubectl get namespace %s -o yaml) to judge against the real one\n", name, name)
+			fmt.Fprintf(app.ErrOut, "Note: no --namespace-file: namespace %s is taken to have no labels or annotations, so it holds no Proxmox network; pass --namespace-file (kubectl get namespace %s -o yaml) to judge against the real one\n", escapeControl(termsafe.Quote(name)), escapeControl(termsafe.Cut(name)))
 			return &admission.Namespace{Name: name}, nil
 		}), nil
 	}
@@ -133,10 +134,10 @@ func readNamespaceFile(app *App, file string, review *admissionv1.AdmissionRevie
 		return nil, fmt.Errorf("cannot parse %s as a Namespace: %w", file, oneDocument(err, "give the request's Namespace alone"))
 	}
 	if ns.Kind != "" && ns.Kind != "Namespace" {
-		return nil, fmt.Errorf("%s holds a %s, not a Namespace", file, ns.Kind)
+		return nil, fmt.Errorf("%s holds a %s, not a Namespace", file, termsafe.Cut(ns.Kind))
 	}
 	if ns.Name != name {
-		return nil, fmt.Errorf("%s describes namespace %q, but the request is in %q", file, ns.Name, name)
+		return nil, errorf("%s describes namespace %q, but the request is in %q", file, ns.Name, name)
 	}
 	return admission.Namespaces{name: admission.FromCore(&ns)}, nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
 // hostileSecret is the token secret every caller sends to the hostile API.
@@ -70,12 +73,19 @@ func newHostileAPI(t *testing.T, mode string) *hostileAPI {
 		}
 	}))
 	t.Cleanup(h.tls.Close)
-	h.ca = filepath.Join(t.TempDir(), "ca.pem")
-	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.tls.Certificate().Raw})
-	if err := os.WriteFile(h.ca, block, 0o600); err != nil {
+	h.ca = writeServerCA(t, h.tls)
+	return h
+}
+
+// writeServerCA writes the certificate of a TLS test server to a PEM file
+// for --ca-file and returns its path.
+func writeServerCA(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return path
 }
 
 func (h *hostileAPI) leaks() []string {
@@ -229,5 +239,86 @@ func TestTokenIDSecretRedacted(t *testing.T) {
 	_, errOut, code = run(t, "sdn", "check", "--zone", "none.yaml", "--url", e.bare, "--ca-file", e.ca, "--token-secret-file", e.rootSec)
 	if code == 0 || strings.Contains(errOut, hostileSecret) {
 		t.Errorf("PROXMOX_TOKEN: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// nodeNameAPI is an HTTPS server whose cluster has one node named node
+// and, on it, a storage and a template: enough of the API for every caller
+// to build a path from the node's name. It records the raw path of every
+// request, as it came over the wire.
+type nodeNameAPI struct {
+	tls  *httptest.Server
+	ca   string
+	mu   sync.Mutex
+	seen []string
+}
+
+func newNodeNameAPI(t *testing.T, node string) *nodeNameAPI {
+	t.Helper()
+	h := &nodeNameAPI{}
+	n, _ := json.Marshal(node)
+	h.tls = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _, _ := strings.Cut(r.RequestURI, "?")
+		h.mu.Lock()
+		h.seen = append(h.seen, r.Method+" "+raw)
+		h.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch strings.TrimPrefix(raw, "/api2/json") {
+		case "/version":
+			fmt.Fprint(w, `{"data":{"version":"9.0.3","release":"9.0"}}`)
+		case "/access/permissions":
+			fmt.Fprint(w, `{"data":{"/":{"Sys.Audit":1,"VM.Audit":1,"Datastore.Audit":1,"Pool.Audit":1,"SDN.Audit":1},"/vms":{"VM.Audit":1}}}`)
+		case "/nodes":
+			fmt.Fprintf(w, `{"data":[{"node":%s,"status":"online"}]}`, n)
+		case "/cluster/resources":
+			fmt.Fprintf(w, `{"data":[{"type":"storage","id":"storage/x/local","node":%s,"storage":"local"},`+
+				`{"type":"qemu","id":"qemu/9000","vmid":9000,"name":"t","node":%s,"template":1,"tags":"cozystack;talos"}]}`, n, n)
+		case "/cluster/nextid":
+			fmt.Fprint(w, `{"data":"9000"}`)
+		default:
+			fmt.Fprint(w, `{"data":[]}`)
+		}
+	}))
+	t.Cleanup(h.tls.Close)
+	h.ca = writeServerCA(t, h.tls)
+	return h
+}
+
+func (h *nodeNameAPI) requests() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.seen)
+}
+
+// TestNodeNameStaysOneSegment: a node name the API answers with ("..", or
+// "../../access/users") goes into every request path as one escaped
+// segment (pveapi.Path), never as dot segments that a proxy in front of
+// the API would resolve to another path (GET /nodes/../../access/users/storage
+// is GET /access/users/storage). The callers that build a path from a
+// node must each have sent one with the escaped name: that is the
+// control that the check ran, not a caller that stopped first.
+func TestNodeNameStaysOneSegment(t *testing.T) {
+	const tokenID = "root@pam!pxsubstrate"
+	usesNode := map[string]bool{"acl audit": true, "acl apply": true, "sdn check": true, "template select": true, "template create": true, "controller": true}
+	for _, node := range []string{"..", "../../access/users"} {
+		escaped := "/nodes/" + pveapi.Path(node)[1:] + "/"
+		for name, call := range proxmoxCallers {
+			t.Run(name+"/"+node, func(t *testing.T) {
+				h := newNodeNameAPI(t, node)
+				out, _ := call(t, h.tls.URL, tokenID, hostileSecret, h.ca)
+				reached := false
+				for _, req := range h.requests() {
+					for _, seg := range strings.Split(req, "/") {
+						if seg == "." || seg == ".." {
+							t.Errorf("the node %q made a dot segment: %s", node, req)
+						}
+					}
+					reached = reached || strings.Contains(req, escaped)
+				}
+				if usesNode[name] && !reached {
+					t.Errorf("no request reached a path of node %q (%s): %q\n%s", node, escaped, h.requests(), out)
+				}
+			})
+		}
 	}
 }

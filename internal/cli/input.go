@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/pxsubstrate/pxsubstrate/capread"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
@@ -32,7 +32,7 @@ func (app *App) maxInputBytes() (int64, error) {
 	}
 	q, err := resource.ParseQuantity(v)
 	if err != nil || q.Sign() <= 0 || q.Cmp(resource.MustParse(MaxMaxInput)) > 0 {
-		return 0, usageError{fmt.Errorf("--max-input-size %q: use a positive quantity of at most %s, such as 8Mi or 64Mi", v, MaxMaxInput)}
+		return 0, usageError{errorf("--max-input-size %q: use a positive quantity of at most %s, such as 8Mi or 64Mi", v, MaxMaxInput)}
 	}
 	return q.Value(), nil
 }
@@ -45,21 +45,18 @@ func readInput(app *App, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	what, r := inputName(name), io.Reader(app.In)
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", name, err)
-		}
-		defer f.Close()
-		r = f
+	what := inputName(name)
+	var data []byte
+	if name == "-" {
+		data, err = capread.All(app.In, limit, what)
+	} else if data, err = capread.File(name, limit); err != nil && !errors.Is(err, capread.ErrTooLarge) {
+		err = fmt.Errorf("cannot read %s: %w", what, err)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", what, err)
-	}
-	if int64(len(data)) > limit {
+	if errors.Is(err, capread.ErrTooLarge) {
 		return nil, fmt.Errorf("%s is larger than --max-input-size (%s); raise the flag if the input is meant to be this large", what, resource.NewQuantity(limit, resource.BinarySI))
+	}
+	if err != nil {
+		return nil, err
 	}
 	if n, ok := yamlExpansion(data, limit); !ok {
 		return nil, fmt.Errorf("%s expands through YAML aliases to more than --max-input-size (%s, at least %d bytes); write the repeated values out or raise the flag", what, resource.NewQuantity(limit, resource.BinarySI), n)
@@ -179,12 +176,6 @@ func nodeSize(n *yaml.Node, sizes map[*yaml.Node]int64, budget int64) (int64, er
 	return size, nil
 }
 
-// readSmallFile reads a file that holds one credential or certificate
-// bundle (a token secret, a CA file), at most DefaultMaxInput bytes.
-func readSmallFile(name string) ([]byte, error) {
-	return readInput(&App{In: os.Stdin}, name)
-}
-
 // nonEmpty is a string flag that refuses an empty value: a flag given as
 // --flag "" (an unset shell variable, say) is a mistake, not "unset".
 type nonEmpty struct{ p *string }
@@ -205,3 +196,45 @@ func (n nonEmpty) Set(v string) error {
 }
 
 func (nonEmpty) Type() string { return "string" }
+
+// clientGoFile is a file client-go reads itself (a kubeconfig, a
+// certificate it names), and how a message names it: its flag, or
+// "kubeconfig" for one found through KUBECONFIG or ~/.kube/config.
+type clientGoFile struct{ what, path string }
+
+// checkFilesForClientGo holds the files client-go is about to read (it
+// reads them itself, whole) to --max-input-size: a regular file larger
+// than the bound, or a device such as /dev/zero, is refused by name before
+// client-go opens it. A pipe (--kubeconfig <(...)) cannot be measured
+// without consuming it, and is left to client-go.
+func checkFilesForClientGo(app *App, files ...clientGoFile) error {
+	limit, err := app.maxInputBytes()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if f.path == "" {
+			continue
+		}
+		st, err := os.Stat(f.path)
+		switch {
+		case err != nil:
+			continue // missing: client-go says so, or skips a default path
+		case st.Mode()&os.ModeDevice != 0:
+			return fmt.Errorf("%s %s is a device, not a file: name a file", f.what, f.path)
+		case st.Mode().IsRegular() && st.Size() > limit:
+			return fmt.Errorf("%s %s is larger than --max-input-size (%s); raise the flag if the file is meant to be this large", f.what, f.path, resource.NewQuantity(limit, resource.BinarySI))
+		}
+	}
+	return nil
+}
+
+// kubeconfigFiles are the files a kubeconfig loader reads: the explicit
+// one named by flag, else each of its precedence.
+func kubeconfigFiles(flag, explicit string, precedence []string) []clientGoFile {
+	out := []clientGoFile{{flag, explicit}}
+	for _, p := range precedence {
+		out = append(out, clientGoFile{"kubeconfig", p})
+	}
+	return out
+}

@@ -62,14 +62,21 @@ reference.`,
 			if err := app.Print(found, func(w io.Writer) { imagesTable(w, found, app.Wide()) }); err != nil {
 				return err
 			}
-			n := 0
+			unpinned, notRef := 0, 0
 			for _, f := range found {
-				if !f.Pinned {
-					n++
+				switch {
+				case f.Pinned:
+				case f.NotReference:
+					notRef++
+				default:
+					unpinned++
 				}
 			}
-			if n > 0 {
-				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d images are not pinned by digest: see each row", n, len(found))}
+			switch {
+			case notRef > 0:
+				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d containers have no image reference and %d are not pinned by digest: see each row", notRef, len(found), unpinned)}
+			case unpinned > 0:
+				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d images are not pinned by digest: see each row", unpinned, len(found))}
 			}
 			return nil
 		},
@@ -124,7 +131,7 @@ finding is an error.`,
 			}
 			findings := credlint.Lint(secrets)
 			if probe {
-				p, err := prober(caFile)
+				p, err := prober(app, caFile)
 				if err != nil {
 					return err
 				}
@@ -148,11 +155,11 @@ finding is an error.`,
 	return cmd
 }
 
-func prober(caFile string) (credlint.Prober, error) {
+func prober(app *App, caFile string) (credlint.Prober, error) {
 	if caFile == "" {
 		return credlint.Prober{}, nil
 	}
-	pem, err := readSmallFile(caFile)
+	pem, err := readInput(app, caFile)
 	if err != nil {
 		return credlint.Prober{}, fmt.Errorf("cannot read %s: %w", caFile, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
 
 const lintSecret = "5f1c1e9a-8d8b-4a5e-9c1b-2f0e6b7a9d31"
@@ -165,5 +167,50 @@ func writeFile(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLintImagesNotReference: a container whose image is a number, empty,
+// missing, or that is not a mapping is a row naming its field as not an
+// image reference, and the command exits 1, instead of passing over it
+// and saying nothing was checked; the control, a pinned image beside
+// them, is a pinned row.
+func TestLintImagesNotReference(t *testing.T) {
+	digest := "ghcr.io/org/app:v1@sha256:" + strings.Repeat("0f", 32)
+	deployment := func(name, containers string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + name + ", namespace: ns}\nspec:\n  template:\n    spec:\n      containers: " + containers + "\n"
+	}
+	dir := writeFiles(t, map[string]string{
+		"pinned.yaml": deployment("ok", "[{name: app, image: '"+digest+"'}]"),
+		"bad.yaml": deployment("number", "[{name: app, image: 5}]") + "---\n" + deployment("empty", `[{name: app, image: ""}]`) + "---\n" +
+			deployment("missing", "[{name: app}]") + "---\n" + deployment("scalar", "[7]") + "---\n" + deployment("ok", "[{name: app, image: '"+digest+"'}]"),
+	})
+	if out, errOut, code := run(t, "lint", "images", "-f", filepath.Join(dir, "pinned.yaml")); code != 0 || !strings.Contains(out, "yes") {
+		t.Fatalf("the control: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, errOut, code := run(t, "lint", "images", "-f", filepath.Join(dir, "bad.yaml"), "-o", "json")
+	var found []capmoxrender.ImageFinding
+	if err := json.Unmarshal([]byte(out), &found); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := map[string]string{
+		"Deployment ns/number":  "spec.template.spec.containers[0].image is a number 5, not an image reference: write it as a string, name:tag@sha256:<64 hex>",
+		"Deployment ns/empty":   "spec.template.spec.containers[0].image is empty: a container needs an image reference, name:tag@sha256:<64 hex>",
+		"Deployment ns/missing": "spec.template.spec.containers[0].image is missing: a container needs an image reference, name:tag@sha256:<64 hex>",
+		"Deployment ns/scalar":  "spec.template.spec.containers[0] is a number 7, not a container: a container is a mapping with a name and an image",
+		"Deployment ns/ok":      "",
+	}
+	got := map[string]string{}
+	for _, f := range found {
+		got[f.Object] = f.Problem
+		if f.Pinned == (f.Problem != "") || f.NotReference != (f.Problem != "") {
+			t.Errorf("%+v: pinned %v and notReference %v disagree with the problem", f, f.Pinned, f.NotReference)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems by object (-want +got):\n%s", diff)
+	}
+	if wantErr := "Error: 4 of 5 containers have no image reference and 0 are not pinned by digest: see each row\n"; code != 1 || errOut != wantErr {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, wantErr)
 	}
 }

@@ -35,7 +35,7 @@ func checkFormat(format string) error {
 	if format == "jsonpath" {
 		return usageError{errors.New("-o jsonpath needs a template, as in -o jsonpath='{.items[*].metadata.name}'")}
 	}
-	return usageError{fmt.Errorf("unknown output format %q: use %s", format, outputFormats)}
+	return usageError{errorf("unknown output format %q: use %s", format, outputFormats)}
 }
 
 // tableFormat reports a format whose output is for people: the default,

@@ -1,9 +1,20 @@
 package cli
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
+
+// errorf is fmt.Errorf whose %q quotes a string as termsafe.Quote does,
+// cut to termsafe.MaxQuoted bytes: a flag value or a value read from an
+// input is named in the message, never echoed whole (a --tags of 15,000
+// tags is one line).
+func errorf(format string, args ...any) error {
+	return fmt.Errorf(format, termsafe.QuoteArgs(args...)...)
+}
 
 // goTypeError matches encoding/json's type mismatch as sigs.k8s.io/yaml
 // reports it: the value's JSON kind, the Go struct and field path, and the

@@ -53,19 +53,19 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 		return capmoxrender.Options{}, usageError{fmt.Errorf("--%w", err)}
 	}
 	o := capmoxrender.Options{Capmox: gen, KubernetesVersions: map[string]string{}, PreDelete: pd, RequireDigests: f.requireDigests}
-	o.Warn = func(msg string) { fmt.Fprintf(app.ErrOut, "Warning: %s\n", msg) }
+	o.Warn = func(msg string) { fmt.Fprintf(app.ErrOut, "Warning: %s\n", escapeControl(msg)) }
 	for _, kv := range f.images {
 		field, ref, _ := strings.Cut(kv, "=")
 		p := o.Images.Field(field)
 		if p == nil || ref == "" {
-			return o, usageError{fmt.Errorf("--image %q: write FIELD=REF with FIELD one of %s", kv, strings.Join(capmoxrender.ImageFields, ", "))}
+			return o, usageError{errorf("--image %q: write FIELD=REF with FIELD one of %s", kv, strings.Join(capmoxrender.ImageFields, ", "))}
 		}
 		*p = ref
 	}
 	for _, v := range f.versions {
 		minor, patch, ok := strings.Cut(v, "=")
 		if !ok {
-			return o, usageError{fmt.Errorf("--kubernetes-version %q: write MINOR=PATCH such as v1.35=v1.35.2", v)}
+			return o, usageError{errorf("--kubernetes-version %q: write MINOR=PATCH such as v1.35=v1.35.2", v)}
 		}
 		o.KubernetesVersions[minor] = patch
 	}

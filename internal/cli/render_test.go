@@ -119,3 +119,45 @@ func TestRenderLongValueIsCut(t *testing.T) {
 		t.Errorf("exit %d, %d bytes of stdout, %d of stderr: %.600s", code, len(out), len(errOut), errOut)
 	}
 }
+
+// TestRenderLookupDuplicate: a --lookup file that holds the same
+// ProxmoxNetwork twice (a stale copy after the live one, say) is refused
+// naming the file and both documents, rather than rendering from
+// whichever came last; the control, the file as it is, renders.
+func TestRenderLookupDuplicate(t *testing.T) {
+	scen := func(file string) string { return filepath.Join(scenarios, "scenarios", "nodes-vpc", file) }
+	lookup := mustRead(t, scen("lookup.yaml"))
+	if _, errOut, code := renderCLI(t, "", "render", "nodes", "-f", scen("input.yaml"), "--lookup", scen("lookup.yaml")); code != 0 {
+		t.Fatalf("the control: exit %d, %s", code, errOut)
+	}
+	first, _, _ := strings.Cut(lookup, "---\n")
+	stale := strings.Replace(first, "vlan: 3901", "vlan: 3999", 1)
+	dir := writeFiles(t, map[string]string{"lookup.yaml": lookup + "---\n" + stale})
+	file := filepath.Join(dir, "lookup.yaml")
+	_, errOut, code := renderCLI(t, "", "render", "nodes", "-f", scen("input.yaml"), "--lookup", file)
+	want := "Error: cannot read " + file + `: cannot read the lookup objects: invalid input: ProxmoxNetwork "tenant-test/subnet-b10ab7f7" is in document 1 (line 1) and again in document 3 (line 38): an object may be given once; remove one of the two` + "\n"
+	if code != 1 || errOut != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+}
+
+// TestRenderLookupVLANString: a --lookup ProxmoxNetwork whose status.vlan
+// is the string "3901" is refused saying so, not as a network with no
+// VLAN yet; the control, the lookup as it is (vlan: 3901), renders.
+func TestRenderLookupVLANString(t *testing.T) {
+	scen := func(file string) string { return filepath.Join(scenarios, "scenarios", "nodes-vpc", file) }
+	lookup := mustRead(t, scen("lookup.yaml"))
+	quoted := strings.Replace(lookup, "vlan: 3901", `vlan: "3901"`, 1)
+	if quoted == lookup {
+		t.Fatal("the fixture has no vlan: 3901")
+	}
+	file := filepath.Join(writeFiles(t, map[string]string{"lookup.yaml": quoted}), "lookup.yaml")
+	_, errOut, code := renderCLI(t, "", "render", "nodes", "-f", scen("input.yaml"), "--lookup", file)
+	want := `Error: ProxmoxNetwork tenant-test/subnet-b10ab7f7: status.vlan is the string "3901": it must be an integer, written without quotes (vlan: 3901, not vlan: "3901")` + "\n"
+	if code != 1 || errOut != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+	if _, errOut, code := renderCLI(t, "", "render", "nodes", "-f", scen("input.yaml"), "--lookup", scen("lookup.yaml")); code != 0 {
+		t.Errorf("the control: exit %d, %s", code, errOut)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // App carries what every command shares: the streams and the output format.
@@ -130,11 +132,11 @@ func execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Wr
 	var exit *ExitError
 	if errors.As(err, &exit) {
 		if exit.Err != nil {
-			fmt.Fprintf(errOut, "Error: %s\n", escapeControl(plainError(exit.Err.Error())))
+			fmt.Fprintf(errOut, "Error: %s\n", printedError(exit.Err))
 		}
 		return exit.Code
 	}
-	fmt.Fprintf(errOut, "Error: %s\n", escapeControl(plainError(err.Error())))
+	fmt.Fprintf(errOut, "Error: %s\n", printedError(err))
 	var usage usageError
 	if errors.As(err, &usage) {
 		if cmd == nil {
@@ -156,7 +158,7 @@ func typeUsageErrors(c *cobra.Command) {
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+				return usageError{errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
 			}
 			return cmd.Help()
 		}
@@ -187,4 +189,12 @@ func typeUsageErrors(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		typeUsageErrors(sub)
 	}
+}
+
+// printedError is an error as the CLI prints it: decoding errors in the
+// input's words, every line cut at termsafe.MaxLine (the last bound on
+// text no caller could cut, such as an API's error body) and control
+// characters escaped.
+func printedError(err error) string {
+	return escapeControl(termsafe.CutLines(plainError(err.Error())))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 func init() { register(newSDNCmd) }
@@ -43,7 +44,7 @@ func readSDNZone(app *App, file string, withSDN bool) (pvesdn.Zone, *v1alpha1.Pr
 		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: %w", file, oneDocument(err, "give each ProxmoxNetworkZone a file of its own"))
 	}
 	if obj.Kind != "ProxmoxNetworkZone" {
-		return pvesdn.Zone{}, nil, fmt.Errorf("--zone %s: kind %q is not ProxmoxNetworkZone", file, obj.Kind)
+		return pvesdn.Zone{}, nil, errorf("--zone %s: kind %q is not ProxmoxNetworkZone", file, obj.Kind)
 	}
 	z, err := network.SDNZone(&obj)
 	if err != nil {
@@ -234,11 +235,11 @@ and Sys.Audit on /nodes.`,
 		call:    planAndApply,
 		report: func(z pvesdn.Zone, a sdnApplied) error {
 			if a.res.Risk != "" {
-				fmt.Fprintln(app.ErrOut, "Warning: "+a.res.Risk)
+				fmt.Fprintln(app.ErrOut, "Warning: "+escapeControl(a.res.Risk))
 			}
 			for _, n := range a.res.Unread {
 				fmt.Fprintf(app.ErrOut, "Warning: the SDN state of node %s could not be read (%s): run pxsubstrate sdn audit once it is back\n",
-					n.Node, n.Err)
+					escapeControl(termsafe.Cut(n.Node)), escapeControl(termsafe.Cut(n.Err)))
 			}
 			if err := app.Print(a.res, func(w io.Writer) { sdnApplyTable(w, a.plan, a.res) }); err != nil {
 				return err

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pxsubstrate/pxsubstrate/capread"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 )
 
@@ -32,7 +34,14 @@ func newSimCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, err := sim.RunFileWith(cmd.Context(), file, data, sim.Options{Progress: app.ErrOut})
+			limit, err := app.maxInputBytes()
+			if err != nil {
+				return err
+			}
+			rep, err := sim.RunFileWith(cmd.Context(), file, data, sim.Options{Progress: app.ErrOut, MaxFileBytes: limit})
+			if errors.Is(err, capread.ErrTooLarge) {
+				err = fmt.Errorf("%w (--max-input-size); raise the flag if the file is meant to be this large", err)
+			}
 			if err != nil {
 				return &ExitError{Code: 1, Err: fmt.Errorf("cannot run scenario %s: %w", file, oneDocument(err, "write each scenario to a file of its own"))}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 func init() { register(newTemplateCmd) }
@@ -237,7 +238,7 @@ func selectorTags(list string) ([]string, error) {
 	tags := strings.Split(list, ",")
 	for i, t := range tags {
 		if !talostemplate.ValidSelectorTag(t) {
-			return nil, fmt.Errorf("--tags item %d %q is not a tag capmox's CRD accepts in matchTags (letters, digits, _ + . -, not starting with + . -)", i+1, t)
+			return nil, errorf("--tags item %d %q is not a tag capmox's CRD accepts in matchTags (letters, digits, _ + . -, not starting with + . -)", i+1, t)
 		}
 	}
 	return tags, nil
@@ -245,12 +246,14 @@ func selectorTags(list string) ([]string, error) {
 
 func selectTable(w io.Writer, res templateSelectResult, wide bool) {
 	if res.Template != nil {
-		fmt.Fprintf(w, "capmox %s clones template %d (%s) on node %s\n", res.Capmox, res.Template.VMID, res.Template.Name, res.Template.Node)
+		fmt.Fprintf(w, "capmox %s clones template %d (%s) on node %s\n", res.Capmox, res.Template.VMID, termsafe.Cut(res.Template.Name), termsafe.Cut(res.Template.Node))
 		if res.TemplateDiskSize != "" {
 			fmt.Fprintf(w, "Its disk %s is %s: a pool's diskSize may not be smaller (proxmox.templateDiskSize: %s)\n", talostemplate.BootDisk, res.TemplateDiskSize, res.TemplateDiskSize)
 		}
 	} else {
-		fmt.Fprintln(w, res.Error)
+		for _, line := range texttable.Wrap(res.Error, texttable.MaxWidth) {
+			fmt.Fprintln(w, line)
+		}
 	}
 	if len(res.Candidates) > 0 {
 		fmt.Fprintln(w)
@@ -264,8 +267,10 @@ func selectTable(w io.Writer, res templateSelectResult, wide bool) {
 			case c.Skipped != "":
 				match = "skipped: " + c.Skipped
 			}
-			t.Add(strconv.Itoa(c.VMID), c.Name, c.Node, strconv.Itoa(int(c.Template)), match, c.Tags,
-				strings.Join(c.Missing, ","), strings.Join(c.Extra, ","))
+			// A table is for people: a name or tag list from the cluster or
+			// the selector is cut (-o json has them whole).
+			t.Add(strconv.Itoa(c.VMID), termsafe.Cut(c.Name), termsafe.Cut(c.Node), strconv.Itoa(int(c.Template)), match, termsafe.Cut(c.Tags),
+				termsafe.Cut(strings.Join(c.Missing, ",")), termsafe.Cut(strings.Join(c.Extra, ",")))
 		}
 		t.Write(w, wide)
 	}

@@ -235,7 +235,15 @@ func selectLister(app *App, resources string, live *liveFlags) (talostemplate.Re
 	case resources != "" && live.url != "":
 		return nil, nil, usageError{errors.New("pass either --resources or --url, not both")}
 	case resources != "":
-		return talostemplate.ResourcesFile(resources), nil, nil
+		data, err := readInput(app, resources)
+		if err != nil {
+			return nil, nil, err
+		}
+		rs, err := talostemplate.ParseResources(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot read cluster resources from %s: %w", resources, err)
+		}
+		return talostemplate.Resources(rs), nil, nil
 	case live.url == "" && os.Getenv(envURL) == "":
 		return nil, nil, usageError{errors.New("the guests are missing: pass --resources FILE, or --url https://HOST:8006 (or PROXMOX_URL) with --token-id and the token secret")}
 	}

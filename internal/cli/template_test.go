@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +143,7 @@ func TestTemplateSelect(t *testing.T) {
 			out: []string{"capmox v0.8 clones template 9000 (talos-v1.13.6-ce4c9805) on node pve1"}},
 		"V07Policy":   {reason: "v0.7 has no match policy", args: []string{"template", "select", "--tags", "a", "--resources", cluster, "--match-policy", "bestSubset"}, code: 1, errOut: "Error: cannot simulate match policy bestSubset on capmox v0.7: it has no templateSelector.matchPolicy and always compares tag sets exactly; use capmox v0.8\n"},
 		"BadTag":      {reason: "a selector the CRD refuses is a usage error", args: []string{"template", "select", "--tags", "a, b", "--resources", cluster}, code: 2, errOut: "Error: --tags item 2 \" b\" is not a tag capmox's CRD accepts in matchTags (letters, digits, _ + . -, not starting with + . -)\nRun 'pxsubstrate template select --help' for usage.\n"},
-		"BadFile":     {reason: "a file without data is explained", args: []string{"template", "select", "--tags", "a", "--resources", bad}, code: 1, errOut: "Error: cannot list cluster resources: cannot read cluster resources from " + bad + ": invalid cluster resources: the object has no data array; give the answer of pvesh get /cluster/resources --type vm --output-format json\n"},
+		"BadFile":     {reason: "a file without data is explained", args: []string{"template", "select", "--tags", "a", "--resources", bad}, code: 1, errOut: "Error: cannot read cluster resources from " + bad + ": invalid cluster resources: the object has no data array; give the answer of pvesh get /cluster/resources --type vm --output-format json\n"},
 		"NoResources": {reason: "--resources is required", args: []string{"template", "select", "--tags", "a"}, code: 2},
 	}
 	for name, tc := range cases {
@@ -190,5 +191,69 @@ func TestTemplateSelectJSON(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cluster.json")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTemplateSelectResourcesBound: --resources is read up to
+// --max-input-size like every other input: a 20 MB answer is refused
+// under 1Mi, by name and with the flag to raise, and so is /dev/zero;
+// the same answer is read, and the template found, once the flag allows
+// it.
+func TestTemplateSelectResourcesBound(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"data":[{"vmid":9000,"name":"t","node":"pve1","template":1,"tags":"cozystack;talos;talos-v1.13.6"}`)
+	for i := 0; b.Len() < 20<<20; i++ {
+		fmt.Fprintf(&b, `,{"vmid":%d,"name":"guest-%d","node":"pve1","template":0,"tags":"tenant-%d"}`, 10000+i, i, i)
+	}
+	b.WriteString("]}\n")
+	dir := writeFiles(t, map[string]string{"big.json": b.String()})
+	big := filepath.Join(dir, "big.json")
+	args := []string{"template", "select", "--tags", "cozystack,talos,talos-v1.13.6", "--resources"}
+	for _, file := range []string{big, "/dev/zero"} {
+		_, errOut, code := talosRun(t, "", append(args, file, "--max-input-size", "1Mi")...)
+		if code != 1 || errOut != "Error: "+file+" is larger than --max-input-size (1Mi); raise the flag if the input is meant to be this large\n" {
+			t.Errorf("%s under 1Mi: exit %d, stderr %.300q", file, code, errOut)
+		}
+	}
+	out, errOut, code := talosRun(t, "", append(args, big, "--max-input-size", "32Mi")...)
+	if code != 0 || !strings.Contains(out, "clones template 9000 (t) on node pve1") {
+		t.Errorf("the same file under 32Mi: exit %d, stdout %.300q, stderr %.300q", code, out, errOut)
+	}
+}
+
+// TestTalosTagOneRule: a tag naming another Talos release than the one
+// booted is refused alike by template print and template create (for the
+// template's tags and --talos-version) and by render nodes (for a pool's
+// templateTags and talos.version), through capmox.MismatchedTalosTag;
+// the control, the release's own tag, is admitted by all three.
+func TestTalosTagOneRule(t *testing.T) {
+	pool := mustRead(t, filepath.Join(scenarios, "scenarios", "nodes-raw", "input.yaml"))
+	other := strings.Replace(pool, "talos-v1.13.6]", "talos-v1.12.0]", 1)
+	dir := writeFiles(t, map[string]string{"pool.yaml": pool, "other.yaml": other})
+	spec := []string{"--talos-version", "v1.13.6", "--schematic-id", guestAgentID}
+	printArgs := func(tags string) []string {
+		return append([]string{"template", "print", "9000", "local-lvm", "--tags", tags}, spec...)
+	}
+	// create is refused before it connects: its URL answers nothing.
+	createArgs := func(tags string) []string {
+		return append([]string{"template", "create", "9000", "local-lvm", "--tags", tags, "--url", "https://127.0.0.1:1", "--token-id", "root@pam!pxs", "--token-secret", "s"}, spec...)
+	}
+	const wantTemplate = `Error: template tag talos-v1.12.0 names another Talos release than the template boots (v1.13.6) (a pool installing v1.13.6 whose templateTags carry talos-v1.12.0 is refused by render nodes; tag the template talos-v1.13.6, or build it of that release)` + "\n"
+	for _, args := range [][]string{printArgs("cozystack,talos,talos-v1.12.0"), createArgs("cozystack,talos,talos-v1.12.0")} {
+		if _, errOut, code := talosRun(t, "", args...); code != 1 || errOut != wantTemplate {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and %q", args[1], code, errOut, wantTemplate)
+		}
+	}
+	if _, errOut, code := talosRun(t, "", "render", "nodes", "-f", filepath.Join(dir, "other.yaml")); code != 1 || !strings.Contains(errOut, `proxmox.templateTags[3] is "talos-v1.12.0", but the workers install Talos v1.13.6`) {
+		t.Errorf("render nodes: exit %d, stderr %q", code, errOut)
+	}
+	if out, errOut, code := talosRun(t, "", printArgs("cozystack,talos,talos-v1.13.6")...); code != 0 || !strings.Contains(out, "talos-v1.13.6") {
+		t.Errorf("the control, template print: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := talosRun(t, "", createArgs("cozystack,talos,talos-v1.13.6")...); code != 1 || strings.Contains(errOut, "Talos release") || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("the control, template create, reaches the connection: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := talosRun(t, "", "render", "nodes", "-f", filepath.Join(dir, "pool.yaml")); code != 0 {
+		t.Errorf("the control, render nodes: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -67,8 +67,14 @@ type verifyOptions struct {
 
 // configs resolves the management cluster's client configuration and
 // namespace the way kubectl does, and the tenant's from its own file.
-func (o verifyOptions) configs() (mgmt, tenant *rest.Config, namespace string, err error) {
+func (o verifyOptions) configs(app *App) (mgmt, tenant *rest.Config, namespace string, err error) {
 	loader := o.kube.ToRawKubeConfigLoader()
+	access := loader.ConfigAccess()
+	files := append(kubeconfigFiles("--kubeconfig", access.GetExplicitFile(), access.GetLoadingPrecedence()), clientGoFile{"--tenant-kubeconfig", o.tenant},
+		clientGoFile{"--certificate-authority", *o.kube.CAFile}, clientGoFile{"--client-certificate", *o.kube.CertFile}, clientGoFile{"--client-key", *o.kube.KeyFile})
+	if err := checkFilesForClientGo(app, files...); err != nil {
+		return nil, nil, "", err
+	}
 	if mgmt, err = loader.ClientConfig(); err != nil {
 		return nil, nil, "", usageError{fmt.Errorf("management cluster: %w (set --kubeconfig, KUBECONFIG or ~/.kube/config, and --context)", err)}
 	}
@@ -79,7 +85,7 @@ func (o verifyOptions) configs() (mgmt, tenant *rest.Config, namespace string, e
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.tenant},
 		&clientcmd.ConfigOverrides{CurrentContext: o.tenantContext}).ClientConfig()
 	if err != nil {
-		return nil, nil, "", usageError{fmt.Errorf("--tenant-kubeconfig %q: %w", o.tenant, err)}
+		return nil, nil, "", usageError{errorf("--tenant-kubeconfig %q: %w", o.tenant, err)}
 	}
 	return mgmt, tenant, namespace, nil
 }
@@ -171,9 +177,9 @@ func newVerifyCmd(app *App) *cobra.Command {
 // their Machines and prints one row each.
 func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if o.capi != "v1beta1" && o.capi != "v1beta2" {
-		return usageError{fmt.Errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", o.capi)}
+		return usageError{errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", o.capi)}
 	}
-	mc, tc, namespace, err := o.configs()
+	mc, tc, namespace, err := o.configs(app)
 	if err != nil {
 		return err
 	}
@@ -190,7 +196,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 		return err
 	}
 	if o.ha.wanted() {
-		ha, err := o.ha.checkProxmox(ctx, m, m.RESTMapper(), namespace)
+		ha, err := o.ha.checkProxmox(ctx, app, m, m.RESTMapper(), namespace)
 		if err != nil {
 			return err
 		}
@@ -203,7 +209,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 			level = "Error"
 			errs++
 		}
-		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, f.Problem, f.Fix)
+		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, escapeControl(f.Problem), escapeControl(f.Fix))
 	}
 	rows, err := nodeverify.Collect(ctx, m, t, nodeverify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
 	if err != nil {

@@ -34,7 +34,7 @@ func (f *haFlags) wanted() bool {
 }
 
 // client builds the client through pveapi.New (TLS verified).
-func (f *haFlags) client() (pveapi.Client, error) {
+func (f *haFlags) client(app *App) (pveapi.Client, error) {
 	var missing []string
 	for _, m := range []struct{ name, v string }{{"--proxmox-url", f.url}, {"--proxmox-token-id", f.tokenID}, {"--proxmox-token-secret-file", f.secretFile}} {
 		if m.v == "" {
@@ -48,14 +48,15 @@ func (f *haFlags) client() (pveapi.Client, error) {
 		Names: pveapi.Names{URL: "--proxmox-url", TokenID: "--proxmox-token-id", CA: "--proxmox-ca-file"}}
 	var err error
 	if f.caFile != "" {
-		if cfg.CAPEM, err = readSmallFile(f.caFile); err != nil {
+		if cfg.CAPEM, err = readInput(app, f.caFile); err != nil {
 			return nil, fmt.Errorf("cannot read --proxmox-ca-file: %w", err)
 		}
 	}
 	// The file's first line, read as acl's --token-secret-file is.
-	if cfg.Secret, err = (&liveFlags{tokenSecretFile: f.secretFile}).secret(); err != nil {
-		return nil, fmt.Errorf("--proxmox-token-secret-file: %w", err)
+	if cfg.Secret, err = readSecretFile(app, "--proxmox-token-secret-file", f.secretFile); err != nil {
+		return nil, err
 	}
+	cfg.Names.Secret = "--proxmox-token-secret-file " + f.secretFile
 	return pveapi.New(cfg)
 }
 
@@ -63,8 +64,8 @@ func (f *haFlags) client() (pveapi.Client, error) {
 // the controller made for Machines of namespace that are gone, and the
 // VMs of the namespace's pools no ProxmoxMachine records. A check the
 // token may not read is a warning naming the privilege, not a pass.
-func (f *haFlags) checkProxmox(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]nodeverify.ManagementFinding, error) {
-	c, err := f.client()
+func (f *haFlags) checkProxmox(ctx context.Context, app *App, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]nodeverify.ManagementFinding, error) {
+	c, err := f.client(app)
 	if err != nil {
 		return nil, err
 	}

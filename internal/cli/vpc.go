@@ -90,7 +90,7 @@ func readVPCSpec(ctx context.Context, app *App, f vpcFlags) (vpcrender.Spec, err
 	var l vpcrender.Lookup
 	switch {
 	case f.fromCluster:
-		if l, spec.API, err = clusterLookup(ctx, f, spec.Namespace); err != nil {
+		if l, spec.API, err = clusterLookup(ctx, app, f, spec.Namespace); err != nil {
 			return vpcrender.Spec{}, err
 		}
 	case f.lookup != "":
@@ -108,10 +108,12 @@ func readVPCSpec(ctx context.Context, app *App, f vpcFlags) (vpcrender.Spec, err
 
 // clusterLookup reads the ProxmoxNetworkZones and the namespace's
 // ProxmoxNetworks from the cluster, and whether it serves their API at all.
-func clusterLookup(ctx context.Context, f vpcFlags, namespace string) (vpcrender.Lookup, vpcrender.APIState, error) {
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
-		&clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+func clusterLookup(ctx context.Context, app *App, f vpcFlags, namespace string) (vpcrender.Lookup, vpcrender.APIState, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence}
+	if err := checkFilesForClientGo(app, kubeconfigFiles("--kubeconfig", rules.ExplicitPath, rules.Precedence)...); err != nil {
+		return vpcrender.Lookup{}, vpcrender.APIUnknown, err
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
 	if err != nil {
 		return vpcrender.Lookup{}, vpcrender.APIUnknown, usageError{fmt.Errorf("--from-cluster: %w (set --kubeconfig, KUBECONFIG or ~/.kube/config, and --context)", err)}
 	}

@@ -3,22 +3,27 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/admission"
+	"github.com/pxsubstrate/pxsubstrate/capread"
 )
 
+// MaxAdmissionConfigBytes is the largest --admission-config file read: the
+// CLI's default --max-input-size, far above any package values file.
+const MaxAdmissionConfigBytes = 8 << 20
+
 // AdmissionConfig reads the package values named by --admission-config, or
-// returns the package default (every policy on, no zones).
+// returns the package default (every policy on, no zones). A file of more
+// than MaxAdmissionConfigBytes is refused.
 func AdmissionConfig(path string) (admission.Config, error) {
 	if path == "" {
 		return admission.DefaultConfig(), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := capread.File(path, MaxAdmissionConfigBytes)
 	if err != nil {
 		return admission.Config{}, fmt.Errorf("cannot read --admission-config: %w", err)
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	// networks Ready, controller writes), and a last one when it ends;
 	// nil prints nothing.
 	Progress io.Writer
+	// MaxFileBytes is the most read of the file an apply step names; a
+	// larger one (or a device that never ends) is refused. 0 means
+	// DefaultMaxFileBytes; the CLI passes its --max-input-size.
+	MaxFileBytes int64
 	// Workers is the controller's network.Config.Workers; 0 means 1, which
 	// keeps a converge deterministic.
 	Workers int

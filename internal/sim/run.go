@@ -101,7 +101,7 @@ func RunWith(ctx context.Context, s *Scenario, dir string, o Options) (*Report, 
 func (h *Harness) runStep(ctx context.Context, st Step, dir string) (int, []string, error) {
 	switch {
 	case st.Apply != nil:
-		objs, err := readObjects(st.Apply, dir)
+		objs, err := readObjects(st.Apply, dir, h.opts.MaxFileBytes)
 		if err != nil {
 			return 0, nil, err
 		}

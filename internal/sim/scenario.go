@@ -3,15 +3,16 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/capread"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // ErrInvalidScenario says a scenario file cannot be run as written.
@@ -191,15 +192,23 @@ func (st Step) validate() error {
 	return problems.ErrorOrNil()
 }
 
-// readObjects decodes the YAML documents of an apply step.
-func readObjects(a *Apply, dir string) ([]*unstructured.Unstructured, error) {
+// DefaultMaxFileBytes is the most read of an apply step's file when
+// Options.MaxFileBytes is 0: the CLI's default --max-input-size.
+const DefaultMaxFileBytes = 8 << 20
+
+// readObjects decodes the YAML documents of an apply step; its file is
+// read up to limit bytes (0: DefaultMaxFileBytes).
+func readObjects(a *Apply, dir string, limit int64) ([]*unstructured.Unstructured, error) {
 	data := []byte(a.Objects)
 	if a.File != "" {
 		p := a.File
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		b, err := os.ReadFile(p)
+		if limit <= 0 {
+			limit = DefaultMaxFileBytes
+		}
+		b, err := capread.File(p, limit)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read apply file: %w", err)
 		}

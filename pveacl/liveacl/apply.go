@@ -13,6 +13,8 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
+	"github.com/pxsubstrate/pxsubstrate/pvepath"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // Outcome is what applying one change did.
@@ -159,7 +161,7 @@ func onCluster(desired *tenantplan.Tenants, observed *pveacl.Config) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s; create them first or remove them from the specification", ErrNotOnCluster, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: %s; create them first or remove them from the specification", ErrNotOnCluster, termsafe.Cut(strings.Join(missing, ", ")))
 	}
 	return nil
 }
@@ -179,7 +181,7 @@ func ownStorages(desired *tenantplan.Tenants, observed *pveacl.Config) error {
 	for i, f := range foreign {
 		msgs[i] = f.String()
 	}
-	return fmt.Errorf("%w: %s; give the tenant a storage only its guests use, or move those volumes away", ErrForeignVolumes, strings.Join(msgs, "; "))
+	return fmt.Errorf("%w: %s; give the tenant a storage only its guests use, or move those volumes away", ErrForeignVolumes, termsafe.Cut(strings.Join(msgs, "; ")))
 }
 
 // tokenTenants maps each tenant token id to its tenant's name.
@@ -288,9 +290,9 @@ func (a *applier) do(ctx context.Context, ch tenantplan.Change, res *Result) (Ou
 	return "", fmt.Errorf("%w: unknown operation %q", tenantplan.ErrRefused, ch.Op)
 }
 
-func userPath(uid string) string { return "/access/users/" + url.PathEscape(uid) }
+func userPath(uid string) string { return pvepath.Path("access", "users", uid) }
 func tokenPath(uid, name string) string {
-	return userPath(uid) + "/token/" + url.PathEscape(name)
+	return pvepath.Path("access", "users", uid, "token", name)
 }
 
 func applied(err error) (Outcome, error) {
@@ -342,7 +344,7 @@ func (a *applier) role(ctx context.Context, ch tenantplan.Change) (Outcome, erro
 			return applied(err)
 		}
 	}
-	return applied(a.c.Put(ctx, "/access/roles/"+url.PathEscape(ch.Role), map[string]any{"privs": privs}, nil))
+	return applied(a.c.Put(ctx, pvepath.Path("access", "roles", ch.Role), map[string]any{"privs": privs}, nil))
 }
 
 // createToken creates a privilege-separated token and stores its secret.

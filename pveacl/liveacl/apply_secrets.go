@@ -15,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/pxsubstrate/pxsubstrate/capread"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
@@ -183,7 +184,7 @@ func (d DirSink) stored(tokenID, name string) error {
 		return existsError(tokenID, path)
 	}
 	old := filepath.Join(d.Dir, legacySecretName(tokenID)+".json")
-	data, err := os.ReadFile(old)
+	data, err := capread.File(old, maxSecretFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -228,10 +229,22 @@ func (d DirSink) Store(s TokenSecret) (string, error) {
 // stringData) in one multi-document YAML file, mode 0600, rewritten
 // atomically. Secrets already in the file stay; a new secret whose name is
 // taken is refused (ErrSecretExists).
+//
+// The file is read before it is added to, up to 8 MiB.
 type ManifestSink struct {
 	Path      string
 	Namespace string
 }
+
+// maxManifestsBytes is the largest --secret-manifests file ManifestSink
+// reads: the manifests of tens of thousands of tokens; a larger file, or
+// a device that never ends, is no file this tool wrote and is refused.
+const maxManifestsBytes = 8 << 20
+
+// maxSecretFileBytes bounds the read of a secret file DirSink wrote under
+// an earlier name: one token's JSON, a few hundred bytes. A larger file is
+// not one it wrote, and is reported as in the way.
+const maxSecretFileBytes = 64 << 10
 
 type secretManifest struct {
 	APIVersion string            `json:"apiVersion"`
@@ -335,7 +348,7 @@ func encodeManifests(docs map[string]secretManifest) ([]byte, error) {
 // read returns the manifests already in the file by name.
 func (m ManifestSink) read() (map[string]secretManifest, error) {
 	out := map[string]secretManifest{}
-	data, err := os.ReadFile(m.Path)
+	data, err := capread.File(m.Path, maxManifestsBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}

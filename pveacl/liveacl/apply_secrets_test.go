@@ -307,3 +307,28 @@ func TestManifestSinkReadsEveryDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestSinkBounded: a --secret-manifests file larger than
+// MaxManifestsBytes (or a device that never ends) is refused by its path
+// before it is read whole; a manifest file of normal size is read (the
+// control: the sink checks it and finds no clash).
+func TestManifestSinkBounded(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "secrets.yaml")
+	sink := liveacl.ManifestSink{Path: path, Namespace: "tenant-alpha"}
+	_, err := sink.Store(liveacl.TokenSecret{URL: "u", TokenID: "alpha@pve!csi", Secret: "one", Region: "eu", Tenant: "alpha"})
+	must(t, err)
+	must(t, sink.Check([]string{"alpha@pve!ccm"}))
+
+	big := filepath.Join(dir, "big.yaml")
+	must(t, os.WriteFile(big, append([]byte("#"), bytes.Repeat([]byte("x"), liveacl.MaxManifestsBytes)...), 0o600))
+	for _, p := range []string{big, "/dev/zero"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		err := liveacl.ManifestSink{Path: p}.Check([]string{"alpha@pve!ccm"})
+		if err == nil || !strings.Contains(err.Error(), p+" is larger than 8 MiB") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}

@@ -8,3 +8,6 @@ var (
 
 // ViewError is viewError, for errors.As in the tests.
 type ViewError = viewError
+
+// MaxManifestsBytes is the bound on the file ManifestSink reads.
+const MaxManifestsBytes = maxManifestsBytes

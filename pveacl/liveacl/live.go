@@ -12,6 +12,8 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pvepath"
+	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
 // ErrIncompleteView reports that the reading token cannot see the whole cluster, so
@@ -111,7 +113,7 @@ func parseVersion(s string) (pveacl.Version, error) {
 	head, _, _ := strings.Cut(strings.TrimSpace(s), ".")
 	n, err := strconv.Atoi(head)
 	if err != nil || head == "" {
-		return 0, fmt.Errorf("%w: version %q does not start with a major number", pveacl.ErrInvalidVersion, s)
+		return 0, fmt.Errorf("%w: version %s does not start with a major number", pveacl.ErrInvalidVersion, termsafe.Quote(s))
 	}
 	v := pveacl.Version(n)
 	if err := v.Validate(); err != nil {
@@ -150,7 +152,7 @@ func readPools(ctx context.Context, c Client) ([]snapshotPool, error) {
 		var detail proxmox.Pools
 		path := "/pools?" + url.Values{"poolid": {p.PoolID}}.Encode()
 		if err := c.Get(ctx, path, &detail); err != nil {
-			return nil, fmt.Errorf("cannot read pool %s (GET %s): %w", p.PoolID, path, err)
+			return nil, fmt.Errorf("cannot read pool %s (GET %s): %w", termsafe.Cut(p.PoolID), termsafe.Cut(path), err)
 		}
 		sp := snapshotPool{PoolID: p.PoolID, Comment: p.Comment}
 		for _, d := range detail {
@@ -191,9 +193,9 @@ func readVolumes(ctx context.Context, c Client, rs []snapshotResource) ([]snapsh
 			VolID string `json:"volid"`
 			VMID  int    `json:"vmid"`
 		}
-		path := "/nodes/" + url.PathEscape(r.Node) + "/storage/" + url.PathEscape(r.Storage) + "/content"
+		path := pvepath.Path("nodes", r.Node, "storage", r.Storage, "content")
 		if err := c.Get(ctx, path, &vols); err != nil {
-			return nil, fmt.Errorf("cannot list the volumes of storage %s (GET %s): %w", r.Storage, path, err)
+			return nil, fmt.Errorf("cannot list the volumes of storage %s (GET %s): %w", termsafe.Cut(r.Storage), termsafe.Cut(path), err)
 		}
 		for _, v := range vols {
 			if !seen[v.VolID] {

@@ -98,7 +98,7 @@ func secretClient(sec *corev1.Secret) (*proxmox.Client, error) {
 	}
 	cfg := pveapi.Config{URL: strings.TrimSpace(string(sec.Data[keyURL])), TokenID: strings.TrimSpace(string(sec.Data[keyID])),
 		Secret: strings.TrimSpace(string(sec.Data[keySecret])), CAPEM: sec.Data[keyCA],
-		Names: pveapi.Names{URL: keyURL, TokenID: keyID, CA: keyCA}}
+		Names: pveapi.Names{URL: keyURL, TokenID: keyID, CA: keyCA, Secret: "key " + keySecret}}
 	if cfg.URL == "" || cfg.TokenID == "" || cfg.Secret == "" {
 		return nil, fmt.Errorf("keys %s, %s and %s are required", keyURL, keyID, keySecret)
 	}
