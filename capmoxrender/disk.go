@@ -1,6 +1,7 @@
 package capmoxrender
 
 import (
+	"fmt"
 	"math/big"
 )
 
