@@ -1,61 +1,60 @@
 package pveapitest_test
 
 import (
+	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/permvec"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/permvec"
+	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
 )
 
-// TestPermissionVectors runs the permission vectors (internal/permvec) over
+// TestPermissionVectors runs the permission vectors (pveacl/permvec) over
 // the fake: each case's user.cfg is loaded, and every "privs", "allow" and
 // "deny" check is asked of GET /access/permissions, by the root token for
 // any user or token and, for a token of the case, by that token itself.
 // The vectors come from PVE's tests and code, not from pveacl's evaluator,
 // so an evaluator bug fails here as well as in pveacl.
 func TestPermissionVectors(t *testing.T) {
-	permvec.Run(t, func(t *testing.T, tc permvec.Case, cfg *pveacl.Config) {
+	permvec.Run(t, func(t *testing.T, cfg *pveacl.Config) permvec.Evaluator {
 		srv, root := start(t)
 		must(t, srv.SetAccessConfig(cfg))
-		for _, c := range tc.Checks {
-			if c.Kind == permvec.Roles {
-				continue // PVE's API has no roles query; pveacl's test checks them
-			}
-			q := url.Values{"path": {c.Path}, "userid": {c.AuthID}}
-			var byRoot map[string]map[string]int
-			must(t, root.Get(ctx, "/access/permissions?"+q.Encode(), &byRoot))
-			if diff := cmp.Diff(c.Want, answer(c, byRoot[c.Path])); diff != "" {
-				t.Errorf("%s %s\n%s, asked by root: -want +got:\n%s", tc.File, tc.Reason, c, diff)
-			}
-			secret, isToken := srv.TokenSecret(c.AuthID)
-			if !isToken {
-				continue
-			}
-			var own map[string]map[string]int
-			must(t, client(srv, c.AuthID, secret).Get(ctx, "/access/permissions?path="+url.QueryEscape(c.Path), &own))
-			if diff := cmp.Diff(c.Want, answer(c, own[c.Path])); diff != "" {
-				t.Errorf("%s %s\n%s, asked by the token: -want +got:\n%s", tc.File, tc.Reason, c, diff)
-			}
-		}
+		return fakeEvaluator{srv: srv, root: root}
 	})
 }
 
-// answer is what the privileges on the path say, in the check's terms.
-func answer(c permvec.Check, privs map[string]int) []string {
-	if c.Kind == permvec.Privs {
-		var got []string
-		for p := range privs {
-			got = append(got, p)
-		}
-		slices.Sort(got)
-		return got
+// fakeEvaluator asks the fake's GET /access/permissions. PVE's API has no
+// roles query, so it is no permvec.RoleEvaluator: pveacl's test checks the
+// roles.
+type fakeEvaluator struct {
+	srv  *pveapitest.Server
+	root *proxmox.Client
+}
+
+// Privileges asks root for authID's privileges on path and, when authID is
+// a token, the token itself, and fails when the two answers differ.
+func (e fakeEvaluator) Privileges(authID, path string) ([]string, error) {
+	q := url.Values{"path": {path}, "userid": {authID}}
+	var byRoot map[string]map[string]int
+	if err := e.root.Get(ctx, "/access/permissions?"+q.Encode(), &byRoot); err != nil {
+		return nil, fmt.Errorf("asked by root: %w", err)
 	}
-	if _, has := privs[c.Want[0]]; has == (c.Kind == permvec.Allow) {
-		return c.Want
+	got := slices.Sorted(maps.Keys(byRoot[path]))
+	secret, isToken := e.srv.TokenSecret(authID)
+	if !isToken {
+		return got, nil
 	}
-	return []string{"not " + c.Want[0]}
+	var own map[string]map[string]int
+	if err := client(e.srv, authID, secret).Get(ctx, "/access/permissions?path="+url.QueryEscape(path), &own); err != nil {
+		return nil, fmt.Errorf("asked by the token: %w", err)
+	}
+	if byToken := slices.Sorted(maps.Keys(own[path])); !slices.Equal(got, byToken) {
+		return nil, fmt.Errorf("asked by root: %v; asked by the token itself: %v", got, byToken)
+	}
+	return got, nil
 }

@@ -1,8 +1,9 @@
-// Package permvec reads the permission test vectors in testdata: user.cfg
+// Package permvec is the kit of Proxmox VE permission vectors: user.cfg
 // contents and, for a user or token and a path, the roles, the privileges
-// or one privilege PVE gives it. They are an oracle independent of the
-// project's evaluator: pveacl's tests and the Proxmox VE API fake's tests
-// both run over them.
+// or one privilege PVE gives it. They are an oracle independent of any
+// evaluator: [Run] runs them over an [Evaluator], which pveacl's own
+// evaluator and the Proxmox VE API fake (pvefake, its GET
+// /access/permissions) both are, and so can an embedder's.
 //
 // A file holds cases. Lines starting with "#" are comments; blank lines
 // separate nothing. A case is
@@ -25,6 +26,7 @@ import (
 	"bufio"
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -177,9 +179,27 @@ func check(n int, kind, rest string) (Check, error) {
 	return c, nil
 }
 
-// Run runs f as a subtest of t for every case, with the case's user.cfg
-// read for PVE 9; a case whose user.cfg draws warnings fails.
-func Run(t *testing.T, f func(t *testing.T, c Case, cfg *pveacl.Config)) {
+// Evaluator is what the vectors hold to account: PVE's permission
+// computation over one user.cfg.
+type Evaluator interface {
+	// Privileges is RPCEnvironment::permissions: the privileges authID
+	// holds on path, in any order. An error fails the check.
+	Privileges(authID, path string) ([]string, error)
+}
+
+// RoleEvaluator is an Evaluator that also answers PVE::AccessControl::roles:
+// the names of the roles authID holds on path. The "roles" checks are asked
+// of a RoleEvaluator only (PVE's API has no such query).
+type RoleEvaluator interface {
+	Evaluator
+	Roles(authID, path string) ([]string, error)
+}
+
+// Run runs every case as a subtest of t: it reads the case's user.cfg for
+// PVE 9 (a case whose user.cfg draws warnings fails), gives it to load, and
+// asks every check of the Evaluator load returns, failing the subtest with
+// the case's file, reason and line where the answer is not PVE's.
+func Run(t *testing.T, load func(t *testing.T, cfg *pveacl.Config) Evaluator) {
 	t.Helper()
 	cases, err := Load()
 	if err != nil {
@@ -191,7 +211,64 @@ func Run(t *testing.T, f func(t *testing.T, c Case, cfg *pveacl.Config)) {
 			if rep.Total() != 0 {
 				t.Fatalf("%s: the user.cfg of %s: %v", c.File, c.Name, rep.Warnings)
 			}
-			f(t, c, cfg)
+			ev := load(t, cfg)
+			for _, ch := range c.Checks {
+				got, err := Answer(ev, ch)
+				switch {
+				case errors.Is(err, ErrNotAsked):
+				case err != nil:
+					t.Errorf("%s %s\n%s: %v", c.File, c.Reason, ch, err)
+				case !slices.Equal(got, ch.Want):
+					t.Errorf("%s %s\n%s: PVE answers %s, the evaluator %s", c.File, c.Reason, ch, list(ch.Want), list(got))
+				}
+			}
 		})
 	}
+}
+
+// ErrNotAsked is Answer's error for a "roles" check of an Evaluator that is
+// not a RoleEvaluator.
+var ErrNotAsked = errors.New("the evaluator answers no roles query")
+
+// Answer asks c of ev and returns the answer in c's terms, to compare with
+// c.Want: the sorted roles or privileges (nil for none), or for "allow"
+// and "deny" the privilege when ev's answer agrees and "not PRIV" when it
+// does not.
+func Answer(ev Evaluator, c Check) ([]string, error) {
+	var (
+		got []string
+		err error
+	)
+	switch c.Kind {
+	case Roles:
+		re, ok := ev.(RoleEvaluator)
+		if !ok {
+			return nil, ErrNotAsked
+		}
+		got, err = re.Roles(c.AuthID, c.Path)
+	default:
+		got, err = ev.Privileges(c.AuthID, c.Path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.Kind == Allow || c.Kind == Deny {
+		if slices.Contains(got, c.Want[0]) == (c.Kind == Allow) {
+			return c.Want, nil
+		}
+		return []string{"not " + c.Want[0]}, nil
+	}
+	if len(got) == 0 {
+		return nil, nil
+	}
+	got = slices.Clone(got)
+	slices.Sort(got)
+	return got, nil
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ",")
 }

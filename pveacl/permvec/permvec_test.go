@@ -1,9 +1,11 @@
 package permvec_test
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/permvec"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/permvec"
 )
 
 func TestLoad(t *testing.T) {
@@ -60,4 +62,33 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// privs is an Evaluator that gives every user and path the same privileges.
+type privs []string
+
+func (p privs) Privileges(string, string) ([]string, error) { return p, nil }
+
+func TestAnswer(t *testing.T) {
+	ev := privs{"VM.Audit", "Datastore.Audit"}
+	for _, tc := range []struct {
+		check permvec.Check
+		want  []string
+		err   error
+	}{
+		{permvec.Check{Kind: permvec.Privs}, []string{"Datastore.Audit", "VM.Audit"}, nil},
+		{permvec.Check{Kind: permvec.Allow, Want: []string{"VM.Audit"}}, []string{"VM.Audit"}, nil},
+		{permvec.Check{Kind: permvec.Allow, Want: []string{"Sys.Audit"}}, []string{"not Sys.Audit"}, nil},
+		{permvec.Check{Kind: permvec.Deny, Want: []string{"Sys.Audit"}}, []string{"Sys.Audit"}, nil},
+		{permvec.Check{Kind: permvec.Deny, Want: []string{"VM.Audit"}}, []string{"not VM.Audit"}, nil},
+		{permvec.Check{Kind: permvec.Roles}, nil, permvec.ErrNotAsked},
+	} {
+		got, err := permvec.Answer(ev, tc.check)
+		if !errors.Is(err, tc.err) || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, %v; want %v, %v", tc.check, got, err, tc.want, tc.err)
+		}
+	}
+	if got, err := permvec.Answer(privs{}, permvec.Check{Kind: permvec.Privs}); err != nil || got != nil {
+		t.Errorf("no privileges: got %#v, %v; want nil", got, err)
+	}
 }
