@@ -16,16 +16,16 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/network"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // hyperWorld is zone-a (VLANs 100-103) on a TLS Proxmox fake whose one
 // node lets only VLANs 100-101 through vmbr1, with the zone's credentials
 // Secret, and four networks.
-func hyperWorld(t *testing.T) (*pveapitest.Server, *sim.Harness, client.WithWatch) {
+func hyperWorld(t *testing.T) (*pvefake.Server, *sim.Harness, client.WithWatch) {
 	t.Helper()
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
-	if err := srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr1", Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "100-101"}); err != nil {
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
+	if err := srv.SetInterface("pve", pvefake.Interface{Name: "vmbr1", Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "100-101"}); err != nil {
 		t.Fatal(err)
 	}
 	h := sim.NewHarness(sim.Options{})
@@ -129,7 +129,7 @@ func TestZoneHandsOutOnlyVLANsEveryNodeCarries(t *testing.T) {
 		t.Errorf("one zone pass made %d requests; the check reads each node once", n)
 	}
 	srv.SetNodeUnreachable("pve", false)
-	if err := srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr1", Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "2-4094"}); err != nil {
+	if err := srv.SetInterface("pve", pvefake.Interface{Name: "vmbr1", Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "2-4094"}); err != nil {
 		t.Fatal(err)
 	}
 	poke(t, h, c)

@@ -8,7 +8,7 @@
 // end through any Client.
 //
 // go-proxmox's *proxmox.Client satisfies Client; tests pass the same
-// client pointed at pveapi/pveapitest. Besides the standard library the
+// client pointed at the API fake (pvefake). Besides the standard library the
 // package imports go-proxmox, pveacl's identifier grammar, termsafe (its
 // messages cut what they echo) and pvepath (Path); nothing under
 // pveacl imports it back.

@@ -11,7 +11,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
@@ -26,17 +26,17 @@ var nodes = []string{"pve1", "pve2", "pve3"}
 
 // cluster is a three-node fake with VMs 101-10n all on pve1, and a token
 // holding exactly what pveha needs: Sys.Audit and Sys.Console on / alone.
-func cluster(t *testing.T, v pveacl.Version, vms int) (*pveapitest.Server, *proxmox.Client) {
+func cluster(t *testing.T, v pveacl.Version, vms int) (*pvefake.Server, *proxmox.Client) {
 	t.Helper()
-	srv, err := pveapitest.New(pveapitest.WithVersion(v), pveapitest.WithNodes(nodes...), pveapitest.WithCluster("lab"))
+	srv, err := pvefake.New(pvefake.WithVersion(v), pvefake.WithNodes(nodes...), pvefake.WithCluster("lab"))
 	must(t, err)
 	t.Cleanup(srv.Close)
 	for i := 1; i <= vms; i++ {
-		must(t, srv.AddVM(pveapitest.VMSpec{VMID: 100 + i, Node: "pve1", Running: true, Name: fmt.Sprintf("w%d", i)}))
+		must(t, srv.AddVM(pvefake.VMSpec{VMID: 100 + i, Node: "pve1", Running: true, Name: fmt.Sprintf("w%d", i)}))
 	}
 	must(t, srv.AddRole("CozyHA", "Sys.Audit", "Sys.Console"))
-	must(t, srv.AddUser("ha@pve", pveapitest.UserSpec{}))
-	secret, err := srv.AddToken("ha@pve", "ha", pveapitest.TokenSpec{Privsep: true})
+	must(t, srv.AddUser("ha@pve", pvefake.UserSpec{}))
+	secret, err := srv.AddToken("ha@pve", "ha", pvefake.TokenSpec{Privsep: true})
 	must(t, err)
 	must(t, srv.SetACL("/", pveacl.KindToken, "ha@pve!ha", false, "CozyHA"))
 	must(t, srv.SetACL("/", pveacl.KindUser, "ha@pve", false, "CozyHA"))
@@ -71,7 +71,7 @@ func converge(t *testing.T, c *proxmox.Client, pools []pveha.Pool, o pveha.Optio
 }
 
 // nodesOf reads where VMs run, as root: the HA token sees no VM.
-func nodesOf(t *testing.T, srv *pveapitest.Server, vmids ...int) map[int]string {
+func nodesOf(t *testing.T, srv *pvefake.Server, vmids ...int) map[int]string {
 	t.Helper()
 	var list []struct {
 		VMID int    `json:"vmid"`
@@ -222,8 +222,8 @@ func TestHAPVE8Refused(t *testing.T) {
 func TestHATokenNeedsConsole(t *testing.T) {
 	srv, _ := cluster(t, pveacl.PVE9, 2)
 	must(t, srv.AddRole("Audit", "Sys.Audit"))
-	must(t, srv.AddUser("ro@pve", pveapitest.UserSpec{}))
-	secret, err := srv.AddToken("ro@pve", "ro", pveapitest.TokenSpec{Privsep: true})
+	must(t, srv.AddUser("ro@pve", pvefake.UserSpec{}))
+	secret, err := srv.AddToken("ro@pve", "ro", pvefake.TokenSpec{Privsep: true})
 	must(t, err)
 	must(t, srv.SetACL("/", pveacl.KindToken, "ro@pve!ro", false, "Audit"))
 	must(t, srv.SetACL("/", pveacl.KindUser, "ro@pve", false, "Audit"))

@@ -9,7 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
@@ -33,7 +33,7 @@ func TestHAStateMachine(t *testing.T) {
 			"grow": func(rt *rapid.T) {
 				p := rapid.SampledFrom(names).Draw(rt, "pool")
 				node := rapid.SampledFrom(nodes).Draw(rt, "node")
-				must(t, srv.AddVM(pveapitest.VMSpec{VMID: next, Node: node, Running: true}))
+				must(t, srv.AddVM(pvefake.VMSpec{VMID: next, Node: node, Running: true}))
 				pools[p] = append(pools[p], next)
 				next++
 			},
@@ -60,7 +60,7 @@ func TestHAStateMachine(t *testing.T) {
 				must(t, root.Delete(ctx, fmt.Sprintf("/nodes/%s/qemu/%d", node, vmid), &upid))
 			},
 			"operator": func(rt *rapid.T) {
-				must(t, srv.AddVM(pveapitest.VMSpec{VMID: next, Node: "pve2", Running: true}))
+				must(t, srv.AddVM(pvefake.VMSpec{VMID: next, Node: "pve2", Running: true}))
 				must(t, root.Post(ctx, "/cluster/ha/resources", map[string]string{"sid": pveha.SID(next)}, nil))
 				foreign[next] = true
 				next++

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
@@ -23,13 +23,13 @@ func (k keep) Store(s liveacl.TokenSecret) (string, error) {
 // (CozyHA: Sys.Audit and Sys.Console on / alone) converges a pool and
 // releases a VM, and holds nothing on any node, VM, storage or pool.
 func TestHAPlatformToken(t *testing.T) {
-	srv, err := pveapitest.New(pveapitest.WithNodes(nodes...), pveapitest.WithCluster("lab"))
+	srv, err := pvefake.New(pvefake.WithNodes(nodes...), pvefake.WithCluster("lab"))
 	must(t, err)
 	t.Cleanup(srv.Close)
 	for i := 1; i <= 3; i++ {
-		must(t, srv.AddVM(pveapitest.VMSpec{VMID: 100 + i, Node: "pve1", Running: true}))
+		must(t, srv.AddVM(pvefake.VMSpec{VMID: 100 + i, Node: "pve1", Running: true}))
 	}
-	must(t, srv.AddStorage(pveapitest.StorageSpec{ID: "alpha-disks", Type: "dir", Path: "/srv/alpha", Content: []string{"images"}, Nodes: nodes}))
+	must(t, srv.AddStorage(pvefake.StorageSpec{ID: "alpha-disks", Type: "dir", Path: "/srv/alpha", Content: []string{"images"}, Nodes: nodes}))
 	spec, err := tenantplan.LoadTenants([]byte(`
 platform:
   ha: {user: poolha@pve, token: ha}

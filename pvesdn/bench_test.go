@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
@@ -19,9 +19,9 @@ func BenchmarkCheckRequests(b *testing.B) {
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("pve%02d", i+1)
 	}
-	srv := pveapitest.NewServer(b, pveapitest.WithCluster("bench"), pveapitest.WithNodes(nodes...))
+	srv := pvefake.NewServer(b, pvefake.WithCluster("bench"), pvefake.WithNodes(nodes...))
 	for _, n := range nodes {
-		must(b, srv.SetInterface(n, pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+		must(b, srv.SetInterface(n, pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
 			VIDs: "2-4094", MTU: 9000}))
 	}
 	c := srv.Client()

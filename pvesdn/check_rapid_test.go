@@ -7,7 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
@@ -16,19 +16,19 @@ import (
 // carryable VLANs are zone VLANs, no VLAN a finding names is carryable,
 // and every zone VLAN that is not carryable is named by a finding.
 func TestCheckExplainsEveryWithheldVLAN(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithCluster("lab"), pveapitest.WithNodes("pve1", "pve2"))
+	srv := pvefake.NewServer(t, pvefake.WithCluster("lab"), pvefake.WithNodes("pve1", "pve2"))
 	c := srv.Client()
 	rapid.Check(t, func(rt *rapid.T) {
 		for _, node := range []string{"pve1", "pve2"} {
 			lo := rapid.IntRange(2, 120).Draw(rt, node+"-lo")
 			hi := rapid.IntRange(lo+1, 130).Draw(rt, node+"-hi")
-			br := pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1",
+			br := pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1",
 				VLANAware: rapid.Bool().Draw(rt, node+"-aware"), VIDs: fmt.Sprintf("%d-%d", lo, hi),
 				MTU: rapid.SampledFrom([]int{0, 1500, 9000}).Draw(rt, node+"-mtu")}
 			must(rt, srv.SetInterface(node, br))
 			_ = srv.RemoveInterface(node, "eno1.105")
 			if rapid.Bool().Draw(rt, node+"-vlanif") {
-				must(rt, srv.SetInterface(node, pveapitest.Interface{Name: "eno1.105", Type: "vlan"}))
+				must(rt, srv.SetInterface(node, pvefake.Interface{Name: "eno1.105", Type: "vlan"}))
 			}
 		}
 		var vlans vlanalloc.Set

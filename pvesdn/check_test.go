@@ -8,7 +8,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 	"github.com/pxsubstrate/pxsubstrate/vlanalloc"
 )
@@ -36,10 +36,10 @@ func zone(t testing.TB, ranges ...string) pvesdn.Zone {
 }
 
 // auditor returns a client for a token that holds PVEAuditor on /sdn only.
-func auditor(t testing.TB, srv *pveapitest.Server, path string) *proxmox.Client {
+func auditor(t testing.TB, srv *pvefake.Server, path string) *proxmox.Client {
 	t.Helper()
-	must(t, srv.AddUser("check@pve", pveapitest.UserSpec{}))
-	secret, err := srv.AddToken("check@pve", "sdn", pveapitest.TokenSpec{Privsep: true})
+	must(t, srv.AddUser("check@pve", pvefake.UserSpec{}))
+	secret, err := srv.AddToken("check@pve", "sdn", pvefake.TokenSpec{Privsep: true})
 	must(t, err)
 	if path != "" {
 		must(t, srv.SetACL(path, pveacl.KindToken, "check@pve!sdn", true, "PVEAuditor"))
@@ -49,14 +49,14 @@ func auditor(t testing.TB, srv *pveapitest.Server, path string) *proxmox.Client 
 }
 
 // lab is three nodes with one problem each, and SDN VNets on vmbr0.
-func lab(t testing.TB) *pveapitest.Server {
+func lab(t testing.TB) *pvefake.Server {
 	t.Helper()
-	srv := pveapitest.NewServer(t, pveapitest.WithCluster("lab"), pveapitest.WithNodes("pve1", "pve2", "pve3"))
+	srv := pvefake.NewServer(t, pvefake.WithCluster("lab"), pvefake.WithNodes("pve1", "pve2", "pve3"))
 	for node, vids := range map[string]string{"pve1": "2-4094", "pve2": "100-140", "pve3": ""} {
-		must(t, srv.SetInterface(node, pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1",
+		must(t, srv.SetInterface(node, pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1",
 			VLANAware: node != "pve3", VIDs: vids, MTU: 9000}))
 	}
-	must(t, srv.SetInterface("pve1", pveapitest.Interface{Name: "eno1.150", Type: "vlan"}))
+	must(t, srv.SetInterface("pve1", pvefake.Interface{Name: "eno1.150", Type: "vlan"}))
 	cl, err := srv.Client().Cluster(ctx)
 	must(t, err)
 	must(t, cl.NewSDNZone(ctx, &proxmox.SDNZoneOptions{Name: "other", Type: "vlan", Bridge: "vmbr0"}))
@@ -87,7 +87,7 @@ func TestCheckNamesEveryProblemAndShrinksTheZone(t *testing.T) {
 	if s := rep.CarryableSet(); s.Len() != 0 || rep.Requests != 6 {
 		t.Fatalf("carryable %s with pve3 not VLAN-aware (requests %d)", s.String(), rep.Requests)
 	}
-	must(t, srv.SetInterface("pve3", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+	must(t, srv.SetInterface("pve3", pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
 		VIDs: "2-4094", MTU: 9000}))
 	fixed, err := pvesdn.Check(ctx, c, z)
 	must(t, err)
@@ -113,8 +113,8 @@ func TestCheckNamesEveryProblemAndShrinksTheZone(t *testing.T) {
 }
 
 func TestCheckNeedsSDNAuditToSeeTheBridge(t *testing.T) {
-	srv := pveapitest.NewServer(t)
-	must(t, srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr0", Type: "bridge", VLANAware: true, VIDs: "2-4094"}))
+	srv := pvefake.NewServer(t)
+	must(t, srv.SetInterface("pve", pvefake.Interface{Name: "vmbr0", Type: "bridge", VLANAware: true, VIDs: "2-4094"}))
 	z := zone(t, "100-101")
 	z.MTU = 0
 	blind := auditor(t, srv, "/nodes")
@@ -133,15 +133,15 @@ func TestCheckNeedsSDNAuditToSeeTheBridge(t *testing.T) {
 }
 
 func TestCheckMTUAndClusterFailure(t *testing.T) {
-	srv := pveapitest.NewServer(t)
-	must(t, srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr0", Type: "bridge", VLANAware: true, VIDs: "2-4094"}))
+	srv := pvefake.NewServer(t)
+	must(t, srv.SetInterface("pve", pvefake.Interface{Name: "vmbr0", Type: "bridge", VLANAware: true, VIDs: "2-4094"}))
 	z := zone(t, "100-101")
 	rep, err := pvesdn.Check(ctx, srv.Client(), z)
 	must(t, err)
 	if codes(rep) != "pve:MTUBelowZone:100-101" || !strings.Contains(rep.Findings[0].Message, "MTU 1500, below the zone's 9000") {
 		t.Fatalf("MTU: %s %+v", codes(rep), rep.Findings)
 	}
-	must(t, srv.InjectError(pveapitest.Fault{Path: "^/cluster/sdn/vnets$", Status: 500, Message: "cfs down"}))
+	must(t, srv.InjectError(pvefake.Fault{Path: "^/cluster/sdn/vnets$", Status: 500, Message: "cfs down"}))
 	failed, err := pvesdn.Check(ctx, srv.Client(), z)
 	must(t, err)
 	if carry := failed.CarryableSet(); failed.Error == "" || codes(failed) != ":ClusterUnreadable:" || carry.Len() != 0 {

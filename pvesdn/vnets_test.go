@@ -8,23 +8,23 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pvesdn"
 )
 
 // vnetLab is three nodes with VLAN-aware bridges.
-func vnetLab(t *testing.T, release string) *pveapitest.Server {
+func vnetLab(t *testing.T, release string) *pvefake.Server {
 	t.Helper()
-	srv := pveapitest.NewServer(t, pveapitest.WithCluster("lab"), pveapitest.WithNodes("pve1", "pve2", "pve3"),
-		pveapitest.WithRelease(release))
+	srv := pvefake.NewServer(t, pvefake.WithCluster("lab"), pvefake.WithNodes("pve1", "pve2", "pve3"),
+		pvefake.WithRelease(release))
 	for _, n := range []string{"pve1", "pve2", "pve3"} {
-		must(t, srv.SetInterface(n, pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+		must(t, srv.SetInterface(n, pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
 			VIDs: "2-4094", MTU: 9000}))
 	}
 	return srv
 }
 
-func puts(srv *pveapitest.Server) int {
+func puts(srv *pvefake.Server) int {
 	n := 0
 	for _, r := range srv.MutatingRequests() {
 		if r.Method == "PUT" && strings.TrimSuffix(r.Path, "/") == "/api2/json/cluster/sdn" {
@@ -240,14 +240,14 @@ func cluster(t *testing.T, c *proxmox.Client) *proxmox.Cluster {
 // halfWrite plans VLANs 100-105 on a lab of release and applies the plan
 // with the fifth VNet create failing; pe is the apply's
 // *PartialWriteError, nil when it returned another error.
-func halfWrite(t *testing.T, release string) (*pveapitest.Server, *proxmox.Client, pvesdn.Zone, *pvesdn.Plan, *pvesdn.PartialWriteError, error) {
+func halfWrite(t *testing.T, release string) (*pvefake.Server, *proxmox.Client, pvesdn.Zone, *pvesdn.Plan, *pvesdn.PartialWriteError, error) {
 	t.Helper()
 	srv := vnetLab(t, release)
 	c := srv.Client()
 	z := zone(t, "100-105")
 	plan, err := pvesdn.PlanVNets(ctx, c, z)
 	must(t, err)
-	must(t, srv.InjectError(pveapitest.Fault{Method: "POST", Path: `^/cluster/sdn/vnets$`, Status: 500, Message: "disk full", After: 4, Times: 1}))
+	must(t, srv.InjectError(pvefake.Fault{Method: "POST", Path: `^/cluster/sdn/vnets$`, Status: 500, Message: "disk full", After: 4, Times: 1}))
 	_, err = pvesdn.Apply(ctx, c, plan)
 	var pe *pvesdn.PartialWriteError
 	errors.As(err, &pe)

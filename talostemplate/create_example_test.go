@@ -10,7 +10,7 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
@@ -25,7 +25,7 @@ func ExampleCreate() {
 		_, _ = w.Write(make([]byte, 1<<20))
 	}))
 	defer factory.Close()
-	srv, _ := pveapitest.New()
+	srv, _ := pvefake.New()
 	defer srv.Close()
 	c := proxmox.NewClient(srv.URL, proxmox.WithHTTPClient(srv.HTTPClient()), proxmox.WithAPIToken(srv.RootTokenID, srv.RootSecret))
 

@@ -13,7 +13,7 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
@@ -69,13 +69,13 @@ func fastOpts() talostemplate.CreateOptions {
 // their configuration, and volumes.
 type world struct {
 	VMs     map[int]map[string]string
-	Volumes []pveapitest.VolumeInfo
+	Volumes []pvefake.VolumeInfo
 }
 
 // volatileKeys are the options PVE generates randomly on create.
 var volatileKeys = []string{"smbios1", "vmgenid", "meta"}
 
-func snapshot(srv *pveapitest.Server, vmids ...int) world {
+func snapshot(srv *pvefake.Server, vmids ...int) world {
 	w := world{VMs: map[int]map[string]string{}, Volumes: srv.Volumes()}
 	for _, id := range vmids {
 		if conf, _, ok := srv.VMConfig(id); ok {

@@ -13,7 +13,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
@@ -45,7 +45,7 @@ func TestCreateStateMachine(t *testing.T) {
 	factory := newFactory(t)
 	fewerChecks(t, 30)
 	rapid.Check(t, func(rt *rapid.T) {
-		fake, err := pveapitest.New()
+		fake, err := pvefake.New()
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func (m *createModel) expectErr(rt *rapid.T, err, want error) {
 }
 
 // check compares the fake with the model.
-func (m *createModel) check(rt *rapid.T, fake *pveapitest.Server) {
+func (m *createModel) check(rt *rapid.T, fake *pvefake.Server) {
 	got := map[string]string{}
 	seen := map[string]int{}
 	for id := 9000; id <= 9004; id++ {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
@@ -35,7 +35,7 @@ func wantTemplate(tags string) map[string]string {
 
 func TestCreate(t *testing.T) {
 	factory := newFactory(t)
-	srv := pveapitest.NewServer(t)
+	srv := pvefake.NewServer(t)
 	spec := testSpec(t, factory.URL, 9000, "")
 	var steps []string
 	opts := fastOpts()
@@ -52,7 +52,7 @@ func TestCreate(t *testing.T) {
 	if diff := cmp.Diff(wantTemplate(defaultTags), got.VMs[9000]); diff != "" {
 		t.Errorf("template 9000 on the fake: -want +got:\n%s", diff)
 	}
-	wantVolumes := []pveapitest.VolumeInfo{
+	wantVolumes := []pvefake.VolumeInfo{
 		{Node: "pve", VolID: "local-lvm:base-9000-disk-0", Content: "images", Format: "raw", Owner: 9000, Size: 4 << 20}, // the OVMF vars, in LVM extents
 		{Node: "pve", VolID: "local-lvm:base-9000-disk-1", Content: "images", Format: "raw", Owner: 9000, Size: 20 << 30},
 	}
@@ -88,8 +88,8 @@ func TestCreate(t *testing.T) {
 
 func TestCreateOptions(t *testing.T) {
 	factory := newFactory(t)
-	srv := pveapitest.NewServer(t, pveapitest.WithNodes("pve1", "pve2"))
-	if err := srv.AddStorage(pveapitest.StorageSpec{ID: "images", Type: "dir", Content: []string{"images", "import"}}); err != nil {
+	srv := pvefake.NewServer(t, pvefake.WithNodes("pve1", "pve2"))
+	if err := srv.AddStorage(pvefake.StorageSpec{ID: "images", Type: "dir", Content: []string{"images", "import"}}); err != nil {
 		t.Fatal(err)
 	}
 	spec := testSpec(t, factory.URL, 9100, "talos,pool-a")
@@ -125,7 +125,7 @@ func TestCreateRefusals(t *testing.T) {
 	factory := newFactory(t)
 	cases := map[string]struct {
 		reason string
-		seed   func(t *testing.T, srv *pveapitest.Server)
+		seed   func(t *testing.T, srv *pvefake.Server)
 		vmid   int
 		tags   string
 		opts   func(o *talostemplate.CreateOptions)
@@ -133,18 +133,18 @@ func TestCreateRefusals(t *testing.T) {
 		msg    string
 	}{
 		"SameTags": {reason: "a template with the same tag set anywhere in the cluster stops the build", vmid: 9001,
-			seed: func(t *testing.T, srv *pveapitest.Server) {
-				mustAddVM(t, srv, pveapitest.VMSpec{VMID: 8000, Name: "old", Template: true, Tags: []string{"Talos", "cozystack", "talos-v1.13.6", "schematic-ce4c9805"}})
+			seed: func(t *testing.T, srv *pvefake.Server) {
+				mustAddVM(t, srv, pvefake.VMSpec{VMID: 8000, Name: "old", Template: true, Tags: []string{"Talos", "cozystack", "talos-v1.13.6", "schematic-ce4c9805"}})
 			},
 			is: talostemplate.ErrTagSetTaken, msg: "a template already carries the tags " + defaultTags + ": 8000 (old) on pve"},
 		"VMIDTaken": {reason: "nextid refuses a VMID in use", vmid: 8000,
-			seed: func(t *testing.T, srv *pveapitest.Server) {
-				mustAddVM(t, srv, pveapitest.VMSpec{VMID: 8000, Name: "vm"})
+			seed: func(t *testing.T, srv *pvefake.Server) {
+				mustAddVM(t, srv, pvefake.VMSpec{VMID: 8000, Name: "vm"})
 			},
 			is: talostemplate.ErrVMIDTaken, msg: "VMID 8000 cannot be used: VM 8000 already exists (GET /cluster/nextid?vmid=8000); choose a free VMID, such as 100"},
 		"ImageThere": {reason: "an image left by an earlier run is not overwritten", vmid: 9000,
-			seed: func(t *testing.T, srv *pveapitest.Server) {
-				if _, err := srv.AddVolume(pveapitest.VolumeSpec{Storage: "local", Content: "import", Name: "import/talos-v1.13.6-ce4c9805-nocloud-amd64.raw", Size: 1, Format: "raw"}); err != nil {
+			seed: func(t *testing.T, srv *pvefake.Server) {
+				if _, err := srv.AddVolume(pvefake.VolumeSpec{Storage: "local", Content: "import", Name: "import/talos-v1.13.6-ce4c9805-nocloud-amd64.raw", Size: 1, Format: "raw"}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -161,7 +161,7 @@ func TestCreateRefusals(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			srv := pveapitest.NewServer(t)
+			srv := pvefake.NewServer(t)
 			if tc.seed != nil {
 				tc.seed(t, srv)
 			}
@@ -188,7 +188,7 @@ func TestCreateRefusals(t *testing.T) {
 	}
 }
 
-func mustAddVM(t *testing.T, srv *pveapitest.Server, spec pveapitest.VMSpec) {
+func mustAddVM(t *testing.T, srv *pvefake.Server, spec pvefake.VMSpec) {
 	t.Helper()
 	if err := srv.AddVM(spec); err != nil {
 		t.Fatal(err)
@@ -197,8 +197,8 @@ func mustAddVM(t *testing.T, srv *pveapitest.Server, spec pveapitest.VMSpec) {
 
 func TestCreateReuseImage(t *testing.T) {
 	factory := newFactory(t)
-	srv := pveapitest.NewServer(t)
-	if _, err := srv.AddVolume(pveapitest.VolumeSpec{Storage: "local", Content: "import", Name: "import/talos-v1.13.6-ce4c9805-nocloud-amd64.raw",
+	srv := pvefake.NewServer(t)
+	if _, err := srv.AddVolume(pvefake.VolumeSpec{Storage: "local", Content: "import", Name: "import/talos-v1.13.6-ce4c9805-nocloud-amd64.raw",
 		Size: 5 << 20, Format: "raw"}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestCreateTaskFailure(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			srv := pveapitest.NewServer(t)
+			srv := pvefake.NewServer(t)
 			before := snapshot(srv, 9000)
 			srv.FailNextTask(tc.task, "injected failure of "+tc.task)
 			_, err := talostemplate.Create(context.Background(), srv.Client(), testSpec(t, factory.URL, 9000, ""), fastOpts())
@@ -276,7 +276,7 @@ func TestCreateTaskFailure(t *testing.T) {
 
 // assertLeft checks that the fake holds exactly the reported leftovers
 // beyond its seeded volumes: VM 9000 and the image, or not.
-func assertLeft(t *testing.T, srv *pveapitest.Server, left []talostemplate.Leftover) {
+func assertLeft(t *testing.T, srv *pvefake.Server, left []talostemplate.Leftover) {
 	t.Helper()
 	var wantVM, wantImage bool
 	for _, l := range left {
@@ -296,7 +296,7 @@ func assertLeft(t *testing.T, srv *pveapitest.Server, left []talostemplate.Lefto
 
 func TestCreateCleanupFailure(t *testing.T) {
 	factory := newFactory(t)
-	srv := pveapitest.NewServer(t)
+	srv := pvefake.NewServer(t)
 	srv.FailNextTask("imgdel", "injected failure of imgdel")
 	res, err := talostemplate.Create(context.Background(), srv.Client(), testSpec(t, factory.URL, 9000, ""), fastOpts())
 	if err != nil {
@@ -312,7 +312,7 @@ func TestCreateCleanupFailure(t *testing.T) {
 
 func TestCreateInterrupted(t *testing.T) {
 	factory := newFactory(t)
-	srv := pveapitest.NewServer(t, pveapitest.WithTaskDuration(time.Hour))
+	srv := pvefake.NewServer(t, pvefake.WithTaskDuration(time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := fastOpts()
 	opts.Progress = func(p talostemplate.Progress) {
@@ -357,7 +357,7 @@ func TestCreatePermissions(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			srv := pveapitest.NewServer(t)
+			srv := pvefake.NewServer(t)
 			secret := addToken(t, srv, "TemplateBuilder", tc.role)
 			_, err := talostemplate.Create(context.Background(), srv.TokenClient("build@pve!tpl", secret), testSpec(t, factory.URL, 9000, ""), fastOpts())
 			if tc.is == nil {
@@ -378,15 +378,15 @@ func TestCreatePermissions(t *testing.T) {
 
 // addToken adds build@pve and its privilege-separated token tpl, both with
 // a role of privs on / (propagated), and returns the token's secret.
-func addToken(t *testing.T, srv *pveapitest.Server, role string, privs []string) string {
+func addToken(t *testing.T, srv *pvefake.Server, role string, privs []string) string {
 	t.Helper()
 	if err := srv.AddRole(role, privs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.AddUser("build@pve", pveapitest.UserSpec{}); err != nil {
+	if err := srv.AddUser("build@pve", pvefake.UserSpec{}); err != nil {
 		t.Fatal(err)
 	}
-	secret, err := srv.AddToken("build@pve", "tpl", pveapitest.TokenSpec{Privsep: true})
+	secret, err := srv.AddToken("build@pve", "tpl", pvefake.TokenSpec{Privsep: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,13 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/capread"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
 // selectGuests are seeded into the fake; selectFile is the same cluster as
 // pvesh get /cluster/resources --type vm --output-format json prints it.
-var selectGuests = []pveapitest.VMSpec{
+var selectGuests = []pvefake.VMSpec{
 	{VMID: 100, Name: "worker-a", Node: "pve1", Tags: []string{"cozystack", "talos"}},
 	{VMID: 9000, Name: "talos-old", Node: "pve1", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.12.0"}},
 	{VMID: 9001, Name: "talos-new", Node: "pve2", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.13.6"}},
@@ -35,7 +35,7 @@ const selectFile = `[
 ]`
 
 func TestLiveResourcesMatchFile(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithNodes("pve1", "pve2"))
+	srv := pvefake.NewServer(t, pvefake.WithNodes("pve1", "pve2"))
 	for _, g := range selectGuests {
 		mustAddVM(t, srv, g)
 	}
@@ -69,8 +69,8 @@ func TestLiveResourcesMatchFile(t *testing.T) {
 }
 
 func TestLiveResourcesErrors(t *testing.T) {
-	srv := pveapitest.NewServer(t)
-	if err := srv.InjectError(pveapitest.Fault{Path: `^/cluster/resources$`, Status: 500, Message: "cluster not ready - no quorum?"}); err != nil {
+	srv := pvefake.NewServer(t)
+	if err := srv.InjectError(pvefake.Fault{Path: `^/cluster/resources$`, Status: 500, Message: "cluster not ready - no quorum?"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := talostemplate.LiveResources{Client: srv.Client()}.ListVMResources(context.Background())

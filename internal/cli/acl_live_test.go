@@ -19,7 +19,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 const liveTenants = `tenants:
@@ -31,16 +31,16 @@ const liveTenants = `tenants:
 
 // liveEnv is a TLS fake with the tenants' storages and files for the flags.
 type liveEnv struct {
-	srv                       *pveapitest.Server
+	srv                       *pvefake.Server
 	dir, tenants, ca, rootSec string
 	bare                      string // https://127.0.0.1:PORT
 }
 
 func newLiveEnv(t *testing.T) *liveEnv {
 	t.Helper()
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS(), pveapitest.WithCluster("eu-west"))
+	srv := pvefake.NewServer(t, pvefake.WithTLS(), pvefake.WithCluster("eu-west"))
 	for _, s := range []string{"alpha-disks", "beta-disks"} {
-		if err := srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+		if err := srv.AddStorage(pvefake.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -289,7 +289,7 @@ func TestACLApplyDryRun(t *testing.T) {
 func TestACLApplyFoldedTenants(t *testing.T) {
 	e := newLiveEnv(t)
 	for _, s := range []string{"s1", "s2"} {
-		if err := e.srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+		if err := e.srv.AddStorage(pvefake.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -377,7 +377,7 @@ func TestACLApplyPruneNamesWhatGoes(t *testing.T) {
 // takeover with --confirm-removals and the entry goes.
 func TestACLApplyTakeover(t *testing.T) {
 	e := newLiveEnv(t)
-	if err := e.srv.AddUser("ops@pve", pveapitest.UserSpec{Comment: "operations"}); err != nil {
+	if err := e.srv.AddUser("ops@pve", pvefake.UserSpec{Comment: "operations"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.srv.SetACL("/", pveacl.KindUser, "ops@pve", true, "Administrator"); err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // aclRun executes the CLI in-process and returns stdout, stderr and the exit code.
@@ -248,9 +248,9 @@ func TestACLAudit(t *testing.T) {
 // applied it reports what they lack, after `acl apply` it passes, and a
 // leak added through the API fails it.
 func TestACLAuditLive(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
 	for _, s := range []string{"alpha-disks", "beta-disks", "iso"} {
-		if err := srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "dir", Content: []string{"images"}}); err != nil {
+		if err := srv.AddStorage(pvefake.StorageSpec{ID: s, Type: "dir", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -292,16 +292,16 @@ func TestACLAuditLive(t *testing.T) {
 // cluster too (the control) passes; a file that holds anything but
 // Clusters is refused naming the object.
 func TestACLAuditLeftoverVolumes(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
 	for _, s := range []string{"alpha-disks", "beta-disks"} {
-		if err := srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+		if err := srv.AddStorage(pvefake.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	live, gone := capmoxrender.ControllerVMID("tenant-alpha", "kubernetes-a"), capmoxrender.ControllerVMID("tenant-alpha", "kubernetes-old")
 	var volids []string
 	for _, id := range []int{live, gone} {
-		v, err := srv.AddVolume(pveapitest.VolumeSpec{Storage: "alpha-disks", Content: "images", Format: "raw", Size: 1 << 30,
+		v, err := srv.AddVolume(pvefake.VolumeSpec{Storage: "alpha-disks", Content: "images", Format: "raw", Size: 1 << 30,
 			Name: fmt.Sprintf("vm-%d-pvc-0b7e6a52-3f1d-4c6e-9d8a-1e2f3a4b5c6d", id)})
 		if err != nil {
 			t.Fatal(err)

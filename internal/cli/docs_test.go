@@ -24,7 +24,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // The documentation test: every command README.md and docs/*.md show in
@@ -689,7 +689,7 @@ func testSymbols(t *testing.T, dir string) (benches, flags []string) {
 // docPVE is a page's Proxmox VE fake: TLS, one node, and an Image Factory
 // stand-in that serves every nocloud image.
 type docPVE struct {
-	srv  *pveapitest.Server
+	srv  *pvefake.Server
 	bare string
 }
 
@@ -704,7 +704,7 @@ func (docFactory) Download(_ context.Context, url string, _ bool) (io.ReadCloser
 
 func (w *docWorld) fake() *docPVE {
 	if w.pve == nil {
-		srv := pveapitest.NewServer(w.t, pveapitest.WithTLS(), pveapitest.WithNodes("pve1"), pveapitest.WithDownloader(docFactory{}))
+		srv := pvefake.NewServer(w.t, pvefake.WithTLS(), pvefake.WithNodes("pve1"), pvefake.WithDownloader(docFactory{}))
 		w.pve = &docPVE{srv: srv, bare: strings.TrimSuffix(srv.URL, "/api2/json")}
 	}
 	return w.pve
@@ -714,7 +714,7 @@ func (w *docWorld) fake() *docPVE {
 // of a node before the SDN path: vmbr0 VLAN-aware, bridge-vids 2-4094, MTU
 // 9000.
 func (w *docWorld) prepareSDN() {
-	err := w.pve.srv.SetInterface("pve1", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+	err := w.pve.srv.SetInterface("pve1", pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
 		VIDs: "2-4094", MTU: 9000})
 	if err != nil {
 		w.t.Fatal(err)
@@ -732,9 +732,9 @@ func (w *docWorld) prepareLive(args []string) {
 		user, name, _ := strings.Cut(id, "!")
 		if _, ok := srv.TokenSecret(id); !ok {
 			if user != "root@pam" {
-				_ = srv.AddUser(user, pveapitest.UserSpec{})
+				_ = srv.AddUser(user, pvefake.UserSpec{})
 			}
-			if _, err := srv.AddToken(user, name, pveapitest.TokenSpec{Secret: "docs-" + name}); err != nil {
+			if _, err := srv.AddToken(user, name, pvefake.TokenSpec{Secret: "docs-" + name}); err != nil {
 				t.Fatalf("token %s: %v", id, err)
 			}
 			if user != "root@pam" {
@@ -769,14 +769,14 @@ func (w *docWorld) prepareTenants(file string) {
 	}
 	for _, tn := range spec.Tenants {
 		for _, s := range append([]string{tn.Storage}, tn.Storages...) {
-			_ = srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}})
+			_ = srv.AddStorage(pvefake.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}})
 		}
 		for _, id := range tn.VMs {
-			_ = srv.AddVM(pveapitest.VMSpec{VMID: id, Node: "pve1", Name: fmt.Sprintf("vm-%d", id)})
+			_ = srv.AddVM(pvefake.VMSpec{VMID: id, Node: "pve1", Name: fmt.Sprintf("vm-%d", id)})
 		}
 	}
 	for _, s := range spec.Platform.SharedStorages {
-		_ = srv.AddStorage(pveapitest.StorageSpec{ID: s, Shared: true, Content: []string{"images", "iso", "import"}})
+		_ = srv.AddStorage(pvefake.StorageSpec{ID: s, Shared: true, Content: []string{"images", "iso", "import"}})
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // oneDocumentInput is a command that reads one YAML document from a file:
@@ -27,7 +27,7 @@ func oneDocumentInputs(t *testing.T) map[string]oneDocumentInput {
 	t.Helper()
 	_, _, converged := aclFiles(t)
 	e, sdnArgs := sdnEnv(t, sdnZoneYAML)
-	if err := e.srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+	if err := e.srv.SetInterface("pve", pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
 		VIDs: "2-4094", MTU: 9000}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 const sdnZoneYAML = `apiVersion: proxmox.cozystack.io/v1alpha1
@@ -42,7 +42,7 @@ func TestSDNCheckCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "BridgeNotVLANAware") || !strings.Contains(out, "carryable VLANs: none") {
 		t.Fatalf("check of the installer's vmbr0: exit %d\n%s", code, out)
 	}
-	if err := e.srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+	if err := e.srv.SetInterface("pve", pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
 		VIDs: "2-4094", MTU: 9000}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestSDNCheckCommand(t *testing.T) {
 
 func TestSDNPlanApplyAuditCommands(t *testing.T) {
 	e, args := sdnEnv(t, sdnZoneYAML)
-	if err := e.srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
+	if err := e.srv.SetInterface("pve", pvefake.Interface{Name: "vmbr0", Type: "bridge", Ports: "eno1", VLANAware: true,
 		VIDs: "2-4094", MTU: 9000}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
 // tplEnv is a TLS fake Proxmox VE, an Image Factory, and the files the
 // flags name.
 type tplEnv struct {
-	srv              *pveapitest.Server
+	srv              *pvefake.Server
 	factory          string
 	bare, ca, secret string
 }
@@ -36,7 +36,7 @@ func newTplEnv(t *testing.T) *tplEnv {
 		_, _ = w.Write(make([]byte, 64<<10))
 	}))
 	t.Cleanup(factory.Close)
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
 	dir := t.TempDir()
 	e := &tplEnv{srv: srv, factory: factory.URL, bare: strings.TrimSuffix(srv.URL, "/api2/json"),
 		ca: filepath.Join(dir, "ca.pem"), secret: filepath.Join(dir, "token.secret")}
@@ -124,7 +124,7 @@ func TestTemplateCreateFailures(t *testing.T) {
 	}{
 		"VMIDTaken": {reason: "nextid refuses a VMID in use", none: true,
 			setup: func(t *testing.T, e *tplEnv) []string {
-				if err := e.srv.AddVM(pveapitest.VMSpec{VMID: 9000}); err != nil {
+				if err := e.srv.AddVM(pvefake.VMSpec{VMID: 9000}); err != nil {
 					t.Fatal(err)
 				}
 				return e.createArgs("9000")
@@ -200,15 +200,15 @@ func argIndex(args []string, s string) int {
 
 // tplToken adds build@pve with a privilege-separated token tpl, both with a
 // role of privs on / (propagated), and returns the token's secret.
-func tplToken(t *testing.T, srv *pveapitest.Server, privs []string) string {
+func tplToken(t *testing.T, srv *pvefake.Server, privs []string) string {
 	t.Helper()
 	if err := srv.AddRole("TemplateBuilder", privs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.AddUser("build@pve", pveapitest.UserSpec{}); err != nil {
+	if err := srv.AddUser("build@pve", pvefake.UserSpec{}); err != nil {
 		t.Fatal(err)
 	}
-	secret, err := srv.AddToken("build@pve", "tpl", pveapitest.TokenSpec{Privsep: true})
+	secret, err := srv.AddToken("build@pve", "tpl", pvefake.TokenSpec{Privsep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestCreateProgressTerminal(t *testing.T) {
 
 func TestTemplateSelectLive(t *testing.T) {
 	e := newTplEnv(t)
-	for _, g := range []pveapitest.VMSpec{
+	for _, g := range []pvefake.VMSpec{
 		{VMID: 100, Name: "worker", Tags: []string{"cozystack", "talos"}},
 		{VMID: 9000, Name: "a", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.13.6"}},
 		{VMID: 9001, Name: "b", Template: true, Tags: []string{"cozystack", "talos", "talos-v1.13.6", "pool-a"}},
@@ -300,7 +300,7 @@ func TestTemplateSelectLive(t *testing.T) {
 // proxmox.templateDiskSize; --resources cannot know it.
 func TestTemplateSelectDiskSize(t *testing.T) {
 	e := newTplEnv(t)
-	if err := e.srv.AddVM(pveapitest.VMSpec{VMID: 9000, Name: "a", Template: true, Tags: []string{"talos"},
+	if err := e.srv.AddVM(pvefake.VMSpec{VMID: 9000, Name: "a", Template: true, Tags: []string{"talos"},
 		Disks: map[string]string{"scsi0": "local-lvm:20"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // rotationPool is a pool on the template tags of talos (version v).
@@ -63,7 +63,7 @@ func destroy(c *proxmox.Client, vmid string) error {
 // on its base disk, removed once the clone is gone.
 func TestTemplateRotation(t *testing.T) {
 	e := newTplEnv(t)
-	if err := e.srv.AddStorage(pveapitest.StorageSpec{ID: "tank", Type: "zfspool", Content: []string{"images"}}); err != nil {
+	if err := e.srv.AddStorage(pvefake.StorageSpec{ID: "tank", Type: "zfspool", Content: []string{"images"}}); err != nil {
 		t.Fatal(err)
 	}
 	create := func(vmid, version string) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -399,9 +399,9 @@ func TestVerifyHelpNamesEveryCode(t *testing.T) {
 // with its fix; one whose Machine is there, another namespace's and an
 // operator's own are no finding (the control).
 func TestVerifyHAResources(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
 	for id := 101; id <= 104; id++ {
-		if err := srv.AddVM(pveapitest.VMSpec{VMID: id, Running: true}); err != nil {
+		if err := srv.AddVM(pvefake.VMSpec{VMID: id, Running: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -452,8 +452,8 @@ func TestVerifyHAResources(t *testing.T) {
 // DuplicateWorkerVM and the commands that remove it; a token that sees no
 // VM of the pool gets PoolNotVisible.
 func TestVerifyWorkerVMs(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
-	for _, vm := range []pveapitest.VMSpec{{VMID: 101, Name: "m1"}, {VMID: 300, Name: "m1"}} {
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
+	for _, vm := range []pvefake.VMSpec{{VMID: 101, Name: "m1"}, {VMID: 300, Name: "m1"}} {
 		if err := srv.AddVM(vm); err != nil {
 			t.Fatal(err)
 		}
@@ -463,10 +463,10 @@ func TestVerifyWorkerVMs(t *testing.T) {
 	}
 	token := func(user string, path string, role string) string {
 		t.Helper()
-		if err := srv.AddUser(user, pveapitest.UserSpec{}); err != nil {
+		if err := srv.AddUser(user, pvefake.UserSpec{}); err != nil {
 			t.Fatal(err)
 		}
-		secret, err := srv.AddToken(user, "tk", pveapitest.TokenSpec{})
+		secret, err := srv.AddToken(user, "tk", pvefake.TokenSpec{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -506,7 +506,7 @@ func TestVerifyWorkerVMs(t *testing.T) {
 		!strings.Contains(errOut, "Warning: HAResourcesNotVisible: token capmox@pve!tk may not read the HA resources") {
 		t.Fatalf("control: the VM the ProxmoxMachine records must pass, the unread HA resources warned of, exit %d: %s", code, errOut)
 	}
-	if err := srv.AddVM(pveapitest.VMSpec{VMID: 100, Name: "m1", Pool: "tenant-a"}); err != nil {
+	if err := srv.AddVM(pvefake.VMSpec{VMID: 100, Name: "m1", Pool: "tenant-a"}); err != nil {
 		t.Fatal(err)
 	}
 	errOut, code = verify("capmox@pve!tk", tenantToken)

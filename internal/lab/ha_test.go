@@ -21,7 +21,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
@@ -118,7 +118,7 @@ func TestHAPoolWorkers(t *testing.T) {
 	// shared (RBD) storage, linked, so every worker's disks are on it, and
 	// the tenant's ISO storage is a shared folder (a CephFS or NFS mount),
 	// made before the lab would make it node-local.
-	must(t, l.PVE.AddStorage(pveapitest.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
+	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
 	must(t, root.Post(ctx, "/storage", map[string]any{"storage": "tenant-demo-iso", "type": "dir", "path": "/mnt/pve/tenant-demo-iso",
 		"content": "iso", "shared": 1}, nil))
 	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)

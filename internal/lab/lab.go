@@ -39,7 +39,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // Options configure a lab. The zero value runs capmox v0.9.0 with the
@@ -91,7 +91,7 @@ type Lab struct {
 	Template pvelab.Template
 	// PVE is the Proxmox VE fake when it runs in the lab's process, for
 	// tests to read its state; nil when it runs as a program.
-	PVE      *pveapitest.Server
+	PVE      *pvefake.Server
 	Managers *capi.Managers
 	// Processes are the programs the lab started besides the managers
 	// and API servers: pvefake and the controller, when asked for.

@@ -18,7 +18,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
@@ -57,10 +57,10 @@ func TestCapmoxPoolShapes(t *testing.T) { eachCapmox(t, poolShapes) }
 func poolShapes(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
 	l := startLab(t, gen)
-	must(t, l.PVE.AddStorage(pveapitest.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
+	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
 	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
 	for _, n := range pvelab.Nodes {
-		must(t, l.PVE.SetInterface(n, pveapitest.Interface{Name: "vmbr2", Type: "bridge", Ports: "eno3", VLANAware: true, VIDs: "2-4094"}))
+		must(t, l.PVE.SetInterface(n, pvefake.Interface{Name: "vmbr2", Type: "bridge", Ports: "eno3", VLANAware: true, VIDs: "2-4094"}))
 	}
 	tn, err := lab.ReadTenant(filepath.Join("testdata", "kubernetes.yaml"), filepath.Join("testdata", "shapes-nodes.yaml"))
 	if err != nil {

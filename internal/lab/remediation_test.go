@@ -15,7 +15,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // The strings kube-controller-manager's node lifecycle controller writes on
@@ -102,7 +102,7 @@ func readyOf(t *testing.T, l *lab.Lab, name string) (corev1.NodeCondition, bool)
 func TestPoolLifecycleRemediation(t *testing.T) {
 	ctx := context.Background()
 	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 10 * time.Second})
-	must(t, l.PVE.AddStorage(pveapitest.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
+	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
 	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
 	tn := readTenant(t)
 	p := &tn.Pools[0].Spec

@@ -12,8 +12,8 @@ import (
 // TestPveaclModelStandardLibraryOnly: the permission model and the
 // user.cfg reader and writer pull in nothing from outside the standard
 // library but termsafe, no package of pveacl/... pulls in a Kubernetes
-// package, and none pulls in pveapi/...: the API's test server imports
-// pveacl's evaluator, so the tie between the two folders runs one way.
+// package, and none pulls in pveapi/... or pvefake: the API fake imports
+// pveacl's evaluator, so the tie between the folders runs one way.
 func TestPveaclModelStandardLibraryOnly(t *testing.T) {
 	allowed := []string{module + "/pveacl", module + "/pveacl/usercfg", module + "/termsafe"}
 	for _, p := range nonStandard(t, module+"/pveacl", module+"/pveacl/usercfg") {
@@ -25,8 +25,8 @@ func TestPveaclModelStandardLibraryOnly(t *testing.T) {
 		if strings.HasPrefix(p, "k8s.io/") {
 			t.Errorf("pveacl/... must not import Kubernetes packages, but it pulls in %s", p)
 		}
-		if p == module+"/pveapi" || strings.HasPrefix(p, module+"/pveapi/") {
-			t.Errorf("pveacl/... must not import %s: pveapi/pveapitest imports pveacl, and the tie runs one way", p)
+		if p == module+"/pveapi" || strings.HasPrefix(p, module+"/pveapi/") || p == module+"/pvefake" {
+			t.Errorf("pveacl/... must not import %s: pvefake imports pveacl, and the tie runs one way", p)
 		}
 	}
 }
@@ -60,4 +60,32 @@ func TestPveaclExportedNames(t *testing.T) {
 		return
 	}
 	t.Fatal("docs/pveacl.md shows no block counting the exported names")
+}
+
+// TestPveapitestNamesTheFake: the old import path of the Proxmox VE API
+// fake, pveapi/pveapitest, names every exported constant, type and
+// function of pvefake, so a test written against it keeps compiling.
+func TestPveapitestNamesTheFake(t *testing.T) {
+	names := func(pkg string) []string {
+		out, err := exec.Command("go", "doc", "-short", pkg).Output()
+		if err != nil {
+			t.Fatalf("go doc -short %s: %v", pkg, stderr(err))
+		}
+		var ns []string
+		for _, line := range strings.Split(string(out), "\n") {
+			// Constructors stand indented under their types; methods
+			// come with their types.
+			if f := strings.Fields(line); len(f) > 1 && !strings.HasPrefix(f[1], "(") {
+				ns = append(ns, f[0]+" "+strings.FieldsFunc(f[1], func(r rune) bool { return r == '(' || r == '[' })[0])
+			}
+		}
+		slices.Sort(ns)
+		return ns
+	}
+	fake, old := names(module+"/pvefake"), names(module+"/pveapi/pveapitest")
+	for _, n := range fake {
+		if !slices.Contains(old, n) {
+			t.Errorf("pveapi/pveapitest does not name pvefake's %s", n)
+		}
+	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 const alphaOnly = `platform:
@@ -54,13 +54,13 @@ func TestPrune(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			srv := cluster(t)
-			must(t, srv.AddUser("ops@pve", pveapitest.UserSpec{}))
+			must(t, srv.AddUser("ops@pve", pvefake.UserSpec{}))
 			must(t, srv.AddPool("legacy", "", nil, nil))
 			sink := dirSink(t)
 			_, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(sink))
 			must(t, err)
 			if tc.betaVM {
-				must(t, srv.AddVM(pveapitest.VMSpec{VMID: 200, Pool: "tenant-beta"}))
+				must(t, srv.AddVM(pvefake.VMSpec{VMID: 200, Pool: "tenant-beta"}))
 			}
 			opts := []liveacl.Option{liveacl.WithSecretSink(sink)}
 			if tc.prune != nil {

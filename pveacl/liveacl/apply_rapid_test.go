@@ -15,7 +15,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // TestApplyConvergesOnRandomState draws tenant sets and a random
@@ -27,7 +27,7 @@ import (
 // pure simulator (tenantplan.Simulate) says PVE ends.
 func TestApplyConvergesOnRandomState(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		srv, err := pveapitest.New(pveapitest.WithVersion(rapid.SampledFrom([]pveacl.Version{pveacl.PVE8, pveacl.PVE9}).Draw(rt, "version")))
+		srv, err := pvefake.New(pvefake.WithVersion(rapid.SampledFrom([]pveacl.Version{pveacl.PVE8, pveacl.PVE9}).Draw(rt, "version")))
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func (m memSink) Store(s liveacl.TokenSecret) (string, error) {
 	return "memory", nil
 }
 
-func rootClient(srv *pveapitest.Server) pveapi.Client {
+func rootClient(srv *pvefake.Server) pveapi.Client {
 	return srv.Client()
 }
 
@@ -187,39 +187,39 @@ func drawTenants(rt *rapid.T) *tenantplan.Tenants {
 
 // seedState puts a random part of the tenants' objects (some of them
 // wrong) and unmanaged objects on the server.
-func seedState(rt *rapid.T, srv *pveapitest.Server, spec *tenantplan.Tenants) {
+func seedState(rt *rapid.T, srv *pvefake.Server, spec *tenantplan.Tenants) {
 	check := func(err error) {
 		if err != nil {
 			rt.Fatal(err)
 		}
 	}
-	check(srv.AddUser("other@pve", pveapitest.UserSpec{Comment: "someone else"}))
+	check(srv.AddUser("other@pve", pvefake.UserSpec{Comment: "someone else"}))
 	check(srv.AddPool("otherpool", "", nil, nil))
 	check(srv.SetACL("/pool/otherpool", pveacl.KindUser, "other@pve", true, "PVEVMAdmin"))
 	for _, vm := range []int{100, 101, 102, 103} {
 		pool := rapid.SampledFrom([]string{"", "otherpool"}).Draw(rt, fmt.Sprintf("pool%d", vm))
-		check(srv.AddVM(pveapitest.VMSpec{VMID: vm, Pool: pool}))
+		check(srv.AddVM(pvefake.VMSpec{VMID: vm, Pool: pool}))
 	}
 	if rapid.Bool().Draw(rt, "wrongRole") {
 		check(srv.AddRole(tenantplan.RoleCSI, "VM.Audit"))
 	}
 	for _, tn := range spec.Tenants {
-		check(srv.AddStorage(pveapitest.StorageSpec{ID: tn.Storage, Type: "lvmthin", Content: []string{"images"}}))
+		check(srv.AddStorage(pvefake.StorageSpec{ID: tn.Storage, Type: "lvmthin", Content: []string{"images"}}))
 		seedTenant(rt, srv, tn, check)
 	}
 }
 
-func seedTenant(rt *rapid.T, srv *pveapitest.Server, tn tenantplan.Tenant, check func(error)) {
+func seedTenant(rt *rapid.T, srv *pvefake.Server, tn tenantplan.Tenant, check func(error)) {
 	if rapid.Bool().Draw(rt, "poolExists") {
 		check(srv.AddPool(tn.Pool, "", nil, nil))
 	}
 	if !rapid.Bool().Draw(rt, "userExists") {
 		return
 	}
-	check(srv.AddUser(tn.User, pveapitest.UserSpec{Disabled: rapid.Bool().Draw(rt, "disabled")}))
+	check(srv.AddUser(tn.User, pvefake.UserSpec{Disabled: rapid.Bool().Draw(rt, "disabled")}))
 	csi, _ := tn.TokenIDs()
 	if rapid.Bool().Draw(rt, "tokenExists") {
-		_, err := srv.AddToken(tn.User, tn.Tokens.CSI, pveapitest.TokenSpec{Privsep: rapid.Bool().Draw(rt, "privsep")})
+		_, err := srv.AddToken(tn.User, tn.Tokens.CSI, pvefake.TokenSpec{Privsep: rapid.Bool().Draw(rt, "privsep")})
 		check(err)
 		if rapid.Bool().Draw(rt, "strayTokenACL") {
 			check(srv.SetACL("/vms", pveacl.KindToken, csi, true, "PVEVMAdmin"))

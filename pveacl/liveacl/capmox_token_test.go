@@ -14,7 +14,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // Two tenants, each with its own capmox token, sharing one template whose
@@ -55,8 +55,8 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // and reports a removed SDN.Use.
 func TestTenantCapmoxTokenIsolation(t *testing.T) {
 	srv := cluster(t)
-	must(t, srv.AddStorage(pveapitest.StorageSpec{ID: "tmpl", Type: "lvmthin", Content: []string{"images"}}))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 9000, Template: true, Tags: []string{"talos"},
+	must(t, srv.AddStorage(pvefake.StorageSpec{ID: "tmpl", Type: "lvmthin", Content: []string{"images"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 9000, Template: true, Tags: []string{"talos"},
 		Disks: map[string]string{"scsi0": "tmpl:4"}, Config: map[string]string{"net0": "virtio,bridge=vmbr0"}}))
 	spec := mustTenants(t, capmoxTenants)
 	sink := dirSink(t)
@@ -65,7 +65,7 @@ func TestTenantCapmoxTokenIsolation(t *testing.T) {
 	if len(res.Secrets) != 6 {
 		t.Fatalf("six tokens (CSI, CCM and capmox per tenant), got %v", res.Secrets)
 	}
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 200, Pool: "tenant-beta", Disks: map[string]string{"scsi0": "beta-disks:4"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 200, Pool: "tenant-beta", Disks: map[string]string{"scsi0": "beta-disks:4"}}))
 	b, err := os.ReadFile(filepath.Join(sink.Dir, liveacl.SecretName("alpha@pve!capmox")+".json"))
 	must(t, err)
 	var stored map[string]string
@@ -154,8 +154,8 @@ func keysOf(m map[string]string) []string {
 // for. The same privilege granted by hand to beta is a CrossTenantReach.
 func TestTenantLinkedClones(t *testing.T) {
 	srv := cluster(t)
-	must(t, srv.AddStorage(pveapitest.StorageSpec{ID: "tmpl", Type: "lvmthin", Content: []string{"images"}}))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 9000, Template: true, Tags: []string{"talos"},
+	must(t, srv.AddStorage(pvefake.StorageSpec{ID: "tmpl", Type: "lvmthin", Content: []string{"images"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 9000, Template: true, Tags: []string{"talos"},
 		Disks: map[string]string{"scsi0": "tmpl:4"}, Config: map[string]string{"net0": "virtio,bridge=vmbr0"}}))
 	spec := mustTenants(t, strings.Replace(capmoxTenants, "    templates: [9000]\n", "    templates: [9000]\n    linkedCloneStorages: [tmpl]\n", 1))
 	sink := dirSink(t)

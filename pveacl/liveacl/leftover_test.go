@@ -8,7 +8,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // TestLeftoverCSIVolumes: alpha's storage holds the CSI volumes of a
@@ -21,8 +21,8 @@ import (
 func TestLeftoverCSIVolumes(t *testing.T) {
 	srv := cluster(t)
 	must(t, srv.AddPool("alpha", "", nil, nil))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 100, Pool: "alpha", Disks: map[string]string{"scsi0": "alpha-disks:2"}}))
-	for _, v := range []pveapitest.VolumeSpec{
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 100, Pool: "alpha", Disks: map[string]string{"scsi0": "alpha-disks:2"}}))
+	for _, v := range []pvefake.VolumeSpec{
 		{Storage: "alpha-disks", Content: "images", Name: "vm-512345-pvc-0b7e6a52-3f1d-4c6e-9d8a-1e2f3a4b5c6d", Format: "raw", Size: 1 << 30},
 		{Storage: "alpha-disks", Content: "images", Name: "vm-623456-pvc-7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", Format: "raw", Size: 5 << 30},
 		{Storage: "beta-disks", Content: "images", Name: "vm-734567-pvc-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", Format: "raw", Size: 1 << 30},

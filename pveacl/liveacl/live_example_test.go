@@ -7,7 +7,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // ExampleApply applies a tenant specification to a (fake) cluster,
@@ -16,8 +16,8 @@ import (
 func ExampleApply() {
 	t := &exampleT{}
 	defer t.cleanup()
-	srv := pveapitest.NewServer(t)
-	_ = srv.AddStorage(pveapitest.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}})
+	srv := pvefake.NewServer(t)
+	_ = srv.AddStorage(pvefake.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}})
 	spec, _ := tenantplan.LoadTenants([]byte("tenants:\n- name: alpha\n  storage: alpha-disks\n"))
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)

@@ -20,7 +20,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 var ctx = context.Background()
@@ -60,11 +60,11 @@ func must(t testing.TB, err error) {
 }
 
 // cluster starts a fake with the tenants' storages.
-func cluster(t *testing.T, opts ...pveapitest.Option) *pveapitest.Server {
+func cluster(t *testing.T, opts ...pvefake.Option) *pvefake.Server {
 	t.Helper()
-	srv := pveapitest.NewServer(t, opts...)
+	srv := pvefake.NewServer(t, opts...)
 	for _, s := range []string{"alpha-disks", "beta-disks"} {
-		must(t, srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}))
+		must(t, srv.AddStorage(pvefake.StorageSpec{ID: s, Type: "lvmthin", Content: []string{"images"}}))
 	}
 	return srv
 }
@@ -134,8 +134,8 @@ func TestTenantTokenIsolation(t *testing.T) {
 	sink := dirSink(t)
 	_, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(sink))
 	must(t, err)
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 100, Pool: "alpha", Disks: map[string]string{"scsi0": "alpha-disks:4"}}))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 200, Pool: "tenant-beta", Disks: map[string]string{"scsi0": "beta-disks:4"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 100, Pool: "alpha", Disks: map[string]string{"scsi0": "alpha-disks:4"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 200, Pool: "tenant-beta", Disks: map[string]string{"scsi0": "beta-disks:4"}}))
 	csiA := srv.TokenClient("alpha@pve!csi", storedSecret(t, sink, "alpha@pve!csi"))
 	ccmB := srv.TokenClient("k8s-beta@pve!ccm-beta", storedSecret(t, sink, "k8s-beta@pve!ccm-beta"))
 	node := csiA.NodeRef("pve")
@@ -167,8 +167,8 @@ func opt(name string, value any) proxmox.VirtualMachineOption {
 
 func TestReadNeedsTheWholeView(t *testing.T) {
 	srv := cluster(t)
-	must(t, srv.AddUser("peek@pve", pveapitest.UserSpec{}))
-	secret, err := srv.AddToken("peek@pve", "tk", pveapitest.TokenSpec{})
+	must(t, srv.AddUser("peek@pve", pvefake.UserSpec{}))
+	secret, err := srv.AddToken("peek@pve", "tk", pvefake.TokenSpec{})
 	must(t, err)
 	must(t, srv.SetACL("/", "user", "peek@pve", false, "PVEAuditor"))
 	_, err = liveacl.Read(ctx, srv.TokenClient("peek@pve!tk", secret))
@@ -190,8 +190,8 @@ func TestReadMatchesServerState(t *testing.T) {
 		t.Fatalf("fixture warnings: %v", rep.Warnings)
 	}
 	must(t, srv.SetAccessConfig(cfg))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 100}))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 300}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 100}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 300}))
 	state, err := liveacl.Read(ctx, srv.Client())
 	must(t, err)
 	want := srv.AccessConfig()
@@ -218,8 +218,8 @@ acl:1:/vms/300:bob@pve:NoAccess:
 `
 
 func TestApplyNeedsTheTenantsObjects(t *testing.T) {
-	srv := pveapitest.NewServer(t)
-	must(t, srv.AddStorage(pveapitest.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}}))
+	srv := pvefake.NewServer(t)
+	must(t, srv.AddStorage(pvefake.StorageSpec{ID: "alpha-disks", Type: "lvmthin", Content: []string{"images"}}))
 	spec := mustTenants(t, "tenants:\n- name: alpha\n  storage: alpha-disks\n  vms: [100]\n- name: beta\n  storage: beta-disks\n")
 	srv.ResetRequests()
 	_, err := liveacl.Apply(ctx, srv.Client(), spec, liveacl.WithSecretSink(dirSink(t)))
@@ -245,7 +245,7 @@ func TestApplyWithoutSecretSinkChangesNothing(t *testing.T) {
 
 func TestApplyChangesIsIdempotent(t *testing.T) {
 	srv := cluster(t)
-	must(t, srv.AddUser("k8s@pve", pveapitest.UserSpec{}))
+	must(t, srv.AddUser("k8s@pve", pvefake.UserSpec{}))
 	must(t, srv.AddPool("p1", "", nil, []string{"alpha-disks"}))
 	must(t, srv.AddRole("R1", "VM.Audit"))
 	changes := []tenantplan.Change{
@@ -273,7 +273,7 @@ func TestApplyChangesIsIdempotent(t *testing.T) {
 
 func TestApplyStopsAtTheFirstError(t *testing.T) {
 	srv := cluster(t)
-	must(t, srv.InjectError(pveapitest.Fault{Method: "POST", Path: "^/pools$", Status: 500, Message: "create pool failed: cfs-lock 'file-user_cfg' error: got lock request timeout"}))
+	must(t, srv.InjectError(pvefake.Fault{Method: "POST", Path: "^/pools$", Status: 500, Message: "create pool failed: cfs-lock 'file-user_cfg' error: got lock request timeout"}))
 	_, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(dirSink(t)))
 	if err == nil || !strings.Contains(err.Error(), "cannot create pool (change 5 of") || !strings.Contains(err.Error(), "got lock request timeout") {
 		t.Fatalf("the error names the change and carries PVE's message: %v", err)
@@ -289,7 +289,7 @@ func TestApplyStopsAtTheFirstError(t *testing.T) {
 }
 
 func TestApplyPlansForTheLiveVersion(t *testing.T) {
-	srv := cluster(t, pveapitest.WithVersion(pveacl.PVE8))
+	srv := cluster(t, pvefake.WithVersion(pveacl.PVE8))
 	res, err := liveacl.Apply(ctx, srv.Client(), mustTenants(t, twoTenants), liveacl.WithSecretSink(dirSink(t)))
 	must(t, err)
 	if res.Version != pveacl.PVE8 {

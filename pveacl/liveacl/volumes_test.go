@@ -7,7 +7,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // TestDedicatedStorageIsChecked: alpha is given local-lvm, where the
@@ -19,9 +19,9 @@ func TestDedicatedStorageIsChecked(t *testing.T) {
 	srv := cluster(t)
 	must(t, srv.AddPool("beta", "", nil, nil))
 	must(t, srv.AddPool("alpha", "", nil, nil))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 9000, Template: true, Disks: map[string]string{"scsi0": "local-lvm:2"}}))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 200, Pool: "beta", Disks: map[string]string{"scsi0": "local-lvm:2"}}))
-	must(t, srv.AddVM(pveapitest.VMSpec{VMID: 100, Pool: "alpha", Disks: map[string]string{"scsi0": "alpha-disks:2"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 9000, Template: true, Disks: map[string]string{"scsi0": "local-lvm:2"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 200, Pool: "beta", Disks: map[string]string{"scsi0": "local-lvm:2"}}))
+	must(t, srv.AddVM(pvefake.VMSpec{VMID: 100, Pool: "alpha", Disks: map[string]string{"scsi0": "alpha-disks:2"}}))
 	for name, tc := range map[string]struct {
 		storage string
 		want    []string

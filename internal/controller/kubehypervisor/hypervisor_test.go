@@ -17,7 +17,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubehypervisor"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // documentedSecret returns the credentials Secret docs/pvesdn.md shows,
@@ -70,8 +70,8 @@ func checkWith(t *testing.T, sec *corev1.Secret) (string, error) {
 // tls.crt, or another key) is refused naming the key and root_ca, never
 // read as a Secret without a CA.
 func TestDocumentedSecret(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
-	if err := srv.SetInterface("pve", pveapitest.Interface{Name: "vmbr1", Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "100-103"}); err != nil {
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
+	if err := srv.SetInterface("pve", pvefake.Interface{Name: "vmbr1", Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "100-103"}); err != nil {
 		t.Fatal(err)
 	}
 	doc := documentedSecret(t)

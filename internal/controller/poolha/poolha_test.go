@@ -21,7 +21,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/poolha"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
@@ -55,7 +55,7 @@ func machine(name string, vmid int64, provisioned, ha bool) []client.Object {
 }
 
 type world struct {
-	srv *pveapitest.Server
+	srv *pvefake.Server
 	c   client.Client
 	r   *poolha.Reconciler
 	rec *events.FakeRecorder
@@ -63,11 +63,11 @@ type world struct {
 
 func newWorld(t *testing.T, v pveacl.Version, withProxmox bool, objs ...client.Object) *world {
 	t.Helper()
-	srv, err := pveapitest.New(pveapitest.WithVersion(v), pveapitest.WithNodes("pve1", "pve2", "pve3"))
+	srv, err := pvefake.New(pvefake.WithVersion(v), pvefake.WithNodes("pve1", "pve2", "pve3"))
 	must(t, err)
 	t.Cleanup(srv.Close)
 	for id := 101; id <= 104; id++ {
-		must(t, srv.AddVM(pveapitest.VMSpec{VMID: id, Node: "pve1", Running: true}))
+		must(t, srv.AddVM(pvefake.VMSpec{VMID: id, Node: "pve1", Running: true}))
 	}
 	s := runtime.NewScheme()
 	must(t, clusterv1.AddToScheme(s))

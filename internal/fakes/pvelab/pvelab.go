@@ -1,5 +1,5 @@
 // Package pvelab is the Proxmox VE side of a lab: the API fake
-// (pveapi/pveapitest) with three nodes, each with a VLAN-aware bridge, and a
+// (pvefake) with three nodes, each with a VLAN-aware bridge, and a
 // Talos template made by talostemplate.Create, whose started VMs "boot":
 // each reads the bootstrap ISO on its CD-ROM, validates its Talos machine
 // configuration with Talos's machinery (internal/fakes/talosboot) and
@@ -22,7 +22,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/nodeagent"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/talosboot"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
 
@@ -65,7 +65,7 @@ type Boot struct {
 // Proxmox is a running Proxmox VE fake of a lab.
 type Proxmox struct {
 	// Server is the fake; Template the Talos template on it.
-	Server   *pveapitest.Server
+	Server   *pvefake.Server
 	Template Template
 
 	tenant *rest.Config
@@ -111,9 +111,9 @@ func Start(ctx context.Context, o Options) (*Proxmox, error) {
 	if p.log == nil {
 		p.log = func(string) {}
 	}
-	opts := []pveapitest.Option{pveapitest.WithTLS(), pveapitest.WithCluster("lab"), pveapitest.WithNodes(Nodes...),
-		pveapitest.WithDownloader(factoryImages{}), pveapitest.WithBootHook(p.boot)}
-	srv, err := pveapitest.New(opts...)
+	opts := []pvefake.Option{pvefake.WithTLS(), pvefake.WithCluster("lab"), pvefake.WithNodes(Nodes...),
+		pvefake.WithDownloader(factoryImages{}), pvefake.WithBootHook(p.boot)}
+	srv, err := pvefake.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the Proxmox VE fake: %w", err)
 	}
@@ -131,7 +131,7 @@ func (p *Proxmox) Close() { p.Server.Close() }
 func (p *Proxmox) prepare(ctx context.Context) error {
 	srv := p.Server
 	for _, n := range Nodes {
-		if err := srv.SetInterface(n, pveapitest.Interface{Name: Bridge, Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "2-4094"}); err != nil {
+		if err := srv.SetInterface(n, pvefake.Interface{Name: Bridge, Type: "bridge", Ports: "eno2", VLANAware: true, VIDs: "2-4094"}); err != nil {
 			return err
 		}
 	}
@@ -154,7 +154,7 @@ func (p *Proxmox) prepare(ctx context.Context) error {
 // endpoint the configuration names, with the tenant API server's
 // credentials; then the VM's kubelet posts the Node's status while the VM
 // runs.
-func (p *Proxmox) boot(ctx context.Context, vm pveapitest.BootingVM) error {
+func (p *Proxmox) boot(ctx context.Context, vm pvefake.BootingVM) error {
 	b := Boot{VMID: vm.VMID, Node: vm.Node}
 	err := p.register(ctx, vm, &b)
 	b.Err = err
@@ -169,7 +169,7 @@ func (p *Proxmox) boot(ctx context.Context, vm pveapitest.BootingVM) error {
 	return err
 }
 
-func (p *Proxmox) register(ctx context.Context, vm pveapitest.BootingVM, b *Boot) error {
+func (p *Proxmox) register(ctx context.Context, vm pvefake.BootingVM, b *Boot) error {
 	volid, iso, ok := vm.CDROM("ide0")
 	if !ok {
 		return fmt.Errorf("VM %d has no bootstrap ISO on ide0 (config ide0 %q)", vm.VMID, vm.Config["ide0"])

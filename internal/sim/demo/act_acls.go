@@ -13,7 +13,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // tenantsSpec is the hypervisor isolation of the demo's two tenants: one
@@ -128,13 +128,13 @@ func (s *Stage) Check(name string, holds bool, detail string) {
 // disk storages, and returns a client holding the root token.
 func (s *Stage) proxmox() (*proxmox.Client, error) {
 	if s.PVE == nil {
-		srv, err := pveapitest.New(pveapitest.WithDownloader(factoryImages{}))
+		srv, err := pvefake.New(pvefake.WithDownloader(factoryImages{}))
 		if err != nil {
 			return nil, err
 		}
 		s.PVE = srv
 		for _, id := range []string{"alpha-disks", "beta-disks"} {
-			if err := srv.AddStorage(pveapitest.StorageSpec{ID: id, Type: "lvmthin", Content: []string{"images"}}); err != nil {
+			if err := srv.AddStorage(pvefake.StorageSpec{ID: id, Type: "lvmthin", Content: []string{"images"}}); err != nil {
 				return nil, fmt.Errorf("cannot add storage %s to the Proxmox VE API: %w", id, err)
 			}
 		}

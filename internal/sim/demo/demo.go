@@ -14,7 +14,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // Act is one chapter of the demo.
@@ -33,7 +33,7 @@ type Stage struct {
 	H   *sim.Harness
 	Out io.Writer
 	// PVE is the Proxmox VE API the platform acts share; Run closes it.
-	PVE *pveapitest.Server
+	PVE *pvefake.Server
 	// Checks are the invariants the acts add to the final table.
 	Checks []sim.Invariant
 	// nb is the OVN northbound database; Run closes it.
