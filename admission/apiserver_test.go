@@ -24,8 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // Labels and finalizers the API server tests put on stored objects.
@@ -64,7 +65,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	_, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme, UpstreamCRDs: []string{"flux-helm-controller-api-v1.6.5"},
+	_, c := testenv.StartAPIServer(t, testenv.APIServerOptions{Scheme: scheme, UpstreamCRDs: []string{"flux-helm-controller-api-v1.6.5"},
 		CRDPaths: []string{relaxedCapmoxCRDs(t), "testdata/crds"}})
 	cfg := diffConfig()
 	return &apiEnv{t: t, c: c, v: mustValidator(t, cfg), cfg: cfg, exempt: cfg.ExemptNamespaces[1:], ready: map[string]bool{"kube-system": true, "default": true}}
@@ -80,7 +81,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 // comma included, meets capmox's schema unchanged.
 func relaxedCapmoxCRDs(t *testing.T) string {
 	t.Helper()
-	src, err := kube.UpstreamCRDDir("capmox-v0.9.0")
+	src, err := testenv.UpstreamCRDDir("capmox-v0.9.0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // crdVersion validates objects of one served CRD version the way the API
@@ -79,23 +79,23 @@ var (
 // crdDirs lists the CRD folders of each generation: capmox v0.7.7 with CAPI
 // v1.10.4 (what Cozystack ships), capmox v0.9.0 with CAPI v1.14.2.
 func crdDirs() (map[capmoxrender.Capmox][]string, error) {
-	v07, err := kube.UpstreamCRDDir("capmox-v0.7.7")
+	v07, err := testenv.UpstreamCRDDir("capmox-v0.7.7")
 	if err != nil {
 		return nil, err
 	}
-	v09, err := kube.UpstreamCRDDir("capmox-v0.9.0")
+	v09, err := testenv.UpstreamCRDDir("capmox-v0.9.0")
 	if err != nil {
 		return nil, err
 	}
-	ipam, err := kube.ModuleCRDDir(kube.CAPIIPAMModule)
+	ipam, err := testenv.ModuleCRDDir(testenv.CAPIIPAMModule)
 	if err != nil {
 		return nil, err
 	}
-	capi110, err := kube.ModuleCRDDir(capiV110)
+	capi110, err := testenv.ModuleCRDDir(capiV110)
 	if err != nil {
 		return nil, err
 	}
-	capi114, err := kube.ModuleCRDDir(kube.CAPIModule)
+	capi114, err := testenv.ModuleCRDDir(testenv.CAPIModule)
 	if err != nil {
 		return nil, err
 	}

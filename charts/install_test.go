@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // kubeconfig writes an admin kubeconfig for cfg's API server.
@@ -172,7 +172,7 @@ func checkOnServer(t *testing.T, c client.Client, objs []*unstructured.Unstructu
 // without ours: the CRDs chart installs those.
 func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
 	t.Helper()
-	cfg, admin := kube.StartAPIServer(t, kube.APIServerOptions{
+	cfg, admin := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		Scheme:       controllertest.Scheme(),
 		UpstreamCRDs: []string{"kube-ovn-v1.15.24", "capmox-v0.9.0"},
 		CAPIIPAM:     true,

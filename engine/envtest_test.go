@@ -18,11 +18,11 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/engine/internal/widget"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
-	return kube.StartAPIServer(t, kube.APIServerOptions{Scheme: newScheme(), CRDPaths: []string{"testdata/crds"}})
+	return testenv.StartAPIServer(t, testenv.APIServerOptions{Scheme: newScheme(), CRDPaths: []string{"testdata/crds"}})
 }
 
 // TestAPIServer runs the engine against one real kube-apiserver.

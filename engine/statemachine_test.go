@@ -20,7 +20,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/engine/internal/widget"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 )
 
 // toyWorld is the state machine under test: widgets in a fake API with

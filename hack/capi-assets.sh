@@ -17,7 +17,7 @@
 #
 # The versions are not set here: they are the constants CAPIModule,
 # CAPIIPAMModule, CapmoxModule, CapmoxCAPIModule, CapmoxV07Module and
-# CABPTModule in internal/fakes/kube/envtest.go, which also pick the CRDs
+# CABPTModule in internal/testenv/versions.go, which also pick the CRDs
 # and webhook configurations the tests install, so binary and manifests
 # always come from the same release. To move a version, change the constant;
 # the next run builds into a new folder and leaves the others alone. Each
@@ -51,7 +51,7 @@ say() { echo "capi-assets: $*" >&2; }
 fail() { say "$*"; exit 1; }
 
 command -v go >/dev/null || fail "go is not on PATH; install Go 1.26 first"
-consts=internal/fakes/kube/envtest.go
+consts=internal/testenv/versions.go
 version_in() {
 	sed -n "s|^[[:space:]]*$1[[:space:]]*=[[:space:]]*\"$2@\(v[^\"]*\)\".*|\1|p" "$consts"
 }

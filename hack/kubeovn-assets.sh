@@ -14,7 +14,7 @@
 # Environment:
 #   PXSUBSTRATE_CACHE  cache root [${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate]
 #
-# The version is the constant KubeOVNModule in internal/fakes/kube/envtest.go
+# The version is the constant KubeOVNModule in internal/testenv/versions.go
 # (the tests take the CRDs from the same module). Kube-OVN's go.mod replaces
 # libovsdb, arp and kubevirt's client with Kube-OVN forks and pins every
 # k8s.io module at v0.32.8: all name published versions, so the scratch
@@ -27,7 +27,7 @@ say() { echo "kubeovn-assets: $*" >&2; }
 fail() { say "$*"; exit 1; }
 
 command -v go >/dev/null || fail "go is not on PATH; install Go 1.26 first"
-consts=internal/fakes/kube/envtest.go
+consts=internal/testenv/versions.go
 MODULE=github.com/kubeovn/kube-ovn
 VERSION="$(sed -n "s|^[[:space:]]*KubeOVNModule[[:space:]]*=[[:space:]]*\"$MODULE@\(v[^\"]*\)\".*|\1|p" "$consts")"
 [[ -n "$VERSION" ]] || fail "cannot read KubeOVNModule's version from $consts"

@@ -9,15 +9,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // startAPIServer starts kube-apiserver with the real Kube-OVN, in-cluster
 // IPAM, Cluster API and capmox CRDs and this repository's own.
 func startAPIServer(t testing.TB) (*rest.Config, client.WithWatch) {
 	t.Helper()
-	cfg, _ := kube.StartAPIServer(t, kube.APIServerOptions{
+	cfg, _ := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		Scheme:       sim.Scheme(),
 		UpstreamCRDs: []string{"kube-ovn-v1.15.24", "capmox-v0.9.0"},
 		CAPIIPAM:     true,

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // TestRenderAcceptedByRealCRDs creates every rendered object of every
@@ -21,7 +21,7 @@ import (
 // validation refuses any field a CRD does not know, and the stored spec
 // must hold every value rendered, so nothing was pruned or rewritten.
 func TestRenderAcceptedByRealCRDs(t *testing.T) {
-	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
+	_, c := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		UpstreamCRDs: []string{"kube-ovn-v1.15.24"},
 		CAPIIPAM:     true,
 		CRDPaths:     []string{filepath.Join("..", "config", "crd", "bases", "proxmox.cozystack.io_proxmoxnetworks.yaml"), filepath.Join("testdata", "crds")},

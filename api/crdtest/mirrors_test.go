@@ -18,7 +18,8 @@ import (
 	ipamv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 func scheme() *runtime.Scheme {
@@ -34,7 +35,7 @@ func scheme() *runtime.Scheme {
 // TestAPIServer starts one kube-apiserver with every CRD these tests use:
 // Kube-OVN's, the in-cluster IPAM provider's, Cluster API's and ours.
 func TestAPIServer(t *testing.T) {
-	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
+	_, c := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		Scheme:       scheme(),
 		UpstreamCRDs: []string{"kube-ovn-v1.15.24"},
 		CAPIIPAM:     true,

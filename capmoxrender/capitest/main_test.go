@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // server is one API server with Cluster API core running, for one capmox
@@ -33,7 +34,7 @@ var servers = map[capmoxrender.Capmox]*server{}
 // capmoxCRDs says where each generation's CRDs come from and the contract
 // labels capmox's config/crd/kustomization.yaml (commonLabels) gives them
 // at that tag; Cluster API reads them to pick a referenced template's
-// version. v0.9.0's are the module's own (kube.CapmoxModule), installed
+// version. v0.9.0's are the module's own (testenv.CapmoxModule), installed
 // without the conversion webhook, as no capmox manager runs here and only
 // v1alpha2 objects are made; v0.7 keeps the copy of v0.7.7, the release
 // Cozystack runs (the module proxy serves v0.7.2, whose CRDs have the same
@@ -43,11 +44,11 @@ var capmoxCRDs = map[capmoxrender.Capmox]struct {
 	labels map[string]string
 }{
 	capmoxrender.CapmoxV07: {
-		func() (string, error) { return kube.UpstreamCRDDir("capmox-v0.7.7") },
+		func() (string, error) { return testenv.UpstreamCRDDir("capmox-v0.7.7") },
 		map[string]string{"cluster.x-k8s.io/v1beta1": "v1alpha1"},
 	},
 	capmoxrender.CapmoxV08: {
-		func() (string, error) { return kube.ModuleCRDDir(kube.CapmoxModule) },
+		func() (string, error) { return testenv.ModuleCRDDir(testenv.CapmoxModule) },
 		map[string]string{"cluster.x-k8s.io/v1beta1": "v1alpha2", "cluster.x-k8s.io/v1beta2": "v1alpha2"},
 	},
 }
@@ -106,7 +107,7 @@ func TestMain(m *testing.M) {
 // start starts the API server and managers of gen; stop holds what must be
 // stopped, in start order, even when err is set.
 func start(gen capmoxrender.Capmox) (s *server, stop []func() error, err error) {
-	env, err := kube.Environment(kube.APIServerOptions{})
+	env, err := testenv.Environment(testenv.APIServerOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

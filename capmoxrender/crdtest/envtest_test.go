@@ -15,7 +15,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/internal/scenario"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // The envtest machinery logs through controller-runtime; tests read errors
@@ -33,9 +33,9 @@ var noUpstreamCRD = map[string]bool{"KamajiControlPlane": true, "TalosConfigTemp
 // define the same CRD names, so each needs its own server.
 func apiServer(t *testing.T, gen capmoxrender.Capmox) client.Client {
 	t.Helper()
-	o := kube.APIServerOptions{CAPIIPAM: true}
+	o := testenv.APIServerOptions{CAPIIPAM: true}
 	if gen == capmoxrender.CapmoxV07 {
-		dir, err := kube.ModuleCRDDir(capiV110)
+		dir, err := testenv.ModuleCRDDir(capiV110)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func apiServer(t *testing.T, gen capmoxrender.Capmox) client.Client {
 		o.UpstreamCRDs = append(o.UpstreamCRDs, "capmox-v0.9.0")
 		o.CAPI = true
 	}
-	_, c := kube.StartAPIServer(t, o)
+	_, c := testenv.StartAPIServer(t, o)
 	return c
 }
 

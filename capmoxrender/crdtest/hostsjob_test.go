@@ -23,7 +23,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender/internal/scenario"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // lbAddress is the LoadBalancer address the test gives the control plane
@@ -40,17 +40,17 @@ const lbAddress = "10.0.100.50"
 // it; a second run changes nothing.
 func TestHostEntriesJobOnAPIServer(t *testing.T) {
 	ctx := context.Background()
-	kubectl, err := kube.FindKubectl()
+	kubectl, err := testenv.FindKubectl()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The Talos bootstrap provider's own CRDs (TalosConfig and
 	// TalosConfigTemplate), without its manager: the Job only patches.
-	cabpt, err := kube.ModuleCRDDir(kube.CABPTModule)
+	cabpt, err := testenv.ModuleCRDDir(testenv.CABPTModule)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		UpstreamCRDs: []string{"capmox-v0.9.0"}, CAPI: true, CAPIIPAM: true, CRDPaths: []string{cabpt},
 	})
 	job, tct := createSeedPool(t, c)

@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 
@@ -116,7 +117,7 @@ func TestRenderVPCFromCluster(t *testing.T) {
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: s})
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{Scheme: s})
 	kc := writeRESTKubeconfig(t, cfg)
 	dir := admissionFiles(t, map[string]string{"vpc.yaml": vpcSpec})
 	args := []string{"render", "vpc", "-f", filepath.Join(dir, "vpc.yaml"), "--from-cluster", "--kubeconfig", kc}
@@ -124,7 +125,7 @@ func TestRenderVPCFromCluster(t *testing.T) {
 	if _, err := vpcRun(t, args...); err == nil || err.Error() != vpcrender.APINotInstalled {
 		t.Errorf("without the CRDs: %v", err)
 	}
-	root, err := kube.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

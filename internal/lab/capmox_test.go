@@ -16,8 +16,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/lab"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 func init() { ctrllog.SetLogger(logr.Discard()) }
@@ -291,7 +291,7 @@ func startLab(t *testing.T, gen capi.Capmox) *lab.Lab {
 func startLabWith(t *testing.T, o lab.Options) *lab.Lab {
 	t.Helper()
 	o.Log = func(s string) { t.Log(s) }
-	l := kube.StartFor(t, func() (*lab.Lab, error) { return lab.Start(context.Background(), o) })
+	l := testenv.StartFor(t, func() (*lab.Lab, error) { return lab.Start(context.Background(), o) })
 	// Cleanups run last first: this one before the lab stops.
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // startNodeLifecycle runs kube-controller-manager's node lifecycle
@@ -18,7 +18,7 @@ import (
 // 0 keeps the controller's own default (--node-monitor-grace-period).
 // It returns once the controller runs.
 func (l *Lab) startNodeLifecycle(grace time.Duration) error {
-	bin, err := kube.FindControllerManager()
+	bin, err := testenv.FindControllerManager()
 	if err != nil {
 		return err
 	}

@@ -36,8 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
@@ -128,9 +128,9 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 }
 
 func (l *Lab) start(ctx context.Context, o Options) error {
-	mgmt := kube.APIServerOptions{CAPI: true, CAPIIPAM: true}
+	mgmt := testenv.APIServerOptions{CAPI: true, CAPIIPAM: true}
 	if o.Controller != "" {
-		root, err := kube.RepoRoot()
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (l *Lab) tenantAPIServer() (*rest.Config, client.Client, error) {
 	var errs []error
 	for range 5 {
 		addr := fmt.Sprintf("127.77.%d.%d", 1+rand.IntN(254), 1+rand.IntN(254))
-		cfg, c, err := l.apiServerAt(kube.APIServerOptions{}, addr, strconv.Itoa(TenantAPIPort))
+		cfg, c, err := l.apiServerAt(testenv.APIServerOptions{}, addr, strconv.Itoa(TenantAPIPort))
 		if err == nil {
 			return cfg, c, nil
 		}
@@ -233,14 +233,14 @@ func (l *Lab) tenantAPIServer() (*rest.Config, client.Client, error) {
 	return nil, nil, errors.Join(errs...)
 }
 
-func (l *Lab) apiServer(o kube.APIServerOptions) (*rest.Config, client.Client, error) {
+func (l *Lab) apiServer(o testenv.APIServerOptions) (*rest.Config, client.Client, error) {
 	return l.apiServerAt(o, "", "")
 }
 
 // apiServerAt starts an API server on addr:port, or on a free port of
 // 127.0.0.1 when they are empty.
-func (l *Lab) apiServerAt(o kube.APIServerOptions, addr, port string) (*rest.Config, client.Client, error) {
-	env, err := kube.Environment(o)
+func (l *Lab) apiServerAt(o testenv.APIServerOptions, addr, port string) (*rest.Config, client.Client, error) {
+	env, err := testenv.Environment(o)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,8 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
-
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 )
@@ -80,7 +79,7 @@ const ControllerAccount = "system:serviceaccount:cozy-proxmox-network:proxmox-ne
 // controllerKubeconfig grants the manifests' RBAC and writes a kubeconfig
 // that impersonates ControllerAccount, returning its path.
 func (l *Lab) controllerKubeconfig(ctx context.Context) (string, error) {
-	root, err := kube.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pvelab"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
@@ -144,7 +144,7 @@ func ready(ctx context.Context, url string) bool {
 // IPAddressClaims, a Machine's bootstrap Secret) goes with its owner as in
 // a cluster. It returns once the collector has synced its monitors.
 func (l *Lab) startGarbageCollector() error {
-	bin, err := kube.FindControllerManager()
+	bin, err := testenv.FindControllerManager()
 	if err != nil {
 		return err
 	}

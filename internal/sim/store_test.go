@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // TestStoreAgreesWithAPIServer runs each shipped scenario twice, on the
@@ -41,7 +41,7 @@ func TestStoreAgreesWithAPIServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, _ := kube.StartAPIServer(t, kube.APIServerOptions{
+			cfg, _ := testenv.StartAPIServer(t, testenv.APIServerOptions{
 				Scheme:       sim.Scheme(),
 				UpstreamCRDs: []string{"kube-ovn-v1.15.24", "capmox-v0.9.0"},
 				CAPIIPAM:     true,

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
@@ -54,7 +54,7 @@ func Scheme() *runtime.Scheme {
 // v0.9, in-cluster IPAM, Cluster API and proxmox.cozystack.io CRDs.
 func StartAPIServer(t testing.TB) (*rest.Config, client.Client) {
 	t.Helper()
-	return kube.StartAPIServer(t, kube.APIServerOptions{
+	return testenv.StartAPIServer(t, testenv.APIServerOptions{
 		Scheme:       Scheme(),
 		UpstreamCRDs: []string{"kube-ovn-v1.15.24", "capmox-v0.9.0"},
 		CAPIIPAM:     true,

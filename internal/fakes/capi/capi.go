@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 const (
@@ -44,7 +44,7 @@ type Options struct {
 	// IPAM runs the in-cluster IPAM provider's manager (InClusterIPPool and
 	// GlobalInClusterIPPool, their webhooks, and the controller that answers
 	// IPAddressClaims) after installing its CRDs. The claims' CRDs belong to
-	// Cluster API core: install them with kube.APIServerOptions.CAPI or
+	// Cluster API core: install them with testenv.APIServerOptions.CAPI or
 	// set CAPI too.
 	IPAM bool
 	// CABPT runs the Talos bootstrap provider's manager (the TalosConfig
@@ -54,7 +54,7 @@ type Options struct {
 	CABPT bool
 	// Capmox runs the manager of that capmox generation after installing
 	// its CRDs; empty runs none. It needs the CRDs of Cluster API core and
-	// of the IPAM provider (kube.APIServerOptions.CAPI and CAPIIPAM, or
+	// of the IPAM provider (testenv.APIServerOptions.CAPI and CAPIIPAM, or
 	// CAPI and IPAM here). capmox serves its webhooks on port 9443 of every
 	// address, which it cannot be told otherwise, so one capmox manager
 	// runs on the machine at a time: Start waits for the port's lock (a
@@ -116,7 +116,7 @@ func Start(cfg *rest.Config, o Options) (*Managers, error) {
 // and stops the managers when t ends.
 func StartT(t testing.TB, cfg *rest.Config, o Options) *Managers {
 	t.Helper()
-	return kube.StartFor(t, func() (*Managers, error) { return Start(cfg, o) })
+	return testenv.StartFor(t, func() (*Managers, error) { return Start(cfg, o) })
 }
 
 func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root string) error {
@@ -297,7 +297,7 @@ func FindAssets() (string, error) {
 // holding <capi>-ipam<ipam>/{cluster-api-manager,ipam-manager},
 // capmox-<version>/capmox-manager and cabpt-<version>/cabpt-manager.
 func DefaultAssetsDir() string {
-	return filepath.Join(kube.CacheRoot(), "capi")
+	return filepath.Join(testenv.CacheRoot(), "capi")
 }
 
 func executable(path string) error {

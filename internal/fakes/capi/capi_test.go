@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // The envtest machinery logs through controller-runtime; tests read errors
@@ -42,7 +42,7 @@ func pool(gateway string) *unstructured.Unstructured {
 // both processes by pid.
 func TestStartServesWebhooksAndConversion(t *testing.T) {
 	t.Parallel()
-	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{})
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
 	standIn := StandInCRD("infrastructure.cluster.x-k8s.io", "v1alpha1", "TestCluster", "v1beta1")
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextv1.CustomResourceDefinition{standIn}}); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestStartServesWebhooksAndConversion(t *testing.T) {
 // listener holds: Start fails naming the manager and the end of its log.
 func TestStartNamesLogTail(t *testing.T) {
 	t.Parallel()
-	cfg, _ := kube.StartAPIServer(t, kube.APIServerOptions{CAPI: true})
+	cfg, _ := testenv.StartAPIServer(t, testenv.APIServerOptions{CAPI: true})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestStartNamesLogTail(t *testing.T) {
 		return FreePort()
 	}
 	_, err = Start(cfg, Options{IPAM: true, ports: ports})
-	if err == nil || !strings.Contains(err.Error(), "ipam-manager "+version(kube.CAPIIPAMModule)+" (pid ") || !strings.Contains(err.Error(), "address already in use") {
+	if err == nil || !strings.Contains(err.Error(), "ipam-manager "+version(testenv.CAPIIPAMModule)+" (pid ") || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("want an error naming ipam-manager and its log line about the taken port, got %v", err)
 	}
 }

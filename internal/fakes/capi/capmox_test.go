@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // obj is an unstructured object of apiVersion and kind named name in
@@ -100,7 +100,7 @@ func TestCapmoxManagersStart(t *testing.T) {
 	t.Setenv("PROXMOX_SECRET", "00000000-0000-0000-0000-000000000000")
 	for _, gen := range []Capmox{CapmoxV09, CapmoxV07} {
 		t.Run(string(gen), func(t *testing.T) {
-			cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{CAPI: true, CAPIIPAM: true})
+			cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{CAPI: true, CAPIIPAM: true})
 			start := time.Now()
 			m := StartT(t, cfg, Options{Capmox: gen, CABPT: true})
 			t.Logf("capmox %s and CABPT ready in %s", gen, time.Since(start).Round(100*time.Millisecond))
@@ -242,15 +242,15 @@ func TestCapmoxStartNamesLogTail(t *testing.T) {
 	t.Parallel()
 	t.Run("missing", func(t *testing.T) {
 		_, err := Start(&rest.Config{}, Options{Capmox: CapmoxV09, CABPT: true, assets: t.TempDir()})
-		if !errors.Is(err, ErrMissingAssets) || !strings.Contains(err.Error(), "cabpt-"+version(kube.CABPTModule)+"/cabpt-manager") {
+		if !errors.Is(err, ErrMissingAssets) || !strings.Contains(err.Error(), "cabpt-"+version(testenv.CABPTModule)+"/cabpt-manager") {
 			t.Errorf("want ErrMissingAssets naming cabpt-manager's path, got %v", err)
 		}
 		_, err = Start(&rest.Config{}, Options{Capmox: CapmoxV07, assets: t.TempDir()})
-		if !errors.Is(err, ErrMissingAssets) || !strings.Contains(err.Error(), "capmox-"+version(kube.CapmoxV07Module)+"/capmox-manager") {
+		if !errors.Is(err, ErrMissingAssets) || !strings.Contains(err.Error(), "capmox-"+version(testenv.CapmoxV07Module)+"/capmox-manager") {
 			t.Errorf("want ErrMissingAssets naming capmox-manager's path, got %v", err)
 		}
 	})
-	cfg, _ := kube.StartAPIServer(t, kube.APIServerOptions{CAPI: true, CAPIIPAM: true})
+	cfg, _ := testenv.StartAPIServer(t, testenv.APIServerOptions{CAPI: true, CAPIIPAM: true})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -261,8 +261,8 @@ func TestCapmoxStartNamesLogTail(t *testing.T) {
 		o    Options
 		name string
 	}{
-		{Options{Capmox: CapmoxV09, ports: taken}, "capmox-manager " + version(kube.CapmoxModule) + " (pid "},
-		{Options{CABPT: true, ports: taken}, "cabpt-manager " + version(kube.CABPTModule) + " (pid "},
+		{Options{Capmox: CapmoxV09, ports: taken}, "capmox-manager " + version(testenv.CapmoxModule) + " (pid "},
+		{Options{CABPT: true, ports: taken}, "cabpt-manager " + version(testenv.CABPTModule) + " (pid "},
 	} {
 		_, err := Start(cfg, tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), "address already in use") {

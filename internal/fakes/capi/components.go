@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // Capmox is a generation of the Proxmox provider (capmox) whose manager
@@ -13,12 +13,12 @@ import (
 type Capmox string
 
 const (
-	// CapmoxV09 is capmox kube.CapmoxModule (v0.9.0): API v1alpha2 stored,
+	// CapmoxV09 is capmox testenv.CapmoxModule (v0.9.0): API v1alpha2 stored,
 	// v1alpha1 still served through its conversion webhook, defaulting
 	// and validating webhooks for ProxmoxCluster, ProxmoxClusterTemplate,
 	// ProxmoxMachine and ProxmoxMachineTemplate.
 	CapmoxV09 Capmox = "v0.9"
-	// CapmoxV07 is capmox kube.CapmoxV07Module (v0.7.2): API v1alpha1 only,
+	// CapmoxV07 is capmox testenv.CapmoxV07Module (v0.7.2): API v1alpha1 only,
 	// validating webhooks for ProxmoxCluster and ProxmoxMachine.
 	CapmoxV07 Capmox = "v0.7"
 )
@@ -46,7 +46,7 @@ type component struct {
 
 var (
 	coreComponent = component{
-		name: "cluster-api", binary: "cluster-api-manager", dir: coreDir(), module: kube.CAPIModule,
+		name: "cluster-api", binary: "cluster-api-manager", dir: coreDir(), module: testenv.CAPIModule,
 		flags: func(webhookPort, healthPort int, certDir string) []string {
 			return []string{
 				fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-cert-dir=" + certDir, "--leader-elect=false",
@@ -55,7 +55,7 @@ var (
 		},
 	}
 	ipamComponent = component{
-		name: "ipam-in-cluster", binary: "ipam-manager", dir: coreDir(), module: kube.CAPIIPAMModule,
+		name: "ipam-in-cluster", binary: "ipam-manager", dir: coreDir(), module: testenv.CAPIIPAMModule,
 		flags: func(webhookPort, healthPort int, certDir string) []string {
 			return []string{
 				fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-cert-dir=" + certDir, "--leader-elect=false",
@@ -66,7 +66,7 @@ var (
 	// capmoxV09Component serves Cluster API's diagnostics flags (v1.12)
 	// instead of --metrics-bind-address.
 	capmoxV09Component = component{
-		name: "capmox", binary: "capmox-manager", dir: "capmox-" + version(kube.CapmoxModule), module: kube.CapmoxModule,
+		name: "capmox", binary: "capmox-manager", dir: "capmox-" + version(testenv.CapmoxModule), module: testenv.CapmoxModule,
 		fixedWebhookPort: capmoxWebhookPort, certDirFromTemp: true,
 		flags: func(_, healthPort int, _ string) []string {
 			return []string{
@@ -76,7 +76,7 @@ var (
 		},
 	}
 	capmoxV07Component = component{
-		name: "capmox", binary: "capmox-manager", dir: "capmox-" + version(kube.CapmoxV07Module), module: kube.CapmoxV07Module,
+		name: "capmox", binary: "capmox-manager", dir: "capmox-" + version(testenv.CapmoxV07Module), module: testenv.CapmoxV07Module,
 		fixedWebhookPort: capmoxWebhookPort, certDirFromTemp: true,
 		flags: func(_, healthPort int, _ string) []string {
 			return []string{
@@ -86,7 +86,7 @@ var (
 		},
 	}
 	cabptComponent = component{
-		name: "cabpt", binary: "cabpt-manager", dir: "cabpt-" + version(kube.CABPTModule), module: kube.CABPTModule,
+		name: "cabpt", binary: "cabpt-manager", dir: "cabpt-" + version(testenv.CABPTModule), module: testenv.CABPTModule,
 		flags: func(webhookPort, healthPort int, certDir string) []string {
 			return []string{
 				fmt.Sprintf("--webhook-port=%d", webhookPort), "--webhook-cert-dir=" + certDir,
@@ -100,7 +100,7 @@ var (
 // coreDir is the folder Cluster API core and the IPAM provider share:
 // <capi>-ipam<ipam>.
 func coreDir() string {
-	return version(kube.CAPIModule) + "-ipam" + version(kube.CAPIIPAMModule)
+	return version(testenv.CAPIModule) + "-ipam" + version(testenv.CAPIIPAMModule)
 }
 
 // capmoxComponent returns the component of generation g.

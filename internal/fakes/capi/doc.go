@@ -3,7 +3,7 @@
 // v0.7.2) and of the Talos bootstrap provider (CABPT) against a test API
 // server, the way envtest starts kube-apiserver and etcd: binaries built
 // once from the Go module proxy by hack/capi-assets.sh (versions: the
-// module constants of internal/fakes/kube), their CRDs and webhook
+// module constants of internal/testenv), their CRDs and webhook
 // configurations taken from the same modules' config folders, the webhooks
 // served with a certificate of a throwaway CA (internal/fakes/pki) and
 // called by the API server at 127.0.0.1.

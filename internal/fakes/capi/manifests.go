@@ -19,13 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // configDir returns the config folder of the component's module (the parent
-// of the CRD bases kube.ModuleCRDDir finds).
+// of the CRD bases testenv.ModuleCRDDir finds).
 func (c component) configDir() (string, error) {
-	bases, err := kube.ModuleCRDDir(c.module)
+	bases, err := testenv.ModuleCRDDir(c.module)
 	if err != nil {
 		return "", err
 	}

@@ -22,8 +22,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kubeovn"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
@@ -85,7 +86,7 @@ func (cl *cluster) addNodesAndDial(nodes []kubeovn.Node) {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	return startClusterOn(t, func(t testing.TB) (*rest.Config, ctrlclient.Client) {
-		return kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme()})
+		return testenv.StartAPIServer(t, testenv.APIServerOptions{Scheme: scheme()})
 	})
 }
 

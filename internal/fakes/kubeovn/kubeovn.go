@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 const (
@@ -117,7 +117,7 @@ func Start(cfg *rest.Config, o Options) (*KubeOVN, error) {
 			return nil, err
 		}
 	}
-	mod, err := kube.ModuleDir(kube.KubeOVNModule)
+	mod, err := testenv.ModuleDir(testenv.KubeOVNModule)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func Start(cfg *rest.Config, o Options) (*KubeOVN, error) {
 // and stops everything when t ends.
 func StartT(t testing.TB, cfg *rest.Config, o Options) *KubeOVN {
 	t.Helper()
-	return kube.StartFor(t, func() (*KubeOVN, error) { return Start(cfg, o) })
+	return testenv.StartFor(t, func() (*KubeOVN, error) { return Start(cfg, o) })
 }
 
 func (k *KubeOVN) start(mod string, o Options) error {
@@ -159,7 +159,7 @@ func (k *KubeOVN) start(mod string, o Options) error {
 	}
 	crds := filepath.Join(mod, crdFile)
 	if _, err := envtest.InstallCRDs(k.cfg, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
-		return fmt.Errorf("cannot install the CRDs of %s from %s: %w", kube.KubeOVNModule, crds, err)
+		return fmt.Errorf("cannot install the CRDs of %s from %s: %w", testenv.KubeOVNModule, crds, err)
 	}
 	if o.Webhook {
 		if err := k.startWebhook(mod); err != nil {
@@ -287,7 +287,7 @@ func waitLogged(p *capi.Manager, line string) error {
 
 // kubeOVNVersion is KubeOVNModule's version.
 func kubeOVNVersion() string {
-	_, v, _ := strings.Cut(kube.KubeOVNModule, "@")
+	_, v, _ := strings.Cut(testenv.KubeOVNModule, "@")
 	return v
 }
 
@@ -307,7 +307,7 @@ func FindAssets() (string, error) {
 // DefaultAssetsDir is where hack/kubeovn-assets.sh puts the binaries:
 // ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/kube-ovn/<version>.
 func DefaultAssetsDir() string {
-	return filepath.Join(kube.CacheRoot(), "kube-ovn", kubeOVNVersion())
+	return filepath.Join(testenv.CacheRoot(), "kube-ovn", kubeOVNVersion())
 }
 
 func executable(path string) error {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // TestKubeOVNSchemaWithoutMadeUpMinLengths pins what moduleSchema undoes: the
@@ -15,7 +15,7 @@ import (
 // schema does not have, and the schema the databases are created from has
 // none, with the maxLength and the version kept.
 func TestKubeOVNSchemaWithoutMadeUpMinLengths(t *testing.T) {
-	mod, err := kube.ModuleDir(kube.KubeOVNModule)
+	mod, err := testenv.ModuleDir(testenv.KubeOVNModule)
 	if err != nil {
 		t.Fatal(err)
 	}

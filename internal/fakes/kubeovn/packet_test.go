@@ -20,9 +20,9 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kubeovn"
 	"github.com/pxsubstrate/pxsubstrate/internal/ovnlab"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
@@ -82,7 +82,7 @@ func TestKubeOVNPacketThroughItsTopology(t *testing.T) {
 	if err := ovnlab.Check(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{Scheme: scheme(), CRDPaths: []string{filepath.FromSlash(nadCRDs)}})
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{Scheme: scheme(), CRDPaths: []string{filepath.FromSlash(nadCRDs)}})
 	k := kubeovn.StartT(t, cfg, kubeovn.Options{Webhook: true})
 	// The chassis come before the Nodes: kube-ovn-controller's node
 	// handler (Controller.UpdateChassisTag in pkg/controller/node.go) wants

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // TestKubeOVNStartNamesLogTail gives kube-ovn-controller a metrics port
 // another listener holds: Start fails naming the controller and the end of
 // its log, which says why.
 func TestKubeOVNStartNamesLogTail(t *testing.T) {
-	cfg, _ := kube.StartAPIServer(t, kube.APIServerOptions{})
+	cfg, _ := testenv.StartAPIServer(t, testenv.APIServerOptions{})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestKubeOVNMissingBinary(t *testing.T) {
 // TestKubeOVNStopRemovesEverything checks that Stop ends every process by
 // its id and removes the folder.
 func TestKubeOVNStopRemovesEverything(t *testing.T) {
-	cfg, _ := kube.StartAPIServer(t, kube.APIServerOptions{})
+	cfg, _ := testenv.StartAPIServer(t, testenv.APIServerOptions{})
 	k, err := Start(cfg, Options{Webhook: true})
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,9 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/nodeagent"
 	"github.com/pxsubstrate/pxsubstrate/internal/fakes/talosboot"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // networkConfig is shaped as capmox's network-config template writes it.
@@ -37,7 +37,7 @@ const networkConfig = `network:
 // addresses; registering again keeps one Node. The control: a
 // configuration naming another endpoint registers nothing on this server.
 func TestRegister(t *testing.T) {
-	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{})
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
 	endpoint, err := url.Parse(cfg.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ cluster:
 // with a new transition. A deleted Node is not brought back:
 // ErrNodeGone.
 func TestPostStatus(t *testing.T) {
-	cfg, c := kube.StartAPIServer(t, kube.APIServerOptions{})
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
 	endpoint, err := url.Parse(cfg.Host)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package kube_test
+package testenv_test
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // TestStartAPIServer starts a real kube-apiserver with a shared CRD set and
@@ -24,7 +25,7 @@ func TestStartAPIServer(t *testing.T) {
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	_, c := kube.StartAPIServer(t, kube.APIServerOptions{
+	_, c := testenv.StartAPIServer(t, testenv.APIServerOptions{
 		Scheme:       s,
 		UpstreamCRDs: []string{"capmox-v0.9.0"},
 		CAPI:         true,
@@ -61,8 +62,8 @@ func TestStartAPIServer(t *testing.T) {
 func TestFindAssets(t *testing.T) {
 	empty := t.TempDir()
 	t.Setenv("KUBEBUILDER_ASSETS", empty)
-	_, err := kube.FindAssets()
-	if !errors.Is(err, kube.ErrMissingAssets) || !strings.Contains(err.Error(), "run hack/test.sh or hack/kube-assets.sh to build them") ||
+	_, err := testenv.FindAssets()
+	if !errors.Is(err, testenv.ErrMissingAssets) || !strings.Contains(err.Error(), "run hack/test.sh or hack/kube-assets.sh to build them") ||
 		!strings.Contains(err.Error(), empty) {
 		t.Errorf("FindAssets() with an empty folder = %v; want ErrMissingAssets naming the folder and how to build", err)
 	}
@@ -71,34 +72,34 @@ func TestFindAssets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if dir, err := kube.FindAssets(); err != nil || dir != empty {
+	if dir, err := testenv.FindAssets(); err != nil || dir != empty {
 		t.Errorf("FindAssets() = %q, %v; want %q", dir, err, empty)
 	}
-	if _, err := kube.FindKubectl(); !errors.Is(err, kube.ErrMissingAssets) || !strings.Contains(err.Error(), "no executable kubectl in "+empty) {
+	if _, err := testenv.FindKubectl(); !errors.Is(err, testenv.ErrMissingAssets) || !strings.Contains(err.Error(), "no executable kubectl in "+empty) {
 		t.Errorf("FindKubectl() without kubectl = %v; want ErrMissingAssets naming kubectl and the folder", err)
 	}
 	kubectl := filepath.Join(empty, "kubectl")
 	if err := os.WriteFile(kubectl, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := kube.FindKubectl(); err != nil || got != kubectl {
+	if got, err := testenv.FindKubectl(); err != nil || got != kubectl {
 		t.Errorf("FindKubectl() = %q, %v; want %q", got, err, kubectl)
 	}
 	t.Setenv("KUBEBUILDER_ASSETS", "")
 	t.Setenv("PXSUBSTRATE_CACHE", "/cache-root")
-	if got, want := kube.DefaultAssetsDir(), "/cache-root/kube/1.37.2-etcd3.7.3"; got != want {
+	if got, want := testenv.DefaultAssetsDir(), "/cache-root/kube/1.37.2-etcd3.7.3"; got != want {
 		t.Errorf("DefaultAssetsDir() = %q, want %q", got, want)
 	}
 	t.Setenv("PXSUBSTRATE_CACHE", "")
 	t.Setenv("XDG_CACHE_HOME", "/xdg")
-	if got, want := kube.DefaultAssetsDir(), "/xdg/pxsubstrate/kube/1.37.2-etcd3.7.3"; got != want {
+	if got, want := testenv.DefaultAssetsDir(), "/xdg/pxsubstrate/kube/1.37.2-etcd3.7.3"; got != want {
 		t.Errorf("DefaultAssetsDir() = %q, want %q", got, want)
 	}
 }
 
 func TestUpstreamCRDDir(t *testing.T) {
 	for _, name := range []string{"capmox-v0.7.7", "capmox-v0.9.0", "kube-ovn-v1.15.24"} {
-		dir, err := kube.UpstreamCRDDir(name)
+		dir, err := testenv.UpstreamCRDDir(name)
 		if err != nil {
 			t.Fatalf("UpstreamCRDDir(%q): %v", name, err)
 		}
@@ -107,7 +108,7 @@ func TestUpstreamCRDDir(t *testing.T) {
 			t.Errorf("UpstreamCRDDir(%q) = %q holds no YAML", name, dir)
 		}
 	}
-	_, err := kube.UpstreamCRDDir("capmox-v0.0.0")
+	_, err := testenv.UpstreamCRDDir("capmox-v0.0.0")
 	if err == nil || !strings.Contains(err.Error(), `"capmox-v0.0.0"`) || !strings.Contains(err.Error(), "third_party/crds/README.md") {
 		t.Errorf("UpstreamCRDDir of a missing set: %v, want an error naming the set and the README", err)
 	}
@@ -116,7 +117,7 @@ func TestUpstreamCRDDir(t *testing.T) {
 // TestRepoRootFromElsewhere runs in a copy of this module's go.mod placed in
 // a folder with nothing beside it, as a clone anywhere would be.
 func TestRepoRootFromElsewhere(t *testing.T) {
-	root, err := kube.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +138,14 @@ func TestRepoRootFromElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(sub)
-	if got, err := kube.RepoRoot(); err != nil || got != clone {
+	if got, err := testenv.RepoRoot(); err != nil || got != clone {
 		t.Errorf("RepoRoot() from %s = %q, %v; want %q", sub, got, err, clone)
 	}
 }
 
 func TestModuleCRDDir(t *testing.T) {
-	for _, m := range []string{kube.CAPIModule, kube.CAPIIPAMModule} {
-		dir, err := kube.ModuleCRDDir(m)
+	for _, m := range []string{testenv.CAPIModule, testenv.CAPIIPAMModule} {
+		dir, err := testenv.ModuleCRDDir(m)
 		if err != nil {
 			t.Fatalf("ModuleCRDDir(%s): %v", m, err)
 		}
@@ -153,7 +154,7 @@ func TestModuleCRDDir(t *testing.T) {
 			t.Errorf("ModuleCRDDir(%s) = %s holds no YAML", m, dir)
 		}
 	}
-	if _, err := kube.ModuleCRDDir("sigs.k8s.io/cluster-api@v0.0.0-no-such"); err == nil {
+	if _, err := testenv.ModuleCRDDir("sigs.k8s.io/cluster-api@v0.0.0-no-such"); err == nil {
 		t.Error("ModuleCRDDir of a missing version must fail")
 	}
 }

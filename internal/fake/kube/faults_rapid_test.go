@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/kube"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 )
 
 // faultModel predicts what a client with Faults does, with rules that always
