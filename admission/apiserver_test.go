@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
 )
 
 // Labels and finalizers the API server tests put on stored objects.

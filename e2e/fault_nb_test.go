@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/ovnlab"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/ovnlab"
 )
 
 // nbLosses is how many times TestFaultNBLost loses the database (CI: 3;

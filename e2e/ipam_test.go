@@ -16,8 +16,8 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 

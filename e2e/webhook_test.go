@@ -23,8 +23,8 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
 )
 
 // webhook is the admission webhook of a controller under test: its serving

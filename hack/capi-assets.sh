@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the managers the tests start against the test API server
-# (internal/fakes/capi) from the Go module proxy into a cache folder outside
+# (internal/testenv/capi) from the Go module proxy into a cache folder outside
 # the checkout, once, and prints that folder. It holds one folder per build,
 # named after the versions in it:
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the kube-apiserver and etcd binaries that envtest starts, the
 # kubectl that end-to-end tests run scripts with, and the
-# kube-controller-manager whose garbage collector the lab (internal/lab)
+# kube-controller-manager whose garbage collector the lab (internal/testenv/lab)
 # runs, from the Go module proxy,
 # into a cache folder outside the checkout. A second run finds them and only
 # prints the folder.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Kube-OVN's controller and webhook, which the tests of
-# internal/fakes/kubeovn start against the test API server and a real OVN
+# internal/testenv/kubeovn start against the test API server and a real OVN
 # northbound and southbound database, from the Go module proxy into a cache
 # folder outside the checkout, once, and prints that folder:
 #

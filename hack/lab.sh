@@ -23,8 +23,8 @@ bin=$cache/lab-bin
 
 build() {
 	mkdir -p "$bin"
-	go build -o "$bin/labcmd" ./internal/labcmd
-	go build -o "$bin/pvefake" ./internal/fakes/pvefake
+	go build -o "$bin/lab" ./hack/cmd/lab
+	go build -o "$bin/pvelab" ./hack/cmd/pvelab
 	go build -o "$bin/proxmox-network-controller" ./cmd/proxmox-network-controller
 }
 
@@ -36,13 +36,13 @@ up)
 	PXSUBSTRATE_CAPI_ASSETS="$(hack/capi-assets.sh)"
 	export KUBEBUILDER_ASSETS PXSUBSTRATE_CAPI_ASSETS
 	build
-	exec "$bin/labcmd" up --dir "$dir" --proxmox-program "$bin/pvefake" \
+	exec "$bin/lab" up --dir "$dir" --proxmox-program "$bin/pvelab" \
 		--controller "$bin/proxmox-network-controller" "$@"
 	;;
 apply | status | env | down)
 	shift
-	[[ -x $bin/labcmd ]] || build
-	exec "$bin/labcmd" "$cmd" --dir "$dir" "$@"
+	[[ -x $bin/lab ]] || build
+	exec "$bin/lab" "$cmd" --dir "$dir" "$@"
 	;;
 *)
 	echo "usage: hack/lab.sh up [--capmox v0.9|v0.7] | apply FILE... | status [--wait DURATION] | env | down" >&2

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
 )
 
 func TestFactoryCA(t *testing.T) {

@@ -148,7 +148,7 @@ const (
 	DefaultZoneMTU = 1500
 	// GeneveOverhead is what the gateway MTU leaves for the Geneve overlay
 	// between chassis: Geneve over IPv4 takes 58 bytes with OVN's option
-	// (measured in internal/ovnlab), over IPv6 78, and 100 leaves room for
+	// (measured in internal/testenv/ovnlab), over IPv6 78, and 100 leaves room for
 	// both.
 	GeneveOverhead = 100
 	// MinGatewayMTU is IPv4's minimum MTU.

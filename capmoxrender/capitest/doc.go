@@ -1,7 +1,7 @@
 // Package capitest holds no code: its tests create every golden render
 // scenario of capmoxrender (both capmox generations) on a real
 // kube-apiserver with the real managers of Cluster API core and of the
-// Talos bootstrap provider (CABPT) running (internal/fakes/capi), so that
+// Talos bootstrap provider (CABPT) running (internal/testenv/capi), so that
 // Cluster API's and CABPT's own webhooks admit what we render (CABPT's
 // TalosConfig webhook judges each TalosConfig Cluster API clones from our
 // TalosConfigTemplate) and Cluster API's own controllers make the
@@ -10,7 +10,7 @@
 // capmox's CRDs are those of the capmox v0.9.0 module for v0.8+ and the
 // copy of v0.7.7 in third_party/crds for v0.7, with the contract labels
 // capmox's kustomization adds; no capmox manager runs here (the managers'
-// own tests are in internal/fakes/capi), so what capmox's webhooks would
+// own tests are in internal/testenv/capi), so what capmox's webhooks would
 // refuse in our renders is not tested here. Kamaji (KamajiControlPlane)
 // and Flux (HelmRelease) are not served by the Go module proxy: their
 // kinds get stand-in CRDs that accept anything and judge nothing

@@ -18,8 +18,8 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 )
 
 // server is one API server with Cluster API core running, for one capmox

@@ -31,7 +31,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
@@ -75,7 +75,7 @@ var unusedOnPurpose = map[string]string{
 	"patch events.k8s.io/events":                 "the event broadcaster patches an event into a series when the same event repeats within minutes",
 
 	// Pool HA acts only on Machines of pools rendered with proxmox.ha,
-	// which a network lifecycle has none of; internal/lab's TestHAPoolWorkers
+	// which a network lifecycle has none of; internal/testenv/lab's TestHAPoolWorkers
 	// runs that path with the real Cluster API and capmox, the controller
 	// impersonating this ServiceAccount under config/rbac's role.
 	"list cluster.x-k8s.io/machines":                      "pool HA lists a pool's Machines uncached (and informers list without WatchList)",

@@ -17,7 +17,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/admission"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
-	"github.com/pxsubstrate/pxsubstrate/internal/fakes/pki"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
 )
 
 // noNamespaces answers every namespace lookup with "no such namespace".

@@ -1,0 +1,249 @@
+// Package nodeagent does for a booted VM what its kubelet and the Proxmox
+// cloud controller manager do in a tenant cluster: it registers the Node at
+// the control-plane endpoint the VM's Talos configuration names, named after
+// the VM's hostname, with spec.providerID proxmox://<SMBIOS UUID> (the
+// spelling capmox writes on the ProxmoxMachine and the Proxmox CCM on the
+// Node), its addresses from the VM's network-config, and a Ready condition.
+// Cluster API then finds the Node by providerID and sets the Machine's
+// nodeRef. While the VM runs, its Agent posts the Node's status, so that a
+// VM that stops is seen, as a kubelet that stops is, by the node lifecycle
+// controller.
+//
+// It is not a kubelet: it runs no Pods, and it authenticates with the
+// credentials the test gives it instead of Talos's bootstrap token.
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/talosboot"
+)
+
+// ProviderIDPrefix is how capmox and the Proxmox CCM spell a VM's provider
+// ID: proxmox://<SMBIOS UUID>.
+const ProviderIDPrefix = "proxmox://"
+
+// ErrNoIdentity is a boot without the SMBIOS UUID (meta-data's
+// instance-id) or a hostname.
+var ErrNoIdentity = errors.New("the VM has no SMBIOS UUID or hostname to register with")
+
+// ErrUnresolved is an endpoint host the VM cannot resolve: it is neither an
+// address nor one of the configuration's extraHostEntries (the agent asks
+// no DNS server).
+var ErrUnresolved = errors.New("the control-plane endpoint's host does not resolve")
+
+// Register creates the Node of b, or updates it, on the API server at b's
+// control-plane endpoint: creds gives the credentials and the CA, its Host
+// is replaced by the endpoint, its host name resolved as Talos resolves it
+// from /etc/hosts (machine.network.extraHostEntries). A configuration
+// naming another endpoint registers elsewhere, or nowhere.
+func Register(ctx context.Context, b *talosboot.Boot, creds *rest.Config) (*corev1.Node, error) {
+	a, err := New(b, creds)
+	if err != nil {
+		return nil, err
+	}
+	return a.Register(ctx)
+}
+
+// Agent is the kubelet of one booted VM: it registers the VM's Node and
+// then posts its status, as the kubelet does every
+// nodeStatusUpdateFrequency while it runs.
+type Agent struct {
+	// Host is the API server the agent reaches (https://<address>:<port>).
+	Host  string
+	boot  *talosboot.Boot
+	nodes typedcorev1.NodeInterface
+}
+
+// New returns the agent of b, reaching the API server at b's control-plane
+// endpoint with creds (its Host replaced by the endpoint's resolved
+// address).
+func New(b *talosboot.Boot, creds *rest.Config) (*Agent, error) {
+	if b.Meta.InstanceID == "" || b.Hostname() == "" {
+		return nil, ErrNoIdentity
+	}
+	addr, err := Resolve(b)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(creds)
+	cfg.Host = "https://" + net.JoinHostPort(addr.String(), b.Endpoint.Port())
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{Host: cfg.Host, boot: b, nodes: cs.CoreV1().Nodes()}, nil
+}
+
+// Name is the agent's Node name: the VM's hostname.
+func (a *Agent) Name() string { return a.boot.Hostname() }
+
+// Register creates the agent's Node, or updates it, and reports it ready.
+func (a *Agent) Register(ctx context.Context) (*corev1.Node, error) {
+	want := node(a.boot)
+	got, err := a.nodes.Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = a.nodes.Get(ctx, want.Name, metav1.GetOptions{})
+		if err == nil {
+			got.Spec.ProviderID, got.Labels = want.Spec.ProviderID, want.Labels
+			got, err = a.nodes.Update(ctx, got, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot register node %s at %s: %w", want.Name, a.Host, err)
+	}
+	// The node lifecycle controller may taint or annotate the Node between
+	// the two writes: the status is written again on a conflict, as the
+	// kubelet's tryUpdateNodeStatus is retried.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := a.nodes.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status = want.Status
+		got, err = a.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot report node %s ready at %s: %w", want.Name, a.Host, err)
+	}
+	return got, nil
+}
+
+// ErrNodeGone is a heartbeat for a Node that no longer exists: the kubelet
+// registers a Node once, when it starts, and does not bring back one
+// deleted under it.
+var ErrNodeGone = errors.New("the node is gone")
+
+// PostStatus is one heartbeat: the Node's Ready condition becomes True
+// (KubeletReady) with lastHeartbeatTime now, its lastTransitionTime moved
+// only when the status changes, as the kubelet's ReadyCondition setter
+// (pkg/kubelet/nodestatus/setters.go) does. The node lifecycle controller
+// of kube-controller-manager reads a changed lastHeartbeatTime as a sign
+// of life; without one for its grace period it sets Ready to Unknown.
+func (a *Agent) PostStatus(ctx context.Context) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := a.nodes.Get(ctx, a.Name(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ErrNodeGone
+		}
+		if err != nil {
+			return err
+		}
+		now := metav1.NewTime(time.Now())
+		ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
+		found := false
+		for i, c := range n.Status.Conditions {
+			if c.Type != corev1.NodeReady {
+				continue
+			}
+			found = true
+			if c.Status == ready.Status {
+				ready.LastTransitionTime = c.LastTransitionTime
+			}
+			n.Status.Conditions[i] = ready
+		}
+		if !found {
+			n.Status.Conditions = append(n.Status.Conditions, ready)
+		}
+		_, err = a.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cannot post the status of node %s at %s: %w", a.Name(), a.Host, err)
+	}
+	return nil
+}
+
+func node(b *talosboot.Boot) *corev1.Node {
+	now := metav1.NewTime(time.Now())
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: b.Hostname(), Labels: map[string]string{
+			corev1.LabelHostname: b.Hostname(), corev1.LabelOSStable: "linux",
+		}},
+		Spec: corev1.NodeSpec{ProviderID: ProviderIDPrefix + b.Meta.InstanceID},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: b.Hostname()}},
+		},
+	}
+	if b.Meta.KubernetesVersion != "" {
+		n.Status.NodeInfo.KubeletVersion = b.Meta.KubernetesVersion
+	}
+	for _, a := range Addresses(b.NetworkConfig) {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+	}
+	return n
+}
+
+// Resolve returns the address of b's endpoint host: the host itself when
+// it is an address, else the address of the extraHostEntries entry that
+// names it.
+func Resolve(b *talosboot.Boot) (netip.Addr, error) {
+	host := b.Endpoint.Hostname()
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a, nil
+	}
+	if b.Config != nil && b.Config.Machine() != nil {
+		for _, h := range b.Config.Machine().Network().ExtraHosts() {
+			if a, err := netip.ParseAddr(h.IP()); err == nil && slices.Contains(h.Aliases(), host) {
+				return a, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("%w: %s is not in machine.network.extraHostEntries", ErrUnresolved, host)
+}
+
+// netplan is the part of capmox's network-config (netplan v2, under a
+// top-level network key) that names each interface's static addresses.
+type netplan struct {
+	Network struct {
+		Ethernets map[string]struct {
+			Addresses []string `json:"addresses"`
+		} `json:"ethernets"`
+	} `json:"network"`
+}
+
+// Addresses returns the static addresses of a network-config, without
+// their prefix lengths, in interface order; nil for none or a document
+// that is not netplan.
+func Addresses(networkConfig []byte) []netip.Addr {
+	var np netplan
+	if len(networkConfig) == 0 || yaml.Unmarshal(networkConfig, &np) != nil {
+		return nil
+	}
+	var names []string
+	eth := np.Network.Ethernets
+	for n := range eth {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []netip.Addr
+	for _, n := range names {
+		for _, a := range eth[n].Addresses {
+			if p, err := netip.ParsePrefix(a); err == nil {
+				out = append(out, p.Addr())
+			} else if ip, err := netip.ParseAddr(a); err == nil {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+package nodeagent_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/nodeagent"
+	"github.com/pxsubstrate/pxsubstrate/internal/fake/talosboot"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
+)
+
+// networkConfig is shaped as capmox's network-config template writes it.
+const networkConfig = `network:
+  version: 2
+  renderer: networkd
+  ethernets:
+    eth1:
+      addresses: ["10.20.0.31/24"]
+    eth0:
+      match: {macaddress: "BC:24:11:00:00:01"}
+      addresses: ["10.10.0.31/24", "fd00::31/64"]
+`
+
+// TestRegister: a booted VM registers its Node at the endpoint its Talos
+// configuration names, with proxmox://<uuid>, Ready and its static
+// addresses; registering again keeps one Node. The control: a
+// configuration naming another endpoint registers nothing on this server.
+func TestRegister(t *testing.T) {
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
+	endpoint, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := rest.CopyConfig(cfg)
+	creds.Host = "https://192.0.2.1:6443" // replaced by the boot's endpoint
+	b := &talosboot.Boot{Endpoint: endpoint, NetworkConfig: []byte(networkConfig),
+		Meta: talosboot.Meta{InstanceID: "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77", LocalHostname: "tenant-a-md0-x7k2p"}}
+	ctx := context.Background()
+	for range 2 {
+		if _, err := nodeagent.Register(ctx, b, creds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 1 {
+		t.Fatalf("%d nodes", len(nodes.Items))
+	}
+	n := nodes.Items[0]
+	var addrs []string
+	for _, a := range n.Status.Addresses {
+		addrs = append(addrs, string(a.Type)+"="+a.Address)
+	}
+	if n.Name != "tenant-a-md0-x7k2p" || n.Spec.ProviderID != "proxmox://4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77" ||
+		len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Status != corev1.ConditionTrue ||
+		!slices.Equal(addrs, []string{"Hostname=tenant-a-md0-x7k2p", "InternalIP=10.10.0.31", "InternalIP=fd00::31", "InternalIP=10.20.0.31"}) {
+		t.Errorf("node %s %s %v %v", n.Name, n.Spec.ProviderID, n.Status.Conditions, addrs)
+	}
+	other := *b
+	other.Meta.LocalHostname = "elsewhere"
+	other.Endpoint = &url.URL{Scheme: "https", Host: "127.0.0.1:1"}
+	if _, err := nodeagent.Register(ctx, &other, creds); err == nil {
+		t.Error("a configuration naming another endpoint registered")
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "elsewhere"}, &corev1.Node{}); err == nil {
+		t.Error("the node of another endpoint is on this server")
+	}
+	if _, err := nodeagent.Register(ctx, &talosboot.Boot{Endpoint: endpoint}, creds); err == nil {
+		t.Error("a boot without identity registered")
+	}
+}
+
+func TestAddresses(t *testing.T) {
+	got := nodeagent.Addresses([]byte(networkConfig))
+	want := []netip.Addr{netip.MustParseAddr("10.10.0.31"), netip.MustParseAddr("fd00::31"), netip.MustParseAddr("10.20.0.31")}
+	if !slices.Equal(got, want) {
+		t.Errorf("Addresses = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"", "[", "network: {ethernets: 3}", "ethernets: {eth0: {addresses: [10.0.0.1/24]}}"} {
+		if got := nodeagent.Addresses([]byte(bad)); got != nil {
+			t.Errorf("Addresses(%q) = %v", bad, got)
+		}
+	}
+}
+
+// TestResolve: an endpoint host is resolved as Talos resolves it from
+// /etc/hosts: an address stands for itself, a name takes the address of
+// the extraHostEntries entry whose aliases hold it, and a name no entry
+// holds (or a boot without configuration) is ErrUnresolved, since the
+// agent asks no DNS server.
+func TestResolve(t *testing.T) {
+	cfg, err := configloader.NewFromBytes([]byte(`version: v1alpha1
+machine:
+  type: worker
+  network:
+    extraHostEntries:
+      - ip: 192.0.2.9
+        aliases: [other.example]
+      - ip: 127.77.1.2
+        aliases: [kube.example, demo.tenant-demo.svc]
+cluster:
+  controlPlane:
+    endpoint: https://demo.tenant-demo.svc:6443
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		endpoint string
+		noConfig bool
+		want     string
+	}{
+		{endpoint: "https://demo.tenant-demo.svc:6443", want: "127.77.1.2"},
+		{endpoint: "https://other.example:6443", want: "192.0.2.9"},
+		{endpoint: "https://10.0.0.5:6443", want: "10.0.0.5"},
+		{endpoint: "https://[fd00::5]:6443", want: "fd00::5"},
+		{endpoint: "https://demo.tenant-demo.svc.cluster.local:6443"},
+		{endpoint: "https://demo.tenant-demo.svc:6443", noConfig: true},
+	} {
+		u, err := url.Parse(tc.endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &talosboot.Boot{Endpoint: u, Config: cfg}
+		if tc.noConfig {
+			b.Config = nil
+		}
+		got, err := nodeagent.Resolve(b)
+		switch {
+		case tc.want == "" && !errors.Is(err, nodeagent.ErrUnresolved):
+			t.Errorf("%s (config %v): got %v, %v; want ErrUnresolved", tc.endpoint, !tc.noConfig, got, err)
+		case tc.want != "" && (err != nil || got.String() != tc.want):
+			t.Errorf("%s: got %v, %v; want %s", tc.endpoint, got, err, tc.want)
+		}
+	}
+}
+
+// TestPostStatus: a heartbeat moves the Node's Ready lastHeartbeatTime on
+// and keeps its lastTransitionTime while it stays True; after the node
+// lifecycle controller set it Unknown, a heartbeat makes it True again
+// with a new transition. A deleted Node is not brought back:
+// ErrNodeGone.
+func TestPostStatus(t *testing.T) {
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
+	endpoint, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &talosboot.Boot{Endpoint: endpoint, NetworkConfig: []byte(networkConfig),
+		Meta: talosboot.Meta{InstanceID: "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77", LocalHostname: "tenant-a-md0-x7k2p"}}
+	ctx := context.Background()
+	a, err := nodeagent.New(b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := a.Register(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := func() corev1.NodeCondition {
+		t.Helper()
+		var got corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond
+			}
+		}
+		t.Fatalf("node %s has no Ready condition: %v", a.Name(), got.Status.Conditions)
+		return corev1.NodeCondition{}
+	}
+	first := ready()
+	time.Sleep(1100 * time.Millisecond) // the API keeps whole seconds
+	if err := a.PostStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	beat := ready()
+	if !beat.LastHeartbeatTime.After(first.LastHeartbeatTime.Time) || !beat.LastTransitionTime.Equal(&first.LastTransitionTime) || beat.Status != corev1.ConditionTrue {
+		t.Errorf("after a heartbeat: %+v, before: %+v", beat, first)
+	}
+	// What the node lifecycle controller writes when the heartbeats stop.
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+		Message: "Kubelet stopped posting node status.", LastHeartbeatTime: beat.LastHeartbeatTime, LastTransitionTime: beat.LastTransitionTime}}
+	var cur corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.Conditions = n.Status.Conditions
+	if err := c.Status().Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if err := a.PostStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if back := ready(); back.Status != corev1.ConditionTrue || back.Reason != "KubeletReady" || !back.LastTransitionTime.After(beat.LastTransitionTime.Time) {
+		t.Errorf("a heartbeat after Unknown: %+v", back)
+	}
+	if err := c.Delete(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostStatus(ctx); !errors.Is(err, nodeagent.ErrNodeGone) {
+		t.Errorf("a heartbeat for a deleted node: %v, want ErrNodeGone", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &corev1.Node{}); err == nil {
+		t.Error("a heartbeat brought back a deleted node")
+	}
+}

@@ -1,0 +1,365 @@
+package capi
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
+)
+
+const (
+	envAssets    = "PXSUBSTRATE_CAPI_ASSETS"
+	assetsHint   = "run hack/test.sh or hack/capi-assets.sh to build them"
+	readyTimeout = 3 * time.Minute
+	logTailLines = 30
+)
+
+// ErrMissingAssets says a manager binary cannot be found.
+var ErrMissingAssets = errors.New("Cluster API manager binaries are missing")
+
+// Options says which managers Start runs. At least one must be set.
+type Options struct {
+	// CAPI runs Cluster API core's manager (every core controller and
+	// webhook, and the conversion of cluster.x-k8s.io, ipam.cluster.x-k8s.io
+	// v1beta1 to v1beta2) after installing its CRDs.
+	CAPI bool
+	// IPAM runs the in-cluster IPAM provider's manager (InClusterIPPool and
+	// GlobalInClusterIPPool, their webhooks, and the controller that answers
+	// IPAddressClaims) after installing its CRDs. The claims' CRDs belong to
+	// Cluster API core: install them with testenv.APIServerOptions.CAPI or
+	// set CAPI too.
+	IPAM bool
+	// CABPT runs the Talos bootstrap provider's manager (the TalosConfig
+	// controller, the TalosConfig and TalosConfigTemplate webhooks and
+	// their conversion) after installing its CRDs. It needs Cluster API
+	// core's CRDs, as IPAM does.
+	CABPT bool
+	// Capmox runs the manager of that capmox generation after installing
+	// its CRDs; empty runs none. It needs the CRDs of Cluster API core and
+	// of the IPAM provider (testenv.APIServerOptions.CAPI and CAPIIPAM, or
+	// CAPI and IPAM here). capmox serves its webhooks on port 9443 of every
+	// address, which it cannot be told otherwise, so one capmox manager
+	// runs on the machine at a time: Start waits for the port's lock (a
+	// file of the temporary folder) that an earlier one holds until Stop.
+	// It never sees the test process's PROXMOX_* variables, so clusters
+	// reach Proxmox with their own credentialsRef Secret.
+	Capmox Capmox
+	// ports picks the managers' ports; nil means a free port of 127.0.0.1.
+	ports func() (int, error)
+	// assets is the assets root; empty means FindAssets.
+	assets string
+}
+
+// Managers are the running managers.
+type Managers struct {
+	// CAPI, IPAM, CABPT and Capmox are nil when not started.
+	CAPI, IPAM, CABPT, Capmox *Manager
+	dir                       string
+}
+
+// Start installs the CRDs and webhook configurations of the managers o asks
+// for on the API server of cfg and starts them with an administrator's
+// kubeconfig, each serving its webhooks on a port of 127.0.0.1 with a
+// certificate of a throwaway CA. It returns once every manager reports
+// ready and serves its webhooks; a manager that does not is stopped and
+// named with its log tail, and a missing binary is named with its path
+// (ErrMissingAssets).
+func Start(cfg *rest.Config, o Options) (*Managers, error) {
+	comps, err := o.components()
+	if err != nil {
+		return nil, err
+	}
+	if len(comps) == 0 {
+		return nil, errors.New("capi.Start: set Options.CAPI, IPAM, CABPT or Capmox")
+	}
+	root := o.assets
+	if root == "" {
+		if root, err = FindAssets(); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range comps {
+		if err := executable(c.path(root)); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "pxsubstrate-capi-")
+	if err != nil {
+		return nil, err
+	}
+	m := &Managers{dir: dir}
+	if err := m.start(cfg, o, comps, root); err != nil {
+		return nil, errors.Join(err, m.Stop())
+	}
+	return m, nil
+}
+
+// StartT is Start for one test: it fails t when a manager does not start
+// and stops the managers when t ends.
+func StartT(t testing.TB, cfg *rest.Config, o Options) *Managers {
+	t.Helper()
+	return testenv.StartFor(t, func() (*Managers, error) { return Start(cfg, o) })
+}
+
+func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root string) error {
+	ca, certPEM, keyPEM, err := pki.MakeLoopbackServer("pxsubstrate capi test CA")
+	if err != nil {
+		return err
+	}
+	certDir := filepath.Join(m.dir, "certs")
+	kubeconfig := filepath.Join(m.dir, "kubeconfig")
+	if err := writeFiles(certDir, certPEM, keyPEM); err != nil {
+		return err
+	}
+	if err := WriteKubeconfig(kubeconfig, cfg); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	if o.ports == nil {
+		o.ports = FreePort
+	}
+	r := runner{
+		cfg: cfg, c: c, assets: root, kubeconfig: kubeconfig, certDir: certDir,
+		certPEM: certPEM, keyPEM: keyPEM, caPEM: ca.PEM, ports: o.ports,
+	}
+	for _, comp := range comps {
+		mgr, err := m.run(r, comp)
+		if err != nil {
+			return err
+		}
+		switch comp.name {
+		case coreComponent.name:
+			m.CAPI = mgr
+		case ipamComponent.name:
+			m.IPAM = mgr
+		case cabptComponent.name:
+			m.CABPT = mgr
+		default:
+			m.Capmox = mgr
+		}
+	}
+	return nil
+}
+
+// runner is what starting a manager needs.
+type runner struct {
+	cfg                         *rest.Config
+	c                           client.Client
+	assets, kubeconfig, certDir string
+	certPEM, keyPEM, caPEM      []byte
+	ports                       func() (int, error)
+}
+
+// run installs comp's manifests for a webhook port and starts its manager
+// there. A fixed port is locked first and stays locked until the manager
+// has stopped.
+func (m *Managers) run(r runner, comp component) (*Manager, error) {
+	webhookPort, release, err := comp.fixedWebhookPort, func() {}, error(nil)
+	if webhookPort != 0 {
+		if release, err = lockPort(webhookPort, portLockTimeout); err != nil {
+			return nil, fmt.Errorf("cannot start %s: %w", comp.title(), err)
+		}
+	} else if webhookPort, err = r.ports(); err != nil {
+		return nil, err
+	}
+	mgr, err := m.launch(r, comp, webhookPort)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	mgr.release = release
+	if err := mgr.waitReady(webhookPort, mgr.healthPort, r.caPEM); err != nil {
+		if mgr.Exited() {
+			// err already holds the log tail Stop would repeat.
+			mgr.releaseIfExited()
+			return nil, err
+		}
+		return nil, errors.Join(err, mgr.Stop())
+	}
+	return mgr, nil
+}
+
+// launch installs comp's manifests for webhookPort and starts its process.
+func (m *Managers) launch(r runner, comp component, webhookPort int) (*Manager, error) {
+	healthPort, err := r.ports()
+	if err != nil {
+		return nil, err
+	}
+	base := fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
+	if err := install(r.cfg, r.c, comp, base, r.caPEM); err != nil {
+		return nil, err
+	}
+	env := []string{"KUBECONFIG=" + r.kubeconfig}
+	if comp.certDirFromTemp {
+		tmp := filepath.Join(m.dir, comp.dir+"-tmp")
+		if err := writeFiles(filepath.Join(tmp, "k8s-webhook-server", "serving-certs"), r.certPEM, r.keyPEM); err != nil {
+			return nil, err
+		}
+		env = append(env, "TMPDIR="+tmp)
+	}
+	args := comp.flags(webhookPort, healthPort, r.certDir)
+	mgr, err := StartProcess(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
+	if err != nil {
+		return nil, err
+	}
+	mgr.healthPort = healthPort
+	return mgr, nil
+}
+
+// install creates or updates comp's CRDs (waiting until they are served) and
+// its webhook configurations.
+func install(cfg *rest.Config, c client.Client, comp component, base string, caPEM []byte) error {
+	crds, err := comp.crds(base, caPEM)
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return fmt.Errorf("cannot install the CRDs of %s: %w", comp.module, err)
+	}
+	objs, err := comp.webhookConfigs(base, caPEM)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := CreateOrReplace(c, o); err != nil {
+			return fmt.Errorf("cannot install %s of %s: %w", o.GetName(), comp.module, err)
+		}
+	}
+	return nil
+}
+
+// CreateOrReplace creates o, or replaces the object of its name with it.
+func CreateOrReplace(c client.Client, o client.Object) error {
+	ctx := context.Background()
+	err := c.Create(ctx, o)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	old := o.DeepCopyObject().(client.Object)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o), old); err != nil {
+		return err
+	}
+	o.SetResourceVersion(old.GetResourceVersion())
+	return c.Update(ctx, o)
+}
+
+// Stop stops every started manager by its process id, in the reverse
+// order of their start, and removes the managers' folder (certificates,
+// kubeconfig, logs).
+func (m *Managers) Stop() error {
+	var errs []error
+	for _, mgr := range []*Manager{m.Capmox, m.CABPT, m.IPAM, m.CAPI} {
+		if mgr != nil {
+			errs = append(errs, mgr.Stop())
+		}
+	}
+	errs = append(errs, os.RemoveAll(m.dir))
+	return errors.Join(errs...)
+}
+
+// FindAssets returns the folder hack/capi-assets.sh builds the managers
+// into (one folder per build inside it): $PXSUBSTRATE_CAPI_ASSETS when
+// set, else DefaultAssetsDir. Start checks the binaries it needs.
+func FindAssets() (string, error) {
+	dir := os.Getenv(envAssets)
+	if dir == "" {
+		dir = DefaultAssetsDir()
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w: no folder %s (%s)", ErrMissingAssets, dir, assetsHint)
+	}
+	return dir, nil
+}
+
+// DefaultAssetsDir is where hack/capi-assets.sh puts the binaries:
+// ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/capi,
+// holding <capi>-ipam<ipam>/{cluster-api-manager,ipam-manager},
+// capmox-<version>/capmox-manager and cabpt-<version>/cabpt-manager.
+func DefaultAssetsDir() string {
+	return filepath.Join(testenv.CacheRoot(), "capi")
+}
+
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: no executable %s (%s)", ErrMissingAssets, path, assetsHint)
+	}
+	return nil
+}
+
+// FreePort returns a port of 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func writeFiles(dir string, certPEM, keyPEM []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600)
+}
+
+// WriteKubeconfig writes cfg (the envtest administrator) as a kubeconfig
+// file at path, for a process started next to the test API server.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
+	}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	kc.CurrentContext = "test"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// Serving says whether a manager answers /readyz on healthPort and serves
+// TLS on webhookPort with a certificate caPEM signed.
+func Serving(webhookPort, healthPort int, caPEM []byte) bool {
+	hc := http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
+		fmt.Sprintf("127.0.0.1:%d", webhookPort), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
