@@ -253,7 +253,7 @@ func checkClaimWaits(t *testing.T, c client.Client, provider *capi.Manager, ns, 
 		}
 		taken := slices.Contains(u.GetFinalizers(), releaseAddress)
 		logged := false
-		for _, line := range strings.Split(provider.Log(), "\n") {
+		for _, line := range strings.Split(provider.ReadOutput(), "\n") {
 			logged = logged || strings.Contains(line, name) && strings.Contains(line, noAddress)
 		}
 		return taken && logged, fmt.Sprintf("finalizers %v, provider logged %q for it: %v", u.GetFinalizers(), noAddress, logged)

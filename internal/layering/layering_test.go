@@ -87,6 +87,18 @@ func TestVNetNamesStandardLibraryOnly(t *testing.T) {
 	}
 }
 
+// TestTestprocStandardLibraryOnly: the process supervisor the public test
+// kits start their servers with (ovngatewaytest's ovsdb-server) pulls in
+// nothing outside the standard library, so those kits gain no dependency
+// through it.
+func TestTestprocStandardLibraryOnly(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/testproc") {
+		if p != module+"/testproc" {
+			t.Errorf("testproc must import only the standard library, but it pulls in %s", p)
+		}
+	}
+}
+
 // TestNICRulesStandardLibraryOnly: the bridge and VLAN rules that render
 // and admission share (api/capmox) pull in nothing outside the standard
 // library, so admission gains no dependency through them.

@@ -23,13 +23,13 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 const (
 	envAssets    = "PXSUBSTRATE_CAPI_ASSETS"
 	assetsHint   = "run hack/test.sh or hack/capi-assets.sh to build them"
 	readyTimeout = 3 * time.Minute
-	logTailLines = 30
 )
 
 // ErrMissingAssets says a manager binary cannot be found.
@@ -137,7 +137,7 @@ func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root st
 		return err
 	}
 	if o.ports == nil {
-		o.ports = FreePort
+		o.ports = testproc.FreePort
 	}
 	r := runner{
 		cfg: cfg, c: c, assets: root, kubeconfig: kubeconfig, certDir: certDir,
@@ -189,13 +189,10 @@ func (m *Managers) run(r runner, comp component) (*Manager, error) {
 		return nil, err
 	}
 	mgr.release = release
-	if err := mgr.waitReady(webhookPort, mgr.healthPort, r.caPEM); err != nil {
-		if mgr.Exited() {
-			// err already holds the log tail Stop would repeat.
-			mgr.releaseIfExited()
-			return nil, err
-		}
-		return nil, errors.Join(err, mgr.Stop())
+	if err := mgr.Start(); err != nil {
+		// A manager that was not ready is killed: nothing holds the port.
+		mgr.releaseIfExited()
+		return nil, err
 	}
 	return mgr, nil
 }
@@ -219,12 +216,14 @@ func (m *Managers) launch(r runner, comp component, webhookPort int) (*Manager, 
 		env = append(env, "TMPDIR="+tmp)
 	}
 	args := comp.flags(webhookPort, healthPort, r.certDir)
-	mgr, err := StartProcess(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
-	if err != nil {
-		return nil, err
+	p := Process(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
+	p.Ready = func() error {
+		if !Serving(webhookPort, healthPort, r.caPEM) {
+			return fmt.Errorf("no /readyz on port %d or no webhook on port %d", healthPort, webhookPort)
+		}
+		return nil
 	}
-	mgr.healthPort = healthPort
-	return mgr, nil
+	return &Manager{Process: p}, nil
 }
 
 // install creates or updates comp's CRDs (waiting until they are served) and
@@ -306,16 +305,6 @@ func executable(path string) error {
 		return fmt.Errorf("%w: no executable %s (%s)", ErrMissingAssets, path, assetsHint)
 	}
 	return nil
-}
-
-// FreePort returns a port of 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func writeFiles(dir string, certPEM, keyPEM []byte) error {

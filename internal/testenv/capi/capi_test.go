@@ -20,6 +20,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // The envtest machinery logs through controller-runtime; tests read errors
@@ -111,7 +112,7 @@ func TestStartNamesLogTail(t *testing.T) {
 		if calls == 1 {
 			return taken, nil
 		}
-		return FreePort()
+		return testproc.FreePort()
 	}
 	_, err = Start(cfg, Options{IPAM: true, ports: ports})
 	if err == nil || !strings.Contains(err.Error(), "ipam-manager "+version(testenv.CAPIIPAMModule)+" (pid ") || !strings.Contains(err.Error(), "address already in use") {

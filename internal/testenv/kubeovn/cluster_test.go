@@ -203,7 +203,7 @@ func (cl *cluster) eventually(timeout time.Duration, what string, cond func() (b
 			return
 		}
 		if time.Now().After(deadline) {
-			cl.t.Fatalf("%s: not within %s: %s\nkube-ovn-controller:\n%s", what, timeout, msg, cl.k.Controller().LogTail(30))
+			cl.t.Fatalf("%s: not within %s: %s\nkube-ovn-controller:\n%s", what, timeout, msg, cl.k.Controller().Tail(30))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

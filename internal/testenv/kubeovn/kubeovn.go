@@ -8,20 +8,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 const (
-	envAssets    = "PXSUBSTRATE_KUBEOVN_ASSETS"
-	assetsHint   = "run hack/test.sh or hack/kubeovn-assets.sh to build them"
-	readyTimeout = 3 * time.Minute
-	logTailLines = 40
+	envAssets  = "PXSUBSTRATE_KUBEOVN_ASSETS"
+	assetsHint = "run hack/test.sh or hack/kubeovn-assets.sh to build them"
 
 	// ControllerBinary is the name hack/kubeovn-assets.sh builds
 	// ./cmd/controller under.
@@ -86,9 +84,9 @@ type KubeOVN struct {
 	// NB and SB are the OVN databases kube-ovn-controller uses.
 	NB, SB *DB
 	// Webhook is kube-ovn-webhook; nil when not started.
-	Webhook *capi.Manager
+	Webhook *testproc.Process
 
-	controller  *capi.Manager
+	controller  *testproc.Process
 	cfg         *rest.Config
 	dir, assets string
 	kubeconfig  string
@@ -170,7 +168,7 @@ func (k *KubeOVN) start(mod string, o Options) error {
 		return fmt.Errorf("kube-ovn-controller creates its log file in %s before anything else, and that folder cannot be made: %w", logDir, err)
 	}
 	if o.ports == nil {
-		o.ports = capi.FreePort
+		o.ports = testproc.FreePort
 	}
 	if k.metricsPort, err = o.ports(); err != nil {
 		return err
@@ -179,7 +177,7 @@ func (k *KubeOVN) start(mod string, o Options) error {
 }
 
 // Controller is the running kube-ovn-controller process.
-func (k *KubeOVN) Controller() *capi.Manager { return k.controller }
+func (k *KubeOVN) Controller() *testproc.Process { return k.controller }
 
 // PodName is the name the running controller has (POD_NAME): each start
 // is a new pod, as a Deployment's restart makes one.
@@ -194,12 +192,13 @@ func (k *KubeOVN) startController() error {
 		"KUBECONFIG=" + k.kubeconfig, "ENABLE_SSL=false", "POD_NAME=" + k.PodName(), "POD_NAMESPACE=" + Namespace, "KUBE_NAMESPACE=" + Namespace,
 		"KUBE_NODE_NAME=", "OVN_DB_IPS=127.0.0.1", "POD_IP=127.0.0.1", "POD_IPS=127.0.0.1", "ENABLE_BIND_LOCAL_IP=true",
 	}
-	proc, err := capi.StartProcess(ControllerBinary, filepath.Join(k.assets, ControllerBinary), k.controllerFlags(), env, log)
-	if err != nil {
+	p := capi.Process(ControllerBinary, filepath.Join(k.assets, ControllerBinary), k.controllerFlags(), env, log)
+	p.Ready = p.Logged(controllerReady)
+	if err := p.Start(); err != nil {
 		return err
 	}
-	k.controller = proc
-	return waitLogged(proc, controllerReady)
+	k.controller = p
+	return nil
 }
 
 // controllerFlags are the module chart's arguments with its defaults
@@ -247,7 +246,7 @@ func (k *KubeOVN) Stop() error { return k.stop(true) }
 
 func (k *KubeOVN) stop(reportExited bool) error {
 	var errs []error
-	for _, p := range []*capi.Manager{k.controller, k.Webhook} {
+	for _, p := range []*testproc.Process{k.controller, k.Webhook} {
 		if p != nil && (reportExited || !p.Exited()) {
 			errs = append(errs, p.Stop())
 		}
@@ -263,26 +262,6 @@ func (k *KubeOVN) stop(reportExited bool) error {
 	}
 	errs = append(errs, os.RemoveAll(k.dir))
 	return errors.Join(errs...)
-}
-
-// waitLogged waits until the process has written line, and names it with
-// its log tail when it exits or does not within readyTimeout.
-func waitLogged(p *capi.Manager, line string) error {
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		if strings.Contains(p.Log(), line) {
-			return nil
-		}
-		if p.Exited() {
-			return fmt.Errorf("%s (pid %d) exited before it logged %q; the last lines of its log:\n%s",
-				ControllerBinary, p.Pid(), line, p.LogTail(logTailLines))
-		}
-		if time.Now().After(deadline) {
-			return errors.Join(fmt.Errorf("%s (pid %d) did not log %q within %s; the last lines of its log:\n%s",
-				ControllerBinary, p.Pid(), line, readyTimeout, p.LogTail(logTailLines)), p.Stop())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // kubeOVNVersion is KubeOVNModule's version.

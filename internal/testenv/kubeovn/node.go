@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/kubegateway"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // Node is a node of the cluster as Kube-OVN's controller sees it.
@@ -80,7 +81,11 @@ func (k *KubeOVN) RemoveNode(ctx context.Context, c client.Client, n Node) error
 
 // sbctl runs ovn-sbctl against the southbound database.
 func (k *KubeOVN) sbctl(args ...string) error {
-	out, err := exec.Command(binary("ovn-sbctl"), append([]string{"--db=" + k.SB.Unix}, args...)...).CombinedOutput()
+	sbctl, err := testproc.Find("ovn-sbctl")
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command(sbctl, append([]string{"--db=" + k.SB.Unix}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ovn-sbctl %v: %w: %s", args, err, out)
 	}

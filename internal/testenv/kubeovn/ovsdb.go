@@ -5,21 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"time"
 
-	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
-
-const dbStartTimeout = 20 * time.Second
-
-// sbinDir is where Debian installs ovsdb-server, often outside a user's PATH.
-const sbinDir = "/usr/sbin"
 
 // DB is a standalone ovsdb-server serving one OVN database, created by
 // ovsdb-tool from the schema Kube-OVN's own libovsdb model was generated
@@ -33,8 +25,7 @@ type DB struct {
 	Addr string
 	// Unix is the endpoint of its unix socket (unix:path).
 	Unix string
-	proc *capi.Manager
-	file string
+	proc *testproc.OVSDB
 }
 
 // database describes one of the two OVN databases.
@@ -110,78 +101,35 @@ func withoutMinLengths(schema []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// startDB creates d in dir with schema and starts ovsdb-server on it.
+// startDB creates d in dir with schema, starts ovsdb-server on it and
+// inserts the database's global row.
 func startDB(dir string, d database, schema []byte) (*DB, error) {
-	for _, bin := range []string{"ovsdb-server", "ovsdb-tool", "ovsdb-client"} {
-		if _, err := exec.LookPath(binary(bin)); err != nil {
-			return nil, fmt.Errorf("%s not found: run hack/test.sh, which installs ovn-central, or `apt-get install ovn-central`", bin)
-		}
+	client, err := testproc.Find("ovsdb-client")
+	if err != nil {
+		return nil, fmt.Errorf("ovsdb-client not found: run hack/test.sh, which installs ovn-central, or `apt-get install ovn-central`")
 	}
-	schemaFile := filepath.Join(dir, d.file+".ovsschema")
-	dbFile := filepath.Join(dir, d.file+".db")
-	if err := os.WriteFile(schemaFile, schema, 0o600); err != nil {
-		return nil, err
-	}
-	if out, err := exec.Command(binary("ovsdb-tool"), "create", dbFile, schemaFile).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("cannot create %s: %w: %s", d.name, err, out)
-	}
-	port, err := capi.FreePort()
+	s, err := testproc.StartOVSDB(testproc.OVSDBOptions{Name: "ovsdb-server (" + d.name + ")", Dir: dir, File: d.file,
+		SchemaJSON: schema, Unix: true, TCP: true})
 	if err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(dir, d.file+".sock")
-	args := []string{
-		"--remote=ptcp:" + strconv.Itoa(port) + ":127.0.0.1", "--remote=punix:" + sock,
-		"--unixctl=" + filepath.Join(dir, d.file+".ctl"), dbFile,
-	}
-	proc, err := capi.StartProcess("ovsdb-server ("+d.name+")", binary("ovsdb-server"), args, nil, filepath.Join(dir, d.file+".log"))
-	if err != nil {
-		return nil, err
-	}
-	db := &DB{Name: d.name, Addr: "tcp:127.0.0.1:" + strconv.Itoa(port), Unix: "unix:" + sock, proc: proc, file: dbFile}
-	if err := db.waitListening(port); err != nil {
-		return nil, errors.Join(err, proc.Stop())
-	}
+	db := &DB{Name: d.name, Addr: s.TCPEndpoint(), Unix: s.UnixEndpoint(), proc: s}
 	insert := fmt.Sprintf(`[%q,{"op":"insert","table":%q,"row":{}}]`, d.name, d.global)
-	if out, err := exec.Command(binary("ovsdb-client"), "transact", db.Unix, insert).CombinedOutput(); err != nil {
-		return nil, errors.Join(fmt.Errorf("cannot insert the %s row: %w: %s", d.global, err, out), proc.Stop())
+	if out, err := exec.Command(client, "transact", db.Unix, insert).CombinedOutput(); err != nil {
+		return nil, errors.Join(fmt.Errorf("cannot insert the %s row: %w: %s", d.global, err, out), s.Stop())
 	}
 	return db, nil
 }
 
-func (db *DB) waitListening(port int) error {
-	deadline := time.Now().Add(dbStartTimeout)
-	for {
-		if db.proc.Exited() {
-			return fmt.Errorf("ovsdb-server (%s) exited at start; the last lines of its log:\n%s", db.Name, db.proc.LogTail(logTailLines))
-		}
-		if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second); err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ovsdb-server (%s) did not listen within %s; the last lines of its log:\n%s", db.Name, dbStartTimeout, db.proc.LogTail(logTailLines))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // Stop stops the server by its process id.
 func (db *DB) Stop() error { return db.proc.Stop() }
-
-func binary(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	return filepath.Join(sbinDir, name)
-}
 
 // Commits counts the write transactions the server has committed to its
 // database file since it created it: a standalone ovsdb-server appends one
 // record to the file for each transaction that changed something (and
 // rewrites the file when it compacts it, which makes the count drop).
 func (db *DB) Commits() (int, error) {
-	data, err := os.ReadFile(db.file)
+	data, err := os.ReadFile(db.proc.DB)
 	if err != nil {
 		return 0, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest/nbmodel"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 
@@ -414,12 +415,12 @@ func checkVersions(t *testing.T, k *kubeovn.KubeOVN) {
 // and a cr- port is none. It was logged once in six runs, by the standby.
 func checkQuietLogs(t *testing.T, lab *ovnlab.Lab) {
 	t.Helper()
-	daemons := []*ovnlab.Daemon{lab.Northd}
+	daemons := []*testproc.Process{lab.Northd}
 	for _, ch := range lab.Chassis {
 		daemons = append(daemons, ch.Controller)
 	}
 	for _, d := range daemons {
-		b, err := os.ReadFile(d.Log)
+		b, err := os.ReadFile(d.Logs[0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package kubeovn
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pki"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 const (
@@ -48,11 +48,11 @@ func (k *KubeOVN) startWebhook(mod string) error {
 			return err
 		}
 	}
-	port, err := capi.FreePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return err
 	}
-	healthPort, err := capi.FreePort()
+	healthPort, err := testproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -62,12 +62,18 @@ func (k *KubeOVN) startWebhook(mod string) error {
 	env := []string{"KUBECONFIG=" + k.kubeconfig, "POD_IP=127.0.0.1", "POD_NAME=" + webhookPodName, "POD_NAMESPACE=" + Namespace}
 	args := []string{"--port=" + strconv.Itoa(port), "--health-probe-port=" + strconv.Itoa(healthPort)}
 	// The multi-call binary runs the webhook when its name is kube-ovn-webhook.
-	proc, err := capi.StartProcess(WebhookBinary, filepath.Join(k.assets, WebhookBinary), args, env, filepath.Join(k.dir, WebhookBinary+".log"))
-	if err != nil {
+	p := capi.Process(WebhookBinary, filepath.Join(k.assets, WebhookBinary), args, env, filepath.Join(k.dir, WebhookBinary+".log"))
+	p.Ready = func() error {
+		if !capi.Serving(port, healthPort, ca.PEM) {
+			return fmt.Errorf("no /readyz on port %d or no webhook on port %d", healthPort, port)
+		}
+		return nil
+	}
+	if err := p.Start(); err != nil {
 		return err
 	}
-	k.Webhook = proc
-	return waitServing(proc, port, healthPort, ca.PEM)
+	k.Webhook = p
+	return nil
 }
 
 // installWebhookConfig creates (or replaces) the module's
@@ -114,23 +120,6 @@ func installWebhookConfig(k *KubeOVN, file string, port int, caPEM []byte) error
 		if err := capi.CreateOrReplace(c, v); err != nil {
 			return fmt.Errorf("cannot install %s: %w", v.Name, err)
 		}
-	}
-	return nil
-}
-
-// waitServing waits until the webhook answers /readyz and serves TLS with
-// the test CA's certificate.
-func waitServing(p *capi.Manager, port, healthPort int, caPEM []byte) error {
-	deadline := time.Now().Add(readyTimeout)
-	for !capi.Serving(port, healthPort, caPEM) {
-		if p.Exited() {
-			return fmt.Errorf("%s (pid %d) exited before it was ready; the last lines of its log:\n%s", WebhookBinary, p.Pid(), p.LogTail(logTailLines))
-		}
-		if time.Now().After(deadline) {
-			return errors.Join(fmt.Errorf("%s (pid %d) not ready after %s; the last lines of its log:\n%s",
-				WebhookBinary, p.Pid(), readyTimeout, p.LogTail(logTailLines)), p.Stop())
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	return nil
 }

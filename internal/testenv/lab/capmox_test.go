@@ -64,7 +64,7 @@ func workersRun(t *testing.T, gen capi.Capmox) {
 		}
 		if time.Now().After(deadline) {
 			for name, m := range map[string]*capi.Manager{"capmox": l.Managers.Capmox, "cabpt": l.Managers.CABPT} {
-				t.Logf("--- %s:\n%s", name, m.LogTail(25))
+				t.Logf("--- %s:\n%s", name, m.Tail(25))
 			}
 			pc := &unstructured.Unstructured{}
 			pc.SetAPIVersion(l.InfrastructureAPIVersion())
@@ -221,10 +221,10 @@ func TestCapmoxPrivileges(t *testing.T) {
 				starts++
 			}
 		}
-		log := l.Managers.Capmox.Log()
+		log := l.Managers.Capmox.ReadOutput()
 		return starts >= 2 && len(denied) == starts &&
 				strings.Contains(log, "not authorized to access endpoint") && strings.Contains(log, "unable to start the virtual machine"),
-			fmt.Sprintf("denied %v\n%s", denied, l.Managers.Capmox.LogTail(20))
+			fmt.Sprintf("denied %v\n%s", denied, l.Managers.Capmox.Tail(20))
 	})
 	eventually(t, time.Minute, "capmox marks the ProxmoxMachines provisioned with their VMs stopped", func() (bool, string) {
 		msgs := machineMessages(t, l)
@@ -249,7 +249,7 @@ func TestCapmoxPrivileges(t *testing.T) {
 	})
 	var secrets corev1.SecretList
 	must(t, l.Client.List(ctx, &secrets, client.InNamespace("tenant-demo")))
-	log := l.Managers.Capmox.Log()
+	log := l.Managers.Capmox.ReadOutput()
 	for _, s := range secrets.Items {
 		if v := s.Data["secret"]; len(v) > 0 && strings.Contains(log, string(v)) {
 			t.Errorf("capmox logged the token secret of %s", s.Name)
@@ -295,7 +295,7 @@ func startLabWith(t *testing.T, o lab.Options) *lab.Lab {
 	// Cleanups run last first: this one before the lab stops.
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("capmox's log, the last lines about VM ids, clones and errors:\n%s", capmoxClues(l.Managers.Capmox.Log(), 60))
+			t.Logf("capmox's log, the last lines about VM ids, clones and errors:\n%s", capmoxClues(l.Managers.Capmox.ReadOutput(), 60))
 		}
 	})
 	return l

@@ -159,7 +159,7 @@ func TestHAPoolWorkers(t *testing.T) {
 	if len(workerVMs(t, l)) != 2 || stuck.GetDeletionTimestamp() == nil {
 		t.Fatalf("the VM of Machine %s went although it is HA-managed", stuck.GetName())
 	}
-	if log := l.Managers.Capmox.Log(); !strings.Contains(log, "used in HA resources and purge parameter not set") {
+	if log := l.Managers.Capmox.ReadOutput(); !strings.Contains(log, "used in HA resources and purge parameter not set") {
 		t.Errorf("capmox's log does not show qemu-server's refusal; its tail:\n%s", tail(log, 20))
 	}
 	t.Logf("without the hook, Machine %s stays in Deleting for 30 s: qemu-server refuses to destroy its HA-managed VM", stuck.GetName())

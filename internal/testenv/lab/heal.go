@@ -3,7 +3,6 @@ package lab
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
@@ -27,18 +26,10 @@ func (l *Lab) startNodeLifecycle(grace time.Duration) error {
 	if grace > 0 {
 		args = append(args, "--node-monitor-grace-period="+grace.String(), "--node-monitor-period="+statusFrequency(grace).String())
 	}
-	m, err := capi.StartProcess("kube-controller-manager", bin, args, nil, filepath.Join(l.Dir, "node-lifecycle.log"))
-	if err != nil {
+	m := capi.Process("kube-controller-manager", bin, args, nil, filepath.Join(l.Dir, "node-lifecycle.log"))
+	m.Ready = m.Logged(nodeLifecycleStarted)
+	if err := l.startProgram(m); err != nil {
 		return err
-	}
-	l.Processes = append(l.Processes, m)
-	l.stops = append(l.stops, m.Stop)
-	deadline := time.Now().Add(programReadyTimeout)
-	for !strings.Contains(m.Log(), nodeLifecycleStarted) {
-		if m.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("kube-controller-manager (pid %d) did not start its node lifecycle controller; the last lines of its log:\n%s", m.Pid(), m.LogTail(20))
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	l.log(fmt.Sprintf("node lifecycle controller: kube-controller-manager (pid %d), grace %s", m.Pid(), or(grace, "its default")))
 	return nil

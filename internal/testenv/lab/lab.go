@@ -40,6 +40,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // Options configure a lab. The zero value runs capmox v0.9.0 with the
@@ -95,7 +96,7 @@ type Lab struct {
 	Managers *capi.Managers
 	// Processes are the programs the lab started besides the managers
 	// and API servers: pvelab and the controller, when asked for.
-	Processes []*capi.Manager
+	Processes []*testproc.Process
 	// Dir holds the lab's files (Options.Dir).
 	Dir string
 

@@ -68,8 +68,8 @@ func TestCapmoxLostClone(t *testing.T) {
 		}
 		return again == 2, fmt.Sprintf("VMs per name %v", named)
 	})
-	if !strings.Contains(l.Managers.Capmox.Log(), lostCloneRefusal) {
-		t.Errorf("capmox's log lacks the refused write: %s", capmoxClues(l.Managers.Capmox.Log(), 20))
+	if !strings.Contains(l.Managers.Capmox.ReadOutput(), lostCloneRefusal) {
+		t.Errorf("capmox's log lacks the refused write: %s", capmoxClues(l.Managers.Capmox.ReadOutput(), 20))
 	}
 	if f := checkPoolVMs(t, l); len(f) != 0 {
 		t.Errorf("while no ProxmoxMachine records a VM, verify must pass its clones over: %+v", f)

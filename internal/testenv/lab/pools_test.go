@@ -85,14 +85,14 @@ func poolShapes(t *testing.T, gen capi.Capmox) {
 	refusal := "can't clone VM to node 'pve2' (VM uses local storage)"
 	eventually(t, 4*time.Minute, "the shapes pool runs and the local pool's clone is refused", func() (bool, string) {
 		running, state := machinesOf(t, l, "shapes")
-		return running == 2 && strings.Contains(l.Managers.Capmox.Log(), refusal),
-			state + "\n" + l.Managers.Capmox.LogTail(20)
+		return running == 2 && strings.Contains(l.Managers.Capmox.ReadOutput(), refusal),
+			state + "\n" + l.Managers.Capmox.Tail(20)
 	})
 	checkShapes(t, l, a)
 
 	// The local pool: PVE's refusal as capmox reports it, its clone POSTs
 	// to the template's node answered 500, and no VM.
-	log := l.Managers.Capmox.Log()
+	log := l.Managers.Capmox.ReadOutput()
 	if !strings.Contains(log, "unable to create new vm: 500 "+refusal) {
 		t.Errorf("capmox's log lacks go-proxmox's error %q", "unable to create new vm: 500 "+refusal)
 	}

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // programReadyTimeout bounds how long a program the lab starts (pvelab,
@@ -47,23 +47,31 @@ func (l *Lab) startProxmox(ctx context.Context, program string, statusEvery time
 	if statusEvery > 0 {
 		args = append(args, "--node-status-update-frequency", statusEvery.String())
 	}
-	m, err := capi.StartProcess("pvelab", program, args, nil, filepath.Join(l.Dir, "pvelab.log"))
+	m := capi.Process("pvelab", program, args, nil, filepath.Join(l.Dir, "pvelab.log"))
+	m.Ready = func() error {
+		_, err := pvelab.ReadState(state)
+		return err
+	}
+	if err := l.startProgram(m); err != nil {
+		return err
+	}
+	st, err := pvelab.ReadState(state)
 	if err != nil {
 		return err
 	}
-	l.Processes = append(l.Processes, m)
-	l.stops = append(l.stops, m.Stop)
-	deadline := time.Now().Add(programReadyTimeout)
-	for {
-		st, err := pvelab.ReadState(state)
-		if err == nil {
-			return l.useProxmoxState(st)
-		}
-		if m.Exited() || time.Now().After(deadline) || !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("pvelab (pid %d) did not write %s (%v); the last lines of its log:\n%s", m.Pid(), state, err, m.LogTail(20))
-		}
-		time.Sleep(100 * time.Millisecond)
+	return l.useProxmoxState(st)
+}
+
+// startProgram starts p, a program the lab runs, waits up to
+// programReadyTimeout until it is ready, and keeps it for status and stop.
+func (l *Lab) startProgram(p *testproc.Process) error {
+	p.StartTimeout = programReadyTimeout
+	if err := p.Start(); err != nil {
+		return err
 	}
+	l.Processes = append(l.Processes, p)
+	l.stops = append(l.stops, p.Stop)
+	return nil
 }
 
 // useProxmoxState points the lab at a fake that runs as a program.
@@ -98,31 +106,26 @@ func (l *Lab) Boots() []pvelab.Boot {
 // webhook (capmox holds 9443), no leader election (one replica), its
 // health probes on a free port it must answer on before the lab goes on.
 func (l *Lab) startController(ctx context.Context, bin, kubeconfig string, extra ...string) error {
-	port, err := capi.FreePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return err
 	}
 	probes := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	m, err := capi.StartProcess("proxmox-network-controller", bin, append([]string{
+	m := capi.Process("proxmox-network-controller", bin, append([]string{
 		"--kubeconfig=" + kubeconfig, "--manage-gateway-chassis=false", "--webhook-port=0",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes, "--leader-elect=false", "--log-format=text"}, extra...),
 		[]string{"POD_NAMESPACE=cozy-proxmox-network", "POD_NAME=proxmox-network-controller"}, filepath.Join(l.Dir, "controller.log"))
-	if err != nil {
+	m.Ready = func() error {
+		if !ready(ctx, "http://"+probes+"/readyz") {
+			return fmt.Errorf("no /readyz on %s", probes)
+		}
+		return nil
+	}
+	if err := l.startProgram(m); err != nil {
 		return err
 	}
-	l.Processes = append(l.Processes, m)
-	l.stops = append(l.stops, m.Stop)
-	deadline := time.Now().Add(programReadyTimeout)
-	for {
-		if ready(ctx, "http://"+probes+"/readyz") {
-			l.log(fmt.Sprintf("proxmox-network-controller (pid %d) ready", m.Pid()))
-			return nil
-		}
-		if m.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("proxmox-network-controller (pid %d) not ready; the last lines of its log:\n%s", m.Pid(), m.LogTail(20))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	l.log(fmt.Sprintf("proxmox-network-controller (pid %d) ready", m.Pid()))
+	return nil
 }
 
 func ready(ctx context.Context, url string) bool {
@@ -148,20 +151,12 @@ func (l *Lab) startGarbageCollector() error {
 	if err != nil {
 		return err
 	}
-	m, err := capi.StartProcess("kube-controller-manager", bin, []string{
+	m := capi.Process("kube-controller-manager", bin, []string{
 		"--kubeconfig=" + filepath.Join(l.Dir, MgmtKubeconfig), "--controllers=garbagecollector",
 		"--leader-elect=false", "--secure-port=0"}, nil, filepath.Join(l.Dir, "kube-controller-manager.log"))
-	if err != nil {
+	m.Ready = m.Logged(gcSynced)
+	if err := l.startProgram(m); err != nil {
 		return err
-	}
-	l.Processes = append(l.Processes, m)
-	l.stops = append(l.stops, m.Stop)
-	deadline := time.Now().Add(programReadyTimeout)
-	for !strings.Contains(m.Log(), gcSynced) {
-		if m.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("kube-controller-manager (pid %d) did not start its garbage collector; the last lines of its log:\n%s", m.Pid(), m.LogTail(20))
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	l.log(fmt.Sprintf("garbage collector: kube-controller-manager (pid %d)", m.Pid()))
 	return nil

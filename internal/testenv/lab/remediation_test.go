@@ -150,7 +150,7 @@ func TestPoolLifecycleRemediation(t *testing.T) {
 	if v, _ := vmOf(l, victim.providerID); v == 0 {
 		t.Errorf("the VM of %s went while %s was offline", victim.machine, node)
 	}
-	if log := l.Managers.Capmox.Log(); !strings.Contains(log, "cannot find node with name "+node) {
+	if log := l.Managers.Capmox.ReadOutput(); !strings.Contains(log, "cannot find node with name "+node) {
 		t.Errorf("capmox's log lacks %q", "cannot find node with name "+node)
 	}
 	must(t, l.PVE.SetNodeOnline(node, true))

@@ -156,7 +156,7 @@ func TestCapmoxTemplateMatchPolicies(t *testing.T) {
 				pending = append(pending, fmt.Sprintf("%s: %+v", c.group, pm))
 			}
 		}
-		return len(pending) == 0, strings.Join(pending, "\n") + "\n" + l.Managers.Capmox.LogTail(20)
+		return len(pending) == 0, strings.Join(pending, "\n") + "\n" + l.Managers.Capmox.Tail(20)
 	})
 	for _, c := range selectorCases {
 		pm := machines[c.group]
@@ -179,7 +179,7 @@ func TestCapmoxTemplateMatchPolicies(t *testing.T) {
 	}
 	cloneOf := clonesByVM(l)
 	// klog quotes the error as Go does.
-	log := l.Managers.Capmox.Log()
+	log := l.Managers.Capmox.ReadOutput()
 	wantPosts := map[int]int{}
 	for _, c := range selectorCases {
 		pm := machines[c.group]

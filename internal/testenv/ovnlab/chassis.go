@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // Switch is an Open vSwitch instance: its own ovsdb-server with an
@@ -20,7 +22,8 @@ type Switch struct {
 	// NS is the network namespace ovs-vswitchd runs in.
 	NS string
 	// DB is the switch's ovsdb-server; VSwitchd its ovs-vswitchd.
-	DB, VSwitchd *Daemon
+	DB       *testproc.OVSDB
+	VSwitchd *testproc.Process
 
 	dir string
 	lab *Lab
@@ -37,48 +40,31 @@ func (l *Lab) newSwitch(name, what string) (*Switch, error) {
 	if s.NS, err = l.addNamespace(name); err != nil {
 		return nil, err
 	}
-	db := filepath.Join(s.dir, "conf.db")
-	if _, err := run(nil, "ovsdb-tool", "create", db, vswitchSchema); err != nil {
-		return nil, fmt.Errorf("cannot create the Open_vSwitch database of %s: %w", what, err)
-	}
-	s.DB = &Daemon{
-		Name: "ovsdb-server of " + what, Log: filepath.Join(s.dir, "db.log"), Pidfile: filepath.Join(s.dir, "db.pid"),
-		dir: s.dir,
-		args: []string{db, "--remote=punix:" + s.socket(), "--unixctl=" + filepath.Join(s.dir, "db.ctl"),
-			"--pidfile=" + filepath.Join(s.dir, "db.pid"), "--log-file=" + filepath.Join(s.dir, "db.log")},
-		ready: func() error { return dial(s.socket()) },
-	}
-	if s.DB.path, err = find("ovsdb-server"); err != nil {
+	if s.DB, err = testproc.StartOVSDB(testproc.OVSDBOptions{Name: "ovsdb-server of " + what, Dir: s.dir, File: "conf",
+		Schema: vswitchSchema, Unix: true}); err != nil {
 		return nil, err
 	}
-	if err := l.launch(s.DB); err != nil {
-		return nil, err
-	}
+	l.daemons = append(l.daemons, &s.DB.Process)
 	if _, err := run(nil, "ovs-vsctl", "--db=unix:"+s.socket(), "--no-wait", "init"); err != nil {
 		return nil, err
 	}
 	ctl := filepath.Join(s.dir, "vswitchd.ctl")
-	vswitchd, err := find("ovs-vswitchd")
+	vswitchd, err := testproc.Find("ovs-vswitchd")
 	if err != nil {
 		return nil, err
 	}
-	s.VSwitchd = &Daemon{
-		Name: "ovs-vswitchd of " + what, Log: filepath.Join(s.dir, "vswitchd.log"), Pidfile: filepath.Join(s.dir, "vswitchd.pid"),
-		dir: s.dir, env: s.env(),
-		args: []string{"netns", "exec", s.NS, vswitchd, "unix:" + s.socket(), "--unixctl=" + ctl,
-			"--pidfile=" + filepath.Join(s.dir, "vswitchd.pid"), "--log-file=" + filepath.Join(s.dir, "vswitchd.log")},
-		ready: func() error {
-			_, err := run(nil, "ovs-appctl", "-t", ctl, "version")
-			return err
-		},
-	}
-	if s.VSwitchd.path, err = find("ip"); err != nil {
+	if s.VSwitchd, err = l.daemon("ovs-vswitchd of "+what, s.dir, "vswitchd", s.env(),
+		"ip", "netns", "exec", s.NS, vswitchd, "unix:"+s.socket(), "--unixctl="+ctl); err != nil {
 		return nil, err
+	}
+	s.VSwitchd.Ready = func() error {
+		_, err := run(nil, "ovs-appctl", "-t", ctl, "version")
+		return err
 	}
 	return s, l.launch(s.VSwitchd)
 }
 
-func (s *Switch) socket() string { return filepath.Join(s.dir, "db.sock") }
+func (s *Switch) socket() string { return s.DB.Socket }
 
 // env points OVS tools and ovs-vswitchd at the switch's run directory,
 // where ovs-vswitchd puts the bridges' management sockets.
@@ -107,7 +93,7 @@ type Chassis struct {
 	// Trunk says whether the chassis has the provider bridge.
 	Trunk bool
 	// Controller is the chassis' ovn-controller.
-	Controller *Daemon
+	Controller *testproc.Process
 }
 
 // startChassis starts chassis number i (0-based).
@@ -150,21 +136,15 @@ func (l *Lab) startChassis(i int, spec ChassisSpec) (*Chassis, error) {
 		"fail_mode=secure", "datapath_type=netdev", "other_config:disable-in-band=true"); err != nil {
 		return nil, err
 	}
-	controller, err := find("ovn-controller")
+	controller, err := testproc.Find("ovn-controller")
 	if err != nil {
 		return nil, err
 	}
-	c.Controller = &Daemon{
-		Name: "ovn-controller of chassis " + spec.Name, Log: filepath.Join(c.dir, "controller.log"),
-		Pidfile: filepath.Join(c.dir, "controller.pid"),
-		dir:     c.dir, env: append(c.env(), "OVN_RUNDIR="+c.dir, "OVN_LOGDIR="+c.dir),
-		args: []string{"netns", "exec", c.NS, controller, "unix:" + c.socket(),
-			"--pidfile=" + filepath.Join(c.dir, "controller.pid"), "--log-file=" + filepath.Join(c.dir, "controller.log")},
-		ready: c.registered,
-	}
-	if c.Controller.path, err = find("ip"); err != nil {
+	if c.Controller, err = l.daemon("ovn-controller of chassis "+spec.Name, c.dir, "controller",
+		append(c.env(), "OVN_RUNDIR="+c.dir, "OVN_LOGDIR="+c.dir), "ip", "netns", "exec", c.NS, controller, "unix:"+c.socket()); err != nil {
 		return nil, err
 	}
+	c.Controller.Ready = c.registered
 	return c, l.launch(c.Controller)
 }
 
@@ -240,7 +220,7 @@ func (c *Chassis) controllerCtl() string {
 
 // StopController ends ovn-controller with SIGTERM, as a process manager's
 // stop does; the chassis stays registered in the SB.
-func (c *Chassis) StopController() { c.Controller.Stop() }
+func (c *Chassis) StopController() error { return c.Controller.Stop() }
 
 // ExitController asks ovn-controller to exit (ovn-appctl exit), which
 // removes the chassis from the SB and releases its ports, and waits for it.
@@ -262,7 +242,7 @@ func (c *Chassis) Crash() {
 // and waits until the chassis is registered.
 func (c *Chassis) Start() error {
 	if !c.VSwitchd.Running() {
-		if err := c.VSwitchd.start(); err != nil {
+		if err := c.VSwitchd.Start(); err != nil {
 			return err
 		}
 		// br-phy's internal port is a tap device that ended with the old
@@ -278,7 +258,7 @@ func (c *Chassis) Start() error {
 		}
 	}
 	if !c.Controller.Running() {
-		return c.Controller.start()
+		return c.Controller.Start()
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // TestDaemonFailedStart: a daemon that exits at start is named in the error
@@ -16,22 +18,22 @@ func TestDaemonFailedStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	path, err := find("ovsdb-server")
+	path, err := testproc.Find("ovsdb-server")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := filepath.Join(dir, "db.log")
-	d := &Daemon{
-		Name: "ovsdb-server of chassis chX", Log: log, dir: dir, path: path,
-		args:  []string{filepath.Join(dir, "missing.db"), "--log-file=" + log},
-		ready: func() error { return os.ErrNotExist },
+	d := &testproc.Process{
+		Name: "ovsdb-server of chassis chX", Logs: []string{log}, Output: filepath.Join(dir, "db.out"), Dir: dir, Path: path,
+		Args:  []string{filepath.Join(dir, "missing.db"), "--log-file=" + log},
+		Ready: func() error { return os.ErrNotExist },
 	}
-	err = d.start()
+	err = d.Start()
 	if err == nil {
-		d.Stop()
+		_ = d.Stop()
 		t.Fatal("ovsdb-server on a missing database must fail to start")
 	}
-	for _, want := range []string{"ovsdb-server of chassis chX exited at start", "missing.db"} {
+	for _, want := range []string{"ovsdb-server of chassis chX (pid ", "exited at start", "missing.db"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}

@@ -41,7 +41,9 @@ func checkFailover(t *testing.T, g *gatewayLab, active, standby *ovnlab.Chassis)
 	// SIGTERM to ovn-controller: the chassis stays registered, its
 	// ovs-vswitchd keeps the flows and the BFD sessions, nothing moves.
 	p := g.vm1.Probe(dst)
-	active.StopController()
+	if err := active.StopController(); err != nil {
+		t.Error(err)
+	}
 	time.Sleep(stableFor)
 	if got := g.Binding("cr-vpc1-sub1"); got != active.Name {
 		t.Errorf("after SIGTERM to ovn-controller of %s, cr-vpc1-sub1 is on %q, want it to stay", active.Name, got)

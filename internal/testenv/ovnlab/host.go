@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // Host is a network namespace with one interface, eth0: a VM on the
@@ -178,7 +180,7 @@ func (h *Host) Neighbor(addr netip.Addr) string {
 
 // Run runs a program inside the host's namespace and returns its output.
 func (h *Host) Run(name string, args ...string) (string, error) {
-	p, err := find(name)
+	p, err := testproc.Find(name)
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // Schemas of the databases the lab creates, as Debian installs them.
@@ -49,9 +50,6 @@ var requirements = []struct{ file, pkg string }{
 	{vswitchSchema, "openvswitch-common"},
 }
 
-// sbinDirs are searched after PATH: Debian installs the daemons there.
-var sbinDirs = []string{"/usr/sbin", "/sbin", "/usr/bin"}
-
 // Check reports what the lab needs and this machine lacks: root, and the
 // programs of the Debian packages named in the error.
 func Check() error {
@@ -59,7 +57,7 @@ func Check() error {
 	pkgs := map[string]bool{}
 	var order []string
 	for _, r := range requirements {
-		if _, err := find(r.file); err != nil {
+		if _, err := testproc.Find(r.file); err != nil {
 			missing = append(missing, r.file)
 			if !pkgs[r.pkg] {
 				pkgs[r.pkg] = true
@@ -78,28 +76,9 @@ func Check() error {
 	return errors.Join(errs...)
 }
 
-// find resolves a program through PATH and the sbin directories, or checks
-// that an absolute file exists.
-func find(name string) (string, error) {
-	if filepath.IsAbs(name) {
-		_, err := os.Stat(name)
-		return name, err
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, d := range sbinDirs {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found", name)
-}
-
 // run executes a program and returns its combined output.
 func run(env []string, name string, args ...string) (string, error) {
-	p, err := find(name)
+	p, err := testproc.Find(name)
 	if err != nil {
 		return "", err
 	}
@@ -151,9 +130,9 @@ type Lab struct {
 
 	// NB and SB are the ovsdb-servers of OVN_Northbound and OVN_Southbound;
 	// nil when Options named databases served by someone else.
-	NB, SB *Daemon
+	NB, SB *testproc.OVSDB
 	// Northd is ovn-northd.
-	Northd *Daemon
+	Northd *testproc.Process
 	// Hypervisor holds the VLAN-aware bridge of the VMs (vmbr0) and the
 	// underlay bridge of the tunnels (a Linux bridge, ul0).
 	Hypervisor *Switch
@@ -161,7 +140,7 @@ type Lab struct {
 	Chassis []*Chassis
 
 	namespaces []string
-	daemons    []*Daemon
+	daemons    []*testproc.Process
 	nextMAC    int
 }
 
@@ -240,59 +219,51 @@ func (l *Lab) start(opts Options) error {
 }
 
 // startDB creates a database from schema and serves it on <dir>/<name>.sock.
-func (l *Lab) startDB(name, schema, what string) (*Daemon, error) {
-	db := filepath.Join(l.dir, name+".db")
-	if _, err := run(nil, "ovsdb-tool", "create", db, schema); err != nil {
-		return nil, fmt.Errorf("cannot create the database of %s: %w", what, err)
-	}
-	sock := filepath.Join(l.dir, name+".sock")
-	d := &Daemon{
-		Name: what, Log: filepath.Join(l.dir, name+".log"), Pidfile: filepath.Join(l.dir, name+".pid"),
-		dir: l.dir,
-		args: []string{db, "--remote=punix:" + sock, "--unixctl=" + filepath.Join(l.dir, name+".ctl"),
-			"--pidfile=" + filepath.Join(l.dir, name+".pid"), "--log-file=" + filepath.Join(l.dir, name+".log")},
-		ready: func() error { return dial(sock) },
-	}
-	var err error
-	if d.path, err = find("ovsdb-server"); err != nil {
+func (l *Lab) startDB(name, schema, what string) (*testproc.OVSDB, error) {
+	db, err := testproc.StartOVSDB(testproc.OVSDBOptions{Name: what, Dir: l.dir, File: name, Schema: schema, Unix: true})
+	if err != nil {
 		return nil, err
 	}
-	return d, l.launch(d)
+	l.daemons = append(l.daemons, &db.Process)
+	return db, nil
+}
+
+// daemon describes the daemon what: program with args, its files in dir
+// named after file (the pid file file.pid, the log file.log, its output
+// file.out), env added to the test's environment.
+func (l *Lab) daemon(what, dir, file string, env []string, program string, args ...string) (*testproc.Process, error) {
+	path, err := testproc.Find(program)
+	if err != nil {
+		return nil, err
+	}
+	if env != nil {
+		env = append(os.Environ(), env...)
+	}
+	log := filepath.Join(dir, file+".log")
+	return &testproc.Process{Name: what, Path: path, Dir: dir, Env: env,
+		Args:   append(args, "--pidfile="+filepath.Join(dir, file+".pid"), "--log-file="+log),
+		Output: filepath.Join(dir, file+".out"), Logs: []string{log}}, nil
 }
 
 // launch starts d and remembers it, so that teardown stops it even when a
 // later step of the lab fails.
-func (l *Lab) launch(d *Daemon) error {
+func (l *Lab) launch(d *testproc.Process) error {
 	l.daemons = append(l.daemons, d)
-	return d.start()
-}
-
-func dial(sock string) error {
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		return err
-	}
-	return c.Close()
+	return d.Start()
 }
 
 func (l *Lab) startNorthd() error {
 	ctl := filepath.Join(l.dir, "northd.ctl")
-	d := &Daemon{
-		Name: "ovn-northd", Log: filepath.Join(l.dir, "northd.log"), Pidfile: filepath.Join(l.dir, "northd.pid"),
-		dir: l.dir,
-		args: []string{"--ovnnb-db=" + l.NBEndpoint(), "--ovnsb-db=" + l.SBEndpoint(),
-			"--unixctl=" + ctl, "--pidfile=" + filepath.Join(l.dir, "northd.pid"),
-			"--log-file=" + filepath.Join(l.dir, "northd.log")},
-		ready: func() error {
-			out, err := run(nil, "ovn-appctl", "-t", ctl, "status")
-			if err == nil && !strings.Contains(out, "active") {
-				err = fmt.Errorf("status %q", strings.TrimSpace(out))
-			}
-			return err
-		},
+	d, err := l.daemon("ovn-northd", l.dir, "northd", nil, "ovn-northd",
+		"--ovnnb-db="+l.NBEndpoint(), "--ovnsb-db="+l.SBEndpoint(), "--unixctl="+ctl)
+	if err != nil {
+		return err
 	}
-	var err error
-	if d.path, err = find("ovn-northd"); err != nil {
+	d.Ready = func() error {
+		out, err := run(nil, "ovn-appctl", "-t", ctl, "status")
+		if err == nil && !strings.Contains(out, "active") {
+			err = fmt.Errorf("status %q", strings.TrimSpace(out))
+		}
 		return err
 	}
 	l.Northd = d
@@ -381,7 +352,7 @@ func (l *Lab) teardown() {
 		l.dump()
 	}
 	for _, d := range slices.Backward(l.daemons) {
-		d.Stop()
+		_ = d.Stop() // a daemon a test killed or that crashed is reported by dump
 	}
 	for _, ns := range l.namespaces {
 		if err := l.ip("netns", "delete", ns); err != nil {

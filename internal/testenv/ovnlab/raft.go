@@ -5,7 +5,6 @@ package ovnlab
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,11 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
+	"github.com/pxsubstrate/pxsubstrate/testproc"
 )
 
 // nbDatabase is the name of the northbound database in its schema.
 const nbDatabase = "OVN_Northbound"
+
+// startTimeout bounds how long the members may take to elect a leader.
+const startTimeout = 20 * time.Second
 
 // clusterRequirements are what an NB cluster needs; unlike a Lab it needs
 // neither root nor the chassis' packages.
@@ -47,7 +49,7 @@ type NBCluster struct {
 
 // Member is one ovsdb-server of an NBCluster.
 type Member struct {
-	*Daemon
+	*testproc.OVSDB
 	// Index is the member's place in NBCluster.Members.
 	Index int
 	// Port is the client port; RaftPort the port of the RAFT connections.
@@ -77,8 +79,8 @@ func NewNBCluster(t testing.TB, size int) *NBCluster {
 	t.Cleanup(c.teardown)
 	for i := range size {
 		m := &Member{Index: i}
-		if m.Port, err = ovngatewaytest.FreePort(); err == nil {
-			m.RaftPort, err = ovngatewaytest.FreePort()
+		if m.Port, err = testproc.FreePort(); err == nil {
+			m.RaftPort, err = testproc.FreePort()
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -94,7 +96,7 @@ func NewNBCluster(t testing.TB, size int) *NBCluster {
 func checkCluster() error {
 	var missing, pkgs []string
 	for _, r := range clusterRequirements {
-		if _, err := find(r.file); err != nil {
+		if _, err := testproc.Find(r.file); err != nil {
 			missing = append(missing, r.file)
 			pkgs = append(pkgs, r.pkg)
 		}
@@ -122,10 +124,7 @@ func (c *NBCluster) create() error {
 		if err != nil {
 			return fmt.Errorf("cannot create the database of NB member %d: %w", m.Index, err)
 		}
-		if m.Daemon, err = c.daemon(m, name); err != nil {
-			return err
-		}
-		if err := m.start(); err != nil {
+		if m.OVSDB, err = c.start(m, name); err != nil {
 			return err
 		}
 	}
@@ -133,37 +132,19 @@ func (c *NBCluster) create() error {
 	return err
 }
 
-// daemon describes member m's ovsdb-server; it is ready once it is a
-// member of the cluster and serves clients.
-func (c *NBCluster) daemon(m *Member, name string) (*Daemon, error) {
-	path, err := find("ovsdb-server")
-	if err != nil {
-		return nil, err
-	}
-	log, pid := filepath.Join(c.dir, name+".log"), filepath.Join(c.dir, name+".pid")
-	return &Daemon{
-		Name: fmt.Sprintf("ovsdb-server of NB member %d", m.Index), Log: log, Pidfile: pid, path: path, dir: c.dir,
-		args: []string{m.db, "--remote=ptcp:" + strconv.Itoa(m.Port) + ":127.0.0.1", "--unixctl=" + m.ctl,
-			"--pidfile=" + pid, "--log-file=" + log},
-		ready: func() error {
+// start starts member m's ovsdb-server on its database; it is ready once
+// it is a member of the cluster and serves clients.
+func (c *NBCluster) start(m *Member, name string) (*testproc.OVSDB, error) {
+	return testproc.StartOVSDB(testproc.OVSDBOptions{Name: fmt.Sprintf("ovsdb-server of NB member %d", m.Index),
+		Dir: c.dir, File: name, Created: true, TCP: true, Port: m.Port,
+		Ready: func() error {
 			out, err := m.status()
 			if err == nil && !strings.Contains(out, "Status: cluster member") {
 				err = fmt.Errorf("not a cluster member yet: %s", statusLine(out, "Status:"))
 			}
-			if err == nil {
-				err = dialTCP(m.Port)
-			}
 			return err
 		},
-	}, nil
-}
-
-func dialTCP(port int) error {
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-	if err != nil {
-		return err
-	}
-	return conn.Close()
+	})
 }
 
 // status is the member's `ovs-appctl cluster/status OVN_Northbound`.
@@ -246,7 +227,7 @@ func (c *NBCluster) Restart(m *Member) error {
 	if m.Running() {
 		return fmt.Errorf("%s still runs", m.Name)
 	}
-	return m.start()
+	return m.Start()
 }
 
 // Rebuild loses the whole database, as replacing ovn-central's volumes
@@ -276,13 +257,13 @@ func (c *NBCluster) describe() string {
 // failure it logs each member's log tail.
 func (c *NBCluster) teardown() {
 	for _, m := range c.Members {
-		if m.Daemon == nil {
+		if m.OVSDB == nil {
 			continue
 		}
 		if c.t.Failed() {
 			c.t.Logf("--- %s (pid %d, running %v, role %q):\n%s", m.Name, m.Pid(), m.Running(), m.Role(), m.Tail(20))
 		}
-		m.Stop()
+		_ = m.Stop() // a member a test killed is reported above
 	}
 	_ = os.RemoveAll(c.dir)
 }
