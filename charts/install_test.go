@@ -3,7 +3,6 @@ package charts
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,36 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
-
-// kubeconfig writes an admin kubeconfig for cfg's API server.
-func kubeconfig(t testing.TB, cfg *rest.Config) string {
-	t.Helper()
-	return writeKubeconfig(t, cfg, "")
-}
-
-// writeKubeconfig writes a kubeconfig for cfg's API server with its client
-// certificate, acting as user when user is not empty.
-func writeKubeconfig(t testing.TB, cfg *rest.Config, user string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"envtest": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"admin": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Impersonate: user}},
-		Contexts:       map[string]*clientcmdapi.Context{"admin": {Cluster: "envtest", AuthInfo: "admin"}},
-		CurrentContext: "admin",
-	}
-	if err := clientcmd.WriteToFile(kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // helmConfig is Helm's action configuration for namespace on the API
 // server of the kubeconfig at path, releases stored in Secrets.
@@ -100,7 +74,7 @@ alerts: {labels: {release: kube-prometheus}}
 func TestInstall(t *testing.T) {
 	cfg, admin := startAPIServer(t)
 	controllertest.Create(t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cozy-kubeovn"}})
-	path := kubeconfig(t, cfg)
+	path := testenv.KubeconfigFile(t, cfg, "")
 	hc := helmConfig(t, path, namespace)
 
 	vals := values(t, everything)

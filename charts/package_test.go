@@ -27,6 +27,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
 
@@ -161,7 +162,7 @@ func buildController(t *testing.T) string {
 // impersonating writes a kubeconfig for cfg's API server that acts as user.
 func impersonating(t *testing.T, cfg *rest.Config, user string) string {
 	t.Helper()
-	return writeKubeconfig(t, cfg, user)
+	return testenv.KubeconfigFile(t, cfg, user)
 }
 
 // deploymentArgs returns the installed Deployment's ServiceAccount and
@@ -220,7 +221,7 @@ func TestFromPackage(t *testing.T) {
 	k := controllertest.NewKubeOVN(nb.Endpoint())
 	t.Cleanup(k.Close)
 	step := func() error { return k.React(ctx, admin) }
-	kubeconfigPath := kubeconfig(t, cfg)
+	kubeconfigPath := testenv.KubeconfigFile(t, cfg, "")
 
 	files := map[string]string{"values.yaml": packageValues(t, nb.Endpoint())}
 	installs := guideCommands(t, "helm install")

@@ -21,6 +21,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/controllertest"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 )
 
@@ -50,7 +51,7 @@ func newEnv(t testing.TB) *env {
 	if t.Failed() {
 		t.FailNow()
 	}
-	return &env{cfg: cfg, admin: admin, kubeconfig: writeKubeconfig(t, cfg), scrapeToken: scrapeToken(t, cfg)}
+	return &env{cfg: cfg, admin: admin, kubeconfig: testenv.KubeconfigFile(t, cfg, serviceAccount), scrapeToken: scrapeToken(t, cfg)}
 }
 
 // cluster returns a cluster of its own for test id.

@@ -18,9 +18,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
@@ -32,23 +29,6 @@ const serviceAccount = "system:serviceaccount:cozy-proxmox-network:proxmox-netwo
 
 // Lease timings short enough for a test, long enough for a loaded machine.
 var leaseFlags = []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
-
-// writeKubeconfig writes a kubeconfig for cfg's API server that
-// impersonates the controller's ServiceAccount.
-func writeKubeconfig(t testing.TB, cfg *rest.Config) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"envtest": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"sa": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Impersonate: serviceAccount}},
-		Contexts:       map[string]*clientcmdapi.Context{"sa": {Cluster: "envtest", AuthInfo: "sa"}},
-		CurrentContext: "sa",
-	}
-	if err := clientcmd.WriteToFile(kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // proc is one controller process.
 type proc struct {

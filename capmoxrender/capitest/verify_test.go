@@ -3,16 +3,14 @@ package capitest_test
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/cli"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 )
 
 // checkVerify runs `pxsubstrate verify` against the pool's real state. The
@@ -25,15 +23,7 @@ import (
 // no Deployment controller runs here). It exits 1.
 func checkVerify(t *testing.T, cfg *rest.Config, ns, cluster string, machines []string) {
 	t.Helper()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	k := clientcmdapi.NewConfig()
-	k.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	k.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	k.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
-	k.CurrentContext = "test"
-	if err := clientcmd.WriteToFile(*k, kc); err != nil {
-		t.Fatal(err)
-	}
+	kc := testenv.KubeconfigFile(t, cfg, "")
 	var out, errOut bytes.Buffer
 	code := cli.Main([]string{"verify", "--kubeconfig", kc, "--tenant-kubeconfig", kc, "-n", ns, "--cluster", cluster,
 		"--capi-version", "v1beta2", "-o", "json"}, strings.NewReader(""), &out, &errOut)

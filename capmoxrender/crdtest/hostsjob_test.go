@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
@@ -187,7 +185,7 @@ func jobRunner(t *testing.T, cfg *rest.Config, job *batchv1.Job, kubectl string)
 	t.Helper()
 	ctr := job.Spec.Template.Spec.Containers[0]
 	sa := "system:serviceaccount:" + job.Namespace + ":" + job.Spec.Template.Spec.ServiceAccountName
-	kubeconfig := writeKubeconfig(t, cfg, sa)
+	kubeconfig := testenv.KubeconfigFile(t, cfg, sa)
 	home := t.TempDir()
 	return func(over map[string]string) (string, error) {
 		env := []string{"PATH=" + filepath.Dir(kubectl) + ":/usr/bin:/bin", "KUBECONFIG=" + kubeconfig}
@@ -208,24 +206,6 @@ func jobRunner(t *testing.T, cfg *rest.Config, job *batchv1.Job, kubectl string)
 		err := cmd.Run()
 		return out.String(), err
 	}
-}
-
-// writeKubeconfig writes a kubeconfig for the test server's administrator
-// that impersonates user, so the server's RBAC decides as for user.
-func writeKubeconfig(t *testing.T, cfg *rest.Config, user string) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken, Impersonate: user,
-	}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func jobEnv(t *testing.T, job *batchv1.Job, name string) string {

@@ -9,9 +9,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -118,7 +115,7 @@ func TestRenderVPCFromCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{Scheme: s})
-	kc := writeRESTKubeconfig(t, cfg)
+	kc := testenv.KubeconfigFile(t, cfg, "")
 	dir := admissionFiles(t, map[string]string{"vpc.yaml": vpcSpec})
 	args := []string{"render", "vpc", "-f", filepath.Join(dir, "vpc.yaml"), "--from-cluster", "--kubeconfig", kc}
 
@@ -148,20 +145,4 @@ func TestRenderVPCFromCluster(t *testing.T) {
 	if _, errOut, code := admissionRun(t, append(args, "--lookup", kc)...); code != 2 || !strings.Contains(errOut, "[from-cluster lookup] were all set") {
 		t.Errorf("--lookup and --from-cluster together: exit %d, %q", code, errOut)
 	}
-}
-
-// writeRESTKubeconfig writes a kubeconfig for cfg's server and client
-// certificate, as kubectl would read it.
-func writeRESTKubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "test.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -16,8 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -129,7 +127,7 @@ func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root st
 	if err := writeFiles(certDir, certPEM, keyPEM); err != nil {
 		return err
 	}
-	if err := WriteKubeconfig(kubeconfig, cfg); err != nil {
+	if err := testenv.WriteKubeconfig(kubeconfig, cfg, ""); err != nil {
 		return err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
@@ -315,19 +313,6 @@ func writeFiles(dir string, certPEM, keyPEM []byte) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600)
-}
-
-// WriteKubeconfig writes cfg (the envtest administrator) as a kubeconfig
-// file at path, for a process started next to the test API server.
-func WriteKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
-	}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
-	kc.CurrentContext = "test"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 // Serving says whether a manager answers /readyz on healthPort and serves

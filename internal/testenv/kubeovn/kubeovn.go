@@ -152,7 +152,7 @@ func (k *KubeOVN) start(mod string, o Options) error {
 			return err
 		}
 	}
-	if err := capi.WriteKubeconfig(k.kubeconfig, k.cfg); err != nil {
+	if err := testenv.WriteKubeconfig(k.kubeconfig, k.cfg, ""); err != nil {
 		return err
 	}
 	crds := filepath.Join(mod, crdFile)

@@ -15,11 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
@@ -435,7 +434,7 @@ func (l *Lab) playKamaji(ctx context.Context, ns, cluster string) (*unstructured
 	if err := l.Client.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(spec))); err != nil {
 		return nil, fmt.Errorf("cannot give ProxmoxCluster %s/%s the control-plane endpoint: %w", ns, cluster, err)
 	}
-	kc, err := kubeconfig(l.Tenant.Host, l.Tenant.CAData, l.Tenant.CertData, l.Tenant.KeyData)
+	kc, err := testenv.Kubeconfig(l.Tenant, "")
 	if err != nil {
 		return nil, err
 	}
@@ -480,14 +479,4 @@ func (l *Lab) InfrastructureAPIVersion() string {
 		return "infrastructure.cluster.x-k8s.io/v1alpha1"
 	}
 	return "infrastructure.cluster.x-k8s.io/v1alpha2"
-}
-
-// kubeconfig is a kubeconfig of one cluster and one client certificate.
-func kubeconfig(host string, ca, cert, key []byte) ([]byte, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["tenant"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
-	cfg.Contexts["tenant"] = &clientcmdapi.Context{Cluster: "tenant", AuthInfo: "admin"}
-	cfg.CurrentContext = "tenant"
-	return clientcmd.Write(*cfg)
 }

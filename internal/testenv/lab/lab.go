@@ -143,7 +143,7 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 		return fmt.Errorf("cannot start the management API server: %w", err)
 	}
 	l.log("management API server at " + l.Mgmt.Host)
-	if err := writeKubeconfig(filepath.Join(l.Dir, MgmtKubeconfig), l.Mgmt); err != nil {
+	if err := testenv.WriteKubeconfig(filepath.Join(l.Dir, MgmtKubeconfig), l.Mgmt, ""); err != nil {
 		return err
 	}
 	if _, err := envtest.InstallCRDs(l.Mgmt, envtest.CRDInstallOptions{CRDs: standIns()}); err != nil {
@@ -153,7 +153,7 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 		return fmt.Errorf("cannot start the tenant API server: %w", err)
 	}
 	l.log("tenant API server at " + l.Tenant.Host)
-	if err := writeKubeconfig(filepath.Join(l.Dir, TenantKubeconfig), l.Tenant); err != nil {
+	if err := testenv.WriteKubeconfig(filepath.Join(l.Dir, TenantKubeconfig), l.Tenant, ""); err != nil {
 		return err
 	}
 	if o.NodeMonitorGracePeriod < 0 {

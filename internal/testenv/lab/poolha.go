@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -115,19 +114,8 @@ func (l *Lab) controllerKubeconfig(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("cannot create the controller's RBAC: %w", err)
 		}
 	}
-	data, err := kubeconfig(l.Mgmt.Host, l.Mgmt.CAData, l.Mgmt.CertData, l.Mgmt.KeyData)
-	if err != nil {
-		return "", err
-	}
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		return "", err
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = ControllerAccount
-	}
 	path := filepath.Join(l.Dir, "controller.kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
+	return path, testenv.WriteKubeconfig(path, l.Mgmt, ControllerAccount)
 }
 
 func objsOf(us []*unstructured.Unstructured) []client.Object {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/luthermonson/go-proxmox"
-	"k8s.io/client-go/rest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
@@ -165,12 +164,3 @@ func (l *Lab) startGarbageCollector() error {
 // gcSynced is the line kube-controller-manager logs once its garbage
 // collector watches every resource.
 const gcSynced = "Proceeding to collect garbage"
-
-// writeKubeconfig writes an administrator's kubeconfig of cfg.
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	data, err := kubeconfig(cfg.Host, cfg.CAData, cfg.CertData, cfg.KeyData)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
-}
