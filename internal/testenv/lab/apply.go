@@ -302,16 +302,16 @@ func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string
 			return liveacl.TokenSecret{}, err
 		}
 	}
-	sink := &memorySink{}
-	if _, err := liveacl.Apply(ctx, root, spec, liveacl.WithSecretSink(sink), liveacl.WithSecretContext(l.proxmoxURL(), "lab")); err != nil {
+	keep := tokenKeep{}
+	if _, err := liveacl.Apply(ctx, root, spec, liveacl.WithSecretSink(keep), liveacl.WithSecretContext(l.proxmoxURL(), "lab")); err != nil {
 		return liveacl.TokenSecret{}, fmt.Errorf("cannot apply the ACLs of tenant %s: %w", ns, err)
 	}
-	for _, s := range sink.secrets {
-		if strings.HasSuffix(s.TokenID, "!"+tn.Tokens.Capmox) {
+	for id, s := range keep {
+		if strings.HasSuffix(id, "!"+tn.Tokens.Capmox) {
 			return s, nil
 		}
 	}
-	return liveacl.TokenSecret{}, fmt.Errorf("the ACL apply of tenant %s minted no capmox token (tokens: %d)", ns, len(sink.secrets))
+	return liveacl.TokenSecret{}, fmt.Errorf("the ACL apply of tenant %s minted no capmox token (tokens: %d)", ns, len(keep))
 }
 
 // addStorage creates a storage through the API (POST /storage) as the
@@ -333,14 +333,15 @@ func addStorage(ctx context.Context, c *proxmox.Client, id, typ, content string)
 	return nil
 }
 
-// memorySink keeps the new token secrets.
-type memorySink struct{ secrets []liveacl.TokenSecret }
+// tokenKeep is the lab's sink of the token secrets an apply mints: it
+// keeps them in memory by token id.
+type tokenKeep map[string]liveacl.TokenSecret
 
-func (m *memorySink) Check([]string) error { return nil }
+func (tokenKeep) Check([]string) error { return nil }
 
-func (m *memorySink) Store(t liveacl.TokenSecret) (string, error) {
-	m.secrets = append(m.secrets, t)
-	return "memory", nil
+func (k tokenKeep) Store(s liveacl.TokenSecret) (string, error) {
+	k[s.TokenID] = s
+	return "the lab's memory", nil
 }
 
 // proxmoxURL is the fake's address as capmox takes it: without

@@ -28,16 +28,6 @@ const (
 	PoolHATokenID = "poolha@pve!ha"
 )
 
-// tokenKeep keeps the secrets an apply makes.
-type tokenKeep map[string]string
-
-func (tokenKeep) Check([]string) error { return nil }
-
-func (k tokenKeep) Store(s liveacl.TokenSecret) (string, error) {
-	k[s.TokenID] = s.Secret.Reveal()
-	return "the lab's memory", nil
-}
-
 // poolHASecret makes the platform's pool HA user and token with pveacl's
 // plan (platform.ha: CozyHA on / alone) and writes the Secret the
 // controller reads, with the keys a zone's credentials Secret has.
@@ -60,7 +50,7 @@ func (l *Lab) poolHASecret(ctx context.Context) error {
 		return err
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{
-		"url": []byte(l.Proxmox.URL), "token_id": []byte(PoolHATokenID), "token_secret": []byte(keep[PoolHATokenID]), "root_ca": l.Proxmox.CAPEM}}
+		"url": []byte(l.Proxmox.URL), "token_id": []byte(PoolHATokenID), "token_secret": []byte(keep[PoolHATokenID].Secret.Reveal()), "root_ca": l.Proxmox.CAPEM}}
 	if err := l.Client.Create(ctx, sec); err != nil {
 		return fmt.Errorf("cannot write the pool HA Secret %s: %w", PoolHASecret, err)
 	}
