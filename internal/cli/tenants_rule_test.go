@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pxsubstrate/pxsubstrate/pveapi/pveapitest"
+	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // TestTenantsCrossTenantTemplate: acl plan and render nodes --tenants
@@ -51,13 +51,13 @@ func TestTenantsCrossTenantTemplate(t *testing.T) {
 // sits in alpha's pool is CrossTenantReach, and an entry on /nodes for
 // the pool HA token is HAReach, each with exit 1.
 func TestACLAuditLiveTemplateAndHA(t *testing.T) {
-	srv := pveapitest.NewServer(t, pveapitest.WithTLS())
+	srv := pvefake.NewServer(t, pvefake.WithTLS())
 	for _, s := range []string{"alpha-disks", "beta-disks"} {
-		if err := srv.AddStorage(pveapitest.StorageSpec{ID: s, Type: "dir", Content: []string{"images"}}); err != nil {
+		if err := srv.AddStorage(pvefake.StorageSpec{ID: s, Type: "dir", Content: []string{"images"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := srv.AddVM(pveapitest.VMSpec{VMID: 9000, Name: "talos", Template: true}); err != nil {
+	if err := srv.AddVM(pvefake.VMSpec{VMID: 9000, Name: "talos", Template: true}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
