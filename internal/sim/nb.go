@@ -85,7 +85,16 @@ func (w *World) routerPorts(ctx context.Context, subnets []subnetRef) (bool, err
 			want[ovngateway.RouterPortName(s.vpc, s.name)] = s.vpc
 		}
 	}
-	have, err := w.NB.RouterPorts(ctx)
+	return SyncRouterPorts(ctx, w.NB, want)
+}
+
+// SyncRouterPorts makes Kube-OVN's router ports in nb exactly want (port
+// name -> router name): it adds the missing ones (and their routers) and
+// removes the others, in name order, and reports whether it changed
+// anything. It is the one Kube-OVN stand-in for router ports: World's, and
+// the controller tests' (controllertest.KubeOVN).
+func SyncRouterPorts(ctx context.Context, nb RouterPorts, want map[string]string) (bool, error) {
+	have, err := nb.RouterPorts(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -94,7 +103,7 @@ func (w *World) routerPorts(ctx context.Context, subnets []subnetRef) (bool, err
 		if _, ok := have[port]; ok {
 			continue
 		}
-		if err := w.NB.AddRouterPort(ctx, want[port], port); err != nil {
+		if err := nb.AddRouterPort(ctx, want[port], port); err != nil {
 			return changed, err
 		}
 		changed = true
@@ -103,7 +112,7 @@ func (w *World) routerPorts(ctx context.Context, subnets []subnetRef) (bool, err
 		if _, ok := want[port]; ok {
 			continue
 		}
-		if err := w.NB.DeleteRouterPort(ctx, port); err != nil {
+		if err := nb.DeleteRouterPort(ctx, port); err != nil {
 			return changed, err
 		}
 		changed = true

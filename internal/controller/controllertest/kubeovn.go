@@ -2,15 +2,11 @@ package controllertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
 	ovsclient "github.com/ovn-kubernetes/libovsdb/client"
-	"github.com/ovn-kubernetes/libovsdb/model"
-	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
@@ -101,88 +97,15 @@ func (k *KubeOVN) connect(ctx context.Context) (ovsclient.Client, error) {
 	return nb, nil
 }
 
-// syncPorts makes the router ports exactly want (port -> router).
+// syncPorts makes Kube-OVN's router ports exactly want (port -> router),
+// as sim.World does.
 func (k *KubeOVN) syncPorts(ctx context.Context, want map[string]string) error {
 	nb, err := k.connect(ctx)
 	if err != nil {
 		return err
 	}
-	var routers []nbmodel.LogicalRouter
-	var ports []nbmodel.LogicalRouterPort
-	if err := nb.List(ctx, &routers); err != nil {
-		return err
-	}
-	if err := nb.List(ctx, &ports); err != nil {
-		return err
-	}
-	have := map[string]string{}
-	for _, p := range ports {
-		have[p.Name] = p.UUID
-	}
-	var ops []ovsdb.Operation
-	for i := range routers {
-		r := &routers[i]
-		var drop []string
-		for _, p := range ports {
-			if _, ok := want[p.Name]; !ok && slices.Contains(r.Ports, p.UUID) {
-				drop = append(drop, p.UUID)
-			}
-		}
-		if len(drop) > 0 {
-			op, err := nb.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationDelete, Value: drop})
-			if err != nil {
-				return err
-			}
-			ops = append(ops, op...)
-		}
-	}
-	add, err := k.addPorts(nb, routers, have, want)
-	if err != nil {
-		return err
-	}
-	if ops = append(ops, add...); len(ops) == 0 {
-		return nil
-	}
-	_, err = ovngatewaytest.TransactErr(nb, ops...)
+	_, err = sim.SyncRouterPorts(ctx, sim.NewOVNNB(nb), want)
 	return err
-}
-
-func (k *KubeOVN) addPorts(nb ovsclient.Client, routers []nbmodel.LogicalRouter, have map[string]string, want map[string]string) ([]ovsdb.Operation, error) {
-	byName := map[string]*nbmodel.LogicalRouter{}
-	for i := range routers {
-		byName[routers[i].Name] = &routers[i]
-	}
-	var ops []ovsdb.Operation
-	newPorts := map[string][]string{}
-	n := 0
-	for _, port := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := have[port]; ok {
-			continue
-		}
-		n++
-		lrp := &nbmodel.LogicalRouterPort{UUID: fmt.Sprintf("newport%d", n), Name: port, MAC: "0a:00:00:00:00:01",
-			Networks: []string{"10.0.0.1/24"}, ExternalIDs: map[string]string{"lr": want[port], "vendor": "kube-ovn"}}
-		op, err := nb.Create(lrp)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, op...)
-		newPorts[want[port]] = append(newPorts[want[port]], lrp.UUID)
-	}
-	for i, name := range slices.Sorted(maps.Keys(newPorts)) {
-		var op []ovsdb.Operation
-		var err error
-		if r, ok := byName[name]; ok {
-			op, err = nb.Where(r).Mutate(r, model.Mutation{Field: &r.Ports, Mutator: ovsdb.MutateOperationInsert, Value: newPorts[name]})
-		} else {
-			op, err = nb.Create(&nbmodel.LogicalRouter{UUID: fmt.Sprintf("newrouter%d", i), Name: name, Ports: newPorts[name]})
-		}
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("cannot add router ports to %s", name), err)
-		}
-		ops = append(ops, op...)
-	}
-	return ops, nil
 }
 
 // Dump reads the gateway state from the player's NB connection: the
