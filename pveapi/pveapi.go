@@ -7,11 +7,16 @@
 // redacted (RedactTokenID, RedactURL). WaitTask follows a PVE task to its
 // end through any Client.
 //
+// ClusterResources is the one reading of GET /cluster/resources
+// (ClusterResource), for pveacl's live reader, talostemplate and
+// capmoxrender/nodeverify.
+//
 // go-proxmox's *proxmox.Client satisfies Client; tests pass the same
-// client pointed at the API fake (pvefake). Besides the standard library the
-// package imports go-proxmox, pveacl's identifier grammar, termsafe (its
-// messages cut what they echo) and pvepath (Path); nothing under
-// pveacl imports it back.
+// client pointed at the API fake (pvefake). Besides the standard library
+// the package imports go-proxmox, pveacl's identifier grammar, termsafe
+// (its messages cut what they echo) and pvepath (Path); of pveacl's
+// packages only the live reader and applier (pveacl/liveacl) import it
+// back, and the model (pveacl, pveacl/usercfg) never does.
 package pveapi
 
 import (

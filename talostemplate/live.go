@@ -29,11 +29,11 @@ var _ ResourceLister = LiveResources{}
 
 // ListVMResources reads the cluster's guests.
 func (l LiveResources) ListVMResources(ctx context.Context) ([]VMResource, error) {
-	var rs []VMResource
-	if err := l.Client.Get(ctx, "/cluster/resources?type=vm", &rs); err != nil {
-		return nil, fmt.Errorf("cannot read the cluster's guests (GET /cluster/resources?type=vm): %w", err)
+	rs, err := pveapi.ClusterResources(ctx, l.Client, pveapi.Guests)
+	if err != nil {
+		return nil, err
 	}
-	return rs, nil
+	return vmResources(rs), nil
 }
 
 // nodeEntry is an item of GET /nodes.

@@ -11,8 +11,9 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 )
 
-// VMResource is one guest of PVE's GET /cluster/resources?type=vm answer,
-// reduced to the fields template selection reads. Other fields are ignored.
+// VMResource is one guest of PVE's GET /cluster/resources?type=vm answer
+// (pveapi.ClusterResource), reduced to the fields template selection reads
+// and prints.
 type VMResource struct {
 	// ID is PVE's resource id, such as qemu/9000.
 	ID   string `json:"id,omitempty"`
@@ -27,25 +28,22 @@ type VMResource struct {
 	Pool string `json:"pool,omitempty"`
 }
 
-// Flag is PVE's 0/1 boolean. It reads 0, 1, true and false and writes 0 or 1.
-type Flag int
+// Flag is PVE's 0/1 boolean (pveapi.Flag). It reads 0, 1, true and false
+// and writes 0 or 1.
+type Flag = pveapi.Flag
 
-// UnmarshalJSON reads a number or a JSON boolean.
-func (f *Flag) UnmarshalJSON(b []byte) error {
-	switch string(bytes.TrimSpace(b)) {
-	case "true":
-		*f = 1
-		return nil
-	case "false", "null":
-		*f = 0
-		return nil
+// vmResource is the guest r of PVE's answer, reduced to the fields
+// template selection reads.
+func vmResource(r pveapi.ClusterResource) VMResource {
+	return VMResource{ID: r.ID, Type: r.Type, VMID: r.VMID, Name: r.Name, Node: r.Node, Template: r.Template, Tags: r.Tags, Pool: r.Pool}
+}
+
+func vmResources(rs []pveapi.ClusterResource) []VMResource {
+	out := make([]VMResource, len(rs))
+	for i, r := range rs {
+		out[i] = vmResource(r)
 	}
-	var n int
-	if err := json.Unmarshal(b, &n); err != nil || (n != 0 && n != 1) {
-		return fmt.Errorf("template is %s: want 0 or 1", b)
-	}
-	*f = Flag(n)
-	return nil
+	return out
 }
 
 // ResourceLister yields the guests of a Proxmox VE cluster, as PVE's
@@ -101,14 +99,14 @@ func ParseResources(data []byte) ([]VMResource, error) {
 	j = bytes.TrimSpace(j)
 	switch {
 	case bytes.HasPrefix(j, []byte("[")):
-		var rs []VMResource
+		var rs []pveapi.ClusterResource
 		if err := json.Unmarshal(j, &rs); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidResources, err)
 		}
-		return rs, nil
+		return vmResources(rs), nil
 	case bytes.HasPrefix(j, []byte("{")):
 		var env struct {
-			Data *[]VMResource `json:"data"`
+			Data *[]pveapi.ClusterResource `json:"data"`
 		}
 		if err := json.Unmarshal(j, &env); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidResources, err)
@@ -116,7 +114,7 @@ func ParseResources(data []byte) ([]VMResource, error) {
 		if env.Data == nil {
 			return nil, fmt.Errorf("%w: the object has no data array; give the answer of pvesh get /cluster/resources --type vm --output-format json", ErrInvalidResources)
 		}
-		return *env.Data, nil
+		return vmResources(*env.Data), nil
 	}
 	return nil, fmt.Errorf("%w: want a list of guests or an object with a data list; give the answer of pvesh get /cluster/resources --type vm --output-format json", ErrInvalidResources)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
@@ -58,26 +59,17 @@ type Getter interface {
 }
 
 // ReadPoolVMs reads the guests c's token may see (GET
-// /cluster/resources?type=vm lists those it holds VM.Audit on). It is
-// talostemplate.LiveResources's request with the two fields these checks
-// need beyond template selection (status, lock), kept apart so that
-// template select's output stays what it is.
+// /cluster/resources?type=vm lists those it holds VM.Audit on) through
+// pveapi's one reading of that answer, the one template selection makes,
+// and keeps what these checks need (status and lock included).
 func ReadPoolVMs(ctx context.Context, c Getter) ([]PoolVM, error) {
-	var guests []struct {
-		VMID     int    `json:"vmid"`
-		Name     string `json:"name"`
-		Node     string `json:"node"`
-		Pool     string `json:"pool"`
-		Lock     string `json:"lock"`
-		Status   string `json:"status"`
-		Template int    `json:"template"`
-	}
-	if err := c.Get(ctx, "/cluster/resources?type=vm", &guests); err != nil {
-		return nil, fmt.Errorf("cannot read the cluster's guests (GET /cluster/resources?type=vm): %w", err)
+	guests, err := pveapi.ClusterResources(ctx, c, pveapi.Guests)
+	if err != nil {
+		return nil, err
 	}
 	vms := make([]PoolVM, 0, len(guests))
 	for _, g := range guests {
-		vms = append(vms, PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Status: g.Status, Template: g.Template == 1})
+		vms = append(vms, PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Status: g.Status, Template: g.Template.Set()})
 	}
 	return vms, nil
 }

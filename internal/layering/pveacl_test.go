@@ -12,8 +12,9 @@ import (
 // TestPveaclModelStandardLibraryOnly: the permission model and the
 // user.cfg reader and writer pull in nothing from outside the standard
 // library but termsafe, no package of pveacl/... pulls in a Kubernetes
-// package, and none pulls in pveapi/... or pvefake: the API fake imports
-// pveacl's evaluator, so the tie between the folders runs one way.
+// package or pvefake (the API fake imports pveacl's evaluator, so the tie
+// runs one way), and only the live reader and applier (liveacl) pulls in
+// pveapi (which imports the model's identifier grammar).
 func TestPveaclModelStandardLibraryOnly(t *testing.T) {
 	allowed := []string{module + "/pveacl", module + "/pveacl/usercfg", module + "/termsafe"}
 	for _, p := range nonStandard(t, module+"/pveacl", module+"/pveacl/usercfg") {
@@ -25,8 +26,14 @@ func TestPveaclModelStandardLibraryOnly(t *testing.T) {
 		if strings.HasPrefix(p, "k8s.io/") {
 			t.Errorf("pveacl/... must not import Kubernetes packages, but it pulls in %s", p)
 		}
-		if p == module+"/pveapi" || strings.HasPrefix(p, module+"/pveapi/") || p == module+"/pvefake" {
+		if p == module+"/pvefake" || strings.HasPrefix(p, module+"/pveapi/") {
 			t.Errorf("pveacl/... must not import %s: pvefake imports pveacl, and the tie runs one way", p)
+		}
+	}
+	model := []string{module + "/pveacl", module + "/pveacl/usercfg", module + "/pveacl/tenantplan", module + "/pveacl/audit", module + "/pveacl/permvec"}
+	for _, p := range nonStandard(t, model...) {
+		if p == module+"/pveapi" {
+			t.Errorf("the pveacl model and planners must not import pveapi (only liveacl reads the API), but they pull it in")
 		}
 	}
 }

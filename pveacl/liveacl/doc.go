@@ -22,9 +22,10 @@ import "context"
 // Client is the Proxmox VE API as liveacl calls it: requests relative to
 // the API base URL, answers decoded from PVE's {"data": ...} envelope, and
 // PVE's errors as go-proxmox's *proxmox.APIError. It is declared here, where
-// it is used, so that nothing under pveacl imports pveapi (whose test server
-// imports pveacl); pveapi.Client has the same methods, and every client
-// pveapi.New builds satisfies it.
+// it is used; pveapi.Client has the same methods, and every client
+// pveapi.New builds satisfies it. The guests and storages outside every pool
+// are read through pveapi.ClusterResources, the one reading of GET
+// /cluster/resources.
 type Client interface {
 	Get(ctx context.Context, path string, v any) error
 	Post(ctx context.Context, path string, data, v any) error

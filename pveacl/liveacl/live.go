@@ -12,6 +12,7 @@ import (
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
+	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvepath"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
@@ -166,15 +167,15 @@ func readPools(ctx context.Context, c Client) ([]snapshotPool, error) {
 }
 
 func readResources(ctx context.Context, c Client) ([]snapshotResource, error) {
-	var rs proxmox.ClusterResources
-	if err := c.Get(ctx, "/cluster/resources", &rs); err != nil {
-		return nil, fmt.Errorf("cannot read the cluster resources (GET /cluster/resources): %w", err)
+	rs, err := pveapi.ClusterResources(ctx, c, pveapi.AllResources)
+	if err != nil {
+		return nil, err
 	}
 	var out []snapshotResource
 	for _, r := range rs {
 		switch r.Type {
 		case "qemu", "lxc", "storage":
-			out = append(out, snapshotResource{Type: r.Type, VMID: int(r.VMID), Storage: r.Storage, Pool: r.Pool, Node: r.Node})
+			out = append(out, snapshotResource{Type: r.Type, VMID: r.VMID, Storage: r.Storage, Pool: r.Pool, Node: r.Node})
 		}
 	}
 	return out, nil

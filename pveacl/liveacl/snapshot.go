@@ -108,7 +108,8 @@ type snapshotPoolMember struct {
 	Storage string `json:"storage,omitempty"`
 }
 
-// snapshotResource is one element of GET /cluster/resources.
+// snapshotResource is a guest or storage of GET /cluster/resources
+// (pveapi.ClusterResource) as a snapshot keeps it.
 type snapshotResource struct {
 	Type    string `json:"type"` // qemu, lxc, storage, node, ...
 	VMID    int    `json:"vmid,omitempty"`
