@@ -21,20 +21,47 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 )
 
-// liveFlags connect to the Proxmox VE API with an API token.
+// liveFlags connect to the Proxmox VE API with an API token: the one set of
+// Proxmox connection flags of every command. Bound without a prefix (acl,
+// sdn, template) they are --url, --token-id, --token-secret,
+// --token-secret-file, --ca-file, --insecure-skip-tls-verify and
+// --allow-plain-http, and the variables capmox and clusterctl read fill
+// the absent ones. Bound with a prefix, where Proxmox is an addition to a
+// command about something else (verify's --proxmox-url, ...), they are
+// the same flags under that prefix, the variables are not read, and the
+// additions they make (need) are asked for only when one of them is given.
 type liveFlags struct {
+	// prefix starts every flag's name; need names what the prefixed
+	// flags add, in the error that names the missing ones.
+	prefix, need                                       string
 	url, tokenID, tokenSecret, tokenSecretFile, caFile string
 	insecure, plainHTTP                                bool
 }
 
+// flag is the command-line spelling of the flag name.
+func (f *liveFlags) flag(name string) string { return "--" + f.prefix + name }
+
 func (f *liveFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.url, "url", "", "Proxmox VE API address, https://HOST:8006 (/api2/json is appended; a URL that has it is taken as is); default $PROXMOX_URL")
-	fs.StringVar(&f.tokenID, "token-id", "", "API token id, USER@REALM!TOKEN; default $PROXMOX_TOKEN")
-	fs.StringVar(&f.tokenSecret, "token-secret", "", "API token secret (prefer --token-secret-file: arguments show in process lists)")
-	fs.StringVar(&f.tokenSecretFile, "token-secret-file", "", "file whose first line is the API token secret; without it and --token-secret, $PROXMOX_SECRET")
-	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
-	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the API's TLS certificate (anyone in the path can take the token)")
-	fs.BoolVar(&f.plainHTTP, "allow-plain-http", false, "let an http:// --url carry the API token unencrypted (a test API on this host only)")
+	url := "Proxmox VE API address, https://HOST:8006 (/api2/json is appended; a URL that has it is taken as is)"
+	tokenID := "API token id, USER@REALM!TOKEN"
+	secretFile := "file whose first line is the API token secret"
+	if f.prefix == "" {
+		url += "; default $" + envURL
+		tokenID += "; default $" + envToken
+		secretFile += "; without it and --token-secret, $" + envSecret
+	}
+	fs.StringVar(&f.url, f.prefix+"url", "", url)
+	fs.StringVar(&f.tokenID, f.prefix+"token-id", "", tokenID)
+	fs.StringVar(&f.tokenSecret, f.prefix+"token-secret", "", "API token secret (prefer "+f.flag("token-secret-file")+": arguments show in process lists)")
+	fs.StringVar(&f.tokenSecretFile, f.prefix+"token-secret-file", "", secretFile)
+	fs.StringVar(&f.caFile, f.prefix+"ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
+	fs.BoolVar(&f.insecure, f.prefix+"insecure-skip-tls-verify", false, "do not verify the API's TLS certificate (anyone in the path can take the token)")
+	fs.BoolVar(&f.plainHTTP, f.prefix+"allow-plain-http", false, "let an http:// "+f.flag("url")+" carry the API token unencrypted (a test API on this host only)")
+}
+
+// wanted says whether any flag of the set was given.
+func (f *liveFlags) wanted() bool {
+	return f.url != "" || f.tokenID != "" || f.tokenSecret != "" || f.tokenSecretFile != "" || f.caFile != "" || f.insecure || f.plainHTTP
 }
 
 // client builds the Proxmox VE client of the flags through pveapi.New
@@ -43,19 +70,19 @@ func (f *liveFlags) bind(fs *pflag.FlagSet) {
 // TLS verification is off or the URL is plain HTTP; it never prints the
 // secret, and shows a token id redacted.
 func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
-	if err := f.fromEnv(); err != nil {
+	if err := f.complete(); err != nil {
 		return nil, "", err
 	}
 	cfg := pveapi.Config{URL: f.url, TokenID: f.tokenID, InsecureSkipVerify: f.insecure, AllowPlainHTTP: f.plainHTTP,
-		Names: pveapi.Names{URL: "--url", TokenID: "--token-id", CA: "--ca-file", Insecure: "--insecure-skip-tls-verify"}}
+		Names: pveapi.Names{URL: f.flag("url"), TokenID: f.flag("token-id"), CA: f.flag("ca-file"), Insecure: f.flag("insecure-skip-tls-verify")}}
 	var err error
 	if f.caFile != "" {
 		if cfg.CAPEM, err = readInput(app, f.caFile); err != nil {
-			return nil, "", fmt.Errorf("cannot read --ca-file: %w", err)
+			return nil, "", fmt.Errorf("cannot read %s: %w", f.flag("ca-file"), err)
 		}
 	}
 	if err := cfg.Check(); errors.Is(err, pveapi.ErrPlainHTTP) {
-		return nil, "", usageError{fmt.Errorf("%w (--allow-plain-http only for a test API on this host)", err)}
+		return nil, "", usageError{fmt.Errorf("%w (%s only for a test API on this host)", err, f.flag("allow-plain-http"))}
 	} else if err != nil {
 		return nil, "", err
 	}
@@ -68,10 +95,10 @@ func (f *liveFlags) client(app *App) (*proxmox.Client, string, error) {
 	}
 	base, _ := cfg.Endpoint()
 	if f.plainHTTP && strings.HasPrefix(base, "http://") {
-		fmt.Fprintln(app.ErrOut, "Warning: --allow-plain-http: the API token goes to "+base+" unencrypted")
+		fmt.Fprintln(app.ErrOut, "Warning: "+f.flag("allow-plain-http")+": the API token goes to "+base+" unencrypted")
 	}
 	if f.insecure {
-		fmt.Fprintln(app.ErrOut, "Warning: TLS verification is off (--insecure-skip-tls-verify): whoever answers at "+base+" receives the API token; use --ca-file instead")
+		fmt.Fprintln(app.ErrOut, "Warning: TLS verification is off ("+f.flag("insecure-skip-tls-verify")+"): whoever answers at "+base+" receives the API token; use "+f.flag("ca-file")+" instead")
 	}
 	return c, base, nil
 }
@@ -84,9 +111,23 @@ const (
 	envSecret = "PROXMOX_SECRET"
 )
 
-// fromEnv fills --url and --token-id from PROXMOX_URL and PROXMOX_TOKEN
-// when they were not given; a flag always wins.
-func (f *liveFlags) fromEnv() error {
+// complete fills --url and --token-id from PROXMOX_URL and PROXMOX_TOKEN
+// when they were not given (a flag always wins), and refuses a set that
+// still lacks the address or the token id; a prefixed set reads no
+// variable, and also lacks its secret's file then.
+func (f *liveFlags) complete() error {
+	if f.prefix != "" {
+		var missing []string
+		for _, m := range []struct{ name, v string }{{"url", f.url}, {"token-id", f.tokenID}, {"token-secret-file", f.tokenSecretFile + f.tokenSecret}} {
+			if m.v == "" {
+				missing = append(missing, f.flag(m.name))
+			}
+		}
+		if len(missing) > 0 {
+			return usageError{fmt.Errorf("%s need %s too", f.need, strings.Join(missing, " and "))}
+		}
+		return nil
+	}
 	if f.url == "" {
 		f.url = os.Getenv(envURL)
 	}
@@ -103,21 +144,22 @@ func (f *liveFlags) fromEnv() error {
 }
 
 // secret returns the token secret and how messages name where it came
-// from: --token-secret-file (its first line, readSecretFile),
-// --token-secret or PROXMOX_SECRET.
+// from: the token secret file flag (its first line, readSecretFile), the
+// token secret flag or, without a prefix, PROXMOX_SECRET.
 func (f *liveFlags) secret(app *App) (secret, from string, err error) {
+	file, flag := f.flag("token-secret-file"), f.flag("token-secret")
 	switch {
 	case f.tokenSecret != "" && f.tokenSecretFile != "":
-		return "", "", errors.New("pass the token secret once: --token-secret or --token-secret-file")
+		return "", "", errors.New("pass the token secret once: " + flag + " or " + file)
 	case f.tokenSecretFile != "":
-		s, err := readSecretFile(app, "--token-secret-file", f.tokenSecretFile)
-		return s, "--token-secret-file " + f.tokenSecretFile, err
+		s, err := readSecretFile(app, file, f.tokenSecretFile)
+		return s, file + " " + f.tokenSecretFile, err
 	case f.tokenSecret != "":
-		return f.tokenSecret, "--token-secret", nil
-	case os.Getenv(envSecret) != "":
+		return f.tokenSecret, flag, nil
+	case f.prefix == "" && os.Getenv(envSecret) != "":
 		return strings.TrimSpace(os.Getenv(envSecret)), envSecret, nil
 	}
-	return "", "", errors.New("the token secret is missing: pass --token-secret-file (or --token-secret), or set " + envSecret)
+	return "", "", errors.New("the token secret is missing: pass " + file + " (or " + flag + "), or set " + envSecret)
 }
 
 // readSecretFile reads a token secret file named by flag: the secret is

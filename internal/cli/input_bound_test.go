@@ -112,19 +112,20 @@ var clientGoFiles = map[string]bool{"--kubeconfig": true, "--tenant-kubeconfig":
 // notInputFiles are the flags whose help mentions a file or a format but
 // that name no file the command reads whole.
 var notInputFiles = map[string]string{
-	"output":           "the output format",
-	"url":              "an address",
-	"pve-version":      "a version",
-	"user":             "a kubeconfig user's name",
-	"max-input-size":   "the bound itself",
-	"token-secret":     "the secret's value",
-	"secrets-dir":      "a directory written to",
-	"secret-manifests": "read by liveacl.ManifestSink up to 8 MiB (TestManifestSinkBounded)",
-	"import-storage":   "a Proxmox storage name",
-	"tenant-context":   "a context name",
-	"context":          "a context name",
-	"from-cluster":     "a switch",
-	"schematic-id":     "an ID",
+	"output":               "the output format",
+	"url":                  "an address",
+	"pve-version":          "a version",
+	"user":                 "a kubeconfig user's name",
+	"max-input-size":       "the bound itself",
+	"token-secret":         "the secret's value",
+	"proxmox-token-secret": "the secret's value (verify's prefixed liveFlags)",
+	"secrets-dir":          "a directory written to",
+	"secret-manifests":     "read by liveacl.ManifestSink up to 8 MiB (TestManifestSinkBounded)",
+	"import-storage":       "a Proxmox storage name",
+	"tenant-context":       "a context name",
+	"context":              "a context name",
+	"from-cluster":         "a switch",
+	"schematic-id":         "an ID",
 }
 
 // mentionsFile is what marks a flag as naming an input file in its help.

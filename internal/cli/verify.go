@@ -62,7 +62,7 @@ func kubeFlags() *genericclioptions.ConfigFlags {
 type verifyOptions struct {
 	kube                                 *genericclioptions.ConfigFlags
 	tenant, tenantContext, cluster, capi string
-	ha                                   haFlags
+	ha                                   liveFlags
 }
 
 // configs resolves the management cluster's client configuration and
@@ -151,7 +151,7 @@ application name. The management cluster is reached as kubectl reaches it:
 (default: the context's namespace).`
 
 func newVerifyCmd(app *App) *cobra.Command {
-	o := verifyOptions{kube: kubeFlags()}
+	o := verifyOptions{kube: kubeFlags(), ha: proxmoxCheckFlags()}
 	cmd := &cobra.Command{
 		Use: "verify --tenant-kubeconfig TENANT --cluster NAME [-n NAMESPACE] [--kubeconfig MGMT] [--context CTX]",
 		Example: "  pxsubstrate verify --tenant-kubeconfig tenant.kubeconfig -n tenant-alpha --cluster alpha\n" +
@@ -166,7 +166,7 @@ func newVerifyCmd(app *App) *cobra.Command {
 	cmd.Flags().StringVar(&o.tenantContext, "tenant-context", "", "context of --tenant-kubeconfig to use (default: its current context)")
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "Cluster name")
 	cmd.Flags().StringVar(&o.capi, "capi-version", "v1beta1", "Cluster API version to read Machines with: v1beta1 or v1beta2")
-	o.ha.bind(cmd.Flags())
+	bindProxmoxChecks(&o.ha, cmd.Flags())
 	for _, f := range []string{"tenant-kubeconfig", "cluster"} {
 		_ = cmd.MarkFlagRequired(f)
 	}
@@ -196,7 +196,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 		return err
 	}
 	if o.ha.wanted() {
-		ha, err := o.ha.checkProxmox(ctx, app, m, m.RESTMapper(), namespace)
+		ha, err := checkProxmox(ctx, app, &o.ha, m, m.RESTMapper(), namespace)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/luthermonson/go-proxmox"
 	"github.com/spf13/pflag"
@@ -16,58 +15,30 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
-// haFlags reach the Proxmox VE API for verify's checks of what is on
-// Proxmox: the HA resources (the pool HA token, or any token with
-// Sys.Audit on /) and the worker VMs of the namespace's pools (the
-// tenant's capmox token, or any token with VM.Audit on them).
-type haFlags struct{ url, tokenID, secretFile, caFile string }
+// proxmoxCheckFlags are verify's Proxmox connection flags (the one set,
+// liveFlags, under the prefix proxmox-), which reach the Proxmox VE API for
+// its checks of what is on Proxmox: the HA resources (the pool HA token,
+// or any token with Sys.Audit on /) and the worker VMs of the namespace's
+// pools (the tenant's capmox token, or any token with VM.Audit on them).
+func proxmoxCheckFlags() liveFlags { return liveFlags{prefix: "proxmox-", need: "the Proxmox checks"} }
 
-func (f *haFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.url, "proxmox-url", "", "Proxmox VE API address, https://HOST:8006: also check the HA resources the controller made and the worker VMs of the namespace's pools (needs the next two flags)")
-	fs.StringVar(&f.tokenID, "proxmox-token-id", "", "API token id, USER@REALM!TOKEN: Sys.Audit on / reads the HA resources (the pool HA token), VM.Audit on a pool its VMs (the tenant's capmox token)")
-	fs.StringVar(&f.secretFile, "proxmox-token-secret-file", "", "file whose first line is that token's secret")
-	fs.StringVar(&f.caFile, "proxmox-ca-file", "", "PEM file of CA certificates to trust for the API, besides the system roots")
-}
-
-func (f *haFlags) wanted() bool {
-	return f.url != "" || f.tokenID != "" || f.secretFile != "" || f.caFile != ""
-}
-
-// client builds the client through pveapi.New (TLS verified).
-func (f *haFlags) client(app *App) (pveapi.Client, error) {
-	var missing []string
-	for _, m := range []struct{ name, v string }{{"--proxmox-url", f.url}, {"--proxmox-token-id", f.tokenID}, {"--proxmox-token-secret-file", f.secretFile}} {
-		if m.v == "" {
-			missing = append(missing, m.name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, usageError{fmt.Errorf("the Proxmox checks need %s too", strings.Join(missing, " and "))}
-	}
-	cfg := pveapi.Config{URL: f.url, TokenID: f.tokenID,
-		Names: pveapi.Names{URL: "--proxmox-url", TokenID: "--proxmox-token-id", CA: "--proxmox-ca-file"}}
-	var err error
-	if f.caFile != "" {
-		if cfg.CAPEM, err = readInput(app, f.caFile); err != nil {
-			return nil, fmt.Errorf("cannot read --proxmox-ca-file: %w", err)
-		}
-	}
-	// The file's first line, read as acl's --token-secret-file is.
-	if cfg.Secret, err = readSecretFile(app, "--proxmox-token-secret-file", f.secretFile); err != nil {
-		return nil, err
-	}
-	cfg.Names.Secret = "--proxmox-token-secret-file " + f.secretFile
-	return pveapi.New(cfg)
+// bindProxmoxChecks binds f and says in --proxmox-url's and
+// --proxmox-token-id's help what the checks read with them.
+func bindProxmoxChecks(f *liveFlags, fs *pflag.FlagSet) {
+	f.bind(fs)
+	fs.Lookup(f.prefix + "url").Usage = "Proxmox VE API address, https://HOST:8006: also check the HA resources the controller made and the worker VMs of the namespace's pools (needs the next two flags)"
+	fs.Lookup(f.prefix + "token-id").Usage = "API token id, USER@REALM!TOKEN: Sys.Audit on / reads the HA resources (the pool HA token), VM.Audit on a pool its VMs (the tenant's capmox token)"
+	fs.Lookup(f.prefix + "token-secret-file").Usage = "file whose first line is that token's secret"
 }
 
 // checkProxmox runs the checks of what is on Proxmox: the HA resources
 // the controller made for Machines of namespace that are gone, and the
 // VMs of the namespace's pools no ProxmoxMachine records. A check the
 // token may not read is a warning naming the privilege, not a pass.
-func (f *haFlags) checkProxmox(ctx context.Context, app *App, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]nodeverify.ManagementFinding, error) {
-	c, err := f.client(app)
+func checkProxmox(ctx context.Context, app *App, f *liveFlags, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]nodeverify.ManagementFinding, error) {
+	c, _, err := f.client(app)
 	if err != nil {
-		return nil, err
+		return nil, tlsHint(err)
 	}
 	var findings []nodeverify.ManagementFinding
 	var list []pveha.Resource
