@@ -106,17 +106,20 @@ func Environment(o APIServerOptions) (*envtest.Environment, error) {
 	return env, nil
 }
 
+// kubeAssets are kube-apiserver, etcd, kubectl and kube-controller-manager
+// as hack/kube-assets.sh builds them.
+var kubeAssets = Assets{Env: envAssets, Missing: ErrMissingAssets, Hint: assetsHint}
+
 // FindAssets returns the folder holding kube-apiserver and etcd:
 // $KUBEBUILDER_ASSETS when set, else the cache folder hack/kube-assets.sh
 // builds into.
 func FindAssets() (string, error) {
-	dir := assetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if err := executable(dir, bin); err != nil {
+		if _, err := findBinary(bin); err != nil {
 			return "", err
 		}
 	}
-	return dir, nil
+	return kubeAssets.withDefault().Dir(), nil
 }
 
 // FindKubectl returns the kubectl that hack/kube-assets.sh builds next to
@@ -129,27 +132,15 @@ func FindKubectl() (string, error) { return findBinary("kubectl") }
 // its garbage collector, which envtest does not have.
 func FindControllerManager() (string, error) { return findBinary("kube-controller-manager") }
 
-func findBinary(name string) (string, error) {
-	dir := assetsDir()
-	if err := executable(dir, name); err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, name), nil
-}
+func findBinary(name string) (string, error) { return kubeAssets.withDefault().Binary(name) }
 
-func assetsDir() string {
-	if dir := os.Getenv(envAssets); dir != "" {
-		return dir
+// withDefault is a with its default folder, which depends on the cache
+// root of the moment (PXSUBSTRATE_CACHE).
+func (a Assets) withDefault() Assets {
+	if a.Default == "" {
+		a.Default = DefaultAssetsDir()
 	}
-	return DefaultAssetsDir()
-}
-
-func executable(dir, bin string) error {
-	fi, err := os.Stat(filepath.Join(dir, bin))
-	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%w: no executable %s in %s (%s)", ErrMissingAssets, bin, dir, assetsHint)
-	}
-	return nil
+	return a
 }
 
 // DefaultAssetsDir is where hack/kube-assets.sh puts the binaries:

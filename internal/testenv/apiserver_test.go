@@ -75,7 +75,7 @@ func TestFindAssets(t *testing.T) {
 	if dir, err := testenv.FindAssets(); err != nil || dir != empty {
 		t.Errorf("FindAssets() = %q, %v; want %q", dir, err, empty)
 	}
-	if _, err := testenv.FindKubectl(); !errors.Is(err, testenv.ErrMissingAssets) || !strings.Contains(err.Error(), "no executable kubectl in "+empty) {
+	if _, err := testenv.FindKubectl(); !errors.Is(err, testenv.ErrMissingAssets) || !strings.Contains(err.Error(), "no executable "+filepath.Join(empty, "kubectl")) {
 		t.Errorf("FindKubectl() without kubectl = %v; want ErrMissingAssets naming kubectl and the folder", err)
 	}
 	kubectl := filepath.Join(empty, "kubectl")

@@ -278,16 +278,7 @@ func (m *Managers) Stop() error {
 // FindAssets returns the folder hack/capi-assets.sh builds the managers
 // into (one folder per build inside it): $PXSUBSTRATE_CAPI_ASSETS when
 // set, else DefaultAssetsDir. Start checks the binaries it needs.
-func FindAssets() (string, error) {
-	dir := os.Getenv(envAssets)
-	if dir == "" {
-		dir = DefaultAssetsDir()
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("%w: no folder %s (%s)", ErrMissingAssets, dir, assetsHint)
-	}
-	return dir, nil
-}
+func FindAssets() (string, error) { return assets().Folder() }
 
 // DefaultAssetsDir is where hack/capi-assets.sh puts the binaries:
 // ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/capi,
@@ -297,13 +288,11 @@ func DefaultAssetsDir() string {
 	return filepath.Join(testenv.CacheRoot(), "capi")
 }
 
-func executable(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%w: no executable %s (%s)", ErrMissingAssets, path, assetsHint)
-	}
-	return nil
+func assets() testenv.Assets {
+	return testenv.Assets{Env: envAssets, Default: DefaultAssetsDir(), Missing: ErrMissingAssets, Hint: assetsHint}
 }
+
+func executable(path string) error { return assets().Executable(path) }
 
 func writeFiles(dir string, certPEM, keyPEM []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -272,16 +272,7 @@ func kubeOVNVersion() string {
 
 // FindAssets returns the folder hack/kubeovn-assets.sh builds the binaries
 // into: $PXSUBSTRATE_KUBEOVN_ASSETS when set, else DefaultAssetsDir.
-func FindAssets() (string, error) {
-	dir := os.Getenv(envAssets)
-	if dir == "" {
-		dir = DefaultAssetsDir()
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("%w: no folder %s (%s)", ErrMissingAssets, dir, assetsHint)
-	}
-	return dir, nil
-}
+func FindAssets() (string, error) { return assets().Folder() }
 
 // DefaultAssetsDir is where hack/kubeovn-assets.sh puts the binaries:
 // ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}/kube-ovn/<version>.
@@ -289,10 +280,8 @@ func DefaultAssetsDir() string {
 	return filepath.Join(testenv.CacheRoot(), "kube-ovn", kubeOVNVersion())
 }
 
-func executable(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%w: no executable %s (%s)", ErrMissingAssets, path, assetsHint)
-	}
-	return nil
+func assets() testenv.Assets {
+	return testenv.Assets{Env: envAssets, Default: DefaultAssetsDir(), Missing: ErrMissingAssets, Hint: assetsHint}
 }
+
+func executable(path string) error { return assets().Executable(path) }
