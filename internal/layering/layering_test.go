@@ -99,6 +99,19 @@ func TestTestprocStandardLibraryOnly(t *testing.T) {
 	}
 }
 
+// TestShippedCodeStartsNoTestEnvironment: the two binaries (and with them
+// the CLI, the controller and the simulation they ship) pull in no test
+// environment (internal/testenv: real processes, test certificates) and
+// no program behind hack/; the in-memory fakes (internal/fake) may ship,
+// as the simulation and the demo run on them.
+func TestShippedCodeStartsNoTestEnvironment(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/cmd/...") {
+		if strings.HasPrefix(p, module+"/internal/testenv") || strings.HasPrefix(p, module+"/hack/") {
+			t.Errorf("the binaries must not ship %s: test environments and hack/ programs are for tests and the lab", p)
+		}
+	}
+}
+
 // TestNICRulesStandardLibraryOnly: the bridge and VLAN rules that render
 // and admission share (api/capmox) pull in nothing outside the standard
 // library, so admission gains no dependency through them.
