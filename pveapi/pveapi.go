@@ -65,7 +65,7 @@ func RedactURL(raw string) string {
 // input) is built by it, so that no such value can name another path:
 //
 //	Path("nodes", "pve1", "qemu", "9000")  // /nodes/pve1/qemu/9000
-//	Path("nodes", "../../access/users")    // /nodes/..%2F..%2Faccess%2Fusers
+//	Path("nodes", "pve1/../access")        // /nodes/pve1%2F..%2Faccess
 //	Path("nodes", "..", "storage")         // /nodes/%2E%2E/storage
 //
 // A query is appended by the caller. The implementation is

@@ -21,7 +21,7 @@ import (
 // caller: Path("nodes", n, "storage") + "?" + url.Values{...}.Encode().
 //
 //	Path("nodes", "pve1", "qemu", "9000")  // /nodes/pve1/qemu/9000
-//	Path("nodes", "../../access/users")    // /nodes/..%2F..%2Faccess%2Fusers
+//	Path("nodes", "pve1/../access")        // /nodes/pve1%2F..%2Faccess
 //	Path("nodes", "..", "storage")         // /nodes/%2E%2E/storage
 func Path(segments ...string) string {
 	var b strings.Builder
