@@ -306,10 +306,15 @@ func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string
 	if _, err := liveacl.Apply(ctx, root, spec, liveacl.WithSecretSink(keep), liveacl.WithSecretContext(l.proxmoxURL(), "lab")); err != nil {
 		return liveacl.TokenSecret{}, fmt.Errorf("cannot apply the ACLs of tenant %s: %w", ns, err)
 	}
-	for id, s := range keep {
-		if strings.HasSuffix(id, "!"+tn.Tokens.Capmox) {
-			return s, nil
-		}
+	id := spec.Defaulted().Tenants[0].CapmoxTokenID()
+	if s, ok := keep[id]; ok {
+		l.minted[id] = s
+		return s, nil
+	}
+	// A second cluster of the tenant: the token was minted for its first,
+	// and its credentials Secret holds the same token.
+	if s, ok := l.minted[id]; ok {
+		return s, nil
 	}
 	return liveacl.TokenSecret{}, fmt.Errorf("the ACL apply of tenant %s minted no capmox token (tokens: %d)", ns, len(keep))
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/testproc"
@@ -103,11 +104,14 @@ type Lab struct {
 	log     func(string)
 	stops   []func() error
 	proxmox *pvelab.Proxmox
+	// minted are the capmox token secrets the tenants' ACL applies made,
+	// by token id, for the tenants' later clusters.
+	minted map[string]liveacl.TokenSecret
 }
 
 // Start starts a lab. On an error everything started so far is stopped.
 func Start(ctx context.Context, o Options) (*Lab, error) {
-	l := &Lab{Capmox: o.Capmox, log: o.Log, Dir: o.Dir}
+	l := &Lab{Capmox: o.Capmox, log: o.Log, Dir: o.Dir, minted: map[string]liveacl.TokenSecret{}}
 	if l.Capmox == "" {
 		l.Capmox = capi.CapmoxV09
 	}
@@ -180,20 +184,20 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 	return nil
 }
 
-// controller starts the proxmox-network controller: as an administrator,
-// or with Options.PoolHA as the manifests' ServiceAccount with the pool HA
-// token.
+// controller starts the proxmox-network controller as the manifests'
+// ServiceAccount, under their RBAC, and with Options.PoolHA gives it the
+// pool HA token.
 func (l *Lab) controller(ctx context.Context, o Options) error {
-	kubeconfig, args := filepath.Join(l.Dir, MgmtKubeconfig), []string(nil)
+	var args []string
 	if o.PoolHA {
 		if err := l.poolHASecret(ctx); err != nil {
 			return err
 		}
-		var err error
-		if kubeconfig, err = l.controllerKubeconfig(ctx); err != nil {
-			return err
-		}
 		args = append(args, "--proxmox-ha-credentials="+PoolHASecret, "--proxmox-ha-sweep-interval=5s")
+	}
+	kubeconfig, err := l.controllerKubeconfig(ctx)
+	if err != nil {
+		return err
 	}
 	return l.startController(ctx, o.Controller, kubeconfig, args...)
 }

@@ -59,8 +59,7 @@ func (l *Lab) poolHASecret(ctx context.Context) error {
 }
 
 // ControllerAccount is the ServiceAccount the manifests run the controller
-// as; with Options.PoolHA the lab runs it as that account, under the
-// manifests' RBAC (config/rbac's ClusterRole and ClusterRoleBinding, and
+// as; the lab runs it as that account, under the manifests' RBAC (config/rbac's ClusterRole and ClusterRoleBinding, and
 // the chart's Role on the pool HA Secret), so that a call the RBAC does not
 // grant fails the lab's tests.
 const ControllerAccount = "system:serviceaccount:cozy-proxmox-network:proxmox-network-controller"
@@ -98,6 +97,9 @@ func (l *Lab) controllerKubeconfig(ctx context.Context) (string, error) {
 			return "", err
 		}
 		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	if err := l.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
 	}
 	for _, o := range objsOf(objs) {
 		if err := l.Client.Create(ctx, o); err != nil {
