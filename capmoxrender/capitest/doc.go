@@ -9,9 +9,14 @@
 //
 // capmox's CRDs are those of the capmox v0.9.0 module for v0.8+ and the
 // copy of v0.7.7 in third_party/crds for v0.7, with the contract labels
-// capmox's kustomization adds; no capmox manager runs here (the managers'
-// own tests are in internal/testenv/capi), so what capmox's webhooks would
-// refuse in our renders is not tested here. Kamaji (KamajiControlPlane)
+// capmox's kustomization adds. TestOwnersAdmit then runs, one generation
+// after the other (capmox holds its webhook port), an API server with
+// every owner of what we render: Cluster API, the IPAM provider, CABPT
+// and capmox itself (v0.9.0 for the v0.8+ render, v0.7.2 for v0.7), so
+// that capmox's ProxmoxCluster, ProxmoxMachineTemplate and ProxmoxMachine
+// webhooks (with their defaults) and the IPAM provider's pool webhook
+// judge every scenario, the Machines Cluster API makes of each pool, and
+// inputs drawn at random near the owners' edges. Kamaji (KamajiControlPlane)
 // and Flux (HelmRelease) are not served by the Go module proxy: their
 // kinds get stand-in CRDs that accept anything and judge nothing
 // (capi.StandInCRD). Machines stop where Cluster API waits for the

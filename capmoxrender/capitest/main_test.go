@@ -116,7 +116,7 @@ func start(gen capmoxrender.Capmox) (s *server, stop []func() error, err error) 
 		return nil, nil, err
 	}
 	stop = append(stop, env.Stop)
-	crds, err := capmox(gen)
+	crds, err := capmoxCRDsOf(gen)
 	if err != nil {
 		return nil, stop, err
 	}
@@ -137,8 +137,8 @@ func start(gen capmoxrender.Capmox) (s *server, stop []func() error, err error) 
 	return &server{cfg: cfg, c: c}, stop, nil
 }
 
-// capmox reads the capmox CRDs of gen and labels them.
-func capmox(gen capmoxrender.Capmox) ([]*apiextv1.CustomResourceDefinition, error) {
+// capmoxCRDsOf reads the capmox CRDs of gen and labels them.
+func capmoxCRDsOf(gen capmoxrender.Capmox) ([]*apiextv1.CustomResourceDefinition, error) {
 	set := capmoxCRDs[gen]
 	dir, err := set.dir()
 	if err != nil {
