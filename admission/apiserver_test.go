@@ -170,6 +170,41 @@ func (e *apiEnv) installPolicies(ctx context.Context) {
 		}
 	}
 	e.waitProbe(ctx, true)
+	e.waitPolicies(ctx)
+}
+
+// waitPolicies polls, for every policy, the first table pair it refuses
+// until the API server refuses it too: each policy takes effect on its
+// own, a moment after it is written, later on a loaded machine.
+func (e *apiEnv) waitPolicies(ctx context.Context) {
+	e.t.Helper()
+	cases := allPairCases()
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	waited := map[string]bool{}
+	for _, n := range names {
+		in := e.rename(ctx, cases[n].refused)
+		d, err := e.v.Review(in.request(e.t), in.ns)
+		if err != nil || d.Allowed || waited[d.Policy] {
+			continue
+		}
+		waited[d.Policy] = true
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			a, err := e.submit(ctx, in)
+			if err == nil && !a.allowed {
+				break
+			}
+			if time.Now().After(deadline) {
+				e.t.Fatalf("policy %s did not take effect within 30s (pair %s): %v", d.Policy, n, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			in = e.rename(ctx, cases[n].refused)
+		}
+	}
 }
 
 // waitProbe polls until a pod attaching a foreign network is refused (or

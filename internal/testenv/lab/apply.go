@@ -308,15 +308,20 @@ func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string
 	}
 	id := spec.Defaulted().Tenants[0].CapmoxTokenID()
 	if s, ok := keep[id]; ok {
-		l.minted[id] = s
 		return s, nil
 	}
 	// A second cluster of the tenant: the token was minted for its first,
-	// and its credentials Secret holds the same token.
-	if s, ok := l.minted[id]; ok {
-		return s, nil
+	// whose credentials Secret holds it.
+	var secrets corev1.SecretList
+	if err := l.Client.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
+		return liveacl.TokenSecret{}, err
 	}
-	return liveacl.TokenSecret{}, fmt.Errorf("the ACL apply of tenant %s minted no capmox token (tokens: %d)", ns, len(keep))
+	for _, sec := range secrets.Items {
+		if string(sec.Data["token"]) == id && len(sec.Data["secret"]) > 0 {
+			return liveacl.TokenSecret{URL: string(sec.Data["url"]), TokenID: id, Secret: liveacl.Secret(sec.Data["secret"]), Tenant: tn.Name, Capmox: true}, nil
+		}
+	}
+	return liveacl.TokenSecret{}, fmt.Errorf("the ACL apply of tenant %s minted no capmox token %s, and no credentials Secret of an earlier cluster of the tenant holds it", ns, id)
 }
 
 // addStorage creates a storage through the API (POST /storage) as the

@@ -38,7 +38,6 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/testproc"
@@ -104,14 +103,11 @@ type Lab struct {
 	log     func(string)
 	stops   []func() error
 	proxmox *pvelab.Proxmox
-	// minted are the capmox token secrets the tenants' ACL applies made,
-	// by token id, for the tenants' later clusters.
-	minted map[string]liveacl.TokenSecret
 }
 
 // Start starts a lab. On an error everything started so far is stopped.
 func Start(ctx context.Context, o Options) (*Lab, error) {
-	l := &Lab{Capmox: o.Capmox, log: o.Log, Dir: o.Dir, minted: map[string]liveacl.TokenSecret{}}
+	l := &Lab{Capmox: o.Capmox, log: o.Log, Dir: o.Dir}
 	if l.Capmox == "" {
 		l.Capmox = capi.CapmoxV09
 	}
