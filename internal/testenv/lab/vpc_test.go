@@ -173,3 +173,52 @@ func listOfClient(t *testing.T, c client.Client, apiVersion, kind string) []unst
 	must(t, c.List(context.Background(), list))
 	return list.Items
 }
+
+// TestDualStackWorkers: a cluster with an IPv4 and an IPv6 pool
+// (proxmox.ipv6Config) brings its two workers up on both capmox
+// generations, each worker's Node with an address of each pool, none
+// handed out twice.
+func TestDualStackWorkers(t *testing.T) { eachCapmox(t, dualStackWorkers) }
+
+func dualStackWorkers(t *testing.T, gen capi.Capmox) {
+	ctx := context.Background()
+	l := startLab(t, gen)
+	tn, err := lab.ReadTenant(filepath.Join("testdata", "dual-kubernetes.yaml"), filepath.Join("testdata", "nodes.yaml"))
+	must(t, err)
+	_, err = l.Apply(ctx, tn)
+	must(t, err)
+	eventually(t, 4*time.Minute, "the two dual-stack workers run", func() (bool, string) {
+		running, state := machines(t, l.Client, "tenant-demo")
+		return running == 2, state + "\n" + l.Managers.Capmox.Tail(20)
+	})
+	seen := map[string]bool{}
+	for _, n := range listOfClient(t, l.TenantClient, "v1", "NodeList") {
+		addrs, _, _ := unstructured.NestedSlice(n.Object, "status", "addresses")
+		v4, v6 := 0, 0
+		for _, a := range addrs {
+			m, _ := a.(map[string]any)
+			addr, _ := m["address"].(string)
+			if m["type"] != "InternalIP" {
+				continue
+			}
+			switch {
+			case addressIn(addr, "10.0.100.20", "10.0.100.29"):
+				v4++
+			case addressIn(addr, "fd00:100::20", "fd00:100::29"):
+				v6++
+			default:
+				t.Errorf("Node %s: address %s is of neither pool", n.GetName(), addr)
+			}
+			if seen[addr] {
+				t.Errorf("address %s is handed out twice", addr)
+			}
+			seen[addr] = true
+		}
+		if v4 != 1 || v6 != 1 {
+			t.Errorf("Node %s has %d IPv4 and %d IPv6 addresses of the pools, want one each: %v", n.GetName(), v4, v6, addrs)
+		}
+	}
+	if d, u, b := l.PVE.Denied(), l.PVE.Unserved(), l.PVE.BootErrors(); len(d)+len(u)+len(b) > 0 {
+		t.Errorf("denied %v, unserved %v, boot errors %v", d, u, b)
+	}
+}
