@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/config/configpatcher"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
@@ -45,14 +46,7 @@ func TestTalosPatchesValidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				in, err := generate.NewInput("kubernetes-demo", "https://kubernetes-demo.tenant-demo.svc:6443", "1.35.2")
-				if err != nil {
-					t.Fatal(err)
-				}
-				worker, err := in.Config(machine.TypeWorker)
-				if err != nil {
-					t.Fatal(err)
-				}
+				worker := workerConfig(t)
 				patch, err := configpatcher.LoadPatch(raw)
 				if err != nil {
 					t.Fatalf("Talos cannot read the patches: %v", err)
@@ -84,14 +78,7 @@ func TestTalosPatchesValidate(t *testing.T) {
 // refuses, so a pass means something: a mirror whose endpoints is a string
 // does not load.
 func TestTalosPatchesValidateControl(t *testing.T) {
-	in, err := generate.NewInput("kubernetes-demo", "https://kubernetes-demo.tenant-demo.svc:6443", "1.35.2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker, err := in.Config(machine.TypeWorker)
-	if err != nil {
-		t.Fatal(err)
-	}
+	worker := workerConfig(t)
 	patch, err := configpatcher.LoadPatch([]byte(`[{"op":"add","path":"/machine/registries","value":{"mirrors":{"ghcr.io":{"endpoints":"https://m"}}}}]`))
 	if err != nil {
 		t.Fatal(err)
@@ -106,4 +93,19 @@ func TestTalosPatchesValidateControl(t *testing.T) {
 	if err == nil {
 		t.Fatal("Talos loaded a mirror whose endpoints is a string")
 	}
+}
+
+// workerConfig is a worker configuration as Talos machinery generates it
+// for a cluster, before CABPT applies a template's patches.
+func workerConfig(t *testing.T) config.Provider {
+	t.Helper()
+	in, err := generate.NewInput("kubernetes-demo", "https://kubernetes-demo.tenant-demo.svc:6443", "1.35.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := in.Config(machine.TypeWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return worker
 }
