@@ -122,3 +122,13 @@ func TestNICRulesStandardLibraryOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolhealStandardLibraryOnly: the healing decisions are pure, over
+// plain values; the controller and verify gather what they read.
+func TestPoolhealStandardLibraryOnly(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/poolheal") {
+		if p != module+"/poolheal" {
+			t.Errorf("poolheal must import only the standard library, but it pulls in %s", p)
+		}
+	}
+}
