@@ -200,6 +200,10 @@ type NodesProxmox struct {
 	// different nodes (the proxmox-network controller's pool HA, with its
 	// pre-terminate hook on every Machine).
 	HA bool `json:"ha,omitempty"`
+	// Heal lets the proxmox-network controller heal the pool of capmox's
+	// known faults (package poolheal): the label poolheal.Label on the
+	// MachineDeployment.
+	Heal bool `json:"heal,omitempty"`
 }
 
 // NodeNetwork is net0: a raw bridge (and optional VLAN and MTU), or a VPC subnet.

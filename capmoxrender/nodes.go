@@ -12,6 +12,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	pmv1alpha1 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha1"
 	pmv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha2"
+	"github.com/pxsubstrate/pxsubstrate/poolheal"
 )
 
 // Labels CAPI uses to select a pool's machines.
@@ -230,12 +231,20 @@ func templateAnnotations(p nodesPlan) map[string]string {
 	return map[string]string{HookHA: HookOwner}
 }
 
-// mdLabels are the MachineDeployment's own labels.
+// mdLabels are the MachineDeployment's own labels: pool HA's, and pool
+// healing's (poolheal.Label), which the controller selects pools by.
 func mdLabels(p nodesPlan) map[string]string {
-	if !p.ha {
+	l := map[string]string{}
+	if p.ha {
+		l[LabelHA] = "true"
+	}
+	if p.heal {
+		l[poolheal.Label] = "true"
+	}
+	if len(l) == 0 {
 		return nil
 	}
-	return map[string]string{LabelHA: "true"}
+	return l
 }
 
 func mdAnnotations(p nodesPlan) map[string]string {

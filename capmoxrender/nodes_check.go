@@ -51,7 +51,7 @@ type nodesPlan struct {
 	talos                 Talos
 	tags                  []string
 	full                  bool
-	ha                    bool
+	ha, heal              bool
 	storage, pool         string
 	dns                   []string
 	nics                  []nic
@@ -198,7 +198,7 @@ func planTemplate(p *nodesPlan, s NodesSpec, _ Options) error {
 		return refuse("proxmox.pool", "proxmox.pool: %v: name the Proxmox VE pool as pveum pool list shows it (letters, digits, '-' and '_', up to three levels joined by '/')", err)
 	}
 	p.tags, p.full, p.storage, p.pool = append([]string(nil), px.TemplateTags...), px.Full, px.Storage, px.Pool
-	p.ha = px.HA
+	p.ha, p.heal = px.HA, px.Heal
 	return nil
 }
 

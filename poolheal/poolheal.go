@@ -47,11 +47,25 @@ const (
 // Kinds lists every kind, in the order Plan considers them.
 var Kinds = []Kind{KindDestroyLostClone, KindStartStopped, KindRetryDelete}
 
+// Label "true" on a MachineDeployment turns healing on for its pool
+// (capmoxrender writes it for proxmox.heal).
+const Label = "proxmox.cozystack.io/heal"
+
 // StoppedTag on a VM, or StoppedAnnotation on its ProxmoxMachine, says an
 // operator stopped the VM on purpose: it is never started.
 const (
 	StoppedTag        = "pxsubstrate-stopped"
 	StoppedAnnotation = "proxmox.cozystack.io/stopped"
+)
+
+// RetryAnnotation on a ProxmoxMachine is when the controller last asked
+// capmox to try its delete again (RFC 3339): any change of the
+// ProxmoxMachine makes capmox reconcile it at once, out of its failure
+// backoff. RetryEvery is how long the controller waits before it asks
+// again.
+const (
+	RetryAnnotation = "proxmox.cozystack.io/heal-retry-delete"
+	RetryEvery      = time.Minute
 )
 
 // DefaultGrace is the least age of a VM Plan acts on: longer than a clone
@@ -79,6 +93,8 @@ type Machine struct {
 	// Deleting ProxmoxMachine whose VM capmox could not reach), zero for
 	// never.
 	DeleteFailedSince time.Time
+	// RetriedAt is RetryAnnotation, zero for never.
+	RetriedAt time.Time
 }
 
 // VM is a guest of the pool's Proxmox pool, as /cluster/resources and its
@@ -202,8 +218,12 @@ func judgeRecorded(vm VM, m Machine, now time.Time, grace time.Duration) (Action
 	case m.Deleting && !m.DeleteFailedSince.IsZero():
 		a := Action{Kind: KindRetryDelete, VMID: vm.VMID, Node: vm.Node, Machine: m.Name,
 			Reason: fmt.Sprintf("capmox failed to delete VM %d of ProxmoxMachine %s while node %s was offline, and its backoff would wait up to 1000 s", vm.VMID, m.Name, vm.Node)}
-		if !vm.NodeOnline {
+		switch {
+		case !vm.NodeOnline:
 			return Action{}, Waiting{Kind: a.Kind, VMID: vm.VMID, Machine: m.Name, Why: "node " + vm.Node + " is offline"}, true
+		case !m.RetriedAt.IsZero() && now.Sub(m.RetriedAt) < RetryEvery:
+			return Action{}, Waiting{Kind: a.Kind, VMID: vm.VMID, Machine: m.Name, After: m.RetriedAt.Add(RetryEvery),
+				Why: "capmox was asked to try again at " + m.RetriedAt.UTC().Format(time.RFC3339)}, true
 		}
 		return a, Waiting{}, true
 	case m.Deleting || vm.Running || !m.Provisioned || m.HasNode:

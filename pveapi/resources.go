@@ -44,6 +44,9 @@ const (
 	AllResources = ""
 	// Guests lists the guests (type=vm): qemu VMs and lxc containers.
 	Guests = "vm"
+	// Nodes lists the cluster's nodes (type=node), with Status online or
+	// offline.
+	Nodes = "node"
 )
 
 // Getter reads a path of the API into v: the read half of Client.

@@ -219,6 +219,11 @@ func TokenPrivileges(v pveacl.Version) (csi, ccm pveacl.PrivSet) {
 	return rolePrivileges(v, RoleCSI, RoleCSIStorage), rolePrivileges(v, RoleCCM, pveacl.RoleAuditor)
 }
 
+// CapmoxPrivileges returns the privileges a plan for version v grants a
+// tenant's capmox token on the tenant's pool: those of CozyCapmox. The
+// controller's pool healing acts with that token.
+func CapmoxPrivileges(v pveacl.Version) pveacl.PrivSet { return rolePrivileges(v, RoleCapmox) }
+
 // HAPrivileges returns the privileges a plan for version v grants the
 // platform's pool HA user and token, on / alone: those of CozyHA.
 func HAPrivileges(v pveacl.Version) pveacl.PrivSet { return rolePrivileges(v, RoleHA) }
