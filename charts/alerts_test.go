@@ -15,6 +15,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/heal"
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
 
@@ -22,6 +23,7 @@ import (
 var alertNames = []string{
 	"ProxmoxNetworkZoneNearlyExhausted", "ProxmoxNetworkZoneExhausted", "ProxmoxNetworkDeletionHeld", "ProxmoxNetworkGatewayNotReady", "ProxmoxNetworkGatewayNoFailover",
 	"ProxmoxNetworkOVNNBUnreachable", "ProxmoxNetworkVLANAllocationErrors", "ProxmoxNetworkControllerNoLeader", "ProxmoxNetworkReconcileErrors",
+	"ProxmoxPoolHealingFailing",
 }
 
 // registeredMetrics is every metric name the controller process exports:
@@ -31,6 +33,9 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	if _, err := network.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := heal.NewMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
 	registered := map[string]bool{controller.MetricLeader: true}
