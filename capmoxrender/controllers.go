@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // Paths and names shared by the management-side controllers.
@@ -20,7 +22,7 @@ const (
 	CredentialsDir       = "/etc/proxmox-credentials"
 	CloudConfigDir       = "/etc/proxmox"
 	CloudConfigFile      = CloudConfigDir + "/config.yaml"
-	CredentialsVolume    = "proxmox-credentials"
+	CredentialsVolume    = capmox.CredentialsVolume
 	BuildCloudConfigName = "build-cloud-config"
 	// LabelAllowToAPIServer lets the Pod reach the tenant API server.
 	LabelAllowToAPIServer = "policy.cozystack.io/allow-to-apiserver"
@@ -163,7 +165,7 @@ func serviceAccount(ns, name string) *corev1.ServiceAccount {
 }
 
 func renderCCM(p clusterPlan, o Options) ([]*unstructured.Unstructured, error) {
-	name := p.release + "-pccm"
+	name := p.release + capmox.SuffixCCM
 	ccm := corev1.Container{
 		Name:  "proxmox-cloud-controller-manager",
 		Image: o.Images.CCM,
@@ -215,7 +217,7 @@ func renderCSI(p clusterPlan, o Options) ([]*unstructured.Unstructured, error) {
 	init := buildCloudConfigContainer(o.Images.Busybox, p.csiSecret, p.insecure, features)
 	vols := append(controllerVolumes(p.release, p.csiSecret), corev1.Volume{Name: "socket-dir", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	pod := controllerPodSpec(sa, init, containers, vols)
-	d := deployment(p.ns, p.release+"-pcsi-controller", map[string]string{"app": p.release + "-pcsi-driver"}, pod)
+	d := deployment(p.ns, p.release+capmox.SuffixCSIController, map[string]string{"app": p.release + "-pcsi-driver"}, pod)
 	objs, err := typedAll(serviceAccount(p.ns, sa), d)
 	if err != nil {
 		return nil, err

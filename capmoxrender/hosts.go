@@ -11,6 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // A worker VM resolves through the pool's dnsServers, which know nothing of
@@ -20,7 +22,7 @@ import (
 // machine.network.extraHostEntries.
 const (
 	// HostEntriesPath is the Talos machine config path of the host entries.
-	HostEntriesPath = "/machine/network/extraHostEntries"
+	HostEntriesPath = capmox.HostEntriesPath
 	// HostEntriesPatchIndex is the index of the extraHostEntries patch in
 	// the TalosConfigTemplate's configPatches, which the Job replaces.
 	HostEntriesPatchIndex = 4

@@ -15,24 +15,21 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/poolheal"
 )
 
-// Labels CAPI uses to select a pool's machines.
+// Labels CAPI uses to select a pool's machines (capmox.LabelClusterName,
+// capmox.LabelDeploymentName).
 const (
-	LabelClusterName    = "cluster.x-k8s.io/cluster-name"
-	LabelDeploymentName = "cluster.x-k8s.io/deployment-name"
+	LabelClusterName    = capmox.LabelClusterName
+	LabelDeploymentName = capmox.LabelDeploymentName
 )
 
-// Pool HA (proxmox.ha): the label on the MachineDeployment and its
-// Machines that the proxmox-network controller selects them by, and the
-// Cluster API pre-terminate hook on each Machine, which holds the
-// Machine's deletion after its Node is drained and before capmox destroys
-// the VM, until the controller has removed the VM's HA resource (capmox
-// never does, and qemu-server refuses to destroy an HA-managed VM).
+// Pool HA (proxmox.ha): the label the proxmox-network controller selects a
+// pool's MachineDeployment and Machines by, and the Cluster API
+// pre-terminate hook it releases (capmox.LabelHA, capmox.HookHA,
+// capmox.HookOwner).
 const (
-	LabelHA = "proxmox.cozystack.io/ha"
-	HookHA  = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/proxmox-ha"
-	// HookOwner is the hook annotation's value, the controller that
-	// removes it.
-	HookOwner = "proxmox-network-controller"
+	LabelHA   = capmox.LabelHA
+	HookHA    = capmox.HookHA
+	HookOwner = capmox.HookOwner
 )
 
 // RenderNodes renders a worker pool on the Proxmox substrate: the

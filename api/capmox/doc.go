@@ -3,6 +3,11 @@
 // v0.7.x and v1alpha2 as stored by capmox v0.8 and later. Only the fields that
 // pxsubstrate renders or reads are mirrored; the JSON names match the upstream
 // CRDs exactly. The packages hold plain data and never talk to a cluster.
+//
+// It also holds what the renderer, the proxmox-network controller and
+// verify share on a tenant cluster's objects (names.go: the labels,
+// annotations and hooks they write, select by and read back), and the NIC
+// and template tag rules the renderer and admission share.
 package capmox
 
 // Group is the API group of every capmox kind.

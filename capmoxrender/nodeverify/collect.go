@@ -18,7 +18,7 @@ import (
 )
 
 // LabelClusterName selects a cluster's Machines.
-const LabelClusterName = "cluster.x-k8s.io/cluster-name"
+const LabelClusterName = capmox.LabelClusterName
 
 // Collect reads the tenant's Nodes and the cluster's Machines
 // (cluster.x-k8s.io/<t.CAPIVersion>, in t.Namespace, labelled with the

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
@@ -21,9 +22,9 @@ const (
 	CodeStaleHostEntry        = "StaleHostEntry"
 )
 
-// hostEntriesPath is the Talos machine config path of the host entries
-// (capmoxrender.HostEntriesPath; nodeverify does not import the renderer).
-const hostEntriesPath = "/machine/network/extraHostEntries"
+// hostEntriesPath is the Talos machine config path of the host entries,
+// as the renderer writes it.
+const hostEntriesPath = capmox.HostEntriesPath
 
 // capiVersions are the Cluster API versions, newest first.
 var capiVersions = []string{"v1beta2", "v1beta1"}

@@ -10,11 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // AnnotationManagedBy marks a CAPI infrastructure cluster as managed outside
 // Cluster API.
-const AnnotationManagedBy = "cluster.x-k8s.io/managed-by"
+const AnnotationManagedBy = capmox.AnnotationManagedBy
 
 // Finding codes of CheckManagement.
 const (

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
@@ -28,11 +29,10 @@ const (
 	CodeHAResourcesNotVisible = "HAResourcesNotVisible"
 )
 
-// The labels pool HA selects by (labelHA and
-// LabelDeploymentName; nodeverify does not import the renderer).
+// The labels pool HA selects by, as the renderer writes them.
 const (
-	labelHA             = "proxmox.cozystack.io/ha"
-	labelDeploymentName = "cluster.x-k8s.io/deployment-name"
+	labelHA             = capmox.LabelHA
+	labelDeploymentName = capmox.LabelDeploymentName
 )
 
 // checkPoolHA names each Proxmox node that carries more than one worker of

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // The tenant-side CSI release installs the upstream proxmox-csi-plugin
@@ -20,7 +22,7 @@ const (
 	LabelCSIName   = "app.kubernetes.io/name"
 	CSIPluginName  = "proxmox-csi-plugin"
 	CSINamespace   = "kube-system"
-	credentialsVol = "proxmox-credentials" // capmoxrender.CredentialsVolume
+	credentialsVol = capmox.CredentialsVolume
 	regionKey      = "region"
 )
 

@@ -1,10 +1,10 @@
 // Package poolha is the proxmox-network controller's pool HA: for the
 // Machines of pools rendered with proxmox.ha (label
-// capmoxrender.LabelHA), it makes each worker VM a Proxmox VE HA resource
+// capmox.LabelHA), it makes each worker VM a Proxmox VE HA resource
 // once capmox has provisioned it and keeps the pool's VMs apart with one
 // negative resource-affinity rule (package pveha); for a Machine being
 // deleted, it removes the VM's HA resource and then releases Cluster API's
-// pre-terminate hook (capmoxrender.HookHA), so that capmox's destroy of
+// pre-terminate hook (capmox.HookHA), so that capmox's destroy of
 // the VM is not refused as HA-managed and the Machine does not hang in
 // Deleting. A sweep removes what pveha made for Machines and pools that
 // are gone or have HA off. The Proxmox token is the platform's pool HA
@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
@@ -73,14 +72,14 @@ var _ engine.Step[*clusterv1.Machine] = (*Reconciler)(nil)
 // HA configuration to its Machines.
 func (r *Reconciler) Reconcile(ctx context.Context, s *engine.State[*clusterv1.Machine]) (engine.Result, error) {
 	m := s.Object
-	_, hooked := m.Annotations[capmoxrender.HookHA]
+	_, hooked := m.Annotations[capmox.HookHA]
 	if !m.DeletionTimestamp.IsZero() {
 		if !hooked {
 			return engine.Result{}, nil
 		}
 		return engine.Result{}, r.release(ctx, m)
 	}
-	if m.Labels[capmoxrender.LabelHA] != "true" || m.Labels[capmoxrender.LabelDeploymentName] == "" {
+	if m.Labels[capmox.LabelHA] != "true" || m.Labels[capmox.LabelDeploymentName] == "" {
 		return engine.Result{}, nil
 	}
 	if r.Proxmox == nil {
@@ -111,9 +110,9 @@ func (r *Reconciler) release(ctx context.Context, m *clusterv1.Machine) error {
 		}
 	}
 	patch := client.MergeFrom(m.DeepCopy())
-	delete(m.Annotations, capmoxrender.HookHA)
+	delete(m.Annotations, capmox.HookHA)
 	if err := r.Client.Patch(ctx, m, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cannot release the pre-terminate hook %s: %w", capmoxrender.HookHA, err)
+		return fmt.Errorf("cannot release the pre-terminate hook %s: %w", capmox.HookHA, err)
 	}
 	r.Log.Info("released the pre-terminate hook", "machine", client.ObjectKeyFromObject(m), "vmid", vmid)
 	return nil
@@ -121,8 +120,8 @@ func (r *Reconciler) release(ctx context.Context, m *clusterv1.Machine) error {
 
 // pool plans and applies the HA configuration of the Machine's pool.
 func (r *Reconciler) pool(ctx context.Context, m *clusterv1.Machine) error {
-	name := m.Labels[capmoxrender.LabelDeploymentName]
-	p, err := r.workers(ctx, m.Namespace, client.MatchingLabels{capmoxrender.LabelHA: "true", capmoxrender.LabelDeploymentName: name})
+	name := m.Labels[capmox.LabelDeploymentName]
+	p, err := r.workers(ctx, m.Namespace, client.MatchingLabels{capmox.LabelHA: "true", capmox.LabelDeploymentName: name})
 	if err != nil {
 		return err
 	}
@@ -169,7 +168,7 @@ func (r *Reconciler) Sweep(ctx context.Context) error {
 	if r.Proxmox == nil {
 		return nil
 	}
-	pools, err := r.workers(ctx, "", client.MatchingLabels{capmoxrender.LabelHA: "true"})
+	pools, err := r.workers(ctx, "", client.MatchingLabels{capmox.LabelHA: "true"})
 	if err != nil {
 		return err
 	}
@@ -240,7 +239,7 @@ func (r *Reconciler) workers(ctx context.Context, ns string, sel client.Matching
 	var names []string
 	for i := range list.Items {
 		m := &list.Items[i]
-		pool := m.Labels[capmoxrender.LabelDeploymentName]
+		pool := m.Labels[capmox.LabelDeploymentName]
 		if pool == "" || !m.DeletionTimestamp.IsZero() || !provisioned(m) {
 			continue
 		}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/poolha"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
@@ -35,11 +34,11 @@ func must(t *testing.T, err error) {
 // machine is a worker of pool md0 with ProxmoxMachine pm-<name> on VM vmid.
 func machine(name string, vmid int64, provisioned, ha bool) []client.Object {
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name,
-		Labels:            map[string]string{capmoxrender.LabelDeploymentName: "md0"},
-		Annotations:       map[string]string{capmoxrender.HookHA: capmoxrender.HookOwner},
+		Labels:            map[string]string{capmox.LabelDeploymentName: "md0"},
+		Annotations:       map[string]string{capmox.HookHA: capmox.HookOwner},
 		CreationTimestamp: metav1.NewTime(time.Unix(1_800_000_000+vmid, 0))}}
 	if ha {
-		m.Labels[capmoxrender.LabelHA] = "true"
+		m.Labels[capmox.LabelHA] = "true"
 	}
 	m.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: capmox.Group, Kind: capmox.KindProxmoxMachine, Name: "pm-" + name}
 	m.Status.Initialization.InfrastructureProvisioned = &provisioned
@@ -154,7 +153,7 @@ func TestHAReconcileReleasesTheHook(t *testing.T) {
 	w.reconcile(t, "w1")
 	ctx := context.Background()
 	m := w.deleteAndReconcile(t, "w2")
-	if _, ok := m.Annotations[capmoxrender.HookHA]; ok {
+	if _, ok := m.Annotations[capmox.HookHA]; ok {
 		t.Errorf("the hook is still on the deleting Machine: %v", m.Annotations)
 	}
 	if got := w.sids(t); !slices.Equal(got, []string{"vm:101"}) {
@@ -181,7 +180,7 @@ func TestHAReconcileWithoutCredentials(t *testing.T) {
 		t.Errorf("events:\n%s", ev)
 	}
 	m := w.deleteAndReconcile(t, "w1")
-	if _, ok := m.Annotations[capmoxrender.HookHA]; ok {
+	if _, ok := m.Annotations[capmox.HookHA]; ok {
 		t.Errorf("the hook waits for a controller without credentials: %v", m.Annotations)
 	}
 }
@@ -210,7 +209,7 @@ func TestHASweep(t *testing.T) {
 	for _, name := range []string{"w1", "w2"} {
 		m := &clusterv1.Machine{}
 		must(t, w.c.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: name}, m))
-		delete(m.Labels, capmoxrender.LabelHA)
+		delete(m.Labels, capmox.LabelHA)
 		must(t, w.c.Update(ctx, m))
 	}
 	must(t, w.srv.Client().Post(ctx, "/cluster/ha/resources", map[string]string{"sid": "vm:104"}, nil))

@@ -175,7 +175,7 @@ func (r *Reconciler) subnetClaim(ctx context.Context, s *engine.State[*ipamv1.IP
 
 func subnetClaimLabels(claim *ipamv1.IPAddressClaim) map[string]string {
 	labels := map[string]string{LabelFor: claim.Name}
-	for _, k := range []string{"cluster.x-k8s.io/cluster-name"} {
+	for _, k := range []string{capmox.LabelClusterName} {
 		if v, ok := claim.Labels[k]; ok {
 			labels[k] = v
 		}
