@@ -14,12 +14,12 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/usercfg"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
+	"github.com/pxsubstrate/pxsubstrate/verify/credlint"
 )
 
 const liveTenants = `tenants:

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
+	"github.com/pxsubstrate/pxsubstrate/verify/credlint"
 )
 
 func init() { register(newLintCmd) }

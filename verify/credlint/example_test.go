@@ -3,7 +3,7 @@ package credlint_test
 import (
 	"fmt"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
+	"github.com/pxsubstrate/pxsubstrate/verify/credlint"
 )
 
 func ExampleLint() {

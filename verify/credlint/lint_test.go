@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/credlint"
+	"github.com/pxsubstrate/pxsubstrate/verify/credlint"
 )
 
 const goodSecret = "5f1c1e9a-8d8b-4a5e-9c1b-2f0e6b7a9d31"
