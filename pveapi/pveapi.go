@@ -9,7 +9,7 @@
 //
 // ClusterResources is the one reading of GET /cluster/resources
 // (ClusterResource), for pveacl's live reader, talostemplate and
-// capmoxrender/nodeverify.
+// capmoxrender/verify.
 //
 // go-proxmox's *proxmox.Client satisfies Client; tests pass the same
 // client pointed at the API fake (pvefake). Besides the standard library

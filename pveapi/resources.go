@@ -12,7 +12,7 @@ import (
 // the fields this module reads of each; PVE sends more, which are left
 // out. It is the one decoding of that answer: pveacl's live reader (the
 // guests and storages outside every pool), talostemplate (the guests
-// templates are selected from) and capmoxrender/nodeverify (the worker VMs
+// templates are selected from) and verify (the worker VMs
 // of the tenants' pools) all read it through ClusterResources.
 type ClusterResource struct {
 	// ID is PVE's resource id, such as qemu/9000 or storage/pve1/local.

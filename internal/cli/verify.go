@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
 	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
+	"github.com/pxsubstrate/pxsubstrate/verify"
 )
 
 func init() { register(newVerifyCmd) }
@@ -191,7 +191,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if !strings.HasPrefix(cluster, "kubernetes-") {
 		cluster = "kubernetes-" + cluster
 	}
-	findings, err := nodeverify.CheckManagement(ctx, m, m.RESTMapper(), namespace, cluster)
+	findings, err := verify.CheckManagement(ctx, m, m.RESTMapper(), namespace, cluster)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 		}
 		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, escapeControl(f.Problem), escapeControl(f.Fix))
 	}
-	rows, err := nodeverify.Collect(ctx, m, t, nodeverify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
+	rows, err := verify.Collect(ctx, m, t, verify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	switch {
 	case errs > 0:
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d error(s) above on the management cluster or on Proxmox: each names its fix", errs)}
-	case nodeverify.Failed(rows):
+	case verify.Failed(rows):
 		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the fix of each failed row")}
 	case len(rows) == 0:
 		return &ExitError{Code: 1, Err: fmt.Errorf("the tenant has no Nodes and %s/%s has no Machines: nothing was verified", namespace, cluster)}
@@ -229,7 +229,7 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	return nil
 }
 
-func verifyTable(w io.Writer, rows []nodeverify.Row, wide bool) {
+func verifyTable(w io.Writer, rows []verify.Row, wide bool) {
 	t := texttable.New(texttable.Main("NODE"), texttable.Main("MACHINE"), texttable.Main("VM"), texttable.Main("ADDRESS"), texttable.Main("STATE"),
 		texttable.Main("PROVIDERID"), texttable.Main("REGION"), texttable.Main("ZONE"), texttable.Main("STATUS"), texttable.Note("PROBLEM"), texttable.Note("FIX"))
 	for _, r := range rows {

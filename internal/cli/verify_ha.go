@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
+	"github.com/pxsubstrate/pxsubstrate/verify"
 )
 
 // proxmoxCheckFlags are verify's Proxmox connection flags (the one set,
@@ -35,28 +35,28 @@ func bindProxmoxChecks(f *liveFlags, fs *pflag.FlagSet) {
 // the controller made for Machines of namespace that are gone, and the
 // VMs of the namespace's pools no ProxmoxMachine records. A check the
 // token may not read is a warning naming the privilege, not a pass.
-func checkProxmox(ctx context.Context, app *App, f *liveFlags, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]nodeverify.ManagementFinding, error) {
+func checkProxmox(ctx context.Context, app *App, f *liveFlags, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]verify.ManagementFinding, error) {
 	c, _, err := f.client(app)
 	if err != nil {
 		return nil, tlsHint(err)
 	}
-	var findings []nodeverify.ManagementFinding
+	var findings []verify.ManagementFinding
 	var list []pveha.Resource
 	switch err := c.Get(ctx, "/cluster/ha/resources", &list); {
 	case errors.Is(err, proxmox.ErrNotAuthorized):
-		findings = append(findings, nodeverify.ManagementFinding{Code: nodeverify.CodeHAResourcesNotVisible, Warning: true,
+		findings = append(findings, verify.ManagementFinding{Code: verify.CodeHAResourcesNotVisible, Warning: true,
 			Problem: fmt.Sprintf("token %s may not read the HA resources: HA resources left by gone Machines were not looked for", pveapi.RedactTokenID(f.tokenID)),
 			Fix:     "run verify again with a token holding Sys.Audit on / (the pool HA token, platform.ha)"})
 	case err != nil:
 		return nil, fmt.Errorf("cannot read the HA resources: %w", err)
 	default:
-		var ours []nodeverify.HAResource
+		var ours []verify.HAResource
 		for _, r := range list {
 			if m := r.Machine(); m != "" {
-				ours = append(ours, nodeverify.HAResource{SID: r.SID, Machine: m})
+				ours = append(ours, verify.HAResource{SID: r.SID, Machine: m})
 			}
 		}
-		ha, err := nodeverify.CheckHAResources(ctx, mgmt, mapper, namespace, ours)
+		ha, err := verify.CheckHAResources(ctx, mgmt, mapper, namespace, ours)
 		if err != nil {
 			return nil, err
 		}
@@ -64,11 +64,11 @@ func checkProxmox(ctx context.Context, app *App, f *liveFlags, mgmt client.Reade
 	}
 	// PVE lists the guests the token holds VM.Audit on; a token that holds
 	// it on no pool VM gets CheckWorkerVMs's PoolNotVisible.
-	vms, err := nodeverify.ReadPoolVMs(ctx, c)
+	vms, err := verify.ReadPoolVMs(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	workers, err := nodeverify.CheckWorkerVMs(ctx, mgmt, mapper, namespace, vms)
+	workers, err := verify.CheckWorkerVMs(ctx, mgmt, mapper, namespace, vms)
 	if err != nil {
 		return nil, err
 	}

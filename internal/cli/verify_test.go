@@ -353,10 +353,10 @@ func TestVerifyTenantFindings(t *testing.T) {
 }
 
 // TestVerifyHelpNamesEveryCode checks that verify's help and
-// docs/capmoxrender.md name every finding code nodeverify declares.
+// docs/capmoxrender.md name every finding code package verify declares.
 func TestVerifyHelpNamesEveryCode(t *testing.T) {
 	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(repoRoot, "capmoxrender", "nodeverify", "*.go"))
+	files, err := filepath.Glob(filepath.Join(repoRoot, "verify", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
+	"github.com/pxsubstrate/pxsubstrate/verify"
 )
 
 // lostCloneRefusal is the message of the admission policy
@@ -88,12 +88,12 @@ func TestCapmoxLostClone(t *testing.T) {
 	}
 	// The recorded VMs may already be reported provisioned, and stopped
 	// (WorkerVMStopped, asserted below); nothing else may be named.
-	var duplicates []nodeverify.ManagementFinding
+	var duplicates []verify.ManagementFinding
 	for _, f := range checkPoolVMs(t, l) {
 		switch f.Code {
-		case nodeverify.CodeDuplicateWorkerVM:
+		case verify.CodeDuplicateWorkerVM:
 			duplicates = append(duplicates, f)
-		case nodeverify.CodeWorkerVMStopped:
+		case verify.CodeWorkerVMStopped:
 		default:
 			t.Errorf("verify: %s: %s", f.Code, f.Problem)
 		}
@@ -125,7 +125,7 @@ func TestCapmoxLostClone(t *testing.T) {
 	}
 	stopped := 0
 	for _, f := range checkPoolVMs(t, l) {
-		if f.Code != nodeverify.CodeWorkerVMStopped {
+		if f.Code != verify.CodeWorkerVMStopped {
 			t.Errorf("verify: %s: %s", f.Code, f.Problem)
 			continue
 		}
@@ -190,12 +190,12 @@ func recordedVMs(t *testing.T, l *lab.Lab) []int {
 
 // checkPoolVMs is verify's check of the tenant's pool, with the fake's
 // root token (which sees every VM).
-func checkPoolVMs(t *testing.T, l *lab.Lab) []nodeverify.ManagementFinding {
+func checkPoolVMs(t *testing.T, l *lab.Lab) []verify.ManagementFinding {
 	t.Helper()
 	ctx := context.Background()
-	vms, err := nodeverify.ReadPoolVMs(ctx, l.PVE.Client())
+	vms, err := verify.ReadPoolVMs(ctx, l.PVE.Client())
 	must(t, err)
-	findings, err := nodeverify.CheckWorkerVMs(ctx, l.Client, l.Client.RESTMapper(), "tenant-demo", vms)
+	findings, err := verify.CheckWorkerVMs(ctx, l.Client, l.Client.RESTMapper(), "tenant-demo", vms)
 	must(t, err)
 	return findings
 }
@@ -211,7 +211,7 @@ func removeDuplicateClones(t *testing.T, l *lab.Lab) {
 	ctx := context.Background()
 	root := l.PVE.Client()
 	for _, f := range checkPoolVMs(t, l) {
-		if f.Code != nodeverify.CodeDuplicateWorkerVM {
+		if f.Code != verify.CodeDuplicateWorkerVM {
 			continue
 		}
 		t.Logf("verify: %s: %s; removing it as its fix says", f.Code, f.Problem)

@@ -1,4 +1,4 @@
-package nodeverify_test
+package verify_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
+	"github.com/pxsubstrate/pxsubstrate/verify"
 )
 
 const (
@@ -22,64 +22,64 @@ const (
 	uuidB = "proxmox://0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
 )
 
-var topo = map[string]string{nodeverify.LabelRegion: "pve-eu1", nodeverify.LabelZone: "pve1"}
+var topo = map[string]string{verify.LabelRegion: "pve-eu1", verify.LabelZone: "pve1"}
 
 func TestJudge(t *testing.T) {
 	cases := map[string]struct {
 		reason   string
-		nodes    []nodeverify.Node
-		machines []nodeverify.Machine
+		nodes    []verify.Node
+		machines []verify.Machine
 		want     []string // node/machine:problem count
 		failed   bool
 	}{
 		"Healthy": {reason: "matching providerID, labels, no taint",
-			nodes: []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}}, machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
+			nodes: []verify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}}, machines: []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
 			want: []string{"w1/m1:ok"}},
 		"SameZone": {reason: "the zone names the Proxmox node the VM runs on",
-			nodes: []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}}, machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", VMID: 101, ProxmoxNode: "pve1"}},
+			nodes: []verify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}}, machines: []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", VMID: 101, ProxmoxNode: "pve1"}},
 			want: []string{"w1/m1:ok"}},
 		"Migrated": {reason: "a VM moved to another Proxmox node after its Node was initialised", failed: true,
-			nodes: []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}}, machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", VMID: 101, ProxmoxNode: "pve2"}},
+			nodes: []verify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}}, machines: []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", VMID: 101, ProxmoxNode: "pve2"}},
 			want: []string{"w1/m1:zone label pve1, but the VM runs on Proxmox node pve2"}},
 		"DefaultForm": {reason: "the CCM default providerID never matches capmox", failed: true,
-			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: "proxmox://pve-eu1/119", Labels: topo}},
-			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
+			nodes:    []verify.Node{{Name: "w1", ProviderID: "proxmox://pve-eu1/119", Labels: topo}},
+			machines: []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
 			want:     []string{"w1/m1:providerID is in the CCM default form proxmox://<region>/<vmid>|Machine m1 has providerID " + uuidA}},
 		"Uninitialized": {reason: "no providerID, no labels, taint", failed: true,
-			nodes:    []nodeverify.Node{{Name: "w1", Uninitialized: true}},
-			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA}},
+			nodes:    []verify.Node{{Name: "w1", Uninitialized: true}},
+			machines: []verify.Machine{{Name: "m1", ProviderID: uuidA}},
 			want:     []string{"w1/:no providerID|no topology.kubernetes.io/region label|no topology.kubernetes.io/zone label|still tainted node.cloudprovider.kubernetes.io/uninitialized", "-/m1:no tenant Node has this providerID"}},
 		"CaseOnly": {reason: "CAPI compares exactly", failed: true,
-			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: "proxmox://6C9A3B2E-1F4D-4D6E-9A1B-2C3D4E5F6A7B", Labels: topo}},
-			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA}},
+			nodes:    []verify.Node{{Name: "w1", ProviderID: "proxmox://6C9A3B2E-1F4D-4D6E-9A1B-2C3D4E5F6A7B", Labels: topo}},
+			machines: []verify.Machine{{Name: "m1", ProviderID: uuidA}},
 			want:     []string{"w1/m1:providerID differs from Machine m1's only in letter case"}},
 		"Provisioning": {reason: "a Machine without providerID is reported", failed: true,
-			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}},
-			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA}, {Name: "m2"}},
+			nodes:    []verify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo}},
+			machines: []verify.Machine{{Name: "m1", ProviderID: uuidA}, {Name: "m2"}},
 			want:     []string{"w1/m1:ok", "-/m2:Machine has no providerID yet"}},
 		"DiskGrown": {reason: "a 50 GiB system disk leaves about 48 GiB to the kubelet",
-			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 48 << 30}},
-			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", BootVolumeGiB: 50}},
+			nodes:    []verify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 48 << 30}},
+			machines: []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", BootVolumeGiB: 50}},
 			want:     []string{"w1/m1:ok"}},
 		"DiskNotGrown": {reason: "the clone kept the template's 20 GiB disk", failed: true,
-			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 37 << 29}},
-			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", BootVolumeGiB: 50}},
+			nodes:    []verify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 37 << 29}},
+			machines: []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1", BootVolumeGiB: 50}},
 			want:     []string{"w1/m1:its filesystem holds 18.5 GiB, but the pool asked for a 50 GiB system disk (disks.bootVolume)"}},
 		"DiskNotAsked": {reason: "without a bootVolume the template's disk is what was asked",
-			nodes:    []nodeverify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 18 << 30}},
-			machines: []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
+			nodes:    []verify.Node{{Name: "w1", ProviderID: uuidA, Labels: topo, EphemeralStorage: 18 << 30}},
+			machines: []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}},
 			want:     []string{"w1/m1:ok"}},
 		"Foreign": {reason: "a Node of no Machine", failed: true,
-			nodes: []nodeverify.Node{{Name: "w9", ProviderID: uuidB, Labels: topo}},
+			nodes: []verify.Node{{Name: "w9", ProviderID: uuidB, Labels: topo}},
 			want:  []string{"w9/:no Machine has this providerID"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rows := nodeverify.Judge(tc.nodes, tc.machines)
+			rows := verify.Judge(tc.nodes, tc.machines)
 			if diff := cmp.Diff(tc.want, summarize(rows)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
 			}
-			if nodeverify.Failed(rows) != tc.failed {
+			if verify.Failed(rows) != tc.failed {
 				t.Errorf("%s: Failed = %t, want %t", tc.reason, !tc.failed, tc.failed)
 			}
 			for _, r := range rows {
@@ -91,7 +91,7 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-func summarize(rows []nodeverify.Row) []string {
+func summarize(rows []verify.Row) []string {
 	var out []string
 	for _, r := range rows {
 		s := r.Node + "/" + r.Machine + ":"
@@ -119,7 +119,7 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 	node := func(name, pid string, labels map[string]string, taint bool) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: pid}}
 		if taint {
-			n.Spec.Taints = []corev1.Taint{{Key: nodeverify.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+			n.Spec.Taints = []corev1.Taint{{Key: verify.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 		}
 		return n
 	}
@@ -132,7 +132,7 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 	machine := func(name, cluster, pid, nodeRef string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
-			"metadata": map[string]any{"name": name, "namespace": "tenant-a", "labels": map[string]any{nodeverify.LabelClusterName: cluster}},
+			"metadata": map[string]any{"name": name, "namespace": "tenant-a", "labels": map[string]any{verify.LabelClusterName: cluster}},
 			"spec":     map[string]any{"clusterName": cluster, "providerID": pid, "infrastructureRef": map[string]any{"name": name + "-pm"}},
 		}}
 		if nodeRef != "" {
@@ -142,7 +142,7 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 	}
 	pm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "ProxmoxMachine",
-		"metadata": map[string]any{"name": "m1-pm", "namespace": "tenant-a", "labels": map[string]any{nodeverify.LabelClusterName: "kubernetes-prod"}},
+		"metadata": map[string]any{"name": "m1-pm", "namespace": "tenant-a", "labels": map[string]any{verify.LabelClusterName: "kubernetes-prod"}},
 		"spec": map[string]any{"virtualMachineID": int64(119), "providerID": uuidA,
 			"disks": map[string]any{"bootVolume": map[string]any{"disk": "scsi0", "sizeGb": int64(50)}}},
 		"status": map[string]any{"proxmoxNode": "pve1", "ready": true},
@@ -158,7 +158,7 @@ func clients(t *testing.T) (client.Reader, client.Reader) {
 
 func TestCollect(t *testing.T) {
 	mgmt, tenant := clients(t)
-	rows, err := nodeverify.Collect(context.Background(), mgmt, tenant, nodeverify.Target{Namespace: "tenant-a", Cluster: "kubernetes-prod", CAPIVersion: "v1beta1"})
+	rows, err := verify.Collect(context.Background(), mgmt, tenant, verify.Target{Namespace: "tenant-a", Cluster: "kubernetes-prod", CAPIVersion: "v1beta1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package nodeverify checks that the workers of a Proxmox-backed tenant
+// Package verify checks that the workers of a Proxmox-backed tenant
 // cluster were initialised by the Proxmox cloud-controller-manager and paired
 // with their Cluster API Machines: each tenant Node's providerID equals its
 // Machine's (proxmox://<SMBIOS UUID>), it carries
@@ -7,4 +7,4 @@
 //
 // Judge is pure; Collect reads Nodes and Machines through controller-runtime
 // readers and never writes.
-package nodeverify
+package verify

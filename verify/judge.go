@@ -1,4 +1,4 @@
-package nodeverify
+package verify
 
 import (
 	"fmt"

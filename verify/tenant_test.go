@@ -1,4 +1,4 @@
-package nodeverify_test
+package verify_test
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
+	"github.com/pxsubstrate/pxsubstrate/verify"
 )
 
 // codes lists each row as node:code|code.
-func codes(rows []nodeverify.Row) []string {
+func codes(rows []verify.Row) []string {
 	var out []string
 	for _, r := range rows {
 		out = append(out, r.Node+":"+strings.Join(r.Codes, "|"))
@@ -28,48 +28,48 @@ func codes(rows []nodeverify.Row) []string {
 }
 
 func TestJudgeWithExpect(t *testing.T) {
-	healthy := func(name, pid string) nodeverify.Node {
-		return nodeverify.Node{Name: name, ProviderID: pid, Labels: topo}
+	healthy := func(name, pid string) verify.Node {
+		return verify.Node{Name: name, ProviderID: pid, Labels: topo}
 	}
-	machines := []nodeverify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}, {Name: "m2", ProviderID: uuidB, NodeRef: "w2"}}
-	ready := []nodeverify.CSINodePod{{Name: "csi-node-a", Ready: true}}
+	machines := []verify.Machine{{Name: "m1", ProviderID: uuidA, NodeRef: "w1"}, {Name: "m2", ProviderID: uuidB, NodeRef: "w2"}}
+	ready := []verify.CSINodePod{{Name: "csi-node-a", Ready: true}}
 	cases := map[string]struct {
 		reason string
-		nodes  []nodeverify.Node
-		expect nodeverify.Expect
+		nodes  []verify.Node
+		expect verify.Expect
 		want   []string
 	}{
 		"NothingExpected": {reason: "without a CCM region or CSI driver nothing more is checked",
-			nodes: []nodeverify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
+			nodes: []verify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
 			want:  []string{"w1:", "w2:"}},
 		"RegionAndCSIMet": {reason: "the CCM's region and a ready CSI node Pod on each Node",
-			nodes:  []nodeverify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
-			expect: nodeverify.Expect{Region: "pve-eu1", CSINodes: map[string][]nodeverify.CSINodePod{"w1": ready, "w2": {{Name: "old"}, {Name: "new", Ready: true}}}, CSIDaemonSets: []string{"ds"}},
+			nodes:  []verify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
+			expect: verify.Expect{Region: "pve-eu1", CSINodes: map[string][]verify.CSINodePod{"w1": ready, "w2": {{Name: "old"}, {Name: "new", Ready: true}}}, CSIDaemonSets: []string{"ds"}},
 			want:   []string{"w1:", "w2:"}},
 		"RegionMismatch": {reason: "a region label the CCM's credentials do not name",
-			nodes:  []nodeverify.Node{healthy("w1", uuidA), {Name: "w2", ProviderID: uuidB, Labels: map[string]string{nodeverify.LabelRegion: "pve-old", nodeverify.LabelZone: "pve1"}}},
-			expect: nodeverify.Expect{Region: "pve-eu1", RegionSource: "Secret tenant-a/ccm"},
-			want:   []string{"w1:", "w2:" + nodeverify.CodeRegionMismatch}},
+			nodes:  []verify.Node{healthy("w1", uuidA), {Name: "w2", ProviderID: uuidB, Labels: map[string]string{verify.LabelRegion: "pve-old", verify.LabelZone: "pve1"}}},
+			expect: verify.Expect{Region: "pve-eu1", RegionSource: "Secret tenant-a/ccm"},
+			want:   []string{"w1:", "w2:" + verify.CodeRegionMismatch}},
 		"NoTopology": {reason: "missing labels are the pitfall that stops the CSI node plugin",
-			nodes:  []nodeverify.Node{healthy("w1", uuidA), {Name: "w2", ProviderID: uuidB}},
-			expect: nodeverify.Expect{Region: "pve-eu1"},
-			want:   []string{"w1:", "w2:" + nodeverify.CodeNoTopologyLabels + "|" + nodeverify.CodeNoTopologyLabels}},
+			nodes:  []verify.Node{healthy("w1", uuidA), {Name: "w2", ProviderID: uuidB}},
+			expect: verify.Expect{Region: "pve-eu1"},
+			want:   []string{"w1:", "w2:" + verify.CodeNoTopologyLabels + "|" + verify.CodeNoTopologyLabels}},
 		"CSIPodNotReady": {reason: "a Node whose CSI node Pod is not ready",
-			nodes:  []nodeverify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
-			expect: nodeverify.Expect{CSINodes: map[string][]nodeverify.CSINodePod{"w1": ready, "w2": {{Name: "csi-node-b", Reason: "CrashLoopBackOff"}}}, CSIDaemonSets: []string{"ds"}},
-			want:   []string{"w1:", "w2:" + nodeverify.CodeCSINodeNotReady}},
+			nodes:  []verify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
+			expect: verify.Expect{CSINodes: map[string][]verify.CSINodePod{"w1": ready, "w2": {{Name: "csi-node-b", Reason: "CrashLoopBackOff"}}}, CSIDaemonSets: []string{"ds"}},
+			want:   []string{"w1:", "w2:" + verify.CodeCSINodeNotReady}},
 		"CSIPodMissing": {reason: "a Node the DaemonSet has no Pod on",
-			nodes:  []nodeverify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
-			expect: nodeverify.Expect{CSINodes: map[string][]nodeverify.CSINodePod{"w1": ready}, CSIDaemonSets: []string{"ds"}},
-			want:   []string{"w1:", "w2:" + nodeverify.CodeCSINodeNotReady}},
+			nodes:  []verify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
+			expect: verify.Expect{CSINodes: map[string][]verify.CSINodePod{"w1": ready}, CSIDaemonSets: []string{"ds"}},
+			want:   []string{"w1:", "w2:" + verify.CodeCSINodeNotReady}},
 		"CSINoDaemonSet": {reason: "a CSI controller without a node plugin in the tenant fails every Node",
-			nodes:  []nodeverify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
-			expect: nodeverify.Expect{CSINodes: map[string][]nodeverify.CSINodePod{}},
-			want:   []string{"w1:" + nodeverify.CodeCSINodeNotReady, "w2:" + nodeverify.CodeCSINodeNotReady}},
+			nodes:  []verify.Node{healthy("w1", uuidA), healthy("w2", uuidB)},
+			expect: verify.Expect{CSINodes: map[string][]verify.CSINodePod{}},
+			want:   []string{"w1:" + verify.CodeCSINodeNotReady, "w2:" + verify.CodeCSINodeNotReady}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rows := nodeverify.JudgeWith(tc.nodes, machines, tc.expect)
+			rows := verify.JudgeWith(tc.nodes, machines, tc.expect)
 			if diff := cmp.Diff(tc.want, codes(rows)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
 			}
@@ -94,10 +94,10 @@ func TestCollectTenantExpectations(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := func(name, pid, region string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{nodeverify.LabelRegion: region, nodeverify.LabelZone: "pve1"}}, Spec: corev1.NodeSpec{ProviderID: pid}}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{verify.LabelRegion: region, verify.LabelZone: "pve1"}}, Spec: corev1.NodeSpec{ProviderID: pid}}
 	}
 	sel := map[string]string{"app.kubernetes.io/name": "proxmox-csi-plugin", "app.kubernetes.io/component": "node"}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "proxmox-csi-proxmox-csi-plugin-node", Namespace: "kube-system", Labels: map[string]string{nodeverify.LabelCSIName: nodeverify.CSIPluginName}},
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "proxmox-csi-proxmox-csi-plugin-node", Namespace: "kube-system", Labels: map[string]string{verify.LabelCSIName: verify.CSIPluginName}},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}}}
 	pod := func(name, node string, ready bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: sel}, Spec: corev1.PodSpec{NodeName: node}}
@@ -124,16 +124,16 @@ func TestCollectTenantExpectations(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ccm-creds", Namespace: "tenant-a"},
 		Data: map[string][]byte{"region": []byte("pve-eu1\n"), "token_secret": []byte("never-shown")}}
 	machines := []client.Object{verifyMachineObj("m1", uuidA, "w1"), verifyMachineObj("m2", uuidB, "w2")}
-	target := nodeverify.Target{Namespace: "tenant-a", Cluster: "kubernetes-prod", CAPIVersion: "v1beta1", TenantKubeconfig: "tenant.kubeconfig"}
+	target := verify.Target{Namespace: "tenant-a", Cluster: "kubernetes-prod", CAPIVersion: "v1beta1", TenantKubeconfig: "tenant.kubeconfig"}
 
 	t.Run("ControllersRunning", func(t *testing.T) {
 		mgmt := fake.NewClientBuilder().WithScheme(s).WithObjects(append(machines, secret,
 			deploy("kubernetes-prod-pccm", "ccm-creds"), deploy("kubernetes-prod-pcsi-controller", "csi-creds"))...).Build()
-		rows, err := nodeverify.Collect(context.Background(), mgmt, tenant, target)
+		rows, err := verify.Collect(context.Background(), mgmt, tenant, target)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"w1:", "w2:" + nodeverify.CodeRegionMismatch + "|" + nodeverify.CodeCSINodeNotReady}
+		want := []string{"w1:", "w2:" + verify.CodeRegionMismatch + "|" + verify.CodeCSINodeNotReady}
 		if diff := cmp.Diff(want, codes(rows)); diff != "" {
 			t.Fatalf("w2 has the old region and a crash-looping CSI node Pod (-want +got):\n%s", diff)
 		}
@@ -149,7 +149,7 @@ func TestCollectTenantExpectations(t *testing.T) {
 	})
 	t.Run("NoControllers", func(t *testing.T) {
 		mgmt := fake.NewClientBuilder().WithScheme(s).WithObjects(machines...).Build()
-		rows, err := nodeverify.Collect(context.Background(), mgmt, tenant, target)
+		rows, err := verify.Collect(context.Background(), mgmt, tenant, target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestCollectTenantExpectations(t *testing.T) {
 func verifyMachineObj(name, pid, node string) client.Object {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
-		"metadata": map[string]any{"name": name, "namespace": "tenant-a", "labels": map[string]any{nodeverify.LabelClusterName: "kubernetes-prod"}},
+		"metadata": map[string]any{"name": name, "namespace": "tenant-a", "labels": map[string]any{verify.LabelClusterName: "kubernetes-prod"}},
 		"spec":     map[string]any{"clusterName": "kubernetes-prod", "providerID": pid},
 		"status":   map[string]any{"nodeRef": map[string]any{"name": node}},
 	}}

@@ -1,4 +1,4 @@
-package nodeverify
+package verify
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func haWorker(name, pool, node string, ha bool) []client.Object {
 
 func TestPoolHALabelsAreTheRenderers(t *testing.T) {
 	if labelHA != capmoxrender.LabelHA || labelDeploymentName != capmoxrender.LabelDeploymentName {
-		t.Errorf("nodeverify selects by %q and %q, the render writes %q and %q", labelHA, labelDeploymentName, capmoxrender.LabelHA, capmoxrender.LabelDeploymentName)
+		t.Errorf("verify selects by %q and %q, the render writes %q and %q", labelHA, labelDeploymentName, capmoxrender.LabelHA, capmoxrender.LabelDeploymentName)
 	}
 }
 
