@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,27 +31,19 @@ func network(ns, name, status, reason string) client.Object {
 }
 
 func TestCheckGatewayFailover(t *testing.T) {
-	s := runtime.NewScheme()
-	for _, k := range []schema.GroupVersionKind{
-		{Group: "ipam.cluster.x-k8s.io", Version: "v1alpha2", Kind: "InClusterIPPool"},
-		v1alpha1.GroupVersion.WithKind("ProxmoxNetwork"),
-	} {
-		s.AddKnownTypeWithName(k, &unstructured.Unstructured{})
-		s.AddKnownTypeWithName(k.GroupVersion().WithKind(k.Kind+"List"), &unstructured.UnstructuredList{})
+	failover := func(name string, status metav1.ConditionStatus, reason string) Network {
+		return Network{Name: name, Failover: &metav1.Condition{Type: v1alpha1.ConditionGatewayFailover, Status: status, Reason: reason, Message: "the gateway group has 2 chassis"}}
 	}
-	objs := []client.Object{
-		network("tenant-a", "two-trunks", "False", v1alpha1.ReasonNoFailover),
-		network("tenant-a", "three-trunks", "True", v1alpha1.ReasonStandbyReady),
-		network("tenant-a", "unassigned", "Unknown", v1alpha1.ReasonGatewayNotAssigned),
-		network("tenant-a", "new", "", ""),
-		network("tenant-b", "elsewhere", "False", v1alpha1.ReasonNoFailover),
+	s := snapshotOf()
+	s.Management.Networks = []Network{
+		failover("two-trunks", metav1.ConditionFalse, v1alpha1.ReasonNoFailover),
+		failover("three-trunks", metav1.ConditionTrue, v1alpha1.ReasonStandbyReady),
+		failover("unassigned", metav1.ConditionUnknown, v1alpha1.ReasonGatewayNotAssigned),
+		{Name: "new"},
 	}
-	got, err := checkOnFake(s, objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := Judge(s).Findings
 	if len(got) != 1 {
-		t.Fatalf("want one finding, for tenant-a/two-trunks only (StandbyReady, GatewayNotAssigned, no condition and another namespace give none), got %+v", got)
+		t.Fatalf("want one finding, for tenant-a/two-trunks only (StandbyReady, GatewayNotAssigned and no condition give none), got %+v", got)
 	}
 	f := got[0]
 	if f.Code != CodeGatewayNoFailover || !f.Warning {
@@ -69,12 +61,18 @@ func TestCheckGatewayFailover(t *testing.T) {
 	}
 }
 
+// TestCheckGatewayFailoverNotServed: Gather reads the networks of the
+// namespace alone, with their condition, and a management cluster
+// without the ProxmoxNetwork CRD gives no gateway finding.
 func TestCheckGatewayFailoverNotServed(t *testing.T) {
-	checkManagementCodes(t, func() *runtime.Scheme {
-		s := runtime.NewScheme()
-		k := schema.GroupVersionKind{Group: "ipam.cluster.x-k8s.io", Version: "v1alpha2", Kind: "InClusterIPPool"}
-		s.AddKnownTypeWithName(k, &unstructured.Unstructured{})
-		s.AddKnownTypeWithName(k.GroupVersion().WithKind(k.Kind+"List"), &unstructured.UnstructuredList{})
-		return s
-	}(), nil, "a management cluster without the ProxmoxNetwork CRD gives no gateway finding", nil)
+	target := Target{Namespace: "tenant-a", Cluster: "kubernetes-a", CAPIVersion: "v1beta2"}
+	objs := []client.Object{network("tenant-a", "two-trunks", "False", v1alpha1.ReasonNoFailover), network("tenant-b", "elsewhere", "False", v1alpha1.ReasonNoFailover)}
+	served := gather(t, management(t, []schema.GroupVersionKind{machineGVK, poolGVK, networkGVK}, objs...), nil, target)
+	if got := codesOf(t, Judge(served).Findings); len(got) != 1 || got[0] != CodeGatewayNoFailover || !strings.Contains(Judge(served).Findings[0].Problem, "tenant-a/two-trunks") {
+		t.Errorf("served: findings %+v, want tenant-a/two-trunks's alone", Judge(served).Findings)
+	}
+	bare := gather(t, management(t, []schema.GroupVersionKind{machineGVK, poolGVK}), nil, target)
+	if got := codesOf(t, Judge(bare).Findings); len(got) != 0 {
+		t.Errorf("a management cluster without the ProxmoxNetwork CRD gives no gateway finding, got %v", got)
+	}
 }

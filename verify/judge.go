@@ -2,339 +2,184 @@ package verify
 
 import (
 	"fmt"
-	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
-// Label and taint names the CCM manages.
+// Finding is a problem that keeps the workers of a cluster out as a whole
+// (or, a Warning, one that verify reports without failing).
+type Finding struct {
+	Code    string `json:"code"`
+	Problem string `json:"problem"`
+	Fix     string `json:"fix"`
+	// Warning marks a finding that does not keep the workers out (a
+	// gateway without failover): it is reported, but verify still passes.
+	Warning bool `json:"warning,omitempty"`
+	// VMID and Node name the Proxmox guest a finding is about, when it is
+	// about one (the worker VM checks).
+	VMID int    `json:"vmid,omitempty"`
+	Node string `json:"node,omitempty"`
+}
+
+// Report is Judge's verdict.
+type Report struct {
+	// Findings are the problems of the cluster as a whole: the management
+	// cluster's, then Proxmox VE's, in the order verify prints them.
+	Findings []Finding
+	// Rows are one per Node, sorted by name, then one per Machine that no
+	// Node matched.
+	Rows []Row
+}
+
+// Errors counts the findings that are not warnings.
+func (r Report) Errors() int {
+	n := 0
+	for _, f := range r.Findings {
+		if !f.Warning {
+			n++
+		}
+	}
+	return n
+}
+
+// Judge judges a snapshot; it reads nothing.
+func Judge(s *Snapshot) Report {
+	return Report{Findings: slices.Concat(checkManagement(s), checkHAResources(s), CheckWorkerVMs(s)), Rows: judgeRows(s)}
+}
+
+// Finding codes of the management cluster.
 const (
-	LabelRegion        = "topology.kubernetes.io/region"
-	LabelZone          = "topology.kubernetes.io/zone"
-	TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+	CodeIPAMProviderMissing   = "IPAMProviderMissing"
+	CodeManagedByAnnotation   = "ManagedByAnnotation"
+	CodeLoadBalancerNoAddress = "LoadBalancerNoAddress"
+	CodeNoHostEntry           = "NoHostEntry"
+	CodeStaleHostEntry        = "StaleHostEntry"
+	CodeControllerNotReady    = "ControllerNotReady"
+	CodeIPPoolExhausted       = "IPPoolExhausted"
 )
 
-// capmoxProviderID is the form capmox writes: proxmox://<SMBIOS UUID>.
-var capmoxProviderID = regexp.MustCompile(`^proxmox://[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// defaultProviderID is the CCM's own form: proxmox://<region>/<vmid>.
-var defaultProviderID = regexp.MustCompile(`^proxmox://[^/]*/[0-9]+$`)
-
-// Node is what Judge needs of a tenant Node.
-type Node struct {
-	Name          string
-	ProviderID    string
-	Labels        map[string]string
-	Uninitialized bool
-	// EphemeralStorage is status.capacity's ephemeral-storage in bytes
-	// (the kubelet's filesystem, Talos's EPHEMERAL partition); 0 when the
-	// Node does not report it.
-	EphemeralStorage int64
-}
-
-// Machine is what Judge needs of a CAPI Machine.
-type Machine struct {
-	Name       string
-	ProviderID string
-	NodeRef    string
-	// VMID and ProxmoxNode come from the Machine's ProxmoxMachine, when known.
-	VMID        int64
-	ProxmoxNode string
-	// Address is the Machine's InternalIP (else its first address) and
-	// Phase its CAPI phase (Provisioning, Running, ...), when reported.
-	Address, Phase string
-	// BootVolumeGiB is the ProxmoxMachine's disks.bootVolume.sizeGb, the
-	// system disk the pool's diskSize asked for; 0 when none was asked.
-	BootVolumeGiB int32
-}
-
-// Finding codes of the Node rows: each problem of a row has one.
-const (
-	CodeNoProviderID          = "NoProviderID"
-	CodeProviderIDDefaultForm = "ProviderIDDefaultForm"
-	CodeProviderIDForm        = "ProviderIDForm"
-	CodeProviderIDCase        = "ProviderIDCase"
-	CodeProviderIDMismatch    = "ProviderIDMismatch"
-	CodeNodeWithoutMachine    = "NodeWithoutMachine"
-	CodeNoTopologyLabels      = "NoTopologyLabels"
-	CodeRegionMismatch        = "RegionMismatch"
-	CodeZoneMismatch          = "ZoneMismatch"
-	CodeUninitialized         = "Uninitialized"
-	CodeCSINodeNotReady       = "CSINodeNotReady"
-	CodeMachineNoProviderID   = "MachineNoProviderID"
-	CodeMachineWithoutNode    = "MachineWithoutNode"
-	CodeDiskSmallerThanAsked  = "DiskSmallerThanAsked"
-)
-
-// Expect is what the cluster's own configuration says its Nodes must
-// show, as Collect reads it; JudgeWith leaves a zero field unchecked.
-type Expect struct {
-	// Namespace and Cluster name the cluster in the fix commands, and
-	// TenantKubeconfig the tenant's kubeconfig file in them.
-	Namespace, Cluster, TenantKubeconfig string
-	// Region is the region of the CCM's credentials (the cloud-config's
-	// clusters[].region), which the CCM writes to
-	// topology.kubernetes.io/region of every Node it initialises.
-	Region string
-	// RegionSource names where Region was read, for the messages.
-	RegionSource string
-	// CSINodes maps a Node name to the CSI node plugin Pods on it; nil
-	// when the cluster runs no CSI driver, so nothing is checked.
-	CSINodes map[string][]CSINodePod
-	// CSIDaemonSets are the tenant's CSI node plugin DaemonSets
-	// (namespace/name), for the fixes; empty when there is none.
-	CSIDaemonSets []string
-}
-
-// CSINodePod is a CSI node plugin Pod and whether it is ready.
-type CSINodePod struct {
-	Name  string
-	Ready bool
-	// Reason says why it is not ready (a container's waiting reason or
-	// the Pod's phase).
-	Reason string
-}
-
-// Row is the verdict on one Node (or on a Machine no Node matches).
-type Row struct {
-	Node       string `json:"node"`
-	Machine    string `json:"machine"`
-	ProviderID string `json:"providerID"`
-	Region     string `json:"region"`
-	Zone       string `json:"zone"`
-	VM         string `json:"vm,omitempty"`
-	Address    string `json:"address,omitempty"`
-	State      string `json:"state,omitempty"`
-	OK         bool   `json:"ok"`
-	// Codes, Problems and Fixes go together: the i-th problem has the
-	// i-th code and fix.
-	Codes    []string `json:"codes,omitempty"`
-	Problems []string `json:"problems,omitempty"`
-	Fixes    []string `json:"fixes,omitempty"`
-}
-
-func (r *Row) fail(code, problem, fix string) {
-	r.Codes = append(r.Codes, code)
-	r.Problems = append(r.Problems, problem)
-	r.Fixes = append(r.Fixes, fix)
-}
-
-// Failed reports whether any row has a problem.
-func Failed(rows []Row) bool {
-	for _, r := range rows {
-		if !r.OK {
-			return true
+// checkManagement looks for the management-cluster mistakes that keep a
+// Proxmox-backed cluster's workers out: no CAPI in-cluster IPAM provider
+// (capmox has no DHCP mode, so the ProxmoxCluster never becomes Ready), a
+// ProxmoxCluster carrying cluster.x-k8s.io/managed-by (Cluster API then
+// never sets its ownerRef and capmox waits forever), a control plane
+// Service without a LoadBalancer address, a Machine whose TalosConfig
+// maps no (or another) address to the control plane endpoint, controllers
+// that are not ready and an IP pool without a free address. It also warns
+// (Warning set) of a ProxmoxNetwork of the namespace whose gateway group
+// cannot fail over, and of workers of a pool with proxmox.ha that share a
+// Proxmox node.
+func checkManagement(s *Snapshot) []Finding {
+	m, ns, cluster := s.Management, s.Target.Namespace, s.Target.Cluster
+	var out []Finding
+	if !m.IPAMServed {
+		out = append(out, Finding{
+			Code:    CodeIPAMProviderMissing,
+			Problem: "the management cluster serves no InClusterIPPool: the CAPI in-cluster IPAM provider is not installed, and capmox has no DHCP mode, so the ProxmoxCluster never becomes Ready",
+			Fix:     "install the cozystack.capi-provider-ipam-in-cluster package (cozystack.capi-provider-infra-proxmox pulls it in)",
+		})
+	}
+	if pc := m.ProxmoxCluster; pc != nil {
+		if _, ok := pc.Annotations[capmox.AnnotationManagedBy]; ok {
+			out = append(out, Finding{
+				Code:    CodeManagedByAnnotation,
+				Problem: fmt.Sprintf("ProxmoxCluster %s/%s carries %s: Cluster API never sets its ownerRef, capmox stops at \"Waiting for Cluster Controller to set OwnerRef\" and no Machine gets an address", ns, cluster, capmox.AnnotationManagedBy),
+				Fix:     fmt.Sprintf("kubectl -n %s annotate proxmoxcluster %s %s-", ns, cluster, capmox.AnnotationManagedBy),
+			})
 		}
 	}
-	return false
+	return slices.Concat(out, checkEndpoint(s), checkControllers(s), checkGateways(s), checkPoolHA(s))
 }
 
-// Judge returns one row per Node, sorted by name, then one row per Machine
-// that no Node matched.
-func Judge(nodes []Node, machines []Machine) []Row {
-	return JudgeWith(nodes, machines, Expect{})
-}
-
-// JudgeWith is Judge that also holds every Node to e: its region label
-// equals the CCM's region, and a ready CSI node plugin Pod runs on it.
-func JudgeWith(nodes []Node, machines []Machine, e Expect) []Row {
-	byID := map[string]Machine{}
-	byNode := map[string]Machine{}
-	for _, m := range machines {
-		if m.ProviderID != "" {
-			byID[m.ProviderID] = m
-		}
-		if m.NodeRef != "" {
-			byNode[m.NodeRef] = m
-		}
-	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	matched := map[string]bool{}
-	rows := make([]Row, 0, len(nodes))
-	for _, n := range nodes {
-		r := judgeNode(n, byID, byNode, machines, e)
-		if r.Machine != "" {
-			matched[r.Machine] = true
-		}
-		rows = append(rows, r)
-	}
-	return append(rows, orphanMachines(machines, matched, e)...)
-}
-
-func judgeNode(n Node, byID, byNode map[string]Machine, machines []Machine, e Expect) Row {
-	r := Row{Node: n.Name, ProviderID: n.ProviderID, Region: n.Labels[LabelRegion], Zone: n.Labels[LabelZone]}
-	checkProviderID(&r, n, byID, byNode, machines, e)
-	for _, m := range machines {
-		if m.Name == r.Machine {
-			r.VM, r.Address, r.State = vmLabel(m), m.Address, m.Phase
-			checkZone(&r, m, e)
-			checkDisk(&r, n, m, e)
+// checkEndpoint looks at what a worker needs to reach its control plane at
+// https://<cluster>.<ns>.svc:6443 from a Proxmox VM: a LoadBalancer
+// address on the control plane Service, and a host entry mapping that name
+// to it in every Machine's TalosConfig. A worker whose config lacks the
+// entry resolves the name through its pool's DNS servers, which do not
+// know it, and never joins.
+func checkEndpoint(s *Snapshot) []Finding {
+	m, namespace, cluster := s.Management, s.Target.Namespace, s.Target.Cluster
+	var out []Finding
+	address := ""
+	if svc := m.Service; svc != nil {
+		address = svc.LoadBalancerIP
+		if svc.Type == "LoadBalancer" && address == "" {
+			out = append(out, Finding{
+				Code:    CodeLoadBalancerNoAddress,
+				Problem: fmt.Sprintf("Service %s/%s has no LoadBalancer address: workers outside the management cluster cannot reach their control plane", namespace, cluster),
+				Fix:     fmt.Sprintf("kubectl -n %s describe service %s, then check the management cluster's LoadBalancer provider and its address pool", namespace, cluster),
+			})
 		}
 	}
-	checkTopology(&r, e)
-	if n.Uninitialized {
-		r.fail(CodeUninitialized, "still tainted "+TaintUninitialized,
-			"the CCM has not initialised the Node: "+e.ccmLogs()+"; a token scoped to /pool/<pool> sees only VMs in that pool (instance not found)")
-	}
-	checkCSINode(&r, e)
-	r.OK = len(r.Problems) == 0
-	return r
-}
-
-// checkTopology checks the labels the CCM writes when it initialises a
-// Node: without them the CSI node plugin exits with "Failed to get region
-// or zone for node"; a region other than the CCM's own names a cluster the
-// CSI controller has no credentials for.
-func checkTopology(r *Row, e Expect) {
-	const pitfall = "without it the CSI node plugin exits with \"Failed to get region or zone for node\" and PVCs never bind"
-	if r.Region == "" {
-		r.fail(CodeNoTopologyLabels, "no "+LabelRegion+" label", "the CCM sets it when it initialises the Node; "+pitfall+": "+e.ccmLogs())
-	}
-	if r.Zone == "" {
-		r.fail(CodeNoTopologyLabels, "no "+LabelZone+" label", "the CCM sets it to the Proxmox node name; "+pitfall+": "+e.ccmLogs()+", and check that its token can read the VM")
-	}
-	if r.Region != "" && e.Region != "" && r.Region != e.Region {
-		r.fail(CodeRegionMismatch, fmt.Sprintf("region label %s, but the CCM's credentials (%s) say region %s", r.Region, e.RegionSource, termsafe.Cut(e.Region)),
-			fmt.Sprintf("the CSI driver finds a Node's Proxmox cluster by this label, and the CCM writes it only when it initialises the Node: put region %s back in the credentials Secret, or replace the worker with the new region (kubectl -n %s delete machine %s)", r.Region, e.namespace(), orPlaceholder(r.Machine, "<machine>")))
-	}
-}
-
-// checkCSINode checks that a ready CSI node plugin Pod runs on the Node:
-// without it the Node mounts no Proxmox volume.
-func checkCSINode(r *Row, e Expect) {
-	if e.CSINodes == nil {
-		return
-	}
-	pods := e.CSINodes[r.Node]
-	for _, p := range pods {
-		if p.Ready {
-			return
-		}
-	}
-	tenant := "kubectl --kubeconfig " + orPlaceholder(e.TenantKubeconfig, "<tenant kubeconfig>") + " -n kube-system "
-	if len(pods) > 0 {
-		r.fail(CodeCSINodeNotReady, fmt.Sprintf("CSI node plugin Pod kube-system/%s is not ready (%s): volumes cannot be mounted here", pods[0].Name, orPlaceholder(pods[0].Reason, "not ready")),
-			tenant+"logs "+pods[0].Name+" --all-containers; \"Failed to get region or zone for node\" there means the CCM has not labelled the Node")
-		return
-	}
-	if len(e.CSIDaemonSets) == 0 {
-		r.fail(CodeCSINodeNotReady, "no CSI node plugin runs in the tenant (no DaemonSet labelled "+LabelCSIName+"="+CSIPluginName+" in kube-system): no volume can be mounted",
-			fmt.Sprintf("kubectl -n %s describe helmrelease %s-csi-proxmox: that release installs the node plugin in the tenant", e.namespace(), orPlaceholder(e.Cluster, "<cluster>")))
-		return
-	}
-	r.fail(CodeCSINodeNotReady, "no CSI node plugin Pod runs on this Node: volumes cannot be mounted here",
-		tenant+"describe daemonset "+strings.Join(e.CSIDaemonSets, " ")+": a taint the DaemonSet does not tolerate or a nodeSelector keeps it off the Node")
-}
-
-func (e Expect) namespace() string { return orPlaceholder(e.Namespace, "<namespace>") }
-
-// ccmLogs is the command that shows why the CCM did not initialise a Node.
-func (e Expect) ccmLogs() string {
-	return fmt.Sprintf("kubectl -n %s logs deploy/%s-pccm", e.namespace(), orPlaceholder(e.Cluster, "<cluster>"))
-}
-
-// checkZone compares the Node's zone, the Proxmox node the CCM saw when it
-// initialised the Node, with where capmox reports the VM: they differ
-// after a live migration, and the CSI topology follows the label.
-func checkZone(r *Row, m Machine, e Expect) {
-	if r.Zone == "" || m.ProxmoxNode == "" || r.Zone == m.ProxmoxNode {
-		return
-	}
-	r.fail(CodeZoneMismatch, fmt.Sprintf("zone label %s, but the VM runs on Proxmox node %s", r.Zone, termsafe.Cut(m.ProxmoxNode)),
-		fmt.Sprintf("the VM moved after its Node was initialised, and volumes on node-local storage follow the label: migrate it back to %s, or replace the worker (kubectl -n %s delete machine %s)", r.Zone, e.namespace(), m.Name))
-}
-
-// TalosSystemPartitions bounds what Talos keeps of the system disk besides
-// the kubelet's EPHEMERAL partition (EFI, BIOS, BOOT, META and STATE, about
-// 1.2 GiB), with room for the filesystem's own metadata.
-const TalosSystemPartitions = 2 << 30
-
-// checkDisk compares the Node's filesystem with the system disk its pool
-// asked for (disks.bootVolume): a capacity below 90% of the asked size,
-// less TalosSystemPartitions, means the clone kept the template's smaller
-// disk.
-func checkDisk(r *Row, n Node, m Machine, e Expect) {
-	if m.BootVolumeGiB == 0 || n.EphemeralStorage == 0 {
-		return
-	}
-	asked := int64(m.BootVolumeGiB) << 30
-	if n.EphemeralStorage >= asked/10*9-TalosSystemPartitions {
-		return
-	}
-	r.fail(CodeDiskSmallerThanAsked, fmt.Sprintf("its filesystem holds %.1f GiB, but the pool asked for a %d GiB system disk (disks.bootVolume)", float64(n.EphemeralStorage)/(1<<30), m.BootVolumeGiB),
-		fmt.Sprintf("the clone kept the template's smaller disk: read capmox's resize in kubectl -n %s describe proxmoxmachine %s (a token without Datastore.AllocateSpace on the disk's storage fails it), then replace the worker (kubectl -n %s delete machine %s)", e.namespace(), m.Name, e.namespace(), m.Name))
-}
-
-func checkProviderID(r *Row, n Node, byID, byNode map[string]Machine, machines []Machine, e Expect) {
-	switch {
-	case n.ProviderID == "":
-		r.fail(CodeNoProviderID, "no providerID", "the CCM has not initialised the Node: "+e.ccmLogs()+" (its cloud-config and its token)")
-		if m, ok := byNode[n.Name]; ok {
-			r.Machine = m.Name
-		}
-		return
-	case defaultProviderID.MatchString(n.ProviderID):
-		r.fail(CodeProviderIDDefaultForm, "providerID is in the CCM default form proxmox://<region>/<vmid>", "set features.provider: capmox in the CCM cloud-config so it writes proxmox://<SMBIOS UUID>, which is what capmox puts on the Machine (pxsubstrate render cluster writes it)")
-	case !capmoxProviderID.MatchString(n.ProviderID):
-		r.fail(CodeProviderIDForm, "providerID is not proxmox://<SMBIOS UUID>", "check which cloud provider initialised the Node; only the Proxmox CCM with features.provider: capmox writes the form capmox uses")
-	}
-	if m, ok := byID[n.ProviderID]; ok {
-		r.Machine = m.Name
-		return
-	}
-	for _, m := range machines {
-		if m.ProviderID != "" && strings.EqualFold(m.ProviderID, n.ProviderID) {
-			r.Machine = m.Name
-			r.fail(CodeProviderIDCase, "providerID differs from Machine "+m.Name+"'s only in letter case", "CAPI pairs on an exact match: the SMBIOS UUID the CCM read and the one capmox wrote must be spelled alike")
-			return
-		}
-	}
-	if m, ok := byNode[n.Name]; ok {
-		r.Machine = m.Name
-		r.fail(CodeProviderIDMismatch, "Machine "+m.Name+" has providerID "+orNone(m.ProviderID), "CAPI pairs a Node and its Machine only on an exact providerID match; both must be proxmox://<SMBIOS UUID> of the same VM")
-		return
-	}
-	r.fail(CodeNodeWithoutMachine, "no Machine has this providerID", "the Node belongs to no Machine of this cluster: check that it is the right cluster, and that capmox and the CCM agree on proxmox://<SMBIOS UUID>")
-}
-
-func orphanMachines(machines []Machine, matched map[string]bool, e Expect) []Row {
-	var rows []Row
-	sorted := append([]Machine(nil), machines...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for _, m := range sorted {
-		if matched[m.Name] {
+	host := cluster + "." + namespace + ".svc"
+	for _, mc := range s.clusterMachines() {
+		entries, ok := m.TalosConfigs[mc.BootstrapName]
+		if mc.BootstrapKind != talosConfigKind.Kind || !ok {
 			continue
 		}
-		r := Row{Node: "-", Machine: m.Name, ProviderID: m.ProviderID, VM: vmLabel(m), Address: m.Address, State: m.Phase}
-		if m.ProviderID == "" {
-			r.fail(CodeMachineNoProviderID, "Machine has no providerID yet", "capmox sets it once the VM is provisioned: kubectl -n "+e.namespace()+" describe proxmoxmachines -l "+LabelClusterName+"="+orPlaceholder(e.Cluster, "<cluster>")+" (template not found, waiting for IP)")
-		} else {
-			r.fail(CodeMachineWithoutNode, "no tenant Node has this providerID", "the VM has not joined, or its Node's providerID differs: check the worker's Talos config and the CCM ("+e.ccmLogs()+")")
+		ip := hostEntryIP(entries, host)
+		shown := termsafe.Cut(ip) // the TalosConfig's text
+		switch {
+		case ip == "":
+			out = append(out, Finding{
+				Code:    CodeNoHostEntry,
+				Problem: fmt.Sprintf("Machine %s: its TalosConfig %s maps no address to %s, so the worker cannot resolve its control plane endpoint", mc.Name, mc.BootstrapName, host),
+				Fix:     fmt.Sprintf("kubectl -n %s get jobs -l %s=%s; once the host-entries Job has patched the TalosConfigTemplate, kubectl -n %s delete machine %s", namespace, capmox.LabelClusterName, cluster, namespace, mc.Name),
+			})
+		case address != "" && ip != address:
+			out = append(out, Finding{
+				Code:    CodeStaleHostEntry,
+				Problem: fmt.Sprintf("Machine %s: its TalosConfig %s maps %s to %s, but the Service's LoadBalancer address is %s", mc.Name, mc.BootstrapName, host, shown, termsafe.Cut(address)),
+				Fix:     fmt.Sprintf("render the pool again with the live Service in --lookup, apply it, and let the MachineDeployment roll (or kubectl -n %s delete machine %s)", namespace, mc.Name),
+			})
 		}
-		rows = append(rows, r)
 	}
-	return rows
+	return out
 }
 
-func orNone(s string) string { return orPlaceholder(s, "(none)") }
-
-func orPlaceholder(s, placeholder string) string {
-	if s == "" {
-		return placeholder
+// hostEntryIP returns the address the entries map host to, "" when none
+// does.
+func hostEntryIP(entries []HostEntry, host string) string {
+	for _, e := range entries {
+		for _, a := range e.Aliases {
+			if strings.EqualFold(a, host) && e.IP != "" {
+				return e.IP
+			}
+		}
 	}
-	return s
+	return ""
 }
 
-// vmLabel is "<vmid>@<pve node>" (what `qm config <vmid>` on that node shows),
-// or empty when the ProxmoxMachine has not reported it.
-func vmLabel(m Machine) string {
-	if m.VMID == 0 {
-		return ""
+// checkControllers looks at the cluster's CCM and CSI controller
+// Deployments (a missing one is not judged here: the Node rows name what
+// its absence causes), and at the InClusterIPPool capmox made from
+// ipv4Config: a CCM that is not running leaves every worker tainted, a CSI
+// controller that is not running binds no PVC, and a pool without a free
+// address leaves new Machines waiting.
+func checkControllers(s *Snapshot) []Finding {
+	m, namespace, cluster := s.Management, s.Target.Namespace, s.Target.Cluster
+	var out []Finding
+	for _, d := range []struct {
+		dep        *Deployment
+		name, what string
+	}{{m.CCM, cluster + capmox.SuffixCCM, "cloud-controller-manager"}, {m.CSIController, cluster + capmox.SuffixCSIController, "CSI controller"}} {
+		if d.dep == nil {
+			continue
+		}
+		want, ready := d.dep.Replicas, d.dep.Available
+		if want > 0 && ready < want {
+			out = append(out, Finding{Code: CodeControllerNotReady,
+				Problem: fmt.Sprintf("the %s Deployment %s/%s has %d of %d replicas available", d.what, namespace, d.name, ready, want),
+				Fix:     fmt.Sprintf("kubectl -n %s logs deploy/%s -c %s, then the main container: a missing credentials key or a token that cannot read the VMs shows there", namespace, d.name, "build-cloud-config")})
+		}
 	}
-	if m.ProxmoxNode == "" {
-		return fmt.Sprint(m.VMID)
+	if p := m.IPPool; p != nil && p.FreeKnown && p.Free == 0 {
+		out = append(out, Finding{Code: CodeIPPoolExhausted,
+			Problem: fmt.Sprintf("InClusterIPPool %s/%s has no free address: new Machines wait for an IPAddressClaim", namespace, p.Name),
+			Fix:     "add addresses to proxmox.ipv4Config.addresses of the Kubernetes object and render the cluster again, or lower the pools' maxReplicas"})
 	}
-	return fmt.Sprintf("%d@%s", m.VMID, termsafe.Cut(m.ProxmoxNode))
+	return out
 }

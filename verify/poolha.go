@@ -1,16 +1,10 @@
 package verify
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
@@ -29,53 +23,37 @@ const (
 	CodeHAResourcesNotVisible = "HAResourcesNotVisible"
 )
 
-// The labels pool HA selects by, as the renderer writes them.
-const (
-	labelHA             = capmox.LabelHA
-	labelDeploymentName = capmox.LabelDeploymentName
-)
-
 // checkPoolHA names each Proxmox node that carries more than one worker of
-// a pool with proxmox.ha, from the nodes capmox records on the
-// ProxmoxMachines (status.proxmoxNode, which capmox moves when HA moved
-// the VM). Machines being deleted do not count. It is a warning: the
-// workers run, but not apart.
-func checkPoolHA(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace, cluster string) ([]ManagementFinding, error) {
-	list, err := haMachines(ctx, mgmt, mapper, namespace, client.MatchingLabels{LabelClusterName: cluster, labelHA: "true"})
-	if err != nil || list == nil {
-		return nil, err
-	}
+// a pool with proxmox.ha (the Machines the renderer labels
+// capmox.LabelHA, grouped by capmox.LabelDeploymentName), from the nodes
+// capmox records on the ProxmoxMachines (status.proxmoxNode, which capmox
+// moves when HA moved the VM). Machines being deleted do not count. It is
+// a warning: the workers run, but not apart.
+func checkPoolHA(s *Snapshot) []Finding {
+	namespace := s.Target.Namespace
 	on := map[string]map[string][]string{} // pool -> node -> machines
-	for _, m := range list.Items {
-		pool := m.GetLabels()[labelDeploymentName]
-		ref, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
-		if pool == "" || ref == "" || m.GetDeletionTimestamp() != nil {
+	for _, m := range s.clusterMachines() {
+		pool := m.Labels[capmox.LabelDeploymentName]
+		if m.Labels[capmox.LabelHA] != "true" || pool == "" || m.InfrastructureRef == "" || m.Deleting {
 			continue
 		}
-		pm, err := getServed(ctx, mgmt, mapper, schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxMachine"}, capmoxVersions, namespace, ref)
-		if err != nil || pm == nil {
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
-		node, _, _ := unstructured.NestedString(pm.Object, "status", "proxmoxNode")
-		if node == "" {
+		pm := s.proxmoxMachine(m.InfrastructureRef)
+		if pm == nil || pm.ProxmoxNode == "" {
 			continue
 		}
 		if on[pool] == nil {
 			on[pool] = map[string][]string{}
 		}
-		on[pool][node] = append(on[pool][node], m.GetName())
+		on[pool][pm.ProxmoxNode] = append(on[pool][pm.ProxmoxNode], m.Name)
 	}
-	var out []ManagementFinding
+	var out []Finding
 	for pool, nodes := range on {
 		for node, machines := range nodes {
 			if len(machines) < 2 {
 				continue
 			}
 			slices.Sort(machines)
-			out = append(out, ManagementFinding{Code: CodeHAWorkersShareNode, Warning: true,
+			out = append(out, Finding{Code: CodeHAWorkersShareNode, Warning: true,
 				Problem: fmt.Sprintf("pool %s/%s has proxmox.ha, and its workers %s share Proxmox node %s: losing it takes %d of them",
 					namespace, pool, termsafe.Cut(strings.Join(machines, ", ")), termsafe.Cut(node), len(machines)),
 				Fix: fmt.Sprintf("the HA manager moves them apart once both are HA resources in the pool's rule; if they stay, read the Events of MachineDeployment %s/%s "+
@@ -83,51 +61,42 @@ func checkPoolHA(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Problem < out[j].Problem })
-	return out, nil
+	return out
 }
 
-// haMachines lists the Machines of the namespace the selector picks, in
-// the newest version served; nil when Cluster API is not installed.
-func haMachines(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string, sel client.MatchingLabels) (*unstructured.UnstructuredList, error) {
-	return listServed(ctx, mgmt, mapper, schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}, capiVersions, namespace, sel)
-}
-
-// HAResource is an HA resource the proxmox-network controller made
-// (pveha.Resource with its comment read): its id and its Machine's
-// namespace/name.
-type HAResource struct {
-	SID     string
-	Machine string
-}
-
-// CheckHAResources names each HA resource whose Machine is in namespace
-// and gone: the controller's sweep removes those, so one that stays means
-// the controller does not run with the pool HA token. An HA resource
-// keeps its VM from being destroyed, and asks the HA manager to start it.
-func CheckHAResources(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string, resources []HAResource) ([]ManagementFinding, error) {
-	list, err := haMachines(ctx, mgmt, mapper, namespace, nil)
-	if err != nil {
-		return nil, err
+// checkHAResources names each HA resource whose Machine is in the
+// namespace and gone: the controller's sweep removes those, so one that
+// stays means the controller does not run with the pool HA token. An HA
+// resource keeps its VM from being destroyed, and asks the HA manager to
+// start it. A token that may not read the HA resources is a warning
+// naming the privilege, not a pass; without Proxmox VE nothing is judged.
+func checkHAResources(s *Snapshot) []Finding {
+	p, namespace := s.Proxmox, s.Target.Namespace
+	switch {
+	case p == nil:
+		return nil
+	case p.HAHidden:
+		return []Finding{{Code: CodeHAResourcesNotVisible, Warning: true,
+			Problem: fmt.Sprintf("token %s may not read the HA resources: HA resources left by gone Machines were not looked for", p.TokenID),
+			Fix:     "run verify again with a token holding Sys.Audit on / (the pool HA token, platform.ha)"}}
 	}
 	have := map[string]bool{}
-	if list != nil {
-		for _, m := range list.Items {
-			have[namespace+"/"+m.GetName()] = true
-		}
+	for _, m := range s.Management.Machines {
+		have[namespace+"/"+m.Name] = true
 	}
-	var out []ManagementFinding
-	for _, r := range resources {
+	var out []Finding
+	for _, r := range p.HAResources {
 		ns, _, _ := strings.Cut(r.Machine, "/")
 		if ns != namespace || have[r.Machine] {
 			continue
 		}
 		// The SID and the Machine come from the Proxmox VE API: cut.
 		r.SID, r.Machine = termsafe.Cut(r.SID), termsafe.Cut(r.Machine)
-		out = append(out, ManagementFinding{Code: CodeHAResourceWithoutMachine,
+		out = append(out, Finding{Code: CodeHAResourceWithoutMachine,
 			Problem: fmt.Sprintf("HA resource %s was made for Machine %s, which is gone: Proxmox refuses to destroy its VM, and the HA manager keeps starting it", r.SID, r.Machine),
 			Fix: fmt.Sprintf("the controller's sweep removes it within --proxmox-ha-sweep-interval when it runs with --proxmox-ha-credentials; by hand: pvesh delete /cluster/ha/resources/%s, then remove the VM if it is still there",
 				r.SID)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Problem < out[j].Problem })
-	return out, nil
+	return out
 }

@@ -4,94 +4,52 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 )
 
 // The tenant-side CSI release installs the upstream proxmox-csi-plugin
 // chart, whose node plugin DaemonSet carries app.kubernetes.io/name:
 // proxmox-csi-plugin in kube-system.
 const (
-	LabelCSIName   = "app.kubernetes.io/name"
-	CSIPluginName  = "proxmox-csi-plugin"
-	CSINamespace   = "kube-system"
-	credentialsVol = capmox.CredentialsVolume
-	regionKey      = "region"
+	LabelCSIName  = "app.kubernetes.io/name"
+	CSIPluginName = "proxmox-csi-plugin"
+	CSINamespace  = "kube-system"
 )
 
-// Target names the cluster Collect checks.
-type Target struct {
-	// Namespace and Cluster (kubernetes-<name>) of the Cluster object.
-	Namespace, Cluster string
-	// CAPIVersion is the cluster.x-k8s.io version Machines are read in.
-	CAPIVersion string
-	// TenantKubeconfig is the tenant kubeconfig's file, for the fixes.
-	TenantKubeconfig string
+// tenant reads the tenant's Nodes and, when the cluster runs the CSI
+// controller, its CSI node plugin Pods by Node.
+func (g gatherer) tenant(ctx context.Context, t *Tenant, csi bool) error {
+	var nodes corev1.NodeList
+	if err := g.src.Tenant.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("cannot list the tenant's Nodes: %w", err)
+	}
+	t.Nodes = make([]Node, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		t.Nodes = append(t.Nodes, nodeOf(n))
+	}
+	if !csi {
+		return nil
+	}
+	var err error
+	t.CSINodes, t.CSIDaemonSets, err = csiNodePods(ctx, g.src.Tenant)
+	return err
 }
 
-// expectOf reads what the cluster's controllers say its Nodes must show:
-// the CCM's region from the credentials Secret its <cluster>-pccm
-// Deployment mounts, and, when the <cluster>-pcsi-controller Deployment
-// exists, the tenant's CSI node plugin Pods by Node.
-func expectOf(ctx context.Context, mgmt, tenant client.Reader, t Target) (Expect, error) {
-	e := Expect{Namespace: t.Namespace, Cluster: t.Cluster, TenantKubeconfig: t.TenantKubeconfig}
-	ccm, err := deploymentOf(ctx, mgmt, t.Namespace, t.Cluster+"-pccm")
-	if err != nil {
-		return e, err
+func nodeOf(n corev1.Node) Node {
+	out := Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels}
+	if q, ok := n.Status.Capacity[corev1.ResourceEphemeralStorage]; ok {
+		out.EphemeralStorage = q.Value()
 	}
-	if ccm != nil {
-		if e.Region, e.RegionSource, err = ccmRegion(ctx, mgmt, ccm); err != nil {
-			return e, err
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintUninitialized {
+			out.Uninitialized = true
 		}
 	}
-	csi, err := deploymentOf(ctx, mgmt, t.Namespace, t.Cluster+"-pcsi-controller")
-	if err != nil || csi == nil {
-		return e, err
-	}
-	e.CSINodes, e.CSIDaemonSets, err = csiNodePods(ctx, tenant)
-	return e, err
-}
-
-func deploymentOf(ctx context.Context, mgmt client.Reader, namespace, name string) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, d); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("cannot read Deployment %s/%s: %w", namespace, name, err)
-	}
-	return d, nil
-}
-
-// ccmRegion reads the region key of the credentials Secret the CCM
-// Deployment mounts; "" when the Deployment mounts none or the Secret or
-// key is missing (the CCM then does not start, which ControllerNotReady
-// reports). Only that key is kept.
-func ccmRegion(ctx context.Context, mgmt client.Reader, d *appsv1.Deployment) (region, source string, err error) {
-	secret := ""
-	for _, v := range d.Spec.Template.Spec.Volumes {
-		if v.Name == credentialsVol && v.Secret != nil {
-			secret = v.Secret.SecretName
-		}
-	}
-	if secret == "" {
-		return "", "", nil
-	}
-	s := &corev1.Secret{}
-	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: secret}, s); {
-	case apierrors.IsNotFound(err):
-		return "", "", nil
-	case err != nil:
-		return "", "", fmt.Errorf("cannot read the CCM's credentials Secret %s/%s for its region: %w", d.Namespace, secret, err)
-	}
-	return strings.TrimSpace(string(s.Data[regionKey])), fmt.Sprintf("Secret %s/%s", d.Namespace, secret), nil
+	return out
 }
 
 // csiNodePods maps each Node to the Pods of the tenant's CSI node plugin

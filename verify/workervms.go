@@ -1,16 +1,9 @@
 package verify
 
 import (
-	"context"
 	"fmt"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/pxsubstrate/pxsubstrate/pveapi"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
@@ -40,53 +33,8 @@ const (
 	CodePoolNotVisible = "PoolNotVisible"
 )
 
-// PoolVM is a guest as GET /cluster/resources?type=vm lists it.
-type PoolVM struct {
-	VMID       int
-	Name, Node string
-	// Pool is the Proxmox pool the guest is a member of.
-	Pool string
-	// Lock is the guest's lock (clone while a clone task runs).
-	Lock string
-	// Status is running, stopped, paused or unknown (a node offline).
-	Status   string
-	Template bool
-}
-
-// Getter reads a path of the Proxmox VE API into v, as pveapi.Client does.
-type Getter interface {
-	Get(ctx context.Context, path string, v any) error
-}
-
-// ReadPoolVMs reads the guests c's token may see (GET
-// /cluster/resources?type=vm lists those it holds VM.Audit on) through
-// pveapi's one reading of that answer, the one template selection makes,
-// and keeps what these checks need (status and lock included).
-func ReadPoolVMs(ctx context.Context, c Getter) ([]PoolVM, error) {
-	guests, err := pveapi.ClusterResources(ctx, c, pveapi.Guests)
-	if err != nil {
-		return nil, err
-	}
-	vms := make([]PoolVM, 0, len(guests))
-	for _, g := range guests {
-		vms = append(vms, PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Status: g.Status, Template: g.Template.Set()})
-	}
-	return vms, nil
-}
-
-// pmRecord is what a ProxmoxMachine says of its VM.
-type pmRecord struct {
-	name, pool string
-	vmid       int64
-	// machine is the Machine that owns it; provisioned, whether capmox
-	// reports it provisioned (status.initialization.provisioned, or
-	// status.ready before v1alpha2).
-	machine     string
-	provisioned bool
-}
-
-// CheckWorkerVMs compares the guests the token sees with the
-// ProxmoxMachines of namespace. For each pool the ProxmoxMachines name
+// CheckWorkerVMs compares the guests the token sees (s.Proxmox) with the
+// ProxmoxMachines of the namespace; without Proxmox VE it judges nothing. For each pool the ProxmoxMachines name
 // (spec.pool), a guest that no ProxmoxMachine records (spec.virtualMachineID)
 // is a DuplicateWorkerVM (an error) when a ProxmoxMachine of its name
 // records another VM, and a WorkerVMWithoutMachine (a warning) when none
@@ -96,27 +44,27 @@ type pmRecord struct {
 // named after a ProxmoxMachine that records no VM yet (its clone is under
 // way) are passed over. A pool whose ProxmoxMachines record VMs but of
 // which the token sees none is a PoolNotVisible warning.
-func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string, vms []PoolVM) ([]ManagementFinding, error) {
-	pms, err := poolMachines(ctx, mgmt, mapper, namespace)
-	if err != nil {
-		return nil, err
+func CheckWorkerVMs(s *Snapshot) []Finding {
+	if s.Proxmox == nil {
+		return nil
 	}
-	recorded := map[int64]pmRecord{}
-	byName := map[string]pmRecord{}
+	namespace := s.Target.Namespace
+	recorded := map[int64]ProxmoxMachine{}
+	byName := map[string]ProxmoxMachine{}
 	pools := map[string]bool{} // pool -> some ProxmoxMachine records a VM in it
-	for _, pm := range pms {
-		if pm.pool == "" {
+	for _, pm := range s.Management.ProxmoxMachines {
+		if pm.Pool == "" {
 			continue
 		}
-		byName[pm.name] = pm
-		pools[pm.pool] = pools[pm.pool] || pm.vmid > 0
-		if pm.vmid > 0 {
-			recorded[pm.vmid] = pm
+		byName[pm.Name] = pm
+		pools[pm.Pool] = pools[pm.Pool] || pm.VMID > 0
+		if pm.VMID > 0 {
+			recorded[pm.VMID] = pm
 		}
 	}
 	seen := map[string]bool{}
-	var out []ManagementFinding
-	for _, vm := range vms {
+	var out []Finding
+	for _, vm := range s.Proxmox.VMs {
 		if _, ours := pools[vm.Pool]; !ours {
 			continue
 		}
@@ -131,7 +79,7 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 	for pool, records := range pools {
 		if records && !seen[pool] {
 			pool := termsafe.Cut(pool) // the ProxmoxMachines' spec, unchecked
-			out = append(out, ManagementFinding{Code: CodePoolNotVisible, Warning: true,
+			out = append(out, Finding{Code: CodePoolNotVisible, Warning: true,
 				Problem: fmt.Sprintf("the token sees no VM of pool %s, where ProxmoxMachines of namespace %s record VMs: duplicate clones were not looked for", pool, namespace),
 				Fix:     fmt.Sprintf("give a token with VM.Audit on /pool/%s (the tenant's capmox token has it)", pool)})
 		}
@@ -143,69 +91,42 @@ func CheckWorkerVMs(ctx context.Context, mgmt client.Reader, mapper meta.RESTMap
 		}
 		return out[i].Problem < out[j].Problem
 	})
-	return out, nil
+	return out
 }
 
 // judgeVM is the finding of one VM of the namespace's pools, if any: see
 // CheckWorkerVMs.
-func judgeVM(vm PoolVM, namespace string, recorded map[int64]pmRecord, byName map[string]pmRecord) (ManagementFinding, bool) {
+func judgeVM(vm PoolVM, namespace string, recorded map[int64]ProxmoxMachine, byName map[string]ProxmoxMachine) (Finding, bool) {
 	pm, named := byName[vm.Name]
 	// The node, name and pool come from the Proxmox VE API: messages cut
 	// them (the finding's Node field keeps the node whole).
 	node, name, pool := termsafe.Cut(vm.Node), termsafe.Cut(vm.Name), termsafe.Cut(vm.Pool)
 	if pm, ok := recorded[int64(vm.VMID)]; ok {
-		if !pm.provisioned || vm.Status != "stopped" {
-			return ManagementFinding{}, false
+		if !pm.Provisioned || vm.Status != "stopped" {
+			return Finding{}, false
 		}
-		return ManagementFinding{Code: CodeWorkerVMStopped, VMID: vm.VMID, Node: vm.Node,
+		return Finding{Code: CodeWorkerVMStopped, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d on %s of ProxmoxMachine %s/%s is stopped, and capmox reports the ProxmoxMachine provisioned: capmox v0.9.0 never starts it again, "+
 				"and Machine %s has no running worker (capmox v0.9.0 also reports provisioned a VM it never configured or started when its clone call failed)",
-				vm.VMID, node, namespace, pm.name, pm.machine),
+				vm.VMID, node, namespace, pm.Name, pm.Machine),
 			Fix: fmt.Sprintf("if the VM ran before and was stopped by hand, start it: pvesh create /nodes/%s/qemu/%d/status/start; otherwise kubectl -n %s delete machine %s "+
 				"(Cluster API makes a new one, capmox destroys VM %d); the MachineHealthCheck does the same after nodeStartupTimeout when maxUnhealthy allows",
-				node, vm.VMID, namespace, pm.machine, vm.VMID)}, true
+				node, vm.VMID, namespace, pm.Machine, vm.VMID)}, true
 	}
 	destroy := fmt.Sprintf("pvesh create /nodes/%s/qemu/%d/status/stop; pvesh delete /nodes/%s/qemu/%d --purge 1 --destroy-unreferenced-disks 1",
 		node, vm.VMID, node, vm.VMID)
 	switch {
-	case named && pm.vmid > 0:
-		return ManagementFinding{Code: CodeDuplicateWorkerVM, VMID: vm.VMID, Node: vm.Node,
+	case named && pm.VMID > 0:
+		return Finding{Code: CodeDuplicateWorkerVM, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d on %s in pool %s is named after ProxmoxMachine %s/%s, which records VM %d: capmox cloned it and lost its id, "+
-				"and it holds its VM id, disks and memory for nothing", vm.VMID, node, pool, namespace, pm.name, pm.vmid),
+				"and it holds its VM id, disks and memory for nothing", vm.VMID, node, pool, namespace, pm.Name, pm.VMID),
 			Fix: "remove it (capmox never finds it again): " + destroy}, true
 	case named:
 		// Its ProxmoxMachine records no VM yet: a clone under way.
-		return ManagementFinding{}, false
+		return Finding{}, false
 	default:
-		return ManagementFinding{Code: CodeWorkerVMWithoutMachine, Warning: true, VMID: vm.VMID, Node: vm.Node,
+		return Finding{Code: CodeWorkerVMWithoutMachine, Warning: true, VMID: vm.VMID, Node: vm.Node,
 			Problem: fmt.Sprintf("VM %d (%s) on %s in pool %s is no VM of a ProxmoxMachine of namespace %s", vm.VMID, name, node, pool, namespace),
 			Fix:     "if no one made it on purpose (a clone whose ProxmoxMachine was deleted before capmox recorded it), remove it: " + destroy}, true
 	}
-}
-
-// poolMachines reads the ProxmoxMachines of namespace, of every cluster,
-// in the newest version served (none when capmox is not installed).
-func poolMachines(ctx context.Context, mgmt client.Reader, mapper meta.RESTMapper, namespace string) ([]pmRecord, error) {
-	list, err := listServed(ctx, mgmt, mapper, schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "ProxmoxMachine"}, capmoxVersions, namespace)
-	if err != nil || list == nil {
-		return nil, err
-	}
-	out := make([]pmRecord, 0, len(list.Items))
-	for _, pm := range list.Items {
-		info, err := vmOf(pm.Object, pm.GroupVersionKind().Version)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read ProxmoxMachine %s/%s: %w", namespace, pm.GetName(), err)
-		}
-		r := pmRecord{name: pm.GetName(), pool: info.pool, vmid: info.id, machine: pm.GetName()}
-		provisioned, _, _ := unstructured.NestedBool(pm.Object, "status", "initialization", "provisioned")
-		ready, _, _ := unstructured.NestedBool(pm.Object, "status", "ready")
-		r.provisioned = provisioned || ready
-		for _, o := range pm.GetOwnerReferences() {
-			if o.Kind == "Machine" {
-				r.machine = o.Name
-			}
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }

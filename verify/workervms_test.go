@@ -1,45 +1,21 @@
 package verify
 
 import (
-	"context"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // poolMachine is a ProxmoxMachine of tenant-a cloned into pool that
 // records vmid (0: none yet).
-func poolMachine(name, pool string, vmid int64) client.Object {
-	pm := &unstructured.Unstructured{}
-	pm.SetGroupVersionKind(pmGVK)
-	pm.SetNamespace("tenant-a")
-	pm.SetName(name)
-	_ = unstructured.SetNestedField(pm.Object, pool, "spec", "pool")
-	if vmid > 0 {
-		_ = unstructured.SetNestedField(pm.Object, vmid, "spec", "virtualMachineID")
-	}
-	return pm
+func poolMachine(name, pool string, vmid int64) ProxmoxMachine {
+	return ProxmoxMachine{Name: name, Machine: name, Pool: pool, VMID: vmid}
 }
 
-func checkWorkerVMsOnFake(t *testing.T, objs []client.Object, vms []PoolVM) []ManagementFinding {
-	t.Helper()
-	s := haScheme()
-	mapper := meta.NewDefaultRESTMapper(s.PreferredVersionAllGroups())
-	for gvk := range s.AllKnownTypes() {
-		mapper.Add(gvk, meta.RESTScopeNamespace)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(objs...).Build()
-	got, err := CheckWorkerVMs(context.Background(), c, c.RESTMapper(), "tenant-a", vms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+func checkWorkerVMsOf(pms []ProxmoxMachine, vms []PoolVM) []Finding {
+	s := snapshotOf()
+	s.Management.ProxmoxMachines = pms
+	s.Proxmox = &Proxmox{VMs: vms}
+	return CheckWorkerVMs(s)
 }
 
 // TestCheckWorkerVMs: the VMs the ProxmoxMachines record, the template,
@@ -48,7 +24,7 @@ func checkWorkerVMsOnFake(t *testing.T, objs []client.Object, vms []PoolVM) []Ma
 // naming both and the commands that remove it; a VM of the pool no
 // ProxmoxMachine knows is a warning.
 func TestCheckWorkerVMs(t *testing.T) {
-	objs := []client.Object{poolMachine("w-1", "tenant-a", 101), poolMachine("w-2", "tenant-a", 102), poolMachine("w-3", "tenant-a", 0)}
+	pms := []ProxmoxMachine{poolMachine("w-1", "tenant-a", 101), poolMachine("w-2", "tenant-a", 102), poolMachine("w-3", "tenant-a", 0)}
 	control := []PoolVM{
 		{VMID: 101, Name: "w-1", Node: "pve1", Pool: "tenant-a"},
 		{VMID: 102, Name: "w-2", Node: "pve2", Pool: "tenant-a"},
@@ -57,10 +33,10 @@ func TestCheckWorkerVMs(t *testing.T) {
 		{VMID: 9000, Name: "talos", Node: "pve1", Pool: "tenant-a", Template: true},
 		{VMID: 200, Name: "w-1", Node: "pve1", Pool: "tenant-b"},
 	}
-	if got := checkWorkerVMsOnFake(t, objs, control); len(got) != 0 {
+	if got := checkWorkerVMsOf(pms, control); len(got) != 0 {
 		t.Fatalf("control: findings %+v", got)
 	}
-	got := checkWorkerVMsOnFake(t, objs, append(control,
+	got := checkWorkerVMsOf(pms, append(control,
 		PoolVM{VMID: 100, Name: "w-1", Node: "pve1", Pool: "tenant-a"},
 		PoolVM{VMID: 105, Name: "by-hand", Node: "pve3", Pool: "tenant-a"}))
 	if len(got) != 2 {
@@ -76,13 +52,16 @@ func TestCheckWorkerVMs(t *testing.T) {
 		!strings.Contains(lone.Problem, "VM 105 (by-hand) on pve3 in pool tenant-a is no VM of a ProxmoxMachine of namespace tenant-a") {
 		t.Errorf("without machine: %+v", lone)
 	}
+	if got := CheckWorkerVMs(snapshotOf()); got != nil {
+		t.Errorf("without Proxmox VE nothing is judged: %+v", got)
+	}
 }
 
 // TestCheckWorkerVMsPoolNotVisible: a token that sees no VM of a pool
 // whose ProxmoxMachines record VMs is told so, not passed as clean; a
 // pool whose ProxmoxMachines record none yet needs no VM.
 func TestCheckWorkerVMsPoolNotVisible(t *testing.T) {
-	got := checkWorkerVMsOnFake(t, []client.Object{poolMachine("w-1", "tenant-a", 101), poolMachine("n-1", "tenant-new", 0)}, nil)
+	got := checkWorkerVMsOf([]ProxmoxMachine{poolMachine("w-1", "tenant-a", 101), poolMachine("n-1", "tenant-new", 0)}, nil)
 	if len(got) != 1 || got[0].Code != CodePoolNotVisible || !got[0].Warning ||
 		!strings.Contains(got[0].Problem, "the token sees no VM of pool tenant-a") || !strings.Contains(got[0].Fix, "VM.Audit on /pool/tenant-a") {
 		t.Errorf("findings %+v", got)
@@ -94,14 +73,12 @@ func TestCheckWorkerVMsPoolNotVisible(t *testing.T) {
 // stopped VM whose ProxmoxMachine is not provisioned yet (capmox starts it
 // later) and a running one are none.
 func TestCheckWorkerVMStopped(t *testing.T) {
-	provisioned := func(name string, vmid int64, yes bool) client.Object {
-		pm := poolMachine(name, "tenant-a", vmid).(*unstructured.Unstructured)
-		pm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Name: "m-" + name, UID: types.UID("u-" + name)}})
-		_ = unstructured.SetNestedField(pm.Object, yes, "status", "initialization", "provisioned")
+	provisioned := func(name string, vmid int64, yes bool) ProxmoxMachine {
+		pm := poolMachine(name, "tenant-a", vmid)
+		pm.Machine, pm.Provisioned = "m-"+name, yes
 		return pm
 	}
-	objs := []client.Object{provisioned("stuck", 120, true), provisioned("booting", 121, false), provisioned("fine", 122, true)}
-	got := checkWorkerVMsOnFake(t, objs, []PoolVM{
+	got := checkWorkerVMsOf([]ProxmoxMachine{provisioned("stuck", 120, true), provisioned("booting", 121, false), provisioned("fine", 122, true)}, []PoolVM{
 		{VMID: 120, Name: "stuck", Node: "pve1", Pool: "tenant-a", Status: "stopped"},
 		{VMID: 121, Name: "booting", Node: "pve1", Pool: "tenant-a", Status: "stopped"},
 		{VMID: 122, Name: "fine", Node: "pve2", Pool: "tenant-a", Status: "running"},

@@ -173,8 +173,9 @@ func newVerifyCmd(app *App) *cobra.Command {
 	return cmd
 }
 
-// run checks the management cluster, then pairs the tenant's Nodes with
-// their Machines and prints one row each.
+// run gathers the management cluster, Proxmox VE (with the --proxmox-*
+// flags) and the tenant cluster, judges them, and prints the findings,
+// then one row per Node and per Machine no Node matches.
 func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if o.capi != "v1beta1" && o.capi != "v1beta2" {
 		return usageError{errorf("--capi-version %q: use v1beta1 (CAPI 1.10) or v1beta2 (CAPI 1.11 and later)", o.capi)}
@@ -191,36 +192,33 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 	if !strings.HasPrefix(cluster, "kubernetes-") {
 		cluster = "kubernetes-" + cluster
 	}
-	findings, err := verify.CheckManagement(ctx, m, m.RESTMapper(), namespace, cluster)
+	src := verify.Sources{Management: m, Mapper: m.RESTMapper(), Tenant: t}
+	if o.ha.wanted() {
+		c, _, err := o.ha.client(app)
+		if err != nil {
+			return tlsHint(err)
+		}
+		src.Proxmox, src.ProxmoxTokenID = c, o.ha.tokenID
+	}
+	snap, err := verify.Gather(ctx, src, verify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
 	if err != nil {
 		return err
 	}
-	if o.ha.wanted() {
-		ha, err := checkProxmox(ctx, app, &o.ha, m, m.RESTMapper(), namespace)
-		if err != nil {
-			return err
-		}
-		findings = append(findings, ha...)
-	}
-	errs := 0
-	for _, f := range findings {
+	rep := verify.Judge(snap)
+	for _, f := range rep.Findings {
 		level := "Warning"
 		if !f.Warning {
 			level = "Error"
-			errs++
 		}
 		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, escapeControl(f.Problem), escapeControl(f.Fix))
 	}
-	rows, err := verify.Collect(ctx, m, t, verify.Target{Namespace: namespace, Cluster: cluster, CAPIVersion: o.capi, TenantKubeconfig: o.tenant})
-	if err != nil {
-		return err
-	}
+	rows := rep.Rows
 	if err := app.Print(rows, func(w io.Writer) { verifyTable(w, rows, app.Wide()) }); err != nil {
 		return err
 	}
 	switch {
-	case errs > 0:
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d error(s) above on the management cluster or on Proxmox: each names its fix", errs)}
+	case rep.Errors() > 0:
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d error(s) above on the management cluster or on Proxmox: each names its fix", rep.Errors())}
 	case verify.Failed(rows):
 		return &ExitError{Code: 1, Err: errors.New("some workers are not initialised or not paired: see the fix of each failed row")}
 	case len(rows) == 0:

@@ -132,3 +132,14 @@ func TestPoolhealStandardLibraryOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyImportsNoRenderer: verify and its credential lint read back
+// what the renderer writes through the names both take from api/capmox,
+// and pull in neither the renderer nor the wiring under internal/.
+func TestVerifyImportsNoRenderer(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/verify/...") {
+		if strings.HasPrefix(p, module+"/capmoxrender") || strings.HasPrefix(p, module+"/internal/") {
+			t.Errorf("verify must not import %s: the names it shares with the renderer live in api/capmox", p)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func TestCapmoxLostClone(t *testing.T) {
 	}
 	// The recorded VMs may already be reported provisioned, and stopped
 	// (WorkerVMStopped, asserted below); nothing else may be named.
-	var duplicates []verify.ManagementFinding
+	var duplicates []verify.Finding
 	for _, f := range checkPoolVMs(t, l) {
 		switch f.Code {
 		case verify.CodeDuplicateWorkerVM:
@@ -190,14 +190,13 @@ func recordedVMs(t *testing.T, l *lab.Lab) []int {
 
 // checkPoolVMs is verify's check of the tenant's pool, with the fake's
 // root token (which sees every VM).
-func checkPoolVMs(t *testing.T, l *lab.Lab) []verify.ManagementFinding {
+func checkPoolVMs(t *testing.T, l *lab.Lab) []verify.Finding {
 	t.Helper()
 	ctx := context.Background()
-	vms, err := verify.ReadPoolVMs(ctx, l.PVE.Client())
+	s, err := verify.Gather(ctx, verify.Sources{Management: l.Client, Mapper: l.Client.RESTMapper(), Proxmox: l.PVE.Client()},
+		verify.Target{Namespace: "tenant-demo", CAPIVersion: "v1beta2"})
 	must(t, err)
-	findings, err := verify.CheckWorkerVMs(ctx, l.Client, l.Client.RESTMapper(), "tenant-demo", vms)
-	must(t, err)
-	return findings
+	return verify.CheckWorkerVMs(s)
 }
 
 // removeDuplicateClones does what verify's DuplicateWorkerVM fix says for
