@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,10 +25,8 @@ type Recorder interface {
 	Event(obj client.Object, eventType string, reason Reason, message string)
 }
 
-// RecorderFunc adapts a function to a Recorder, e.g. to forward to client-go's
-// record.EventRecorder:
-//
-//	engine.RecorderFunc(func(o client.Object, t string, r engine.Reason, m string) { rec.Event(o, t, string(r), m) })
+// RecorderFunc adapts a function to a Recorder (EventsRecorder forwards to
+// client-go's events.k8s.io recorder).
 type RecorderFunc func(obj client.Object, eventType string, reason Reason, message string)
 
 // Event calls f.
@@ -40,3 +39,39 @@ type NopRecorder struct{}
 
 // Event does nothing.
 func (NopRecorder) Event(client.Object, string, Reason, string) {}
+
+// EventActions are the events.k8s.io actions of the engine's own reasons:
+// what it did, or failed to do.
+var EventActions = map[Reason]string{
+	ReasonAddedFinalizer:        "AddFinalizer",
+	ReasonCannotAddFinalizer:    "AddFinalizer",
+	ReasonRemovedFinalizer:      "RemoveFinalizer",
+	ReasonCannotRemoveFinalizer: "RemoveFinalizer",
+}
+
+// EventsRecorder is the one adapter of a Recorder to client-go's
+// events.k8s.io recorder (an events.EventBroadcaster's, or
+// events.FakeRecorder in tests): a process builds it once and hands it to
+// every runner (WithRecorder) and to every controller that records on
+// objects other than the one reconciled. Each event carries the action
+// Actions names for its reason (events.k8s.io's action: what the
+// controller did or failed to do), else EventActions' for the engine's own
+// reasons, else the reason itself; the message is never a format.
+type EventsRecorder struct {
+	Recorder events.EventRecorder
+	Actions  map[Reason]string
+}
+
+var _ Recorder = EventsRecorder{}
+
+// Event records the event through the events.k8s.io recorder.
+func (r EventsRecorder) Event(obj client.Object, eventType string, reason Reason, message string) {
+	action, ok := r.Actions[reason]
+	if !ok {
+		action, ok = EventActions[reason]
+	}
+	if !ok {
+		action = string(reason)
+	}
+	r.Recorder.Eventf(obj, nil, eventType, string(reason), action, "%s", message)
+}

@@ -8,9 +8,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pxsubstrate/pxsubstrate/engine"
 )
 
 // Timings of the facts: a network that waits for something is looked at
@@ -64,11 +65,13 @@ type Config struct {
 	Metrics *Metrics
 	// EngineMetrics, when set, registers the engine's runner metrics.
 	EngineMetrics prometheus.Registerer
-	// Recorder receives the events.k8s.io Events the controller emits on
-	// ProxmoxNetworks (the Event* reasons), once per transition; nil emits
-	// none. A controller process passes a recorder of an events
-	// broadcaster; tests pass events.FakeRecorder.
-	Recorder events.EventRecorder
+	// Recorder receives the Events the controller emits on ProxmoxNetworks
+	// (the Event* reasons), once per transition; nil emits none. A
+	// controller process passes its one engine.EventsRecorder (an events
+	// broadcaster's recorder, with EventActions); tests pass
+	// enginetest.Recorder, or engine.EventsRecorder over
+	// events.FakeRecorder.
+	Recorder engine.Recorder
 	// Log receives the controller's log lines. Default: discard.
 	Log logr.Logger
 	// MachineKinds are the ProxmoxMachine versions listed on the delete

@@ -35,8 +35,9 @@
 //
 // # Events
 //
-// With Config.Recorder set, a network gets an events.k8s.io Event for each
-// transition, never for a pass that changes nothing: VLANAllocated or
+// With Config.Recorder set (an engine.Recorder: a process's one
+// engine.EventsRecorder, which gives each reason its EventActions action),
+// a network gets an events.k8s.io Event for each transition, never for a pass that changes nothing: VLANAllocated or
 // VLANAdopted, ZoneExhausted or NamespaceCapReached (Warning) while it
 // waits for a VLAN,
 // DeletionHeld (Warning) while its delete is held, then GatewayReleased,

@@ -56,9 +56,10 @@ const (
 	EventNoFailover engine.Reason = v1alpha1.ReasonNoFailover
 )
 
-// eventActions are the events.k8s.io action of each reason: what the
-// controller did, or failed or refused to do.
-var eventActions = map[engine.Reason]string{
+// EventActions are the events.k8s.io action of each reason: what the
+// controller did, or failed or refused to do (engine.EventsRecorder's
+// Actions).
+var EventActions = map[engine.Reason]string{
 	EventVLANAllocated:       "Allocate",
 	EventVLANAdopted:         "Adopt",
 	EventZoneExhausted:       "Allocate",
@@ -152,7 +153,7 @@ func (c *Controller) event(n *v1alpha1.ProxmoxNetwork, eventType string, reason 
 	if c.cfg.Recorder == nil {
 		return
 	}
-	c.cfg.Recorder.Eventf(n, nil, eventType, string(reason), eventActions[reason], "%s", msg)
+	c.cfg.Recorder.Event(n, eventType, reason, msg)
 }
 
 // vlanEvent announces the VLAN a live network holds after its allocation:

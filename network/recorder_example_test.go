@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/sim"
 	"github.com/pxsubstrate/pxsubstrate/network"
@@ -33,7 +34,8 @@ func ExampleConfig_recorder() {
 	rec := events.NewFakeRecorder(10)
 	cache := network.NewCache()
 	ctrl, err := network.New(network.Config{
-		Client: interceptor.NewClient(store, network.Feed(cache)), Cache: cache, Resync: -1, Recorder: rec,
+		Client: interceptor.NewClient(store, network.Feed(cache)), Cache: cache, Resync: -1,
+		Recorder: engine.EventsRecorder{Recorder: rec, Actions: network.EventActions},
 	})
 	if err != nil {
 		fmt.Println(err)

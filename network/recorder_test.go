@@ -114,7 +114,10 @@ func (r *eventRig) start(rec events.EventRecorder, hooks *interceptor.Funcs) {
 	if hooks != nil {
 		c = interceptor.NewClient(r.client, *hooks)
 	}
-	cfg := network.Config{Client: c, Cache: cache, Clock: r.clock, Resync: -1, Recorder: rec}
+	cfg := network.Config{Client: c, Cache: cache, Clock: r.clock, Resync: -1}
+	if rec != nil {
+		cfg.Recorder = engine.EventsRecorder{Recorder: rec, Actions: network.EventActions}
+	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw
 	}

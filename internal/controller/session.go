@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -171,10 +172,12 @@ func poke(ch chan<- struct{}) {
 }
 
 // eventRecorder starts an events.k8s.io broadcaster to the API server for
-// one session, reporting as ReportingController. stop delivers the events
-// already queued, then stops the broadcaster's goroutines; call it after
-// the reconcilers have returned.
-func (p *Process) eventRecorder() (rec events.EventRecorder, stop func(), err error) {
+// one session, reporting as ReportingController, and returns the
+// session's one engine.Recorder over it: every reconciler records through
+// it, with the actions of its reasons. stop delivers the events already
+// queued, then stops the broadcaster's goroutines; call it after the
+// reconcilers have returned.
+func (p *Process) eventRecorder() (rec engine.Recorder, stop func(), err error) {
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: p.cs.EventsV1()})
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), p.log.WithName("events")))
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
@@ -185,7 +188,11 @@ func (p *Process) eventRecorder() (rec events.EventRecorder, stop func(), err er
 		b.Shutdown()
 		cancel()
 	}
-	return b.NewRecorder(p.mgr.GetScheme(), ReportingController), stop, nil
+	actions := map[engine.Reason]string{}
+	for _, a := range []map[engine.Reason]string{network.EventActions, poolha.EventActions, vpcipam.EventActions} {
+		maps.Copy(actions, a)
+	}
+	return engine.EventsRecorder{Recorder: b.NewRecorder(p.mgr.GetScheme(), ReportingController), Actions: actions}, stop, nil
 }
 
 // dialNB builds the NB client, with TLS from the Secret named by
@@ -249,18 +256,15 @@ func (watchless) Watch(context.Context, client.ObjectList, ...client.ListOption)
 // vpcIPAM builds the runner that gives capmox v0.8+ workers on a VPC
 // subnet their net0 address from the subnet's pool (package vpcipam), when
 // the API server serves Cluster API's IPAddressClaims.
-func (p *Process) vpcIPAM(ctx context.Context, rec events.EventRecorder) ([]func(context.Context) error, error) {
+func (p *Process) vpcIPAM(ctx context.Context, rec engine.Recorder) ([]func(context.Context) error, error) {
 	served, err := p.served(&ipamv1.IPAddressClaim{})
 	if err != nil || !served {
 		return nil, err
 	}
 	name := "vpc-ipam"
-	recorder := engine.RecorderFunc(func(o client.Object, typ string, reason engine.Reason, msg string) {
-		rec.Eventf(o, nil, typ, string(reason), "SubnetAddress", "%s", msg)
-	})
 	runner, err := engine.NewRunner[*ipamv1.IPAddressClaim](p.mgr.GetClient(), func() *ipamv1.IPAddressClaim { return &ipamv1.IPAddressClaim{} },
 		&vpcipam.Reconciler{Client: p.mgr.GetClient()},
-		engine.WithName(name), engine.WithLogger(p.log.WithName(name)), engine.WithMetrics(p.deps.Registry), engine.WithRecorder(recorder))
+		engine.WithName(name), engine.WithLogger(p.log.WithName(name)), engine.WithMetrics(p.deps.Registry), engine.WithRecorder(rec))
 	if err != nil {
 		return nil, err
 	}
@@ -272,19 +276,19 @@ func (p *Process) vpcIPAM(ctx context.Context, rec events.EventRecorder) ([]func
 
 // poolHA builds the pool HA runner over Machines and its sweep, when the
 // API server serves Cluster API's Machines.
-func (p *Process) poolHA(ctx context.Context, rec events.EventRecorder) ([]func(context.Context) error, error) {
+func (p *Process) poolHA(ctx context.Context, rec engine.Recorder) ([]func(context.Context) error, error) {
 	served, err := p.served(&clusterv1.Machine{})
 	if err != nil || !served {
 		return nil, err
 	}
-	r := &poolha.Reconciler{Client: p.mgr.GetClient(), Reader: p.mgr.GetAPIReader(), Recorder: rec, Log: p.log.WithName("pool-ha")}
+	r := &poolha.Reconciler{Client: p.mgr.GetClient(), Reader: p.mgr.GetAPIReader(), Log: p.log.WithName("pool-ha")}
 	if ref, ok := p.opts.HASecret(); ok {
 		r.Proxmox = func(ctx context.Context) (pveapi.Client, error) {
 			return kubehypervisor.SecretClient(ctx, p.mgr.GetAPIReader(), ref.Namespace, ref.Name)
 		}
 	}
 	runner, err := engine.NewRunner[*clusterv1.Machine](p.mgr.GetClient(), func() *clusterv1.Machine { return &clusterv1.Machine{} }, r,
-		engine.WithName("pool-ha"), engine.WithLogger(p.log.WithName("pool-ha")), engine.WithMetrics(p.deps.Registry))
+		engine.WithName("pool-ha"), engine.WithLogger(p.log.WithName("pool-ha")), engine.WithMetrics(p.deps.Registry), engine.WithRecorder(rec))
 	if err != nil {
 		return nil, err
 	}

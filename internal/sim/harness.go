@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
@@ -240,11 +241,13 @@ func (h *Harness) Start(ctx context.Context) error {
 		Resync:             -1,
 		Workers:            h.opts.Workers,
 		Metrics:            h.opts.Metrics,
-		Recorder:           h.opts.Recorder,
 		Hypervisor:         h.opts.Hypervisor,
 	}
 	if h.opts.Gateway != nil {
 		cfg.Gateway = h.opts.Gateway()
+	}
+	if h.opts.Recorder != nil {
+		cfg.Recorder = engine.EventsRecorder{Recorder: h.opts.Recorder, Actions: network.EventActions}
 	}
 	ctrl, err := network.New(cfg)
 	if err != nil {

@@ -26,8 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,7 +36,8 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
-// Event reasons.
+// Event reasons, on the Machine (HAResourceRemoved, HAFailed of a
+// release, HADisabled) or its MachineDeployment (the others).
 const (
 	ReasonResourceAdded   engine.Reason = "HAResourceAdded"
 	ReasonResourceRemoved engine.Reason = "HAResourceRemoved"
@@ -48,6 +47,13 @@ const (
 	ReasonDisabled        engine.Reason = "HADisabled"
 	ReasonFailed          engine.Reason = "HAFailed"
 )
+
+// EventActions are the events.k8s.io action of every reason
+// (engine.EventsRecorder's Actions).
+var EventActions = map[engine.Reason]string{
+	ReasonResourceAdded: "PoolHA", ReasonResourceRemoved: "PoolHA", ReasonNotEnoughNodes: "PoolHA", ReasonKeptApart: "PoolHA",
+	ReasonUnsupported: "PoolHA", ReasonDisabled: "PoolHA", ReasonFailed: "PoolHA",
+}
 
 // Requeue is how often a pool with HA is looked at again without a change.
 const Requeue = 5 * time.Minute
@@ -61,15 +67,14 @@ type Reconciler struct {
 	Reader client.Reader
 	// Proxmox returns the pool HA client; nil turns pool HA off.
 	Proxmox func(context.Context) (pveapi.Client, error)
-	// Recorder gets the Events; Scheme resolves their objects' kinds.
-	Recorder events.EventRecorder
-	Log      logr.Logger
+	Log     logr.Logger
 }
 
 var _ engine.Step[*clusterv1.Machine] = (*Reconciler)(nil)
 
 // Reconcile releases the hook of a deleting Machine, or brings its pool's
-// HA configuration to its Machines.
+// HA configuration to its Machines. Its Events go to the State's
+// Recorder.
 func (r *Reconciler) Reconcile(ctx context.Context, s *engine.State[*clusterv1.Machine]) (engine.Result, error) {
 	m := s.Object
 	_, hooked := m.Annotations[capmox.HookHA]
@@ -77,20 +82,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, s *engine.State[*clusterv1.M
 		if !hooked {
 			return engine.Result{}, nil
 		}
-		return engine.Result{}, r.release(ctx, m)
+		return engine.Result{}, r.release(ctx, s)
 	}
 	if m.Labels[capmox.LabelHA] != "true" || m.Labels[capmox.LabelDeploymentName] == "" {
 		return engine.Result{}, nil
 	}
 	if r.Proxmox == nil {
-		r.event(m, corev1.EventTypeWarning, ReasonDisabled, "the pool has proxmox.ha, but the controller runs without --proxmox-ha-credentials: its workers are not Proxmox HA resources")
+		s.Event(corev1.EventTypeWarning, ReasonDisabled, "the pool has proxmox.ha, but the controller runs without --proxmox-ha-credentials: its workers are not Proxmox HA resources")
 		return engine.Result{}, nil
 	}
-	return engine.Result{RequeueAfter: Requeue}, r.pool(ctx, m)
+	return engine.Result{RequeueAfter: Requeue}, r.pool(ctx, s)
 }
 
 // release removes the HA resource of the Machine's VM, then the hook.
-func (r *Reconciler) release(ctx context.Context, m *clusterv1.Machine) error {
+func (r *Reconciler) release(ctx context.Context, s *engine.State[*clusterv1.Machine]) error {
+	m := s.Object
 	vmid, err := r.vmid(ctx, m)
 	if err != nil {
 		return err
@@ -102,11 +108,11 @@ func (r *Reconciler) release(ctx context.Context, m *clusterv1.Machine) error {
 		}
 		released, err := pveha.Release(ctx, c, vmid)
 		if err != nil {
-			r.event(m, corev1.EventTypeWarning, ReasonFailed, err.Error())
+			s.Event(corev1.EventTypeWarning, ReasonFailed, err.Error())
 			return err
 		}
 		if released {
-			r.event(m, corev1.EventTypeNormal, ReasonResourceRemoved, fmt.Sprintf("removed HA resource %s so that capmox can destroy the VM", pveha.SID(vmid)))
+			s.Event(corev1.EventTypeNormal, ReasonResourceRemoved, fmt.Sprintf("removed HA resource %s so that capmox can destroy the VM", pveha.SID(vmid)))
 		}
 	}
 	patch := client.MergeFrom(m.DeepCopy())
@@ -118,8 +124,10 @@ func (r *Reconciler) release(ctx context.Context, m *clusterv1.Machine) error {
 	return nil
 }
 
-// pool plans and applies the HA configuration of the Machine's pool.
-func (r *Reconciler) pool(ctx context.Context, m *clusterv1.Machine) error {
+// pool plans and applies the HA configuration of the Machine's pool; its
+// Events regard the pool's MachineDeployment.
+func (r *Reconciler) pool(ctx context.Context, s *engine.State[*clusterv1.Machine]) error {
+	m := s.Object
 	name := m.Labels[capmox.LabelDeploymentName]
 	p, err := r.workers(ctx, m.Namespace, client.MatchingLabels{capmox.LabelHA: "true", capmox.LabelDeploymentName: name})
 	if err != nil {
@@ -133,30 +141,31 @@ func (r *Reconciler) pool(ctx context.Context, m *clusterv1.Machine) error {
 		return err
 	}
 	// The MachineDeployment is read only when an Event names it.
-	md := sync.OnceValue(func() runtime.Object { return r.deployment(ctx, m.Namespace, name) })
+	md := sync.OnceValue(func() client.Object { return r.deployment(ctx, m.Namespace, name) })
+	event := func(typ string, reason engine.Reason, msg string) { s.Recorder.Event(md(), typ, reason, msg) }
 	plan, err := pveha.NewPlan(st, p, pveha.Options{})
 	if errors.Is(err, pveha.ErrUnsupported) {
-		r.event(md(), corev1.EventTypeWarning, ReasonUnsupported, err.Error()+": the pool's workers are not registered with Proxmox HA")
+		event(corev1.EventTypeWarning, ReasonUnsupported, err.Error()+": the pool's workers are not registered with Proxmox HA")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	if err := pveha.Apply(ctx, c, plan); err != nil {
-		r.event(md(), corev1.EventTypeWarning, ReasonFailed, err.Error())
+		event(corev1.EventTypeWarning, ReasonFailed, err.Error())
 		return err
 	}
 	for _, ch := range plan.Changes {
 		if ch.Op == pveha.AddResource {
-			r.event(md(), corev1.EventTypeNormal, ReasonResourceAdded, fmt.Sprintf("%s is an HA resource: %s", ch.SID, ch.Reason))
+			event(corev1.EventTypeNormal, ReasonResourceAdded, fmt.Sprintf("%s is an HA resource: %s", ch.SID, ch.Reason))
 		}
 	}
 	for _, rep := range plan.Pools {
 		switch {
 		case rep.Short():
-			r.event(md(), corev1.EventTypeWarning, ReasonNotEnoughNodes, rep.String())
+			event(corev1.EventTypeWarning, ReasonNotEnoughNodes, rep.String())
 		case !plan.Empty():
-			r.event(md(), corev1.EventTypeNormal, ReasonKeptApart, rep.String())
+			event(corev1.EventTypeNormal, ReasonKeptApart, rep.String())
 		}
 	}
 	return nil
@@ -300,18 +309,11 @@ func (r *Reconciler) vmid(ctx context.Context, m *clusterv1.Machine) (int, error
 
 // deployment returns the pool's MachineDeployment for its Events, or a
 // reference by name when it cannot be read.
-func (r *Reconciler) deployment(ctx context.Context, ns, name string) runtime.Object {
+func (r *Reconciler) deployment(ctx context.Context, ns, name string) client.Object {
 	md := &clusterv1.MachineDeployment{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, md); err != nil {
 		md.Namespace, md.Name = ns, name
 		md.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("MachineDeployment"))
 	}
 	return md
-}
-
-func (r *Reconciler) event(obj runtime.Object, typ string, reason engine.Reason, msg string) {
-	if r.Recorder == nil {
-		return
-	}
-	r.Recorder.Eventf(obj, nil, typ, string(reason), "PoolHA", "%s", msg)
 }

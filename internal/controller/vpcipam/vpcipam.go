@@ -52,6 +52,12 @@ const (
 	ReasonNoSubnetPool  engine.Reason = "SubnetPoolNotFound"
 )
 
+// EventActions are the events.k8s.io action of every reason
+// (engine.EventsRecorder's Actions).
+var EventActions = map[engine.Reason]string{
+	ReasonSubnetClaimed: "SubnetAddress", ReasonAddressGiven: "SubnetAddress", ReasonNoSubnetPool: "SubnetAddress",
+}
+
 // SubnetClaimSuffix ends the name of the subnet claim made for a claim.
 const SubnetClaimSuffix = "-subnet"
 

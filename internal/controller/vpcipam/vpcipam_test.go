@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
@@ -21,6 +20,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	ipamicv1 "github.com/pxsubstrate/pxsubstrate/api/ipam/v1alpha2"
 	"github.com/pxsubstrate/pxsubstrate/engine"
+	"github.com/pxsubstrate/pxsubstrate/engine/enginetest"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/vpcipam"
 )
 
@@ -127,27 +127,59 @@ func step(t fataler, w world) (client.Client, *ipamv1.IPAddressClaim) {
 // TestVPCClaimGetsSubnetAddress: a recognised claim first gets a claim of
 // its own in the subnet's pool, owned by it; once that is bound, its
 // address becomes the claim's IPAddress in the claim's pool, owned by the
-// claim, as the IPAM provider names it.
+// claim, as the IPAM provider names it. Without the subnet's pool it
+// waits, and says so; a claim for another device is left alone.
 func TestVPCClaimGetsSubnetAddress(t *testing.T) {
 	w := world{sentinel: true, annotated: true, net0: true, machineOwned: true, subnetPool: true, ipamGroup: true}
-	c, claim := step(t, w)
-	sub := &ipamv1.IPAddressClaim{}
-	if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: claim.Name + vpcipam.SubnetClaimSuffix}, sub); err != nil {
-		t.Fatalf("no subnet claim: %v", err)
+	assigned, noPool, net1 := w, w, w
+	assigned.subnetAssigned = "10.1.0.100"
+	noPool.subnetPool = false
+	net1.net0 = false
+	claim := func(w world) *ipamv1.IPAddressClaim { return w.objects()[2].(*ipamv1.IPAddressClaim) }
+	key := func(w world, suffix string) client.ObjectKey {
+		return client.ObjectKey{Namespace: ns, Name: claim(w).Name + suffix}
 	}
-	if sub.Spec.PoolRef.Name != "subnet-b10ab7f7" || sub.Spec.ClusterName != "kubernetes-a" || len(sub.OwnerReferences) != 1 || sub.OwnerReferences[0].UID != claim.UID {
-		t.Fatalf("subnet claim %+v", sub)
-	}
-	w.subnetAssigned = "10.1.0.100"
-	c, claim = step(t, w)
-	addr := &ipamv1.IPAddress{}
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(claim), addr); err != nil {
-		t.Fatalf("no address: %v", err)
-	}
-	if addr.Spec.Address != "10.1.0.100" || addr.Spec.PoolRef != claim.Spec.PoolRef || addr.Spec.ClaimRef.Name != claim.Name ||
-		*addr.Spec.Prefix != 24 || addr.Spec.Gateway != "10.1.0.1" || !*addr.OwnerReferences[0].Controller {
-		t.Fatalf("address %+v", addr)
-	}
+	enginetest.StepTest[*ipamv1.IPAddressClaim]{
+		Scheme:             scheme(t),
+		StatusSubresources: []client.Object{&ipamv1.IPAddressClaim{}},
+		New: func(_ *testing.T, r enginetest.Rig) engine.Step[*ipamv1.IPAddressClaim] {
+			return &vpcipam.Reconciler{Client: r.Client}
+		},
+		Cases: map[string]enginetest.StepCase[*ipamv1.IPAddressClaim]{
+			"ClaimsInTheSubnetPool": {Given: w.objects(), Object: claim(w), ExpectResult: engine.Result{RequeueAfter: vpcipam.Wait},
+				ExpectWrites: []enginetest.Write{{Verb: "create", Kind: "IPAddressClaim", Key: key(w, vpcipam.SubnetClaimSuffix)}},
+				ExpectEvents: []enginetest.Event{{Object: key(w, ""), Type: "Normal", Reason: vpcipam.ReasonSubnetClaimed,
+					Message: "claimed net0's address from the subnet's pool subnet-b10ab7f7 (IPAddressClaim " + key(w, vpcipam.SubnetClaimSuffix).Name + "): the cluster's pool is a VPC sentinel"}},
+				Verify: func(t *testing.T, c client.Client) {
+					sub := &ipamv1.IPAddressClaim{}
+					if err := c.Get(context.Background(), key(w, vpcipam.SubnetClaimSuffix), sub); err != nil {
+						t.Fatalf("no subnet claim: %v", err)
+					}
+					if sub.Spec.PoolRef.Name != "subnet-b10ab7f7" || sub.Spec.ClusterName != "kubernetes-a" || len(sub.OwnerReferences) != 1 || sub.OwnerReferences[0].UID != "claim-uid" ||
+						sub.Labels[vpcipam.LabelFor] != claim(w).Name || sub.Labels[capmox.LabelClusterName] != "kubernetes-a" {
+						t.Fatalf("subnet claim %+v", sub)
+					}
+				}},
+			"GivesTheAddress": {Given: assigned.objects(), Object: claim(assigned),
+				ExpectWrites: []enginetest.Write{{Verb: "create", Kind: "IPAddress", Key: key(assigned, "")}},
+				ExpectEvents: []enginetest.Event{{Object: key(assigned, ""), Type: "Normal", Reason: vpcipam.ReasonAddressGiven,
+					Message: "net0 gets 10.1.0.100/24 from the subnet's pool subnet-b10ab7f7"}},
+				Verify: func(t *testing.T, c client.Client) {
+					addr := &ipamv1.IPAddress{}
+					if err := c.Get(context.Background(), key(assigned, ""), addr); err != nil {
+						t.Fatalf("no address: %v", err)
+					}
+					if addr.Spec.Address != "10.1.0.100" || addr.Spec.PoolRef != claim(assigned).Spec.PoolRef || addr.Spec.ClaimRef.Name != claim(assigned).Name ||
+						*addr.Spec.Prefix != 24 || addr.Spec.Gateway != "10.1.0.1" || !*addr.OwnerReferences[0].Controller {
+						t.Fatalf("address %+v", addr)
+					}
+				}},
+			"NoSubnetPool": {Given: noPool.objects(), Object: claim(noPool), ExpectResult: engine.Result{RequeueAfter: vpcipam.Wait},
+				ExpectEvents: []enginetest.Event{{Object: key(noPool, ""), Type: "Warning", Reason: vpcipam.ReasonNoSubnetPool,
+					Message: "the subnet's InClusterIPPool tenant-a/subnet-b10ab7f7 does not exist: the worker waits for it"}}},
+			"OtherDevice": {Given: net1.objects(), Object: claim(net1)},
+		},
+	}.Run(t)
 }
 
 // TestVPCClaimsLeftAlone: with any one condition spoiled, the step makes
