@@ -30,14 +30,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/poolheal"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
@@ -55,6 +52,13 @@ const (
 	// be read, so nothing was done.
 	ReasonCannotRead engine.Reason = "HealCannotRead"
 )
+
+// EventActions are the events.k8s.io action of every reason
+// (engine.EventsRecorder's Actions).
+var EventActions = map[engine.Reason]string{
+	ReasonDestroyedLostClone: "PoolHealing", ReasonStartedStopped: "PoolHealing", ReasonRetriedDelete: "PoolHealing",
+	ReasonFailed: "PoolHealing", ReasonCannotRead: "PoolHealing",
+}
 
 // Reasons maps each kind to the reason of its Event.
 var Reasons = map[poolheal.Kind]engine.Reason{
@@ -123,7 +127,6 @@ type Reconciler struct {
 	// minutes.
 	TaskTimeout time.Duration
 	Metrics     *Metrics
-	Recorder    events.EventRecorder
 	Log         logr.Logger
 }
 
@@ -142,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, s *engine.State[*clusterv1.M
 	}
 	g, err := r.Gather(ctx, md)
 	if err != nil {
-		r.event(md, corev1.EventTypeWarning, ReasonCannotRead, err.Error())
+		s.Event(corev1.EventTypeWarning, ReasonCannotRead, err.Error())
 		return engine.Result{}, err
 	}
 	if g == nil {
@@ -155,12 +158,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, s *engine.State[*clusterv1.M
 		if err := r.act(ctx, g, a); err != nil {
 			r.Metrics.failed(a.Kind)
 			msg := fmt.Sprintf("%s of VM %d failed: %v", a.Kind, a.VMID, err)
-			r.event(pm, corev1.EventTypeWarning, ReasonFailed, msg)
+			event(s, pm, corev1.EventTypeWarning, ReasonFailed, msg)
 			errs = multierror.Append(errs, errors.New(msg))
 			continue
 		}
 		r.Metrics.took(a.Kind)
-		r.event(pm, corev1.EventTypeNormal, Reasons[a.Kind], a.Reason)
+		event(s, pm, corev1.EventTypeNormal, Reasons[a.Kind], a.Reason)
 		r.Log.Info("healed", "pool", client.ObjectKeyFromObject(md), "kind", a.Kind, "vmid", a.VMID, "node", a.Node, "proxmoxMachine", a.Machine)
 	}
 	res := engine.Result{RequeueAfter: r.interval()}
@@ -201,7 +204,7 @@ type Gathered struct {
 // ProxmoxMachine, or none names a Proxmox pool).
 func (r *Reconciler) Gather(ctx context.Context, md *clusterv1.MachineDeployment) (*Gathered, error) {
 	machines := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(md.Namespace), client.MatchingLabels{capmoxrender.LabelDeploymentName: md.Name}); err != nil {
+	if err := r.Client.List(ctx, machines, client.InNamespace(md.Namespace), client.MatchingLabels{capmox.LabelDeploymentName: md.Name}); err != nil {
 		return nil, fmt.Errorf("cannot list the Machines of pool %s: %w", md.Name, err)
 	}
 	g := &Gathered{Pool: poolheal.Pool{Now: r.now(), Grace: r.Grace, Enabled: r.kinds()}, machines: map[string]*unstructured.Unstructured{}}
@@ -566,9 +569,10 @@ func (m *Metrics) failed(k poolheal.Kind) {
 	}
 }
 
-func (r *Reconciler) event(obj runtime.Object, typ string, reason engine.Reason, msg string) {
-	if r.Recorder == nil || obj == nil {
-		return
+// event records on the ProxmoxMachine an action was about, through the
+// State's Recorder; none when it is not known.
+func event(s *engine.State[*clusterv1.MachineDeployment], pm *unstructured.Unstructured, typ string, reason engine.Reason, msg string) {
+	if pm != nil {
+		s.Recorder.Event(pm, typ, reason, msg)
 	}
-	r.Recorder.Eventf(obj, nil, typ, string(reason), "PoolHealing", "%s", msg)
 }

@@ -178,10 +178,12 @@ func run(t *testing.T, w world) observed {
 	m, err := heal.NewMetrics(reg)
 	must(t, err)
 	rec := events.NewFakeRecorder(20)
-	r := &heal.Reconciler{Client: c, Reader: c, All: w.all, Metrics: m, Recorder: rec, Log: logr.Discard()}
+	r := &heal.Reconciler{Client: c, Reader: c, All: w.all, Metrics: m, Log: logr.Discard()}
 	d := &clusterv1.MachineDeployment{}
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, d))
-	res, err := r.Reconcile(ctx, &engine.State[*clusterv1.MachineDeployment]{Object: d})
+	s := engine.NewState(d, c)
+	s.Recorder = engine.EventsRecorder{Recorder: rec, Actions: heal.EventActions}
+	res, err := r.Reconcile(ctx, s)
 	close(rec.Events)
 	var evs []string
 	for e := range rec.Events {
