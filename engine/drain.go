@@ -118,3 +118,37 @@ func (r *Runner[T]) moveDue() int {
 	}
 	return len(keys)
 }
+
+// DrainAll drains several runners (their Drain, or anything that drains as
+// Drain does) in turn, in rounds, until a whole round reconciles nothing:
+// a reconcile of one may enqueue keys on another. It returns how many
+// reconciles ran, and fails with ErrNotConverged after maxReconciles.
+func DrainAll(ctx context.Context, maxReconciles int, drains ...func(context.Context, int) (int, error)) (int, error) {
+	total := 0
+	for {
+		round := 0
+		for _, d := range drains {
+			n, err := d(ctx, maxReconciles-total)
+			round += n
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		if round == 0 {
+			return total, nil
+		}
+	}
+}
+
+// FirstDue is the earliest of the times the runners' NextDue report, and
+// false when none has a key waiting.
+func FirstDue(dues ...func() (time.Time, bool)) (time.Time, bool) {
+	var first time.Time
+	for _, f := range dues {
+		if t, ok := f(); ok && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first, !first.IsZero()
+}

@@ -119,32 +119,12 @@ func (c *Controller) Resync(ctx context.Context) error {
 // and returns how many reconciles ran. It fails with engine.ErrNotConverged
 // after maxReconciles. It must not be called while Run runs.
 func (c *Controller) Drain(ctx context.Context, maxReconciles int) (int, error) {
-	total := 0
-	for {
-		round := 0
-		for _, d := range []func(context.Context, int) (int, error){c.networks.Drain, c.zones.Drain, c.namespaces.Drain} {
-			n, err := d(ctx, maxReconciles-total)
-			round += n
-			total += n
-			if err != nil {
-				return total, err
-			}
-		}
-		if round == 0 {
-			return total, nil
-		}
-	}
+	return engine.DrainAll(ctx, maxReconciles, c.networks.Drain, c.zones.Drain, c.namespaces.Drain)
 }
 
 // NextDue returns when the earliest delayed reconcile becomes due.
 func (c *Controller) NextDue() (time.Time, bool) {
-	var first time.Time
-	for _, f := range []func() (time.Time, bool){c.networks.NextDue, c.zones.NextDue, c.namespaces.NextDue} {
-		if t, ok := f(); ok && (first.IsZero() || t.Before(first)) {
-			first = t
-		}
-	}
-	return first, !first.IsZero()
+	return engine.FirstDue(c.networks.NextDue, c.zones.NextDue, c.namespaces.NextDue)
 }
 
 // EnqueueNetwork asks for a network to be reconciled.

@@ -13,9 +13,11 @@
 // the generated ValidatingAdmissionPolicies.
 //
 // The replica holding the Lease (engine.RunElected; --leader-elect=false
-// runs at once) builds the network controller on a client whose writes also
-// reach its cache (network.Feed), feeds that cache from the informers
-// (network.Watch), fills it from the API once (Load) and runs it. With
+// runs at once) assembles its reconcilers (package reconcilers, which the
+// simulator runs too: the network controller on a client whose writes also
+// reach its cache, pool HA, the VPC address runner), feeds them from the
+// informers (network.Watch), fills the cache from the API once (Load) and
+// runs them. With
 // --manage-gateway-chassis (the default) it also reads the TLS Secret named
 // by --ovn-tls-secret through the API, by name, connects to the endpoints
 // of --ovn-nb-address (the RAFT leader), runs the kubenetgateway Gateway and

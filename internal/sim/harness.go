@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/pxsubstrate/pxsubstrate/engine"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/reconcilers"
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 	"github.com/pxsubstrate/pxsubstrate/network"
 )
@@ -38,11 +39,18 @@ type Options struct {
 	// KubeOVNDoesNotPrune makes the simulated Kube-OVN keep deleted subnets
 	// on their Vlan, so only the prune timeout releases the VLAN.
 	KubeOVNDoesNotPrune bool
-	// Gateway builds the gateway of each controller instance; nil means
-	// network.Disabled. With a gateway, a Node change re-reconciles the
-	// networks of the zones whose provider network it concerns, as the
-	// controller's Node watch does.
-	Gateway func() network.Gateway
+	// GatewayNB is the OVN northbound client of the controller's gateway,
+	// and NBEvents what that client reports (its OnReconnect and
+	// OnRouterPort): each controller instance then manages gateways as the
+	// daemon does (package reconcilers: kubenetgateway over GatewayNB,
+	// the reports taken on each Converge). Gateway builds any other
+	// gateway of each instance (tests); with neither, network.Disabled.
+	// With a gateway, a Node change re-reconciles the networks of the zones
+	// whose provider network it concerns, as the controller's Node watch
+	// does.
+	GatewayNB kubenetgateway.NB
+	NBEvents  *reconcilers.NBEvents
+	Gateway   func() network.Gateway
 	// Hypervisor checks the Proxmox nodes of zones with
 	// spec.sdn.credentialsRef; nil checks none.
 	Hypervisor network.Hypervisor
@@ -79,9 +87,10 @@ type Options struct {
 }
 
 // Harness is a simulated cluster: an in-memory API, a fake clock, the World
-// and one network controller, which Restart replaces with a fresh one that
-// keeps nothing but what the API holds. Every write, the world's and the
-// controller's, reaches the controller's cache at once, as through an
+// and one instance of the controller's reconcilers, assembled as the daemon
+// assembles them (package reconcilers), which Restart replaces with a fresh
+// one that keeps nothing but what the API holds. Every write, the world's
+// and the controller's, reaches the controller at once, as through an
 // informer without lag.
 type Harness struct {
 	opts   Options
@@ -90,7 +99,7 @@ type Harness struct {
 	store  client.WithWatch
 	client client.WithWatch
 	target *target
-	ctrl   *network.Controller
+	set    *reconcilers.Set
 	logs   *LogBook
 	// requests counts the controller's API calls; progress its networks
 	// Ready.
@@ -101,18 +110,18 @@ type Harness struct {
 	watchErr []error
 }
 
-// target forwards cache events to the current controller's cache, and
+// target forwards what every write leaves to the current controller, and
 // notes when, on the simulated clock, each object was first seen deleting.
 type target struct {
 	mu      sync.RWMutex
-	c       *network.Cache
+	c       network.Target
 	clock   *clocktesting.FakeClock
 	deleted map[string]time.Time
 	// progress counts the networks Ready.
 	progress *progress
 	// nodes are the Nodes last seen, for onNode; nil when no one listens.
 	nodes  map[string]*metav1.ObjectMeta
-	onNode func(old, updated metav1.Object, known bool)
+	onNode func(old, updated metav1.Object)
 }
 
 func (t *target) noteDeletion(o client.Object) {
@@ -135,9 +144,9 @@ func (t *target) deletedAt(namespace, name, uid string) (time.Time, bool) {
 	return at, ok
 }
 
-func (t *target) set(c *network.Cache) { t.mu.Lock(); t.c = c; t.mu.Unlock() }
+func (t *target) set(c network.Target) { t.mu.Lock(); t.c = c; t.mu.Unlock() }
 
-func (t *target) get() *network.Cache { t.mu.RLock(); defer t.mu.RUnlock(); return t.c }
+func (t *target) get() network.Target { t.mu.RLock(); defer t.mu.RUnlock(); return t.c }
 
 func (t *target) Observe(o client.Object) {
 	t.noteDeletion(o)
@@ -185,10 +194,10 @@ func NewHarness(opts Options) *Harness {
 	if h.store == nil {
 		h.store = NewStore(true)
 	}
-	if opts.Gateway != nil {
+	if opts.Gateway != nil || opts.GatewayNB != nil {
 		h.target.nodes = map[string]*metav1.ObjectMeta{}
-		h.target.onNode = func(old, updated metav1.Object, known bool) {
-			h.nodeChanged(context.Background(), old, updated, known)
+		h.target.onNode = func(old, updated metav1.Object) {
+			h.nodeChanged(context.Background(), old, updated)
 		}
 	}
 	h.client = interceptor.NewClient(h.store, network.Feed(h.target))
@@ -214,8 +223,13 @@ func (h *Harness) SetHypervisor(hv network.Hypervisor) { h.opts.Hypervisor = hv 
 // Store reads and writes the API without feeding the controller's cache.
 func (h *Harness) Store() client.WithWatch { return h.store }
 
-// Controller returns the running controller instance (nil before Start).
-func (h *Harness) Controller() *network.Controller { return h.ctrl }
+// Controller returns the running network controller (nil before Start).
+func (h *Harness) Controller() *network.Controller {
+	if h.set == nil {
+		return nil
+	}
+	return h.set.Network()
+}
 
 // Writes counts the API writes of every controller instance so far.
 func (h *Harness) Writes() int { return h.requests.Writes() }
@@ -223,46 +237,42 @@ func (h *Harness) Writes() int { return h.requests.Writes() }
 // Logs returns the controller log lines of every instance so far.
 func (h *Harness) Logs() *LogBook { return h.logs }
 
-// Start builds a controller, loads its cache from the API and enqueues
-// every object. Calling it again is Restart.
+// Start assembles the controller's reconcilers (package reconcilers, as
+// the daemon does), loads their cache from the API and enqueues every
+// object. Calling it again is Restart.
 func (h *Harness) Start(ctx context.Context) error {
-	cache := network.NewCache()
-	counted := interceptor.NewClient(h.client, h.requests.Funcs())
-	var c client.Client = counted
-	if h.opts.ControllerHooks != nil {
-		c = interceptor.NewClient(counted, *h.opts.ControllerHooks)
-	}
-	cfg := network.Config{
-		Client:             c,
-		Cache:              cache,
-		Clock:              h.Clock,
-		SubnetPruneTimeout: h.opts.SubnetPruneTimeout,
-		Log:                h.logs.Logger(),
-		Resync:             -1,
-		Workers:            h.opts.Workers,
-		Metrics:            h.opts.Metrics,
-		Hypervisor:         h.opts.Hypervisor,
+	cfg := reconcilers.Config{
+		Client: h.store, Feed: h.target, Wrap: h.wrap, Clock: h.Clock, Log: h.logs.Logger(), Recorder: h.opts.Recorder,
+		Metrics: h.opts.Metrics, SubnetPruneTimeout: h.opts.SubnetPruneTimeout, Workers: h.opts.Workers, Resync: -1,
+		Hypervisor: h.opts.Hypervisor, NB: h.opts.GatewayNB, NBEvents: h.opts.NBEvents,
 	}
 	if h.opts.Gateway != nil {
 		cfg.Gateway = h.opts.Gateway()
 	}
-	if h.opts.Recorder != nil {
-		cfg.Recorder = engine.EventsRecorder{Recorder: h.opts.Recorder, Actions: network.EventActions}
-	}
-	ctrl, err := network.New(cfg)
+	set, err := reconcilers.New(cfg)
 	if err != nil {
 		return fmt.Errorf("cannot start the controller: %w", err)
 	}
 	h.target.set(nil)
-	if err := ctrl.Load(ctx); err != nil {
+	if err := set.Load(ctx); err != nil {
 		return fmt.Errorf("cannot start the controller: %w", err)
 	}
-	h.target.set(cache)
-	h.ctrl = ctrl
-	if err := ctrl.Resync(ctx); err != nil {
+	h.target.set(set)
+	h.set = set
+	if err := set.Resync(ctx); err != nil {
 		return fmt.Errorf("cannot start the controller: %w", err)
 	}
 	return nil
+}
+
+// wrap counts the controller's API calls and runs ControllerHooks around
+// them, above the feed.
+func (h *Harness) wrap(c client.WithWatch) client.Client {
+	counted := interceptor.NewClient(c, h.requests.Funcs())
+	if h.opts.ControllerHooks != nil {
+		return interceptor.NewClient(counted, *h.opts.ControllerHooks)
+	}
+	return counted
 }
 
 // Restart drops the controller and everything it kept in memory (cache,
@@ -273,7 +283,7 @@ func (h *Harness) Restart(ctx context.Context) error { return h.Start(ctx) }
 // has anything left to do at the current simulated time. It returns the
 // number of reconciles.
 func (h *Harness) Converge(ctx context.Context) (int, error) {
-	if h.ctrl == nil {
+	if h.set == nil {
 		return 0, fmt.Errorf("cannot converge: the controller is not started")
 	}
 	defer h.reportProgress()()
@@ -286,7 +296,7 @@ func (h *Harness) Converge(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		n, err := h.ctrl.Drain(ctx, h.opts.MaxReconciles-total)
+		n, err := h.set.Drain(ctx, h.opts.MaxReconciles-total)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("%w: %w", ErrNotConverged, err)
@@ -311,7 +321,7 @@ func (h *Harness) Advance(ctx context.Context, d time.Duration) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		next, ok := h.ctrl.NextDue()
+		next, ok := h.set.NextDue()
 		if !ok || next.After(end) {
 			break
 		}

@@ -85,7 +85,9 @@ func play(ctx context.Context, out io.Writer, acts []Act, opts Options) (Result,
 	}
 	defer nb.close()
 	s := &Stage{Out: out, wide: opts.Wide, nb: nb, events: &eventLog{}}
-	s.H = sim.NewHarness(sim.Options{Gateway: s.gateway, NB: sim.NewOVNNB(nb.admin), Recorder: s.events})
+	// The controller's gateway is the daemon's (kubenetgateway) over the
+	// NB, with what the NB client reports.
+	s.H = sim.NewHarness(sim.Options{GatewayNB: synced{nb.client}, NBEvents: nb.events, NB: sim.NewOVNNB(nb.admin), Recorder: s.events})
 	if err := s.H.Start(ctx); err != nil {
 		return Result{}, err
 	}

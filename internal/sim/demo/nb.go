@@ -11,7 +11,7 @@ import (
 	libovsdb "github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
-	"github.com/pxsubstrate/pxsubstrate/network"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/reconcilers"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway/ovngatewaytest"
 )
@@ -38,6 +38,9 @@ type northbound struct {
 	server *ovngatewaytest.InMemory
 	admin  libovsdb.Client
 	client *ovngateway.Client
+	// events are what the controller's client reports (reconnects, router
+	// ports that appear), which the controller takes on each converge.
+	events *reconcilers.NBEvents
 }
 
 // openNB starts the in-memory NB and connects both clients.
@@ -46,7 +49,7 @@ func openNB(ctx context.Context) (_ *northbound, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a directory for the OVN NB sockets: %w", err)
 	}
-	nb := &northbound{dir: dir, logOut: log.Writer()}
+	nb := &northbound{dir: dir, logOut: log.Writer(), events: reconcilers.NewNBEvents()}
 	log.SetOutput(io.Discard)
 	defer func() {
 		if err != nil {
@@ -59,7 +62,8 @@ func openNB(ctx context.Context) (_ *northbound, err error) {
 	if nb.admin, err = ovngatewaytest.Dial(ctx, nb.server.DirectEndpoint()); err != nil {
 		return nil, fmt.Errorf("cannot connect Kube-OVN's client to the OVN NB: %w", err)
 	}
-	nb.client, err = ovngateway.Dial(ctx, ovngateway.Config{Address: nb.server.Endpoint(), MaxBackoff: nbBackoff})
+	nb.client, err = ovngateway.Dial(ctx, ovngateway.Config{Address: nb.server.Endpoint(), MaxBackoff: nbBackoff,
+		OnReconnect: nb.events.Reconnected, OnRouterPort: nb.events.RouterPort})
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect the controller's client to the OVN NB: %w", err)
 	}
@@ -114,19 +118,6 @@ func (nb *northbound) outage() (restore func(context.Context) error) {
 			_ = nb.client.Connect(ctx)
 		}
 	}
-}
-
-// gateway builds the controller's gateway over the NB: the adapter the
-// proxmox-network-controller runs, with the simulated cluster's Nodes and
-// clock.
-func (s *Stage) gateway() network.Gateway {
-	g, err := kubenetgateway.New(synced{s.nb.client}, s.H.Store(), kubenetgateway.WithClock(s.H.Clock))
-	if err != nil {
-		// New refuses only a nil client or reader, and both exist before
-		// the harness starts a controller.
-		panic(err)
-	}
-	return g
 }
 
 // synced makes every pass see the rows Kube-OVN committed before it, as
