@@ -103,6 +103,7 @@ type Lab struct {
 	log     func(string)
 	stops   []func() error
 	proxmox *pvelab.Proxmox
+	pods    *podRunner
 }
 
 // Start starts a lab. On an error everything started so far is stopped.
@@ -166,6 +167,9 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 		return err
 	}
 	l.log("Proxmox VE fake at " + l.Proxmox.URL)
+	if err := l.startPods(); err != nil {
+		return err
+	}
 	if l.Managers, err = capi.Start(l.Mgmt, capi.Options{CAPI: true, IPAM: true, CABPT: true, Capmox: l.Capmox}); err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ import (
 
 // The lab's Proxmox VE.
 const (
+	// Cluster is the name of its cluster: the region of the CCM and CSI
+	// credentials.
+	Cluster = "lab"
 	// Bridge is the VLAN-aware bridge of every node.
 	Bridge = "vmbr1"
 	// TemplateStorage holds the Talos template's disk.
@@ -111,7 +114,7 @@ func Start(ctx context.Context, o Options) (*Proxmox, error) {
 	if p.log == nil {
 		p.log = func(string) {}
 	}
-	opts := []pvefake.Option{pvefake.WithTLS(), pvefake.WithCluster("lab"), pvefake.WithNodes(Nodes...),
+	opts := []pvefake.Option{pvefake.WithTLS(), pvefake.WithCluster(Cluster), pvefake.WithNodes(Nodes...),
 		pvefake.WithDownloader(factoryImages{}), pvefake.WithBootHook(p.boot)}
 	srv, err := pvefake.New(opts...)
 	if err != nil {
