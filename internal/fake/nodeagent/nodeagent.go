@@ -87,6 +87,7 @@ type Agent struct {
 	// Host is the API server the agent reaches (https://<address>:<port>).
 	Host  string
 	boot  *talosboot.Boot
+	cs    kubernetes.Interface
 	nodes typedcorev1.NodeInterface
 }
 
@@ -107,7 +108,7 @@ func New(b *talosboot.Boot, creds *rest.Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{Host: cfg.Host, boot: b, nodes: cs.CoreV1().Nodes()}, nil
+	return &Agent{Host: cfg.Host, boot: b, cs: cs, nodes: cs.CoreV1().Nodes()}, nil
 }
 
 // Name is the agent's Node name: the VM's hostname.

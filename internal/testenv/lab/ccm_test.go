@@ -12,8 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/nodeagent"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
 )
@@ -62,6 +64,33 @@ func TestCCMInitialisesNodes(t *testing.T) {
 		t.Errorf("denied %v, unserved %v", d, u)
 	}
 	checkNoSecretLogged(t, l, a)
+	for _, r := range verifyRows(t, l, "tenant-demo", a.ClusterName) {
+		if !r.OK {
+			t.Errorf("pxsubstrate verify finds the real CCM's Node %s wanting: %v", r.Node, r.Problems)
+		}
+	}
+}
+
+// verifyRows are pxsubstrate verify's rows of the tenant's cluster (the
+// Nodes of its VMs only: the lab's tenants share one API server).
+func verifyRows(t *testing.T, l *lab.Lab, ns, cluster string) []nodeverify.Row {
+	t.Helper()
+	mgmt, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
+	must(t, err)
+	rows, err := nodeverify.Collect(context.Background(), mgmt, l.TenantClient,
+		nodeverify.Target{Namespace: ns, Cluster: cluster, CAPIVersion: "v1beta2"})
+	must(t, err)
+	mine := nodesOfTenant(t, l, ns)
+	var out []nodeverify.Row
+	for _, r := range rows {
+		if r.Node == "" || slices.Contains(mine, r.Node) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("verify has no row for %s", ns)
+	}
+	return out
 }
 
 // TestCCMIsolation: two tenants' workers register on one tenant API
@@ -107,6 +136,11 @@ func TestCCMIsolation(t *testing.T) {
 		must(t, l.TenantClient.Get(ctx, client.ObjectKey{Name: name}, &n))
 		if n.Spec.ProviderID != "" || n.Labels[corev1.LabelTopologyZone] != "" || n.Labels[corev1.LabelTopologyRegion] != "" || !tainted(&n) {
 			t.Errorf("tenant B's CCM touched tenant A's Node %s: providerID %q, labels %v, taints %v", name, n.Spec.ProviderID, n.Labels, n.Spec.Taints)
+		}
+	}
+	for _, r := range verifyRows(t, l, "tenant-demo", "kubernetes-demo") {
+		if r.Node != "" && (r.OK || !slices.Contains(r.Codes, nodeverify.CodeNoProviderID) || !slices.Contains(r.Codes, nodeverify.CodeUninitialized)) {
+			t.Errorf("verify must name tenant A's Node %s uninitialised, without providerID: ok %t, codes %v", r.Node, r.OK, r.Codes)
 		}
 	}
 	if after := vmConfigs(l, "tenant-demo"); !mapsEqual(before, after) {

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -229,9 +230,11 @@ func (l *Lab) tenantAPIServer() (*rest.Config, client.Client, error) {
 	var errs []error
 	for range 5 {
 		addr := fmt.Sprintf("127.77.%d.%d", 1+rand.IntN(254), 1+rand.IntN(254))
-		cfg, c, err := l.apiServerAt(testenv.APIServerOptions{}, addr, strconv.Itoa(TenantAPIPort))
+		cfg, _, err := l.apiServerAt(testenv.APIServerOptions{}, addr, strconv.Itoa(TenantAPIPort))
 		if err == nil {
-			return cfg, c, nil
+			// every kind of client-go: the tenant's storage and CSI kinds too
+			c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+			return cfg, c, err
 		}
 		errs = append(errs, err)
 	}

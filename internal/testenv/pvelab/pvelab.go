@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/nodeagent"
@@ -224,11 +225,17 @@ func (p *Proxmox) kubelet(ctx context.Context, k kubeletKey, a *nodeagent.Agent)
 	}()
 	t := time.NewTicker(p.every)
 	defer t.Stop()
+	pods := time.NewTicker(PodSyncFrequency)
+	defer pods.Stop()
+	lastErr := ""
 	for {
+		status := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			status = true
+		case <-pods.C:
 		}
 		running, _, ok := p.Server.VMRunning(vmid)
 		conf, _, _ := p.Server.VMConfig(vmid)
@@ -239,14 +246,28 @@ func (p *Proxmox) kubelet(ctx context.Context, k kubeletKey, a *nodeagent.Agent)
 		if !running {
 			continue
 		}
-		if err := a.PostStatus(ctx); errors.Is(err, nodeagent.ErrNodeGone) {
+		var err error
+		if status {
+			err = a.PostStatus(ctx)
+		} else {
+			err = a.SyncPods(ctx)
+		}
+		if errors.Is(err, nodeagent.ErrNodeGone) || apierrors.IsNotFound(err) && !status {
 			p.log(fmt.Sprintf("VM %d: node %s was deleted; its kubelet stops", vmid, a.Name()))
 			return
-		} else if err != nil && ctx.Err() == nil {
+		}
+		if err != nil && ctx.Err() == nil && err.Error() != lastErr {
 			p.log(fmt.Sprintf("VM %d: %v", vmid, err))
+		}
+		if err != nil {
+			lastErr = err.Error()
 		}
 	}
 }
+
+// PodSyncFrequency is how often a running VM's kubelet looks at its
+// Pods and CSI volumes (nodeagent.Agent.SyncPods).
+const PodSyncFrequency = time.Second
 
 // Boots returns every boot so far, in order.
 func (p *Proxmox) Boots() []Boot {
