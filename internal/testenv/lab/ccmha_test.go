@@ -17,9 +17,13 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pveha"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
+	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
+
+// fenceDelay is the HA manager's wait before it recovers a lost node's
+// services in TestCCMKeepsNodeOfRecoveredVM.
+const fenceDelay = 75 * time.Second
 
 // TestCCMKeepsNodeOfRecoveredVM reproduces the guide's known limit, "the
 // CCM reports a VM it cannot see as gone and deletes the Node", with the
@@ -27,15 +31,16 @@ import (
 // Node goes NotReady (the node lifecycle controller, grace 20 s), and the
 // CCM's node lifecycle controller asks whether the VM still exists; the
 // VM's node answers nothing (595), which the CCM v0.7.0 takes as an error,
-// not as a VM that is gone, so it deletes no Node. The operator makes the
-// VM an HA resource and the HA manager recovers it onto another node: the
+// not as a VM that is gone, so it deletes no Node. The VM is an HA
+// resource (the operator's), and once the HA manager has fenced the lost
+// node it recovers the VM onto another node: the
 // same Node (same UID) is Ready again and its Pod (tolerating unreachable
 // for 300 s, as the DefaultTolerationSeconds admission gives every Pod)
 // stays. What the recovery leaves is a stale zone label, which
 // pxsubstrate verify reports (ZoneMismatch).
 func TestCCMKeepsNodeOfRecoveredVM(t *testing.T) {
 	ctx := context.Background()
-	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 20 * time.Second})
+	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 20 * time.Second, HAFenceDelay: fenceDelay})
 	root, err := l.Root()
 	must(t, err)
 	// HA recovers a VM only if its disks and ISO are on every node: as in
@@ -71,6 +76,10 @@ func TestCCMKeepsNodeOfRecoveredVM(t *testing.T) {
 		return pod.Status.Phase == corev1.PodRunning, string(pod.Status.Phase)
 	})
 
+	// The operator's HA resource: the HA manager recovers the VM once it
+	// has fenced the lost node, after fenceDelay (a real cluster takes
+	// about two minutes), long after the Node went NotReady.
+	must(t, root.Post(ctx, "/cluster/ha/resources", map[string]string{"sid": pveha.SID(vmid)}, nil))
 	must(t, l.PVE.SetNodeOnline(lost, false))
 	t.Cleanup(func() { _ = l.PVE.SetNodeOnline(lost, true) })
 	eventually(t, 2*time.Minute, "the Node is NotReady and the CCM asked whether its VM exists", func() (bool, string) {
@@ -78,10 +87,12 @@ func TestCCMKeepsNodeOfRecoveredVM(t *testing.T) {
 		return !nodeReady(&node) && strings.Contains(ccmLog(l, "tenant-demo"), "error checking if node "+name+" exists"),
 			fmt.Sprintf("Ready %t\n%s", nodeReady(&node), ccmTail(l, "tenant-demo"))
 	})
-	time.Sleep(20 * time.Second) // several rounds of the CCM's node monitor (5 s)
+	time.Sleep(15 * time.Second) // several rounds of the CCM's node monitor (5 s)
 	checkSame(t, l, name, uid, pod)
+	if vms := workerVMs(t, l); vms[vmid] != lost {
+		t.Fatalf("VM %d was recovered before the CCM looked at its NotReady Node: raise fenceDelay", vmid)
+	}
 
-	must(t, root.Post(ctx, "/cluster/ha/resources", map[string]string{"sid": pveha.SID(vmid)}, nil))
 	eventually(t, 2*time.Minute, "HA recovers the VM and the same Node is Ready", func() (bool, string) {
 		vms := workerVMs(t, l)
 		must(t, l.TenantClient.Get(ctx, client.ObjectKey{Name: name}, &node))

@@ -74,6 +74,11 @@ type Options struct {
 	// --node-monitor-grace-period; 0 keeps its default, 50s). The kubelets
 	// post every fifth of it (by default every 10s).
 	NodeMonitorGracePeriod time.Duration
+	// HAFenceDelay, with the fake in the lab's process, is how long the
+	// HA manager waits after a Proxmox node goes offline before it
+	// recovers the node's HA services (0: the fake's default, 500 ms; a
+	// real cluster fences after about two minutes).
+	HAFenceDelay time.Duration
 }
 
 // Lab is a running lab.
@@ -164,7 +169,7 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 	if err := l.startNodeLifecycle(o.NodeMonitorGracePeriod); err != nil {
 		return err
 	}
-	if err := l.startProxmox(ctx, o.ProxmoxProgram, statusFrequency(o.NodeMonitorGracePeriod)); err != nil {
+	if err := l.startProxmox(ctx, o.ProxmoxProgram, statusFrequency(o.NodeMonitorGracePeriod), o.HAFenceDelay); err != nil {
 		return err
 	}
 	l.log("Proxmox VE fake at " + l.Proxmox.URL)

@@ -93,6 +93,10 @@ type Options struct {
 	// NodeStatusUpdateFrequency is how often a running VM's kubelet posts
 	// its Node's status (DefaultNodeStatusUpdateFrequency unless set).
 	NodeStatusUpdateFrequency time.Duration
+	// HAFenceDelay, when set, is how long the HA manager waits after a
+	// node goes offline before it recovers the node's services
+	// (pvefake.WithHAFenceDelay; its default otherwise).
+	HAFenceDelay time.Duration
 }
 
 // DefaultNodeStatusUpdateFrequency is the kubelet's own default
@@ -117,6 +121,9 @@ func Start(ctx context.Context, o Options) (*Proxmox, error) {
 	}
 	opts := []pvefake.Option{pvefake.WithTLS(), pvefake.WithCluster(Cluster), pvefake.WithNodes(Nodes...),
 		pvefake.WithDownloader(factoryImages{}), pvefake.WithBootHook(p.boot)}
+	if o.HAFenceDelay > 0 {
+		opts = append(opts, pvefake.WithHAFenceDelay(o.HAFenceDelay))
+	}
 	srv, err := pvefake.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the Proxmox VE fake: %w", err)
