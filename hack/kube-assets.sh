@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds the kube-apiserver and etcd binaries that envtest starts, the
-# kubectl that end-to-end tests run scripts with, and the
-# kube-controller-manager whose garbage collector the lab (internal/testenv/lab)
-# runs, from the Go module proxy,
+# kubectl that end-to-end tests run scripts with, the
+# kube-controller-manager whose garbage collector, node lifecycle, volume
+# binder and attach-detach controllers the lab (internal/testenv/lab) runs,
+# and the kube-scheduler that places the lab's tenant Pods, from the Go
+# module proxy,
 # into a cache folder outside the checkout. A second run finds them and only
 # prints the folder.
 #
-#   hack/kube-assets.sh          prints the folder holding kube-apiserver, etcd, kubectl and kube-controller-manager
+#   hack/kube-assets.sh          prints the folder holding kube-apiserver, etcd, kubectl,
+#                                kube-controller-manager and kube-scheduler
 #
 # Environment:
 #   PXSUBSTRATE_CACHE  cache root [${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate]
@@ -47,8 +50,9 @@ kubectl_ok() {
 }
 
 kcm_ok() { local v; v="$(version_of "$OUT/kube-controller-manager")" && grep -q "v${KUBE_VERSION}\$" <<<"$v"; }
+sched_ok() { local v; v="$(version_of "$OUT/kube-scheduler")" && grep -q "v${KUBE_VERSION}\$" <<<"$v"; }
 
-if kas_ok && etcd_ok && kubectl_ok && kcm_ok; then
+if kas_ok && etcd_ok && kubectl_ok && kcm_ok && sched_ok; then
 	echo "$OUT"
 	exit 0
 fi
@@ -60,7 +64,7 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOWORK=off
 # build_kube CMD CHECK builds k8s.io/kubernetes/cmd/CMD into $OUT/CMD and
 # checks it with CHECK. The scratch module is written by the first call.
 build_kube() {
-	local cmd="$1" check="$2" gomod goline ldflags p
+	local cmd="$1" check="$2" gomod goline ldflags p start=$SECONDS
 	say "building $cmd v${KUBE_VERSION} into $OUT (once; about 5 minutes on 2 cores)"
 	if [[ ! -f "$scratch/kas/go.mod" ]]; then
 		gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
@@ -83,11 +87,13 @@ build_kube() {
 	(cd "$scratch/kas" && go build -trimpath -ldflags "$ldflags" -o "$OUT/$cmd.new" "k8s.io/kubernetes/cmd/$cmd")
 	mv "$OUT/$cmd.new" "$OUT/$cmd"
 	"$check" || fail "the built $cmd does not report v${KUBE_VERSION}"
+	say "built $cmd in $((SECONDS - start)) s"
 }
 
 kas_ok || build_kube kube-apiserver kas_ok
 kubectl_ok || build_kube kubectl kubectl_ok
 kcm_ok || build_kube kube-controller-manager kcm_ok
+sched_ok || build_kube kube-scheduler sched_ok
 
 if ! etcd_ok; then
 	say "building etcd v${ETCD_VERSION} into $OUT (once)"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A lab on this machine: a tenant cluster's workers brought up by the real
 # Cluster API, IPAM provider, capmox and Talos bootstrap provider against
-# the Proxmox VE fake (docs/cluster-api.md, "A lab on your machine").
+# the Proxmox VE fake, and each tenant's Proxmox CCM and CSI controller as
+# their rendered Deployments say (docs/cluster-api.md, "A lab on your
+# machine").
 #
 #   hack/lab.sh up [--capmox v0.9|v0.7]   start it; prints KUBECONFIG=, PROXMOX_URL=,
 #                                          PROXMOX_TOKEN_ID=, PROXMOX_TOKEN_SECRET_FILE=, PROXMOX_CA_FILE=
@@ -11,8 +13,9 @@
 #   hack/lab.sh down                      stop everything, by pid
 #
 # The lab lives in ${PXSUBSTRATE_LAB_DIR:-<cache>/lab}; its programs are
-# built into <cache>/lab-bin, and kube-apiserver, etcd and the managers
-# into <cache> as hack/test.sh builds them, where <cache> is
+# built into <cache>/lab-bin, and kube-apiserver, etcd, the managers, the
+# CCM, the CSI controller and its sidecars into <cache> as hack/test.sh
+# builds them, where <cache> is
 # ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +37,8 @@ up)
 	shift
 	KUBEBUILDER_ASSETS="$(hack/kube-assets.sh)"
 	PXSUBSTRATE_CAPI_ASSETS="$(hack/capi-assets.sh)"
-	export KUBEBUILDER_ASSETS PXSUBSTRATE_CAPI_ASSETS
+	PXSUBSTRATE_CCMCSI_ASSETS="$(hack/ccmcsi-assets.sh)"
+	export KUBEBUILDER_ASSETS PXSUBSTRATE_CAPI_ASSETS PXSUBSTRATE_CCMCSI_ASSETS
 	build
 	exec "$bin/lab" up --dir "$dir" --proxmox-program "$bin/pvelab" \
 		--controller "$bin/proxmox-network-controller" "$@"

@@ -21,6 +21,10 @@
 #     (hack/capi-assets.sh), built once into the same cache folder, one
 #     after the other (3 to 7 minutes each on 2 cores the first time, about
 #     25 minutes for the five);
+#   - the Proxmox CCM v0.7.0, the Proxmox CSI controller v0.18.1 and the
+#     CSI provisioner, attacher and resizer the lab runs as a tenant's
+#     rendered Deployments say (hack/ccmcsi-assets.sh), built once into the
+#     same cache folder (README.md records how long);
 #   - Kube-OVN's kube-ovn-controller and kube-ovn-webhook v1.14.10
 #     (hack/kubeovn-assets.sh), built once into the same cache folder
 #     (about 3.5 minutes on 2 cores the first time);
@@ -60,6 +64,9 @@ say "envtest binaries: $KUBEBUILDER_ASSETS"
 PXSUBSTRATE_CAPI_ASSETS="$(hack/capi-assets.sh)"
 export PXSUBSTRATE_CAPI_ASSETS
 say "Cluster API and provider managers: $PXSUBSTRATE_CAPI_ASSETS"
+PXSUBSTRATE_CCMCSI_ASSETS="$(hack/ccmcsi-assets.sh)"
+export PXSUBSTRATE_CCMCSI_ASSETS
+say "Proxmox CCM, CSI controller and CSI sidecars: $PXSUBSTRATE_CCMCSI_ASSETS"
 PXSUBSTRATE_KUBEOVN_ASSETS="$(hack/kubeovn-assets.sh)"
 export PXSUBSTRATE_KUBEOVN_ASSETS
 say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"

@@ -27,6 +27,7 @@ func qemuOpRoutes() []*route {
 			check: perm{path: "/vms/{vmid}", privs: []string{"VM.Config.Disk"}},
 			schema: []param{nodeParam, vmidParam, {name: "disk", format: fmtDriveKey}, {name: "size", pattern: sizePattern},
 				opt("digest", tString), opt("skiplock", tBool)}},
+		unlinkRoute(),
 	}
 }
 

@@ -30,6 +30,7 @@ func storageRoutes() []*route {
 		{method: "GET", path: "/nodes/{node}/storage/{storage}/status", schema: []param{nodeParam, st}, check: anyAudit, handle: storageStatus},
 		{method: "GET", path: "/nodes/{node}/storage/{storage}/content", check: anyAudit, handle: listContent,
 			schema: []param{nodeParam, st, {name: "content", optional: true}, {name: "vmid", optional: true, format: fmtVMID}}},
+		allocRoute(),
 		{method: "GET", path: "/nodes/{node}/storage/{storage}/content/{volume*}", schema: []param{nodeParam, st, vol}, handle: readContent},
 		{method: "DELETE", path: "/nodes/{node}/storage/{storage}/content/{volume*}", handle: deleteContent,
 			schema: []param{nodeParam, st, vol, {name: "delay", typ: tInt, optional: true}}},

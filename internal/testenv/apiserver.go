@@ -106,8 +106,8 @@ func Environment(o APIServerOptions) (*envtest.Environment, error) {
 	return env, nil
 }
 
-// kubeAssets are kube-apiserver, etcd, kubectl and kube-controller-manager
-// as hack/kube-assets.sh builds them.
+// kubeAssets are kube-apiserver, etcd, kubectl, kube-controller-manager
+// and kube-scheduler as hack/kube-assets.sh builds them.
 var kubeAssets = Assets{Env: envAssets, Missing: ErrMissingAssets, Hint: assetsHint}
 
 // FindAssets returns the folder holding kube-apiserver and etcd:
@@ -131,6 +131,11 @@ func FindKubectl() (string, error) { return findBinary("kubectl") }
 // hack/kube-assets.sh builds next to kube-apiserver and etcd: the lab runs
 // its garbage collector, which envtest does not have.
 func FindControllerManager() (string, error) { return findBinary("kube-controller-manager") }
+
+// FindScheduler returns the kube-scheduler that hack/kube-assets.sh builds
+// next to kube-apiserver: the lab runs it against the tenant API server,
+// as a tenant's control plane does, so that a Pod with a volume is placed.
+func FindScheduler() (string, error) { return findBinary("kube-scheduler") }
 
 func findBinary(name string) (string, error) { return kubeAssets.withDefault().Binary(name) }
 

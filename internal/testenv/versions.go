@@ -1,8 +1,8 @@
 package testenv
 
 // Versions of the envtest binaries and of the modules whose CRDs tests load
-// and whose managers hack/capi-assets.sh and hack/kubeovn-assets.sh build
-// (they read these lines).
+// and whose managers hack/capi-assets.sh, hack/kubeovn-assets.sh and
+// hack/ccmcsi-assets.sh build (they read these lines).
 const (
 	KubeVersion    = "1.37.2"
 	EtcdVersion    = "3.7.3"
@@ -27,4 +27,17 @@ const (
 	// the CRDs of the same module. Cozystack ships v1.15, which the module
 	// proxy does not serve; docs/kube-ovn.md says what differs.
 	KubeOVNModule = "github.com/kubeovn/kube-ovn@v1.14.10"
+	// ProxmoxCCMModule is the Proxmox cloud controller manager the lab runs
+	// in its capmox provider mode. The render pins a newer image (v0.16.1),
+	// whose module the proxy does not serve; docs/capmoxrender.md says what
+	// differs.
+	ProxmoxCCMModule = "github.com/sergelogvinov/proxmox-cloud-controller-manager@v0.7.0"
+	// ProxmoxCSIModule is the Proxmox CSI plugin whose controller the lab
+	// runs (the render pins the v0.20.0 image; the proxy does not serve it).
+	ProxmoxCSIModule = "github.com/sergelogvinov/proxmox-csi-plugin@v0.18.1"
+	// CSIProvisionerModule, CSIAttacherModule and CSIResizerModule are the
+	// CSI sidecars the lab runs beside the CSI controller.
+	CSIProvisionerModule = "github.com/kubernetes-csi/external-provisioner/v6@v6.3.0"
+	CSIAttacherModule    = "github.com/kubernetes-csi/external-attacher/v4@v4.12.0"
+	CSIResizerModule     = "github.com/kubernetes-csi/external-resizer@v1.14.0"
 )

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
@@ -53,7 +54,14 @@ func (a *auditor) leftoverVolumes() {
 	for _, tn := range a.tenants {
 		for _, v := range a.cfg.Resources.Volumes {
 			id, csi := tenantplan.CSIVolumeVMID(v.VolID)
-			if !csi || live[id] || !slices.Contains(tn.AllStorages(), v.Storage) {
+			if !csi || !slices.Contains(tn.AllStorages(), v.Storage) {
+				continue
+			}
+			if id == LegacyCSIVMID {
+				a.legacyLeftover(tn.Name, v)
+				continue
+			}
+			if live[id] {
 				continue
 			}
 			a.add(Finding{Severity: SeverityWarning, Code: CodeLeftoverVolume, Tenant: tn.Name, Path: pveacl.StoragePath(v.Storage),
@@ -62,4 +70,25 @@ func (a *auditor) leftoverVolumes() {
 				Remedy: fmt.Sprintf("keep it if its data is wanted (a cluster recreated under the same namespace and name adopts it); else pvesm free %s", v.VolID)})
 		}
 	}
+}
+
+// LegacyCSIVMID is the VMID the Proxmox CSI driver before v0.20 (without
+// features.controllerVmID) owns every volume by: vm-9999-pvc-<uuid>.
+const LegacyCSIVMID = 9999
+
+// legacyLeftover judges a volume of a CSI driver before v0.20, whose name
+// carries no cluster: it is a LeftoverVolume when no existing cluster is
+// in the tenant's namespace (the tenant's name, or tenant-<name> as
+// Cozystack names it).
+func (a *auditor) legacyLeftover(tenant string, v pveacl.Volume) {
+	for _, c := range a.clusters {
+		ns, _, _ := strings.Cut(c.Name, "/")
+		if ns == tenant || ns == "tenant-"+tenant {
+			return
+		}
+	}
+	a.add(Finding{Severity: SeverityWarning, Code: CodeLeftoverVolume, Tenant: tenant, Path: pveacl.StoragePath(v.Storage),
+		Message: fmt.Sprintf("%s on storage %s of tenant %s was made by a CSI driver before v0.20 (every volume owned by VMID %d), and none of the %d existing clusters is in the tenant's namespace: its cluster was deleted and the disk left behind",
+			v.VolID, v.Storage, tenant, LegacyCSIVMID, len(a.clusters)),
+		Remedy: fmt.Sprintf("keep it if its data is wanted; else pvesm free %s", v.VolID)})
 }

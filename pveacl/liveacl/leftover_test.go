@@ -13,7 +13,10 @@ import (
 
 // TestLeftoverCSIVolumes: alpha's storage holds the CSI volumes of a
 // cluster that exists (controllerVmID 512345) and of one that was deleted
-// (623456), next to a worker's disk; beta's holds its cluster's (734567).
+// (623456), next to a worker's disk; beta's holds its cluster's (734567)
+// and one of a driver before v0.20 (vm-9999-pvc-*, which names no
+// cluster: it is the tenant's while a cluster of the tenant's namespace
+// exists).
 // Read from the fake's storage contents, the audit names only the deleted
 // cluster's volume (LeftoverVolume) when told which clusters exist; told
 // that the deleted one still exists (the control), it names none. The CSI
@@ -26,6 +29,8 @@ func TestLeftoverCSIVolumes(t *testing.T) {
 		{Storage: "alpha-disks", Content: "images", Name: "vm-512345-pvc-0b7e6a52-3f1d-4c6e-9d8a-1e2f3a4b5c6d", Format: "raw", Size: 1 << 30},
 		{Storage: "alpha-disks", Content: "images", Name: "vm-623456-pvc-7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", Format: "raw", Size: 5 << 30},
 		{Storage: "beta-disks", Content: "images", Name: "vm-734567-pvc-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", Format: "raw", Size: 1 << 30},
+		// a CSI driver before v0.20 owns every volume by 9999
+		{Storage: "beta-disks", Content: "images", Name: "vm-9999-pvc-2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", Format: "raw", Size: 1 << 30},
 	} {
 		_, err := srv.AddVolume(v)
 		must(t, err)
@@ -44,6 +49,11 @@ func TestLeftoverCSIVolumes(t *testing.T) {
 		"Deleted":  {clusters: live, want: []string{"alpha-disks:vm-623456-pvc-7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"}},
 		"AllLive":  {clusters: append(live, audit.Cluster{Name: "tenant-alpha/kubernetes-old", ControllerVMID: 623456})},
 		"NotAsked": {clusters: nil},
+		// beta's cluster gone: its volume by controllerVmID, and the one
+		// of a driver before v0.20, which names no cluster but sits on
+		// the storage of a tenant with no cluster left
+		"BetaDeleted": {clusters: []audit.Cluster{live[0], {Name: "tenant-alpha/kubernetes-old", ControllerVMID: 623456}},
+			want: []string{"beta-disks:vm-734567-pvc-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", "beta-disks:vm-9999-pvc-2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -55,8 +65,9 @@ func TestLeftoverCSIVolumes(t *testing.T) {
 				case audit.CodeLeftoverVolume:
 					volid := strings.Fields(f.Message)[0]
 					got = append(got, volid)
-					if f.Tenant != "alpha" || f.Severity != audit.SeverityWarning || !strings.Contains(f.Remedy, "pvesm free "+volid) {
-						t.Errorf("finding %+v: want alpha's warning with the pvesm free command", f)
+					tenant, _, _ := strings.Cut(volid, "-")
+					if f.Tenant != tenant || f.Severity != audit.SeverityWarning || !strings.Contains(f.Remedy, "pvesm free "+volid) {
+						t.Errorf("finding %+v: want %s's warning with the pvesm free command", f, tenant)
 					}
 				case audit.CodeForeignVolume:
 					t.Errorf("a CSI volume is no guest's volume: %s", f.Message)

@@ -185,6 +185,11 @@ func serve(args []string, errOut io.Writer) error {
 	if err := l.WriteSession(); err != nil {
 		return errors.Join(err, l.Stop())
 	}
+	l.OnPodsChanged(func() {
+		if err := l.WriteSession(); err != nil {
+			logf("cannot write the session file: " + err.Error())
+		}
+	})
 	logf("lab up")
 	<-ctx.Done()
 	logf("stopping")
@@ -253,8 +258,17 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPROCESS\tSTATE")
 	fmt.Fprintf(tw, "%d\t%s\t%s\n", s.Pid, "supervisor", state(s.Pid, ""))
+	inPod := map[int]bool{}
+	for _, p := range s.Pods {
+		inPod[p.Pid] = true
+	}
 	for _, p := range s.Processes {
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", p.Pid, p.Name, state(p.Pid, p.Name))
+		if !inPod[p.Pid] {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.Pid, p.Name, state(p.Pid, p.Name))
+		}
+	}
+	for _, p := range s.Pods {
+		fmt.Fprintf(tw, "%d\t%s/%s/%s\t%s\n", p.Pid, p.Namespace, p.Deployment, p.Container, state(p.Pid, ""))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NAMESPACE\tMACHINE\tPHASE\tNODE\tPROVIDER ID")

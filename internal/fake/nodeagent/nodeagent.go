@@ -1,16 +1,22 @@
-// Package nodeagent does for a booted VM what its kubelet and the Proxmox
-// cloud controller manager do in a tenant cluster: it registers the Node at
-// the control-plane endpoint the VM's Talos configuration names, named after
-// the VM's hostname, with spec.providerID proxmox://<SMBIOS UUID> (the
-// spelling capmox writes on the ProxmoxMachine and the Proxmox CCM on the
-// Node), its addresses from the VM's network-config, and a Ready condition.
-// Cluster API then finds the Node by providerID and sets the Machine's
-// nodeRef. While the VM runs, its Agent posts the Node's status, so that a
-// VM that stops is seen, as a kubelet that stops is, by the node lifecycle
-// controller.
+// Package nodeagent does for a booted VM what its kubelet does in a tenant
+// cluster: it registers the Node at the control-plane endpoint the VM's
+// Talos configuration names, named after the VM's hostname, with its
+// addresses from the VM's network-config, status.nodeInfo.systemUUID the
+// VM's SMBIOS UUID (what the kubelet reads from
+// /sys/class/dmi/id/product_uuid), and a Ready condition. With the
+// configuration's machine.kubelet.extraArgs cloud-provider: external (what
+// the render writes) the Node is registered as such a kubelet registers it:
+// no spec.providerID, the taint node.cloudprovider.kubernetes.io/uninitialized
+// and the annotation alpha.kubernetes.io/provided-node-ip; the Proxmox
+// cloud controller manager then sets providerID proxmox://<SMBIOS UUID>, the
+// topology labels and removes the taint, and Cluster API pairs the Machine
+// by that providerID. While the VM runs, its Agent posts the Node's status,
+// so that a VM that stops is seen, as a kubelet that stops is, by the node
+// lifecycle controller.
 //
-// It is not a kubelet: it runs no Pods, and it authenticates with the
-// credentials the test gives it instead of Talos's bootstrap token.
+// It is not a kubelet: it runs no containers, and it authenticates with the
+// credentials the test gives it instead of Talos's bootstrap token. What it
+// does for Pods and CSI volumes is in pods.go.
 package nodeagent
 
 import (
@@ -24,6 +30,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -37,6 +44,19 @@ import (
 // ProviderIDPrefix is how capmox and the Proxmox CCM spell a VM's provider
 // ID: proxmox://<SMBIOS UUID>.
 const ProviderIDPrefix = "proxmox://"
+
+// What a kubelet with --cloud-provider=external writes on the Node it
+// registers (k8s.io/cloud-provider/api): the taint the cloud controller
+// manager removes once it has initialised the Node, and the address given
+// with --node-ip, which the Proxmox CCM v0.7.0 needs before it answers.
+const (
+	TaintUninitialized   = "node.cloudprovider.kubernetes.io/uninitialized"
+	AnnotationProvidedIP = "alpha.kubernetes.io/provided-node-ip"
+	// AnnotationControllerAttach is the kubelet's default
+	// enableControllerAttachDetach: the attach-detach controller of
+	// kube-controller-manager attaches the Node's volumes.
+	AnnotationControllerAttach = "volumes.kubernetes.io/controller-managed-attach-detach"
+)
 
 // ErrNoIdentity is a boot without the SMBIOS UUID (meta-data's
 // instance-id) or a hostname.
@@ -67,6 +87,7 @@ type Agent struct {
 	// Host is the API server the agent reaches (https://<address>:<port>).
 	Host  string
 	boot  *talosboot.Boot
+	cs    kubernetes.Interface
 	nodes typedcorev1.NodeInterface
 }
 
@@ -87,7 +108,7 @@ func New(b *talosboot.Boot, creds *rest.Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{Host: cfg.Host, boot: b, nodes: cs.CoreV1().Nodes()}, nil
+	return &Agent{Host: cfg.Host, boot: b, cs: cs, nodes: cs.CoreV1().Nodes()}, nil
 }
 
 // Name is the agent's Node name: the VM's hostname.
@@ -100,7 +121,13 @@ func (a *Agent) Register(ctx context.Context) (*corev1.Node, error) {
 	if apierrors.IsAlreadyExists(err) {
 		got, err = a.nodes.Get(ctx, want.Name, metav1.GetOptions{})
 		if err == nil {
-			got.Spec.ProviderID, got.Labels = want.Spec.ProviderID, want.Labels
+			// the kubelet reconciles its own labels; the CCM's stay
+			if got.Labels == nil {
+				got.Labels = map[string]string{}
+			}
+			for k, v := range want.Labels {
+				got.Labels[k] = v
+			}
 			got, err = a.nodes.Update(ctx, got, metav1.UpdateOptions{})
 		}
 	}
@@ -171,24 +198,47 @@ func (a *Agent) PostStatus(ctx context.Context) error {
 	return nil
 }
 
+// ExternalCloudProvider says whether b's kubelet runs with
+// --cloud-provider=external (machine.kubelet.extraArgs).
+func ExternalCloudProvider(b *talosboot.Boot) bool {
+	return b.Config != nil && b.Config.Machine() != nil && b.Config.Machine().Kubelet().ExtraArgs()["cloud-provider"] == "external"
+}
+
+// Capacity is what every lab Node offers the scheduler: the kubelet's
+// default of 110 Pods, and the CPUs and memory of a small worker.
+var Capacity = corev1.ResourceList{
+	corev1.ResourcePods:   resource.MustParse("110"),
+	corev1.ResourceCPU:    resource.MustParse("2"),
+	corev1.ResourceMemory: resource.MustParse("4Gi"),
+}
+
 func node(b *talosboot.Boot) *corev1.Node {
 	now := metav1.NewTime(time.Now())
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: b.Hostname(), Labels: map[string]string{
-			corev1.LabelHostname: b.Hostname(), corev1.LabelOSStable: "linux",
-		}},
-		Spec: corev1.NodeSpec{ProviderID: ProviderIDPrefix + b.Meta.InstanceID},
+			corev1.LabelHostname: b.Hostname(), corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+		}, Annotations: map[string]string{AnnotationControllerAttach: "true"}},
 		Status: corev1.NodeStatus{
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: b.Hostname()}},
+			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: b.Hostname()}},
+			NodeInfo:    corev1.NodeSystemInfo{SystemUUID: b.Meta.InstanceID, OperatingSystem: "linux", Architecture: "amd64"},
+			Capacity:    Capacity.DeepCopy(),
+			Allocatable: Capacity.DeepCopy(),
 		},
 	}
 	if b.Meta.KubernetesVersion != "" {
 		n.Status.NodeInfo.KubeletVersion = b.Meta.KubernetesVersion
 	}
-	for _, a := range Addresses(b.NetworkConfig) {
+	addrs := Addresses(b.NetworkConfig)
+	for _, a := range addrs {
 		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+	}
+	if ExternalCloudProvider(b) {
+		n.Spec.Taints = []corev1.Taint{{Key: TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		if len(addrs) > 0 {
+			n.Annotations[AnnotationProvidedIP] = addrs[0].String()
+		}
 	}
 	return n
 }

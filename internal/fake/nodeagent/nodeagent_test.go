@@ -33,8 +33,9 @@ const networkConfig = `network:
 `
 
 // TestRegister: a booted VM registers its Node at the endpoint its Talos
-// configuration names, with proxmox://<uuid>, Ready and its static
-// addresses; registering again keeps one Node. The control: a
+// configuration names, Ready, with its static addresses and its SMBIOS
+// UUID as systemUUID, and no providerID (the CCM sets it); registering
+// again keeps one Node. The control: a
 // configuration naming another endpoint registers nothing on this server.
 func TestRegister(t *testing.T) {
 	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
@@ -64,7 +65,7 @@ func TestRegister(t *testing.T) {
 	for _, a := range n.Status.Addresses {
 		addrs = append(addrs, string(a.Type)+"="+a.Address)
 	}
-	if n.Name != "tenant-a-md0-x7k2p" || n.Spec.ProviderID != "proxmox://4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77" ||
+	if n.Name != "tenant-a-md0-x7k2p" || n.Spec.ProviderID != "" || n.Status.NodeInfo.SystemUUID != "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77" ||
 		len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Status != corev1.ConditionTrue ||
 		!slices.Equal(addrs, []string{"Hostname=tenant-a-md0-x7k2p", "InternalIP=10.10.0.31", "InternalIP=fd00::31", "InternalIP=10.20.0.31"}) {
 		t.Errorf("node %s %s %v %v", n.Name, n.Spec.ProviderID, n.Status.Conditions, addrs)
@@ -219,5 +220,48 @@ func TestPostStatus(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &corev1.Node{}); err == nil {
 		t.Error("a heartbeat brought back a deleted node")
+	}
+}
+
+// TestRegisterExternalCloudProvider: a configuration whose kubelet runs
+// with cloud-provider: external (what the render writes) registers its
+// Node as such a kubelet does, for the CCM to initialise: the
+// uninitialized taint, the provided node IP (its first static address),
+// no providerID; a configuration without it gets neither.
+func TestRegisterExternalCloudProvider(t *testing.T) {
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
+	endpoint, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, kubelet string
+		external      bool
+	}{{"external", "\n  kubelet:\n    extraArgs:\n      cloud-provider: external", true}, {"none", "", false}} {
+		tc := tc
+		talos, err := configloader.NewFromBytes([]byte("version: v1alpha1\nmachine:\n  type: worker" + tc.kubelet +
+			"\ncluster:\n  controlPlane:\n    endpoint: " + cfg.Host + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &talosboot.Boot{Endpoint: endpoint, Config: talos, NetworkConfig: []byte(networkConfig),
+			Meta: talosboot.Meta{InstanceID: "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77", LocalHostname: "node-" + tc.name}}
+		n, err := nodeagent.Register(ctx, b, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: n.Name}, &got); err != nil {
+			t.Fatal(err)
+		}
+		tainted := slices.ContainsFunc(got.Spec.Taints, func(tn corev1.Taint) bool {
+			return tn.Key == nodeagent.TaintUninitialized && tn.Effect == corev1.TaintEffectNoSchedule
+		})
+		ip := got.Annotations[nodeagent.AnnotationProvidedIP]
+		if tainted != tc.external || (ip == "10.10.0.31") != tc.external || got.Spec.ProviderID != "" ||
+			got.Annotations[nodeagent.AnnotationControllerAttach] != "true" {
+			t.Errorf("%s: taints %v, annotations %v, providerID %q", tc.name, got.Spec.Taints, got.Annotations, got.Spec.ProviderID)
+		}
 	}
 }

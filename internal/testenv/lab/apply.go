@@ -48,8 +48,9 @@ type Tenant struct {
 
 // Applied is what Apply made for a tenant.
 type Applied struct {
-	// TokenID is the tenant's capmox token, minted by the ACL apply.
-	TokenID string
+	// TokenID is the tenant's capmox token, minted by the ACL apply, and
+	// CCMTokenID and CSITokenID its CCM's and CSI controller's.
+	TokenID, CCMTokenID, CSITokenID string
 	// Spec is the tenant specification the ACLs were applied from.
 	Spec *tenantplan.Tenants
 	// Objects are the rendered objects, as created.
@@ -104,15 +105,31 @@ func (l *Lab) ApplyACLs(ctx context.Context, t *Tenant) (*Applied, error) {
 		return nil, err
 	}
 	a := &Applied{Spec: spec}
-	secret, err := l.applyACLs(ctx, spec, t.Cluster.Namespace)
+	tokens, err := l.applyACLs(ctx, spec, t.Cluster.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	a.TokenID = secret.TokenID
-	if err := l.createNamespace(ctx, t.Cluster.Namespace); err != nil {
+	a.TokenID, a.CCMTokenID, a.CSITokenID = tokens.capmox.TokenID, tokens.ccm.TokenID, tokens.csi.TokenID
+	ns := t.Cluster.Namespace
+	if err := l.createNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
-	return a, l.createCapmoxSecret(ctx, t.Cluster, secret)
+	if err := l.createCapmoxSecret(ctx, t.Cluster, tokens.capmox); err != nil {
+		return nil, err
+	}
+	px := t.Cluster.Spec.Proxmox
+	if err := l.createCredentialsSecret(ctx, ns, px.CCM.CredentialsSecretName, tokens.ccm); err != nil {
+		return nil, err
+	}
+	if px.CSI.On() {
+		if err := l.createCredentialsSecret(ctx, ns, px.CSI.CredentialsSecretName, tokens.csi); err != nil {
+			return nil, err
+		}
+		if err := l.installTenantCSI(ctx, px.CSI.StorageClasses); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // ApplyObjects is Apply's second half: the render and the objects of t on
@@ -250,7 +267,7 @@ func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 	name := t.Cluster.Namespace
 	tn := tenantplan.Tenant{Name: name, Pool: name, Storage: name + "-disks", Storages: []string{name + "-iso"},
 		Templates: []int{l.Template.VMID}, LinkedCloneStorages: []string{pvelab.TemplateStorage},
-		Tokens: tenantplan.TenantTokens{Capmox: "capmox"}}
+		Tokens: tenantplan.TenantTokens{Capmox: "capmox", CCM: "ccm", CSI: "csi"}}
 	vlans := map[string][]int{}
 	for _, p := range t.Pools {
 		if p.Spec.Proxmox.Pool != "" {
@@ -285,43 +302,58 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// tenantTokens are the tokens the ACL apply mints for a tenant.
+type tenantTokens struct{ capmox, ccm, csi liveacl.TokenSecret }
+
 // applyACLs adds the tenant's storages to the fake (where the platform's
 // storage admin made them) and applies its ACL plan with the root token,
-// returning the tenant's new capmox token.
-func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string) (liveacl.TokenSecret, error) {
+// returning the tenant's new capmox, CCM and CSI tokens.
+func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string) (tenantTokens, error) {
 	tn := spec.Tenants[0]
 	root, err := l.Root()
 	if err != nil {
-		return liveacl.TokenSecret{}, err
+		return tenantTokens{}, err
 	}
 	if err := addStorage(ctx, root, tn.Storage, "lvmthin", "images"); err != nil {
-		return liveacl.TokenSecret{}, err
+		return tenantTokens{}, err
 	}
 	for _, s := range tn.Storages {
 		if err := addStorage(ctx, root, s, "dir", "iso"); err != nil {
-			return liveacl.TokenSecret{}, err
+			return tenantTokens{}, err
 		}
 	}
 	keep := tokenKeep{}
 	if _, err := liveacl.Apply(ctx, root, spec, liveacl.WithSecretSink(keep), liveacl.WithSecretContext(l.proxmoxURL(), "lab")); err != nil {
-		return liveacl.TokenSecret{}, fmt.Errorf("cannot apply the ACLs of tenant %s: %w", ns, err)
+		return tenantTokens{}, fmt.Errorf("cannot apply the ACLs of tenant %s: %w", ns, err)
 	}
-	id := spec.Defaulted().Tenants[0].CapmoxTokenID()
-	if s, ok := keep[id]; ok {
-		return s, nil
-	}
-	// A second cluster of the tenant: the token was minted for its first,
-	// whose credentials Secret holds it.
-	var secrets corev1.SecretList
-	if err := l.Client.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
-		return liveacl.TokenSecret{}, err
-	}
-	for _, sec := range secrets.Items {
-		if string(sec.Data["token"]) == id && len(sec.Data["secret"]) > 0 {
-			return liveacl.TokenSecret{URL: string(sec.Data["url"]), TokenID: id, Secret: liveacl.Secret(sec.Data["secret"]), Tenant: tn.Name, Capmox: true}, nil
+	d := spec.Defaulted().Tenants[0]
+	csiID, ccmID := d.TokenIDs()
+	var out tenantTokens
+	for _, want := range []struct {
+		id, idKey, secretKey string
+		into                 *liveacl.TokenSecret
+	}{{d.CapmoxTokenID(), "token", "secret", &out.capmox}, {ccmID, "token_id", "token_secret", &out.ccm}, {csiID, "token_id", "token_secret", &out.csi}} {
+		if s, ok := keep[want.id]; ok {
+			*want.into = s
+			continue
+		}
+		// A second cluster of the tenant: the token was minted for its
+		// first, whose credentials Secret holds it.
+		var secrets corev1.SecretList
+		if err := l.Client.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
+			return tenantTokens{}, err
+		}
+		for _, sec := range secrets.Items {
+			if string(sec.Data[want.idKey]) == want.id && len(sec.Data[want.secretKey]) > 0 {
+				*want.into = liveacl.TokenSecret{URL: string(sec.Data["url"]), TokenID: want.id, Secret: liveacl.Secret(sec.Data[want.secretKey]),
+					Tenant: tn.Name, Capmox: want.into == &out.capmox}
+			}
+		}
+		if want.into.TokenID == "" {
+			return tenantTokens{}, fmt.Errorf("the ACL apply of tenant %s minted no token %s, and no credentials Secret of an earlier cluster of the tenant holds it", ns, want.id)
 		}
 	}
-	return liveacl.TokenSecret{}, fmt.Errorf("the ACL apply of tenant %s minted no capmox token %s, and no credentials Secret of an earlier cluster of the tenant holds it", ns, id)
+	return out, nil
 }
 
 // addStorage creates a storage through the API (POST /storage) as the
@@ -454,6 +486,9 @@ func (l *Lab) playKamaji(ctx context.Context, ns, cluster string) (*unstructured
 		Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": kc}}
 	if err := l.Client.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("cannot create the kubeconfig Secret of %s/%s: %w", ns, cluster, err)
+	}
+	if err := l.createAdminKubeconfig(ctx, ns, cluster); err != nil {
+		return nil, err
 	}
 	l.log(fmt.Sprintf("Kamaji's part: %s/%s at %s:%d (%s)", ns, cluster, host, port, l.Tenant.Host))
 	return svc, nil

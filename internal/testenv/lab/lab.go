@@ -31,6 +31,7 @@ import (
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -73,6 +74,11 @@ type Options struct {
 	// --node-monitor-grace-period; 0 keeps its default, 50s). The kubelets
 	// post every fifth of it (by default every 10s).
 	NodeMonitorGracePeriod time.Duration
+	// HAFenceDelay, with the fake in the lab's process, is how long the
+	// HA manager waits after a Proxmox node goes offline before it
+	// recovers the node's HA services (0: the fake's default, 500 ms; a
+	// real cluster fences after about two minutes).
+	HAFenceDelay time.Duration
 }
 
 // Lab is a running lab.
@@ -103,6 +109,7 @@ type Lab struct {
 	log     func(string)
 	stops   []func() error
 	proxmox *pvelab.Proxmox
+	pods    *podRunner
 }
 
 // Start starts a lab. On an error everything started so far is stopped.
@@ -162,10 +169,13 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 	if err := l.startNodeLifecycle(o.NodeMonitorGracePeriod); err != nil {
 		return err
 	}
-	if err := l.startProxmox(ctx, o.ProxmoxProgram, statusFrequency(o.NodeMonitorGracePeriod)); err != nil {
+	if err := l.startProxmox(ctx, o.ProxmoxProgram, statusFrequency(o.NodeMonitorGracePeriod), o.HAFenceDelay); err != nil {
 		return err
 	}
 	l.log("Proxmox VE fake at " + l.Proxmox.URL)
+	if err := l.startPods(); err != nil {
+		return err
+	}
 	if l.Managers, err = capi.Start(l.Mgmt, capi.Options{CAPI: true, IPAM: true, CABPT: true, Capmox: l.Capmox}); err != nil {
 		return err
 	}
@@ -225,9 +235,11 @@ func (l *Lab) tenantAPIServer() (*rest.Config, client.Client, error) {
 	var errs []error
 	for range 5 {
 		addr := fmt.Sprintf("127.77.%d.%d", 1+rand.IntN(254), 1+rand.IntN(254))
-		cfg, c, err := l.apiServerAt(testenv.APIServerOptions{}, addr, strconv.Itoa(TenantAPIPort))
+		cfg, _, err := l.apiServerAt(testenv.APIServerOptions{}, addr, strconv.Itoa(TenantAPIPort))
 		if err == nil {
-			return cfg, c, nil
+			// every kind of client-go: the tenant's storage and CSI kinds too
+			c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+			return cfg, c, err
 		}
 		errs = append(errs, err)
 	}

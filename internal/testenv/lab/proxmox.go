@@ -28,9 +28,9 @@ const programReadyTimeout = 2 * time.Minute
 // program is empty, else as that program (hack/cmd/pvelab), whose state file
 // says where it serves. Its VMs' kubelets post their Nodes' status every
 // statusEvery (0: the kubelet's default).
-func (l *Lab) startProxmox(ctx context.Context, program string, statusEvery time.Duration) error {
+func (l *Lab) startProxmox(ctx context.Context, program string, statusEvery, fenceDelay time.Duration) error {
 	if program == "" {
-		p, err := pvelab.Start(ctx, pvelab.Options{Tenant: l.Tenant, Log: l.log, NodeStatusUpdateFrequency: statusEvery})
+		p, err := pvelab.Start(ctx, pvelab.Options{Tenant: l.Tenant, Log: l.log, NodeStatusUpdateFrequency: statusEvery, HAFenceDelay: fenceDelay})
 		if err != nil {
 			return err
 		}

@@ -30,8 +30,20 @@ type Session struct {
 	Pid    int         `json:"pid"`
 	Capmox capi.Capmox `json:"capmox"`
 	// Processes are the supervisor's child processes when the lab came
-	// up, by pid, with the name the kernel gives each (comm).
+	// up, or when it last started or stopped a Pod, by pid, with the name
+	// the kernel gives each (comm).
 	Processes []Process `json:"processes"`
+	// Pods are the containers of the management cluster's Deployments the
+	// lab runs (a tenant's CCM and CSI controller), by pid.
+	Pods []PodProcess `json:"pods,omitempty"`
+}
+
+// PodProcess is one running container of a Deployment the lab runs.
+type PodProcess struct {
+	Namespace  string `json:"namespace"`
+	Deployment string `json:"deployment"`
+	Container  string `json:"container"`
+	Pid        int    `json:"pid"`
 }
 
 // Process is one process of a lab.
@@ -44,6 +56,11 @@ type Process struct {
 // process as the supervisor and its child processes.
 func (l *Lab) WriteSession() error {
 	s := Session{Pid: os.Getpid(), Capmox: l.Capmox, Processes: Children(os.Getpid())}
+	for _, p := range l.Pods() {
+		for i, c := range p.Containers {
+			s.Pods = append(s.Pods, PodProcess{Namespace: p.Namespace, Deployment: p.Deployment, Container: c.Container, Pid: p.Pids[i]})
+		}
+	}
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/nodeagent"
@@ -28,6 +29,9 @@ import (
 
 // The lab's Proxmox VE.
 const (
+	// Cluster is the name of its cluster: the region of the CCM and CSI
+	// credentials.
+	Cluster = "lab"
 	// Bridge is the VLAN-aware bridge of every node.
 	Bridge = "vmbr1"
 	// TemplateStorage holds the Talos template's disk.
@@ -89,6 +93,10 @@ type Options struct {
 	// NodeStatusUpdateFrequency is how often a running VM's kubelet posts
 	// its Node's status (DefaultNodeStatusUpdateFrequency unless set).
 	NodeStatusUpdateFrequency time.Duration
+	// HAFenceDelay, when set, is how long the HA manager waits after a
+	// node goes offline before it recovers the node's services
+	// (pvefake.WithHAFenceDelay; its default otherwise).
+	HAFenceDelay time.Duration
 }
 
 // DefaultNodeStatusUpdateFrequency is the kubelet's own default
@@ -111,8 +119,11 @@ func Start(ctx context.Context, o Options) (*Proxmox, error) {
 	if p.log == nil {
 		p.log = func(string) {}
 	}
-	opts := []pvefake.Option{pvefake.WithTLS(), pvefake.WithCluster("lab"), pvefake.WithNodes(Nodes...),
+	opts := []pvefake.Option{pvefake.WithTLS(), pvefake.WithCluster(Cluster), pvefake.WithNodes(Nodes...),
 		pvefake.WithDownloader(factoryImages{}), pvefake.WithBootHook(p.boot)}
+	if o.HAFenceDelay > 0 {
+		opts = append(opts, pvefake.WithHAFenceDelay(o.HAFenceDelay))
+	}
 	srv, err := pvefake.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the Proxmox VE fake: %w", err)
@@ -221,11 +232,17 @@ func (p *Proxmox) kubelet(ctx context.Context, k kubeletKey, a *nodeagent.Agent)
 	}()
 	t := time.NewTicker(p.every)
 	defer t.Stop()
+	pods := time.NewTicker(PodSyncFrequency)
+	defer pods.Stop()
+	lastErr := ""
 	for {
+		status := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			status = true
+		case <-pods.C:
 		}
 		running, _, ok := p.Server.VMRunning(vmid)
 		conf, _, _ := p.Server.VMConfig(vmid)
@@ -236,14 +253,28 @@ func (p *Proxmox) kubelet(ctx context.Context, k kubeletKey, a *nodeagent.Agent)
 		if !running {
 			continue
 		}
-		if err := a.PostStatus(ctx); errors.Is(err, nodeagent.ErrNodeGone) {
+		var err error
+		if status {
+			err = a.PostStatus(ctx)
+		} else {
+			err = a.SyncPods(ctx)
+		}
+		if errors.Is(err, nodeagent.ErrNodeGone) || apierrors.IsNotFound(err) && !status {
 			p.log(fmt.Sprintf("VM %d: node %s was deleted; its kubelet stops", vmid, a.Name()))
 			return
-		} else if err != nil && ctx.Err() == nil {
+		}
+		if err != nil && ctx.Err() == nil && err.Error() != lastErr {
 			p.log(fmt.Sprintf("VM %d: %v", vmid, err))
+		}
+		if err != nil {
+			lastErr = err.Error()
 		}
 	}
 }
+
+// PodSyncFrequency is how often a running VM's kubelet looks at its
+// Pods and CSI volumes (nodeagent.Agent.SyncPods).
+const PodSyncFrequency = time.Second
 
 // Boots returns every boot so far, in order.
 func (p *Proxmox) Boots() []Boot {
