@@ -15,9 +15,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/nodeagent"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
+	"github.com/pxsubstrate/pxsubstrate/verify"
 )
 
 // TestCCMInitialisesNodes: the workers' kubelets register their Nodes
@@ -73,15 +73,16 @@ func TestCCMInitialisesNodes(t *testing.T) {
 
 // verifyRows are pxsubstrate verify's rows of the tenant's cluster (the
 // Nodes of its VMs only: the lab's tenants share one API server).
-func verifyRows(t *testing.T, l *lab.Lab, ns, cluster string) []nodeverify.Row {
+func verifyRows(t *testing.T, l *lab.Lab, ns, cluster string) []verify.Row {
 	t.Helper()
 	mgmt, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
 	must(t, err)
-	rows, err := nodeverify.Collect(context.Background(), mgmt, l.TenantClient,
-		nodeverify.Target{Namespace: ns, Cluster: cluster, CAPIVersion: "v1beta2"})
+	snap, err := verify.Gather(context.Background(), verify.Sources{Management: mgmt, Mapper: mgmt.RESTMapper(), Tenant: l.TenantClient},
+		verify.Target{Namespace: ns, Cluster: cluster, CAPIVersion: "v1beta2"})
 	must(t, err)
+	rows := verify.Judge(snap).Rows
 	mine := nodesOfTenant(t, l, ns)
-	var out []nodeverify.Row
+	var out []verify.Row
 	for _, r := range rows {
 		if r.Node == "" || slices.Contains(mine, r.Node) {
 			out = append(out, r)
@@ -139,7 +140,7 @@ func TestCCMIsolation(t *testing.T) {
 		}
 	}
 	for _, r := range verifyRows(t, l, "tenant-demo", "kubernetes-demo") {
-		if r.Node != "" && (r.OK || !slices.Contains(r.Codes, nodeverify.CodeNoProviderID) || !slices.Contains(r.Codes, nodeverify.CodeUninitialized)) {
+		if r.Node != "" && (r.OK || !slices.Contains(r.Codes, verify.CodeNoProviderID) || !slices.Contains(r.Codes, verify.CodeUninitialized)) {
 			t.Errorf("verify must name tenant A's Node %s uninitialised, without providerID: ok %t, codes %v", r.Node, r.OK, r.Codes)
 		}
 	}

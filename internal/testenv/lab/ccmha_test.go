@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pxsubstrate/pxsubstrate/capmoxrender/nodeverify"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
+	"github.com/pxsubstrate/pxsubstrate/verify"
 )
 
 // fenceDelay is the HA manager's wait before it recovers a lost node's
@@ -103,7 +103,7 @@ func TestCCMKeepsNodeOfRecoveredVM(t *testing.T) {
 		t.Error("the CCM meant to delete the Node")
 	}
 	rows := verifyRows(t, l, "tenant-demo", a.ClusterName)
-	if len(rows) != 1 || !slices.Contains(rows[0].Codes, nodeverify.CodeZoneMismatch) {
+	if len(rows) != 1 || !slices.Contains(rows[0].Codes, verify.CodeZoneMismatch) {
 		t.Errorf("verify must report the zone label the recovery left stale: %+v", rows)
 	}
 	t.Logf("VM %d recovered from %s to %s; Node %s kept (zone label %s)", vmid, lost, workerVMs(t, l)[vmid], name, node.Labels[corev1.LabelTopologyZone])
