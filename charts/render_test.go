@@ -105,6 +105,26 @@ func TestRenderBranches(t *testing.T) {
 				}
 			},
 		},
+		"PoolHealing": {
+			reason:  "poolHealing.mode other than off passes the mode and grace and binds the pool healing ClusterRole, whose rules are config/rbac's",
+			values:  "poolHealing: {mode: labelled, grace: 2m}",
+			objects: join(base, tlsRole, policies, alertRule, []string{"ClusterRole /proxmox-network-controller-pool-healing", "ClusterRoleBinding /proxmox-network-controller-pool-healing"}),
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkArgs(t, objs, "--pool-healing=labelled", "--pool-healing-grace=2m")
+				role := mustFind(t, objs, "ClusterRole /proxmox-network-controller-pool-healing")
+				data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "pool_healing_role.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want map[string]any
+				if err := yaml.Unmarshal(data, &want); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want["rules"], role.Object["rules"]); diff != "" {
+					t.Errorf("rules: -config/rbac +chart:\n%s", diff)
+				}
+			},
+		},
 		"PlainMetrics": {
 			reason:  "metrics.secure=false serves plain HTTP and needs no TokenReview or SubjectAccessReview",
 			values:  "proxmoxNetworkController: {metrics: {secure: false, readers: [{namespace: monitoring, name: prometheus}]}, logLevel: debug, replicas: 1}",

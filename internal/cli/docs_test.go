@@ -338,7 +338,7 @@ var covered = []struct {
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestIPAMProvider \./e2e$`, "e2e/ipam_test.go", "func TestIPAMProvider("},
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestCapmox \./internal/testenv/capi$`, "internal/testenv/capi/capmox_test.go", "func TestCapmoxManagersStart("},
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestCapmox \./internal/testenv/lab$`, "internal/testenv/lab/capmox_test.go", "func TestCapmoxWorkersRun("},
-	{"docs/cluster-api.md", `^hack/lab\.sh |^set -a;$|^eval "\$\(hack/lab\.sh env\)";$|^set \+a$|\$PROXMOX_URL`, "hack/cmd/lab/walkthrough_test.go", "func TestCapmoxLabWalkthrough("},
+	{"docs/cluster-api.md", `^hack/lab\.sh |^set -a;$|^eval "\$\(hack/lab\.sh env\)";$|^set \+a$|\$PROXMOX_URL|^export TENANT=|^export PV=|^"\$KUBECTL"`, "hack/cmd/lab/walkthrough_test.go", "func TestCapmoxLabWalkthrough("},
 	{"README.md", `^hack/lab\.sh `, "hack/cmd/lab/walkthrough_test.go", "func TestCapmoxLabWalkthrough("},
 	{"docs/embedding.md", `.`, "internal/layering/embedding_test.go", "func TestEmbeddingDoc("},
 	{"docs/pveacl.md", `^for p in pveacl `, "internal/layering/pveacl_test.go", "func TestPveaclExportedNames("},
@@ -349,6 +349,8 @@ var covered = []struct {
 	{"docs/ovngateway.md", `-run TestFaultNBLost -v -nb-losses=3$`, "e2e/fault_nb_test.go", "func TestFaultNBLost("},
 	{"docs/operator-guide.md", `^helm `, "charts/package_test.go", "func TestFromPackage("},
 	{"docs/operator-guide.md", `^hack/test\.sh -run TestHAPoolWorkers \./internal/testenv/lab$`, "internal/testenv/lab/ha_test.go", "func TestHAPoolWorkers("},
+	{"docs/operator-guide.md", `^hack/test\.sh -run TestHeal \./internal/testenv/lab$`, "internal/testenv/lab/heal_test.go", "func TestHealLostClone("},
+	{"docs/performance.md", `^PXSUBSTRATE_HEAL_RUNS=`, "internal/testenv/lab/heal_test.go", "func measureHeal("},
 	{"docs/operator-guide.md", `^make image$`, "hack/tools/imagebuild/image_test.go", "func TestMakeImage("},
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/admission"
 	"github.com/pxsubstrate/pxsubstrate/engine"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/heal"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
+	"github.com/pxsubstrate/pxsubstrate/poolheal"
 )
 
 // Defaults of the flags, as the proxmox-network package sets them.
@@ -84,20 +87,28 @@ type Options struct {
 	ProxmoxHACredentials string
 	// HASweep is how often the HA resources and rules of gone Machines
 	// and pools are removed.
-	HASweep            time.Duration
-	SubnetPruneTimeout time.Duration
-	LeaderElect        bool
-	LeaderElectionNS   string
-	LeaseDuration      time.Duration
-	RenewDeadline      time.Duration
-	RetryPeriod        time.Duration
-	MetricsBindAddress string
-	ProbeBindAddress   string
-	WebhookPort        int
-	WebhookCertDir     string
-	AdmissionConfig    string
-	KubeAPIQPS         float32
-	KubeAPIBurst       int
+	HASweep time.Duration
+	// PoolHealing is which pools the controller heals of capmox's known
+	// faults (package heal): "off", "labelled" (MachineDeployments with
+	// proxmox.cozystack.io/heal: "true") or "all".
+	PoolHealing string
+	// PoolHealingGrace is the least age of a VM healing acts on, and
+	// PoolHealingInterval how often a healing pool is looked at.
+	PoolHealingGrace    time.Duration
+	PoolHealingInterval time.Duration
+	SubnetPruneTimeout  time.Duration
+	LeaderElect         bool
+	LeaderElectionNS    string
+	LeaseDuration       time.Duration
+	RenewDeadline       time.Duration
+	RetryPeriod         time.Duration
+	MetricsBindAddress  string
+	ProbeBindAddress    string
+	WebhookPort         int
+	WebhookCertDir      string
+	AdmissionConfig     string
+	KubeAPIQPS          float32
+	KubeAPIBurst        int
 	// Workers is network.Config.Workers.
 	Workers            int
 	LogLevel           string
@@ -125,6 +136,16 @@ type Options struct {
 	haSecret  SecretRef
 }
 
+// The values of --pool-healing.
+const (
+	PoolHealingOff      = "off"
+	PoolHealingLabelled = "labelled"
+	PoolHealingAll      = "all"
+)
+
+// PoolHealingModes are the values of --pool-healing.
+var PoolHealingModes = []string{PoolHealingOff, PoolHealingLabelled, PoolHealingAll}
+
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -132,6 +153,9 @@ func DefaultOptions() Options {
 		OVNNBAddress:         DefaultNBAddress,
 		OVNTLSSecret:         DefaultTLSSecret,
 		HASweep:              2 * time.Minute,
+		PoolHealing:          PoolHealingOff,
+		PoolHealingGrace:     poolheal.DefaultGrace,
+		PoolHealingInterval:  heal.DefaultInterval,
 		SubnetPruneTimeout:   network.DefaultSubnetPruneTimeout,
 		LeaderElect:          defaultLeaderElectEnabled,
 		LeaseDuration:        engine.DefaultLeaseDuration,
@@ -163,6 +187,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.OVNTLSSecret, "ovn-tls-secret", o.OVNTLSSecret, "Secret <namespace>/<name> with keys cacert, cert and key for ssl: endpoints, read by name; empty reads none")
 	fs.StringVar(&o.ProxmoxHACredentials, "proxmox-ha-credentials", o.ProxmoxHACredentials, "Secret <namespace>/<name> with the pool HA token (url, token_id, token_secret, root_ca); empty turns pool HA off")
 	fs.DurationVar(&o.HASweep, "proxmox-ha-sweep-interval", o.HASweep, "how often the HA resources and rules of gone Machines and pools are removed")
+	fs.StringVar(&o.PoolHealing, "pool-healing", o.PoolHealing, "which pools are healed of capmox's known faults (lost clones, workers left stopped, deletes held by capmox's backoff): off, labelled (proxmox.cozystack.io/heal: \"true\") or all")
+	fs.DurationVar(&o.PoolHealingGrace, "pool-healing-grace", o.PoolHealingGrace, "the least age of a VM pool healing destroys or starts")
+	fs.DurationVar(&o.PoolHealingInterval, "pool-healing-interval", o.PoolHealingInterval, "how often a healing pool is looked at (Proxmox VE is not watched)")
 	fs.DurationVar(&o.SubnetPruneTimeout, "subnet-prune-timeout", o.SubnetPruneTimeout, "how long a deleted subnet Kube-OVN still lists on its Vlan holds the VLAN")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "reconcile only while holding the coordination.k8s.io Lease "+LeaseName)
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the Lease; default: $POD_NAMESPACE, the service account's namespace, then "+DefaultNamespace)
@@ -196,29 +223,15 @@ func (o *Options) Validate() error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrFlags}, a...)...))
 	}
-	if o.ManageGatewayChassis {
-		if _, err := ovngateway.ParseAddress(o.OVNNBAddress); err != nil {
-			errs = append(errs, fmt.Errorf("--ovn-nb-address: %w", err))
-		}
-		if o.OVNTLSSecret != "" {
-			ref, err := ParseSecretRef(o.OVNTLSSecret)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--ovn-tls-secret: %w", err))
-			}
-			o.tlsSecret = ref
-		} else if strings.Contains(o.OVNNBAddress, "ssl:") {
-			bad("--ovn-nb-address %q has ssl: endpoints, so --ovn-tls-secret must name the Secret holding cacert, cert and key", o.OVNNBAddress)
-		}
-	}
-	if o.ProxmoxHACredentials != "" {
-		ref, err := ParseSecretRef(o.ProxmoxHACredentials)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--proxmox-ha-credentials: %w", err))
-		}
-		o.haSecret = ref
-	}
+	errs = append(errs, o.validateSecrets()...)
 	if o.HASweep <= 0 {
 		bad("--proxmox-ha-sweep-interval %s must be positive", o.HASweep)
+	}
+	if !slices.Contains(PoolHealingModes, o.PoolHealing) {
+		bad("--pool-healing %q is not one of %s", o.PoolHealing, strings.Join(PoolHealingModes, ", "))
+	}
+	if o.PoolHealingGrace <= 0 || o.PoolHealingInterval <= 0 {
+		bad("--pool-healing-grace (%s) and --pool-healing-interval (%s) must be positive", o.PoolHealingGrace, o.PoolHealingInterval)
 	}
 	if o.SubnetPruneTimeout <= 0 {
 		bad("--subnet-prune-timeout %s must be positive", o.SubnetPruneTimeout)
@@ -252,6 +265,34 @@ func (o *Options) Validate() error {
 		bad("--graceful-shutdown-timeout %s must be positive", o.GracefulShutdown)
 	}
 	return errors.Join(errs...)
+}
+
+// validateSecrets checks the NB address and parses the Secret references
+// (--ovn-tls-secret, --proxmox-ha-credentials).
+func (o *Options) validateSecrets() []error {
+	var errs []error
+	if o.ManageGatewayChassis {
+		if _, err := ovngateway.ParseAddress(o.OVNNBAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--ovn-nb-address: %w", err))
+		}
+		if o.OVNTLSSecret != "" {
+			ref, err := ParseSecretRef(o.OVNTLSSecret)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--ovn-tls-secret: %w", err))
+			}
+			o.tlsSecret = ref
+		} else if strings.Contains(o.OVNNBAddress, "ssl:") {
+			errs = append(errs, fmt.Errorf("%w: --ovn-nb-address %q has ssl: endpoints, so --ovn-tls-secret must name the Secret holding cacert, cert and key", ErrFlags, o.OVNNBAddress))
+		}
+	}
+	if o.ProxmoxHACredentials != "" {
+		ref, err := ParseSecretRef(o.ProxmoxHACredentials)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--proxmox-ha-credentials: %w", err))
+		}
+		o.haSecret = ref
+	}
+	return errs
 }
 
 // TLSSecret is the parsed --ovn-tls-secret; ok is false when none is read.

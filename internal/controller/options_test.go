@@ -48,6 +48,15 @@ func TestOptions(t *testing.T) {
 			errs: []string{"--ovn-nb-address", "want <namespace>/<name>", "--subnet-prune-timeout 0s must be positive",
 				"leader election needs", "--webhook-port 70000", "--log-level \"loud\"", "--workers 0 must be at least 1"},
 		},
+		"PoolHealing": {
+			reason: "Pool healing takes a mode, a grace period and an interval.",
+			args:   []string{"--pool-healing=all", "--pool-healing-grace=30s", "--pool-healing-interval=10s"},
+		},
+		"BadPoolHealing": {
+			reason: "An unknown mode and a zero grace period are refused by name.",
+			args:   []string{"--pool-healing=some", "--pool-healing-grace=0s"},
+			errs:   []string{`--pool-healing "some" is not one of off, labelled, all`, "--pool-healing-grace (0s) and --pool-healing-interval (1m0s) must be positive"},
+		},
 		"UnixNeedsNoSecret": {
 			reason: "A unix: endpoint needs no TLS.",
 			args:   []string{"--ovn-nb-address=unix:/run/ovn/ovnnb_db.sock", "--ovn-tls-secret="},
@@ -82,11 +91,13 @@ func TestDefaultFlags(t *testing.T) {
 		"subnet-prune-timeout": o.SubnetPruneTimeout, "leader-elect": o.LeaderElect, "metrics-bind-address": o.MetricsBindAddress,
 		"webhook-port": o.WebhookPort, "metrics-secure": o.MetricsSecure, "enable-http2": o.EnableHTTP2, "tls-min-version": o.TLSMinVersion,
 		"log-format": o.LogFormat, "workers": o.Workers,
+		"pool-healing": o.PoolHealing, "pool-healing-grace": o.PoolHealingGrace, "pool-healing-interval": o.PoolHealingInterval,
 	}
 	want := map[string]any{
 		"manage-gateway-chassis": true, "ovn-nb-address": "ssl:ovn-nb.cozy-kubeovn.svc:6641", "ovn-tls-secret": "cozy-kubeovn/kube-ovn-tls",
 		"subnet-prune-timeout": 10 * time.Minute, "leader-elect": true, "metrics-bind-address": ":8080", "webhook-port": 9443,
 		"metrics-secure": true, "enable-http2": false, "tls-min-version": "1.2", "log-format": "json", "workers": 8,
+		"pool-healing": "off", "pool-healing-grace": 5 * time.Minute, "pool-healing-interval": time.Minute,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults: -want +got:\n%s", diff)

@@ -43,6 +43,10 @@ func (p *Process) session(ctx context.Context) error {
 			return kubehypervisor.SecretClient(ctx, p.mgr.GetAPIReader(), ref.Namespace, ref.Name)
 		}
 	}
+	if p.opts.PoolHealing != PoolHealingOff {
+		cfg.PoolHealing = &reconcilers.PoolHealing{All: p.opts.PoolHealing == PoolHealingAll,
+			Grace: p.opts.PoolHealingGrace, Interval: p.opts.PoolHealingInterval}
+	}
 	if p.opts.ManageGatewayChassis {
 		cfg.NBEvents = reconcilers.NewNBEvents()
 		nb, err := p.dialNB(ctx, cfg.NBEvents.Reconnected, cfg.NBEvents.RouterPort)

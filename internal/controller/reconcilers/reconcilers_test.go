@@ -101,8 +101,9 @@ func TestRouterPortReachesItsNetwork(t *testing.T) {
 
 // TestWatchedKinds: the Set watches the network controller's kinds, and
 // runs the runner of each kind the API server serves: pool HA where
-// Machines are served, the VPC address runner where IPAddressClaims are;
-// neither where the API serves neither.
+// Machines are served, the VPC address runner where IPAddressClaims are,
+// pool healing where MachineDeployments are and it is asked for; none
+// where the API serves none.
 func TestWatchedKinds(t *testing.T) {
 	s := sim.Scheme()
 	if err := clusterv1.AddToScheme(s); err != nil {
@@ -112,17 +113,23 @@ func TestWatchedKinds(t *testing.T) {
 	for gvk := range s.AllKnownTypes() {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
+	healing := &reconcilers.PoolHealing{}
 	for name, tc := range map[string]struct {
-		api  client.Client
-		want map[string]bool
+		api     client.Client
+		healing *reconcilers.PoolHealing
+		want    map[string]bool
 	}{
 		"AllServed": {api: fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).Build(),
-			want: map[string]bool{"*v1alpha1.ProxmoxNetwork": true, "*v1beta2.IPAddressClaim": true, "*v1beta2.IPAddress": true, "*v1beta2.Machine": true}},
-		"NoneServed": {api: sim.NewStore(true),
-			want: map[string]bool{"*v1alpha1.ProxmoxNetwork": true, "*v1beta2.IPAddressClaim": false, "*v1beta2.Machine": false}},
+			want: map[string]bool{"*v1alpha1.ProxmoxNetwork": true, "*v1beta2.IPAddressClaim": true, "*v1beta2.IPAddress": true, "*v1beta2.Machine": true,
+				"*v1beta2.MachineDeployment": false}},
+		"AllServedHealing": {api: fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).Build(), healing: healing,
+			want: map[string]bool{"*v1beta2.Machine": true, "*v1beta2.MachineDeployment": true}},
+		"NoneServed": {api: sim.NewStore(true), healing: healing,
+			want: map[string]bool{"*v1alpha1.ProxmoxNetwork": true, "*v1beta2.IPAddressClaim": false, "*v1beta2.Machine": false,
+				"*v1beta2.MachineDeployment": false}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			set, err := reconcilers.New(reconcilers.Config{Client: tc.api})
+			set, err := reconcilers.New(reconcilers.Config{Client: tc.api, PoolHealing: tc.healing})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,10 +41,12 @@ func (s *Set) Forget(o client.Object) {
 var (
 	machineKind = clusterv1.GroupVersion.WithKind("Machine").GroupKind()
 	claimKind   = capiipam.GroupVersion.WithKind("IPAddressClaim").GroupKind()
+	poolKind    = clusterv1.GroupVersion.WithKind("MachineDeployment").GroupKind()
 )
 
-// enqueue hands a Machine to pool HA and an IPAddressClaim to the VPC
-// address runner (a subnet claim to the claim it serves).
+// enqueue hands a Machine to pool HA, an IPAddressClaim to the VPC
+// address runner (a subnet claim to the claim it serves) and a
+// MachineDeployment to pool healing.
 func (s *Set) enqueue(o client.Object) {
 	switch kindOf(o) {
 	case machineKind:
@@ -57,6 +59,10 @@ func (s *Set) enqueue(o client.Object) {
 				s.vpc.Enqueue(k)
 			}
 		}
+	case poolKind:
+		if s.heal != nil {
+			s.heal.Enqueue(client.ObjectKeyFromObject(o))
+		}
 	}
 }
 
@@ -68,6 +74,8 @@ func kindOf(o client.Object) schema.GroupKind {
 		return machineKind
 	case *capiipam.IPAddressClaim:
 		return claimKind
+	case *clusterv1.MachineDeployment:
+		return poolKind
 	case *unstructured.Unstructured:
 		return o.GetObjectKind().GroupVersionKind().GroupKind()
 	}
@@ -122,7 +130,7 @@ func (s *Set) routerPort(name string) {
 }
 
 // Run reconciles until ctx ends: the network controller, pool HA and its
-// sweeps, the VPC address runner, what the NB client reports, and the
+// sweeps, the VPC address runner, pool healing, what the NB client reports, and the
 // gateway's garbage collection. It returns the errors of all of them.
 func (s *Set) Run(ctx context.Context) error {
 	runs := []func(context.Context) error{s.network.Run}
@@ -134,6 +142,9 @@ func (s *Set) Run(ctx context.Context) error {
 	}
 	if s.vpc != nil {
 		runs = append(runs, s.vpc.Run)
+	}
+	if s.heal != nil {
+		runs = append(runs, s.heal.Run)
 	}
 	if s.cfg.NBEvents != nil {
 		runs = append(runs, s.runNBEvents)
@@ -189,6 +200,9 @@ func (s *Set) Resync(ctx context.Context) error {
 	if s.vpc != nil {
 		errs = append(errs, s.vpc.Resync(ctx))
 	}
+	if s.heal != nil {
+		errs = append(errs, s.heal.Resync(ctx))
+	}
 	return errors.Join(errs...)
 }
 
@@ -203,6 +217,9 @@ func (s *Set) Drain(ctx context.Context, maxReconciles int) (int, error) {
 	}
 	if s.vpc != nil {
 		drains = append(drains, s.vpc.Drain)
+	}
+	if s.heal != nil {
+		drains = append(drains, s.heal.Drain)
 	}
 	return engine.DrainAll(ctx, maxReconciles, drains...)
 }
@@ -231,6 +248,9 @@ func (s *Set) NextDue() (time.Time, bool) {
 	}
 	if s.vpc != nil {
 		dues = append(dues, s.vpc.NextDue)
+	}
+	if s.heal != nil {
+		dues = append(dues, s.heal.NextDue)
 	}
 	return engine.FirstDue(dues...)
 }

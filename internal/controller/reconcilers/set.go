@@ -22,6 +22,7 @@ import (
 	kubeovnv1 "github.com/pxsubstrate/pxsubstrate/api/kubeovn/v1"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
 	"github.com/pxsubstrate/pxsubstrate/engine"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/heal"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/poolha"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/vpcipam"
@@ -83,6 +84,19 @@ type Config struct {
 	// sweeps (0: never).
 	PoolHAProxmox func(context.Context) (pveapi.Client, error)
 	PoolHASweep   time.Duration
+	// PoolHealing, when set, heals the pools of capmox's known faults
+	// (heal.Reconciler) over MachineDeployments, when the API server
+	// serves them; nil: no pool heals.
+	PoolHealing *PoolHealing
+}
+
+// PoolHealing is what the pool healing runner is given.
+type PoolHealing struct {
+	// All heals every pool; otherwise only the pools labelled
+	// poolheal.Label.
+	All bool
+	// Grace and Interval are heal.Reconciler's (0: its defaults).
+	Grace, Interval time.Duration
 }
 
 // Set is the proxmox-network controller's reconcilers, assembled.
@@ -99,6 +113,7 @@ type Set struct {
 	poolHA    *engine.Runner[*clusterv1.Machine]
 	sweeper   *poolha.Reconciler
 	vpc       *engine.Runner[*capiipam.IPAddressClaim]
+	heal      *engine.Runner[*clusterv1.MachineDeployment]
 	watched   []client.Object
 }
 
@@ -135,7 +150,7 @@ func New(cfg Config) (*Set, error) {
 // reconcilers emit.
 func Actions() map[engine.Reason]string {
 	out := map[engine.Reason]string{}
-	for _, a := range []map[engine.Reason]string{network.EventActions, poolha.EventActions, vpcipam.EventActions} {
+	for _, a := range []map[engine.Reason]string{network.EventActions, poolha.EventActions, vpcipam.EventActions, heal.EventActions} {
 		maps.Copy(out, a)
 	}
 	return out
@@ -211,8 +226,9 @@ func (s *Set) runnerOptions(name string) []engine.Option {
 	return o
 }
 
-// buildRunners builds pool HA when the API server serves Machines, and the
-// VPC address runner when it serves IPAddressClaims.
+// buildRunners builds pool HA when the API server serves Machines, the
+// VPC address runner when it serves IPAddressClaims, and pool healing,
+// when asked, when it serves MachineDeployments.
 func (s *Set) buildRunners() error {
 	served, err := s.served(&clusterv1.Machine{})
 	if err != nil {
@@ -236,6 +252,31 @@ func (s *Set) buildRunners() error {
 		}
 		s.watched = append(s.watched, &capiipam.IPAddressClaim{})
 	}
+	return s.buildHealing()
+}
+
+// buildHealing builds the pool healing runner when PoolHealing is set and
+// the API server serves MachineDeployments.
+func (s *Set) buildHealing() error {
+	h := s.cfg.PoolHealing
+	if h == nil {
+		return nil
+	}
+	served, err := s.served(&clusterv1.MachineDeployment{})
+	if err != nil || !served {
+		return err
+	}
+	m, err := heal.NewMetrics(s.cfg.Registry)
+	if err != nil {
+		return err
+	}
+	r := &heal.Reconciler{Client: s.client, Reader: s.cfg.APIReader, All: h.All, Grace: h.Grace, Interval: h.Interval,
+		Now: s.cfg.Clock.Now, Metrics: m, Log: s.cfg.Log.WithName("pool-healing")}
+	if s.heal, err = engine.NewRunner[*clusterv1.MachineDeployment](s.client, func() *clusterv1.MachineDeployment { return &clusterv1.MachineDeployment{} },
+		r, s.runnerOptions("pool-healing")...); err != nil {
+		return err
+	}
+	s.watched = append(s.watched, &clusterv1.MachineDeployment{})
 	return nil
 }
 

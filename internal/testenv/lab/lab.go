@@ -68,6 +68,10 @@ type Options struct {
 	// with proxmox.ha get their workers under Proxmox HA, and runs the
 	// controller as ControllerAccount under the manifests' RBAC.
 	PoolHA bool
+	// PoolHealing, with Controller, runs the controller with
+	// --pool-healing=labelled (grace PoolHealingGrace, looking every
+	// PoolHealingInterval) under config/rbac's pool healing role too.
+	PoolHealing bool
 	// NodeMonitorGracePeriod is how long a tenant Node may go without a
 	// status from its VM's kubelet before the node lifecycle controller
 	// sets its Ready condition to Unknown (kube-controller-manager's
@@ -201,12 +205,26 @@ func (l *Lab) controller(ctx context.Context, o Options) error {
 		}
 		args = append(args, "--proxmox-ha-credentials="+PoolHASecret, "--proxmox-ha-sweep-interval=5s")
 	}
-	kubeconfig, err := l.controllerKubeconfig(ctx)
+	rbac := []string{"role.yaml", "role_binding.yaml"}
+	if o.PoolHealing {
+		args = append(args, "--pool-healing=labelled", "--pool-healing-grace="+PoolHealingGrace.String(), "--pool-healing-interval="+PoolHealingInterval.String())
+		rbac = append(rbac, "pool_healing_role.yaml", "pool_healing_role_binding.yaml")
+	}
+	kubeconfig, err := l.controllerKubeconfig(ctx, rbac...)
 	if err != nil {
 		return err
 	}
 	return l.startController(ctx, o.Controller, kubeconfig, args...)
 }
+
+// The lab's pool healing: a VM must be PoolHealingGrace old before the
+// controller destroys or starts it (a clone here takes seconds, not the
+// minutes the default allows for), and it looks every
+// PoolHealingInterval.
+const (
+	PoolHealingGrace    = 15 * time.Second
+	PoolHealingInterval = 3 * time.Second
+)
 
 // The files of a lab's Dir.
 const (

@@ -139,8 +139,16 @@ type vmShape struct {
 // qemu-server logs it; clonesByVM), the last clone of each VM id counting.
 func poolIsShaped(t *testing.T, l *lab.Lab, n int, want vmShape) (bool, string) {
 	t.Helper()
-	ctx := context.Background()
 	removeDuplicateClones(t, l)
+	return poolClean(t, l, n, want)
+}
+
+// poolClean is poolIsShaped without removing the clones capmox lost: it
+// says whether the pool is exactly its n workers and nothing else as it
+// stands.
+func poolClean(t *testing.T, l *lab.Lab, n int, want vmShape) (bool, string) {
+	t.Helper()
+	ctx := context.Background()
 	running, state := machines(t, l.Client, "tenant-demo")
 	var problems []string
 	if total := strings.Count(state, "phase="); total != n || running != n {

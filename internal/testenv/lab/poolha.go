@@ -66,13 +66,13 @@ const ControllerAccount = "system:serviceaccount:cozy-proxmox-network:proxmox-ne
 
 // controllerKubeconfig grants the manifests' RBAC and writes a kubeconfig
 // that impersonates ControllerAccount, returning its path.
-func (l *Lab) controllerKubeconfig(ctx context.Context) (string, error) {
+func (l *Lab) controllerKubeconfig(ctx context.Context, rbac ...string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	var objs []*unstructured.Unstructured
-	for _, f := range []string{"role.yaml", "role_binding.yaml"} {
+	for _, f := range rbac {
 		data, err := os.ReadFile(filepath.Join(root, "config", "rbac", f))
 		if err != nil {
 			return "", err
