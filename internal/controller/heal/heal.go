@@ -432,45 +432,16 @@ func poolVMs(ctx context.Context, c pveapi.Client, pools map[string]bool, machin
 			vm.Tags = strings.Split(g.Tags, ";")
 		}
 		if vm.NodeOnline && !vm.Template {
-			conf, err := vmConfig(ctx, c, g.Node, g.VMID)
+			conf, err := pveapi.ReadGuestConfig(ctx, c, g.Node, g.VMID)
 			if err != nil {
 				return nil, err
 			}
-			vm.Created = conf.created()
+			vm.Created = conf.Created()
 			vm.Lock = conf.Lock
 		}
 		out = append(out, vm)
 	}
 	return out, nil
-}
-
-// config is the part of GET /nodes/{node}/qemu/{vmid}/config healing reads.
-type config struct {
-	Lock string `json:"lock"`
-	Meta string `json:"meta"`
-	Name string `json:"name"`
-}
-
-// created is the ctime of the VM's meta property
-// ("creation-qemu=9.2.0,ctime=1733480000"), zero when absent.
-func (c config) created() time.Time {
-	for kv := range strings.SplitSeq(c.Meta, ",") {
-		if v, ok := strings.CutPrefix(kv, "ctime="); ok {
-			if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
-				return time.Unix(s, 0)
-			}
-		}
-	}
-	return time.Time{}
-}
-
-func vmConfig(ctx context.Context, c pveapi.Client, node string, vmid int) (config, error) {
-	var conf config
-	path := pveapi.Path("nodes", node, "qemu", strconv.Itoa(vmid), "config")
-	if err := c.Get(ctx, path, &conf); err != nil {
-		return conf, fmt.Errorf("cannot read the configuration of VM %d (GET %s): %w", vmid, termsafe.Cut(path), err)
-	}
-	return conf, nil
 }
 
 // act carries one action out.
@@ -516,7 +487,7 @@ func (r *Reconciler) destroy(ctx context.Context, g *Gathered, a poolheal.Action
 			return fmt.Errorf("ProxmoxMachine %s now records VM %d: left alone", a.Machine, a.VMID)
 		}
 	}
-	conf, err := vmConfig(ctx, g.Proxmox, a.Node, a.VMID)
+	conf, err := pveapi.ReadGuestConfig(ctx, g.Proxmox, a.Node, a.VMID)
 	if err != nil {
 		return err
 	}
