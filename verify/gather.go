@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/poolheal"
 )
 
 // Sources are where Gather reads.
@@ -34,12 +36,13 @@ type Sources struct {
 // The kinds Gather reads besides the core ones, and the versions it
 // reads them in, newest first.
 var (
-	machineKind        = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}
-	proxmoxClusterKind = schema.GroupKind{Group: capmox.Group, Kind: capmox.KindProxmoxCluster}
-	proxmoxMachineKind = schema.GroupKind{Group: capmox.Group, Kind: capmox.KindProxmoxMachine}
-	ipPoolKind         = schema.GroupKind{Group: capmox.IPAMGroup, Kind: capmox.KindInClusterIPPool}
-	talosConfigKind    = schema.GroupKind{Group: "bootstrap.cluster.x-k8s.io", Kind: "TalosConfig"}
-	networkKind        = schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "ProxmoxNetwork"}
+	machineKind           = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}
+	machineDeploymentKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "MachineDeployment"}
+	proxmoxClusterKind    = schema.GroupKind{Group: capmox.Group, Kind: capmox.KindProxmoxCluster}
+	proxmoxMachineKind    = schema.GroupKind{Group: capmox.Group, Kind: capmox.KindProxmoxMachine}
+	ipPoolKind            = schema.GroupKind{Group: capmox.IPAMGroup, Kind: capmox.KindInClusterIPPool}
+	talosConfigKind       = schema.GroupKind{Group: "bootstrap.cluster.x-k8s.io", Kind: "TalosConfig"}
+	networkKind           = schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "ProxmoxNetwork"}
 
 	capmoxVersions      = []string{"v1alpha2", "v1alpha1"}
 	ipamVersions        = []string{"v1alpha2", "v1alpha1"}
@@ -54,12 +57,12 @@ func Gather(ctx context.Context, src Sources, t Target) (*Snapshot, error) {
 		t.CAPIVersion = DefaultCAPIVersion
 	}
 	g := gatherer{src: src, t: t}
-	s := &Snapshot{Target: t}
+	s := &Snapshot{Target: t, Taken: time.Now()}
 	if err := g.management(ctx, &s.Management); err != nil {
 		return nil, err
 	}
 	if src.Proxmox != nil {
-		p, err := readProxmox(ctx, src.Proxmox, src.ProxmoxTokenID)
+		p, err := readProxmox(ctx, src.Proxmox, src.ProxmoxTokenID, indexWorkers(s.Management.ProxmoxMachines))
 		if err != nil {
 			return nil, err
 		}
@@ -93,6 +96,9 @@ func (g gatherer) management(ctx context.Context, m *Management) error {
 		return err
 	}
 	if m.Networks, err = g.networks(ctx); err != nil {
+		return err
+	}
+	if m.HealingPools, err = g.healingPools(ctx); err != nil {
 		return err
 	}
 	if g.t.Cluster == "" {
@@ -176,6 +182,23 @@ func machineAddress(m unstructured.Unstructured) string {
 		}
 	}
 	return first
+}
+
+// healingPools are the namespace's MachineDeployments, in the target's
+// Cluster API version, that carry poolheal.Label; none when the API
+// server serves no MachineDeployment.
+func (g gatherer) healingPools(ctx context.Context) (map[string]bool, error) {
+	list, err := g.listServed(ctx, machineDeploymentKind, []string{g.t.CAPIVersion})
+	if err != nil || list == nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, md := range list.Items {
+		if md.GetLabels()[poolheal.Label] == "true" {
+			out[md.GetName()] = true
+		}
+	}
+	return out, nil
 }
 
 // proxmoxMachines lists the namespace's ProxmoxMachines in the newest

@@ -125,9 +125,13 @@ func object(gvk schema.GroupVersionKind, name string, fields map[string]any) *un
 	return u
 }
 
-// fakePVE answers the two reads of the Proxmox checks from JSON: ha (""
-// refuses it as PVE refuses a token without Sys.Audit on /) and vms.
-type fakePVE struct{ ha, vms string }
+// fakePVE answers the reads of the Proxmox checks from JSON: ha (""
+// refuses it as PVE refuses a token without Sys.Audit on /), vms, nodes
+// ("": none) and the configurations of VMs by path.
+type fakePVE struct {
+	ha, vms, nodes string
+	configs        map[string]string
+}
 
 func (f fakePVE) Get(_ context.Context, path string, v any) error {
 	switch path {
@@ -138,6 +142,14 @@ func (f fakePVE) Get(_ context.Context, path string, v any) error {
 		return json.Unmarshal([]byte(f.ha), v)
 	case "/cluster/resources?type=vm":
 		return json.Unmarshal([]byte(f.vms), v)
+	case "/cluster/resources?type=node":
+		if f.nodes == "" {
+			return json.Unmarshal([]byte("[]"), v)
+		}
+		return json.Unmarshal([]byte(f.nodes), v)
+	}
+	if conf, ok := f.configs[path]; ok {
+		return json.Unmarshal([]byte(conf), v)
 	}
 	return fmt.Errorf("unexpected GET %s", path)
 }

@@ -22,6 +22,9 @@ type Finding struct {
 	// about one (the worker VM checks).
 	VMID int    `json:"vmid,omitempty"`
 	Node string `json:"node,omitempty"`
+	// Healing says what the controller's pool healing does about the
+	// finding, and when (DuplicateWorkerVM and WorkerVMStopped).
+	Healing string `json:"healing,omitempty"`
 }
 
 // Report is Judge's verdict.

@@ -10,6 +10,7 @@ import (
 	pmv1alpha1 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha1"
 	pmv1alpha2 "github.com/pxsubstrate/pxsubstrate/api/capmox/v1alpha2"
 	"github.com/pxsubstrate/pxsubstrate/api/v1alpha1"
+	"github.com/pxsubstrate/pxsubstrate/poolheal"
 )
 
 // proxmoxMachineOf reads a ProxmoxMachine of either capmox generation.
@@ -37,6 +38,8 @@ func proxmoxMachineOf(u unstructured.Unstructured) (ProxmoxMachine, error) {
 	provisioned, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned")
 	ready, _, _ := unstructured.NestedBool(u.Object, "status", "ready")
 	pm.Provisioned = provisioned || ready
+	pm.Deleting = u.GetDeletionTimestamp() != nil
+	_, pm.StoppedOnPurpose = u.GetAnnotations()[poolheal.StoppedAnnotation]
 	for _, o := range u.GetOwnerReferences() {
 		if o.Kind == "Machine" {
 			pm.Machine = o.Name

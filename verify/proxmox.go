@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/luthermonson/go-proxmox"
 
@@ -18,9 +19,11 @@ type Getter interface {
 
 // readProxmox reads what the token may see: the HA resources the
 // controller made (a token that may not read them, HAHidden, is no
-// error), and the guests (GET /cluster/resources?type=vm lists those it
-// holds VM.Audit on).
-func readProxmox(ctx context.Context, c Getter, tokenID string) (*Proxmox, error) {
+// error), the guests (GET /cluster/resources?type=vm lists those it
+// holds VM.Audit on) with their nodes' state, and the configuration of
+// each VM on an online node that the worker VM checks may flag
+// (ix.mayHeal), for its age and current lock.
+func readProxmox(ctx context.Context, c Getter, tokenID string, ix workerIndex) (*Proxmox, error) {
 	p := &Proxmox{TokenID: pveapi.RedactTokenID(tokenID)}
 	var list []pveha.Resource
 	switch err := c.Get(ctx, "/cluster/ha/resources", &list); {
@@ -35,12 +38,32 @@ func readProxmox(ctx context.Context, c Getter, tokenID string) (*Proxmox, error
 			}
 		}
 	}
+	nodes, err := pveapi.ClusterResources(ctx, c, pveapi.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	offline := map[string]bool{}
+	for _, n := range nodes {
+		offline[n.Node] = n.Status != "online"
+	}
 	guests, err := pveapi.ClusterResources(ctx, c, pveapi.Guests)
 	if err != nil {
 		return nil, err
 	}
 	for _, g := range guests {
-		p.VMs = append(p.VMs, PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Status: g.Status, Template: g.Template.Set()})
+		vm := PoolVM{VMID: g.VMID, Name: g.Name, Node: g.Node, Pool: g.Pool, Lock: g.Lock, Status: g.Status, Template: g.Template.Set(),
+			NodeOffline: offline[g.Node] || g.Status == "unknown"}
+		if g.Tags != "" {
+			vm.Tags = strings.Split(g.Tags, ";")
+		}
+		if g.Type == "qemu" && !vm.NodeOffline && ix.mayHeal(vm) {
+			conf, err := pveapi.ReadGuestConfig(ctx, c, g.Node, g.VMID)
+			if err != nil {
+				return nil, err
+			}
+			vm.Created, vm.Lock = conf.Created(), conf.Lock
+		}
+		p.VMs = append(p.VMs, vm)
 	}
 	return p, nil
 }

@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pxsubstrate/pxsubstrate/api/capmox"
@@ -27,7 +29,10 @@ type Target struct {
 // Snapshot is what Gather read of one Target, as plain values: Judge needs
 // nothing else.
 type Snapshot struct {
-	Target     Target
+	Target Target
+	// Taken is when Gather began; the worker VM checks tell the time of
+	// the controller's pool healing from it.
+	Taken      time.Time
 	Management Management
 	Tenant     Tenant
 	// Proxmox is nil when Gather was given no Proxmox VE API: its checks
@@ -71,6 +76,9 @@ type Management struct {
 	// Networks are the namespace's ProxmoxNetworks; none when the API
 	// server does not serve them.
 	Networks []Network
+	// HealingPools are the namespace's MachineDeployments labelled
+	// poolheal.Label, whose pools the controller heals (proxmox.heal).
+	HealingPools map[string]bool
 }
 
 // ProxmoxCluster is what the checks read of a ProxmoxCluster.
@@ -120,6 +128,9 @@ type ProxmoxMachine struct {
 	Provisioned bool
 	// Machine is the Machine that owns it (its own name when none does).
 	Machine string
+	// Deleting is whether its deletion has begun; StoppedOnPurpose is
+	// poolheal.StoppedAnnotation on it.
+	Deleting, StoppedOnPurpose bool
 }
 
 // HostEntry is one entry of a TalosConfig's extraHostEntries patch.
@@ -214,6 +225,14 @@ type PoolVM struct {
 	// Status is running, stopped, paused or unknown (a node offline).
 	Status   string
 	Template bool
+	// Tags are the guest's tags.
+	Tags []string
+	// NodeOffline is whether its node is offline. Created is when the VM
+	// was made (its configuration's meta ctime), read only for the VMs a
+	// worker VM check may flag (NeedsConfig) on an online node; zero
+	// otherwise.
+	NodeOffline bool
+	Created     time.Time
 }
 
 // clusterMachines are the Machines of the target cluster, in list order.

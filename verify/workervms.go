@@ -49,34 +49,24 @@ func CheckWorkerVMs(s *Snapshot) []Finding {
 		return nil
 	}
 	namespace := s.Target.Namespace
-	recorded := map[int64]ProxmoxMachine{}
-	byName := map[string]ProxmoxMachine{}
-	pools := map[string]bool{} // pool -> some ProxmoxMachine records a VM in it
-	for _, pm := range s.Management.ProxmoxMachines {
-		if pm.Pool == "" {
-			continue
-		}
-		byName[pm.Name] = pm
-		pools[pm.Pool] = pools[pm.Pool] || pm.VMID > 0
-		if pm.VMID > 0 {
-			recorded[pm.VMID] = pm
-		}
-	}
+	ix := indexWorkers(s.Management.ProxmoxMachines)
+	heal := healingPlan(s)
 	seen := map[string]bool{}
 	var out []Finding
 	for _, vm := range s.Proxmox.VMs {
-		if _, ours := pools[vm.Pool]; !ours {
+		if _, ours := ix.pools[vm.Pool]; !ours {
 			continue
 		}
 		seen[vm.Pool] = true
 		if vm.Template || vm.Lock == "clone" {
 			continue
 		}
-		if f, ok := judgeVM(vm, namespace, recorded, byName); ok {
+		if f, ok := judgeVM(vm, namespace, ix.recorded, ix.byName); ok {
+			f.Healing = heal.about(f, ix.owner(vm))
 			out = append(out, f)
 		}
 	}
-	for pool, records := range pools {
+	for pool, records := range ix.pools {
 		if records && !seen[pool] {
 			pool := termsafe.Cut(pool) // the ProxmoxMachines' spec, unchecked
 			out = append(out, Finding{Code: CodePoolNotVisible, Warning: true,
@@ -92,6 +82,53 @@ func CheckWorkerVMs(s *Snapshot) []Finding {
 		return out[i].Problem < out[j].Problem
 	})
 	return out
+}
+
+// workerIndex is the namespace's ProxmoxMachines by the VM each records
+// and by name, and their pools (a pool is true when some ProxmoxMachine
+// records a VM in it).
+type workerIndex struct {
+	recorded map[int64]ProxmoxMachine
+	byName   map[string]ProxmoxMachine
+	pools    map[string]bool
+}
+
+func indexWorkers(pms []ProxmoxMachine) workerIndex {
+	ix := workerIndex{recorded: map[int64]ProxmoxMachine{}, byName: map[string]ProxmoxMachine{}, pools: map[string]bool{}}
+	for _, pm := range pms {
+		if pm.Pool == "" {
+			continue
+		}
+		ix.byName[pm.Name] = pm
+		ix.pools[pm.Pool] = ix.pools[pm.Pool] || pm.VMID > 0
+		if pm.VMID > 0 {
+			ix.recorded[pm.VMID] = pm
+		}
+	}
+	return ix
+}
+
+// owner is the ProxmoxMachine a worker VM finding is about: the one that
+// records vm, else the one it is named after.
+func (ix workerIndex) owner(vm PoolVM) ProxmoxMachine {
+	if pm, ok := ix.recorded[int64(vm.VMID)]; ok {
+		return pm
+	}
+	return ix.byName[vm.Name]
+}
+
+// mayHeal says whether vm may be a DuplicateWorkerVM or a
+// WorkerVMStopped, the findings the controller's pool healing acts on:
+// Gather reads the age of those VMs only.
+func (ix workerIndex) mayHeal(vm PoolVM) bool {
+	if _, ours := ix.pools[vm.Pool]; !ours || vm.Template {
+		return false
+	}
+	if pm, ok := ix.recorded[int64(vm.VMID)]; ok {
+		return pm.Provisioned && vm.Status == "stopped"
+	}
+	pm, named := ix.byName[vm.Name]
+	return named && pm.VMID > 0
 }
 
 // judgeVM is the finding of one VM of the namespace's pools, if any: see

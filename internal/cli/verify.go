@@ -211,6 +211,9 @@ func (o verifyOptions) run(ctx context.Context, app *App) error {
 			level = "Error"
 		}
 		fmt.Fprintf(app.ErrOut, "%s: %s: %s\n  fix: %s\n", level, f.Code, escapeControl(f.Problem), escapeControl(f.Fix))
+		if f.Healing != "" {
+			fmt.Fprintf(app.ErrOut, "  healing: %s\n", escapeControl(f.Healing))
+		}
 	}
 	rows := rep.Rows
 	if err := app.Print(rows, func(w io.Writer) { verifyTable(w, rows, app.Wide()) }); err != nil {

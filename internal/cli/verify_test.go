@@ -449,7 +449,8 @@ func TestVerifyHAResources(t *testing.T) {
 // verify reads the pool's VMs: the VM a ProxmoxMachine records passes
 // (and the HA resources the token may not read are a warning, not a
 // pass); a second VM named after that ProxmoxMachine fails with
-// DuplicateWorkerVM and the commands that remove it; a token that sees no
+// DuplicateWorkerVM, the commands that remove it and what pool healing
+// does about it; a token that sees no
 // VM of the pool gets PoolNotVisible.
 func TestVerifyWorkerVMs(t *testing.T) {
 	srv := pvefake.NewServer(t, pvefake.WithTLS())
@@ -511,7 +512,8 @@ func TestVerifyWorkerVMs(t *testing.T) {
 	}
 	errOut, code = verify("capmox@pve!tk", tenantToken)
 	if code != 1 || !strings.Contains(errOut, "Error: DuplicateWorkerVM: VM 100 on pve in pool tenant-a is named after ProxmoxMachine tenant-a/m1, which records VM 101") ||
-		!strings.Contains(errOut, "pvesh delete /nodes/pve/qemu/100 --purge 1 --destroy-unreferenced-disks 1") || strings.Contains(errOut, "VM 300") {
+		!strings.Contains(errOut, "pvesh delete /nodes/pve/qemu/100 --purge 1 --destroy-unreferenced-disks 1") || strings.Contains(errOut, "VM 300") ||
+		!strings.Contains(errOut, "\n  healing: no pool healing: Machine m1 belongs to no MachineDeployment") {
 		t.Fatalf("a second clone of m1 must fail with its fix, and VM 300 outside the pool must not count, exit %d: %s", code, errOut)
 	}
 	errOut, code = verify("ha@pve!tk", haToken)
