@@ -71,6 +71,14 @@ PXSUBSTRATE_KUBEOVN_ASSETS="$(hack/kubeovn-assets.sh)"
 export PXSUBSTRATE_KUBEOVN_ASSETS
 say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"
 
+# Every test binary is linked without its symbol table and debug
+# information (-s -w): a stack trace or a race report still names every
+# function and line, and a -race link takes half the time. The timeout is
+# per package: internal/testenv/lab's tests start a whole lab each, one at
+# a time (capmox serves its webhooks on a fixed port), and take the
+# longest.
+flags=(-race -timeout 60m "-ldflags=-s -w")
+
 # Flags alone (hack/test.sh -count=1) still mean the whole suite.
 packages=false
 for arg in "$@"; do
@@ -79,16 +87,16 @@ for arg in "$@"; do
 	esac
 done
 if $packages; then
-	exec go test -race -timeout 25m "$@"
+	exec go test "${flags[@]}" "$@"
 fi
 
 status=0
-go test -race -timeout 25m "$@" ./... || status=1
+go test "${flags[@]}" "$@" ./... || status=1
 PXSUBSTRATE_PROMTOOL="$(hack/promtool.sh)"
 PXSUBSTRATE_PROMETHEUS_CRDS="$(hack/prometheus-crds.sh)"
 export PXSUBSTRATE_PROMTOOL PXSUBSTRATE_PROMETHEUS_CRDS
 for module in charts hack/tools; do
 	say "testing the nested module $module"
-	(cd "$module" && GOWORK=off go test -race -timeout 25m "$@" ./...) || status=1
+	(cd "$module" && GOWORK=off go test "${flags[@]}" "$@" ./...) || status=1
 done
 exit "$status"

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
+	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
@@ -37,7 +39,7 @@ import (
 // Either way A's VM's configuration and A's volume are unchanged.
 func TestCSIIsolation(t *testing.T) {
 	ctx := context.Background()
-	l, _, aNode := startCSITenant(t)
+	l, a, aNode := startCSITenant(t)
 	aVMID, aPVE := vmOfNode(t, l, aNode)
 	pvc := claim("a-data", "proxmox-disks", "1Gi")
 	must(t, l.TenantClient.Create(ctx, pvc))
@@ -77,7 +79,7 @@ func TestCSIIsolation(t *testing.T) {
 	b := otherTenant(t, "tenant-other", "10.0.100.40-10.0.100.49", "kubernetes-csi.yaml", "nodes.yaml")
 	one := int32(1)
 	b.Pools[0].Spec.Replicas = &one
-	_, err := l.Apply(ctx, b)
+	bApplied, err := l.Apply(ctx, b)
 	must(t, err)
 	eventually(t, 4*time.Minute, "tenant B's worker runs with B's CSI controller", func() (bool, string) {
 		running, state := machines(t, l.Client, "tenant-other")
@@ -131,6 +133,53 @@ func TestCSIIsolation(t *testing.T) {
 	if conf, _, _ := l.PVE.VMConfig(bVMID); strings.Contains(fmt.Sprint(conf), aPV.Name) {
 		t.Errorf("tenant B's VM %d got A's disk: %v", bVMID, conf)
 	}
+	claimVM(t, l, bNode, bNode) // B's Node names itself again, as the node agent registers it
+	shareStorage(t, l, a, bApplied, aPV.Name, bVMID)
+}
+
+// shareStorage shows what a storage two tenants share does: B's CSI token
+// granted CozyCSIStorage on A's storage by hand (acl plan refuses a
+// storage listed for two tenants, so only a hand-made ACL or a shared
+// Ceph pool's does this). With Datastore.Allocate there, PVE's volume
+// access check lets the token use any volume of the storage, whichever VM
+// owns it: B's pending attach of A's volume now succeeds, and A's disk is
+// on B's VM. Nothing but the ACL scopes a volume; acl audit names the
+// grant CrossTenantReach.
+func shareStorage(t *testing.T, l *lab.Lab, a, b *lab.Applied, aVolume string, bVMID int) {
+	t.Helper()
+	ctx := context.Background()
+	// A token with privilege separation holds what both it and its user
+	// hold: the grant is made to both, as acl plan makes its own.
+	user, _, _ := strings.Cut(b.CSITokenID, "!")
+	must(t, l.PVE.Client().Put(ctx, "/access/acl", map[string]any{"path": "/storage/tenant-demo-disks", "roles": "CozyCSIStorage",
+		"users": user, "tokens": b.CSITokenID, "propagate": 0}, nil))
+	// The attacher backs off a failing attachment for minutes; a new
+	// VolumeAttachment, which the attach-detach controller makes at once,
+	// is tried at once.
+	var vas storagev1.VolumeAttachmentList
+	must(t, l.TenantClient.List(ctx, &vas))
+	for _, va := range vas.Items {
+		if pv := va.Spec.Source.PersistentVolumeName; pv != nil && *pv == "b-steal" {
+			must(t, l.TenantClient.Delete(ctx, &va))
+		}
+	}
+	eventually(t, 5*time.Minute, "on a storage both tenants reach, B's attach of A's volume succeeds", func() (bool, string) {
+		conf, _, _ := l.PVE.VMConfig(bVMID)
+		return strings.Contains(fmt.Sprint(conf), aVolume), fmt.Sprintf("B's VM %v\n%s", conf, volumeState(t, l, "tenant-other"))
+	})
+	cfg, err := liveacl.Read(ctx, l.PVE.Client())
+	must(t, err)
+	spec := *a.Spec
+	spec.Tenants = append(slices.Clone(a.Spec.Tenants), b.Spec.Tenants...)
+	rep, err := audit.RunWith(cfg, &spec, audit.Options{})
+	must(t, err)
+	found := slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool {
+		return f.Code == audit.CodeCrossTenantReach && f.Path == "/storage/tenant-demo-disks" && (f.Subject == b.CSITokenID || strings.Contains(f.Message, b.CSITokenID))
+	})
+	if !found {
+		t.Errorf("acl audit must name B's CSI token's reach into A's storage as CrossTenantReach: %+v", rep.Findings)
+	}
+	t.Logf("a storage both tenants reach: A's volume %s attached to B's VM %d; acl audit: CrossTenantReach on /storage/tenant-demo-disks", aVolume, bVMID)
 }
 
 // claimVM rewrites the driver's entry in the Node's CSINode to the node

@@ -23,8 +23,9 @@ import (
 )
 
 // The measurements of the TestHeal* tests: PXSUBSTRATE_HEAL_RUNS runs of
-// each fault (1 by default), and with PXSUBSTRATE_HEAL_BASELINE=1 the same
-// runs without healing. docs/performance.md records them.
+// each fault (1 by default), and PXSUBSTRATE_HEAL_BASELINE runs of the
+// same without healing (none by default). docs/performance.md records
+// them.
 const (
 	envHealRuns     = "PXSUBSTRATE_HEAL_RUNS"
 	envHealBaseline = "PXSUBSTRATE_HEAL_BASELINE"
@@ -152,26 +153,18 @@ func TestHealNodeOffline(t *testing.T) {
 // measureHeal runs fault in a lab whose controller heals the pool, and
 // measures the time from the fault clearing to a pool of exactly its two
 // workers running and no other VM, disk, ISO or address; with
-// PXSUBSTRATE_HEAL_BASELINE=1 it measures the same without healing (a
+// PXSUBSTRATE_HEAL_BASELINE it measures the same without healing (a
 // run that does not heal within baselineLimit counts as not healed).
 // Each healed run must show its actions as Events (checkEvents), deny no
 // request of the tenant's token, and start no VM stopped on purpose.
 func measureHeal(t *testing.T, name string, o lab.Options, fault healFault, checkEvents func(*testing.T, map[string]int)) {
-	runs := 1
-	if v := os.Getenv(envHealRuns); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a number of runs, at least 1", envHealRuns, v)
+	runs := map[bool]int{true: healRuns(t, envHealRuns, 1), false: healRuns(t, envHealBaseline, 0)}
+	for _, healing := range []bool{true, false} {
+		if runs[healing] == 0 {
+			continue
 		}
-		runs = n
-	}
-	modes := []bool{true}
-	if os.Getenv(envHealBaseline) == "1" {
-		modes = append(modes, false)
-	}
-	for _, healing := range modes {
 		var took []time.Duration
-		for i := range runs {
+		for i := range runs[healing] {
 			t.Run(fmt.Sprintf("healing=%v/%d", healing, i), func(t *testing.T) {
 				o := o
 				o.Controller, o.PoolHealing = controller(t), healing
@@ -203,8 +196,23 @@ func measureHeal(t *testing.T, name string, o lab.Options, fault healFault, chec
 				}
 			})
 		}
-		t.Logf("heal %s healing=%v over %d runs: %s", name, healing, runs, summary(took))
+		t.Logf("heal %s healing=%v over %d runs: %s", name, healing, runs[healing], summary(took))
 	}
+}
+
+// healRuns is the number of runs the variable env asks for, def when it
+// is unset.
+func healRuns(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || env == envHealRuns && n < 1 {
+		t.Fatalf("%s=%q: want a number of runs (at least 1 for %s)", env, v, envHealRuns)
+	}
+	return n
 }
 
 // baselineLimit bounds a run without healing: capmox's backoff reaches
@@ -241,7 +249,11 @@ func summary(took []time.Duration) string {
 		return fmt.Sprintf("never clean in %d runs", never)
 	}
 	slices.Sort(healed)
-	out := fmt.Sprintf("median %s, max %s", healed[len(healed)/2].Round(time.Second), healed[len(healed)-1].Round(time.Second))
+	median := healed[len(healed)/2]
+	if len(healed)%2 == 0 {
+		median = (healed[len(healed)/2-1] + median) / 2
+	}
+	out := fmt.Sprintf("median %s, max %s", median.Round(time.Second), healed[len(healed)-1].Round(time.Second))
 	if never > 0 {
 		out += fmt.Sprintf("; %d of %d runs never clean", never, len(took))
 	}
