@@ -14,9 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
-	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 	"github.com/pxsubstrate/pxsubstrate/verify"
 )
@@ -41,22 +38,15 @@ const fenceDelay = 75 * time.Second
 func TestCCMKeepsNodeOfRecoveredVM(t *testing.T) {
 	ctx := context.Background()
 	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 20 * time.Second, HAFenceDelay: fenceDelay})
-	root, err := l.Root()
-	must(t, err)
 	// HA recovers a VM only if its disks and ISO are on every node: as in
 	// TestHAPoolWorkers, linked clones on shared storage.
-	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
-	must(t, root.Post(ctx, "/storage", map[string]any{"storage": "tenant-demo-iso", "type": "dir", "path": "/mnt/pve/tenant-demo-iso",
-		"content": "iso", "shared": 1}, nil))
-	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
+	addSharedTemplate(t, l, true)
+	root, err := l.Root()
+	must(t, err)
 	tn := readTenant(t)
 	one := int32(1)
 	tn.Pools[0].Spec.Replicas = &one
-	tn.Pools[0].Spec.Proxmox.TemplateTags = strings.Split(sharedTags, ",")
-	tn.Plan = func(p *tenantplan.Tenant) {
-		p.Templates = append(p.Templates, sharedTemplate)
-		p.LinkedCloneStorages = append(p.LinkedCloneStorages, sharedStorage)
-	}
+	useSharedTemplate(&tn)
 	a, err := l.Apply(ctx, tn)
 	must(t, err)
 	eventually(t, 4*time.Minute, "the worker runs", func() (bool, string) {

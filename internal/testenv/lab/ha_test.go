@@ -19,9 +19,6 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
-	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pvefake"
 	"github.com/pxsubstrate/pxsubstrate/pveha"
 )
 
@@ -116,18 +113,10 @@ func TestHAPoolWorkers(t *testing.T) {
 	// HA recovers a VM onto another node only if its disks and its
 	// bootstrap ISO are there too: the pool clones from a template on
 	// shared (RBD) storage, linked, so every worker's disks are on it, and
-	// the tenant's ISO storage is a shared folder (a CephFS or NFS mount),
-	// made before the lab would make it node-local.
-	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
-	must(t, root.Post(ctx, "/storage", map[string]any{"storage": "tenant-demo-iso", "type": "dir", "path": "/mnt/pve/tenant-demo-iso",
-		"content": "iso", "shared": 1}, nil))
-	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
+	// the tenant's ISO storage is shared.
+	addSharedTemplate(t, l, true)
 	tn := readTenant(t)
-	tn.Pools[0].Spec.Proxmox.TemplateTags = strings.Split(sharedTags, ",")
-	tn.Plan = func(p *tenantplan.Tenant) {
-		p.Templates = append(p.Templates, sharedTemplate)
-		p.LinkedCloneStorages = append(p.LinkedCloneStorages, sharedStorage)
-	}
+	useSharedTemplate(&tn)
 	a, err := l.Apply(ctx, tn)
 	must(t, err)
 	eventually(t, 4*time.Minute, "two workers without HA", func() (bool, string) { return poolIs(t, l, 2, 30) })

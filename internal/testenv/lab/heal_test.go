@@ -18,7 +18,6 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/heal"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
@@ -119,17 +118,11 @@ func TestHealFailedStart(t *testing.T) {
 func TestHealNodeOffline(t *testing.T) {
 	o := lab.Options{NodeMonitorGracePeriod: 10 * time.Second}
 	measureHeal(t, "NodeOffline", o, func(t *testing.T, l *lab.Lab) time.Time {
-		must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
-		createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
+		addSharedTemplate(t, l, false)
 		applyHealingTenant(t, l, func(tn *lab.Tenant) {
-			p := &tn.Pools[0].Spec
-			p.ReadyUnknownTimeout = "20s"
-			p.Proxmox.TemplateTags = strings.Split(sharedTags, ",")
-			p.Proxmox.AllowedNodes = pvelab.Nodes
-			tn.Plan = func(p *tenantplan.Tenant) {
-				p.Templates = append(p.Templates, sharedTemplate)
-				p.LinkedCloneStorages = append(p.LinkedCloneStorages, sharedStorage)
-			}
+			tn.Pools[0].Spec.ReadyUnknownTimeout = "20s"
+			tn.Pools[0].Spec.Proxmox.AllowedNodes = pvelab.Nodes
+			useSharedTemplate(tn)
 		})
 		eventually(t, 4*time.Minute, "two workers", func() (bool, string) { return poolIs(t, l, 2, 30) })
 		victim, node := loneWorker(t, l)

@@ -32,6 +32,34 @@ const (
 	backendPool = "subnet-f4d01a94"
 )
 
+// addSharedTemplate makes the shared storage and the template on it; with
+// sharedISO the tenant's ISO storage is a shared folder too (a CephFS or
+// NFS mount), made before the lab would make it node-local. A VM then
+// finds its disks and its bootstrap ISO on every node, as HA recovery
+// needs.
+func addSharedTemplate(t *testing.T, l *lab.Lab, sharedISO bool) {
+	t.Helper()
+	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
+	if sharedISO {
+		root, err := l.Root()
+		must(t, err)
+		must(t, root.Post(context.Background(), "/storage", map[string]any{"storage": "tenant-demo-iso", "type": "dir",
+			"path": "/mnt/pve/tenant-demo-iso", "content": "iso", "shared": 1}, nil))
+	}
+	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
+}
+
+// useSharedTemplate has the tenant's pool clone the shared template, linked
+// (its disks on the shared storage), with the platform admin's grants of
+// both.
+func useSharedTemplate(tn *lab.Tenant) {
+	tn.Pools[0].Spec.Proxmox.TemplateTags = strings.Split(sharedTags, ",")
+	tn.Plan = func(p *tenantplan.Tenant) {
+		p.Templates = append(p.Templates, sharedTemplate)
+		p.LinkedCloneStorages = append(p.LinkedCloneStorages, sharedStorage)
+	}
+}
+
 // TestCapmoxPoolShapes: a pool of testdata/shapes-nodes.yaml, rendered by
 // us with an instanceType, a diskSize, a second NIC on a VPC subnet and
 // allowedNodes [pve2, pve3], comes up on those nodes only, each VM sized,
@@ -57,8 +85,7 @@ func TestCapmoxPoolShapes(t *testing.T) { eachCapmox(t, poolShapes) }
 func poolShapes(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
 	l := startLab(t, gen)
-	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
-	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
+	addSharedTemplate(t, l, false)
 	for _, n := range pvelab.Nodes {
 		must(t, l.PVE.SetInterface(n, pvefake.Interface{Name: "vmbr2", Type: "bridge", Ports: "eno3", VLANAware: true, VIDs: "2-4094"}))
 	}

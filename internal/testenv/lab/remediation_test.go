@@ -14,8 +14,6 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
-	"github.com/pxsubstrate/pxsubstrate/pveacl/tenantplan"
-	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
 // The strings kube-controller-manager's node lifecycle controller writes on
@@ -102,17 +100,11 @@ func readyOf(t *testing.T, l *lab.Lab, name string) (corev1.NodeCondition, bool)
 func TestPoolLifecycleRemediation(t *testing.T) {
 	ctx := context.Background()
 	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 10 * time.Second})
-	must(t, l.PVE.AddStorage(pvefake.StorageSpec{ID: sharedStorage, Type: "rbd", Content: []string{"images"}, Shared: true}))
-	createTemplate(t, l, sharedTemplate, sharedStorage, pvelab.Nodes[0], sharedTags)
+	addSharedTemplate(t, l, false)
 	tn := readTenant(t)
-	p := &tn.Pools[0].Spec
-	p.ReadyUnknownTimeout = "20s"
-	p.Proxmox.TemplateTags = strings.Split(sharedTags, ",")
-	p.Proxmox.AllowedNodes = pvelab.Nodes
-	tn.Plan = func(p *tenantplan.Tenant) {
-		p.Templates = append(p.Templates, sharedTemplate)
-		p.LinkedCloneStorages = append(p.LinkedCloneStorages, sharedStorage)
-	}
+	tn.Pools[0].Spec.ReadyUnknownTimeout = "20s"
+	tn.Pools[0].Spec.Proxmox.AllowedNodes = pvelab.Nodes
+	useSharedTemplate(&tn)
 	if _, err := l.Apply(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
