@@ -169,8 +169,14 @@ func shareStorage(t *testing.T, l *lab.Lab, a, b *lab.Applied, aVolume string, b
 	})
 	cfg, err := liveacl.Read(ctx, l.PVE.Client())
 	must(t, err)
+	// The lab's tenants share its one VLAN, which a specification of both
+	// refuses; the audit here is about storage.
+	others := slices.Clone(b.Spec.Tenants)
+	for i := range others {
+		others[i].Networks = nil
+	}
 	spec := *a.Spec
-	spec.Tenants = append(slices.Clone(a.Spec.Tenants), b.Spec.Tenants...)
+	spec.Tenants = append(slices.Clone(a.Spec.Tenants), others...)
 	rep, err := audit.RunWith(cfg, &spec, audit.Options{})
 	must(t, err)
 	found := slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool {
