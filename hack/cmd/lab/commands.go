@@ -229,16 +229,13 @@ func apply(ctx context.Context, args []string, out, errOut io.Writer) error {
 }
 
 // status lists the lab's processes and its Machines; with --wait it first
-// waits, up to that long, for every Machine to run with its Node.
+// waits, up to that long, for every Machine to run with its Node and the
+// containers of every Deployment the lab runs to run.
 func status(ctx context.Context, args []string, out io.Writer) error {
 	var wait time.Duration
 	_, dir, err := parse("status", args, func(fs *flag.FlagSet) {
-		fs.DurationVar(&wait, "wait", 0, "wait up to this long for at least one Machine, and every Machine Running with its Node")
+		fs.DurationVar(&wait, "wait", 0, "wait up to this long for at least one Machine, every Machine Running with its Node, and every Deployment's containers running")
 	})
-	if err != nil {
-		return err
-	}
-	s, err := lab.ReadSession(dir)
 	if err != nil {
 		return err
 	}
@@ -254,6 +251,12 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 		}
 		time.Sleep(2 * time.Second)
 		machines, running, err = listMachines(ctx, l)
+	}
+	// The session is read after the wait: the supervisor rewrites it as
+	// the Deployments' containers start, which --wait waits for too.
+	s, err := waitPods(ctx, l, dir, wait, err)
+	if s == nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPROCESS\tSTATE")
@@ -276,6 +279,57 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(tw, strings.Join(m, "\t"))
 	}
 	return errors.Join(tw.Flush(), err)
+}
+
+// waitPods reads the session; with wait, and no error from the wait for
+// the Machines (prior), it first waits until every Deployment of the
+// management cluster that is not scaled to zero runs its containers.
+func waitPods(ctx context.Context, l *lab.Lab, dir string, wait time.Duration, prior error) (*lab.Session, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		read, err := lab.ReadSession(dir)
+		if err != nil {
+			return nil, errors.Join(err, prior)
+		}
+		s := &read
+		if prior != nil || wait <= 0 {
+			return s, prior
+		}
+		missing, err := podsMissing(ctx, l, s)
+		switch {
+		case err != nil:
+			return s, err
+		case len(missing) == 0:
+			return s, nil
+		case time.Now().After(deadline):
+			return s, fmt.Errorf("the containers of Deployments %s do not run after %s", strings.Join(missing, ", "), wait)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// podsMissing lists the Deployments of the management cluster, not scaled
+// to zero, of which the session holds no container.
+func podsMissing(ctx context.Context, l *lab.Lab, s *lab.Session) ([]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("apps/v1")
+	list.SetKind("DeploymentList")
+	if err := l.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("cannot list Deployments: %w", err)
+	}
+	running := map[string]bool{}
+	for _, p := range s.Pods {
+		running[p.Namespace+"/"+p.Deployment] = true
+	}
+	var missing []string
+	for _, d := range list.Items {
+		replicas, found, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		key := d.GetNamespace() + "/" + d.GetName()
+		if (!found || replicas > 0) && !running[key] {
+			missing = append(missing, key)
+		}
+	}
+	return missing, nil
 }
 
 // listMachines lists every Machine of the lab as a row of namespace, name,

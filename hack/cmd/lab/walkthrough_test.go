@@ -50,6 +50,10 @@ func TestCapmoxLabWalkthrough(t *testing.T) {
 	}
 	labDir := filepath.Join(dir, "lab")
 	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(labDir, "lab.log"))
+			t.Logf("the lab's log, its last lines:\n%s", lastLines(string(log), 40))
+		}
 		// A failed step must not leave a lab running.
 		out, _ := exec.Command("bash", "-c", "cd "+repoRoot+" && PXSUBSTRATE_LAB_DIR="+labDir+" hack/lab.sh down").CombinedOutput()
 		t.Logf("cleanup: %s", out)
@@ -193,4 +197,10 @@ func TestMatchShown(t *testing.T) {
 			t.Errorf("%q: %v", tc.shown, err)
 		}
 	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -53,7 +53,7 @@ func TestCCMInitialisesNodes(t *testing.T) {
 	if got := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00"); !slices.Equal(got, append([]string{inv.Path}, inv.Args...)) {
 		t.Errorf("the CCM runs %q, not the lab's invocation of the render %q %q", got, inv.Path, inv.Args)
 	}
-	conf, err := os.ReadFile(filepath.Join(l.Dir, "pods", "tenant-demo.kubernetes-demo-pccm", "cloud-config", "config.yaml"))
+	conf, err := os.ReadFile(filepath.Join(l.PodVolume("tenant-demo", "kubernetes-demo-pccm", "cloud-config"), "config.yaml"))
 	must(t, err)
 	for _, want := range []string{"provider: capmox", "token_id: '" + a.CCMTokenID + "'", "region: '" + lab.Region + "'", "url: '" + l.Proxmox.URL + "'"} {
 		if !strings.Contains(string(conf), want) {

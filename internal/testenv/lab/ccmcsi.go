@@ -85,10 +85,14 @@ func (l *Lab) startPods() error {
 	if err != nil {
 		return err
 	}
-	l.pods = &podRunner{l: l, c: c, programs: Program, env: []string{"SSL_CERT_FILE=" + ca},
+	scratch, err := os.MkdirTemp("", "pxlab-")
+	if err != nil {
+		return err
+	}
+	l.pods = &podRunner{l: l, c: c, programs: Program, env: []string{"SSL_CERT_FILE=" + ca}, scratch: scratch,
 		pods: map[client.ObjectKey]*pod{}, skipped: map[client.ObjectKey]string{}}
 	l.pods.start()
-	l.stops = append(l.stops, l.pods.stop)
+	l.stops = append(l.stops, func() error { return errors.Join(l.pods.stop(), os.RemoveAll(scratch)) })
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,8 +156,12 @@ type podRunner struct {
 	c        client.Client // the management API server, with the apps kinds
 	programs func(container string) (string, error)
 	env      []string
-	mu       sync.Mutex
-	pods     map[client.ObjectKey]*pod
+	// scratch holds the Pods' emptyDirs: a short folder of the temporary
+	// folder, since a Unix socket's path (the CSI controller's csi.sock)
+	// may not be longer than 107 bytes, which a lab's Dir may make it.
+	scratch string
+	mu      sync.Mutex
+	pods    map[client.ObjectKey]*pod
 	// skipped are the Deployments not run, with why, logged once.
 	skipped map[client.ObjectKey]string
 	// changed, when set, is called once a Pod has started or stopped.
@@ -172,6 +177,8 @@ type pod struct {
 	containers []*testproc.Process
 	invs       []Invocation
 	init       []Invocation
+	// volumes are the folders of its volumes, by name.
+	volumes map[string]string
 }
 
 // PodPoll is how often the lab's kubelet of the management cluster looks
@@ -351,6 +358,21 @@ func (r *podRunner) ready(c corev1.Container, inv Invocation, proc *testproc.Pro
 	return nil
 }
 
+// PodVolume is the folder of a running Pod's volume: a Secret's in the
+// lab's Dir, an emptyDir in the lab's scratch folder; "" when the lab runs
+// no such Pod or volume.
+func (l *Lab) PodVolume(namespace, deployment, volume string) string {
+	if l.pods == nil {
+		return ""
+	}
+	l.pods.mu.Lock()
+	defer l.pods.mu.Unlock()
+	if p := l.pods.pods[client.ObjectKey{Namespace: namespace, Name: deployment}]; p != nil {
+		return p.volumes[volume]
+	}
+	return ""
+}
+
 // LogFile is the file a Pod's container logs to, in the lab's Dir.
 func (l *Lab) LogFile(namespace, deployment, container string) string {
 	return filepath.Join(l.Dir, "pods", namespace+"."+deployment, container+".log")
@@ -358,6 +380,18 @@ func (l *Lab) LogFile(namespace, deployment, container string) string {
 
 func (r *podRunner) logFile(key client.ObjectKey, container string) string {
 	return r.l.LogFile(key.Namespace, key.Name, container)
+}
+
+// emptyDir makes, empty, the folder of the Pod's emptyDir volume name
+// under the scratch folder, named by a hash of the Pod's key.
+func (r *podRunner) emptyDir(key client.ObjectKey, name string) (string, error) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key.String()))
+	dir := filepath.Join(r.scratch, fmt.Sprintf("%08x", h.Sum32()), name)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // prepare makes the Pod's volumes and ports and its invocations.
@@ -383,6 +417,10 @@ func (r *podRunner) prepare(ctx context.Context, d *appsv1.Deployment) (*pod, er
 				return nil, err
 			}
 		case v.EmptyDir != nil:
+			var err error
+			if dir, err = r.emptyDir(key, v.Name); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, fmt.Errorf("volume %s is neither a Secret nor an emptyDir", v.Name)
 		}
@@ -401,7 +439,7 @@ func (r *podRunner) prepare(ctx context.Context, d *appsv1.Deployment) (*pod, er
 	if err != nil {
 		return nil, err
 	}
-	return &pod{key: key, uid: string(d.UID), init: init, invs: invs}, nil
+	return &pod{key: key, uid: string(d.UID), init: init, invs: invs, volumes: host.Volumes}, nil
 }
 
 // secretVolume writes a Secret's keys (or its items) into dir, as the
