@@ -78,7 +78,8 @@ func TestWorkerVMHealing(t *testing.T) {
 // TestGatherHealing reads the pools that heal (MachineDeployments
 // labelled poolheal.Label), the nodes' state and the age and current lock
 // of the VMs the worker checks may flag, and of no other VM: the fake
-// answers no other configuration.
+// answers no other configuration. A VM destroyed between the list and the
+// read of its configuration is left out.
 func TestGatherHealing(t *testing.T) {
 	pm := object(pmGVK, "w-1", map[string]any{
 		"spec":   map[string]any{"virtualMachineID": int64(101), "pool": "tenant-a"},
@@ -91,11 +92,13 @@ func TestGatherHealing(t *testing.T) {
 	api := fakePVE{vms: `[{"type":"qemu","vmid":101,"name":"w-1","node":"pve1","pool":"tenant-a","status":"stopped","tags":"talos;pxsubstrate-stopped"},
 		{"type":"qemu","vmid":100,"name":"w-1","node":"pve1","pool":"tenant-a","status":"running"},
 		{"type":"qemu","vmid":102,"name":"other","node":"pve1","pool":"tenant-a","status":"stopped"},
-		{"type":"qemu","vmid":103,"name":"w-1","node":"pve2","pool":"tenant-a","status":"unknown"}]`,
+		{"type":"qemu","vmid":103,"name":"w-1","node":"pve2","pool":"tenant-a","status":"unknown"},
+		{"type":"qemu","vmid":104,"name":"w-1","node":"pve1","pool":"tenant-a","status":"running"}]`,
 		nodes: `[{"type":"node","node":"pve1","status":"online"},{"type":"node","node":"pve2","status":"offline"}]`,
 		configs: map[string]string{
 			"/nodes/pve1/qemu/101/config": `{"meta":"creation-qemu=9.2.0,ctime=1700000000"}`,
 			"/nodes/pve1/qemu/100/config": `{"meta":"ctime=1700000100","lock":"clone"}`,
+			"/nodes/pve1/qemu/104/config": "gone",
 		}}
 	before := time.Now()
 	s, err := Gather(context.Background(), Sources{Management: mgmt, Mapper: mgmt.RESTMapper(), Proxmox: api},

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -127,7 +128,7 @@ func object(gvk schema.GroupVersionKind, name string, fields map[string]any) *un
 
 // fakePVE answers the reads of the Proxmox checks from JSON: ha (""
 // refuses it as PVE refuses a token without Sys.Audit on /), vms, nodes
-// ("": none) and the configurations of VMs by path.
+// ("": none) and the configurations of VMs by path ("gone": destroyed).
 type fakePVE struct {
 	ha, vms, nodes string
 	configs        map[string]string
@@ -149,6 +150,9 @@ func (f fakePVE) Get(_ context.Context, path string, v any) error {
 		return json.Unmarshal([]byte(f.nodes), v)
 	}
 	if conf, ok := f.configs[path]; ok {
+		if conf == "gone" { // as PVE answers for a VM destroyed
+			return errors.New("500 Configuration file 'nodes/pve1/qemu-server/104.conf' does not exist")
+		}
 		return json.Unmarshal([]byte(conf), v)
 	}
 	return fmt.Errorf("unexpected GET %s", path)

@@ -58,6 +58,9 @@ func readProxmox(ctx context.Context, c Getter, tokenID string, ix workerIndex) 
 		}
 		if g.Type == "qemu" && !vm.NodeOffline && ix.mayHeal(vm) {
 			conf, err := pveapi.ReadGuestConfig(ctx, c, g.Node, g.VMID)
+			if gone(err) {
+				continue // destroyed since the list: nothing to judge
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -66,4 +69,10 @@ func readProxmox(ctx context.Context, c Getter, tokenID string, ix workerIndex) 
 		p.VMs = append(p.VMs, vm)
 	}
 	return p, nil
+}
+
+// gone says whether err is PVE's answer for a VM whose configuration file
+// no longer exists (500 "Configuration file '...' does not exist").
+func gone(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "does not exist")
 }

@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -236,8 +237,19 @@ func node(b *talosboot.Boot) *corev1.Node {
 	}
 	if ExternalCloudProvider(b) {
 		n.Spec.Taints = []corev1.Taint{{Key: TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
-		if len(addrs) > 0 {
-			n.Annotations[AnnotationProvidedIP] = addrs[0].String()
+		// As a kubelet given --node-ip with the first address of each
+		// family (a dual-stack Talos node's), which the cloud node
+		// controller keeps of the addresses the CCM reports.
+		var ips []string
+		var v4, v6 bool
+		for _, a := range addrs {
+			if a.Is4() && !v4 || !a.Is4() && !v6 {
+				ips = append(ips, a.String())
+				v4, v6 = v4 || a.Is4(), v6 || !a.Is4()
+			}
+		}
+		if len(ips) > 0 {
+			n.Annotations[AnnotationProvidedIP] = strings.Join(ips, ",")
 		}
 	}
 	return n

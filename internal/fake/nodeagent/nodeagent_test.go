@@ -226,8 +226,9 @@ func TestPostStatus(t *testing.T) {
 // TestRegisterExternalCloudProvider: a configuration whose kubelet runs
 // with cloud-provider: external (what the render writes) registers its
 // Node as such a kubelet does, for the CCM to initialise: the
-// uninitialized taint, the provided node IP (its first static address),
-// no providerID; a configuration without it gets neither.
+// uninitialized taint, the provided node IPs (the first static address of
+// each family, as a dual-stack kubelet's --node-ip), no providerID; a
+// configuration without it gets neither.
 func TestRegisterExternalCloudProvider(t *testing.T) {
 	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
 	endpoint, err := url.Parse(cfg.Host)
@@ -259,7 +260,7 @@ func TestRegisterExternalCloudProvider(t *testing.T) {
 			return tn.Key == nodeagent.TaintUninitialized && tn.Effect == corev1.TaintEffectNoSchedule
 		})
 		ip := got.Annotations[nodeagent.AnnotationProvidedIP]
-		if tainted != tc.external || (ip == "10.10.0.31") != tc.external || got.Spec.ProviderID != "" ||
+		if tainted != tc.external || (ip == "10.10.0.31,fd00::31") != tc.external || got.Spec.ProviderID != "" ||
 			got.Annotations[nodeagent.AnnotationControllerAttach] != "true" {
 			t.Errorf("%s: taints %v, annotations %v, providerID %q", tc.name, got.Spec.Taints, got.Annotations, got.Spec.ProviderID)
 		}

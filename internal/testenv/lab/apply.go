@@ -118,10 +118,20 @@ func (l *Lab) ApplyACLs(ctx context.Context, t *Tenant) (*Applied, error) {
 		return nil, err
 	}
 	px := t.Cluster.Spec.Proxmox
+	// A later cluster of the tenant finds the CCM and CSI tokens in an
+	// earlier one's credentials Secrets; the CSI's only if that one had
+	// CSI on.
+	csiID, ccmID := spec.Defaulted().Tenants[0].TokenIDs()
+	if tokens.ccm.TokenID == "" {
+		return nil, noToken(ns, ccmID)
+	}
 	if err := l.createCredentialsSecret(ctx, ns, px.CCM.CredentialsSecretName, tokens.ccm); err != nil {
 		return nil, err
 	}
 	if px.CSI.On() {
+		if tokens.csi.TokenID == "" {
+			return nil, noToken(ns, csiID)
+		}
 		if err := l.createCredentialsSecret(ctx, ns, px.CSI.CredentialsSecretName, tokens.csi); err != nil {
 			return nil, err
 		}
@@ -349,11 +359,16 @@ func (l *Lab) applyACLs(ctx context.Context, spec *tenantplan.Tenants, ns string
 					Tenant: tn.Name, Capmox: want.into == &out.capmox}
 			}
 		}
-		if want.into.TokenID == "" {
-			return tenantTokens{}, fmt.Errorf("the ACL apply of tenant %s minted no token %s, and no credentials Secret of an earlier cluster of the tenant holds it", ns, want.id)
+		if want.into.TokenID == "" && want.into == &out.capmox {
+			return tenantTokens{}, noToken(ns, want.id)
 		}
 	}
 	return out, nil
+}
+
+// noToken says a token of tenant ns was neither minted nor found.
+func noToken(ns, id string) error {
+	return fmt.Errorf("the ACL apply of tenant %s minted no token %s, and no credentials Secret of an earlier cluster of the tenant holds it", ns, id)
 }
 
 // addStorage creates a storage through the API (POST /storage) as the

@@ -102,7 +102,20 @@ func (l *Lab) startPods() error {
 func (l *Lab) createCredentialsSecret(ctx context.Context, ns, name string, s liveacl.TokenSecret) error {
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		StringData: map[string]string{"url": l.Proxmox.URL, "token_id": s.TokenID, "token_secret": s.Secret.Reveal(), "region": Region}}
-	if err := l.Client.Create(ctx, sec); err != nil {
+	err := l.Client.Create(ctx, sec)
+	if apierrors.IsAlreadyExists(err) {
+		// A later cluster of the tenant naming the same Secret: the
+		// tenant's one token serves both.
+		var have corev1.Secret
+		if err := l.Client.Get(ctx, client.ObjectKeyFromObject(sec), &have); err != nil {
+			return err
+		}
+		if string(have.Data["token_id"]) == s.TokenID {
+			return nil
+		}
+		return fmt.Errorf("the credentials Secret %s/%s holds token %q, not the tenant's %s", ns, name, have.Data["token_id"], s.TokenID)
+	}
+	if err != nil {
 		return fmt.Errorf("cannot create the credentials Secret %s/%s: %w", ns, name, err)
 	}
 	return nil
