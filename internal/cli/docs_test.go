@@ -334,6 +334,8 @@ var covered = []struct {
 	page, pattern, file, test string
 }{
 	{"README.md", `^hack/test\.sh$`, ".ci/run", "hack/test.sh"},
+	{"docs/performance.md", `^CI=true bash \.ci/run$`, ".ci/run", "hack/test.sh"},
+	{"docs/performance.md", `^PXSUBSTRATE_CACHE=\S+ GOCACHE=\S+ GOMODCACHE=\S+ hack/ccmcsi-assets\.sh$`, "hack/test.sh", "hack/ccmcsi-assets.sh"},
 	{"docs/cluster-api.md", `^hack/capi-assets\.sh$`, "hack/test.sh", "hack/capi-assets.sh"},
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestIPAMProvider \./e2e$`, "e2e/ipam_test.go", "func TestIPAMProvider("},
 	{"docs/cluster-api.md", `^hack/test\.sh -run TestCapmox \./internal/testenv/capi$`, "internal/testenv/capi/capmox_test.go", "func TestCapmoxManagersStart("},
