@@ -1,6 +1,7 @@
 package poolheal_test
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"maps"
@@ -61,18 +62,31 @@ func (m *model) pool() poolheal.Pool {
 	return p
 }
 
-func (m *model) machine(t *rapid.T, label string) *poolheal.Machine {
-	if len(m.machines) == 0 {
-		t.Skip("no machine")
-	}
-	return m.machines[rapid.SampledFrom(slices.Sorted(maps.Keys(m.machines))).Draw(t, label)]
+// machine draws one of the machines for which ok holds (every machine when
+// ok is nil); nil when there is none, and the action does nothing.
+func (m *model) machine(t *rapid.T, label string, ok func(*poolheal.Machine) bool) *poolheal.Machine {
+	return pick(t, label, m.machines, ok)
 }
 
-func (m *model) vm(t *rapid.T, label string) *poolheal.VM {
-	if len(m.vms) == 0 {
-		t.Skip("no VM")
+// vm draws one of the VMs for which ok holds (every VM when ok is nil);
+// nil when there is none.
+func (m *model) vm(t *rapid.T, label string, ok func(*poolheal.VM) bool) *poolheal.VM {
+	return pick(t, label, m.vms, ok)
+}
+
+// pick draws, in key order, one of the values of all for which ok holds;
+// nil when none does.
+func pick[K cmp.Ordered, V any](t *rapid.T, label string, all map[K]*V, ok func(*V) bool) *V {
+	var keys []K
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		if ok == nil || ok(all[k]) {
+			keys = append(keys, k)
+		}
 	}
-	return m.vms[rapid.SampledFrom(slices.Sorted(maps.Keys(m.vms))).Draw(t, label)]
+	if len(keys) == 0 {
+		return nil
+	}
+	return all[rapid.SampledFrom(keys).Draw(t, label)]
 }
 
 // recordedBy is the machine that records VM id, nil for none.
@@ -91,9 +105,9 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		// capmox starts a clone for a machine that records no VM: the
 		// new VM is locked until the clone task ends.
 		"cloneStart": func(t *rapid.T) {
-			mc := m.machine(t, "machine")
-			if mc.VMID != 0 || mc.Deleting {
-				t.Skip("records a VM")
+			mc := m.machine(t, "machine", func(mc *poolheal.Machine) bool { return mc.VMID == 0 && !mc.Deleting })
+			if mc == nil {
+				return
 			}
 			id := m.nextVMID
 			m.nextVMID++
@@ -102,9 +116,9 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		// The clone ends; capmox records the VM, or (its status write
 		// refused) loses it and clones again later.
 		"cloneEnd": func(t *rapid.T) {
-			vm := m.vm(t, "vm")
-			if vm.Lock != "clone" {
-				t.Skip("no clone")
+			vm := m.vm(t, "vm", func(vm *poolheal.VM) bool { return vm.Lock == "clone" })
+			if vm == nil {
+				return
 			}
 			vm.Lock = ""
 			mc := m.machines[vm.Name]
@@ -117,23 +131,32 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		// capmox provisions a recorded VM: it starts it, or (a failed
 		// first start) marks it provisioned stopped.
 		"provision": func(t *rapid.T) {
-			mc := m.machine(t, "machine")
-			vm, ok := m.vms[mc.VMID]
-			if mc.VMID == 0 || !ok || mc.Provisioned || mc.Deleting {
-				t.Skip("nothing to provision")
+			mc := m.machine(t, "machine", func(mc *poolheal.Machine) bool {
+				_, ok := m.vms[mc.VMID]
+				return mc.VMID != 0 && ok && !mc.Provisioned && !mc.Deleting
+			})
+			if mc == nil {
+				return
 			}
+			vm := m.vms[mc.VMID]
 			mc.Provisioned = true
 			vm.Running = rapid.Bool().Draw(t, "started")
 		},
 		"nodeJoins": func(t *rapid.T) {
-			mc := m.machine(t, "machine")
+			mc := m.machine(t, "machine", nil)
+			if mc == nil {
+				return
+			}
 			if vm, ok := m.vms[mc.VMID]; ok && vm.Running {
 				mc.HasNode = true
 			}
 		},
 		// An operator stops a VM on purpose, by tag or annotation.
 		"operatorStops": func(t *rapid.T) {
-			vm := m.vm(t, "vm")
+			vm := m.vm(t, "vm", nil)
+			if vm == nil {
+				return
+			}
 			vm.Running = false
 			if mc := m.recordedBy(vm.VMID); mc != nil && rapid.Bool().Draw(t, "annotation") {
 				mc.StoppedOnPurpose, mc.HasNode = true, false
@@ -146,7 +169,10 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		// Cluster API deletes a machine; capmox deletes its VM, or fails
 		// while the node is offline and backs off.
 		"deleteMachine": func(t *rapid.T) {
-			mc := m.machine(t, "machine")
+			mc := m.machine(t, "machine", nil)
+			if mc == nil {
+				return
+			}
 			mc.Deleting = true
 			m.capmoxDelete(mc)
 		},
