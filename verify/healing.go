@@ -12,7 +12,7 @@ import (
 // namespace's worker VMs at the time of the snapshot (poolheal.Plan over
 // every kind), with the pools it heals.
 type healing struct {
-	acts    map[int]poolheal.Action
+	acts    map[int]bool
 	waits   map[int]poolheal.Waiting
 	pools   map[string]bool
 	machine map[string]Machine
@@ -21,7 +21,7 @@ type healing struct {
 // healingPlan plans the namespace's worker VMs as the controller would,
 // with the default grace period (--pool-healing-grace).
 func healingPlan(s *Snapshot) healing {
-	h := healing{acts: map[int]poolheal.Action{}, waits: map[int]poolheal.Waiting{}, pools: s.Management.HealingPools,
+	h := healing{acts: map[int]bool{}, waits: map[int]poolheal.Waiting{}, pools: s.Management.HealingPools,
 		machine: map[string]Machine{}}
 	for _, m := range s.Management.Machines {
 		h.machine[m.Name] = m
@@ -39,7 +39,7 @@ func healingPlan(s *Snapshot) healing {
 	}
 	acts, waits := poolheal.Plan(p)
 	for _, a := range acts {
-		h.acts[a.VMID] = a
+		h.acts[a.VMID] = true
 	}
 	for _, w := range waits {
 		h.waits[w.VMID] = w
@@ -59,7 +59,7 @@ func (h healing) about(f Finding, pm ProxmoxMachine) string {
 	}
 	verb = fmt.Sprintf(verb, f.VMID)
 	md := h.machine[pm.Machine].Labels[capmox.LabelDeploymentName]
-	_, acts := h.acts[f.VMID]
+	acts := h.acts[f.VMID]
 	w, waits := h.waits[f.VMID]
 	switch {
 	case md == "":
