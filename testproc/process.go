@@ -55,6 +55,11 @@ type Process struct {
 	// UnlockOSThread, as network-namespace code does), which would take
 	// the process with them.
 	DieWithTest bool
+	// Launcher, when set, is called with what starts the process and must
+	// call it: the process inherits what the calling thread has, such as
+	// a network namespace of its own (and with DieWithTest it dies when
+	// that thread ends). nil starts it from the calling goroutine.
+	Launcher func(start func() error) error
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -107,7 +112,11 @@ func (p *Process) launch() error {
 		defer f.Close()
 		cmd.Stdout, cmd.Stderr = f, f
 	}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if p.Launcher != nil {
+		start = func() error { return p.Launcher(cmd.Start) }
+	}
+	if err := start(); err != nil {
 		return fmt.Errorf("cannot start %s: %w", p.Name, err)
 	}
 	exited := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,12 +55,20 @@ type Options struct {
 	// its CRDs; empty runs none. It needs the CRDs of Cluster API core and
 	// of the IPAM provider (testenv.APIServerOptions.CAPI and CAPIIPAM, or
 	// CAPI and IPAM here). capmox serves its webhooks on port 9443 of every
-	// address, which it cannot be told otherwise, so one capmox manager
-	// runs on the machine at a time: Start waits for the port's lock (a
-	// file of the temporary folder) that an earlier one holds until Stop.
-	// It never sees the test process's PROXMOX_* variables, so clusters
-	// reach Proxmox with their own credentialsRef Secret.
+	// address, which it cannot be told otherwise, so it runs in a network
+	// namespace of its own (see isolated), reaching the API server and the
+	// addresses of CapmoxReaches; where the test process may not make one
+	// (not root, not Linux), one capmox manager runs on the machine at a
+	// time: Start waits for the port's lock (a file of the temporary
+	// folder) that an earlier one holds until Stop. It never sees the test
+	// process's PROXMOX_* variables, so clusters reach Proxmox with their
+	// own credentialsRef Secret.
 	Capmox Capmox
+	// CapmoxReaches are the addresses (host:port of 127.0.0.1) capmox must
+	// reach besides the API server: the Proxmox VE API its clusters' URLs
+	// name. In its network namespace only these and the API server are
+	// there.
+	CapmoxReaches []string
 	// ports picks the managers' ports; nil means a free port of 127.0.0.1.
 	ports func() (int, error)
 	// assets is the assets root; empty means FindAssets.
@@ -137,9 +146,14 @@ func (m *Managers) start(cfg *rest.Config, o Options, comps []component, root st
 	if o.ports == nil {
 		o.ports = testproc.FreePort
 	}
+	api, err := url.Parse(cfg.Host)
+	if err != nil || api.Port() == "" {
+		return fmt.Errorf("capi.Start: the API server's address %q has no port", cfg.Host)
+	}
 	r := runner{
 		cfg: cfg, c: c, assets: root, kubeconfig: kubeconfig, certDir: certDir,
 		certPEM: certPEM, keyPEM: keyPEM, caPEM: ca.PEM, ports: o.ports,
+		reach: append([]string{api.Host}, o.CapmoxReaches...),
 	}
 	for _, comp := range comps {
 		mgr, err := m.run(r, comp)
@@ -167,26 +181,26 @@ type runner struct {
 	assets, kubeconfig, certDir string
 	certPEM, keyPEM, caPEM      []byte
 	ports                       func() (int, error)
+	// reach are the addresses a manager in a network namespace of its
+	// own must reach: the API server's and Options.CapmoxReaches.
+	reach []string
 }
 
 // run installs comp's manifests for a webhook port and starts its manager
-// there. A fixed port is locked first and stays locked until the manager
-// has stopped.
+// there. A manager whose webhook port is fixed runs in a network namespace
+// of its own, or, where there is none, holds the machine's port: its lock
+// is taken first and kept until the manager has stopped.
 func (m *Managers) run(r runner, comp component) (*Manager, error) {
-	webhookPort, release, err := comp.fixedWebhookPort, func() {}, error(nil)
-	if webhookPort != 0 {
-		if release, err = lockPort(webhookPort, portLockTimeout); err != nil {
-			return nil, fmt.Errorf("cannot start %s: %w", comp.title(), err)
-		}
-	} else if webhookPort, err = r.ports(); err != nil {
-		return nil, err
-	}
-	mgr, err := m.launch(r, comp, webhookPort)
+	p, err := m.portsFor(r, comp)
 	if err != nil {
-		release()
+		return nil, fmt.Errorf("cannot start %s: %w", comp.title(), err)
+	}
+	mgr, err := m.launch(r, comp, p)
+	if err != nil {
+		p.release()
 		return nil, err
 	}
-	mgr.release = release
+	mgr.release = p.release
 	if err := mgr.Start(); err != nil {
 		// A manager that was not ready is killed: nothing holds the port.
 		mgr.releaseIfExited()
@@ -195,13 +209,52 @@ func (m *Managers) run(r runner, comp component) (*Manager, error) {
 	return mgr, nil
 }
 
-// launch installs comp's manifests for webhookPort and starts its process.
-func (m *Managers) launch(r runner, comp component, webhookPort int) (*Manager, error) {
-	healthPort, err := r.ports()
-	if err != nil {
-		return nil, err
+// managerPorts are where a manager serves: webhook and health are ports of
+// the machine's 127.0.0.1 (the webhook configurations call webhook);
+// inside is the webhook port the manager is told, launcher starts it
+// (nil: from the test process) and release gives back what it held.
+type managerPorts struct {
+	webhook, health, inside int
+	launcher                func(start func() error) error
+	release                 func()
+}
+
+// portsFor picks a manager's ports: free ones, or for a manager whose
+// webhook port is fixed, a network namespace of its own (isolate), or the
+// lock of the machine's port where the test process may not make one.
+func (m *Managers) portsFor(r runner, comp component) (managerPorts, error) {
+	if comp.fixedWebhookPort == 0 {
+		webhook, err := r.ports()
+		if err != nil {
+			return managerPorts{}, err
+		}
+		health, err := r.ports()
+		return managerPorts{webhook: webhook, health: health, inside: webhook, release: func() {}}, err
 	}
-	base := fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
+	iso, err := isolate(comp.fixedWebhookPort, r.reach, r.ports)
+	if err == nil {
+		return managerPorts{webhook: iso.webhook, health: iso.health, inside: comp.fixedWebhookPort,
+			launcher: iso.launch, release: iso.close}, nil
+	}
+	if !errors.Is(err, errNoNamespace) {
+		return managerPorts{}, err
+	}
+	release, err := lockPort(comp.fixedWebhookPort, portLockTimeout)
+	if err != nil {
+		return managerPorts{}, err
+	}
+	health, err := r.ports()
+	if err != nil {
+		release()
+		return managerPorts{}, err
+	}
+	return managerPorts{webhook: comp.fixedWebhookPort, health: health, inside: comp.fixedWebhookPort, release: release}, nil
+}
+
+// launch installs comp's manifests for p's webhook port and makes its
+// process.
+func (m *Managers) launch(r runner, comp component, p managerPorts) (*Manager, error) {
+	base := fmt.Sprintf("https://127.0.0.1:%d", p.webhook)
 	if err := install(r.cfg, r.c, comp, base, r.caPEM); err != nil {
 		return nil, err
 	}
@@ -213,15 +266,16 @@ func (m *Managers) launch(r runner, comp component, webhookPort int) (*Manager, 
 		}
 		env = append(env, "TMPDIR="+tmp)
 	}
-	args := comp.flags(webhookPort, healthPort, r.certDir)
-	p := Process(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
-	p.Ready = func() error {
-		if !Serving(webhookPort, healthPort, r.caPEM) {
-			return fmt.Errorf("no /readyz on port %d or no webhook on port %d", healthPort, webhookPort)
+	args := comp.flags(p.inside, p.health, r.certDir)
+	proc := Process(comp.title(), comp.path(r.assets), args, env, filepath.Join(m.dir, comp.dir+"-"+comp.binary+".log"))
+	proc.Launcher = p.launcher
+	proc.Ready = func() error {
+		if !Serving(p.webhook, p.health, r.caPEM) {
+			return fmt.Errorf("no /readyz on port %d or no webhook on port %d", p.health, p.webhook)
 		}
 		return nil
 	}
-	return &Manager{Process: p}, nil
+	return &Manager{Process: proc}, nil
 }
 
 // install creates or updates comp's CRDs (waiting until they are served) and

@@ -94,12 +94,21 @@ var capmoxRefusals = map[Capmox]func() capmoxRefusal{
 // v1alpha1 ProxmoxMachineTemplate is read back as v1alpha2 with its
 // network moved by the conversion webhook, and for CABPT a v1alpha2
 // TalosConfig is read back as v1alpha3.
+//
+// Where the test process may make network namespaces, both generations run
+// at once, each in its own, while the test holds the machine's port 9443:
+// neither capmox needs it.
 func TestCapmoxManagersStart(t *testing.T) {
 	t.Setenv("PROXMOX_URL", "https://127.0.0.1:1")
 	t.Setenv("PROXMOX_TOKEN", "root@pam!leak")
 	t.Setenv("PROXMOX_SECRET", "00000000-0000-0000-0000-000000000000")
+	isolated := holdMachinePort(t, capmoxWebhookPort)
 	for _, gen := range []Capmox{CapmoxV09, CapmoxV07} {
 		t.Run(string(gen), func(t *testing.T) {
+			if isolated {
+				// The parent's t.Setenv holds until both end.
+				t.Parallel()
+			}
 			cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{CAPI: true, CAPIIPAM: true})
 			start := time.Now()
 			m := StartT(t, cfg, Options{Capmox: gen, CABPT: true})
@@ -114,6 +123,34 @@ func TestCapmoxManagersStart(t *testing.T) {
 			checkCABPTConversion(t, c)
 		})
 	}
+}
+
+// holdMachinePort listens on port of every address of the machine for the
+// rest of t (taking its lock first, which a capmox manager without a
+// namespace of its own would wait for) when the test process may make
+// network namespaces, and says whether it does.
+func holdMachinePort(t *testing.T, port int) bool {
+	t.Helper()
+	ns, err := newNetns()
+	if errors.Is(err, errNoNamespace) {
+		t.Logf("no network namespaces here (%v): capmox holds the machine's port %d, one at a time", err, port)
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.close()
+	release, err := lockPort(port, portLockTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	if err != nil {
+		t.Fatalf("cannot hold the machine's port %d: %v", port, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return true
 }
 
 // checkNoProxmoxEnv reads the manager's environment from /proc (Linux).
@@ -234,10 +271,10 @@ func checkCABPTConversion(t *testing.T, c client.Client) {
 }
 
 // TestCapmoxStartNamesLogTail: a missing capmox binary is named with its
-// path; a capmox manager that exits (its health port taken) and a CABPT
-// manager that exits (its webhook port taken) fail Start with the
-// manager's name, version, pid and log line; capmox's port lock is given
-// back once its process is gone.
+// path; a capmox manager whose health port is taken and a CABPT manager
+// that exits (its webhook port taken) fail Start with the manager's name,
+// version and what took the port (CABPT's pid and log line); capmox's
+// port lock is not held once it is gone.
 func TestCapmoxStartNamesLogTail(t *testing.T) {
 	t.Parallel()
 	t.Run("missing", func(t *testing.T) {
@@ -261,7 +298,10 @@ func TestCapmoxStartNamesLogTail(t *testing.T) {
 		o    Options
 		name string
 	}{
-		{Options{Capmox: CapmoxV09, ports: taken}, "capmox-manager " + version(testenv.CapmoxModule) + " (pid "},
+		// In a network namespace of its own capmox's health port is
+		// forwarded from the machine's, whose taken port Start names;
+		// without, capmox exits on it.
+		{Options{Capmox: CapmoxV09, ports: taken}, "capmox-manager " + version(testenv.CapmoxModule)},
 		{Options{CABPT: true, ports: taken}, "cabpt-manager " + version(testenv.CABPTModule) + " (pid "},
 	} {
 		_, err := Start(cfg, tc.o)

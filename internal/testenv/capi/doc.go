@@ -21,9 +21,11 @@
 // capi-ipam-in-cluster-..., capmox-..., cabpt-...).
 //
 // capmox cannot be told its webhook port or certificate folder: it serves
-// on port 9443 of every address, so Start holds a lock of that port (a
-// file of the temporary folder, flock(2)) from before its manifests are
-// installed until the manager has stopped, and it reads the certificate
+// on port 9443 of every address, so Start runs it in a network namespace
+// of its own joined to the machine's loopback by forwarders (isolated),
+// and where the test process may not make one, holds a lock of that port
+// (a file of the temporary folder, flock(2)) from before its manifests
+// are installed until the manager has stopped; it reads the certificate
 // from controller-runtime's default folder under $TMPDIR, which Start sets
 // to a folder of its own. No manager inherits PROXMOX_* from the test
 // process.

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,7 +181,12 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 	if err := l.startPods(); err != nil {
 		return err
 	}
-	if l.Managers, err = capi.Start(l.Mgmt, capi.Options{CAPI: true, IPAM: true, CABPT: true, Capmox: l.Capmox}); err != nil {
+	pve, err := url.Parse(l.Proxmox.URL)
+	if err != nil {
+		return fmt.Errorf("the Proxmox VE fake's URL %q: %w", l.Proxmox.URL, err)
+	}
+	if l.Managers, err = capi.Start(l.Mgmt, capi.Options{CAPI: true, IPAM: true, CABPT: true, Capmox: l.Capmox,
+		CapmoxReaches: []string{pve.Host}}); err != nil {
 		return err
 	}
 	l.stops = append(l.stops, l.Managers.Stop)

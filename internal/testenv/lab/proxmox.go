@@ -102,7 +102,7 @@ func (l *Lab) Boots() []pvelab.Boot {
 
 // startController runs the proxmox-network controller against the
 // management API server: no OVN (the lab has no OVN gateway to manage), no
-// webhook (capmox holds 9443), no leader election (one replica), its
+// webhook (its port would be the machine's, and labs run side by side), no leader election (one replica), its
 // health probes on a free port it must answer on before the lab goes on.
 func (l *Lab) startController(ctx context.Context, bin, kubeconfig string, extra ...string) error {
 	port, err := testproc.FreePort()
