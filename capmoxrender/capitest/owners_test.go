@@ -33,8 +33,9 @@ type owners struct {
 	c   client.Client
 }
 
-// startOwners starts the API server and the managers of gen for t (capmox
-// holds its webhook port, so the generations run one after the other).
+// startOwners starts the API server and the managers of gen for t (each
+// capmox in a network namespace of its own, so the generations run at
+// once).
 func startOwners(t *testing.T, gen capmoxrender.Capmox) *owners {
 	t.Helper()
 	env, err := testenv.Environment(testenv.APIServerOptions{})
@@ -76,8 +77,10 @@ func startOwners(t *testing.T, gen capmoxrender.Capmox) *owners {
 //   - Drawn: random pools and clusters, and whatever the render admits
 //     (TestOwnersAdmitDrawn's generator), the owners admit too.
 func TestOwnersAdmit(t *testing.T) {
+	t.Parallel()
 	for _, gen := range generations {
 		t.Run(string(gen), func(t *testing.T) {
+			t.Parallel()
 			o := startOwners(t, gen)
 			t.Run("Scenarios", o.scenarios)
 			if gen == capmoxrender.CapmoxV08 {

@@ -37,15 +37,19 @@ func readTenant(t *testing.T) lab.Tenant {
 // in phase Running with a nodeRef: capmox clones, sizes and starts each
 // VM on the Proxmox fake with the tenant's own token, the VM boots the
 // Talos configuration CABPT rendered and registers its Node. Both capmox
-// generations: v0.9.0 (API v1alpha2) and v0.7.2 (API v1alpha1), one after
-// the other (each holds port 9443).
+// generations: v0.9.0 (API v1alpha2) and v0.7.2 (API v1alpha1).
 func TestCapmoxWorkersRun(t *testing.T) { eachCapmox(t, workersRun) }
 
-// eachCapmox runs f as a subtest per capmox generation, v0.9.0 then
-// v0.7.2, one after the other (each holds port 9443).
+// eachCapmox runs f as a subtest per capmox generation, v0.9.0 and
+// v0.7.2, in parallel with each other and with the package's other tests:
+// each lab is a world of its own, capmox in its own network namespace.
 func eachCapmox(t *testing.T, f func(*testing.T, capi.Capmox)) {
+	t.Parallel()
 	for _, gen := range []capi.Capmox{capi.CapmoxV09, capi.CapmoxV07} {
-		t.Run(string(gen), func(t *testing.T) { f(t, gen) })
+		t.Run(string(gen), func(t *testing.T) {
+			t.Parallel()
+			f(t, gen)
+		})
 	}
 }
 
@@ -192,6 +196,7 @@ func machines(t *testing.T, c client.Client, ns string) (int, string) {
 // up. The control, the role as the plan made it, is TestCapmoxWorkersRun,
 // which holds that no request at all is denied.
 func TestCapmoxPrivileges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLab(t, "")
 	tn := readTenant(t)

@@ -32,6 +32,7 @@ import (
 // configuration names the CCM token, the fake answered every call it made
 // (none denied, none unserved), and no log holds a token secret.
 func TestCCMInitialisesNodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLab(t, "")
 	a, err := l.Apply(ctx, readTenant(t))
@@ -102,6 +103,7 @@ func verifyRows(t *testing.T, l *lab.Lab, ns, cluster string) []verify.Row {
 // them; A's VMs' configuration is untouched. Once A's CCM runs, A's Nodes
 // are initialised.
 func TestCCMIsolation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLab(t, "")
 	b := otherTenant(t, "tenant-other", "10.0.100.40-10.0.100.49")

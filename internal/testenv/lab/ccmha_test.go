@@ -36,6 +36,7 @@ const fenceDelay = 75 * time.Second
 // stays. What the recovery leaves is a stale zone label, which
 // pxsubstrate verify reports (ZoneMismatch).
 func TestCCMKeepsNodeOfRecoveredVM(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 20 * time.Second, HAFenceDelay: fenceDelay})
 	// HA recovers a VM only if its disks and ISO are on every node: as in

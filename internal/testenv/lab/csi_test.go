@@ -73,6 +73,7 @@ func startCSITenant(t *testing.T) (*lab.Lab, *lab.Applied, string) {
 // on Proxmox once deleted. The fake answered every call (none denied, none
 // unserved), and no log holds a token secret.
 func TestCSIVolumeLife(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l, a, node := startCSITenant(t)
 	vmid, vmNode := vmOfNode(t, l, node)

@@ -38,6 +38,7 @@ import (
 //
 // Either way A's VM's configuration and A's volume are unchanged.
 func TestCSIIsolation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l, a, aNode := startCSITenant(t)
 	aVMID, aPVE := vmOfNode(t, l, aNode)

@@ -106,6 +106,7 @@ func guests(l *lab.Lab) []guest {
 // hook held until the VM's HA resource is gone, leaving no HA resource,
 // rule, VM or address behind.
 func TestHAPoolWorkers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLabWith(t, lab.Options{Controller: controller(t), PoolHA: true})
 	root, err := l.Root()

@@ -50,6 +50,7 @@ type healFault func(t *testing.T, l *lab.Lab) (cleared time.Time)
 // Machines capmox first made, without a human. Without healing the lost
 // clones stay.
 func TestHealLostClone(t *testing.T) {
+	t.Parallel()
 	measureHeal(t, "LostClone", lab.Options{}, func(t *testing.T, l *lab.Lab) time.Time {
 		ctx := context.Background()
 		admission, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
@@ -83,6 +84,7 @@ func TestHealLostClone(t *testing.T) {
 // controller starts them. Without healing the MachineHealthCheck replaces
 // the workers after nodeStartupTimeout.
 func TestHealFailedStart(t *testing.T) {
+	t.Parallel()
 	measureHeal(t, "FailedStart", lab.Options{}, func(t *testing.T, l *lab.Lab) time.Time {
 		must(t, l.PVE.InjectError(pvefake.Fault{Method: "POST", Path: `/qemu/[0-9]+/status/start$`, Status: 500, Message: "lab: start refused"}))
 		applyHealingTenant(t, l, nil)
@@ -116,6 +118,7 @@ func TestHealFailedStart(t *testing.T) {
 // ProxmoxMachine's annotation), instead of capmox's backoff of up to
 // 1000 s: the old VM goes and the replacement comes up.
 func TestHealNodeOffline(t *testing.T) {
+	t.Parallel()
 	o := lab.Options{NodeMonitorGracePeriod: 10 * time.Second}
 	measureHeal(t, "NodeOffline", o, func(t *testing.T, l *lab.Lab) time.Time {
 		addSharedTemplate(t, l, false)

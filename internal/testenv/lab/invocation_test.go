@@ -44,6 +44,7 @@ func renderedDeployments(t *testing.T) map[string]*appsv1.Deployment {
 // containerPort 10258 a port of the machine), and the init container runs
 // the render's own command, with its paths to the volumes' folders.
 func TestCCMInvocationFollowsRender(t *testing.T) {
+	t.Parallel()
 	deps := renderedDeployments(t)
 	folders := map[string]string{"kubeconfig": "/pod/kubeconfig", capmoxrender.CredentialsVolume: "/pod/creds",
 		"cloud-config": "/pod/cloud-config", "socket-dir": "/pod/socket"}

@@ -36,6 +36,7 @@ import (
 // nothing of the tenant on Proxmox (no VM, disk, ISO or pool member) and
 // nothing in the IPAM pool.
 func TestPoolLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLab(t, "")
 	// The rotation's template, made before the tenant is applied so that

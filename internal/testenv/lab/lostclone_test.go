@@ -43,6 +43,7 @@ const lostCloneRefusal = "lab: the worker node locations of this ProxmoxCluster 
 // does for both workers only because maxUnhealthy is 100% here. Then the
 // pool runs its two workers and nothing else is left.
 func TestCapmoxLostClone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLab(t, "")
 	admission, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})

@@ -98,6 +98,7 @@ func readyOf(t *testing.T, l *lab.Lab, name string) (corev1.NodeCondition, bool)
 // test, as an operator would, touches the ProxmoxMachine (an annotation)
 // once the node is back, which makes capmox reconcile it at once.
 func TestPoolLifecycleRemediation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLabWith(t, lab.Options{NodeMonitorGracePeriod: 10 * time.Second})
 	addSharedTemplate(t, l, false)

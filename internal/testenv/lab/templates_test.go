@@ -81,6 +81,7 @@ var selectorCases = []selectorCase{
 // ProxmoxMachineTemplate gets the case's templateSelector.matchPolicy
 // before it is created (our render writes none: exact).
 func TestCapmoxTemplateMatchPolicies(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := startLab(t, "")
 	var vmids []int
