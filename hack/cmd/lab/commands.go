@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -207,7 +208,7 @@ func apply(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("apply needs the files of a Kubernetes and its KubernetesNodes\n%s", usage)
+		return fmt.Errorf("apply needs the files of a Kubernetes and its KubernetesNodes (and of the tenant's VPCs)\n%s", usage)
 	}
 	t, err := lab.ReadTenant(fs.Args()...)
 	if err != nil {
@@ -221,6 +222,10 @@ func apply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	a, err := l.Apply(ctx, t)
 	if err != nil {
 		return err
+	}
+	for _, n := range a.Networks {
+		fmt.Fprintf(out, "applied VPC %s/%s: subnet %s, ProxmoxNetwork %s Ready on VLAN %d of %s (zone %s)\n",
+			n.Namespace, n.VPC, n.Subnet, n.Name, n.VLAN, n.Bridge, n.Zone)
 	}
 	fmt.Fprintf(out, "applied Kubernetes %s/%s: Cluster %s, %d objects, capmox token %s\n",
 		t.Cluster.Namespace, t.Cluster.Name, a.ClusterName, len(a.Objects), a.TokenID)
@@ -274,7 +279,7 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%s/%s/%s\t%s\n", p.Pid, p.Namespace, p.Deployment, p.Container, state(p.Pid, ""))
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "NAMESPACE\tMACHINE\tPHASE\tNODE\tPROVIDER ID")
+	fmt.Fprintln(tw, "NAMESPACE\tMACHINE\tPHASE\tNODE\tPROVIDER ID\tADDRESSES")
 	for _, m := range machines {
 		fmt.Fprintln(tw, strings.Join(m, "\t"))
 	}
@@ -333,7 +338,8 @@ func podsMissing(ctx context.Context, l *lab.Lab, s *lab.Session) ([]string, err
 }
 
 // listMachines lists every Machine of the lab as a row of namespace, name,
-// phase, node and provider ID, and counts those Running with a Node.
+// phase, node, provider ID and IP addresses, and counts those Running
+// with a Node.
 func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("cluster.x-k8s.io/v1beta2")
@@ -350,9 +356,25 @@ func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, error) {
 		if phase == "Running" && node != "" {
 			running++
 		}
-		rows = append(rows, []string{m.GetNamespace(), m.GetName(), dash(phase), dash(node), dash(id)})
+		rows = append(rows, []string{m.GetNamespace(), m.GetName(), dash(phase), dash(node), dash(id), dash(addresses(m))})
 	}
 	return rows, running, nil
+}
+
+// addresses is the comma-separated IP addresses of Machine m
+// (status.addresses of types InternalIP and ExternalIP, which Cluster API
+// copies from the ProxmoxMachine), each once.
+func addresses(m unstructured.Unstructured) string {
+	list, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
+	var out []string
+	for _, a := range list {
+		e, _ := a.(map[string]any)
+		addr, _ := e["address"].(string)
+		if (e["type"] == "InternalIP" || e["type"] == "ExternalIP") && addr != "" && !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // down stops the supervisor with SIGTERM (it stops what it started),
