@@ -239,7 +239,7 @@ func apply(ctx context.Context, args []string, out, errOut io.Writer) error {
 func status(ctx context.Context, args []string, out io.Writer) error {
 	var wait time.Duration
 	_, dir, err := parse("status", args, func(fs *flag.FlagSet) {
-		fs.DurationVar(&wait, "wait", 0, "wait up to this long for at least one Machine, every Machine Running with its Node, and every Deployment's containers running")
+		fs.DurationVar(&wait, "wait", 0, "wait up to this long for at least one Machine, as many Machines as the MachineDeployments ask for, every Machine Running with its Node, and every Deployment's containers running")
 	})
 	if err != nil {
 		return err
@@ -248,14 +248,14 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	machines, running, err := listMachines(ctx, l)
-	for deadline := time.Now().Add(wait); err == nil && wait > 0 && (len(machines) == 0 || running < len(machines)); {
+	machines, running, want, err := listMachines(ctx, l)
+	for deadline := time.Now().Add(wait); err == nil && wait > 0 && (len(machines) == 0 || running < want); {
 		if time.Now().After(deadline) {
-			err = fmt.Errorf("%d of %d Machines run after %s", running, len(machines), wait)
+			err = fmt.Errorf("%d of %d Machines run after %s", running, want, wait)
 			break
 		}
 		time.Sleep(2 * time.Second)
-		machines, running, err = listMachines(ctx, l)
+		machines, running, want, err = listMachines(ctx, l)
 	}
 	// The session is read after the wait: the supervisor rewrites it as
 	// the Deployments' containers start, which --wait waits for too.
@@ -338,14 +338,27 @@ func podsMissing(ctx context.Context, l *lab.Lab, s *lab.Session) ([]string, err
 }
 
 // listMachines lists every Machine of the lab as a row of namespace, name,
-// phase, node, provider ID and IP addresses, and counts those Running
-// with a Node.
-func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, error) {
+// phase, node, provider ID and IP addresses, counts those Running with a
+// Node, and says how many Machines there are to run: as many as there
+// are, and at least as many as the MachineDeployments' replicas (a pool
+// just applied has none yet).
+func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, int, error) {
+	deployments := &unstructured.UnstructuredList{}
+	deployments.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	deployments.SetKind("MachineDeploymentList")
+	if err := l.Client.List(ctx, deployments); err != nil {
+		return nil, 0, 0, fmt.Errorf("cannot list MachineDeployments: %w", err)
+	}
+	want := 0
+	for _, d := range deployments.Items {
+		replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		want += int(replicas)
+	}
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("cluster.x-k8s.io/v1beta2")
 	list.SetKind("MachineList")
 	if err := l.Client.List(ctx, list); err != nil {
-		return nil, 0, fmt.Errorf("cannot list Machines: %w", err)
+		return nil, 0, 0, fmt.Errorf("cannot list Machines: %w", err)
 	}
 	var rows [][]string
 	running := 0
@@ -358,7 +371,7 @@ func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, error) {
 		}
 		rows = append(rows, []string{m.GetNamespace(), m.GetName(), dash(phase), dash(node), dash(id), dash(addresses(m))})
 	}
-	return rows, running, nil
+	return rows, running, max(want, len(rows)), nil
 }
 
 // addresses is the comma-separated IP addresses of Machine m
