@@ -7,8 +7,10 @@
 #
 #   hack/lab.sh up [--capmox v0.9|v0.7]   start it; prints KUBECONFIG=, PROXMOX_URL=,
 #                                          PROXMOX_TOKEN_ID=, PROXMOX_TOKEN_SECRET_FILE=, PROXMOX_CA_FILE=
-#   hack/lab.sh apply FILE...             apply a Kubernetes and its KubernetesNodes
-#   hack/lab.sh status [--wait 5m]        the lab's processes and Machines (--wait: until they run)
+#   hack/lab.sh apply FILE...             apply a Kubernetes and its KubernetesNodes, and the
+#                                          tenant's VPCs (what pxsubstrate render vpc reads)
+#   hack/lab.sh status [--wait 5m]        the lab's processes and Machines with their addresses
+#                                          (--wait: until they run)
 #   hack/lab.sh env                       the lines up printed, for eval
 #   hack/lab.sh down                      stop everything, by pid
 #

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -207,7 +208,7 @@ func apply(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("apply needs the files of a Kubernetes and its KubernetesNodes\n%s", usage)
+		return fmt.Errorf("apply needs the files of a Kubernetes and its KubernetesNodes (and of the tenant's VPCs)\n%s", usage)
 	}
 	t, err := lab.ReadTenant(fs.Args()...)
 	if err != nil {
@@ -222,6 +223,10 @@ func apply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range a.Networks {
+		fmt.Fprintf(out, "applied VPC %s/%s: subnet %s, ProxmoxNetwork %s Ready on VLAN %d of %s (zone %s)\n",
+			n.Namespace, n.VPC, n.Subnet, n.Name, n.VLAN, n.Bridge, n.Zone)
+	}
 	fmt.Fprintf(out, "applied Kubernetes %s/%s: Cluster %s, %d objects, capmox token %s\n",
 		t.Cluster.Namespace, t.Cluster.Name, a.ClusterName, len(a.Objects), a.TokenID)
 	fmt.Fprintln(out, "the Machines come up on their own: hack/lab.sh status")
@@ -234,7 +239,7 @@ func apply(ctx context.Context, args []string, out, errOut io.Writer) error {
 func status(ctx context.Context, args []string, out io.Writer) error {
 	var wait time.Duration
 	_, dir, err := parse("status", args, func(fs *flag.FlagSet) {
-		fs.DurationVar(&wait, "wait", 0, "wait up to this long for at least one Machine, every Machine Running with its Node, and every Deployment's containers running")
+		fs.DurationVar(&wait, "wait", 0, "wait up to this long for at least one Machine, as many Machines as the MachineDeployments ask for, every Machine Running with its Node, and every Deployment's containers running")
 	})
 	if err != nil {
 		return err
@@ -243,14 +248,14 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	machines, running, err := listMachines(ctx, l)
-	for deadline := time.Now().Add(wait); err == nil && wait > 0 && (len(machines) == 0 || running < len(machines)); {
+	machines, running, want, err := listMachines(ctx, l)
+	for deadline := time.Now().Add(wait); err == nil && wait > 0 && (len(machines) == 0 || running < want); {
 		if time.Now().After(deadline) {
-			err = fmt.Errorf("%d of %d Machines run after %s", running, len(machines), wait)
+			err = fmt.Errorf("%d of %d Machines run after %s", running, want, wait)
 			break
 		}
 		time.Sleep(2 * time.Second)
-		machines, running, err = listMachines(ctx, l)
+		machines, running, want, err = listMachines(ctx, l)
 	}
 	// The session is read after the wait: the supervisor rewrites it as
 	// the Deployments' containers start, which --wait waits for too.
@@ -274,7 +279,7 @@ func status(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%s/%s/%s\t%s\n", p.Pid, p.Namespace, p.Deployment, p.Container, state(p.Pid, ""))
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "NAMESPACE\tMACHINE\tPHASE\tNODE\tPROVIDER ID")
+	fmt.Fprintln(tw, "NAMESPACE\tMACHINE\tPHASE\tNODE\tPROVIDER ID\tADDRESSES")
 	for _, m := range machines {
 		fmt.Fprintln(tw, strings.Join(m, "\t"))
 	}
@@ -333,13 +338,27 @@ func podsMissing(ctx context.Context, l *lab.Lab, s *lab.Session) ([]string, err
 }
 
 // listMachines lists every Machine of the lab as a row of namespace, name,
-// phase, node and provider ID, and counts those Running with a Node.
-func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, error) {
+// phase, node, provider ID and IP addresses, counts those Running with a
+// Node, and says how many Machines there are to run: as many as there
+// are, and at least as many as the MachineDeployments' replicas (a pool
+// just applied has none yet).
+func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, int, error) {
+	deployments := &unstructured.UnstructuredList{}
+	deployments.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	deployments.SetKind("MachineDeploymentList")
+	if err := l.Client.List(ctx, deployments); err != nil {
+		return nil, 0, 0, fmt.Errorf("cannot list MachineDeployments: %w", err)
+	}
+	want := 0
+	for _, d := range deployments.Items {
+		replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		want += int(replicas)
+	}
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("cluster.x-k8s.io/v1beta2")
 	list.SetKind("MachineList")
 	if err := l.Client.List(ctx, list); err != nil {
-		return nil, 0, fmt.Errorf("cannot list Machines: %w", err)
+		return nil, 0, 0, fmt.Errorf("cannot list Machines: %w", err)
 	}
 	var rows [][]string
 	running := 0
@@ -350,9 +369,25 @@ func listMachines(ctx context.Context, l *lab.Lab) ([][]string, int, error) {
 		if phase == "Running" && node != "" {
 			running++
 		}
-		rows = append(rows, []string{m.GetNamespace(), m.GetName(), dash(phase), dash(node), dash(id)})
+		rows = append(rows, []string{m.GetNamespace(), m.GetName(), dash(phase), dash(node), dash(id), dash(addresses(m))})
 	}
-	return rows, running, nil
+	return rows, running, max(want, len(rows)), nil
+}
+
+// addresses is the comma-separated IP addresses of Machine m
+// (status.addresses of types InternalIP and ExternalIP, which Cluster API
+// copies from the ProxmoxMachine), each once.
+func addresses(m unstructured.Unstructured) string {
+	list, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
+	var out []string
+	for _, a := range list {
+		e, _ := a.(map[string]any)
+		addr, _ := e["address"].(string)
+		if (e["type"] == "InternalIP" || e["type"] == "ExternalIP") && addr != "" && !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // down stops the supervisor with SIGTERM (it stops what it started),

@@ -10,8 +10,10 @@
 // up starts a supervisor (lab serve) in a session of its own, which
 // starts the lab and keeps it until down; up returns once the lab runs and
 // prints where it is, one KEY=value a line. apply does for the tenant in
-// FILE... what Cozystack and the controller would; status lists the
-// lab's processes and Machines; down stops the supervisor, which stops
+// FILE... (a Kubernetes, its KubernetesNodes, and the tenant's VPCs as
+// `pxsubstrate render vpc` reads them) what Cozystack and the controller
+// would; status lists the lab's processes and Machines with their
+// addresses; down stops the supervisor, which stops
 // everything it started, and kills by pid whatever is left.
 package main
 
@@ -32,7 +34,7 @@ func main() {
 
 // usage is the synopsis every refusal of the command line ends with.
 const usage = `usage: hack/lab.sh up [--capmox v0.9|v0.7]
-       hack/lab.sh apply FILE...   (a Kubernetes and its KubernetesNodes)
+       hack/lab.sh apply FILE...   (a Kubernetes and its KubernetesNodes, and the tenant's VPCs)
        hack/lab.sh status [--wait DURATION]
        hack/lab.sh env
        hack/lab.sh down`

@@ -34,7 +34,10 @@ type step struct {
 // "A lab on your machine" in order, as one shell session would (exported
 // variables carry from one command to the next), with the lab in a folder
 // of its own: hack/lab.sh up, env, apply (a refusal and a tenant), status
-// until the Machines run, template select against the lab's Proxmox VE,
+// until the Machines run with their addresses, a volume's life, the lab's
+// zone, apply of a tenant's VPC (a refusal, then the VPC with a cluster
+// on its subnet: the network Ready on its VLAN, the Machines running with
+// addresses of the subnet), template select against the lab's Proxmox VE,
 // and down. Each command must succeed, but for a refusal, whose shown
 // output starts with "lab: "; each shown line must appear in order in
 // what it prints. After down no process of the lab is left.

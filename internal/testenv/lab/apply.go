@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
+	"github.com/pxsubstrate/pxsubstrate/cozyid"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
@@ -30,6 +31,9 @@ import (
 type Tenant struct {
 	Cluster capmoxrender.Kubernetes
 	Pools   []capmoxrender.KubernetesNodes
+	// VPCs are the tenant's VPCs, as `pxsubstrate render vpc` reads them:
+	// Apply renders and applies them first (ApplyVPCs).
+	VPCs []VPC
 	// Plan, when set, amends the tenant's specification before its ACLs
 	// are applied, as the platform's admin writes it: more templates,
 	// linked-clone storages or networks.
@@ -57,6 +61,9 @@ type Applied struct {
 	Objects []*unstructured.Unstructured
 	// ClusterName is the Cluster API Cluster's name.
 	ClusterName string
+	// Networks are the ProxmoxNetworks of the tenant's VPCs' Proxmox-backed
+	// subnets, Ready with their VLANs.
+	Networks []Network
 }
 
 // CapmoxSecretSuffix names the Secret of a cluster's capmox credentials,
@@ -65,16 +72,22 @@ type Applied struct {
 const CapmoxSecretSuffix = "-capmox"
 
 // Apply does for t what Cozystack and the proxmox-network controller do:
-// the tenant's Proxmox user, pool, storages and capmox token (the ACL plan
-// of TenantSpec, applied through the API), the capmox credentials Secret
-// with that token, the render of the cluster and its pools, and the
-// objects on the management API server; then it plays Kamaji for the
-// cluster. Workers then come up on their own.
+// its VPCs and their networks' VLANs (ApplyVPCs); the tenant's Proxmox
+// user, pool, storages and capmox token (the ACL plan of TenantSpec,
+// applied through the API), the capmox credentials Secret with that
+// token, the render of the cluster and its pools, and the objects on the
+// management API server; then it plays Kamaji for the cluster. Workers
+// then come up on their own.
 func (l *Lab) Apply(ctx context.Context, t Tenant) (*Applied, error) {
+	nets, err := l.ApplyVPCs(ctx, &t)
+	if err != nil {
+		return nil, err
+	}
 	a, err := l.ApplyACLs(ctx, &t)
 	if err != nil {
 		return nil, err
 	}
+	a.Networks = nets
 	return a, l.ApplyObjects(ctx, t, a)
 }
 
@@ -264,6 +277,16 @@ func (t Tenant) check() error {
 			return fmt.Errorf("KubernetesNodes %s: spec.cluster is %q, not %q: a file of pools belongs to the Kubernetes applied with it", p.Name, p.Spec.Cluster, t.Cluster.Name)
 		}
 	}
+	seen := map[string]string{}
+	for _, v := range t.VPCs {
+		switch {
+		case v.Spec.Namespace != t.Cluster.Namespace:
+			return fmt.Errorf("%s: namespace is %q, not %s, the namespace of Kubernetes %s: a tenant's VPC lives in the tenant's namespace", v.Where, v.Spec.Namespace, t.Cluster.Namespace, t.Cluster.Name)
+		case seen[v.Spec.Name] != "":
+			return fmt.Errorf("%s: name: VPC %q is given twice (also at %s): give each VPC once", v.Where, v.Spec.Name, seen[v.Spec.Name])
+		}
+		seen[v.Spec.Name] = v.Where
+	}
 	return nil
 }
 
@@ -271,8 +294,10 @@ func (t Tenant) check() error {
 // per tenant namespace: the namespace's name, the pools' Proxmox pool (the
 // namespace when they name none), a disk storage <tenant>-disks and an
 // ISO storage <tenant>-iso for capmox's bootstrap ISOs, the pools'
-// bridges and VLANs, the lab's Talos template and a capmox token of the
-// tenant's own; then t.Plan's amendments.
+// bridges and VLANs (for a NIC on a VPC subnet, the bridge and VLAN the
+// controller reports in the subnet's ProxmoxNetwork, read from t's
+// lookup), the lab's Talos template and a capmox token of the tenant's
+// own; then t.Plan's amendments.
 func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 	name := t.Cluster.Namespace
 	tn := tenantplan.Tenant{Name: name, Pool: name, Storage: name + "-disks", Storages: []string{name + "-iso"},
@@ -282,6 +307,9 @@ func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 	for _, p := range t.Pools {
 		if p.Spec.Proxmox.Pool != "" {
 			tn.Pool = p.Spec.Proxmox.Pool
+		}
+		for _, n := range t.subnetNetworks(p) {
+			vlans[n.Bridge] = append(vlans[n.Bridge], n.VLAN)
 		}
 		nw := p.Spec.Proxmox.Network
 		if nw.Bridge == "" {
@@ -301,6 +329,33 @@ func (l *Lab) TenantSpec(t Tenant) *tenantplan.Tenants {
 		t.Plan(&tn)
 	}
 	return &tenantplan.Tenants{Platform: tenantplan.Platform{SharedStorages: []string{pvelab.ImageStorage}}, Tenants: []tenantplan.Tenant{tn}}
+}
+
+// subnetNetworks are the networks of pool p's NICs on VPC subnets that t's
+// lookup holds with a bridge and a VLAN: what the controller assigned.
+// A network whose zone gives it a Proxmox SDN VNet (status.vnet) is the
+// platform's to grant by VNet (tenantplan.Network.VNets, with the SDN
+// zone its ProxmoxNetwork does not name); the lab's zone has none.
+func (t Tenant) subnetNetworks(p capmoxrender.KubernetesNodes) []capmoxrender.ProxmoxNetwork {
+	if t.lookup == nil {
+		return nil
+	}
+	refs := []capmoxrender.SubnetRef{{VPC: p.Spec.Proxmox.Network.VPC, Subnet: p.Spec.Proxmox.Network.Subnet}}
+	for _, a := range p.Spec.Proxmox.AdditionalNetworks {
+		refs = append(refs, capmoxrender.SubnetRef{VPC: a.VPC, Subnet: a.Subnet})
+	}
+	var out []capmoxrender.ProxmoxNetwork
+	for _, r := range refs {
+		if r.VPC == "" || r.Subnet == "" {
+			continue
+		}
+		id := cozyid.Subnet(p.Namespace, cozyid.VPC(p.Namespace, cozyid.VPCName(r.VPC)), cozyid.SubnetName(r.Subnet))
+		n, ok, err := t.lookup.ProxmoxNetwork(context.Background(), p.Namespace, string(id))
+		if err == nil && ok && n.Bridge != "" && n.VLAN > 0 && n.VNet == "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

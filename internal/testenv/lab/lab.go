@@ -61,7 +61,10 @@ type Options struct {
 	ProxmoxProgram string
 	// Controller, when set, is the proxmox-network-controller binary,
 	// run against the management API server with our CRDs and Kube-OVN's
-	// installed (no OVN: --manage-gateway-chassis=false).
+	// installed (no OVN: --manage-gateway-chassis=false), Multus'
+	// NetworkAttachmentDefinition CRD, and the lab's ProxmoxNetworkZone
+	// Zone on the trunk bridge, with Kube-OVN's part played (zone.go), so
+	// that a tenant's VPC subnet gets its VLAN and becomes Ready.
 	Controller string
 	// PoolHA, with Controller, gives the controller the platform's pool HA
 	// token (pveacl's platform.ha, made through the API as Cozystack's
@@ -148,7 +151,7 @@ func (l *Lab) start(ctx context.Context, o Options) error {
 			return err
 		}
 		mgmt.UpstreamCRDs = []string{KubeOVNCRDs}
-		mgmt.CRDPaths = []string{filepath.Join(root, "config", "crd", "bases")}
+		mgmt.CRDPaths = []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, NADCRDs)}
 	}
 	var err error
 	if l.Mgmt, l.Client, err = l.apiServer(mgmt); err != nil {
@@ -220,6 +223,9 @@ func (l *Lab) controller(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := l.startZone(ctx); err != nil {
+		return err
+	}
 	return l.startController(ctx, o.Controller, kubeconfig, args...)
 }
 
@@ -246,6 +252,11 @@ const (
 // KubeOVNCRDs is the folder of Kube-OVN's CRDs under third_party/crds
 // that the controller watches.
 const KubeOVNCRDs = "kube-ovn-v1.15.24"
+
+// NADCRDs is the folder, under the repository, of Multus'
+// NetworkAttachmentDefinition CRD, which a VPC's render writes one of per
+// subnet (vpcrender's tests install the same).
+const NADCRDs = "vpcrender/testdata/crds"
 
 // TenantAPIPort is the port of the tenant API server: Kamaji's control
 // plane Service port, which the workers' Talos configuration names.

@@ -9,12 +9,15 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
+	"github.com/pxsubstrate/pxsubstrate/vpcrender"
 )
 
 // ReadTenant reads the Kubernetes and KubernetesNodes a user writes, from
 // any number of files of any number of documents: exactly one Kubernetes,
-// and its pools. Anything else is refused by file and document before the
-// lab creates anything.
+// its pools, and any number of the tenant's VPCs as `pxsubstrate render
+// vpc` reads them (a document without apiVersion and kind, read by
+// vpcrender.ParseSpec). Anything else is refused by file and document
+// before the lab creates anything.
 func ReadTenant(paths ...string) (Tenant, error) {
 	var t Tenant
 	t.lookup = &capmoxrender.Objects{}
@@ -49,8 +52,16 @@ func (t *Tenant) add(where string, doc []byte, clusters *int) error {
 	if err := json.Unmarshal(doc, &head); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	if head.APIVersion == "" && head.Kind == "" {
+		spec, err := vpcrender.ParseSpec(doc)
+		if err != nil {
+			return fmt.Errorf("%s: %w (a document without apiVersion and kind is a VPC spec, as pxsubstrate render vpc reads it)", where, err)
+		}
+		t.VPCs = append(t.VPCs, VPC{Where: where, Spec: spec})
+		return nil
+	}
 	if head.APIVersion != "apps.cozystack.io/v1alpha1" {
-		return fmt.Errorf("%s: apiVersion %q is not apps.cozystack.io/v1alpha1: the lab applies Kubernetes and KubernetesNodes", where, head.APIVersion)
+		return fmt.Errorf("%s: apiVersion %q is not apps.cozystack.io/v1alpha1: the lab applies Kubernetes and KubernetesNodes, and VPC specs (no apiVersion or kind)", where, head.APIVersion)
 	}
 	switch head.Kind {
 	case "Kubernetes":
