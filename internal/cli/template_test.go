@@ -195,14 +195,14 @@ func TestTemplateSelectJSON(t *testing.T) {
 }
 
 // TestTemplateSelectResourcesBound: --resources is read up to
-// --max-input-size like every other input: a 20 MB answer is refused
-// under 1Mi, by name and with the flag to raise, and so is /dev/zero;
-// the same answer is read, and the template found, once the flag allows
-// it.
+// --max-input-size like every other input: a 3 MiB answer (24,000
+// guests) is refused under 1Mi, by name and with the flag to raise, and so
+// is /dev/zero; the same answer is read, and the template found, once the
+// flag allows it.
 func TestTemplateSelectResourcesBound(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"data":[{"vmid":9000,"name":"t","node":"pve1","template":1,"tags":"cozystack;talos;talos-v1.13.6"}`)
-	for i := 0; b.Len() < 20<<20; i++ {
+	for i := 0; b.Len() < 3<<20; i++ {
 		fmt.Fprintf(&b, `,{"vmid":%d,"name":"guest-%d","node":"pve1","template":0,"tags":"tenant-%d"}`, 10000+i, i, i)
 	}
 	b.WriteString("]}\n")
@@ -215,9 +215,9 @@ func TestTemplateSelectResourcesBound(t *testing.T) {
 			t.Errorf("%s under 1Mi: exit %d, stderr %.300q", file, code, errOut)
 		}
 	}
-	out, errOut, code := talosRun(t, "", append(args, big, "--max-input-size", "32Mi")...)
+	out, errOut, code := talosRun(t, "", append(args, big, "--max-input-size", "4Mi")...)
 	if code != 0 || !strings.Contains(out, "clones template 9000 (t) on node pve1") {
-		t.Errorf("the same file under 32Mi: exit %d, stdout %.300q, stderr %.300q", code, out, errOut)
+		t.Errorf("the same file under 4Mi: exit %d, stdout %.300q, stderr %.300q", code, out, errOut)
 	}
 }
 
