@@ -74,9 +74,9 @@ say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"
 # Every test binary is linked without its symbol table and debug
 # information (-s -w): a stack trace or a race report still names every
 # function and line, and a -race link takes half the time. The timeout is
-# per package: internal/testenv/lab's tests start a whole lab each, one at
-# a time (capmox serves its webhooks on a fixed port), and take the
-# longest.
+# per package: internal/testenv/lab's tests start a whole lab each (two at
+# a time on two cores, each capmox in a network namespace of its own), and
+# take the longest.
 flags=(-race -timeout 60m "-ldflags=-s -w")
 
 # Flags alone (hack/test.sh -count=1) still mean the whole suite.
