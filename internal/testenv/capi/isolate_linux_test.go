@@ -27,6 +27,18 @@ func newTestIsolation(t *testing.T, port int, reach ...string) *isolated {
 	return iso
 }
 
+// loopback listens on a free port of the machine's 127.0.0.1 until t
+// ends.
+func loopback(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // echo serves on ln, answering each line with prefix and the line.
 func echo(ln net.Listener, prefix string) {
 	for {
@@ -63,17 +75,9 @@ func ask(t *testing.T, c net.Conn, line string) string {
 // was given (the API server's, the Proxmox VE API's) and no other.
 func TestIsolatedPorts(t *testing.T) {
 	t.Parallel()
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
+	held := loopback(t)
 	go echo(held, "machine")
-	other, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := loopback(t)
 	for _, name := range []string{"a", "b"} {
 		iso := newTestIsolation(t, 1, held.Addr().String())
 		// A manager's health probe listens on its port inside.
@@ -111,12 +115,7 @@ func TestIsolatedPorts(t *testing.T) {
 // it through the forwarded port.
 func TestIsolatedWebhookPort(t *testing.T) {
 	t.Parallel()
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	port := held.Addr().(*net.TCPAddr).Port
+	port := loopback(t).Addr().(*net.TCPAddr).Port
 	iso := newTestIsolation(t, port)
 	inside, err := iso.ns.listen(net.JoinHostPort("0.0.0.0", strconv.Itoa(port)))
 	if err != nil {
