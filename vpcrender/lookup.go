@@ -1,6 +1,7 @@
 package vpcrender
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +18,21 @@ import (
 type Lookup struct {
 	Zones    []Zone
 	Networks []Network
+}
+
+// LookupOf reads ProxmoxNetworkZone and ProxmoxNetwork objects as a
+// cluster's list answers them (the Object of each unstructured item), as
+// ParseLookup reads a List of them: what --from-cluster and the lab read
+// from an API server.
+func LookupOf(objects []map[string]any) (Lookup, error) {
+	if objects == nil {
+		objects = []map[string]any{} // an empty List, not "items: null"
+	}
+	doc, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": objects})
+	if err != nil {
+		return Lookup{}, err
+	}
+	return ParseLookup(doc)
 }
 
 // ParseLookup reads ProxmoxNetworkZone and ProxmoxNetwork objects from YAML

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -131,7 +130,7 @@ func clusterLookup(ctx context.Context, app *App, f vpcFlags, namespace string) 
 	if err != nil {
 		return vpcrender.Lookup{}, vpcrender.APIUnknown, fmt.Errorf("cannot connect to the cluster at %s: %w", cfg.Host, err)
 	}
-	items := []any{}
+	var items []map[string]any
 	for _, r := range []struct{ resource, namespace string }{{"proxmoxnetworkzones", ""}, {"proxmoxnetworks", namespace}} {
 		list, err := dyn.Resource(v1alpha1.GroupVersion.WithResource(r.resource)).Namespace(r.namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -141,11 +140,7 @@ func clusterLookup(ctx context.Context, app *App, f vpcFlags, namespace string) 
 			items = append(items, it.Object)
 		}
 	}
-	doc, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
-	if err != nil {
-		return vpcrender.Lookup{}, vpcrender.APIUnknown, err
-	}
-	l, err := vpcrender.ParseLookup(doc)
+	l, err := vpcrender.LookupOf(items)
 	if err != nil {
 		return vpcrender.Lookup{}, vpcrender.APIUnknown, fmt.Errorf("the cluster's %s objects: %w", gv, err)
 	}

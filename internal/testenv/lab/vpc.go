@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -156,7 +155,7 @@ func (l *Lab) vpcLookup(ctx context.Context, ns string) (vpcrender.Lookup, vpcre
 	if err := l.Client.List(ctx, nets, client.InNamespace(ns)); err != nil {
 		return vpcrender.Lookup{}, vpcrender.APIUnknown, nil, fmt.Errorf("cannot list the ProxmoxNetworks of %s: %w", ns, err)
 	}
-	items := []any{}
+	var items []map[string]any
 	byName := map[string]*unstructured.Unstructured{}
 	for _, list := range []*unstructured.UnstructuredList{zones, nets} {
 		for i := range list.Items {
@@ -166,11 +165,7 @@ func (l *Lab) vpcLookup(ctx context.Context, ns string) (vpcrender.Lookup, vpcre
 			}
 		}
 	}
-	doc, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
-	if err != nil {
-		return vpcrender.Lookup{}, vpcrender.APIUnknown, nil, err
-	}
-	lookup, err := vpcrender.ParseLookup(doc)
+	lookup, err := vpcrender.LookupOf(items)
 	if err != nil {
 		return vpcrender.Lookup{}, vpcrender.APIUnknown, nil, fmt.Errorf("the management API server's %s objects: %w", v1alpha1.GroupVersion, err)
 	}
