@@ -669,8 +669,11 @@ func controlPlane(t testing.TB) (etcd, apiserver *child) {
 // quarter of them shows a VLAN, etcd is stopped (SIGTERM) for
 // -fault-etcd-down and started again on its data folder; half that time
 // later the kube-apiserver is stopped (SIGTERM) and started again on the
-// same port, certificates and etcd. The faults run on a goroutine of their
-// own, on the clock, whatever the rounds of the test are doing. Replicas
+// same port, certificates and etcd. The round that sees the quarter runs
+// the faults and waits for them, so Kube-OVN's part (played by the test's
+// rounds) makes no subnet Ready meanwhile and the faults land before the run
+// converges however loaded the machine is; the controller's replicas go on
+// through the faults on their own. Replicas
 // that exit (a leader that cannot renew its Lease stops) are replaced as a
 // Deployment would; nothing else intervenes. Asserted: both faults land
 // before the run converges, the run converges, a sampler (every 150 ms)
@@ -686,20 +689,20 @@ func TestFaultAPIServer(t *testing.T) {
 	defer s.Stop()
 	f.reps.tend(t)
 
-	p := &apiFaults{etcd: etcd, apiserver: apiserver, down: *faultEtcdDown, n: n, trigger: make(chan struct{}), done: make(chan struct{}),
+	p := &apiFaults{etcd: etcd, apiserver: apiserver, down: *faultEtcdDown, n: n,
 		ping: func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			return e.admin.Get(ctx, client.ObjectKey{Name: f.cl.Zone}, &v1alpha1.ProxmoxNetworkZone{})
+		},
+		count: func() (progress, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return countProgress(ctx, e.admin, f.cl)
 		}}
-	go p.run()
 	total := f.until(t, 60*time.Minute, p.seen)
 	end := time.Now()
-	select {
-	case <-p.done:
-	case <-p.trigger:
-		<-p.done
-	default:
+	if !p.fired {
 		t.Fatal("the run converged before etcd was stopped")
 	}
 	if p.err != nil {
@@ -725,68 +728,61 @@ type apiFaults struct {
 	etcd, apiserver *child
 	down            time.Duration
 	n               int
-	// ping reads one object through the API server.
-	ping func() error
-	// trigger is closed once the faults may start; done once they are over.
-	trigger, done chan struct{}
+	// ping reads one object through the API server; count reads the
+	// networks' progress.
+	ping  func() error
+	count func() (progress, error)
 
-	mu       sync.Mutex
-	progress progress
-	fired    bool
-
+	fired             bool
 	atEtcd, atAPI     progress
 	etcdDown, apiDown time.Duration
 	answered          time.Time
 	err               error
 }
 
-// seen records the progress of a round and fires the faults.
+// seen is called by each round with its progress; the first round that
+// sees a quarter of the networks with a VLAN runs the faults and returns
+// once the kube-apiserver answers again.
 func (p *apiFaults) seen(pr progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.progress = pr
-	if !p.fired && pr.allocated >= p.n/4 {
-		p.fired = true
-		close(p.trigger)
-	}
-}
-
-func (p *apiFaults) now() progress {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.progress
-}
-
-func (p *apiFaults) run() {
-	defer close(p.done)
-	<-p.trigger
-	p.atEtcd = p.now()
-	if p.err = p.etcd.stop(); p.err != nil {
+	if p.fired || pr.allocated < p.n/4 {
 		return
+	}
+	p.fired = true
+	p.atEtcd = pr
+	p.err = p.run()
+}
+
+func (p *apiFaults) run() error {
+	if err := p.etcd.stop(); err != nil {
+		return err
 	}
 	t0 := time.Now()
 	time.Sleep(p.down)
-	if p.err = p.etcd.start(); p.err != nil {
-		return
+	if err := p.etcd.start(); err != nil {
+		return err
 	}
 	p.etcdDown = time.Since(t0)
 	time.Sleep(p.down / 2)
-	p.atAPI = p.now()
-	t0 = time.Now()
-	if p.err = p.apiserver.stop(); p.err != nil {
-		return
+	// etcd answers again: the progress the replicas made meanwhile.
+	var err error
+	if p.atAPI, err = p.count(); err != nil {
+		p.atAPI = p.atEtcd
 	}
-	if p.err = p.apiserver.start(); p.err != nil {
-		return
+	t0 = time.Now()
+	if err := p.apiserver.stop(); err != nil {
+		return err
+	}
+	if err := p.apiserver.start(); err != nil {
+		return err
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for p.ping() != nil {
 		if time.Now().After(deadline) {
-			p.err = errors.New("the kube-apiserver did not answer within 2 minutes of its restart")
-			return
+			return errors.New("the kube-apiserver did not answer within 2 minutes of its restart")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	p.answered = time.Now()
 	p.apiDown = p.answered.Sub(t0)
+	return nil
 }
