@@ -424,7 +424,7 @@ func (c *call) validateRule(typ string, update bool) *apiError {
 	if update {
 		fixed = append(fixed, param{name: "digest", optional: true}, param{name: "delete", optional: true})
 	}
-	return validate(c.p, append(fixed, ruleSchema(typ, update)...), nil)
+	return validate(c.p, c.lists, append(fixed, ruleSchema(typ, update)...), nil)
 }
 
 // haRuleEntry is Rules.pm's get_api_ha_rule: the section with rule, digest,

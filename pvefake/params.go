@@ -37,40 +37,62 @@ func (p params) flag(k string, def bool) bool {
 
 func (p params) int(k string) int { n, _ := strconv.Atoi(strings.TrimSpace(p[k])); return n }
 
+// lists are the values of parameters sent more than once in a form or
+// query string, or as a JSON array, in order: what pve-http-server's
+// decode_urlencoded and decode_json make an array of, for the parameters
+// whose schema type is array. params holds the last of them (a JSON
+// array's items joined with commas).
+type lists map[string][]string
+
 // readParams merges the query string and the body of r.
-func readParams(r *http.Request) (params, *apiError) {
-	out := params{}
+func readParams(r *http.Request) (params, lists, *apiError) {
+	out, arrays := params{}, lists{}
 	for k, v := range r.URL.Query() {
 		out[k] = v[len(v)-1]
+		arrays[k] = v
 	}
 	if r.Method != http.MethodPost && r.Method != http.MethodPut {
-		return out, nil
+		return out, arrays, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPost+1))
 	if err != nil {
-		return nil, &apiError{Status: http.StatusBadRequest, Msg: "cannot read the request body\n"}
+		return nil, nil, &apiError{Status: http.StatusBadRequest, Msg: "cannot read the request body\n"}
 	}
 	if len(body) > maxPost {
-		return nil, &apiError{Status: http.StatusNotImplemented, Msg: "for data too large", Plain: true}
+		return nil, nil, &apiError{Status: http.StatusNotImplemented, Msg: "for data too large", Plain: true}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return out, nil
+		return out, arrays, nil
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct == "application/json" {
-		return out, decodeJSONParams(body, out)
+		return out, arrays, decodeJSONParams(body, out, arrays)
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return nil, &apiError{Status: http.StatusBadRequest, Msg: "cannot parse the form-encoded body\n"}
+		return nil, nil, &apiError{Status: http.StatusBadRequest, Msg: "cannot parse the form-encoded body\n"}
 	}
 	for k, v := range form {
 		out[k] = v[len(v)-1]
+		arrays[k] = v
 	}
-	return out, nil
+	return out, arrays, nil
 }
 
-func decodeJSONParams(body []byte, out params) *apiError {
+// values returns the values of an array parameter: those of a list, else
+// the one value as a list of one, as PVE's RESTHandler normalises a scalar
+// sent for an array.
+func (l lists) values(p params, k string) []string {
+	if v, ok := l[k]; ok {
+		return v
+	}
+	if v, ok := p[k]; ok {
+		return []string{v}
+	}
+	return nil
+}
+
+func decodeJSONParams(body []byte, out params, arrays lists) *apiError {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var m map[string]any
@@ -84,6 +106,14 @@ func decodeJSONParams(body []byte, out params) *apiError {
 		}
 		if v != nil {
 			out[k] = s
+		}
+		if a, ok := v.([]any); ok && arrays != nil {
+			items := make([]string, 0, len(a))
+			for _, e := range a {
+				item, _ := jsonScalar(e)
+				items = append(items, item)
+			}
+			arrays[k] = items
 		}
 	}
 	return nil
@@ -148,6 +178,9 @@ type param struct {
 	max     *int
 	// requires names a parameter that must be set with this one.
 	requires string
+	// items makes the parameter an array whose every item it checks, the
+	// error under "<name>[<index>]" as check_prop reports an item's.
+	items func(v, path string) error
 }
 
 func opt(name string, t ptype) param { return param{name: name, typ: t, optional: true} }
@@ -155,9 +188,10 @@ func req(name string, t ptype) param { return param{name: name, typ: t} }
 
 var integerRe = regexp.MustCompile(`^\s*[+-]?\d+\s*$`)
 
-// validate checks p against the schema. extra decides whether a key the
-// schema does not list is accepted (nil: none are).
-func validate(p params, schema []param, extra func(string) bool) *apiError {
+// validate checks p against the schema; arrays holds the items of array
+// parameters. extra decides whether a key the schema does not list is
+// accepted (nil: none are).
+func validate(p params, arrays lists, schema []param, extra func(string) bool) *apiError {
 	errs := map[string]string{}
 	known := map[string]bool{}
 	for _, s := range schema {
@@ -166,6 +200,15 @@ func validate(p params, schema []param, extra func(string) bool) *apiError {
 		if !ok {
 			if !s.optional {
 				errs[s.name] = "property is missing and it is not optional"
+			}
+			continue
+		}
+		if s.items != nil {
+			for i, item := range arrays.values(p, s.name) {
+				path := fmt.Sprintf("%s[%d]", s.name, i)
+				if err := s.items(item, path); err != nil {
+					errs[path] = "invalid format - " + strings.TrimSuffix(err.Error(), "\n")
+				}
 			}
 			continue
 		}

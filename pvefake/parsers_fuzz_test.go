@@ -109,7 +109,7 @@ func FuzzReadParamsJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		p := params{}
-		if err := decodeJSONParams([]byte(body), p); err != nil {
+		if err := decodeJSONParams([]byte(body), p, lists{}); err != nil {
 			if err.Status != 400 {
 				t.Fatalf("a bad JSON body must be a 400, got %d", err.Status)
 			}

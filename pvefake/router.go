@@ -31,6 +31,7 @@ type call struct {
 	r     *http.Request
 	auth  string // authenticated user or full token id
 	p     params
+	lists lists  // the items of array parameters
 	node  string // the {node} path parameter, when the path has one
 	total *int
 	// upload is the file an upload request carries.

@@ -218,7 +218,7 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 	if rt.upload {
 		return srv.serveUpload(r, rt, vars, auth)
 	}
-	p, perr := readParams(r)
+	p, arrays, perr := readParams(r)
 	if perr != nil {
 		return nil, nil, perr
 	}
@@ -228,7 +228,7 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 	if e := srv.st.unreachableErr(vars["node"]); e != nil {
 		return nil, nil, e
 	}
-	c := &call{srv: srv, s: srv.st, r: r, auth: auth, p: p, node: vars["node"]}
+	c := &call{srv: srv, s: srv.st, r: r, auth: auth, p: p, lists: arrays, node: vars["node"]}
 	return srv.handle(c, rt)
 }
 
@@ -241,7 +241,7 @@ func (srv *Server) handle(c *call, rt *route) (any, *int, *apiError) {
 			return nil, nil, e
 		}
 	}
-	if e := validate(p, rt.schema, rt.extra); e != nil {
+	if e := validate(p, c.lists, rt.schema, rt.extra); e != nil {
 		return nil, nil, e
 	}
 	data, e := rt.handle(c)
