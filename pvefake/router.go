@@ -106,6 +106,7 @@ func (srv *Server) routes() *router {
 	rt.add(aclRoutes()...)
 	rt.add(poolRoutes()...)
 	rt.add(clusterRoutes()...)
+	rt.add(mappingRoutes()...)
 	rt.add(haRoutes(srv.cfg)...)
 	rt.add(qemuRoutes()...)
 	rt.add(qemuOpRoutes()...)

@@ -27,6 +27,10 @@ type state struct {
 	uploads int       // uploads received, for their temporary file names
 	sdnSt   *sdnState // SDN and node networks; see sdn()
 	haSt    *haState  // HA configuration and node loss; see ha()
+	// pciMaps are the sections of mapping/pci.cfg by ID, pciOrder their
+	// order in the file.
+	pciMaps  map[string]*pciMapping
+	pciOrder []string
 	// fenceDelay is the time from a node going offline to the recovery
 	// of its HA services.
 	fenceDelay time.Duration
@@ -113,7 +117,7 @@ type guest struct {
 func newState(v pveacl.Version, now func() time.Time, uuid func() string) *state {
 	return &state{cfg: pveacl.NewConfig(v), secrets: map[string]string{}, nodes: map[string]*node{},
 		stores: map[string]*storage{}, volumes: map[volKey]*volume{}, vms: map[int]*guest{},
-		tasks: map[string]*task{}, pid: 4000, now: now, newUUID: uuid}
+		tasks: map[string]*task{}, pid: 4000, now: now, newUUID: uuid, pciMaps: map[string]*pciMapping{}}
 }
 
 // eval returns an evaluator of the current access-control state.

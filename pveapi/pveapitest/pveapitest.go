@@ -47,6 +47,9 @@ type Fault = pvefake.Fault
 // Interface is pvefake.Interface.
 type Interface = pvefake.Interface
 
+// PCIMappingSpec is pvefake.PCIMappingSpec.
+type PCIMappingSpec = pvefake.PCIMappingSpec
+
 // Request is pvefake.Request.
 type Request = pvefake.Request
 

@@ -1,0 +1,46 @@
+package pvefake
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzParsePCIMapEntry(f *testing.F) {
+	for _, s := range []string{"node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14",
+		"node=pve2,path=0000:01:00.0;0000:01:00.1,id=10de:2204,subsystem-id=1458:403b,description=left slot",
+		"node=pve,path=0000:01:00,id=10de:2204", " node=pve , path=0000:01:00.0", "node=pve,,path=0000:01:00.0,id=8086:1521,",
+		"node=pve,node=pve2", "pve", "=x", "node=", "node=pve\n,path=0000:01:00.0,id=10de:2204", "iommugroup=+1", "\n=0", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		e, err := parsePCIMapEntry(v, "map[0]")
+		if err != nil {
+			if rest, ok := strings.CutPrefix(err.Error(), "format error\n"); ok {
+				for _, line := range strings.Split(rest, "\n") {
+					if _, known := pciMapFormat[strings.SplitN(strings.TrimPrefix(line, "map[0]."), ":", 2)[0]]; !known {
+						t.Fatalf("check_object's error names a key of the format under map[0]: %q", line)
+					}
+				}
+			}
+			return
+		}
+		if e.node == "" || e.id == "" || len(e.devices()) == 0 || !mapPCIPathRe.MatchString(e.path) {
+			t.Fatalf("%q parsed to an entry without node, id or a valid path: %+v", v, e)
+		}
+		for _, d := range e.devices() {
+			if d == "" || strings.ContainsAny(d, ";,") {
+				t.Fatalf("%q has the device %q", v, d)
+			}
+		}
+		again, err := parsePCIMapEntry(e.String(), "map[0]")
+		if err != nil {
+			t.Fatalf("the printed entry %q of %q does not parse: %v", e.String(), v, err)
+		}
+		if again != e {
+			t.Fatalf("print/parse changed the entry %q: %+v, then %+v", v, e, again)
+		}
+		if again.String() != e.String() {
+			t.Fatalf("printing is not stable: %q then %q", e.String(), again.String())
+		}
+	})
+}
