@@ -184,7 +184,7 @@ func createVM(c *call) (any, *apiError) {
 		return nil, err
 	}
 	conf := configParams(c.p)
-	if err := c.configChecks(vmid, pool, conf, c.p["storage"]); err != nil {
+	if err := c.configChecks(vmid, pool, conf, c.p["storage"], true); err != nil {
 		return nil, err
 	}
 	if g, ok := c.s.vms[vmid]; ok {
@@ -218,13 +218,19 @@ func (c *call) createChecks(vmid int, pool string) *apiError {
 	return permError("")
 }
 
-// configChecks runs the per-option checks of a create or update.
-func (c *call) configChecks(vmid int, pool string, conf map[string]string, defStorage string) *apiError {
+// configChecks runs the per-option checks of a create or update; a
+// create checks its hostpciN options here, an update as it sets them.
+func (c *call) configChecks(vmid int, pool string, conf map[string]string, defStorage string, create bool) *apiError {
 	if err := c.checkStorageAccess(vmid, conf, defStorage); err != nil {
 		return err
 	}
 	if err := c.checkModifyConfigPerm(vmid, pool, sortedKeys(conf)); err != nil {
 		return err
+	}
+	if create {
+		if err := c.checkCreateHostPCIPerm(vmid, pool, conf); err != nil {
+			return err
+		}
 	}
 	if err := c.checkBridgeAccess(conf); err != nil {
 		return err

@@ -115,6 +115,9 @@ func (c *call) cloneChecks(g *guest, full bool, target string, newid int) *apiEr
 	if err != nil {
 		return err
 	}
+	if err := c.checkMappingAccess(g.conf); err != nil {
+		return err
+	}
 	if err := c.checkBridgeAccess(g.conf); err != nil {
 		return err
 	}

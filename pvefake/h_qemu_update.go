@@ -31,7 +31,7 @@ func updateConfig(c *call, sync bool) (any, *apiError) {
 	if err := c.checkModifyConfigPerm(g.vmid, "", deletes); err != nil {
 		return nil, err
 	}
-	if err := c.configChecks(g.vmid, "", conf, ""); err != nil {
+	if err := c.configChecks(g.vmid, "", conf, "", false); err != nil {
 		return nil, err
 	}
 	if d := c.p["digest"]; d != "" && d != g.digest() {
@@ -157,6 +157,15 @@ func (c *call) setOption(g *guest, k string, conf map[string]string, deletes []s
 			return err
 		}
 		v = normalizeTags(v)
+	case hostPCIKeyRe.MatchString(k):
+		if old := g.conf[k]; old != "" {
+			if err := c.checkHostPCIPerm(g.vmid, "", k, old); err != nil {
+				return err.inWorker()
+			}
+		}
+		if err := c.checkHostPCIPerm(g.vmid, "", k, v); err != nil {
+			return err.inWorker()
+		}
 	case strings.HasPrefix(k, "net") && indexedRe.MatchString(k):
 		v = c.s.withMAC(v)
 	case k == "boot":
@@ -252,6 +261,10 @@ func (c *call) deleteOption(g *guest, k string, order *[]string, l *taskLog) err
 	case k == "tags":
 		if err := c.assertTagPermissions(g.vmid); err != nil {
 			return err
+		}
+	case hostPCIKeyRe.MatchString(k):
+		if err := c.checkHostPCIPerm(g.vmid, "", k, v); err != nil {
+			return err.inWorker()
 		}
 	}
 	delete(g.conf, k)

@@ -44,3 +44,24 @@ func FuzzParsePCIMapEntry(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseHostPCI(f *testing.F) {
+	for _, s := range []string{"mapping=gpu,pcie=1", "0000:01:00.0;0000:01:00.1,x-vga=on", "host=01:00.0,rombar=no",
+		"mapping=gpu,romfile=vbios.bin,driver=keep", "01:00.0,02:00.0", "host=01:00.0,mapping=gpu", "pcie=maybe", "mdev=nvidia-35", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d, err := parseHostPCI(v, "hostpci0")
+		if err != nil {
+			return
+		}
+		for k, val := range d {
+			if _, ok := hostPCIFormat[k]; !ok {
+				t.Fatalf("%q parsed the key %q the format lacks", v, k)
+			}
+			if hostPCIBooleans[k] && val != "0" && val != "1" {
+				t.Fatalf("%q parsed the boolean %s as %q", v, k, val)
+			}
+		}
+	})
+}

@@ -19,7 +19,7 @@ var (
 )
 
 // configValueParams are optional parameters of create and config updates.
-var configValueParams = []param{
+var configValueParams = append([]param{
 	{name: "name", optional: true, format: fmtDNSName},
 	{name: "memory", optional: true, format: fmtMemory},
 	{name: "cores", typ: tInt, optional: true, min: &minCores},
@@ -33,7 +33,7 @@ var configValueParams = []param{
 	{name: "bios", optional: true, enum: []string{"seabios", "ovmf"}},
 	{name: "description", optional: true, maxLen: 8192},
 	{name: "boot", optional: true, format: fmtBoot},
-}
+}, hostPCIParams()...)
 
 // dnsName is pve-common's pve_verify_dns_name.
 var dnsName = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\.)*[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`)

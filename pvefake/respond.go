@@ -3,6 +3,7 @@ package pvefake
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -44,6 +45,16 @@ func wrapDie(prefix string, err *apiError) *apiError {
 		return nil
 	}
 	return &apiError{Status: http.StatusInternalServerError, Msg: prefix + ": " + err.stringify()}
+}
+
+// inWorker is the error as a worker dies with it: a plain die as its text,
+// which the task's exit status shows without a status code; an exception
+// (403, 400) as it is.
+func (e *apiError) inWorker() error {
+	if e.Status == http.StatusInternalServerError && len(e.Errors) == 0 {
+		return errors.New(strings.TrimSuffix(e.Msg, "\n"))
+	}
+	return e
 }
 
 // stringify renders the error like PVE::Exception::stringify.
