@@ -31,7 +31,9 @@ type BootingVM struct {
 	// Config is a copy of the guest's configuration when it started
 	// (smbios1, netN with their MAC addresses, ide0 ...).
 	Config map[string]string
-	media  map[string][]byte
+	// PCI are the host PCI devices it took (VMPCIDevices).
+	PCI   []PCIDevice
+	media map[string][]byte
 }
 
 var smbiosUUIDRe = regexp.MustCompile(`(?:^|,)uuid=([0-9a-fA-F-]+)`)
@@ -82,7 +84,8 @@ func (srv *Server) BootErrors() []BootError {
 // bootingVM collects what the boot hook sees of a guest, with the state
 // locked: its configuration and the bytes of the ISOs in its CD-ROMs.
 func (s *state) bootingVM(g *guest, upid string) BootingVM {
-	vm := BootingVM{VMID: g.vmid, Node: g.node, UPID: upid, Config: maps.Clone(g.conf), media: map[string][]byte{}}
+	vm := BootingVM{VMID: g.vmid, Node: g.node, UPID: upid, Config: maps.Clone(g.conf), PCI: g.pciDevices(),
+		media: map[string][]byte{}}
 	for k, v := range g.conf {
 		d, err := parseDrive(v)
 		if !isDriveKey(k) || err != nil || !d.cdrom() {

@@ -82,7 +82,10 @@ func startVM(c *call) (any, *apiError) {
 		if err := c.s.activateVolumes(g); err != nil {
 			return err
 		}
-		g.running, started = true, g
+		if err := c.s.startGuest(g); err != nil {
+			return err
+		}
+		started = g
 		return nil
 	})
 	if started != nil {
@@ -143,7 +146,7 @@ func stopVM(c *call, typ string) (any, *apiError) {
 		if lock := g.conf["lock"]; lock != "" && !skiplock {
 			return fmt.Errorf("VM is locked (%s)", lock)
 		}
-		g.running = false
+		c.s.stopGuest(g)
 		return nil
 	}), nil
 }

@@ -32,6 +32,10 @@ type haResource struct {
 	name    string // 100
 	opts    map[string]string
 	pending bool // fenced, waiting for a recovery node
+	// migrateFailed is the node a live migration to failed on the
+	// guest's PCI devices: the manager tries again each round, and the
+	// fake, which runs a round on every request, logs the failure once.
+	migrateFailed string
 }
 
 // haGroup is a section of /etc/pve/ha/groups.cfg (PVE 8).
@@ -309,11 +313,11 @@ func (s *state) enact(r *haResource) {
 	}
 	switch r.reqState() {
 	case "started":
-		if g.conf["template"] != "1" {
-			g.running = true
+		if g.conf["template"] != "1" && !g.running {
+			_ = s.startGuest(g) // a failed start leaves the guest stopped
 		}
 	case "stopped", "disabled":
-		g.running = false
+		s.stopGuest(g)
 	}
 }
 
@@ -340,7 +344,7 @@ func (srv *Server) SetNodeOnline(node string, online bool) error {
 			h.offline[node] = s.now()
 			for _, g := range s.vms {
 				if g.node == node {
-					g.running = false
+					s.stopGuest(g)
 				}
 			}
 			h.logf("node '%s': state changed from 'online' => 'unknown'", node)
@@ -351,8 +355,8 @@ func (srv *Server) SetNodeOnline(node string, online bool) error {
 		h.logf("node '%s': state changed from 'unknown' => 'online'", node)
 		for _, id := range s.vmIDs() {
 			g := s.vms[id]
-			if g.node == node && !s.vmIsHAManaged(id) && onboot(g.conf["onboot"]) && g.conf["template"] != "1" {
-				g.running = true
+			if g.node == node && !s.vmIsHAManaged(id) && onboot(g.conf["onboot"]) && g.conf["template"] != "1" && !g.running {
+				_ = s.startGuest(g) // startall goes on past a guest that fails
 			}
 		}
 		s.haTick()
@@ -611,6 +615,8 @@ func (s *state) resourceAffinity(r *haResource) (map[string]int, map[string]bool
 // and then picks another node, to which the service is live-migrated
 // ("migrate service 'vm:101' to node 'pve2' (running)"). Services are
 // looked at in SID order, so of two that share a node the first moves.
+// A guest with PCI devices stays where it is unless they can go live to
+// the target (pciLiveMigrate), as QemuMigrate refuses the migration.
 func (s *state) separate() {
 	if s.cfg.Version != pveacl.PVE9 {
 		return
@@ -629,7 +635,15 @@ func (s *state) separate() {
 		if target == "" || target == g.node {
 			continue
 		}
+		if err := s.pciLiveMigrate(g, target); err != nil {
+			if r.migrateFailed != target {
+				h.logf("migrate service '%s' to node '%s' (running)", sid, target)
+				h.logf("service '%s' - migration failed (exit code 1)", sid)
+				r.migrateFailed = target
+			}
+			continue
+		}
 		h.logf("migrate service '%s' to node '%s' (running)", sid, target)
-		g.node = target
+		g.node, r.migrateFailed = target, ""
 	}
 }

@@ -63,5 +63,26 @@ func FuzzParseHostPCI(f *testing.F) {
 				t.Fatalf("%q parsed the boolean %s as %q", v, k, val)
 			}
 		}
+		if h := d["host"]; h != "" {
+			for _, id := range strings.Split(h, ";") {
+				if n := lspciID(id); strings.Count(n, ":") != 2 || !strings.HasSuffix(n, id) {
+					t.Fatalf("lspciID(%q) = %q", id, n)
+				}
+			}
+		}
+	})
+}
+
+func FuzzPCIConflict(f *testing.F) {
+	f.Add("0000:01:00", "0000:01:00.1")
+	f.Add("0000:01:00.0", "0000:01:00.0")
+	f.Add("0000:01:00.0", "0000:01:00.1")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if pciConflict(a, b) != pciConflict(b, a) {
+			t.Fatalf("pciConflict(%q, %q) is not symmetric", a, b)
+		}
+		if !pciConflict(a, a) {
+			t.Fatalf("%q does not conflict with itself", a)
+		}
 	})
 }

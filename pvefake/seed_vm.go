@@ -50,11 +50,18 @@ func (srv *Server) AddVM(spec VMSpec) error {
 		if _, ok := s.cfg.Pools[spec.Pool]; spec.Pool != "" && !ok {
 			return fmt.Errorf("cannot add VM %d: pool '%s' does not exist", spec.VMID, spec.Pool)
 		}
+		var holds []pciHold
+		if spec.Running {
+			var err error
+			if holds, err = s.pciStart(&guest{vmid: spec.VMID, conf: spec.Config}, node); err != nil {
+				return fmt.Errorf("cannot add VM %d: %w", spec.VMID, err)
+			}
+		}
 		conf, err := seedConfig(s, spec, node)
 		if err != nil {
 			return err
 		}
-		s.vms[spec.VMID] = &guest{vmid: spec.VMID, node: node, conf: conf, running: spec.Running}
+		s.vms[spec.VMID] = &guest{vmid: spec.VMID, node: node, conf: conf, running: spec.Running, pci: holds}
 		if spec.Pool != "" {
 			s.addToPool(spec.Pool, spec.VMID)
 		}

@@ -112,6 +112,8 @@ type guest struct {
 	node    string
 	conf    map[string]string
 	running bool
+	// pci are the host PCI devices the running guest took at its start.
+	pci []pciHold
 }
 
 func newState(v pveacl.Version, now func() time.Time, uuid func() string) *state {

@@ -47,6 +47,9 @@ type Fault = pvefake.Fault
 // Interface is pvefake.Interface.
 type Interface = pvefake.Interface
 
+// PCIDevice is pvefake.PCIDevice.
+type PCIDevice = pvefake.PCIDevice
+
 // PCIMappingSpec is pvefake.PCIMappingSpec.
 type PCIMappingSpec = pvefake.PCIMappingSpec
 
