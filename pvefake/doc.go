@@ -31,6 +31,18 @@
 // cluster: its guests stop and, after WithHAFenceDelay, its HA services are
 // recovered to other nodes as the HA manager picks them.
 //
+// PCI resource mappings (/cluster/mapping/pci, mapping/pci.cfg) are served
+// as pve-manager serves them over pve-guest-common's PVE::Mapping::PCI, and
+// AddPCIMapping seeds them. A guest's hostpciN option is checked on create,
+// update and clone as qemu-server checks it: a host device is root@pam's
+// alone (not its token's), a mapped one needs Mapping.Use on
+// /mapping/pci/<id>. A start takes the guest's devices as vm_start does:
+// an item of the mapping for the guest's node, of several the first no
+// other running guest holds, and fails as qemu-server fails when the node
+// has none or another guest holds the device; a stop, a shutdown or the
+// loss of the node frees them. VMPCIDevices reads what a guest holds. The
+// server has no hardware: every device exists and matches its mapping.
+//
 // Faults can be injected per method and path (InjectError), as latency
 // (WithLatency) and as failing tasks (FailNextTask). Requests are counted, so
 // a test can assert that a second idempotent run sent no mutating request.
@@ -38,8 +50,9 @@
 // The server never talks to the network except for download-url, which
 // fetches the given URL with the server's downloader (by default an HTTP GET
 // that tests point at another httptest server). Volumes are records with a
-// size and a format; only uploaded files keep their bytes (VolumeData). It does not implement ticket (password)
-// logins, LXC (its container index answers as a node without containers),
-// snapshots or migration; those paths answer 501 "Method '... ' not
-// implemented" as PVE does for unknown paths (Server.Unserved lists them).
+// size and a format; only uploaded files keep their bytes (VolumeData). It
+// does not implement ticket (password) logins, LXC (its container index
+// answers as a node without containers), snapshots, migration, or directory
+// and USB mappings; those paths answer 501 "Method '... ' not implemented"
+// as PVE does for unknown paths (Server.Unserved lists them).
 package pvefake
