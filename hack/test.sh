@@ -78,8 +78,8 @@ say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"
 # a time on two cores, each capmox in a network namespace of its own), and
 # take the longest. Three test binaries run at once on two cores (-p 3):
 # the slow packages wait on the programs they start as much as they
-# compute, and with two at a time the machine sat idle for a sixth of the
-# run (docs/performance.md).
+# compute; a warm run took 22.5 minutes so, against 27.5 with two at a
+# time (docs/performance.md).
 flags=(-race -p 3 -timeout 60m "-ldflags=-s -w")
 
 # Flags alone (hack/test.sh -count=1) still mean the whole suite.
