@@ -24,7 +24,8 @@ type Platform struct {
 	// PVEVersion is the Proxmox VE major version (8 or 9; default 9).
 	PVEVersion pveacl.Version `json:"pveVersion,omitempty"`
 	// Capmox is the cluster-api provider's user and token, which creates
-	// every tenant's VMs and so needs SDN.Use on each tenant VLAN.
+	// every tenant's VMs and so needs SDN.Use on each tenant VLAN and
+	// Mapping.Use on each tenant's PCI mappings (Tenant.PCIMappings).
 	Capmox *Credential `json:"capmox,omitempty"`
 	// HA is the proxmox-network controller's user and token for pool HA
 	// (package pveha): it reads and changes the cluster's HA resources
@@ -77,6 +78,20 @@ type Tenant struct {
 	// it, and the audit reports a tenant VM outside it and another
 	// tenant's VM inside it. Ranges of two tenants may not overlap.
 	VMIDRange *VMIDRange `json:"vmIDRange,omitempty"`
+	// PCIMappings are the Proxmox VE PCI resource mappings (cluster-wide
+	// mapping ids, /cluster/mapping/pci) the tenant's VMs may use, the
+	// GPUs of its templates' hostpciN: mapping=<id>. qemu-server checks
+	// Mapping.Use on /mapping/pci/<id> when a clone copies such a device
+	// from its template (check_mapping_access) and when a config sets
+	// it, so the capmox token that clones the tenant's VMs (its own,
+	// and the platform's when platform.capmox is set) gets CozyMapping
+	// (Mapping.Use, nothing else) on each, without propagation. A
+	// mapping belongs to one tenant: two tenants naming one would share
+	// its devices. A platform-wide capmox token holds Mapping.Use on
+	// every tenant's mappings (the audit says so with
+	// PlatformWideToken), as it holds SDN.Use on every tenant's VLANs.
+	// Mappings exist since Proxmox VE 8.0.
+	PCIMappings []string `json:"pciMappings,omitempty"`
 }
 
 // VMIDRange is a range of VM ids, both ends included.
@@ -154,6 +169,10 @@ func (t Tenant) TokenIDs() (csi, ccm string) {
 	return pveacl.TokenID(t.User, t.Tokens.CSI), pveacl.TokenID(t.User, t.Tokens.CCM)
 }
 
+// PCIMappingPath is the ACL path of a PCI resource mapping,
+// /mapping/pci/<id>, on which qemu-server checks Mapping.Use.
+func PCIMappingPath(id string) string { return "/mapping/pci/" + id }
+
 // AllStorages returns the dedicated storage followed by the extra ones.
 func (t Tenant) AllStorages() []string { return append([]string{t.Storage}, t.Storages...) }
 
@@ -195,6 +214,7 @@ func (t *Tenants) Defaulted() *Tenants {
 		tn.Networks = slices.Clone(tn.Networks)
 		tn.Templates = slices.Clone(tn.Templates)
 		tn.LinkedCloneStorages = slices.Clone(tn.LinkedCloneStorages)
+		tn.PCIMappings = slices.Clone(tn.PCIMappings)
 		if tn.VMIDRange != nil {
 			r := *tn.VMIDRange
 			tn.VMIDRange = &r
@@ -261,6 +281,7 @@ func (t *Tenants) Validate() error {
 	v.linkedClones(t.Tenants)
 	v.vmIDRanges(t)
 	v.foreignTemplates(t)
+	v.pciMappings(t)
 	return termsafe.Join(v.errs...)
 }
 
@@ -541,6 +562,46 @@ func (v *validator) foreignTemplates(t *Tenants) {
 				v.add(fmt.Sprintf("tenants[%d].templates[%d]", i, k), "template %d of tenant %q is tenant %q's VM (%s, tenants[%d]): its capmox token would hold VM.Clone there, and a full clone copies that tenant's disks into pool %q; list only templates that are no tenant's VM (keep them outside every tenant's vms and vmIDRange)",
 					vm, tn.Name, c.Tenant, c.How, c.Index, tn.Pool)
 			}
+		}
+	}
+}
+
+// configIDRe is pve-common's pve-configid format ($CONFIGID_RE, matched
+// without regard to case), which pve-guest-common's PVE::Mapping::PCI
+// gives a mapping's id and qemu-server the mapping of a hostpciN.
+var configIDRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]+$`)
+
+// pciMappings checks each tenant's pciMappings: a valid mapping id, once
+// per tenant, a capmox token to grant it to, a version with mappings,
+// and no mapping of two tenants.
+func (v *validator) pciMappings(t *Tenants) {
+	owner := map[string]int{}
+	for i, tn := range t.Tenants {
+		f := fmt.Sprintf("tenants[%d].pciMappings", i)
+		if len(tn.PCIMappings) == 0 {
+			continue
+		}
+		if t.Platform.Capmox == nil && tn.Tokens.Capmox == "" {
+			v.add(f, "pciMappings need platform.capmox or tokens.capmox: Mapping.Use on a mapping is granted to the capmox token that clones the VMs")
+		}
+		if t.Platform.PVEVersion < pveacl.PVE8 {
+			v.add(f, "PCI resource mappings and their Mapping.Use exist since Proxmox VE 8.0, not in Proxmox VE %d", int(t.Platform.PVEVersion))
+		}
+		seen := map[string]bool{}
+		for j, id := range tn.PCIMappings {
+			mf := fmt.Sprintf("%s[%d]", f, j)
+			switch o, taken := owner[id]; {
+			case !configIDRe.MatchString(id):
+				v.add(mf, "PCI mapping %q is not a Proxmox VE mapping ID: a letter, then one or more letters, digits, '-' or '_'", id)
+			case seen[id]:
+				v.add(mf, "PCI mapping %q is listed twice", id)
+			case taken && o != i:
+				v.add(mf, "PCI mapping %q of tenant %q is also tenant %q's (tenants[%d]): both tenants' VMs could take its devices, so a GPU one tenant used (its memory included) would pass to the other and either could hold all of them; give every tenant mappings of its own",
+					id, tn.Name, t.Tenants[o].Name, o)
+			default:
+				owner[id] = i
+			}
+			seen[id] = true
 		}
 	}
 }
