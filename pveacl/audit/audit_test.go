@@ -66,8 +66,10 @@ func TestAuditCleanControl(t *testing.T) {
 	}
 	noCapmox := *spec
 	noCapmox.Platform.Capmox = nil
+	noCapmox.Tenants = slices.Clone(spec.Tenants)
 	for i := range noCapmox.Tenants {
 		noCapmox.Tenants[i].Networks = nil
+		noCapmox.Tenants[i].PCIMappings = nil
 	}
 	rep, err = Run(converged(t, &noCapmox), &noCapmox)
 	if err != nil || len(rep.Findings) != 0 {

@@ -36,6 +36,12 @@ const (
 	// RoleLinkedClone lets a tenant's capmox token make linked clones of
 	// templates whose disks live on a storage outside the tenant.
 	RoleLinkedClone = "CozyLinkedClone"
+	// RoleMapping lets the capmox token that clones a tenant's VMs use
+	// the tenant's PCI resource mappings (Mapping.Use on
+	// /mapping/pci/<id>, which a clone of a template with such a device
+	// and a hostpciN: mapping=<id> setting need). It holds no
+	// Mapping.Audit: neither needs to read the mapping.
+	RoleMapping = "CozyMapping"
 )
 
 // managedRoles holds the privileges of the roles the plan creates, per
@@ -54,6 +60,7 @@ func managedRolesOf(v pveacl.Version) map[string][]string {
 		RoleCCM:         {"VM.Audit", agent},
 		RoleClone:       {"VM.Audit", "VM.Clone"},
 		RoleLinkedClone: {"Datastore.AllocateSpace"},
+		RoleMapping:     {"Mapping.Use"},
 		RoleNodeAudit:   {"Sys.Audit"},
 		RoleHA:          {"Sys.Audit", "Sys.Console"},
 		RoleCapmox: {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate", "Datastore.Audit", "Pool.Audit", "Sys.Audit",
@@ -164,12 +171,16 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 	}
 	d.grant("/", pveacl.KindUser, tn.User, false, pveacl.RoleAuditor)
 	d.grant("/", pveacl.KindToken, ccm, false, pveacl.RoleAuditor)
-	for _, n := range tn.Networks {
-		for _, path := range n.SDNPaths() {
-			if capmox != nil {
+	if capmox != nil {
+		for _, n := range tn.Networks {
+			for _, path := range n.SDNPaths() {
 				d.grant(path, pveacl.KindUser, capmox.User, false, pveacl.RoleSDNUser)
 				d.grant(path, pveacl.KindToken, capmox.TokenID(), false, pveacl.RoleSDNUser)
 			}
+		}
+		for _, id := range tn.PCIMappings {
+			d.grant(PCIMappingPath(id), pveacl.KindUser, capmox.User, false, RoleMapping)
+			d.grant(PCIMappingPath(id), pveacl.KindToken, capmox.TokenID(), false, RoleMapping)
 		}
 	}
 	d.tenantCapmox(tn, comment)
@@ -179,7 +190,8 @@ func (d *desiredState) tenant(tn Tenant, capmox *Credential) {
 // pool only (which reaches the pool's VMs and storages, and the VMs it
 // clones there), CozyClone on each template, CozyLinkedClone on each
 // storage of linkedCloneStorages, SDN.Use on exactly its bridges and
-// VLANs, and CozyNodeAudit (Sys.Audit) on /nodes and on / alone, which
+// VLANs, CozyMapping (Mapping.Use) on exactly its PCI mappings, and
+// CozyNodeAudit (Sys.Audit) on /nodes and on / alone, which
 // capmox needs to read a node's and the cluster's status and PVE grants
 // on no narrower path. CozyCapmox includes Datastore.AllocateTemplate and
 // Datastore.Allocate, which reach only the pool's storages: capmox uploads
@@ -208,6 +220,9 @@ func (d *desiredState) tenantCapmox(tn Tenant, comment string) {
 			for _, path := range n.SDNPaths() {
 				d.grant(path, s.kind, s.id, false, pveacl.RoleSDNUser)
 			}
+		}
+		for _, m := range tn.PCIMappings {
+			d.grant(PCIMappingPath(m), s.kind, s.id, false, RoleMapping)
 		}
 	}
 }

@@ -1,7 +1,10 @@
 // Package tenantplan plans the isolation of a set of tenants on a Proxmox
 // VE cluster: one resource pool, one dedicated storage, one user and
 // privilege-separated CSI and CCM tokens per tenant, plus the platform's
-// capmox credentials.
+// capmox credentials. The capmox token that clones a tenant's VMs gets
+// SDN.Use on the tenant's networks and Mapping.Use on the PCI resource
+// mappings (GPUs) the tenant lists; a tenant's own capmox token gets
+// nothing of another tenant's, and a mapping belongs to one tenant.
 //
 // LoadTenants reads the specification (YAML or JSON), fills its defaults
 // and reports every problem at once, each with its field. Plan compares it

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Proxmox VE 9 access control for the tenants: 36 step(s).
+# Proxmox VE 9 access control for the tenants: 39 step(s).
 set -eu
 
 # create role: the role does not exist
@@ -13,6 +13,9 @@ pveum role add CozyCSIStorage --privs Datastore.Allocate,Datastore.AllocateSpace
 
 # create role: the role does not exist
 pveum role add CozyCapmox --privs Datastore.Allocate,Datastore.AllocateSpace,Datastore.AllocateTemplate,Datastore.Audit,Pool.Audit,Sys.Audit,VM.Allocate,VM.Audit,VM.Clone,VM.Config.CDROM,VM.Config.CPU,VM.Config.Cloudinit,VM.Config.Disk,VM.Config.HWType,VM.Config.Memory,VM.Config.Network,VM.Config.Options,VM.GuestAgent.Audit,VM.Migrate,VM.PowerMgmt
+
+# create role: the role does not exist
+pveum role add CozyMapping --privs Mapping.Use
 
 # create pool: the pool does not exist
 pveum pool add alpha --comment 'pxsubstrate tenant alpha'
@@ -67,6 +70,12 @@ pveum acl modify / --users capmox@pve --roles CozyCapmox --propagate 1
 
 # set ACL entries: the entry does not exist
 pveum acl modify / --users k8s-beta@pve --roles PVEAuditor --propagate 0
+
+# set ACL entries: the entry does not exist
+pveum acl modify /mapping/pci/gpu-alpha --tokens 'capmox@pve!capi' --roles CozyMapping --propagate 0
+
+# set ACL entries: the entry does not exist
+pveum acl modify /mapping/pci/gpu-alpha --users capmox@pve --roles CozyMapping --propagate 0
 
 # set ACL entries: the entry does not exist
 pveum acl modify /pool/alpha --tokens 'alpha@pve!ccm' --roles CozyCCM --propagate 0
