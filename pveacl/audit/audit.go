@@ -55,7 +55,8 @@ const (
 	CodeTokenBroaderThanRole Code = "TokenBroaderThanRole"
 	// CodeNestedTenantPool: a pool is nested in a tenant's pool.
 	CodeNestedTenantPool Code = "NestedTenantPool"
-	// CodePlatformWideToken: the platform's capmox token reaches every tenant.
+	// CodePlatformWideToken: the platform's capmox token reaches every
+	// tenant (its pool, and Mapping.Use on its PCI mappings).
 	CodePlatformWideToken Code = "PlatformWideToken"
 	// CodeTenantIncomplete: a tenant's user, token, pool or storage is missing.
 	CodeTenantIncomplete Code = "TenantIncomplete"
@@ -143,6 +144,7 @@ func (a *auditor) run() Report {
 	a.platformToken()
 	a.platformHA()
 	a.sdnUse()
+	a.mappingUse()
 	a.vmIDRanges()
 	sortFindings(a.findings)
 	return Report{Findings: a.findings, Tenants: len(a.tenants), Subjects: a.subjects, Objects: a.objects}
@@ -190,6 +192,7 @@ func (a *auditor) auditTenant(i int) {
 		a.topLevel(tn.Name, s, "or grant on /pool/"+tn.Pool+" instead")
 		a.reach(i, s)
 		a.foreignSDN(i, s)
+		a.foreignMappings(i, s)
 	}
 	csi, ccm := tn.TokenIDs()
 	for _, id := range []string{csi, ccm} {
@@ -339,10 +342,15 @@ func (a *auditor) platformToken() {
 			reached++
 		}
 	}
-	if reached < 2 {
+	mapped := a.platformMappings(id)
+	if reached < 2 && len(mapped) < 2 {
 		return
 	}
+	msg := fmt.Sprintf("the capmox token %s reaches the pools of %d tenants", id, reached)
+	if len(mapped) > 0 {
+		msg += fmt.Sprintf(" and holds Mapping.Use on the PCI mappings of %d (%s), so it can give a VM of any tenant another tenant's GPU", len(mapped), strings.Join(mapped, ", "))
+	}
 	a.add(Finding{Severity: SeverityInfo, Code: CodePlatformWideToken, Subject: id, Path: "/",
-		Message: fmt.Sprintf("the capmox token %s reaches the pools of %d tenants: it is platform-wide by design", id, reached),
+		Message: msg + ": it is platform-wide by design",
 		Remedy:  "keep its secret in the management cluster only, never in a tenant cluster or a log"})
 }

@@ -41,6 +41,8 @@ type auditor struct {
 	stProbe      string
 	poolProbe    string
 	sdnPaths     []string // SDN paths to ask about, sorted; see sdnCandidates
+	mappingPaths []string // PCI mapping paths to ask about, sorted; see mappingCandidates
+	mappingProbe string   // a PCI mapping id no entry and no tenant names
 	findings     []Finding
 	subjects     int
 	objects      int

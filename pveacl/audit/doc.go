@@ -9,7 +9,11 @@
 // privileges, so the audit checks each singled-out object and one object
 // of every remaining class, an id no object has yet standing in for an
 // empty class; its cost grows with the number of tenants, not with the
-// number of objects. The Report also lists configurations that leak or
+// number of objects. PCI resource mappings are checked the same way: no
+// Mapping.Use or Mapping.Modify on a mapping the tenant does not list (a
+// never-named id stands for the mappings no entry names), no
+// Mapping.Modify on its own, and Mapping.Use on each of its own for the
+// token that clones its VMs. The Report also lists configurations that leak or
 // are one step from leaking (a shared tenant storage, a propagating entry
 // on a top-level path, a token without privilege separation, a tenant user
 // in a group with entries, ...), each Finding with its Code, Severity and
