@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
@@ -23,6 +25,9 @@ func drawTenants(t *rapid.T) *tenantplan.Tenants {
 		tn := tenantplan.Tenant{Name: name, Storage: name + "-disks", VMs: []int{1000 + 10*i, 1001 + 10*i}}
 		if rapid.Bool().Draw(t, "extra") {
 			tn.Storages = []string{name + "-backup"}
+		}
+		for k := rapid.IntRange(0, 2).Draw(t, "mappings"); k > 0; k-- {
+			tn.PCIMappings = append(tn.PCIMappings, fmt.Sprintf("gpu-%s-%d", name, k))
 		}
 		spec.Tenants = append(spec.Tenants, tn)
 	}
@@ -46,7 +51,13 @@ func scramble(t *rapid.T, spec *tenantplan.Tenants, cfg *pveacl.Config) {
 		subjects = append(subjects, subjectRef{pveacl.KindUser, tn.User}, subjectRef{pveacl.KindToken, csi}, subjectRef{pveacl.KindToken, ccm})
 	}
 	subjects = append(subjects, subjectRef{pveacl.KindGroup, "ops"}, subjectRef{pveacl.KindUser, "capmox@pve"})
-	paths := []string{"/", "/vms", "/storage", "/pool", "/nodes", "/vms/4000", "/vms/4100", "/storage/iso", "/storage/infra-disks", "/pool/infra"}
+	paths := []string{"/", "/vms", "/storage", "/pool", "/nodes", "/vms/4000", "/vms/4100", "/storage/iso", "/storage/infra-disks", "/pool/infra",
+		"/mapping", "/mapping/pci", "/mapping/pci/nic"}
+	for _, tn := range spec.Tenants {
+		for _, m := range tn.PCIMappings {
+			paths = append(paths, tenantplan.PCIMappingPath(m))
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Pools)) {
 		paths = append(paths, pveacl.PoolPath(name))
 		for _, vm := range cfg.Pools[name].VMs {
@@ -56,7 +67,8 @@ func scramble(t *rapid.T, spec *tenantplan.Tenants, cfg *pveacl.Config) {
 			paths = append(paths, pveacl.StoragePath(s))
 		}
 	}
-	roles := []string{pveacl.RoleNoAccess, pveacl.RoleAuditor, "PVEVMUser", "PVEDatastoreUser", tenantplan.RoleCSI, tenantplan.RoleCCM, "PVEPoolUser"}
+	roles := []string{pveacl.RoleNoAccess, pveacl.RoleAuditor, "PVEVMUser", "PVEDatastoreUser", tenantplan.RoleCSI, tenantplan.RoleCCM, "PVEPoolUser",
+		"PVEMappingUser", "PVEMappingAdmin"}
 	for n := rapid.IntRange(0, 12).Draw(t, "entries"); n > 0; n-- {
 		s := rapid.SampledFrom(subjects).Draw(t, "subject")
 		k := pveacl.ACLKey{Path: rapid.SampledFrom(paths).Draw(t, "path"), Kind: s.kind, Subject: s.id, Role: rapid.SampledFrom(roles).Draw(t, "role")}
@@ -257,7 +269,34 @@ var leaks = []leak{
 		c.Pools[v.Pool+"/x"] = pveacl.Pool{}
 		return ""
 	}},
+	{"foreign mapping", CodeForeignMappingReach, func(c *pveacl.Config, v, o tenantplan.Tenant) string {
+		path := "/mapping/pci/nic"
+		if len(o.PCIMappings) > 0 {
+			path = tenantplan.PCIMappingPath(o.PCIMappings[0])
+		}
+		c.ACL[pveacl.ACLKey{Path: path, Kind: pveacl.KindUser, Subject: v.User, Role: "PVEMappingUser"}] = false
+		return v.User
+	}},
+	{"propagating mapping", CodeForeignMappingReach, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
+		c.ACL[pveacl.ACLKey{Path: "/mapping", Kind: pveacl.KindUser, Subject: v.User, Role: "PVEMappingUser"}] = true
+		return v.User
+	}},
+	{"mapping modify", CodeForeignMappingReach, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
+		c.ACL[pveacl.ACLKey{Path: "/mapping/pci", Kind: pveacl.KindUser, Subject: v.User, Role: "PVEMappingAdmin"}] = false
+		return v.User
+	}},
+	{"missing mapping use", CodeMissingMappingUse, func(c *pveacl.Config, v, _ tenantplan.Tenant) string {
+		if len(v.PCIMappings) == 0 {
+			return skipLeak
+		}
+		c.ACL[pveacl.ACLKey{Path: tenantplan.PCIMappingPath(v.PCIMappings[0]), Kind: pveacl.KindUser, Subject: "capmox@pve", Role: pveacl.RoleNoAccess}] = false
+		return "capmox@pve!capi"
+	}},
 }
+
+// skipLeak is what inject returns when the leak cannot be made with the
+// tenants drawn.
+const skipLeak = "-"
 
 // Every leak injected into a clean state is reported with its code, for
 // the tenant it concerns.
@@ -277,7 +316,9 @@ func TestAuditFlagsInjectedLeaks(t *testing.T) {
 			l := rapid.SampledFrom(leaks).Draw(t, "leak")
 			pair := rapid.SliceOfNDistinct(rapid.IntRange(0, len(spec.Tenants)-1), 2, 2, rapid.ID[int]).Draw(t, "pair")
 			v, o := spec.Tenants[pair[0]], spec.Tenants[pair[1]]
-			done = append(done, injected{leak: l, tenant: v.Name, subject: l.inject(cfg, v, o)})
+			if subject := l.inject(cfg, v, o); subject != skipLeak {
+				done = append(done, injected{leak: l, tenant: v.Name, subject: subject})
+			}
 		}
 		rep, err := Run(cfg, spec)
 		if err != nil {
@@ -290,6 +331,76 @@ func TestAuditFlagsInjectedLeaks(t *testing.T) {
 			if !found {
 				t.Fatalf("leak %q in tenant %s (%s) not reported with %s; findings:\n%s", d.name, d.tenant, d.subject, d.code, fmt.Sprint(rep.Findings))
 			}
+		}
+	})
+}
+
+// The audit's PCI mapping findings are exactly what asking about every
+// mapping finds: a tenant subject with Mapping.Use or Mapping.Modify on a
+// mapping its tenant does not list (a mapping no entry names stands for
+// the audit's never-named id), Mapping.Modify on its own or on
+// /mapping/pci, and a cloning token without Mapping.Use on a mapping of
+// its tenant.
+func TestAuditMappingsMatchBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := drawTenants(t)
+		cfg := convergedFor(t, spec)
+		scramble(t, spec, cfg)
+		rep, err := Run(cfg, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, f := range rep.Findings {
+			if f.Code == CodeForeignMappingReach || f.Code == CodeMissingMappingUse {
+				got[fmt.Sprintf("%s %s %s", f.Code, f.Subject, f.Path)] = true
+			}
+		}
+		a := newAuditor(cfg, spec)
+		a.mappingCandidates()
+		ev := pveacl.NewEvaluator(cfg)
+		ids := map[string]bool{"unnamed-by-any": true}
+		for k := range cfg.ACL {
+			if id, ok := strings.CutPrefix(k.Path, "/mapping/pci/"); ok {
+				ids[id] = true
+			}
+		}
+		for _, tn := range spec.Tenants {
+			for _, m := range tn.PCIMappings {
+				ids[m] = true
+			}
+		}
+		want := map[string]bool{}
+		for _, tn := range spec.Tenants {
+			subjects := []string{tn.User}
+			for _, name := range slices.Sorted(maps.Keys(cfg.Users[tn.User].Tokens)) {
+				subjects = append(subjects, pveacl.TokenID(tn.User, name))
+			}
+			for _, s := range subjects {
+				for id := range ids {
+					p := ev.Permissions(s, tenantplan.PCIMappingPath(id))
+					own := slices.Contains(tn.PCIMappings, id)
+					if p.Has("Mapping.Modify") || (p.Has("Mapping.Use") && !own) {
+						path := tenantplan.PCIMappingPath(id)
+						if id == "unnamed-by-any" {
+							path = tenantplan.PCIMappingPath(a.mappingProbe)
+						}
+						want[fmt.Sprintf("%s %s %s", CodeForeignMappingReach, s, path)] = true
+					}
+				}
+				if ev.Permissions(s, "/mapping/pci").Has("Mapping.Modify") {
+					want[fmt.Sprintf("%s %s /mapping/pci", CodeForeignMappingReach, s)] = true
+				}
+			}
+			cloner := spec.Platform.Capmox.TokenID()
+			for _, m := range tn.PCIMappings {
+				if !ev.Permissions(cloner, tenantplan.PCIMappingPath(m)).Has("Mapping.Use") {
+					want[fmt.Sprintf("%s %s %s", CodeMissingMappingUse, cloner, tenantplan.PCIMappingPath(m))] = true
+				}
+			}
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("mapping findings differ from asking about every mapping (-want +got):\n%s\n%s", diff, usercfg.Marshal(cfg))
 		}
 	})
 }

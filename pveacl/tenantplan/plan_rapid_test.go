@@ -18,16 +18,26 @@ import (
 // planMachine keeps a desired tenant set and an observed cluster that an
 // operator keeps changing. Converging (plan, then apply in memory) must
 // always succeed, leave nothing to plan, be idempotent, and leave a state
-// whose audit has no error-level finding.
+// whose audit has no error-level finding, in which the token that clones
+// each tenant's VMs holds Mapping.Use on exactly the tenant's PCI
+// mappings. A mapping granted out of band to a tenant that does not list
+// it is found by the audit.
 type planMachine struct {
-	spec tenantplan.Tenants
-	obs  *pveacl.Config
+	spec      tenantplan.Tenants
+	obs       *pveacl.Config
+	ownCapmox map[string]bool // tenant -> whether it has its own capmox token
 }
 
 var tenantNames = []string{"alpha", "beta", "gamma", "delta", "eps"}
 
+// mappingNames are the PCI mappings the tenants draw from; neverMapped is
+// one no tenant ever lists.
+var mappingNames = []string{"gpu0", "gpu1", "gpu2", "nic0"}
+
+const neverMapped = "gpu-never"
+
 func newPlanMachine(t *rapid.T) *planMachine {
-	m := &planMachine{obs: pveacl.NewConfig(pveacl.PVE9)}
+	m := &planMachine{obs: pveacl.NewConfig(pveacl.PVE9), ownCapmox: map[string]bool{}}
 	m.spec.Platform.PVEVersion = pveacl.PVE9
 	if rapid.Bool().Draw(t, "capmox") {
 		m.spec.Platform.Capmox = &tenantplan.Credential{User: "capmox@pve", Token: "capi"}
@@ -58,7 +68,96 @@ func (m *planMachine) addTenant(t *rapid.T) {
 	if m.spec.Platform.Capmox != nil && rapid.Bool().Draw(t, "network") {
 		tn.Networks = []tenantplan.Network{{Bridge: "vmbr1", VLANs: []int{100 + idx}}}
 	}
+	// A tenant keeps its choice of an own capmox token when it comes back:
+	// Plan neither manages nor removes a token the specification stops
+	// naming (a prune does).
+	own, drawn := m.ownCapmox[name]
+	if !drawn {
+		own = rapid.Bool().Draw(t, "ownCapmox")
+		m.ownCapmox[name] = own
+	}
+	if own {
+		tn.Tokens.Capmox, tn.Templates = "capmox", []int{9000}
+	}
 	m.spec.Tenants = append(m.spec.Tenants, tn)
+	for n := rapid.IntRange(0, 2).Draw(t, "mappings"); n > 0; n-- {
+		m.mapOne(t, len(m.spec.Tenants)-1)
+	}
+}
+
+// freeMappings are the mapping names no tenant lists.
+func (m *planMachine) freeMappings() []string {
+	var free []string
+	for _, name := range mappingNames {
+		if !slices.ContainsFunc(m.spec.Tenants, func(tn tenantplan.Tenant) bool { return slices.Contains(tn.PCIMappings, name) }) {
+			free = append(free, name)
+		}
+	}
+	return free
+}
+
+// mapOne gives tenant i a mapping no tenant lists, when a capmox token
+// can take the grant.
+func (m *planMachine) mapOne(t *rapid.T, i int) {
+	free := m.freeMappings()
+	if len(free) == 0 || (m.spec.Platform.Capmox == nil && m.spec.Tenants[i].Tokens.Capmox == "") {
+		return
+	}
+	tn := &m.spec.Tenants[i]
+	tn.PCIMappings = append(slices.Clone(tn.PCIMappings), rapid.SampledFrom(free).Draw(t, "mapping"))
+}
+
+func (m *planMachine) mapTenant(t *rapid.T) {
+	if len(m.spec.Tenants) == 0 {
+		return // no tenant yet
+	}
+	m.mapOne(t, rapid.IntRange(0, len(m.spec.Tenants)-1).Draw(t, "index"))
+}
+
+func (m *planMachine) unmapTenant(t *rapid.T) {
+	if len(m.spec.Tenants) == 0 {
+		return // no tenant yet
+	}
+	tn := &m.spec.Tenants[rapid.IntRange(0, len(m.spec.Tenants)-1).Draw(t, "index")]
+	if len(tn.PCIMappings) == 0 {
+		return // nothing to take away
+	}
+	j := rapid.IntRange(0, len(tn.PCIMappings)-1).Draw(t, "mapping")
+	tn.PCIMappings = slices.Delete(slices.Clone(tn.PCIMappings), j, j+1)
+}
+
+// grantMapping gives a tenant's user Mapping.Use on a mapping the tenant
+// does not list (another tenant's, one nobody lists, or every mapping
+// through a propagating entry), as an operator might by hand; the audit
+// must name it at once.
+func (m *planMachine) grantMapping(t *rapid.T) {
+	var present []tenantplan.Tenant
+	for _, tn := range m.spec.Defaulted().Tenants {
+		if _, ok := m.obs.Users[tn.User]; ok {
+			present = append(present, tn)
+		}
+	}
+	if len(present) == 0 {
+		return // no tenant user on the cluster yet
+	}
+	tn := rapid.SampledFrom(present).Draw(t, "grantee")
+	paths := []string{"/mapping", "/mapping/pci", tenantplan.PCIMappingPath(neverMapped)}
+	for _, name := range mappingNames {
+		if !slices.Contains(tn.PCIMappings, name) {
+			paths = append(paths, tenantplan.PCIMappingPath(name))
+		}
+	}
+	path := rapid.SampledFrom(paths).Draw(t, "path")
+	m.obs.ACL[pveacl.ACLKey{Path: path, Kind: pveacl.KindUser, Subject: tn.User, Role: "PVEMappingUser"}] = path == "/mapping" || path == "/mapping/pci"
+	rep, err := audit.Run(m.obs, &m.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool {
+		return f.Code == audit.CodeForeignMappingReach && f.Tenant == tn.Name && f.Subject == tn.User
+	}) {
+		t.Fatalf("Mapping.Use of %s on %s is not found: %s", tn.User, path, fmt.Sprint(rep.Findings))
+	}
 }
 
 func (m *planMachine) removeTenant(t *rapid.T) {
@@ -162,7 +261,36 @@ func (m *planMachine) converge(t *rapid.T) {
 	if rep.HasErrors() {
 		t.Fatalf("the converged state leaks: %s\n%s", fmt.Sprint(rep.Findings), usercfg.Marshal(after))
 	}
+	m.checkMappings(t, after)
 	m.obs = after
+}
+
+// checkMappings: each tenant's own capmox token holds Mapping.Use on
+// exactly the tenant's mappings, the platform's on exactly those some
+// tenant lists, and no CSI or CCM token on any.
+func (m *planMachine) checkMappings(t *rapid.T, c *pveacl.Config) {
+	ev := pveacl.NewEvaluator(c)
+	check := func(id string, want func(name string) bool) {
+		for _, name := range append(slices.Clone(mappingNames), neverMapped) {
+			if got := ev.Permissions(id, tenantplan.PCIMappingPath(name)).Has("Mapping.Use"); got != want(name) {
+				t.Fatalf("%s: Mapping.Use on mapping %s is %v, want %v\n%s", id, name, got, want(name), usercfg.Marshal(c))
+			}
+		}
+	}
+	spec := m.spec.Defaulted()
+	for _, tn := range spec.Tenants {
+		if id := tn.CapmoxTokenID(); id != "" {
+			check(id, func(name string) bool { return slices.Contains(tn.PCIMappings, name) })
+		}
+		csi, ccm := tn.TokenIDs()
+		check(csi, func(string) bool { return false })
+		check(ccm, func(string) bool { return false })
+	}
+	if p := spec.Platform.Capmox; p != nil {
+		check(p.TokenID(), func(name string) bool {
+			return slices.ContainsFunc(spec.Tenants, func(tn tenantplan.Tenant) bool { return slices.Contains(tn.PCIMappings, name) })
+		})
+	}
 }
 
 func TestPlanConverges(t *testing.T) {
@@ -171,6 +299,9 @@ func TestPlanConverges(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"addTenant":    m.addTenant,
 			"removeTenant": m.removeTenant,
+			"mapTenant":    m.mapTenant,
+			"unmapTenant":  m.unmapTenant,
+			"grantMapping": m.grantMapping,
 			"drift":        m.drift,
 			"converge":     m.converge,
 		})
