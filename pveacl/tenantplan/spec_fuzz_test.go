@@ -36,6 +36,8 @@ func FuzzLoadTenants(f *testing.F) {
 		"tenants: {name: a}\n",
 		"platform: {pveVersion: 7}\ntenants: []\n",
 		"platform: {sharedStorages: [iso, iso]}\ntenants: []\n",
+		"platform:\n  capmox: {user: capmox@pve, token: capi}\ntenants:\n- name: a\n  storage: a-disks\n  pciMappings: [gpu-a, GPU_b]\n",
+		"platform:\n  capmox: {user: capmox@pve, token: capi}\ntenants:\n- name: a\n  storage: a-disks\n  pciMappings: [gpu-a, gpu-a, \"g\\x1b[31m\"]\n- name: b\n  storage: b-disks\n  pciMappings: [gpu-a]\n",
 	} {
 		f.Add([]byte(seed))
 	}
