@@ -3,6 +3,7 @@ package pvefake_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -123,3 +124,29 @@ func wantMessage(t *testing.T, reason string, err error, want string) {
 }
 
 var ctx = context.Background()
+
+// request sends one request of an endpoint table as c and returns its error.
+func request(c *proxmox.Client, method, path string, body any) error {
+	var out any
+	switch method {
+	case "GET":
+		return c.Get(ctx, path, &out)
+	case "POST":
+		return c.Post(ctx, path, body, &out)
+	case "PUT":
+		return c.Put(ctx, path, body, &out)
+	case "DELETE":
+		return c.Delete(ctx, path, &out)
+	}
+	return fmt.Errorf("no method %q", method)
+}
+
+// wantDenied fails t when srv's Denied list does not hold a request
+// exactly when want is PVE's permission refusal.
+func wantDenied(t *testing.T, srv *pvefake.Server, reason, want string) {
+	t.Helper()
+	denied := len(srv.Denied()) > 0
+	if w := strings.Contains(want, "Permission check failed"); denied != w {
+		t.Errorf("%s: Denied() lists the request: %v, want %v", reason, denied, w)
+	}
+}

@@ -138,18 +138,7 @@ func TestPCIMappingMethods(t *testing.T) {
 			if tc.grants != nil {
 				c = grantee(t, srv, "u@pve", tc.grants)
 			}
-			var out any
-			var err error
-			switch tc.method {
-			case "GET":
-				err = c.Get(ctx, tc.path, &out)
-			case "POST":
-				err = c.Post(ctx, tc.path, tc.body, &out)
-			case "PUT":
-				err = c.Put(ctx, tc.path, tc.body, &out)
-			case "DELETE":
-				err = c.Delete(ctx, tc.path, &out)
-			}
+			err := request(c, tc.method, tc.path, tc.body)
 			if strings.HasPrefix(tc.want, "500 ") {
 				var ae *proxmox.APIError
 				if !errors.As(err, &ae) || ae.StatusCode != 500 {
@@ -158,10 +147,7 @@ func TestPCIMappingMethods(t *testing.T) {
 				tc.want = strings.TrimPrefix(tc.want, "500 ")
 			}
 			wantMessage(t, tc.reason, err, tc.want)
-			denied := len(srv.Denied()) > 0
-			if want := strings.Contains(tc.want, "Permission check failed"); denied != want {
-				t.Errorf("%s: Denied() lists the request: %v, want %v", tc.reason, denied, want)
-			}
+			wantDenied(t, srv, tc.reason, tc.want)
 		})
 	}
 }

@@ -89,21 +89,9 @@ func TestStorageConfigMethods(t *testing.T) {
 			if tc.grants != nil {
 				c = grantee(t, srv, "u@pve", tc.grants)
 			}
-			var out any
-			var err error
-			switch tc.method {
-			case "GET":
-				err = c.Get(ctx, tc.path, &out)
-			case "POST":
-				err = c.Post(ctx, tc.path, tc.body, &out)
-			case "DELETE":
-				err = c.Delete(ctx, tc.path, &out)
-			}
+			err := request(c, tc.method, tc.path, tc.body)
 			wantMessage(t, tc.reason, err, tc.want)
-			denied := len(srv.Denied()) > 0
-			if want := strings.Contains(tc.want, "Permission check failed"); denied != want {
-				t.Errorf("%s: Denied() lists the request: %v, want %v", tc.reason, denied, want)
-			}
+			wantDenied(t, srv, tc.reason, tc.want)
 		})
 	}
 }
