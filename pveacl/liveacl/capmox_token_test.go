@@ -97,18 +97,12 @@ func TestTenantCapmoxTokenIsolation(t *testing.T) {
 		t.Errorf("alpha's capmox token sees its clone and the template, none of beta's guests (-want +got):\n%s", diff)
 	}
 
-	state, err := liveacl.Read(ctx, srv.Client())
-	must(t, err)
-	rep, err := audit.Run(state, spec)
-	must(t, err)
+	rep := auditLive(t, srv, spec)
 	if len(rep.Findings) != 0 {
 		t.Fatalf("after apply the audit is clean: %+v", rep.Findings)
 	}
 	must(t, srv.Client().Put(ctx, "/access/acl", map[string]any{"path": "/sdn/zones/localnetwork/vmbr1/100", "tokens": "alpha@pve!capmox", "roles": "PVESDNUser", "delete": 1}, nil))
-	state, err = liveacl.Read(ctx, srv.Client())
-	must(t, err)
-	rep, err = audit.Run(state, spec)
-	must(t, err)
+	rep = auditLive(t, srv, spec)
 	if diff := cmp.Diff([]audit.Code{audit.CodeMissingSDNUse}, rep.Codes()); diff != "" || rep.Findings[0].Path != "/sdn/zones/localnetwork/vmbr1/100" {
 		t.Errorf("a removed SDN.Use is a finding on its path (-want +got):\n%s\n%+v", diff, rep.Findings)
 	}
@@ -187,19 +181,13 @@ func TestTenantLinkedClones(t *testing.T) {
 			t.Errorf("the linked clone's disk lives on the template's storage, got %s", v.VolID)
 		}
 	}
-	state, err := liveacl.Read(ctx, srv.Client())
-	must(t, err)
-	rep, err := audit.Run(state, spec)
-	must(t, err)
+	rep := auditLive(t, srv, spec)
 	if len(rep.Findings) != 0 {
 		t.Fatalf("the declared linked-clone grant is no finding: %+v", rep.Findings)
 	}
 	must(t, srv.Client().Put(ctx, "/access/acl", map[string]any{"path": "/storage/tmpl", "tokens": "k8s-beta@pve!capmox-beta", "roles": "CozyLinkedClone"}, nil))
 	must(t, srv.Client().Put(ctx, "/access/acl", map[string]any{"path": "/storage/tmpl", "users": "k8s-beta@pve", "roles": "CozyLinkedClone"}, nil))
-	state, err = liveacl.Read(ctx, srv.Client())
-	must(t, err)
-	rep, err = audit.Run(state, spec)
-	must(t, err)
+	rep = auditLive(t, srv, spec)
 	if diff := cmp.Diff([]audit.Code{audit.CodeCrossTenantReach}, rep.Codes()); diff != "" {
 		t.Errorf("the same grant to beta, which did not ask for it, reaches outside beta (-want +got):\n%s\n%+v", diff, rep.Findings)
 	}

@@ -52,6 +52,16 @@ func mustTenants(t testing.TB, y string) *tenantplan.Tenants {
 	return spec
 }
 
+// auditLive audits what srv holds now against spec.
+func auditLive(t *testing.T, srv *pvefake.Server, spec *tenantplan.Tenants) audit.Report {
+	t.Helper()
+	state, err := liveacl.Read(ctx, srv.Client())
+	must(t, err)
+	rep, err := audit.Run(state, spec)
+	must(t, err)
+	return rep
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

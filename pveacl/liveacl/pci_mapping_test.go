@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pxsubstrate/pxsubstrate/pveacl/audit"
 	"github.com/pxsubstrate/pxsubstrate/pveacl/liveacl"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
@@ -81,10 +80,7 @@ func TestTenantPCIMappings(t *testing.T) {
 		t.Errorf("the started clone holds gpu-a's device: %+v", devs)
 	}
 
-	state, err := liveacl.Read(ctx, srv.Client())
-	must(t, err)
-	rep, err := audit.Run(state, spec)
-	must(t, err)
+	rep := auditLive(t, srv, spec)
 	if len(rep.Findings) != 0 {
 		t.Fatalf("after apply the audit is clean: %+v", rep.Findings)
 	}
@@ -92,10 +88,7 @@ func TestTenantPCIMappings(t *testing.T) {
 	checkAPI(t, []apiCheck{
 		{"the grant by hand lets beta's token clone alpha's GPU template", clone(capB, 9001, full(203, "beta", "beta-disks")), ""},
 	})
-	state, err = liveacl.Read(ctx, srv.Client())
-	must(t, err)
-	rep, err = audit.Run(state, spec)
-	must(t, err)
+	rep = auditLive(t, srv, spec)
 	var got []string
 	for _, f := range rep.Findings {
 		got = append(got, string(f.Code)+" "+f.Subject+" "+f.Path)
