@@ -125,6 +125,17 @@ func wantMessage(t *testing.T, reason string, err error, want string) {
 
 var ctx = context.Background()
 
+// endpointCase is one row of an endpoint table: a request, who sends it
+// and what PVE answers.
+type endpointCase struct {
+	reason string
+	grants map[string][]string // nil: the root token
+	method string
+	path   string
+	body   map[string]any
+	want   string // a part of the error, "" for success
+}
+
 // request sends one request of an endpoint table as c and returns its error.
 func request(c *proxmox.Client, method, path string, body any) error {
 	var out any

@@ -47,14 +47,7 @@ func TestPCIMappingMethods(t *testing.T) {
 		return b
 	}
 	admin := []string{"PVEMappingAdmin"}
-	cases := map[string]struct {
-		reason string
-		grants map[string][]string // nil: the root token
-		method string
-		path   string
-		body   map[string]any
-		want   string // a part of the error, "" for success
-	}{
+	cases := map[string]endpointCase{
 		"CreateRoot":     {reason: "root creates a mapping", method: "POST", path: "/cluster/mapping/pci", body: create(nil)},
 		"CreateAdmitted": {reason: "Mapping.Modify on /mapping/pci admits a create", grants: map[string][]string{"/mapping/pci": admin}, method: "POST", path: "/cluster/mapping/pci", body: create(nil)},
 		"CreateRefused": {reason: "Mapping.Use does not", grants: map[string][]string{"/": {"PVEMappingUser"}}, method: "POST", path: "/cluster/mapping/pci", body: create(nil),

@@ -26,14 +26,7 @@ func TestStorageConfigMethods(t *testing.T) {
 		return b
 	}
 	user := map[string][]string{"/": {"PVEDatastoreUser"}}
-	cases := map[string]struct {
-		reason string
-		grants map[string][]string // nil: the root token
-		method string
-		path   string
-		body   map[string]any
-		want   string // a part of the error, "" for success
-	}{
+	cases := map[string]endpointCase{
 		"CreateRoot":     {reason: "root creates a dir storage", method: "POST", path: "/storage", body: dir(nil)},
 		"CreateAdmitted": {reason: "Datastore.Allocate on /storage admits a create", grants: map[string][]string{"/storage": {"PVEDatastoreAdmin"}}, method: "POST", path: "/storage", body: dir(nil)},
 		"CreateRefused": {reason: "Datastore.AllocateSpace and Audit do not", grants: user, method: "POST", path: "/storage", body: dir(nil),

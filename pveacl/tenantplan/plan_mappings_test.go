@@ -108,14 +108,7 @@ func TestPlanPCIMappings(t *testing.T) {
 // the removal of exactly its entries, for the tenant's token and user and
 // the platform's.
 func TestRenderPCIMappings(t *testing.T) {
-	spec, err := LoadTenants([]byte("platform:\n  capmox: {user: capmox@pve, token: capi}\n" + mappingTenants))
-	if err != nil {
-		t.Fatal(err)
-	}
-	changes, err := Plan(spec, pveacl.NewConfig(pveacl.PVE9))
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, changes := planPlatformMappings(t)
 	var b bytes.Buffer
 	if err := RenderPveum(&b, changes, pveacl.PVE9); err != nil {
 		t.Fatal(err)
@@ -163,10 +156,10 @@ func TestRenderPCIMappings(t *testing.T) {
 	}
 }
 
-// TestPrunePCIMappings: pruning a tenant deletes its user and tokens and
-// with them their entries on its mappings; the platform token's entries
-// on them go with the next plan, which no longer asks for them.
-func TestPrunePCIMappings(t *testing.T) {
+// planPlatformMappings loads mappingTenants with a platform capmox token
+// and plans them on an empty PVE 9 cluster.
+func planPlatformMappings(t *testing.T) (*Tenants, []Change) {
+	t.Helper()
 	spec, err := LoadTenants([]byte("platform:\n  capmox: {user: capmox@pve, token: capi}\n" + mappingTenants))
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +168,14 @@ func TestPrunePCIMappings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec, changes
+}
+
+// TestPrunePCIMappings: pruning a tenant deletes its user and tokens and
+// with them their entries on its mappings; the platform token's entries
+// on them go with the next plan, which no longer asks for them.
+func TestPrunePCIMappings(t *testing.T) {
+	spec, changes := planPlatformMappings(t)
 	cfg, err := Simulate(pveacl.NewConfig(pveacl.PVE9), changes)
 	if err != nil {
 		t.Fatal(err)
