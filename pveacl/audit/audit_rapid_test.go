@@ -164,17 +164,24 @@ func classOf(a *auditor, r relevance, path string) string {
 	}
 }
 
+// drawScrambled draws tenants, converges a cluster for them, scrambles it
+// and audits it.
+func drawScrambled(t *rapid.T) (*tenantplan.Tenants, *pveacl.Config, Report) {
+	spec := drawTenants(t)
+	cfg := convergedFor(t, spec)
+	scramble(t, spec, cfg)
+	rep, err := Run(cfg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, cfg, rep
+}
+
 // The audit checks one object per class; checking every object must find
 // a leak for exactly the same subjects.
 func TestAuditReachMatchesBruteForce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		spec := drawTenants(t)
-		cfg := convergedFor(t, spec)
-		scramble(t, spec, cfg)
-		rep, err := Run(cfg, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec, cfg, rep := drawScrambled(t)
 		a := newAuditor(cfg, spec)
 		flagged := map[string]map[string]bool{} // subject -> classes reported
 		for _, f := range rep.Findings {
@@ -343,13 +350,7 @@ func TestAuditFlagsInjectedLeaks(t *testing.T) {
 // its tenant.
 func TestAuditMappingsMatchBruteForce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		spec := drawTenants(t)
-		cfg := convergedFor(t, spec)
-		scramble(t, spec, cfg)
-		rep, err := Run(cfg, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec, cfg, rep := drawScrambled(t)
 		got := map[string]bool{}
 		for _, f := range rep.Findings {
 			if f.Code == CodeForeignMappingReach || f.Code == CodeMissingMappingUse {
