@@ -36,7 +36,8 @@ func readTenant(t *testing.T) lab.Tenant {
 // applied with CAPI, IPAM, capmox and CABPT running, come up as Machines
 // in phase Running with a nodeRef: capmox clones, sizes and starts each
 // VM on the Proxmox fake with the tenant's own token, the VM boots the
-// Talos configuration CABPT rendered and registers its Node. Both capmox
+// Talos configuration CABPT rendered and registers its Node, which the
+// real Proxmox CCM initialises (checkCCMInitialised). Both capmox
 // generations: v0.9.0 (API v1alpha2) and v0.7.2 (API v1alpha1).
 func TestCapmoxWorkersRun(t *testing.T) { eachCapmox(t, workersRun) }
 
@@ -79,6 +80,7 @@ func workersRun(t *testing.T, gen capi.Capmox) {
 		time.Sleep(2 * time.Second)
 	}
 	checkWorkers(t, l, a)
+	checkCCMInitialised(t, l, a)
 }
 
 // checkWorkers asserts every worker VM on the Proxmox fake against the
