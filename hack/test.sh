@@ -5,7 +5,7 @@
 #   hack/test.sh [go test flags...] [packages]   e.g. hack/test.sh -run TestRunner ./engine/...
 #
 # Without packages it tests ./... (flags alone, like -count=1, included) and
-# then the nested modules charts/ (Helm charts, alerts through promtool) and
+# beside it the nested modules charts/ (Helm charts, alerts through promtool) and
 # hack/tools/ (the image build), with the same flags.
 #
 # What it provides:
@@ -80,7 +80,8 @@ say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"
 # the slow packages wait on the programs they start as much as they
 # compute; a warm run took 22.5 minutes so, against 27.5 with two at a
 # time (docs/performance.md).
-flags=(-race -p 3 -timeout 60m "-ldflags=-s -w")
+common=(-race -timeout 60m "-ldflags=-s -w")
+flags=("${common[@]}" -p 3)
 
 # Every Go program of the run (the compiler, the test binaries and the
 # kube-apiserver, etcd and managers they start) collects garbage when its
@@ -103,14 +104,28 @@ fi
 # The slowest packages first: go test starts its test binaries in the order
 # of its package list (each package once), two at a time on two cores, so a
 # slow one listed late runs alone at the end while the other core idles.
+#
+# The nested modules are tested beside the main module, one after the
+# other, with one test binary at a time: alone at the end they left a core
+# idle while Helm's SDK linked and each module's few tests ran. Their
+# output is held back and printed after the main module's.
 slowest=(./internal/testenv/lab ./internal/testenv/kubeovn ./internal/cli ./e2e ./capmoxrender/capitest)
-status=0
-go test "${flags[@]}" "$@" "${slowest[@]}" ./... || status=1
 PXSUBSTRATE_PROMTOOL="$(hack/promtool.sh)"
 PXSUBSTRATE_PROMETHEUS_CRDS="$(hack/prometheus-crds.sh)"
 export PXSUBSTRATE_PROMTOOL PXSUBSTRATE_PROMETHEUS_CRDS
-for module in charts hack/tools; do
-	say "testing the nested module $module"
-	(cd "$module" && GOWORK=off go test "${flags[@]}" "$@" ./...) || status=1
-done
+nested_log="$(mktemp "${TMPDIR:-/tmp}/pxsubstrate-nested.XXXXXX")"
+trap 'rm -f "$nested_log"' EXIT
+(
+	status=0
+	for module in charts hack/tools; do
+		echo "test.sh: testing the nested module $module"
+		(cd "$module" && GOWORK=off go test "${common[@]}" -p 1 "$@" ./...) || status=1
+	done
+	exit "$status"
+) >"$nested_log" 2>&1 &
+nested=$!
+status=0
+go test "${flags[@]}" "$@" "${slowest[@]}" ./... || status=1
+wait "$nested" || status=1
+cat "$nested_log"
 exit "$status"
