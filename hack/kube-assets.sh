@@ -84,7 +84,7 @@ build_kube() {
 	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ldflags+=" -X $p.gitVersion=v${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
 	done
-	(cd "$scratch/kas" && go build -trimpath -ldflags "$ldflags" -o "$OUT/$cmd.new" "k8s.io/kubernetes/cmd/$cmd")
+	(cd "$scratch/kas" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "$ldflags" -o "$OUT/$cmd.new" "k8s.io/kubernetes/cmd/$cmd")
 	mv "$OUT/$cmd.new" "$OUT/$cmd"
 	"$check" || fail "the built $cmd does not report v${KUBE_VERSION}"
 	say "built $cmd in $((SECONDS - start)) s"
@@ -101,7 +101,7 @@ if ! etcd_ok; then
 	printf 'module scratch/etcd\n\ngo 1.22\n' >"$scratch/etcd/go.mod"
 	(cd "$scratch/etcd" && go get "go.etcd.io/etcd/server/v3@v${ETCD_VERSION}" >"$scratch/get.log" 2>&1) ||
 		{ cat "$scratch/get.log" >&2; fail "go get go.etcd.io/etcd/server/v3 failed"; }
-	(cd "$scratch/etcd" && go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.new" go.etcd.io/etcd/server/v3)
+	(cd "$scratch/etcd" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$OUT/etcd.new" go.etcd.io/etcd/server/v3)
 	mv "$OUT/etcd.new" "$OUT/etcd"
 	etcd_ok || fail "the built etcd does not report ${ETCD_VERSION}"
 fi

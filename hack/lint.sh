@@ -21,7 +21,7 @@ have="$([[ -x "$bin" ]] && "$bin" version 2>/dev/null || true)"
 if [[ "$have" != *"version ${version#v} "* ]]; then
 	say "building golangci-lint $version into $bin (once)"
 	mkdir -p "$(dirname "$bin")"
-	(cd hack/lint && GOWORK=off go build -o "$bin.new" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+	(cd hack/lint && GOWORK=off go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$bin.new" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 	mv "$bin.new" "$bin"
 fi
 

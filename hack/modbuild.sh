@@ -55,7 +55,7 @@ need() {
 	if (($#)); then (cd "$dir" && go mod edit "$@"); fi
 	(cd "$dir" && go get "$pkg@$version" >"$scratch/get.log" 2>&1) ||
 		{ cat "$scratch/get.log" >&2; fail "go get $pkg@$version failed"; }
-	(cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$out/$name.new" "$pkg")
+	(cd "$dir" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$out/$name.new" "$pkg")
 	mv "$out/$name.new" "$out/$name"
 	built "$out/$name" "$module" "$version" || fail "the built $name does not report $module $version"
 	say "built $name in $((SECONDS - start)) s"

@@ -18,6 +18,6 @@ if [[ -x "$OUT/promtool" ]] && "$OUT/promtool" --version >/dev/null 2>&1; then
 fi
 echo "promtool: building promtool $PROMETHEUS_VERSION into $OUT (once; several minutes)" >&2
 mkdir -p "$OUT"
-GOBIN="$OUT" CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod go install -ldflags "-s -w" \
+GOBIN="$OUT" CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod go install -gcflags=all=-dwarf=false -ldflags "-s -w" \
 	"github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" >&2
 echo "$OUT/promtool"
