@@ -61,39 +61,53 @@ scratch="$(mktemp -d "${TMPDIR:-/tmp}/pxsubstrate-kube.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOWORK=off
 
-# build_kube CMD CHECK builds k8s.io/kubernetes/cmd/CMD into $OUT/CMD and
-# checks it with CHECK. The scratch module is written by the first call.
+# build_kube CMD... builds k8s.io/kubernetes/cmd/CMD of each CMD into
+# $OUT/CMD with one go build, so that one program's link overlaps the
+# next one's compiling and the packages they share are compiled once.
 build_kube() {
-	local cmd="$1" check="$2" gomod goline ldflags p start=$SECONDS
-	say "building $cmd v${KUBE_VERSION} into $OUT (once; about 5 minutes on 2 cores)"
-	if [[ ! -f "$scratch/kas/go.mod" ]]; then
-		gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
-		[[ -f "$gomod" ]] || fail "cannot download k8s.io/kubernetes@v${KUBE_VERSION} from the module proxy"
-		goline="$(awk '$1 == "go" { print $2; exit }' "$gomod")"
-		mkdir -p "$scratch/kas"
-		{
-			printf 'module scratch/kubeapiserver\n\ngo %s\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$goline" "$KUBE_VERSION"
-			awk '/^require[[:space:]]*\(/ {r=1; next} r && /^\)/ {r=0; next} r && $1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}' "$gomod" |
-				sort -u | while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
-			printf ')\n'
-		} >"$scratch/kas/go.mod"
-	fi
-	(cd "$scratch/kas" && go get "k8s.io/kubernetes/cmd/$cmd@v${KUBE_VERSION}" >"$scratch/get.log" 2>&1) ||
-		{ cat "$scratch/get.log" >&2; fail "go get k8s.io/kubernetes/cmd/$cmd failed"; }
+	local gomod goline ldflags p cmd start=$SECONDS pkgs=() gets=()
+	say "building $* v${KUBE_VERSION} into $OUT (once; about 7 minutes on 2 cores)"
+	gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+	[[ -f "$gomod" ]] || fail "cannot download k8s.io/kubernetes@v${KUBE_VERSION} from the module proxy"
+	goline="$(awk '$1 == "go" { print $2; exit }' "$gomod")"
+	mkdir -p "$scratch/kas"
+	{
+		printf 'module scratch/kubeapiserver\n\ngo %s\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$goline" "$KUBE_VERSION"
+		awk '/^require[[:space:]]*\(/ {r=1; next} r && /^\)/ {r=0; next} r && $1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}' "$gomod" |
+			sort -u | while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
+		printf ')\n'
+	} >"$scratch/kas/go.mod"
+	for cmd in "$@"; do
+		pkgs+=("k8s.io/kubernetes/cmd/$cmd")
+		gets+=("k8s.io/kubernetes/cmd/$cmd@v${KUBE_VERSION}")
+	done
+	(cd "$scratch/kas" && go get "${gets[@]}" >"$scratch/get.log" 2>&1) ||
+		{ cat "$scratch/get.log" >&2; fail "go get ${gets[*]} failed"; }
 	ldflags="-s -w"
 	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ldflags+=" -X $p.gitVersion=v${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
 	done
-	(cd "$scratch/kas" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "$ldflags" -o "$OUT/$cmd.new" "k8s.io/kubernetes/cmd/$cmd")
-	mv "$OUT/$cmd.new" "$OUT/$cmd"
-	"$check" || fail "the built $cmd does not report v${KUBE_VERSION}"
-	say "built $cmd in $((SECONDS - start)) s"
+	mkdir -p "$scratch/bin"
+	(cd "$scratch/kas" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "$ldflags" -o "$scratch/bin/" "${pkgs[@]}")
+	for cmd in "$@"; do
+		mv "$scratch/bin/$cmd" "$OUT/$cmd.new"
+		mv "$OUT/$cmd.new" "$OUT/$cmd"
+	done
+	say "built $* in $((SECONDS - start)) s"
 }
 
-kas_ok || build_kube kube-apiserver kas_ok
-kubectl_ok || build_kube kubectl kubectl_ok
-kcm_ok || build_kube kube-controller-manager kcm_ok
-sched_ok || build_kube kube-scheduler sched_ok
+missing=()
+kas_ok || missing+=(kube-apiserver)
+kubectl_ok || missing+=(kubectl)
+kcm_ok || missing+=(kube-controller-manager)
+sched_ok || missing+=(kube-scheduler)
+if ((${#missing[@]})); then
+	build_kube "${missing[@]}"
+	kas_ok || fail "the built kube-apiserver does not report v${KUBE_VERSION}"
+	kubectl_ok || fail "the built kubectl does not report v${KUBE_VERSION}"
+	kcm_ok || fail "the built kube-controller-manager does not report v${KUBE_VERSION}"
+	sched_ok || fail "the built kube-scheduler does not report v${KUBE_VERSION}"
+fi
 
 if ! etcd_ok; then
 	say "building etcd v${ETCD_VERSION} into $OUT (once)"
