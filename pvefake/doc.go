@@ -39,7 +39,8 @@
 // /mapping/pci/<id>. A start takes the guest's devices as vm_start does:
 // an item of the mapping for the guest's node, of several the first no
 // other running guest holds, and fails as qemu-server fails when the node
-// has none or another guest holds the device; a stop, a shutdown or the
+// has none or another guest holds the device, or when a PCI Express
+// device (pcie=1) sits on a machine that is not q35; a stop, a shutdown or the
 // loss of the node frees them. VMPCIDevices reads what a guest holds. The
 // server has no hardware: every device exists and matches its mapping.
 //

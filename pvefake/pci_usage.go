@@ -24,6 +24,7 @@ type pciDevice struct {
 	key          string
 	mapping      string
 	mdev         string
+	pcie         bool
 	alternatives [][]string
 }
 
@@ -43,7 +44,7 @@ func (s *state) parseHostPCIDevices(conf map[string]string, node string) ([]pciD
 		if err != nil {
 			return nil, err
 		}
-		dev := pciDevice{key: key, mapping: d["mapping"], mdev: d["mdev"]}
+		dev := pciDevice{key: key, mapping: d["mapping"], mdev: d["mdev"], pcie: d["pcie"] == "1"}
 		_, hasHost := d["host"]
 		_, hasMapping := d["mapping"]
 		switch {
@@ -212,13 +213,40 @@ func (s *state) pciHeld(node string, ids []string, vmid int) bool {
 	return false
 }
 
-// pciStart returns the devices guest g takes when it starts on node.
+// pciStart returns the devices guest g takes when it starts on node. The
+// reservation comes first, then config_to_command's check of each device
+// (print_hostpci_devices): a PCI Express device (pcie=1) needs a q35
+// machine.
 func (s *state) pciStart(g *guest, node string) ([]pciHold, error) {
 	devs, err := s.parseHostPCIDevices(g.conf, node)
 	if err != nil || len(devs) == 0 {
 		return nil, err
 	}
-	return s.choosePCIDevices(devs, g.vmid, node)
+	holds, err := s.choosePCIDevices(devs, g.vmid, node)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range devs {
+		if d.pcie && !machineIsQ35(g.conf["machine"]) {
+			return nil, errors.New("q35 machine model is not enabled")
+		}
+	}
+	return holds, nil
+}
+
+// machineIsQ35 is machine_type_is_q35 (PVE::QemuServer::Machine) over a
+// guest's machine option: its type (the default key of the property
+// string) names q35, such as q35, pc-q35-9.2+pve1 or type=q35,viommu=intel.
+func machineIsQ35(machine string) bool {
+	for _, part := range strings.Split(machine, ",") {
+		if k, v, ok := strings.Cut(part, "="); !ok || k == "type" {
+			if !ok {
+				v = part
+			}
+			return strings.Contains(v, "q35")
+		}
+	}
+	return false
 }
 
 // startGuest runs a stopped guest: its PCI devices are reserved first, and

@@ -40,7 +40,7 @@ func TestPCIStart(t *testing.T) {
 	seedGPU(t, srv)
 	must(t, srv.AddPCIMapping(pvefake.PCIMappingSpec{ID: "nic", Map: []string{"node=pve,path=0000:03:00.0,id=8086:1521"}}))
 	for id := 100; id <= 102; id++ {
-		must(t, srv.AddVM(pvefake.VMSpec{VMID: id, Config: map[string]string{"hostpci0": "mapping=gpu,pcie=1"}}))
+		must(t, srv.AddVM(pvefake.VMSpec{VMID: id, Config: map[string]string{"hostpci0": "mapping=gpu,pcie=1", "machine": "q35"}}))
 	}
 	must(t, srv.AddVM(pvefake.VMSpec{VMID: 103, Config: map[string]string{"hostpci0": "mapping=nic"}}))
 	must(t, srv.AddVM(pvefake.VMSpec{VMID: 104, Config: map[string]string{"hostpci3": "mapping=nic"}}))
@@ -93,7 +93,8 @@ func TestPCIStart(t *testing.T) {
 }
 
 // TestPCIStartChecks: parse_hostpci's and choose_hostpci_devices' other
-// refusals, reservations being per node, a guest's devices freed when its
+// refusals, config_to_command's refusal of a PCI Express device without a
+// q35 machine (next to a q35 one that starts), reservations being per node, a guest's devices freed when its
 // node is lost, and AddVM refusing a running guest whose device is taken.
 func TestPCIStartChecks(t *testing.T) {
 	srv, root := start(t, pvefake.WithNodes("pve", "pve2"))
@@ -105,6 +106,8 @@ func TestPCIStartChecks(t *testing.T) {
 		103: {"hostpci0": "host=0000:05:00.0,mapping=gpu"},
 		104: {"hostpci0": "pcie=1"},
 		105: {"hostpci0": "0000:01:00.0;0000:01:00.1,x-vga=1"},
+		106: {"hostpci0": "mapping=gpu,pcie=1"},
+		107: {"hostpci0": "mapping=gpu,pcie=1", "machine": "type=pc-q35-9.2+pve1,viommu=intel"},
 	} {
 		must(t, srv.AddVM(pvefake.VMSpec{VMID: id, Config: conf}))
 	}
@@ -118,8 +121,13 @@ func TestPCIStartChecks(t *testing.T) {
 		{103, "task failed: Cannot set both 'host' and 'mapping'."},
 		{104, "task failed: Either 'host' or 'mapping' must be set."},
 		{105, "task failed: PCI device '0000:01:00.0' already in use by VMID '100'"},
+		{106, "task failed: q35 machine model is not enabled"}, // pcie=1 on the default i440fx
+		{107, ""}, // the control: pcie=1 on a q35 machine
 	} {
 		wantMessage(t, "VM "+strconv.Itoa(tc.vmid), startVM(root, "pve", tc.vmid), tc.want)
+	}
+	if got, want := held(srv, 106)+"|"+held(srv, 107), "|hostpci0=0000:02:00.0"; got != want {
+		t.Errorf("VMs 106 and 107 hold %q, want %q: a start that fails holds nothing", got, want)
 	}
 	wantMessage(t, "the same path on another node is another device", startVM(root, "pve2", 200), "")
 	if got := held(srv, 200); got != "hostpci0=0000:01:00.0" {

@@ -65,6 +65,7 @@ func TestTenantPCIMappings(t *testing.T) {
 	checkAPI(t, []apiCheck{
 		{"alpha's capmox token clones the plain template", clone(capA, 9000, full(101, "alpha", "alpha-disks")), ""},
 		{"it gives its clone its mapping", config(101, "hostpci0", "mapping=gpu-a,pcie=1"), ""},
+		{"and the q35 machine a PCI Express device needs", config(101, "machine", "q35"), ""},
 		{"not beta's", config(101, "hostpci1", "mapping=gpu-b"), "403 Permission check failed (/mapping/pci/gpu-b, Mapping.Use)"},
 		{"it clones the GPU template with the device", clone(capA, 9001, full(102, "alpha", "alpha-disks")), ""},
 		{"beta's token may clone the template, but not with alpha's device", clone(capB, 9001, full(201, "beta", "beta-disks")), "403 Permission check failed (/mapping/pci/gpu-a, Mapping.Use)"},
