@@ -47,13 +47,14 @@ type Param struct {
 // the print program passes to qm create. UEFI (OVMF) with a 4 MB EFI disk
 // without pre-enrolled keys, virtio-scsi with the image imported as scsi0, a
 // serial console, the guest agent channel, and no NIC: capmox writes net0 on
-// every clone.
+// every clone. A template with PCI mappings also gets the q35 machine
+// (GPUMachine) and a hostpciN: mapping=<id>,pcie=1 per device.
 func CreateParams(s Spec, image string) []Param {
 	agent := "enabled=1"
 	if s.DisableAgent {
 		agent = "enabled=0"
 	}
-	return []Param{
+	params := []Param{
 		{"vmid", strconv.Itoa(s.VMID)},
 		{"name", s.Name()},
 		{"tags", PVETags(s.Tags)},
@@ -71,6 +72,11 @@ func CreateParams(s Spec, image string) []Param {
 		{"vga", "std"},
 		{"agent", agent},
 	}
+	if len(s.PCIMappings) > 0 {
+		params = append(params, Param{"machine", GPUMachine})
+		params = append(params, s.hostPCI()...)
+	}
+	return params
 }
 
 // Step is a stage of Create. Steps run in the order of Steps.

@@ -220,6 +220,11 @@ func (r *creator) check(ctx context.Context, _ func(string)) error {
 	if err := checkGuestView(ctx, r.c); err != nil {
 		return err
 	}
+	if m, _ := r.spec.GPUs(); m != "" {
+		if err := checkMapping(ctx, r.c, m); err != nil {
+			return err
+		}
+	}
 	rs, err := LiveResources{Client: r.c}.ListVMResources(ctx)
 	if err != nil {
 		return err
@@ -258,6 +263,9 @@ func (r *creator) create(ctx context.Context, log func(string)) error {
 	needs := fmt.Sprintf("VM.Allocate, VM.Config.CPU, VM.Config.Memory, VM.Config.HWType, VM.Config.Options and VM.Config.Disk on /vms/%d, "+
 		"Datastore.AllocateSpace on /storage/%s, and Datastore.AllocateSpace or Datastore.Audit on /storage/%s to import the image",
 		s.VMID, s.Storage, termsafe.Cut(r.res.ImportStorage))
+	if m, _ := s.GPUs(); m != "" {
+		needs += ", and Mapping.Use on /mapping/pci/" + m + " for the PCI devices"
+	}
 	r.created = true
 	return r.task(ctx, StepCreate, "POST", pveapi.Path("nodes", r.res.Node, "qemu"), needs, params, log)
 }

@@ -2,8 +2,13 @@
 // the workers of a Proxmox-backed tenant cluster are linked-cloned from:
 //
 //   - the template's Spec and its validation (VMID, storage, Talos version,
-//     schematic ID, Image Factory URL, disk size, CPU model, tags), read from a
-//     chart values file's talos: block or given field by field;
+//     schematic ID, Image Factory URL, disk size, CPU model, tags, PCI
+//     mappings), read from a chart values file's talos: block or given field
+//     by field;
+//   - GPU templates: devices of a Proxmox VE PCI resource mapping
+//     (hostpciN: mapping=<id>,pcie=1 on a q35 machine), the tag pools with
+//     gpus select them by (capmox.GPUTag), and the NVIDIA schematic
+//     ([NVIDIASchematic]);
 //   - tag normalisation ([ParseTags]) and the default tag set ([DefaultTags]),
 //     and the rule that one tag set names at most one template in a cluster
 //     ([CheckTagSetFree]);

@@ -91,14 +91,15 @@ func CheckSchematic(id string, s *Schematic, disableAgent bool) ([]Warning, erro
 }
 
 // knownSchematics are schematics whose content is known from their ID: the
-// empty one and the one with only the QEMU guest agent, the default of the
-// Cozystack chart and of Talos' Proxmox guide. Their IDs are computed, not
-// stored.
+// empty one, the one with only the QEMU guest agent, the default of the
+// Cozystack chart and of Talos' Proxmox guide, and NVIDIASchematic. Their
+// IDs are computed, not stored.
 var knownSchematics = func() map[string]*Schematic {
 	m := map[string]*Schematic{}
 	for _, s := range []*Schematic{
 		{},
 		{Customization: Customization{SystemExtensions: SystemExtensions{OfficialExtensions: []string{ExtensionGuestAgent}}}},
+		NVIDIASchematic(),
 	} {
 		id, err := s.ID()
 		if err != nil {

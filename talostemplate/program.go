@@ -11,8 +11,9 @@ import (
 // that no template carries the tag set yet, downloads and unpacks the
 // nocloud image, creates the VM (OVMF with an EFI disk without pre-enrolled
 // keys, virtio-scsi, the image imported as scsi0, serial console, guest
-// agent, no NIC), grows the disk, converts the VM into a template and shows
-// its configuration. Every value is checked by Validate and single-quoted.
+// agent, no NIC; with PCI mappings, which it checks exist, a q35 machine and
+// a hostpciN per device), grows the disk, converts the VM into a template and
+// shows its configuration. Every value is checked by Validate and single-quoted.
 // The program is meant to be read before it is run.
 func Program(s Spec) (string, error) {
 	if err := s.Validate(); err != nil {
@@ -38,6 +39,14 @@ func Program(s Spec) (string, error) {
 		"CPU="+shQuote(s.CPU),
 		"")
 	b.WriteString(programChecks)
+	if m, _ := s.GPUs(); m != "" {
+		w("",
+			"# qm create takes the PCI mapping without reading it: make sure it exists.",
+			"if ! pvesh get /cluster/mapping/pci/"+shQuote(m)+" >/dev/null; then",
+			`  echo "PCI mapping `+m+` does not exist: create it first (Datacenter, Resource Mappings)" >&2`,
+			"  exit 1",
+			"fi")
+	}
 	if s.FactoryCA == "" {
 		w(`curl -fL --retry 3 -o "$work/disk.raw.xz" "$URL"`)
 	} else {
@@ -52,7 +61,16 @@ func Program(s Spec) (string, error) {
 	if s.DisableAgent {
 		agent = "enabled=0"
 	}
-	b.WriteString(strings.Replace(programCreate, "@AGENT@", agent, 1))
+	create := strings.Replace(programCreate, "@AGENT@", agent, 1)
+	if m, n := s.GPUs(); n > 0 {
+		gpus := " \\\n  --machine " + GPUMachine
+		for _, p := range s.hostPCI() {
+			gpus += " --" + p.Key + " " + shQuote(p.Value)
+		}
+		create = strings.Replace(create, "--agent "+agent+"\n", "--agent "+agent+gpus+"\n", 1)
+		create = strings.Replace(create, "\nqm create", fmt.Sprintf("\n# %d PCI Express device(s) of the PCI mapping %s, on a q35 machine: each clone\n# takes free ones on its node when it starts.\nqm create", n, m), 1)
+	}
+	b.WriteString(create)
 	return b.String(), nil
 }
 
@@ -121,11 +139,19 @@ func shQuote(v string) string {
 }
 
 // PoolSnippet is what a kubernetes-nodes pool sets to run on the template:
-// the Talos release and schematic its workers' installer uses, and the exact
-// tag set capmox selects the template by.
+// the Talos release and schematic its workers' installer uses, the gpus of
+// a GPU template (an entry per device, named by its PCI mapping), and the
+// exact tag set capmox selects the template by.
 func PoolSnippet(s Spec) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "talos:\n  version: %q\n  schematicID: %q\nproxmox:\n  templateTags:\n", s.TalosVersion, s.SchematicID)
+	fmt.Fprintf(&b, "talos:\n  version: %q\n  schematicID: %q\n", s.TalosVersion, s.SchematicID)
+	if len(s.PCIMappings) > 0 {
+		b.WriteString("gpus:\n")
+		for _, m := range s.PCIMappings {
+			fmt.Fprintf(&b, "  - name: %q\n", m)
+		}
+	}
+	b.WriteString("proxmox:\n  templateTags:\n")
 	for _, t := range s.Tags {
 		fmt.Fprintf(&b, "    - %q\n", t)
 	}

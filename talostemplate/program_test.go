@@ -44,6 +44,7 @@ func TestProgramGolden(t *testing.T) {
 		"program":          {reason: "the reference builder's program for the chart defaults"},
 		"program-ca":       {reason: "a self-hosted factory behind an internal CA", edit: withCA(t)},
 		"program-no-agent": {reason: "the agent can be left off explicitly", edit: func(in *Inputs) { in.DisableAgent = true; in.SchematicID = idEmpty }},
+		"program-gpu":      {reason: "two devices of a PCI mapping, on a q35 machine", edit: withGPUs},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -147,6 +148,10 @@ case "$*" in
   if [ -e "$STATE/$4.conf" ]; then echo "400 Parameter verification failed. vmid: VM $4 already exists" >&2; exit 2; fi
   echo "$4" ;;
 "get /cluster/resources --type vm --output-format json") cat "$STATE/resources.json" ;;
+"get /cluster/mapping/pci/"*)
+  id=${2#/cluster/mapping/pci/}
+  if [ ! -e "$STATE/mapping-$id" ]; then echo "mapping '$id' not found" >&2; exit 2; fi
+  cat "$STATE/mapping-$id" ;;
 *) echo "pvesh: unexpected $*" >&2; exit 3 ;;
 esac
 `
@@ -345,5 +350,38 @@ func TestProgramTrustsTheFactoryCA(t *testing.T) {
 	}
 	if got := n.file("cacert.pem"); !strings.HasSuffix(got, string(want)) {
 		t.Errorf("curl must trust the factory CA; its --cacert file ends %q", got[max(0, len(got)-80):])
+	}
+}
+
+// withGPUs gives the template two devices of the PCI mapping a100.
+func withGPUs(in *Inputs) { in.PCIMappings = []string{"a100", "a100"} }
+
+// TestProgramCreatesAGPUTemplate: with PCI mappings the program checks
+// that the mapping exists, then creates the VM on a q35 machine with a
+// hostpciN per device, tagged for them; without the mapping nothing is
+// downloaded or created.
+func TestProgramCreatesAGPUTemplate(t *testing.T) {
+	program, err := Program(programSpec(t, withGPUs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, clusterGuests, true)
+	_, stderr, code := n.run(t, program)
+	if code != 1 || stderr != "mapping 'a100' not found\nPCI mapping a100 does not exist: create it first (Datacenter, Resource Mappings)\n" ||
+		n.file("fetched") != "" || n.file("9000.conf") != "" {
+		t.Fatalf("without the mapping: exit %d stderr %q; nothing may be downloaded or created", code, stderr)
+	}
+	if err := os.WriteFile(filepath.Join(n.state, "mapping-a100"), []byte(`{"map":["node=pve1,path=0000:01:00.0,id=10de:20b5"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := n.run(t, program); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	conf := n.file("9000.conf")
+	for _, line := range []string{"tags: cozystack;gpu-2x-a100;schematic-ce4c9805;talos;talos-v1.13.6\n", "agent: enabled=1\nmachine: q35\n",
+		"hostpci0: mapping=a100,pcie=1\nhostpci1: mapping=a100,pcie=1\n"} {
+		if !strings.Contains(conf, line) {
+			t.Errorf("VM 9000 lacks %q:\n%s", line, conf)
+		}
 	}
 }

@@ -39,6 +39,14 @@ type Spec struct {
 	// DisableAgent creates the template without the QEMU guest agent
 	// channel. Leave it false unless the schematic has no qemu-guest-agent.
 	DisableAgent bool `json:"disableAgent,omitempty"`
+	// PCIMappings are the template's PCI devices, one Proxmox VE PCI
+	// resource mapping id per device (hostpci0, hostpci1, ...: each
+	// mapping=<id>,pcie=1, on a q35 machine): one mapping, listed once
+	// per device, so a worker with two GPUs lists it twice. Every clone
+	// takes a free device of the mapping on its node when it starts. The
+	// template then carries the mapping's GPU tag (capmox.GPUTag), by
+	// which pools with gpus select it.
+	PCIMappings []string `json:"pciMappings,omitempty"`
 }
 
 // Inputs are the raw template inputs as an operator gives them: command-line
@@ -55,6 +63,8 @@ type Inputs struct {
 	// Tags is a comma-separated list; empty means DefaultTags.
 	Tags         string
 	DisableAgent bool
+	// PCIMappings are Spec.PCIMappings: a mapping id per device.
+	PCIMappings []string
 }
 
 var (
@@ -87,6 +97,7 @@ func NewSpec(in Inputs) (Spec, error) {
 		DiskSize:     pveDiskSize(or(in.DiskSize, DefaultDiskSize)),
 		CPU:          or(in.CPU, DefaultCPU),
 		DisableAgent: in.DisableAgent,
+		PCIMappings:  slices.Clone(in.PCIMappings),
 	}
 	var errs []error
 	if !matches(vmidPattern, in.VMID) {
@@ -102,6 +113,8 @@ func NewSpec(in Inputs) (Spec, error) {
 		}
 		s.FactoryCA = ca
 	}
+	gpus := checkPCIMappings(s.PCIMappings)
+	errs = append(errs, gpus)
 	tags := in.Tags
 	if tags == "" {
 		if !matches(versionPattern, s.TalosVersion) || !matches(schematicPattern, s.SchematicID) {
@@ -113,9 +126,23 @@ func NewSpec(in Inputs) (Spec, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if err == nil && gpus == nil {
+		// A GPU template carries the tag of its devices, whatever tags
+		// were asked for; a tag that names other devices is refused.
+		if t := s.GPUTag(); t != "" && !slices.Contains(set, t) {
+			set = slices.Insert(set, sortedIndex(set, t), t)
+		}
+		errs = append(errs, checkGPUTag(set, s))
+	}
 	s.Tags = set
 	errs = append(errs, checkTalosTag(set, s.TalosVersion))
 	return s, errors.Join(errs...)
+}
+
+// sortedIndex is where t goes in the sorted set.
+func sortedIndex(set []string, t string) int {
+	i, _ := slices.BinarySearch(set, t)
+	return i
 }
 
 // checkTalosTag refuses a tag that names another Talos release than the
@@ -141,6 +168,8 @@ func (s Spec) Validate() error {
 		errs = append(errs, vmidError(strconv.Itoa(s.VMID)))
 	}
 	errs = append(errs, s.checkScalars()...)
+	gpus := checkPCIMappings(s.PCIMappings)
+	errs = append(errs, gpus)
 	if strings.HasSuffix(s.FactoryURL, "/") {
 		errs = append(errs, invalid("factoryURL", s.FactoryURL, "factory URL '"+show(s.FactoryURL)+"' is not a plain http(s) URL",
 			"drop the trailing /"))
@@ -159,6 +188,9 @@ func (s Spec) Validate() error {
 			"pass them through ParseTags or NormalizeTags: lower-case, sorted, without duplicates"))
 	default:
 		errs = append(errs, checkTalosTag(s.Tags, s.TalosVersion))
+		if gpus == nil {
+			errs = append(errs, checkGPUTag(s.Tags, s))
+		}
 	}
 	return errors.Join(errs...)
 }
