@@ -36,7 +36,8 @@ func newTemplateCmd(app *App) *cobra.Command {
 // specFlags are the template inputs every mode takes besides VMID and STORAGE.
 type specFlags struct {
 	values, version, schematicID, schematicFile, factory, factoryCA, diskSize, cpu, tags string
-	noAgent                                                                              bool
+	noAgent, nvidia                                                                      bool
+	pciMappings                                                                          []string
 }
 
 func (f *specFlags) bind(fs *pflag.FlagSet) {
@@ -50,13 +51,15 @@ func (f *specFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cpu, "cpu", talostemplate.DefaultCPU, "Proxmox CPU model; Talos needs x86-64-v2")
 	fs.StringVar(&f.tags, "tags", "", "comma-separated template tags (default cozystack,talos,talos-<version>,schematic-<first 8 of the schematic>)")
 	fs.BoolVar(&f.noAgent, "no-agent", false, "create the template without the QEMU guest agent (only for a schematic without qemu-guest-agent)")
+	fs.StringArrayVar(&f.pciMappings, "pci-mapping", nil, "Proxmox VE PCI resource mapping of a GPU the template passes through (hostpciN: mapping=ID,pcie=1 on a q35 machine); repeat it once per device, and its tag gpu-<count>x-<ID> joins the tags")
+	fs.BoolVar(&f.nvidia, "nvidia", false, "build from the NVIDIA schematic: qemu-guest-agent with nonfree-kmod-nvidia-production and nvidia-container-toolkit-production (its ID replaces --schematic-id)")
 }
 
 // spec turns the flags and the VMID and STORAGE arguments into a checked
 // Spec and the warnings about its schematic.
 func (f *specFlags) spec(app *App, vmid, storage string) (talostemplate.Spec, []talostemplate.Warning, error) {
 	in := talostemplate.Inputs{VMID: vmid, Storage: storage, TalosVersion: f.version, SchematicID: f.schematicID,
-		FactoryURL: f.factory, DiskSize: f.diskSize, CPU: f.cpu, Tags: f.tags, DisableAgent: f.noAgent}
+		FactoryURL: f.factory, DiskSize: f.diskSize, CPU: f.cpu, Tags: f.tags, DisableAgent: f.noAgent, PCIMappings: f.pciMappings}
 	if f.values != "" {
 		data, err := readInput(app, f.values)
 		if err != nil {
@@ -85,15 +88,35 @@ func (f *specFlags) spec(app *App, vmid, storage string) (talostemplate.Spec, []
 	}
 	spec, err := talostemplate.NewSpec(in)
 	if err != nil {
-		return talostemplate.Spec{}, nil, err
+		return talostemplate.Spec{}, nil, byFlag(err, "pciMappings", "--pci-mapping")
 	}
 	warnings, err := talostemplate.CheckSchematic(spec.SchematicID, schematic, spec.DisableAgent)
 	return spec, warnings, err
 }
 
+// byFlag names the flag of the spec's field in each of its refusals.
+func byFlag(err error, field, flag string) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := joined.Unwrap()
+		out := make([]error, len(errs))
+		for i, e := range errs {
+			out[i] = byFlag(e, field, flag)
+		}
+		return errors.Join(out...)
+	}
+	var ie *talostemplate.InvalidError
+	if errors.As(err, &ie) && ie.Field == field {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	return err
+}
+
 // schematic reads --schematic, fills in its ID and refuses an ID given
 // elsewhere that does not match it.
 func (f *specFlags) schematic(app *App, in *talostemplate.Inputs) (*talostemplate.Schematic, error) {
+	if f.nvidia {
+		return f.nvidiaSchematic(in)
+	}
 	if f.schematicFile == "" {
 		return nil, nil
 	}
@@ -112,6 +135,25 @@ func (f *specFlags) schematic(app *App, in *talostemplate.Inputs) (*talostemplat
 	if in.SchematicID != "" && in.SchematicID != id {
 		return nil, fmt.Errorf("the schematic in %s has the ID %s, but the schematic ID to build is %s: pass the schematic the pool runs, or drop --schematic-id",
 			f.schematicFile, id, in.SchematicID)
+	}
+	in.SchematicID = id
+	return s, nil
+}
+
+// nvidiaSchematic is --nvidia: the NVIDIA schematic, whose ID must be the
+// one to build when --schematic-id or --values names one.
+func (f *specFlags) nvidiaSchematic(in *talostemplate.Inputs) (*talostemplate.Schematic, error) {
+	if f.schematicFile != "" {
+		return nil, usageError{errors.New("--nvidia and --schematic both give the schematic: pass one of them")}
+	}
+	s := talostemplate.NVIDIASchematic()
+	id, err := s.ID()
+	if err != nil {
+		return nil, err
+	}
+	if in.SchematicID != "" && in.SchematicID != id {
+		return nil, fmt.Errorf("--nvidia builds from the NVIDIA schematic %s, but the schematic ID to build is %s: set the pool's talos.schematicID to %s, or drop --schematic-id",
+			id, in.SchematicID, id)
 	}
 	in.SchematicID = id
 	return s, nil
@@ -143,7 +185,12 @@ nocloud image from the Image Factory, creates the VM (OVMF with an EFI disk,
 virtio-scsi, the image imported as scsi0, serial console, guest agent, no NIC),
 grows the disk and converts the VM into a template. Run it as root on a node:
   pxsubstrate template print 9000 local-lvm --values values.yaml | ssh root@pve sh -s
-Warnings about the schematic go to stderr.`,
+Warnings about the schematic go to stderr.
+
+A GPU template passes the devices of a Proxmox VE PCI resource mapping
+through: --pci-mapping ID once per device (hostpciN: mapping=ID,pcie=1 on a
+q35 machine, the mapping checked to exist); its tag gpu-<count>x-<ID> joins
+the tags. --nvidia builds from the NVIDIA schematic.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			spec, warnings, err := f.spec(app, args[0], args[1])

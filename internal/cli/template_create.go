@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/pxsubstrate/pxsubstrate/internal/texttable"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/talostemplate"
 )
@@ -46,7 +47,8 @@ VMID is free in the whole cluster and that no template carries the same tag set,
 downloads the Image Factory's uncompressed nocloud image to a storage with the
 import content type (download-url cannot decompress for import), creates the VM
 with the image imported as scsi0 on STORAGE (OVMF with an EFI disk,
-virtio-scsi, serial console, guest agent, no NIC), grows the disk, converts the
+virtio-scsi, serial console, guest agent, no NIC; with --pci-mapping a q35
+machine and a hostpciN per device), grows the disk, converts the
 VM into a template and removes the downloaded image. Every task is waited for;
 a task that fails stops the run, and the error lists what is left on the
 hypervisor with the command and the API call that remove it.
@@ -61,7 +63,8 @@ VM.Audit on /vms (propagated) to see every template:
   Sys.Modify on / or Sys.AccessNetwork on /nodes/NODE    (download-url)
   VM.Allocate, VM.Config.CPU, .Memory, .HWType, .Options, .Disk on /vms/VMID,
   Datastore.AllocateSpace on /storage/STORAGE            (create, resize, template)
-  Datastore.Allocate on /storage/IMPORT-STORAGE          (removing the image)`,
+  Datastore.Allocate on /storage/IMPORT-STORAGE          (removing the image)
+  Mapping.Use on /mapping/pci/ID                         (each --pci-mapping)`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTemplateCreate(cmd.Context(), app, &f, args[0], args[1])
@@ -112,7 +115,10 @@ func runTemplateCreate(ctx context.Context, app *App, f *templateCreateFlags, vm
 }
 
 func createTable(w io.Writer, r templateCreateResult) {
-	fmt.Fprintf(w, "Template %d (%s) is ready on node %s, tags %s.\n", r.Spec.VMID, r.Spec.Name(), r.Node, talostemplate.PVETags(r.Spec.Tags))
+	ready := fmt.Sprintf("Template %d (%s) is ready on node %s, tags %s.", r.Spec.VMID, r.Spec.Name(), r.Node, talostemplate.PVETags(r.Spec.Tags))
+	for _, line := range texttable.Wrap(ready, texttable.MaxWidth) {
+		fmt.Fprintln(w, line)
+	}
 	image := "removed"
 	switch {
 	case r.ImageReused && r.ImageRemoved:

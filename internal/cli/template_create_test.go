@@ -316,3 +316,32 @@ func TestTemplateSelectDiskSize(t *testing.T) {
 		t.Errorf("templateDiskSize in JSON: %q (%v)", res.TemplateDiskSize, err)
 	}
 }
+
+// TestTemplateCreateGPU: --pci-mapping builds a template with the
+// mapping's device on a q35 machine, tagged for it, and the pool snippet
+// names the gpus; a mapping the cluster lacks is refused before anything
+// is written.
+func TestTemplateCreateGPU(t *testing.T) {
+	e := newTplEnv(t)
+	if err := e.srv.AddPCIMapping(pvefake.PCIMappingSpec{ID: "a100", Map: []string{"node=pve,path=0000:01:00.0,id=10de:20b5"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, e.createArgs("9002", "--pci-mapping", "l40s")...)
+	if code != 1 || !strings.Contains(errOut, "PCI mapping l40s does not exist: create it first") {
+		t.Errorf("a mapping the cluster lacks: exit %d\n%s", code, errOut)
+	}
+	if _, _, ok := e.srv.VMConfig(9002); ok {
+		t.Error("the refused template was created")
+	}
+	out, errOut, code := run(t, e.createArgs("9001", "--pci-mapping", "a100")...)
+	if code != 0 {
+		t.Fatalf("create: exit %d\n%s", code, errOut)
+	}
+	conf, _, _ := e.srv.VMConfig(9001)
+	if conf["machine"] != "q35" || conf["hostpci0"] != "mapping=a100,pcie=1" || conf["tags"] != "cozystack;gpu-1x-a100;schematic-ce4c9805;talos;talos-v1.13.6" {
+		t.Errorf("the fake holds the GPU template: %v", conf)
+	}
+	if !strings.Contains(out, "\ngpus:\n  - name: \"a100\"\nproxmox:\n  templateTags:\n    - \"cozystack\"\n    - \"gpu-1x-a100\"\n") {
+		t.Errorf("the pool snippet names the gpus and the GPU tag:\n%s", out)
+	}
+}

@@ -63,6 +63,22 @@ func TestTemplatePrint(t *testing.T) {
 		"ValuesNoTalos": {reason: "a values file without talos:", args: []string{"template", "print", "9000", "local-lvm", "--values", agent}, code: 1, errOut: "there is no talos: block"},
 		"MissingArgs":   {reason: "VMID and STORAGE are required", args: []string{"template", "print", "9000"}, code: 2, errOut: "accepts 2 arg"},
 		"CAOverHTTP":    {reason: "a factory CA needs https", args: []string{"template", "print", "9000", "local-lvm", "--values", values, "--factory-url", "http://mirror.lan", "--factory-ca", agent}, code: 1, errOut: "is not https"},
+		"GPU": {reason: "--nvidia's schematic and two devices of a PCI mapping: a q35 machine, a hostpciN each, their tag",
+			args:     []string{"template", "print", "9001", "local-lvm", "--talos-version", "v1.13.6", "--nvidia", "--pci-mapping", "a100", "--pci-mapping", "a100"},
+			contains: "TAGS='cozystack;gpu-2x-a100;schematic-99073176;talos;talos-v1.13.6'"},
+		"GPUDevices": {reason: "each device is a hostpciN of the mapping, passed through as PCI Express",
+			args:     []string{"template", "print", "9001", "local-lvm", "--talos-version", "v1.13.6", "--nvidia", "--pci-mapping", "a100", "--pci-mapping", "a100"},
+			contains: "  --machine q35 --hostpci0 'mapping=a100,pcie=1' --hostpci1 'mapping=a100,pcie=1'\n"},
+		"NVIDIAID": {reason: "--nvidia builds the NVIDIA schematic's image", args: []string{"template", "print", "9001", "local-lvm", "--talos-version", "v1.13.6", "--nvidia"},
+			contains: "/image/990731763242a6b3cf735e49d0f550ce4068b4d0e7f4dfbb49a31799b698877e/v1.13.6/nocloud-amd64.raw.xz'"},
+		"BadMapping": {reason: "a mapping id is refused by the flag's name", args: []string{"template", "print", "9001", "local-lvm", "--values", values, "--pci-mapping", "1x"},
+			code: 1, errOut: "--pci-mapping: PCI mapping 1x (device 1) is not a Proxmox VE mapping id"},
+		"TwoMappings": {reason: "one mapping per template", args: []string{"template", "print", "9001", "local-lvm", "--values", values, "--pci-mapping", "a100", "--pci-mapping", "l40s"},
+			code: 1, errOut: "--pci-mapping: the PCI devices come from two mappings, a100 and l40s"},
+		"NVIDIAAndSchematic": {reason: "one schematic", args: []string{"template", "print", "9001", "local-lvm", "--talos-version", "v1.13.6", "--nvidia", "--schematic", agent},
+			code: 2, errOut: "--nvidia and --schematic both give the schematic: pass one of them"},
+		"NVIDIAAndValues": {reason: "the pool's schematic must be the NVIDIA one", args: []string{"template", "print", "9001", "local-lvm", "--values", values, "--nvidia"},
+			code: 1, errOut: "--nvidia builds from the NVIDIA schematic 990731763242a6b3cf735e49d0f550ce4068b4d0e7f4dfbb49a31799b698877e, but the schematic ID to build is " + guestAgentID},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
