@@ -17,6 +17,9 @@ import (
 func renderMachineDeployment(p nodesPlan, o Options, pmt, tct string) (*unstructured.Unstructured, error) {
 	name := p.release + "-" + p.group
 	surge, unavailable := intstr.FromInt32(p.maxReplicas), intstr.FromInt32(1)
+	if p.gpus != nil {
+		surge = intstr.FromInt32(p.gpus.surge)
+	}
 	if o.Capmox == CapmoxV07 {
 		md := &clusterv1beta1.MachineDeployment{ObjectMeta: objectMeta(p.ns, name)}
 		md.APIVersion, md.Kind = clusterv1beta1.GroupVersion.String(), "MachineDeployment"

@@ -116,30 +116,30 @@ type KubernetesNodes struct {
 // NodesSpec is the proxmox-relevant part of KubernetesNodes.spec. Fields
 // that only the kubevirt substrate takes are read so they can be refused.
 type NodesSpec struct {
-	Cluster              string            `json:"cluster,omitempty"`
-	Substrate            string            `json:"substrate,omitempty"`
-	Version              string            `json:"version,omitempty"`
-	Replicas             *int32            `json:"replicas,omitempty"`
-	MinReplicas          *int32            `json:"minReplicas,omitempty"`
-	MaxReplicas          *int32            `json:"maxReplicas,omitempty"`
-	InstanceType         string            `json:"instanceType,omitempty"`
-	Resources            Resources         `json:"resources,omitempty"`
-	DiskSize             *Quantity         `json:"diskSize,omitempty"`
-	EphemeralStorage     *Quantity         `json:"ephemeralStorage,omitempty"`
-	StorageClass         string            `json:"storageClass,omitempty"`
-	Roles                []string          `json:"roles,omitempty"`
-	GPUs                 []json.RawMessage `json:"gpus,omitempty"`
-	LogSerialConsole     bool              `json:"logSerialConsole,omitempty"`
-	PodCPULimit          *Quantity         `json:"podCpuLimit,omitempty"`
-	PodCPURequest        *Quantity         `json:"podCpuRequest,omitempty"`
-	OSImage              json.RawMessage   `json:"osImage,omitempty"`
-	MaxUnhealthy         *Quantity         `json:"maxUnhealthy,omitempty"`
-	NodeStartupTimeout   string            `json:"nodeStartupTimeout,omitempty"`
-	ReadyUnknownTimeout  string            `json:"readyUnknownTimeout,omitempty"`
-	ReadyFalseTimeout    string            `json:"readyFalseTimeout,omitempty"`
-	MaxNodeProvisionTime string            `json:"maxNodeProvisionTime,omitempty"`
-	Talos                Talos             `json:"talos,omitempty"`
-	Proxmox              NodesProxmox      `json:"proxmox,omitempty"`
+	Cluster              string          `json:"cluster,omitempty"`
+	Substrate            string          `json:"substrate,omitempty"`
+	Version              string          `json:"version,omitempty"`
+	Replicas             *int32          `json:"replicas,omitempty"`
+	MinReplicas          *int32          `json:"minReplicas,omitempty"`
+	MaxReplicas          *int32          `json:"maxReplicas,omitempty"`
+	InstanceType         string          `json:"instanceType,omitempty"`
+	Resources            Resources       `json:"resources,omitempty"`
+	DiskSize             *Quantity       `json:"diskSize,omitempty"`
+	EphemeralStorage     *Quantity       `json:"ephemeralStorage,omitempty"`
+	StorageClass         string          `json:"storageClass,omitempty"`
+	Roles                []string        `json:"roles,omitempty"`
+	GPUs                 []GPU           `json:"gpus,omitempty"`
+	LogSerialConsole     bool            `json:"logSerialConsole,omitempty"`
+	PodCPULimit          *Quantity       `json:"podCpuLimit,omitempty"`
+	PodCPURequest        *Quantity       `json:"podCpuRequest,omitempty"`
+	OSImage              json.RawMessage `json:"osImage,omitempty"`
+	MaxUnhealthy         *Quantity       `json:"maxUnhealthy,omitempty"`
+	NodeStartupTimeout   string          `json:"nodeStartupTimeout,omitempty"`
+	ReadyUnknownTimeout  string          `json:"readyUnknownTimeout,omitempty"`
+	ReadyFalseTimeout    string          `json:"readyFalseTimeout,omitempty"`
+	MaxNodeProvisionTime string          `json:"maxNodeProvisionTime,omitempty"`
+	Talos                Talos           `json:"talos,omitempty"`
+	Proxmox              NodesProxmox    `json:"proxmox,omitempty"`
 	// Kubelet holds the kubelet's reservations (the chart's kubelet).
 	Kubelet Kubelet `json:"kubelet,omitempty"`
 	// Images overrides the images of the pool's helper Jobs.

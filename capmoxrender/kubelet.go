@@ -197,6 +197,7 @@ func capacityAnnotations(p nodesPlan) map[string]string {
 		sort.Strings(labels)
 		out[CapacityLabels] = strings.Join(labels, ",")
 	}
+	gpuCapacity(p, out)
 	return out
 }
 

@@ -67,6 +67,8 @@ type nodesPlan struct {
 	mirrors map[string]RegistryMirror
 	// kubectlImage is the pool's kubectl image, "" for Options.Images'.
 	kubectlImage string
+	// gpus are the pool's GPUs, nil without any.
+	gpus *gpuPlan
 }
 
 // nic is one resolved NIC; pool is the InClusterIPPool of a VPC subnet.
@@ -92,7 +94,7 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 	}
 	// The checks run in the chart's order, so an input with several faults
 	// gets the same first refusal.
-	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planDisk, planVMIDRange, planTalos, planTalosSources, planHealth, planReplicas, planKubelet, planImages, checkVMIDRoom}
+	steps := []func(*nodesPlan, NodesSpec, Options) error{planSizing, planTemplate, refuseKubevirtOnly, planGPUNames, planDisk, planVMIDRange, planTalos, planTalosSources, planHealth, planReplicas, planKubelet, planImages, checkVMIDRoom}
 	for _, step := range steps {
 		if err := step(&p, s, o); err != nil {
 			return nodesPlan{}, err
@@ -108,6 +110,9 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 		return nodesPlan{}, err
 	}
 	if p.allowedNodes, err = planAllowedNodes(ctx, o, p, s.Proxmox.AllowedNodes); err != nil {
+		return nodesPlan{}, err
+	}
+	if err := planGPUs(ctx, o, &p, s); err != nil {
 		return nodesPlan{}, err
 	}
 	return p, nil
@@ -160,8 +165,6 @@ func refuseKubevirtOnly(_ *nodesPlan, s NodesSpec, _ Options) error {
 		return refuse("osImage", "substrate proxmox does not take osImage: the worker disk is cloned from the Proxmox VM template. Remove osImage and use talos.version / talos.schematicID for the in-guest installer target.")
 	case s.Proxmox.Storage != "" && !s.Proxmox.Full:
 		return refuse("proxmox.storage", "proxmox.storage needs full: true: a target storage is a full-clone parameter, and a linked clone always lives on the template's storage")
-	case len(s.GPUs) > 0:
-		return refuse("gpus", "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead")
 	case s.StorageClass != "":
 		return refuse("storageClass", "storageClass is a kubevirt-only field: a Proxmox worker's system disk is cloned from the template, onto the template's storage for a linked clone; to place it elsewhere use proxmox.storage with proxmox.full: true, and size it with diskSize")
 	case s.EphemeralStorage != nil && *s.EphemeralStorage != "":

@@ -117,6 +117,14 @@ type Options struct {
 	// VMIDRanges maps a Proxmox pool (a tenant's proxmox.pool) to the VM id
 	// range of its tenant, which RenderNodes writes as vmIDRange.
 	VMIDRanges map[string]VMIDRange
+	// PCIMappings are the Proxmox VE cluster's PCI resource mappings
+	// (ParsePCIMappings of GET /cluster/mapping/pci), on whose devices a
+	// pool with gpus is placed; nil refuses gpus.
+	PCIMappings []PCIMapping
+	// PoolTenants maps a Proxmox pool (a tenant's proxmox.pool) to its
+	// tenant, whose pciMappings a pool's gpus must name; nil leaves
+	// that unchecked.
+	PoolTenants map[string]PoolTenant
 	// Warn receives what the render cannot check but still renders (such
 	// as a diskSize without the template's disk size); nil discards it.
 	Warn func(string)

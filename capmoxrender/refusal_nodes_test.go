@@ -41,9 +41,9 @@ func TestNodesRefusals(t *testing.T) {
 		"StorageFullAccepted": {reason: "storage with a full clone renders", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
 			n.Spec.Proxmox.Storage, n.Spec.Proxmox.Full = "main-pool", true
 		}},
-		"GPUs": {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
-			n.Spec.GPUs = []json.RawMessage{json.RawMessage(`{"name":"x"}`)}
-		}, want: "gpus is a kubevirt-only field; pass GPUs through on the Proxmox template instead"},
+		"GPUsWithoutMappings": {reason: "gpus are placed on the PCI mappings' devices", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.GPUs = []capmoxrender.GPU{{Name: "a100"}}
+		}, want: "gpus needs the Proxmox VE cluster's PCI mappings to place the workers on their devices: pass --pci-mappings FILE (Options.PCIMappings) with the answer of pvesh get /cluster/mapping/pci --output-format json"},
 		"Serial": {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.LogSerialConsole = true }, want: "logSerialConsole is a kubevirt-only field; use the Proxmox serial console on the VM"},
 		"PodCPU": {reason: "kubevirt only", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.PodCPURequest = q("0") }, want: "podCpuLimit/podCpuRequest size the virt-launcher pod and are kubevirt-only"},
 		"OSImage": {reason: "the disk comes from the template", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
@@ -230,7 +230,7 @@ func TestNodesRefusalOrder(t *testing.T) {
 	n.Spec.Resources = capmoxrender.Resources{}
 	n.Spec.Proxmox = capmoxrender.NodesProxmox{Storage: "main-pool"}
 	n.Spec.OSImage = json.RawMessage(`{"builtin":{}}`)
-	n.Spec.GPUs = []json.RawMessage{json.RawMessage(`{}`)}
+	n.Spec.GPUs = []capmoxrender.GPU{{}}
 	n.Spec.LogSerialConsole = true
 	n.Spec.PodCPULimit = q("1")
 	mends := []struct {
@@ -244,9 +244,9 @@ func TestNodesRefusalOrder(t *testing.T) {
 		{"substrate proxmox requires proxmox.pool", func() { n.Spec.Proxmox.Pool = "tenant-e2e" }},
 		{"substrate proxmox does not take osImage", func() { n.Spec.OSImage = nil }},
 		{"proxmox.storage needs full: true", func() { n.Spec.Proxmox.Full = true }},
-		{"gpus is a kubevirt-only field", func() { n.Spec.GPUs = nil }},
 		{"logSerialConsole is a kubevirt-only field", func() { n.Spec.LogSerialConsole = false }},
 		{"podCpuLimit/podCpuRequest size the virt-launcher pod", func() { n.Spec.PodCPULimit = nil }},
+		{"gpus[0].name is empty", func() { n.Spec.GPUs = nil }},
 	}
 	for _, m := range mends {
 		_, err := capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{})

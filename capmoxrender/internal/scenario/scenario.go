@@ -1,7 +1,9 @@
 // Package scenario loads the render scenarios under capmoxrender/testdata
-// (input.yaml with a Kubernetes or KubernetesNodes object, and an optional
-// lookup.yaml of live objects) and renders them, for the golden and API
-// server tests. It reads files and never writes.
+// (input.yaml with a Kubernetes or KubernetesNodes object, an optional
+// lookup.yaml of live objects, options.yaml of render options and
+// pci-mappings.json, the answer of GET /cluster/mapping/pci) and renders
+// them, for the golden and API server tests. It reads files and never
+// writes.
 package scenario
 
 import (
@@ -27,6 +29,11 @@ type Scenario struct {
 	Lookup *capmoxrender.Objects
 	// VMIDRanges come from options.yaml (vmIDRanges: {POOL: {start, end}}).
 	VMIDRanges map[string]capmoxrender.VMIDRange
+	// PoolTenants come from options.yaml (tenants: {POOL: {name,
+	// pciMappings}}).
+	PoolTenants map[string]capmoxrender.PoolTenant
+	// PCIMappings come from pci-mappings.json.
+	PCIMappings []capmoxrender.PCIMapping
 }
 
 type options struct {
@@ -34,6 +41,10 @@ type options struct {
 		Start int64 `json:"start"`
 		End   int64 `json:"end"`
 	} `json:"vmIDRanges"`
+	Tenants map[string]struct {
+		Name        string   `json:"name"`
+		PCIMappings []string `json:"pciMappings"`
+	} `json:"tenants"`
 }
 
 // Load reads every scenario folder under dir, in name order.
@@ -58,6 +69,11 @@ func Load(dir string) ([]Scenario, error) {
 		if err := readOptions(filepath.Join(p, "options.yaml"), &s); err != nil {
 			return nil, err
 		}
+		if m, err := os.ReadFile(filepath.Join(p, "pci-mappings.json")); err == nil {
+			if s.PCIMappings, err = capmoxrender.ParsePCIMappings(m); err != nil {
+				return nil, fmt.Errorf("cannot read the PCI mappings of %s: %w", p, err)
+			}
+		}
 		out = append(out, s)
 	}
 	return out, nil
@@ -66,7 +82,7 @@ func Load(dir string) ([]Scenario, error) {
 // Render renders s for one capmox generation, with its lookup (if any) as
 // guards, networks and templates.
 func Render(ctx context.Context, s Scenario, gen capmoxrender.Capmox) ([]*unstructured.Unstructured, error) {
-	opts := capmoxrender.Options{Capmox: gen, VMIDRanges: s.VMIDRanges}
+	opts := capmoxrender.Options{Capmox: gen, VMIDRanges: s.VMIDRanges, PoolTenants: s.PoolTenants, PCIMappings: s.PCIMappings}
 	if s.Lookup != nil {
 		opts.Guards, opts.Networks, opts.Templates, opts.Clusters = s.Lookup, s.Lookup, s.Lookup, s.Lookup
 	}
@@ -99,6 +115,12 @@ func readOptions(path string, s *Scenario) error {
 	s.VMIDRanges = map[string]capmoxrender.VMIDRange{}
 	for pool, r := range o.VMIDRanges {
 		s.VMIDRanges[pool] = capmoxrender.VMIDRange{Start: r.Start, End: r.End}
+	}
+	if o.Tenants != nil {
+		s.PoolTenants = map[string]capmoxrender.PoolTenant{}
+		for pool, t := range o.Tenants {
+			s.PoolTenants[pool] = capmoxrender.PoolTenant{Name: t.Name, PCIMappings: t.PCIMappings}
+		}
 	}
 	return nil
 }
