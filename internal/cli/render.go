@@ -28,6 +28,7 @@ type renderFlags struct {
 	file, lookup, capmox string
 	tenants              string // render nodes only
 	tenantsGiven         bool   // --tenants was on the command line, maybe empty
+	pciMappings          string // render nodes only
 	versions, images     []string
 	preDelete            string // render cluster only
 	requireDigests       bool
@@ -70,6 +71,9 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 		o.KubernetesVersions[minor] = patch
 	}
 	if err := f.vmIDRanges(app, &o); err != nil {
+		return o, err
+	}
+	if err := f.readPCIMappings(app, &o); err != nil {
 		return o, err
 	}
 	if f.lookup == "" {
@@ -154,11 +158,13 @@ templates that a MachineSet still references.
 		},
 	}
 	f.bind(cmd)
-	cmd.Flags().StringVar(&f.tenants, "tenants", "", "the tenant specification (acl plan's TENANTS.yaml): each tenant's vmIDRange becomes the vmIDRange of the pools in its Proxmox pool")
+	cmd.Flags().StringVar(&f.tenants, "tenants", "", "the tenant specification (acl plan's TENANTS.yaml): each tenant's vmIDRange becomes the vmIDRange of the pools in its Proxmox pool, and a pool's gpus must name its tenant's pciMappings")
+	cmd.Flags().StringVar(&f.pciMappings, "pci-mappings", "", "the Proxmox VE cluster's PCI mappings, the answer of pvesh get /cluster/mapping/pci --output-format json: a pool's gpus are placed on their devices")
 	return cmd
 }
 
-// vmIDRanges reads --tenants into Options.VMIDRanges, by Proxmox pool.
+// vmIDRanges reads --tenants into Options.VMIDRanges and
+// Options.PoolTenants, by Proxmox pool.
 func (f *renderFlags) vmIDRanges(app *App, o *capmoxrender.Options) error {
 	if !f.tenantsGiven {
 		return nil
@@ -168,10 +174,27 @@ func (f *renderFlags) vmIDRanges(app *App, o *capmoxrender.Options) error {
 		return err
 	}
 	o.VMIDRanges = map[string]capmoxrender.VMIDRange{}
+	o.PoolTenants = map[string]capmoxrender.PoolTenant{}
 	for _, t := range spec.Tenants {
 		if r := t.VMIDRange; r != nil {
 			o.VMIDRanges[t.Pool] = capmoxrender.VMIDRange{Start: int64(r.Start), End: int64(r.End)}
 		}
+		o.PoolTenants[t.Pool] = capmoxrender.PoolTenant{Name: t.Name, PCIMappings: t.PCIMappings}
+	}
+	return nil
+}
+
+// readPCIMappings reads --pci-mappings into Options.PCIMappings.
+func (f *renderFlags) readPCIMappings(app *App, o *capmoxrender.Options) error {
+	if f.pciMappings == "" {
+		return nil
+	}
+	data, err := readInput(app, f.pciMappings)
+	if err != nil {
+		return err
+	}
+	if o.PCIMappings, err = capmoxrender.ParsePCIMappings(data); err != nil {
+		return fmt.Errorf("--pci-mappings %s: %w", f.pciMappings, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,60 @@ func TestRenderLookupVLANString(t *testing.T) {
 	}
 	if _, errOut, code := renderCLI(t, "", "render", "nodes", "-f", scen("input.yaml"), "--lookup", scen("lookup.yaml")); code != 0 {
 		t.Errorf("the control: exit %d, %s", code, errOut)
+	}
+}
+
+// gpuTenants is a tenant specification whose tenant owns the nodes-gpu
+// scenario's pool, with the VM id range of its options and the PCI
+// mappings given.
+func gpuTenants(mappings string) string {
+	return `platform: {capmox: {user: capmox@pve, token: capi}}
+tenants:
+  - name: e2eproxmox
+    pool: tenant-e2eproxmox
+    storage: e2e-disks
+    vmIDRange: {start: 5000, end: 5999}
+    pciMappings: [` + mappings + `]
+`
+}
+
+// TestRenderNodesGPU: --pci-mappings and --tenants place a pool's gpus
+// as the golden render does; without the mappings, with a mappings file
+// that is not PVE's answer, and with a tenant that does not list the
+// mapping, the command refuses and says what to pass.
+func TestRenderNodesGPU(t *testing.T) {
+	scen := func(file string) string { return filepath.Join(scenarios, "scenarios", "nodes-gpu", file) }
+	dir := writeFiles(t, map[string]string{
+		"tenants.yaml": gpuTenants("a100"), "other.yaml": gpuTenants("l40s"),
+		"bad.json": `[{"id":"a100","map":["node=pve1,path=0000:01:00.0,id=10de:20b5"],"foo":1}]`,
+	})
+	base := []string{"render", "nodes", "-f", scen("input.yaml"), "--lookup", scen("lookup.yaml"), "--capmox", "v0.8"}
+	cases := map[string]struct {
+		reason string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		"Golden": {reason: "the mappings and the tenants place the pool as the golden render",
+			args: []string{"--pci-mappings", scen("pci-mappings.json"), "--tenants", filepath.Join(dir, "tenants.yaml")}, stdout: mustRead(t, filepath.Join(scenarios, "golden", "nodes-gpu.v0.8.yaml"))},
+		"NoMappings": {reason: "gpus need the mappings", code: 1,
+			stderr: "Error: gpus needs the Proxmox VE cluster's PCI mappings to place the workers on their devices: pass --pci-mappings FILE (Options.PCIMappings) with the answer of pvesh get /cluster/mapping/pci --output-format json\n"},
+		"BadFile": {reason: "the mappings file is read strictly and named", args: []string{"--pci-mappings", filepath.Join(dir, "bad.json")}, code: 1,
+			stderr: "Error: --pci-mappings " + filepath.Join(dir, "bad.json") + ": invalid PCI mappings: unknown field [0].foo: a PCI mapping has id, type, map, description, digest, mdev and live-migration-capable\n"},
+		"TenantLacks": {reason: "the tenant's capmox token may use only its own mappings", code: 1,
+			args:   []string{"--pci-mappings", scen("pci-mappings.json"), "--tenants", filepath.Join(dir, "other.yaml")},
+			stderr: `Error: gpus[0].name is "a100", which tenant "e2eproxmox" (proxmox.pool "tenant-e2eproxmox") does not list in its pciMappings (l40s): its capmox token holds no Mapping.Use on /mapping/pci/a100, so Proxmox VE refuses the clone; add a100 to the tenant's pciMappings and apply the plan, or name one of its mappings` + "\n"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := renderCLI(t, "", append(slices.Clone(base), tc.args...)...)
+			if code != tc.code || out != tc.stdout {
+				t.Fatalf("%s: exit %d, want %d (stderr %q)\n%s", tc.reason, code, tc.code, errOut, cmp.Diff(tc.stdout, out))
+			}
+			if tc.stderr != "" && errOut != tc.stderr {
+				t.Errorf("%s: stderr (-want +got):\n%s", tc.reason, cmp.Diff(tc.stderr, errOut))
+			}
+		})
 	}
 }
