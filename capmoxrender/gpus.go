@@ -57,7 +57,19 @@ type gpuPlan struct {
 	// surge is the MachineDeployment's maxSurge: the workers the
 	// mapping's spare devices hold.
 	surge int32
+	// nvidia is true when every device is NVIDIA's (PCI vendor 10de):
+	// the workers load NVIDIA's kernel modules.
+	nvidia bool
 }
+
+// NVIDIAKernelModules are the kernel modules a worker with NVIDIA GPUs
+// loads (machine.kernel.modules), and NVIDIASysctls its sysctls, as
+// Talos's guide to NVIDIA's proprietary drivers gives them; the Talos
+// image carries the modules through the nonfree-kmod-nvidia extension.
+var (
+	NVIDIAKernelModules = []string{"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"}
+	NVIDIASysctls       = map[string]string{"net.core.bpf_jit_harden": "1"}
+)
 
 // planGPUNames checks the gpus entries, in the chart's order: each names a
 // PCI mapping, all the same one, at most capmox.MaxGPUs of them.
@@ -116,6 +128,11 @@ func planGPUs(ctx context.Context, o Options, p *nodesPlan, s NodesSpec) error {
 		return err
 	}
 	g.resource = gpuResource(o, m)
+	g.nvidia = !slices.ContainsFunc(m.Devices, func(d PCIMappedDevice) bool { return d.Vendor() != "10de" })
+	if g.nvidia && p.talos.SchematicID == DefaultTalosSchematicID {
+		return refuse("talos.schematicID", "talos.schematicID is the chart's default schematic (%s, only siderolabs/qemu-guest-agent), but PCI mapping %s holds NVIDIA devices, whose kernel modules the workers load: the image has none, so the GPUs stay unusable; build the pool's template with pxsubstrate template create --nvidia and set talos.schematicID to its schematic",
+			DefaultTalosSchematicID[:8], m.ID)
+	}
 	if !slices.Contains(p.tags, capmox.GPUTag(g.mapping, g.count)) {
 		p.tags = append(p.tags, capmox.GPUTag(g.mapping, g.count))
 	}

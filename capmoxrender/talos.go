@@ -37,7 +37,8 @@ func talosMinor(v string) string {
 // CoreDNS, kubelet cloud-provider=external so the CCM initialises the
 // Node, and a hosts entry for the control plane endpoint (at
 // HostEntriesPatchIndex: the address, or an empty list the host-entries Job
-// fills). Its name carries a hash of its spec: the spec is immutable, so a
+// fills); a pool with NVIDIA GPUs loads NVIDIAKernelModules and sets
+// NVIDIASysctls. Its name carries a hash of its spec: the spec is immutable, so a
 // change makes a new template.
 func renderTalosConfigTemplate(p nodesPlan) (*unstructured.Unstructured, error) {
 	var s talosConfigTemplateSpec
@@ -58,6 +59,14 @@ func renderTalosConfigTemplate(p nodesPlan) (*unstructured.Unstructured, error) 
 	}
 	if len(p.mirrors) > 0 {
 		t.ConfigPatches = append(t.ConfigPatches, talosPatch{Op: "add", Path: "/machine/registries", Value: map[string]any{"mirrors": p.mirrors}})
+	}
+	if p.gpus != nil && p.gpus.nvidia {
+		modules := make([]map[string]string, len(NVIDIAKernelModules))
+		for i, m := range NVIDIAKernelModules {
+			modules[i] = map[string]string{"name": m}
+		}
+		t.ConfigPatches = append(t.ConfigPatches, talosPatch{Op: "add", Path: "/machine/kernel", Value: map[string]any{"modules": modules}},
+			talosPatch{Op: "add", Path: "/machine/sysctls", Value: NVIDIASysctls})
 	}
 	h, err := contentHash(s, 6)
 	if err != nil {

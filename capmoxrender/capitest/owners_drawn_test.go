@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,7 +23,8 @@ const drawnInputs = 60
 
 // drawn is a Kubernetes and a KubernetesNodes of one tenant, drawn near the
 // edges the owners judge: pools of addresses and gateways, NIC names,
-// MTUs, VLANs, timeouts, percentages, reservations, mirrors, pool ids.
+// MTUs, VLANs, timeouts, percentages, reservations, mirrors, pool ids,
+// GPUs of a PCI mapping.
 type drawn struct {
 	Cluster capmoxrender.Kubernetes
 	Pool    capmoxrender.KubernetesNodes
@@ -124,6 +126,10 @@ func drawPoolNodes(t *rapid.T, ns string) capmoxrender.KubernetesNodes {
 		px.Network.MTU = &mtu
 	}
 	px.AllowedNodes = pick(t, "poolNodes", [][]string{nil, {"pve1"}, {"pve1", "pve2"}}, [][]string{{"pve_4"}})
+	if rapid.IntRange(0, 2).Draw(t, "gpu") == 1 {
+		// drawnMappings' a100: GPU workers of one or two devices.
+		s.GPUs = slices.Repeat([]capmoxrender.GPU{{Name: "a100"}}, rapid.IntRange(1, 2).Draw(t, "gpus"))
+	}
 	if rapid.IntRange(0, 2).Draw(t, "vpc") == 1 {
 		px.Network = capmoxrender.NodeNetwork{VPC: "net", Subnet: "private"}
 		// A gap, and net10, as often as the names capmox admits.
@@ -134,6 +140,19 @@ func drawPoolNodes(t *rapid.T, ns string) capmoxrender.KubernetesNodes {
 	}
 	return n
 }
+
+// drawnMappings are the PCI mappings drawn GPU pools name: a100 with four
+// devices on pve1 and two on pve2.
+var drawnMappings = func() []capmoxrender.PCIMapping {
+	ms, err := capmoxrender.ParsePCIMappings([]byte(`[{"id":"a100","map":[
+	"node=pve1,path=0000:01:00.0,id=10de:20b5","node=pve1,path=0000:02:00.0,id=10de:20b5",
+	"node=pve1,path=0000:41:00.0,id=10de:20b5","node=pve1,path=0000:42:00.0,id=10de:20b5",
+	"node=pve2,path=0000:01:00.0,id=10de:20b5","node=pve2,path=0000:02:00.0,id=10de:20b5"]}]`))
+	if err != nil {
+		panic(err)
+	}
+	return ms
+}()
 
 // drawn: the render of each drawn input is created with the owners live,
 // with a ProxmoxMachine of the pool's template (as Cluster API makes it)
@@ -152,7 +171,7 @@ func (o *owners) drawn(t *testing.T) {
 	for i := range drawnInputs {
 		in := gen.Example(i)
 		ctx := context.Background()
-		opts := capmoxrender.Options{Capmox: o.gen, Networks: lookup}
+		opts := capmoxrender.Options{Capmox: o.gen, Networks: lookup, PCIMappings: drawnMappings}
 		cluster, err := capmoxrender.RenderCluster(ctx, in.Cluster, opts)
 		if err != nil {
 			continue
