@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,6 +365,7 @@ var notRun = []struct{ pattern, why string }{
 	{`^kubectl `, "needs a management cluster with the controller running"},
 	{`^skopeo `, "needs a registry to push to"},
 	{`^crane digest `, "asks a registry for a digest; no registry is reachable from the tests"},
+	{`^curl -X POST --data-binary @\S+ https://factory\.talos\.dev/schematics$`, "registers a schematic with the public Image Factory, which no test reaches"},
 	{`^curl `, "reads a running controller's metrics endpoint"},
 	{`^cd config/default && kustomize `, "edits the checkout's kustomization for a registry"},
 	{`^go tool pprof `, "reads the profile the benchmark before it writes; benchmarks are checked, not run"},
@@ -459,6 +463,8 @@ func (w *docWorld) run(c docCommand) {
 		w.compileOnly(c, args[len(args)-1])
 	case len(args) > 0 && args[0] == "pxsubstrate":
 		w.pxsubstrate(c, args[1:])
+	case len(args) > 2 && args[0] == "pvesh":
+		w.pvesh(c, args[1:])
 	case len(args) > 3 && args[0] == "go" && args[1] == "run" && args[2] == "./cmd/pxsubstrate":
 		w.pxsubstrate(c, args[3:])
 	case len(args) > 0 && args[0] == "go" && args[1] == "test" && slices.Contains(args, "-bench"):
@@ -528,6 +534,76 @@ func (w *docWorld) pxsubstrate(c docCommand, args []string) {
 		return
 	}
 	if err := matchOutput(c.output, out+errOut); err != nil {
+		t.Errorf("%s: %v", c, err)
+	}
+}
+
+// pveshMethods are pvesh's verbs and the API methods they call.
+var pveshMethods = map[string]string{"get": http.MethodGet, "create": http.MethodPost, "set": http.MethodPut, "delete": http.MethodDelete}
+
+// pvesh runs a pvesh command of a page against the page's Proxmox fake,
+// as root@pam on a node runs it: VERB PATH, then --KEY VALUE parameters
+// (a key given twice is a list, as pvesh sends it); --output-format json
+// prints the answer's data as JSON, and a "> FILE" redirect writes what it
+// prints into the page's folder.
+func (w *docWorld) pvesh(c docCommand, args []string) {
+	t := w.t
+	t.Helper()
+	method, ok := pveshMethods[args[0]]
+	if !ok || !strings.HasPrefix(args[1], "/") {
+		t.Errorf("%s: pvesh %s %s is not a verb and an API path this test runs", c, args[0], args[1])
+		return
+	}
+	form, jsonOut := url.Values{}, false
+	for i := 2; i < len(args); i += 2 {
+		k, _ := strings.CutPrefix(args[i], "--")
+		if i+1 >= len(args) || k == args[i] {
+			t.Errorf("%s: %q is not a --KEY VALUE parameter", c, args[i])
+			return
+		}
+		if k == "output-format" {
+			jsonOut = args[i+1] == "json"
+			continue
+		}
+		form.Add(k, args[i+1])
+	}
+	srv := w.fake().srv
+	target := srv.URL + args[1]
+	var body io.Reader
+	if method == http.MethodGet || method == http.MethodDelete {
+		target += "?" + form.Encode()
+	} else {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, target, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "PVEAPIToken="+srv.RootTokenID+"="+srv.RootSecret)
+	resp, err := srv.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Data json.RawMessage `json:"data"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &answer) != nil {
+		t.Errorf("%s: %s\n%s", c, resp.Status, raw)
+		return
+	}
+	out := ""
+	if jsonOut && string(answer.Data) != "null" {
+		out = string(answer.Data) + "\n"
+	}
+	if r := c.stmt.Redirs; len(r) == 1 && r[0].Op == syntax.RdrOut && r[0].Word != nil {
+		name, _ := expand.Literal(nil, r[0].Word)
+		w.write(name, out)
+		out = ""
+	}
+	if err := matchOutput(c.output, out); err != nil {
 		t.Errorf("%s: %v", c, err)
 	}
 }

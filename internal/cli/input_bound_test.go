@@ -53,6 +53,7 @@ func boundedInputs(t *testing.T) map[string][][]string {
 			{"render", "nodes", "-f", "$F"},
 			{"render", "nodes", "-f", f("pool.yaml"), "--lookup", "$F"},
 			{"render", "nodes", "-f", f("pool.yaml"), "--tenants", "$F"},
+			{"render", "nodes", "-f", f("pool.yaml"), "--pci-mappings", "$F"},
 		},
 		"pxsubstrate render vpc": {
 			{"render", "vpc", "-f", "$F"},
