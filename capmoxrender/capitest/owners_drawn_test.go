@@ -129,6 +129,7 @@ func drawPoolNodes(t *rapid.T, ns string) capmoxrender.KubernetesNodes {
 	if rapid.IntRange(0, 2).Draw(t, "gpu") == 1 {
 		// drawnMappings' a100: GPU workers of one or two devices.
 		s.GPUs = slices.Repeat([]capmoxrender.GPU{{Name: "a100"}}, rapid.IntRange(1, 2).Draw(t, "gpus"))
+		s.Talos.SchematicID = nvidiaSchematicID
 	}
 	if rapid.IntRange(0, 2).Draw(t, "vpc") == 1 {
 		px.Network = capmoxrender.NodeNetwork{VPC: "net", Subnet: "private"}
@@ -140,6 +141,10 @@ func drawPoolNodes(t *rapid.T, ns string) capmoxrender.KubernetesNodes {
 	}
 	return n
 }
+
+// nvidiaSchematicID is talostemplate.NVIDIASchematic's ID, which a pool
+// of NVIDIA GPUs installs.
+const nvidiaSchematicID = "990731763242a6b3cf735e49d0f550ce4068b4d0e7f4dfbb49a31799b698877e"
 
 // drawnMappings are the PCI mappings drawn GPU pools name: a100 with four
 // devices on pve1 and two on pve2.
@@ -167,7 +172,7 @@ func (o *owners) drawn(t *testing.T) {
 			lookup = s.Lookup
 		}
 	}
-	rendered := 0
+	rendered, gpus := 0, 0
 	for i := range drawnInputs {
 		in := gen.Example(i)
 		ctx := context.Background()
@@ -181,6 +186,9 @@ func (o *owners) drawn(t *testing.T) {
 			continue
 		}
 		rendered++
+		if len(in.Pool.Spec.GPUs) > 0 {
+			gpus++
+		}
 		ns := fmt.Sprintf("drawn-%d", i)
 		all := append(cluster, pool...)
 		relocate(all, ns)
@@ -189,10 +197,10 @@ func (o *owners) drawn(t *testing.T) {
 			t.Errorf("input %d renders, and an owner refuses it: %v\n%s", i, err, raw)
 		}
 	}
-	if rendered < drawnInputs/4 {
-		t.Fatalf("only %d of %d drawn inputs rendered: the generator tests too little", rendered, drawnInputs)
+	if rendered < drawnInputs/4 || gpus == 0 {
+		t.Fatalf("only %d of %d drawn inputs rendered, %d of them GPU pools: the generator tests too little", rendered, drawnInputs, gpus)
 	}
-	t.Logf("%d of %d drawn inputs rendered, and their owners admitted them", rendered, drawnInputs)
+	t.Logf("%d of %d drawn inputs rendered (%d GPU pools), and their owners admitted them", rendered, drawnInputs, gpus)
 }
 
 // createDrawn creates objs in ns, a ProxmoxMachine of each machine
