@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,20 +113,11 @@ func checkGPUTag(tags []string, s Spec) error {
 		return invalid("tags", tags[i], "template tag "+show(tags[i])+" names other GPUs than the template's: "+what,
 			"a pool selects a GPU template by the tag of its devices; leave GPU tags to --pci-mapping")
 	}
-	if n > 0 && !containsTag(tags, capmox.GPUTag(m, n)) {
+	if n > 0 && !slices.Contains(tags, capmox.GPUTag(m, n)) {
 		return invalid("tags", strings.Join(tags, ","), "the template carries PCI devices but not their tag "+capmox.GPUTag(m, n),
 			"add it: pools with gpus select the template by it")
 	}
 	return nil
-}
-
-func containsTag(tags []string, t string) bool {
-	for _, x := range tags {
-		if x == t {
-			return true
-		}
-	}
-	return false
 }
 
 // checkMapping makes sure the template's PCI mapping exists before the
