@@ -175,7 +175,8 @@ var vmReadPath = regexp.MustCompile(`/nodes/[^/]+/qemu/([0-9]+)(/|$)`)
 // VM has left the tenant's pool a read of it is refused (403), and capmox
 // and the CCM may look once more before they learn it is gone (a clone
 // may take the id again later). Every other refusal, any write among them,
-// is kept; the other lab tests keep every refusal.
+// is kept; the heal tests do the same with the VMs healing destroyed
+// (destroyedIDs), the other lab tests keep every refusal.
 func deniedBut(l *lab.Lab, destroyed []int) []pvefake.Request {
 	return slices.DeleteFunc(l.PVE.Denied(), func(r pvefake.Request) bool {
 		m := vmReadPath.FindStringSubmatch(r.Path)
