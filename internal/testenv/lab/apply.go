@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -41,6 +42,13 @@ type Tenant struct {
 	// Mutate, when set, amends each rendered object before it is
 	// created: a field the render does not write.
 	Mutate func(*unstructured.Unstructured) error
+	// RenderWithoutTenants renders the pools without the tenant
+	// specification (capmoxrender.Options.PoolTenants), as render nodes
+	// does without --tenants: a pool's gpus are then not checked against
+	// the tenant's pciMappings, and only Proxmox VE's own check stands
+	// between the tenant's capmox token and a PCI mapping it was not
+	// granted.
+	RenderWithoutTenants bool
 	// Lookup are further objects the render reads, such as the
 	// ProxmoxNetwork of a VPC subnet a pool's NIC attaches to, as the
 	// proxmox-network controller reports it.
@@ -159,7 +167,10 @@ func (l *Lab) ApplyACLs(ctx context.Context, t *Tenant) (*Applied, error) {
 // the management API server, with Kamaji's part played between the
 // cluster and its pools.
 func (l *Lab) ApplyObjects(ctx context.Context, t Tenant, a *Applied) error {
-	opts := l.renderOptions(t, a.Spec)
+	opts, err := l.renderOptions(ctx, t, a.Spec)
+	if err != nil {
+		return err
+	}
 	cluster, err := capmoxrender.RenderCluster(ctx, t.Cluster, opts)
 	if err != nil {
 		return fmt.Errorf("cannot render Kubernetes %s/%s: %w", t.Cluster.Namespace, t.Cluster.Name, err)
@@ -210,7 +221,10 @@ func (l *Lab) checkNew(ctx context.Context, k capmoxrender.Kubernetes) error {
 // the new one no longer makes are left, as the render's own retention
 // keeps the templates a MachineSet still names.
 func (l *Lab) UpdatePools(ctx context.Context, t Tenant, a *Applied) error {
-	opts := l.renderOptions(t, a.Spec)
+	opts, err := l.renderOptions(ctx, t, a.Spec)
+	if err != nil {
+		return err
+	}
 	for _, p := range t.Pools {
 		objs, err := capmoxrender.RenderNodes(ctx, p, opts)
 		if err != nil {
@@ -230,7 +244,10 @@ const FieldManager = "pxsubstrate-lab"
 
 // dryRender renders the cluster and its pools and discards them.
 func (l *Lab) dryRender(ctx context.Context, t Tenant, spec *tenantplan.Tenants) error {
-	opts := l.renderOptions(t, spec)
+	opts, err := l.renderOptions(ctx, t, spec)
+	if err != nil {
+		return err
+	}
 	opts.Warn = nil
 	if _, err := capmoxrender.RenderCluster(ctx, t.Cluster, opts); err != nil {
 		return fmt.Errorf("cannot render Kubernetes %s/%s: %w", t.Cluster.Namespace, t.Cluster.Name, err)
@@ -482,9 +499,11 @@ func (l *Lab) createCapmoxSecret(ctx context.Context, k capmoxrender.Kubernetes,
 }
 
 // renderOptions are the render's options for the lab's capmox generation,
-// with the tenant's VM id range when it has one and its objects as the
-// lookup.
-func (l *Lab) renderOptions(t Tenant, spec *tenantplan.Tenants) capmoxrender.Options {
+// with the tenant's VM id range when it has one, its objects as the
+// lookup, its pool's tenant (its pciMappings) unless t renders without
+// tenants, and, when a pool has gpus, the cluster's PCI mappings as
+// render nodes --pci-mappings reads them.
+func (l *Lab) renderOptions(ctx context.Context, t Tenant, spec *tenantplan.Tenants) (capmoxrender.Options, error) {
 	opts := capmoxrender.Options{Capmox: capmoxrender.CapmoxV08, Clusters: t.lookup, Warn: func(w string) { l.log("render: " + w) }}
 	if l.Capmox == capi.CapmoxV07 {
 		opts.Capmox = capmoxrender.CapmoxV07
@@ -492,10 +511,41 @@ func (l *Lab) renderOptions(t Tenant, spec *tenantplan.Tenants) capmoxrender.Opt
 	if t.lookup != nil {
 		opts.Networks = t.lookup
 	}
-	if r := spec.Tenants[0].VMIDRange; r != nil {
-		opts.VMIDRanges = map[string]capmoxrender.VMIDRange{spec.Tenants[0].Pool: {Start: int64(r.Start), End: int64(r.End)}}
+	tn := spec.Tenants[0]
+	if r := tn.VMIDRange; r != nil {
+		opts.VMIDRanges = map[string]capmoxrender.VMIDRange{tn.Pool: {Start: int64(r.Start), End: int64(r.End)}}
 	}
-	return opts
+	if !t.RenderWithoutTenants {
+		opts.PoolTenants = map[string]capmoxrender.PoolTenant{tn.Pool: {Name: tn.Name, PCIMappings: tn.PCIMappings}}
+	}
+	if slices.ContainsFunc(t.Pools, func(p capmoxrender.KubernetesNodes) bool { return len(p.Spec.GPUs) > 0 }) {
+		m, err := l.pciMappings(ctx)
+		if err != nil {
+			return opts, err
+		}
+		opts.PCIMappings = m
+	}
+	return opts, nil
+}
+
+// pciMappings are the Proxmox VE cluster's PCI resource mappings: the
+// answer of GET /cluster/mapping/pci, read with the root token, through
+// capmoxrender.ParsePCIMappings, as render nodes --pci-mappings reads
+// pvesh's.
+func (l *Lab) pciMappings(ctx context.Context) ([]capmoxrender.PCIMapping, error) {
+	root, err := l.Root()
+	if err != nil {
+		return nil, err
+	}
+	var answer json.RawMessage
+	if err := root.Get(ctx, "/cluster/mapping/pci", &answer); err != nil {
+		return nil, fmt.Errorf("cannot read the PCI mappings: %w", err)
+	}
+	m, err := capmoxrender.ParsePCIMappings(answer)
+	if err != nil {
+		return nil, fmt.Errorf("the Proxmox VE fake's PCI mappings: %w", err)
+	}
+	return m, nil
 }
 
 // playKamaji does Kamaji's part once its control plane would run: the
