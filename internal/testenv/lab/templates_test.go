@@ -11,7 +11,6 @@ import (
 	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -237,15 +236,7 @@ func createTemplate(t *testing.T, l *lab.Lab, vmid int, storage, node, tags stri
 // capmox reads it from the credentials Secret.
 func tenantClient(t *testing.T, l *lab.Lab, a *lab.Applied) *proxmox.Client {
 	t.Helper()
-	var secrets corev1.SecretList
-	must(t, l.Client.List(context.Background(), &secrets, client.InNamespace("tenant-demo")))
-	for _, s := range secrets.Items {
-		if string(s.Data["token"]) == a.TokenID {
-			return l.PVE.TokenClient(a.TokenID, string(s.Data["secret"]))
-		}
-	}
-	t.Fatalf("no Secret holds the capmox token %s", a.TokenID)
-	return nil
+	return tokenClientIn(t, l, "tenant-demo", a.TokenID)
 }
 
 // proxmoxMachine is what a test reads of a ProxmoxMachine: its VM and its
