@@ -265,7 +265,7 @@ func checkGPUCapacity(t *testing.T, l *lab.Lab, ns string) {
 	}
 }
 
-// heldDevices are the PCI devices every VM of the fake holds, by VM.
+// heldDevices are the PCI devices the fake's VMs hold, by VM.
 func heldDevices(l *lab.Lab) map[int]string {
 	out := map[int]string{}
 	for _, id := range vmIDs(l) {
@@ -276,7 +276,7 @@ func heldDevices(l *lab.Lab) map[int]string {
 	return out
 }
 
-// vmIDs are the ids of the fake's guests, sorted.
+// vmIDs are the ids of the fake's VMs but the templates (labVMs), sorted.
 func vmIDs(l *lab.Lab) []int {
 	var out []int
 	for _, g := range labVMs(l) {
