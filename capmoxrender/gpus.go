@@ -3,8 +3,8 @@ package capmoxrender
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -212,7 +212,7 @@ func placeGPUs(o Options, p *nodesPlan, s NodesSpec, m PCIMapping, within []stri
 	perNode := m.NodeDevices()
 	var nodes, left []string
 	workers := 0
-	for _, n := range sortedKeys(perNode) {
+	for _, n := range slices.Sorted(maps.Keys(perNode)) {
 		switch {
 		case within != nil && !slices.Contains(within, n):
 		case perNode[n] < g.count:
@@ -268,7 +268,7 @@ func gpuResource(o Options, m PCIMapping) string {
 		}
 	}
 	o.warnf("gpus: the devices of PCI mapping %s are of PCI vendor(s) %s, whose device-plugin resource is not known here (10de: nvidia.com/gpu, 1002: amd.com/gpu), so the pool carries no %s and the autoscaler cannot scale it from zero for Pods that request them",
-		m.ID, strings.Join(sortedKeys(vendors), ", "), CapacityGPUType)
+		m.ID, strings.Join(slices.Sorted(maps.Keys(vendors)), ", "), CapacityGPUType)
 	return ""
 }
 
@@ -284,7 +284,7 @@ func gpuCapacity(p nodesPlan, out map[string]string) {
 
 func nodeDevices(perNode map[string]int) string {
 	parts := make([]string, 0, len(perNode))
-	for _, n := range sortedKeys(perNode) {
+	for _, n := range slices.Sorted(maps.Keys(perNode)) {
 		parts = append(parts, fmt.Sprintf("%s (%d)", n, perNode[n]))
 	}
 	return strings.Join(parts, ", ")
@@ -296,13 +296,4 @@ func deviceTotal(perNode map[string]int, nodes []string) int {
 		n += perNode[node]
 	}
 	return n
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
