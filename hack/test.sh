@@ -88,8 +88,9 @@ flags=("${common[@]}" -p 3)
 # Every Go program of the run (the compiler, the test binaries and the
 # kube-apiserver, etcd and managers they start) collects garbage when its
 # heap has grown fourfold rather than doubled: the run is CPU-bound on two
-# cores, and a lab's programs used 9 % less CPU so for about 1.5 times the
-# memory (docs/performance.md). GOGC from the caller's environment wins.
+# cores, and a lab's programs used 9 % less CPU so; a whole run's memory
+# stayed under half the machine's (docs/performance.md has both). GOGC
+# from the caller's environment wins.
 export GOGC="${GOGC:-400}"
 
 # Flags alone (hack/test.sh -count=1) still mean the whole suite.
