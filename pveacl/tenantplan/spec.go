@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/pveacl"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
@@ -566,11 +567,6 @@ func (v *validator) foreignTemplates(t *Tenants) {
 	}
 }
 
-// configIDRe is pve-common's pve-configid format ($CONFIGID_RE, matched
-// without regard to case), which pve-guest-common's PVE::Mapping::PCI
-// gives a mapping's id and qemu-server the mapping of a hostpciN.
-var configIDRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]+$`)
-
 // pciMappings checks each tenant's pciMappings: a valid mapping id, once
 // per tenant, a capmox token to grant it to, a version with mappings,
 // and no mapping of two tenants.
@@ -591,7 +587,7 @@ func (v *validator) pciMappings(t *Tenants) {
 		for j, id := range tn.PCIMappings {
 			mf := fmt.Sprintf("%s[%d]", f, j)
 			switch o, taken := owner[id]; {
-			case !configIDRe.MatchString(id):
+			case !capmox.ValidMappingID(id):
 				v.add(mf, "PCI mapping %q is not a Proxmox VE mapping ID: a letter, then one or more letters, digits, '-' or '_'", id)
 			case seen[id]:
 				v.add(mf, "PCI mapping %q is listed twice", id)
