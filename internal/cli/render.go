@@ -70,7 +70,7 @@ func (f *renderFlags) options(app *App) (capmoxrender.Options, error) {
 		}
 		o.KubernetesVersions[minor] = patch
 	}
-	if err := f.vmIDRanges(app, &o); err != nil {
+	if err := f.tenantOptions(app, &o); err != nil {
 		return o, err
 	}
 	if err := f.readPCIMappings(app, &o); err != nil {
@@ -163,9 +163,9 @@ templates that a MachineSet still references.
 	return cmd
 }
 
-// vmIDRanges reads --tenants into Options.VMIDRanges and
+// tenantOptions reads --tenants into Options.VMIDRanges and
 // Options.PoolTenants, by Proxmox pool.
-func (f *renderFlags) vmIDRanges(app *App, o *capmoxrender.Options) error {
+func (f *renderFlags) tenantOptions(app *App, o *capmoxrender.Options) error {
 	if !f.tenantsGiven {
 		return nil
 	}
