@@ -196,6 +196,12 @@ type NodesProxmox struct {
 	TemplateDiskSize *Quantity `json:"templateDiskSize,omitempty"`
 	// AllowedNodes narrows the cluster's proxmox.allowedNodes for this pool.
 	AllowedNodes []string `json:"allowedNodes,omitempty"`
+	// LocalTemplates says that each of the pool's nodes (AllowedNodes,
+	// else the cluster's) holds its own template on its local storage,
+	// tagged with TemplateTags and the node's tag (capmox.NodeTag): the
+	// pool renders one MachineDeployment per node, pinned to the node
+	// and selecting its template.
+	LocalTemplates bool `json:"localTemplates,omitempty"`
 	// HA puts the pool's worker VMs under Proxmox VE HA, kept on
 	// different nodes (the proxmox-network controller's pool HA, with its
 	// pre-terminate hook on every Machine).

@@ -3,6 +3,7 @@ package capmoxrender
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,8 +39,11 @@ const (
 // earlier machine templates that a MachineSet still references (with
 // Options.Templates), and, unless Options.Clusters knows the control plane
 // Service's LoadBalancer address, the host-entries Job with its
-// ServiceAccount, Role and RoleBinding. The output is deterministic; a
-// refusal is a *RefusalError.
+// ServiceAccount, Role and RoleBinding. A pool with
+// proxmox.localTemplates gets a ProxmoxMachineTemplate, MachineDeployment
+// and MachineHealthCheck per node, in the nodes' name order, sharing the
+// TalosConfigTemplate (see localtemplates.go). The output is
+// deterministic; a refusal is a *RefusalError.
 func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstructured.Unstructured, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -49,15 +53,38 @@ func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstr
 	if err != nil {
 		return nil, err
 	}
-	pmt, err := renderMachineTemplate(p, o)
-	if err != nil {
-		return nil, err
-	}
 	tct, err := renderTalosConfigTemplate(p)
 	if err != nil {
 		return nil, err
 	}
-	md, err := renderMachineDeployment(p, o, pmt.GetName(), tct.GetName())
+	var out []*unstructured.Unstructured
+	for i, part := range poolParts(p) {
+		objs, err := renderPoolPart(ctx, part, o, tct.GetName())
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			objs = slices.Insert(objs, 1, tct)
+		}
+		out = append(out, objs...)
+	}
+	hosts, err := renderHostEntries(p, o, tct.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return append(out, hosts...), nil
+}
+
+// renderPoolPart renders what a MachineDeployment of the pool needs: the
+// hash-named ProxmoxMachineTemplate, the MachineDeployment on it and on
+// the pool's TalosConfigTemplate tct, its MachineHealthCheck and its
+// earlier machine templates that a MachineSet still references.
+func renderPoolPart(ctx context.Context, p nodesPlan, o Options, tct string) ([]*unstructured.Unstructured, error) {
+	pmt, err := renderMachineTemplate(p, o)
+	if err != nil {
+		return nil, err
+	}
+	md, err := renderMachineDeployment(p, o, pmt.GetName(), tct)
 	if err != nil {
 		return nil, err
 	}
@@ -65,16 +92,11 @@ func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstr
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := renderHostEntries(p, o, tct.GetName())
-	if err != nil {
-		return nil, err
-	}
 	kept, err := retainedTemplates(ctx, o.Templates, p, pmt.GetName())
 	if err != nil {
 		return nil, err
 	}
-	out := append([]*unstructured.Unstructured{pmt, tct, md, mhc}, kept...)
-	return append(out, hosts...), nil
+	return append([]*unstructured.Unstructured{pmt, md, mhc}, kept...), nil
 }
 
 func poolRef(name string) *corev1.TypedLocalObjectReference {

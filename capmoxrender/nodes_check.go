@@ -69,6 +69,9 @@ type nodesPlan struct {
 	kubectlImage string
 	// gpus are the pool's GPUs, nil without any.
 	gpus *gpuPlan
+	// localNodes are the nodes of a pool with local templates, each of
+	// which gets a MachineDeployment of its own (poolParts); nil without.
+	localNodes []string
 }
 
 // nic is one resolved NIC; pool is the InClusterIPPool of a VPC subnet.
@@ -110,6 +113,9 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 		return nodesPlan{}, err
 	}
 	if p.allowedNodes, err = planAllowedNodes(ctx, o, p, s.Proxmox.AllowedNodes); err != nil {
+		return nodesPlan{}, err
+	}
+	if err := planLocalTemplates(ctx, o, &p, s); err != nil {
 		return nodesPlan{}, err
 	}
 	if err := planGPUs(ctx, o, &p, s); err != nil {

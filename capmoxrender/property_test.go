@@ -13,12 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"pgregory.net/rapid"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
 
 // tagGen draws Proxmox tags; a talos-vX tag must name the installed Talos
-// release, which TestNodesRefusals covers, so none is drawn here.
-var tagGen = rapid.StringMatching(`[a-z0-9_][a-z0-9_+.-]{0,12}`).Filter(func(s string) bool { return !strings.HasPrefix(s, "talos-v") })
+// release, which TestNodesRefusals covers, and a node tag needs
+// proxmox.localTemplates, which TestLocalTemplatesRefusals covers, so
+// neither is drawn here.
+var tagGen = rapid.StringMatching(`[a-z0-9_][a-z0-9_+.-]{0,12}`).Filter(func(s string) bool {
+	_, node := capmox.ParseNodeTag(s)
+	return !strings.HasPrefix(s, "talos-v") && !node
+})
 
 func ipv4Gen(prefix string) *rapid.Generator[string] {
 	return rapid.Custom(func(t *rapid.T) string {
