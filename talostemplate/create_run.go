@@ -45,6 +45,12 @@ func Create(ctx context.Context, c pveapi.Client, s Spec, opts CreateOptions) (C
 	if err != nil {
 		return CreateResult{Spec: s}, fmt.Errorf("cannot create the template: %w", err)
 	}
+	switch {
+	case s.Node != "" && opts.Node == "":
+		opts.Node = s.Node
+	case s.Node != "" && opts.Node != s.Node:
+		return CreateResult{Spec: s}, fmt.Errorf("cannot create the template: the template of node %s, on its local storage, is built on that node, not on %s", show(s.Node), show(opts.Node))
+	}
 	r := &creator{c: c, spec: s, opts: opts, w: waiter{pveapi.Tasks{Client: c, Interval: opts.PollInterval}},
 		res: CreateResult{Spec: s, ImageURL: s.ImportImageURL(opts.ImageFormat), Tasks: map[Step]string{}}}
 	for i, step := range Steps {

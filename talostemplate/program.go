@@ -38,6 +38,7 @@ func Program(s Spec) (string, error) {
 		"DISK_SIZE="+shQuote(s.DiskSize),
 		"CPU="+shQuote(s.CPU),
 		"")
+	b.WriteString(nodeCheck(s.Node))
 	b.WriteString(programChecks)
 	if m, _ := s.GPUs(); m != "" {
 		w("",
@@ -72,6 +73,20 @@ func Program(s Spec) (string, error) {
 	}
 	b.WriteString(create)
 	return b.String(), nil
+}
+
+// nodeCheck is the program's first check for the template of a node: it
+// runs on that node (its name is the host name's first label, as Proxmox
+// VE names a node), "" for a template without a node.
+func nodeCheck(node string) string {
+	if node == "" {
+		return ""
+	}
+	return "# The template of node " + node + ", on its local storage: it is built there.\n" +
+		"node=$(uname -n)\n" +
+		`if [ "${node%%.*}" != ` + shQuote(node) + " ]; then\n" +
+		`  echo "this program builds the template of node ` + node + `: run it on ` + node + `, not on ${node%%.*}" >&2` + "\n" +
+		"  exit 1\nfi\n\n"
 }
 
 // programChecks runs before anything is downloaded or created.
@@ -141,7 +156,8 @@ func shQuote(v string) string {
 // PoolSnippet is what a kubernetes-nodes pool sets to run on the template:
 // the Talos release and schematic its workers' installer uses, the gpus of
 // a GPU template (an entry per device, named by its PCI mapping), and the
-// exact tag set capmox selects the template by.
+// exact tag set capmox selects the template by (for a template of one
+// node, the tags the node's templates share, with localTemplates: true).
 func PoolSnippet(s Spec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "talos:\n  version: %q\n  schematicID: %q\n", s.TalosVersion, s.SchematicID)
@@ -151,8 +167,14 @@ func PoolSnippet(s Spec) string {
 			fmt.Fprintf(&b, "  - name: %q\n", m)
 		}
 	}
-	b.WriteString("proxmox:\n  templateTags:\n")
-	for _, t := range s.Tags {
+	b.WriteString("proxmox:\n")
+	if s.Node != "" {
+		// Each node's template carries its node's tag, which the render
+		// adds to the pool's MachineDeployment of that node.
+		b.WriteString("  localTemplates: true\n")
+	}
+	b.WriteString("  templateTags:\n")
+	for _, t := range s.SharedTags() {
 		fmt.Fprintf(&b, "    - %q\n", t)
 	}
 	return b.String()

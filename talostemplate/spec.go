@@ -47,6 +47,11 @@ type Spec struct {
 	// template then carries the mapping's GPU tag (capmox.GPUTag), by
 	// which pools with gpus select it.
 	PCIMappings []string `json:"pciMappings,omitempty"`
+	// Node is the node whose local storage holds the template, "" for a
+	// template every node can clone (on shared storage). A template of a
+	// node carries the node's tag (capmox.NodeTag) and is built on that
+	// node; PerNode makes one per node.
+	Node string `json:"node,omitempty"`
 }
 
 // Inputs are the raw template inputs as an operator gives them: command-line
@@ -136,6 +141,9 @@ func NewSpec(in Inputs) (Spec, error) {
 	}
 	s.Tags = set
 	errs = append(errs, checkTalosTag(set, s.TalosVersion))
+	if err == nil {
+		errs = append(errs, checkNode(set, ""))
+	}
 	return s, errors.Join(errs...)
 }
 
@@ -187,7 +195,7 @@ func (s Spec) Validate() error {
 		errs = append(errs, invalid("tags", strings.Join(s.Tags, ","), "template tags are not normalised",
 			"pass them through ParseTags or NormalizeTags: lower-case, sorted, without duplicates"))
 	default:
-		errs = append(errs, checkTalosTag(s.Tags, s.TalosVersion))
+		errs = append(errs, checkTalosTag(s.Tags, s.TalosVersion), checkNode(s.Tags, s.Node))
 		if gpus == nil {
 			errs = append(errs, checkGPUTag(s.Tags, s))
 		}
