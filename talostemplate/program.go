@@ -1,6 +1,7 @@
 package talostemplate
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,9 +17,34 @@ import (
 // shows its configuration. Every value is checked by Validate and single-quoted.
 // The program is meant to be read before it is run.
 func Program(s Spec) (string, error) {
-	if err := s.Validate(); err != nil {
-		return "", fmt.Errorf("cannot render the template program: %w", err)
+	return program([]Spec{s})
+}
+
+// PerNodeProgram is the one program that builds each node's template (the
+// specs PerNode returns): run on a node of the list, it builds that node's
+// template with its VMID and tags, and on any other host it stops before
+// doing anything. Run it as root on each node in turn.
+func PerNodeProgram(specs []Spec) (string, error) {
+	if len(specs) == 0 {
+		return "", errors.New("cannot render the template program: no node's template is given")
 	}
+	for _, t := range specs {
+		if t.Node == "" {
+			return "", fmt.Errorf("cannot render the per-node template program: template %d names no node; make the specs with PerNode", t.VMID)
+		}
+	}
+	return program(specs)
+}
+
+// program renders the program of specs[0], or with nodes the program of
+// each node's template, told apart by the host's name.
+func program(specs []Spec) (string, error) {
+	for _, t := range specs {
+		if err := t.Validate(); err != nil {
+			return "", fmt.Errorf("cannot render the template program: %w", err)
+		}
+	}
+	s := specs[0]
 	var b strings.Builder
 	w := func(lines ...string) {
 		for _, l := range lines {
@@ -26,19 +52,21 @@ func Program(s Spec) (string, error) {
 			b.WriteByte('\n')
 		}
 	}
-	w("#!/bin/sh",
-		"# Builds the Talos VM template "+s.Name()+" as VM "+strconv.Itoa(s.VMID)+".",
-		"# Run it as root on a Proxmox VE node of the target cluster: sh -s < this-file",
-		"set -eu",
-		"VMID="+strconv.Itoa(s.VMID),
-		"STORAGE="+shQuote(s.Storage),
-		"URL="+shQuote(s.ImageURL()),
-		"NAME="+shQuote(s.Name()),
-		"TAGS="+shQuote(PVETags(s.Tags)),
-		"DISK_SIZE="+shQuote(s.DiskSize),
-		"CPU="+shQuote(s.CPU),
-		"")
-	b.WriteString(nodeCheck(s.Node))
+	common := []string{"STORAGE=" + shQuote(s.Storage), "URL=" + shQuote(s.ImageURL()), "NAME=" + shQuote(s.Name())}
+	last := []string{"DISK_SIZE=" + shQuote(s.DiskSize), "CPU=" + shQuote(s.CPU), ""}
+	if s.Node == "" {
+		w("#!/bin/sh",
+			"# Builds the Talos VM template "+s.Name()+" as VM "+strconv.Itoa(s.VMID)+".",
+			"# Run it as root on a Proxmox VE node of the target cluster: sh -s < this-file",
+			"set -eu",
+			"VMID="+strconv.Itoa(s.VMID))
+		w(common...)
+		w("TAGS=" + shQuote(PVETags(s.Tags)))
+	} else {
+		b.WriteString(nodeCase(specs))
+		w(common...)
+	}
+	w(last...)
 	b.WriteString(programChecks)
 	if m, _ := s.GPUs(); m != "" {
 		w("",
@@ -75,18 +103,27 @@ func Program(s Spec) (string, error) {
 	return b.String(), nil
 }
 
-// nodeCheck is the program's first check for the template of a node: it
-// runs on that node (its name is the host name's first label, as Proxmox
-// VE names a node), "" for a template without a node.
-func nodeCheck(node string) string {
-	if node == "" {
-		return ""
+// nodeCase is the head of the program of each node's template: the node
+// is the host name's first label, as Proxmox VE names a node, and picks
+// the template's VMID and tags; a host that is none of the nodes stops.
+func nodeCase(specs []Spec) string {
+	var b strings.Builder
+	names := make([]string, len(specs))
+	for i, t := range specs {
+		names[i] = fmt.Sprintf("VM %d on %s", t.VMID, t.Node)
 	}
-	return "# The template of node " + node + ", on its local storage: it is built there.\n" +
-		"node=$(uname -n)\n" +
-		`if [ "${node%%.*}" != ` + shQuote(node) + " ]; then\n" +
-		`  echo "this program builds the template of node ` + node + `: run it on ` + node + `, not on ${node%%.*}" >&2` + "\n" +
-		"  exit 1\nfi\n\n"
+	b.WriteString("#!/bin/sh\n# Builds the Talos VM template " + specs[0].Name() + " of each node, on the node's own storage: " + strings.Join(names, ", ") + ".\n")
+	b.WriteString("# Run it as root on each of these nodes: sh -s < this-file\nset -eu\n")
+	b.WriteString("node=$(uname -n)\nnode=${node%%.*}\ncase \"$node\" in\n")
+	for _, t := range specs {
+		fmt.Fprintf(&b, "%s) VMID=%d TAGS=%s ;;\n", shQuote(t.Node), t.VMID, shQuote(PVETags(t.Tags)))
+	}
+	list := make([]string, len(specs))
+	for i, t := range specs {
+		list[i] = t.Node
+	}
+	b.WriteString(`*) echo "this program builds the template of node ` + strings.Join(list, ", ") + `, each on its own storage: run it on each of them, not on $node" >&2` + "\n   exit 1 ;;\nesac\n")
+	return b.String()
 }
 
 // programChecks runs before anything is downloaded or created.
