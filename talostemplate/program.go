@@ -52,21 +52,7 @@ func program(specs []Spec) (string, error) {
 			b.WriteByte('\n')
 		}
 	}
-	common := []string{"STORAGE=" + shQuote(s.Storage), "URL=" + shQuote(s.ImageURL()), "NAME=" + shQuote(s.Name())}
-	last := []string{"DISK_SIZE=" + shQuote(s.DiskSize), "CPU=" + shQuote(s.CPU), ""}
-	if s.Node == "" {
-		w("#!/bin/sh",
-			"# Builds the Talos VM template "+s.Name()+" as VM "+strconv.Itoa(s.VMID)+".",
-			"# Run it as root on a Proxmox VE node of the target cluster: sh -s < this-file",
-			"set -eu",
-			"VMID="+strconv.Itoa(s.VMID))
-		w(common...)
-		w("TAGS=" + shQuote(PVETags(s.Tags)))
-	} else {
-		b.WriteString(nodeCase(specs))
-		w(common...)
-	}
-	w(last...)
+	b.WriteString(programHead(specs))
 	b.WriteString(programChecks)
 	if m, _ := s.GPUs(); m != "" {
 		w("",
@@ -101,6 +87,27 @@ func program(specs []Spec) (string, error) {
 	}
 	b.WriteString(create)
 	return b.String(), nil
+}
+
+// programHead is the program's first lines: what it builds and its
+// values, the VMID and tags picked by the node for each node's template.
+func programHead(specs []Spec) string {
+	s := specs[0]
+	lines := []string{"#!/bin/sh",
+		"# Builds the Talos VM template " + s.Name() + " as VM " + strconv.Itoa(s.VMID) + ".",
+		"# Run it as root on a Proxmox VE node of the target cluster: sh -s < this-file",
+		"set -eu",
+		"VMID=" + strconv.Itoa(s.VMID)}
+	head := ""
+	if s.Node != "" {
+		head, lines = nodeCase(specs), nil
+	}
+	lines = append(lines, "STORAGE="+shQuote(s.Storage), "URL="+shQuote(s.ImageURL()), "NAME="+shQuote(s.Name()))
+	if s.Node == "" {
+		lines = append(lines, "TAGS="+shQuote(PVETags(s.Tags)))
+	}
+	lines = append(lines, "DISK_SIZE="+shQuote(s.DiskSize), "CPU="+shQuote(s.CPU), "")
+	return head + strings.Join(lines, "\n") + "\n"
 }
 
 // nodeCase is the head of the program of each node's template: the node
