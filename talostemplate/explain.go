@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pxsubstrate/pxsubstrate/api/capmox"
 	"github.com/pxsubstrate/pxsubstrate/termsafe"
 )
 
@@ -44,10 +45,38 @@ func Explain(sel Selection) []string {
 	if templates == 0 {
 		out = append(out, "the cluster lists no template at all: build one with pxsubstrate template print|create")
 	}
+	out = append(out, explainNodeTemplates(sel)...)
 	if len(counted) > 1 {
 		out = append(out, explainMany(counted, sel)...)
 	}
 	return append(out, notTemplates(sel)...)
+}
+
+// explainNodeTemplates names the templates that carry the selector and,
+// beyond it, only their node's tag: the templates of each node's local
+// storage, which a pool selects with proxmox.localTemplates.
+func explainNodeTemplates(sel Selection) []string {
+	var names []string
+	for _, c := range sel.Candidates {
+		if c.Template != 0 && !c.Counted && nodeTemplate(c) {
+			names = append(names, guest(c.VMResource)+" on "+termsafe.Cut(c.Node))
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s carry these tags and their node's tag: they are the templates of each node's local storage, which a pool selects with proxmox.localTemplates: true "+
+		"(each node's MachineDeployment adds its node's tag; pxsubstrate template select --per-node shows each node's)", strings.Join(names, ", "))}
+}
+
+// nodeTemplate reports whether c carries the selector and, beyond it,
+// only a node tag.
+func nodeTemplate(c Candidate) bool {
+	if len(c.Missing) > 0 || len(c.Extra) != 1 {
+		return false
+	}
+	_, ok := capmox.ParseNodeTag(c.Extra[0])
+	return ok
 }
 
 func explainMiss(c Candidate, sel Selection) []string {
@@ -70,7 +99,7 @@ func explainMiss(c Candidate, sel Selection) []string {
 	if len(c.Missing) > 0 {
 		out = append(out, fmt.Sprintf("%s lacks %s", name, quoteAll(c.Missing)))
 	}
-	if len(c.Extra) > 0 && (sel.Capmox == CapmoxV07 || sel.Policy == MatchExact) {
+	if len(c.Extra) > 0 && (sel.Capmox == CapmoxV07 || sel.Policy == MatchExact) && !nodeTemplate(c) {
 		out = append(out, fmt.Sprintf("%s has the extra tag(s) %s: add them to templateTags or remove them from the template", name, quoteAll(c.Extra)))
 	}
 	if len(c.Missing) == 0 && len(c.Extra) > 0 && sel.Policy == MatchBestSubset {
@@ -108,7 +137,8 @@ func explainMany(counted []Candidate, sel Selection) []string {
 	out := []string{fmt.Sprintf("%d templates match: %s; capmox requires exactly one template for a tag set in the whole cluster, so give each its own tags or remove all but one",
 		len(counted), termsafe.Cut(strings.Join(names, ", ")))}
 	if len(nodes) == len(counted) && len(counted) > 1 {
-		out = append(out, "each copy sits on its own node, as local storage needs, but capmox resolves the selector cluster-wide: keep one template on shared storage")
+		out = append(out, "each copy sits on its own node, as local storage needs, but capmox resolves the selector cluster-wide: "+
+			"build them with template create --per-node, which tags each with its node, and set the pool's proxmox.localTemplates (one MachineDeployment per node selects its node's template), or keep one template on shared storage")
 	}
 	if sel.Policy == MatchBestSubset {
 		extras := map[int]bool{}

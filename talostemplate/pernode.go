@@ -103,3 +103,19 @@ func checkNode(tags []string, node string) error {
 func ClusterNodes(ctx context.Context, c pveapi.Client) ([]string, error) {
 	return readNodes(ctx, c)
 }
+
+// PerNodePoolSnippet is PoolSnippet for the templates of each node
+// (PerNode's specs): the shared tags, localTemplates: true, and the nodes
+// as the pool's allowedNodes.
+func PerNodePoolSnippet(specs []Spec) string {
+	if len(specs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(PoolSnippet(specs[0]))
+	b.WriteString("  allowedNodes:\n")
+	for _, s := range specs {
+		fmt.Fprintf(&b, "    - %q\n", s.Node)
+	}
+	return b.String()
+}

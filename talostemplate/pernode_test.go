@@ -38,6 +38,24 @@ func TestPerNode(t *testing.T) {
 			t.Errorf("template %d: the pool snippet asks for local templates and lists the shared tags:\n%s", i, snippet)
 		}
 	}
+	want := `talos:
+  version: "v1.13.6"
+  schematicID: "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+proxmox:
+  localTemplates: true
+  templateTags:
+    - "cozystack"
+    - "schematic-ce4c9805"
+    - "talos"
+    - "talos-v1.13.6"
+  allowedNodes:
+    - "pve1"
+    - "pve2"
+    - "pve3"
+`
+	if got := talostemplate.PerNodePoolSnippet(specs); got != want {
+		t.Errorf("the pool snippet of each node's template:\n%s\nwant:\n%s", got, want)
+	}
 	refusals := map[string]struct {
 		nodes []string
 		spec  func(*talostemplate.Spec)

@@ -253,7 +253,8 @@ func TestExplain(t *testing.T) {
 			want: []string{
 				"capmox v0.7 needs exactly one template for the selector cozystack;talos;talos-v1.13.6 across the whole cluster and counted 2; every template tag must be in the selector and every selector tag on the template (set equality, not containment)",
 				"2 templates match: 9000 (a) on pve1, 9100 (a) on pve2; capmox requires exactly one template for a tag set in the whole cluster, so give each its own tags or remove all but one",
-				"each copy sits on its own node, as local storage needs, but capmox resolves the selector cluster-wide: keep one template on shared storage",
+				"each copy sits on its own node, as local storage needs, but capmox resolves the selector cluster-wide: " +
+					"build them with template create --per-node, which tags each with its node, and set the pool's proxmox.localTemplates (one MachineDeployment per node selects its node's template), or keep one template on shared storage",
 				"VM 120 (w) on pve2 carries the selector's tags but is not a template, and capmox only clones templates (qm template 120 converts it)",
 			},
 		},
