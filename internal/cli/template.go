@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -175,6 +176,7 @@ type templatePrintResult struct {
 
 func newTemplatePrintCmd(app *App) *cobra.Command {
 	var f specFlags
+	var pn perNodeFlags
 	cmd := &cobra.Command{
 		Use:     "print VMID STORAGE",
 		Example: "  pxsubstrate template print 9000 local-lvm --values nodes-values.yaml",
@@ -190,12 +192,23 @@ Warnings about the schematic go to stderr.
 A GPU template passes the devices of a Proxmox VE PCI resource mapping
 through: --pci-mapping ID once per device (hostpciN: mapping=ID,pcie=1 on a
 q35 machine, the mapping checked to exist); its tag gpu-<count>x-<ID> joins
-the tags. --nvidia builds from the NVIDIA schematic.`,
+the tags. --nvidia builds from the NVIDIA schematic.
+
+On a cluster without shared storage, --per-node --nodes pve1,pve2,... prints
+the one program that builds each node's template on the node's own storage,
+tagged node-<node> beside the shared tags, with VMID, VMID+1, ... in the
+nodes' name order: run it on each node, and pools set proxmox.localTemplates.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if err := pn.check(); err != nil {
+				return err
+			}
 			spec, warnings, err := f.spec(app, args[0], args[1])
 			if err != nil {
 				return err
+			}
+			if pn.perNode {
+				return printPerNode(app, &pn, spec, warnings)
 			}
 			program, err := talostemplate.Program(spec)
 			if err != nil {
@@ -207,6 +220,7 @@ the tags. --nvidia builds from the NVIDIA schematic.`,
 		},
 	}
 	f.bind(cmd.Flags())
+	pn.bind(cmd.Flags(), "required with --per-node")
 	return cmd
 }
 
@@ -224,6 +238,7 @@ type templateSelectResult struct {
 func newTemplateSelectCmd(app *App) *cobra.Command {
 	var tags, resources, capmox, policy string
 	var live liveFlags
+	var pn perNodeFlags
 	cmd := &cobra.Command{
 		Use: "select --tags a,b (--resources FILE | --url https://HOST:8006 --token-id ID --token-secret-file F)",
 		Example: "  pxsubstrate template select --tags cozystack,talos,talos-v1.13.6 --resources resources.json\n" +
@@ -235,7 +250,11 @@ GET /cluster/resources?type=vm lists them (pvesh get /cluster/resources --type v
 With --url the guests are read from the API with the given token instead, as
 capmox reads them with its own: PVE lists only guests the token may audit.
 --tags is the pool's proxmox.templateTags (templateSelector.matchTags), comma-separated.
-Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
+Exits 1 with capmox's own error text on stderr when capmox would not clone.
+
+For a pool with proxmox.localTemplates, --per-node shows the selection of each
+node's MachineDeployment (the tags and node-<node>) for the nodes of --nodes,
+or those the guests are on, and refuses a template that sits on another node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			selector, err := selectorTags(tags)
@@ -243,31 +262,17 @@ Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 				return usageError{err}
 			}
 			opts := talostemplate.SelectOptions{Capmox: talostemplate.CapmoxVersion(capmox), Policy: talostemplate.MatchPolicy(policy)}
+			if err := pn.check(); err != nil {
+				return err
+			}
 			lister, api, err := selectLister(app, resources, &live)
 			if err != nil {
 				return err
 			}
-			sel, err := talostemplate.SelectFrom(cmd.Context(), lister, selector, opts)
-			var notFound *talostemplate.NotFoundError
-			if err != nil && !errors.As(err, &notFound) {
-				return err
+			if pn.perNode {
+				return selectPerNode(cmd.Context(), app, lister, selector, pn.nodes, opts)
 			}
-			res := templateSelectResult{Selection: sel, Explanation: talostemplate.Explain(sel)}
-			if api != nil && sel.Template != nil {
-				if res.TemplateDiskSize, _, err = api.BootDiskSize(cmd.Context(), sel.Template.Node, sel.Template.VMID); err != nil {
-					return tlsHint(err)
-				}
-			}
-			if notFound != nil {
-				res.Error = notFound.Error()
-			}
-			if perr := app.Print(res, func(w io.Writer) { selectTable(w, res, app.Wide()) }); perr != nil {
-				return perr
-			}
-			if notFound != nil {
-				return &ExitError{Code: 1, Err: notFound}
-			}
-			return nil
+			return runTemplateSelect(cmd.Context(), app, lister, api, selector, opts)
 		},
 	}
 	cmd.Flags().StringVar(&tags, "tags", "", "the selector: the pool's proxmox.templateTags, comma-separated")
@@ -275,8 +280,37 @@ Exits 1 with capmox's own error text on stderr when capmox would not clone.`,
 	cmd.Flags().StringVar(&capmox, "capmox", string(talostemplate.CapmoxV07), "capmox release line: v0.7 (what Cozystack ships) or v0.8 (v0.8 and later)")
 	cmd.Flags().StringVar(&policy, "match-policy", string(talostemplate.MatchExact), "capmox v0.8 templateSelector.matchPolicy: exact, uniqueSubset or bestSubset")
 	live.bind(cmd.Flags())
+	cmd.Flags().BoolVar(&pn.perNode, "per-node", false, "the selection of each node's MachineDeployment of a pool with proxmox.localTemplates: the tags and the node's tag node-<node>")
+	cmd.Flags().StringSliceVar(&pn.nodes, "nodes", nil, "with --per-node, the pool's nodes, comma-separated (default: the nodes the guests are on)")
 	_ = cmd.MarkFlagRequired("tags")
 	return cmd
+}
+
+// runTemplateSelect selects from the guests of lister and prints the
+// selection, with the template's disk size when api reads the guests.
+func runTemplateSelect(ctx context.Context, app *App, lister talostemplate.ResourceLister, api *talostemplate.LiveResources,
+	selector []string, opts talostemplate.SelectOptions) error {
+	sel, err := talostemplate.SelectFrom(ctx, lister, selector, opts)
+	var notFound *talostemplate.NotFoundError
+	if err != nil && !errors.As(err, &notFound) {
+		return err
+	}
+	res := templateSelectResult{Selection: sel, Explanation: talostemplate.Explain(sel)}
+	if api != nil && sel.Template != nil {
+		if res.TemplateDiskSize, _, err = api.BootDiskSize(ctx, sel.Template.Node, sel.Template.VMID); err != nil {
+			return tlsHint(err)
+		}
+	}
+	if notFound != nil {
+		res.Error = notFound.Error()
+	}
+	if perr := app.Print(res, func(w io.Writer) { selectTable(w, res, app.Wide()) }); perr != nil {
+		return perr
+	}
+	if notFound != nil {
+		return &ExitError{Code: 1, Err: notFound}
+	}
+	return nil
 }
 
 // selectorTags splits --tags as a list of matchTags items, unchanged, and

@@ -27,6 +27,7 @@ type templateCreateFlags struct {
 	node, importStorage, imageFormat string
 	reuseImage, keepImage            bool
 	timeout                          time.Duration
+	perNode                          perNodeFlags
 }
 
 // templateCreateResult is `template create`'s report.
@@ -56,6 +57,12 @@ hypervisor with the command and the API call that remove it.
 The template's values go to stdout: paste them into the kubernetes-nodes pool.
 Progress goes to stderr, live on a terminal and as plain lines otherwise.
 
+With --per-node it builds one template per node (--nodes, default every node of
+the cluster), each on the node's own STORAGE and tagged node-<node> beside the
+shared tags, with VMID, VMID+1, ... in the nodes' name order: the templates of
+a cluster without shared storage, which pools select with proxmox.localTemplates.
+A rotation runs it again with a new VMID and the new release.
+
 --url is the bare node address, https://HOST:8006; /api2/json is appended. TLS
 is verified against the system roots and --ca-file. The token needs, besides
 VM.Audit on /vms (propagated) to see every template:
@@ -79,11 +86,18 @@ VM.Audit on /vms (propagated) to see every template:
 	fs.BoolVar(&f.reuseImage, "reuse-image", false, "build from an image an earlier run left on the import storage instead of refusing")
 	fs.BoolVar(&f.keepImage, "keep-image", false, "keep the downloaded image after the template is made")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "give up after this long; what is left is reported")
+	f.perNode.bind(fs, "default: every node of the cluster")
 
 	return cmd
 }
 
 func runTemplateCreate(ctx context.Context, app *App, f *templateCreateFlags, vmid, storage string) error {
+	if err := f.perNode.check(); err != nil {
+		return err
+	}
+	if f.perNode.perNode && f.node != "" {
+		return usageError{errors.New("--node: with --per-node each template is built on its own node; name the nodes with --nodes")}
+	}
 	spec, warnings, err := f.spec.spec(app, vmid, storage)
 	if err != nil {
 		return err
@@ -100,6 +114,9 @@ func runTemplateCreate(ctx context.Context, app *App, f *templateCreateFlags, vm
 	}
 	opts := talostemplate.CreateOptions{Node: f.node, ImportStorage: f.importStorage, ImageFormat: talostemplate.ImageFormat(f.imageFormat),
 		ReuseImage: f.reuseImage, KeepImage: f.keepImage, Progress: newCreateProgress(app.ErrOut, isTerminal(app.ErrOut)).report}
+	if f.perNode.perNode {
+		return createPerNode(ctx, app, f, c, spec, opts, warnings)
+	}
 	res, err := talostemplate.Create(ctx, c, spec, opts)
 	if err != nil {
 		return grantHint(tlsHint(err), f.live.tokenID)

@@ -26,7 +26,7 @@ type tplEnv struct {
 	bare, ca, secret string
 }
 
-func newTplEnv(t *testing.T) *tplEnv {
+func newTplEnv(t *testing.T, opts ...pvefake.Option) *tplEnv {
 	t.Helper()
 	factory := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/nocloud-amd64.raw") && !strings.HasSuffix(r.URL.Path, "/nocloud-amd64.qcow2") {
@@ -36,7 +36,7 @@ func newTplEnv(t *testing.T) *tplEnv {
 		_, _ = w.Write(make([]byte, 64<<10))
 	}))
 	t.Cleanup(factory.Close)
-	srv := pvefake.NewServer(t, pvefake.WithTLS())
+	srv := pvefake.NewServer(t, append([]pvefake.Option{pvefake.WithTLS()}, opts...)...)
 	dir := t.TempDir()
 	e := &tplEnv{srv: srv, factory: factory.URL, bare: strings.TrimSuffix(srv.URL, "/api2/json"),
 		ca: filepath.Join(dir, "ca.pem"), secret: filepath.Join(dir, "token.secret")}
