@@ -159,7 +159,8 @@ func (a *Agent) Register(ctx context.Context) (*corev1.Node, error) {
 var ErrNodeGone = errors.New("the node is gone")
 
 // PostStatus is one heartbeat: the Node's Ready condition becomes True
-// (KubeletReady) with lastHeartbeatTime now, its lastTransitionTime moved
+// (KubeletReady) and its pressure conditions False (kubeletConditions),
+// with lastHeartbeatTime now, its lastTransitionTime moved
 // only when the status changes, as the kubelet's ReadyCondition setter
 // (pkg/kubelet/nodestatus/setters.go) does. The node lifecycle controller
 // of kube-controller-manager reads a changed lastHeartbeatTime as a sign
@@ -174,21 +175,21 @@ func (a *Agent) PostStatus(ctx context.Context) error {
 			return err
 		}
 		now := metav1.NewTime(time.Now())
-		ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
-		found := false
-		for i, c := range n.Status.Conditions {
-			if c.Type != corev1.NodeReady {
-				continue
+		for _, want := range kubeletConditions(now) {
+			found := false
+			for i, c := range n.Status.Conditions {
+				if c.Type != want.Type {
+					continue
+				}
+				found = true
+				if c.Status == want.Status {
+					want.LastTransitionTime = c.LastTransitionTime
+				}
+				n.Status.Conditions[i] = want
 			}
-			found = true
-			if c.Status == ready.Status {
-				ready.LastTransitionTime = c.LastTransitionTime
+			if !found {
+				n.Status.Conditions = append(n.Status.Conditions, want)
 			}
-			n.Status.Conditions[i] = ready
-		}
-		if !found {
-			n.Status.Conditions = append(n.Status.Conditions, ready)
 		}
 		_, err = a.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		return err
@@ -197,6 +198,23 @@ func (a *Agent) PostStatus(ctx context.Context) error {
 		return fmt.Errorf("cannot post the status of node %s at %s: %w", a.Name(), a.Host, err)
 	}
 	return nil
+}
+
+// kubeletConditions are the conditions a healthy kubelet posts, with its
+// reasons and messages: Ready, and no memory, disk or PID pressure.
+// Cluster API v1beta2 counts a Machine's Node healthy (and the Machine
+// available, which a rolling update waits for) only once all four are
+// reported.
+func kubeletConditions(now metav1.Time) []corev1.NodeCondition {
+	c := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return []corev1.NodeCondition{
+		c(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		c(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		c(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		c(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+	}
 }
 
 // ExternalCloudProvider says whether b's kubelet runs with
@@ -220,8 +238,7 @@ func node(b *talosboot.Boot) *corev1.Node {
 			corev1.LabelHostname: b.Hostname(), corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
 		}, Annotations: map[string]string{AnnotationControllerAttach: "true"}},
 		Status: corev1.NodeStatus{
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Conditions:  kubeletConditions(now),
 			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: b.Hostname()}},
 			NodeInfo:    corev1.NodeSystemInfo{SystemUUID: b.Meta.InstanceID, OperatingSystem: "linux", Architecture: "amd64"},
 			Capacity:    Capacity.DeepCopy(),

@@ -66,7 +66,8 @@ func TestRegister(t *testing.T) {
 		addrs = append(addrs, string(a.Type)+"="+a.Address)
 	}
 	if n.Name != "tenant-a-md0-x7k2p" || n.Spec.ProviderID != "" || n.Status.NodeInfo.SystemUUID != "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77" ||
-		len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Status != corev1.ConditionTrue ||
+		len(n.Status.Conditions) != 4 || n.Status.Conditions[3].Type != corev1.NodeReady || n.Status.Conditions[3].Status != corev1.ConditionTrue ||
+		slices.ContainsFunc(n.Status.Conditions[:3], func(c corev1.NodeCondition) bool { return c.Status != corev1.ConditionFalse }) ||
 		!slices.Equal(addrs, []string{"Hostname=tenant-a-md0-x7k2p", "InternalIP=10.10.0.31", "InternalIP=fd00::31", "InternalIP=10.20.0.31"}) {
 		t.Errorf("node %s %s %v %v", n.Name, n.Spec.ProviderID, n.Status.Conditions, addrs)
 	}
