@@ -357,6 +357,7 @@ var covered = []struct {
 	{"docs/operator-guide.md", `^hack/test\.sh -run TestHeal \./internal/testenv/lab$`, "internal/testenv/lab/heal_test.go", "func TestHealLostClone("},
 	{"docs/performance.md", `^PXSUBSTRATE_HEAL_RUNS=`, "internal/testenv/lab/heal_test.go", "func measureHeal("},
 	{"docs/operator-guide.md", `^make image$`, "hack/tools/imagebuild/image_test.go", "func TestMakeImage("},
+	{"docs/operator-guide.md", `^hack/test\.sh -run TestLocalTemplates \./internal/testenv/lab$`, "internal/testenv/lab/localtemplates_test.go", "func TestLocalTemplates("},
 }
 
 // notRun are the commands that need what no test here has: a running
@@ -830,6 +831,15 @@ func (w *docWorld) prepareLive(args []string) {
 	}
 	if f := flagValue(args, "--ca-file"); f != "" {
 		w.write(f, string(srv.CertificatePEM()))
+	}
+	// The nodes a command names with --nodes are the cluster's.
+	for _, n := range strings.Split(flagValue(args, "--nodes"), ",") {
+		if n == "" {
+			continue
+		}
+		if err := srv.AddNode(n); err != nil && !strings.Contains(err.Error(), "it exists") {
+			t.Fatalf("node %s: %v", n, err)
+		}
 	}
 	if f := flagValue(args, "--tenants"); f != "" {
 		w.prepareTenants(f)
