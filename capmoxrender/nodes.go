@@ -49,6 +49,9 @@ func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstr
 	if err != nil {
 		return nil, err
 	}
+	if len(p.domains) > 0 {
+		return renderSpreadPool(ctx, p, o)
+	}
 	pmt, err := renderMachineTemplate(p, o)
 	if err != nil {
 		return nil, err
@@ -214,6 +217,7 @@ func templateLabels(p nodesPlan) map[string]string {
 	if p.ha {
 		l[LabelHA] = "true"
 	}
+	maps.Copy(l, spreadLabels(p, true))
 	return l
 }
 
@@ -238,6 +242,7 @@ func mdLabels(p nodesPlan) map[string]string {
 	if p.heal {
 		l[poolheal.Label] = "true"
 	}
+	maps.Copy(l, spreadLabels(p, false))
 	if len(l) == 0 {
 		return nil
 	}
@@ -251,6 +256,7 @@ func mdAnnotations(p nodesPlan) map[string]string {
 		"cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime":   p.provisionTime,
 	}
 	maps.Copy(out, capacityAnnotations(p))
+	maps.Copy(out, spreadAnnotations(p))
 	return out
 }
 
