@@ -39,11 +39,14 @@ const (
 	ReasonCannotRead engine.Reason = "FailureDomainsCannotRead"
 	// ReasonCannotSet: writing a domain's replicas failed.
 	ReasonCannotSet engine.Reason = "CannotSetFailureDomainReplicas"
+	// ReasonWaiting: the pool's MachineDeployments do not make a whole
+	// pool yet (a render being applied); nothing was changed.
+	ReasonWaiting engine.Reason = "FailureDomainsWaiting"
 )
 
 // EventActions are the events.k8s.io action of every reason.
 var EventActions = map[engine.Reason]string{
-	ReasonMoved: "FailureDomains", ReasonCannotRead: "FailureDomains", ReasonCannotSet: "FailureDomains",
+	ReasonMoved: "FailureDomains", ReasonCannotRead: "FailureDomains", ReasonCannotSet: "FailureDomains", ReasonWaiting: "FailureDomains",
 }
 
 // DefaultInterval is how often a pool is looked at again without a change.
@@ -83,7 +86,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, s *engine.State[*clusterv1.M
 		s.Event(corev1.EventTypeWarning, ReasonCannotRead, err.Error())
 		return engine.Result{}, err
 	}
-	if pool == nil {
+	if pool.Waiting != "" {
+		s.Event(corev1.EventTypeNormal, ReasonWaiting, pool.Waiting)
 		return res, nil
 	}
 	for _, c := range failuredomains.Plan(pool.Domains) {
@@ -111,13 +115,17 @@ type Pool struct {
 	// Name is the pool's failuredomains.LabelPool.
 	Name    string
 	Domains []failuredomains.Domain
+	// Waiting, when set, says why the MachineDeployments do not make a
+	// whole pool yet; Domains are then not read.
+	Waiting string
 	mds     map[string]*clusterv1.MachineDeployment
 }
 
 // Gather reads the pool of md: its domains' MachineDeployments and the
-// state of their Proxmox VE nodes. It returns nil while the pool is
-// incomplete (a domain's MachineDeployment missing, their shares not
-// summing to the pool's size): a render half applied is left alone.
+// state of their Proxmox VE nodes. While they do not make a whole pool (a
+// domain's MachineDeployment missing or autoscaled, the domains
+// disagreeing on the pool's size or their shares not summing to it: a
+// render half applied) it says so in Waiting and reads no further.
 func (r *Reconciler) Gather(ctx context.Context, md *clusterv1.MachineDeployment) (*Pool, error) {
 	name := md.Labels[failuredomains.LabelPool]
 	var list clusterv1.MachineDeploymentList
@@ -130,14 +138,16 @@ func (r *Reconciler) Gather(ctx context.Context, md *clusterv1.MachineDeployment
 	for i := range list.Items {
 		d := &list.Items[i]
 		if !Takes(d) {
-			return nil, nil
+			p.Waiting = fmt.Sprintf("MachineDeployment %s of pool %s is being deleted or has no %s: waiting for the pool's render", d.Name, name, failuredomains.AnnotationShare)
+			return p, nil
 		}
 		dom, n, err := domainOf(d)
 		if err != nil {
 			return nil, err
 		}
 		if size >= 0 && n != size {
-			return nil, fmt.Errorf("the MachineDeployments of pool %s disagree on its size (%s): apply the pool's render whole", name, failuredomains.AnnotationSize)
+			p.Waiting = fmt.Sprintf("the MachineDeployments of pool %s disagree on its size (%s): waiting for the pool's render to be applied whole", name, failuredomains.AnnotationSize)
+			return p, nil
 		}
 		size = n
 		p.mds[dom.Name] = d
@@ -145,7 +155,8 @@ func (r *Reconciler) Gather(ctx context.Context, md *clusterv1.MachineDeployment
 		nodes[dom.Name] = strings.Split(d.Annotations[failuredomains.AnnotationNodes], ",")
 	}
 	if len(p.Domains) < 2 || failuredomains.Size(p.Domains) != size {
-		return nil, nil
+		p.Waiting = fmt.Sprintf("pool %s has %d MachineDeployment(s) whose shares sum to %d, not its size %d: waiting for the pool's render to be applied whole", name, len(p.Domains), failuredomains.Size(p.Domains), size)
+		return p, nil
 	}
 	slices.SortFunc(p.Domains, func(a, b failuredomains.Domain) int { return strings.Compare(a.Name, b.Name) })
 	c, err := heal.TenantClient(ctx, r.Reader, r.Connect, md)

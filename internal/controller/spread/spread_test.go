@@ -225,9 +225,8 @@ func TestSpreadMultiNodeDomain(t *testing.T) {
 }
 
 // TestSpreadLeavesAlone: an autoscaled pool (no share) is the
-// autoscaler's, and a pool whose domains do not add up to its size (a
-// render half applied) waits; a pool whose domains disagree on its size
-// is an error named on the MachineDeployment.
+// autoscaler's, and a pool whose domains do not add up to its size or
+// disagree on it (a render half applied) waits, saying so in an Event.
 func TestSpreadLeavesAlone(t *testing.T) {
 	t.Run("Autoscaled", func(t *testing.T) {
 		l := newLab(t, []domain{{name: "pve1", nodes: "pve1", noShare: true, share: 1}, {name: "pve2", nodes: "pve2", noShare: true, share: 1}}, "2")
@@ -250,9 +249,11 @@ func TestSpreadLeavesAlone(t *testing.T) {
 		must(t, l.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pool + "-pve2"}, md))
 		md.Annotations[failuredomains.AnnotationSize] = "5"
 		must(t, l.c.Update(context.Background(), md))
+		must(t, l.srv.SetNodeOnline("pve2", false))
 		evs, _, err := l.reconcile(t, "pve1")
-		if err == nil || len(evs) != 1 || !strings.Contains(evs[0], "Warning FailureDomainsCannotRead the MachineDeployments of pool kubernetes-a-md0 disagree on its size") {
+		if err != nil || len(evs) != 1 || !strings.Contains(evs[0], "Normal FailureDomainsWaiting the MachineDeployments of pool kubernetes-a-md0 disagree on its size") {
 			t.Fatalf("disagreeing pool: %v %q", err, evs)
 		}
+		wantReplicas(t, "disagreeing", l.replicas(t, "pve1", "pve2"), map[string]int32{"pve1": 2, "pve2": 2})
 	})
 }

@@ -158,12 +158,12 @@ func (a *Agent) Register(ctx context.Context) (*corev1.Node, error) {
 // deleted under it.
 var ErrNodeGone = errors.New("the node is gone")
 
-// PostStatus is one heartbeat: the Node's Ready condition becomes True
-// (KubeletReady) with lastHeartbeatTime now, its lastTransitionTime moved
-// only when the status changes, as the kubelet's ReadyCondition setter
-// (pkg/kubelet/nodestatus/setters.go) does. The node lifecycle controller
+// PostStatus is one heartbeat: the Node's conditions (kubeletConditions)
+// get lastHeartbeatTime now, each one's lastTransitionTime moved only
+// when its status changes, as the kubelet's condition setters
+// (pkg/kubelet/nodestatus/setters.go) do. The node lifecycle controller
 // of kube-controller-manager reads a changed lastHeartbeatTime as a sign
-// of life; without one for its grace period it sets Ready to Unknown.
+// of life; without one for its grace period it sets them to Unknown.
 func (a *Agent) PostStatus(ctx context.Context) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := a.nodes.Get(ctx, a.Name(), metav1.GetOptions{})
@@ -173,22 +173,16 @@ func (a *Agent) PostStatus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		now := metav1.NewTime(time.Now())
-		ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
-		found := false
-		for i, c := range n.Status.Conditions {
-			if c.Type != corev1.NodeReady {
+		for _, want := range kubeletConditions(metav1.NewTime(time.Now())) {
+			i := slices.IndexFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == want.Type })
+			if i < 0 {
+				n.Status.Conditions = append(n.Status.Conditions, want)
 				continue
 			}
-			found = true
-			if c.Status == ready.Status {
-				ready.LastTransitionTime = c.LastTransitionTime
+			if n.Status.Conditions[i].Status == want.Status {
+				want.LastTransitionTime = n.Status.Conditions[i].LastTransitionTime
 			}
-			n.Status.Conditions[i] = ready
-		}
-		if !found {
-			n.Status.Conditions = append(n.Status.Conditions, ready)
+			n.Status.Conditions[i] = want
 		}
 		_, err = a.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		return err
@@ -197,6 +191,22 @@ func (a *Agent) PostStatus(ctx context.Context) error {
 		return fmt.Errorf("cannot post the status of node %s at %s: %w", a.Name(), a.Host, err)
 	}
 	return nil
+}
+
+// kubeletConditions are the conditions a healthy kubelet posts, as its
+// setters word them: Ready (KubeletReady), and no memory, disk or PID
+// pressure. Cluster API's Machine NodeHealthy (and so a
+// MachineDeployment's readyReplicas) waits for all four.
+func kubeletConditions(now metav1.Time) []corev1.NodeCondition {
+	c := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return []corev1.NodeCondition{
+		c(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		c(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		c(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		c(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+	}
 }
 
 // ExternalCloudProvider says whether b's kubelet runs with
@@ -220,8 +230,7 @@ func node(b *talosboot.Boot) *corev1.Node {
 			corev1.LabelHostname: b.Hostname(), corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
 		}, Annotations: map[string]string{AnnotationControllerAttach: "true"}},
 		Status: corev1.NodeStatus{
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Conditions:  kubeletConditions(now),
 			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: b.Hostname()}},
 			NodeInfo:    corev1.NodeSystemInfo{SystemUUID: b.Meta.InstanceID, OperatingSystem: "linux", Architecture: "amd64"},
 			Capacity:    Capacity.DeepCopy(),
