@@ -72,7 +72,7 @@ func fixedPoolReplicas(p nodesPlan) *int32 {
 
 func renderMachineHealthCheck(p nodesPlan, o Options) (*unstructured.Unstructured, error) {
 	name := p.release + "-" + p.group
-	sel := metav1.LabelSelector{MatchLabels: poolLabels(p)}
+	sel := metav1.LabelSelector{MatchLabels: healthCheckSelector(p)}
 	mu := p.maxUnhealthy
 	if o.Capmox == CapmoxV07 {
 		m := &clusterv1beta1.MachineHealthCheck{ObjectMeta: objectMeta(p.ns, name)}

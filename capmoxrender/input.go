@@ -210,6 +210,10 @@ type NodesProxmox struct {
 	// known faults (package poolheal): the label poolheal.Label on the
 	// MachineDeployment.
 	Heal bool `json:"heal,omitempty"`
+	// FailureDomains spreads the pool evenly over named sets of Proxmox
+	// VE nodes, with a MachineDeployment per domain; the proxmox-network
+	// controller keeps it spread when a domain is lost and comes back.
+	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
 }
 
 // NodeNetwork is net0: a raw bridge (and optional VLAN and MTU), or a VPC subnet.

@@ -44,6 +44,8 @@ func planLocalTemplates(ctx context.Context, o Options, p *nodesPlan, s NodesSpe
 	switch {
 	case len(s.GPUs) > 0:
 		return refuse("proxmox.localTemplates", "proxmox.localTemplates cannot be combined with gpus: a GPU pool is placed on the nodes whose PCI mapping holds its devices and selects its template by the GPU tag alone; build the GPU template on shared storage, or give the GPUs a pool of their own")
+	case len(px.FailureDomains) > 0:
+		return refuse("proxmox.localTemplates", "proxmox.localTemplates cannot be combined with proxmox.failureDomains: a failure domain's MachineDeployment lets capmox pick any node of the domain, and a template on one node's local storage cannot be cloned to another; keep one of the two (local templates already give each node a MachineDeployment of its own)")
 	case px.HA:
 		return refuse("proxmox.ha", "proxmox.ha cannot be combined with proxmox.localTemplates: Proxmox VE HA recovers a VM on another node, and a linked clone on one node's local storage cannot start anywhere else; turn one of the two off")
 	}

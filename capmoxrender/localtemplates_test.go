@@ -60,6 +60,10 @@ func TestLocalTemplatesRefusals(t *testing.T) {
 		"GPUs": {reason: "a GPU pool is placed by its mapping", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
 			n.Spec.GPUs = []capmoxrender.GPU{{Name: "a100"}}
 		}, want: "proxmox.localTemplates cannot be combined with gpus: a GPU pool is placed on the nodes whose PCI mapping holds its devices and selects its template by the GPU tag alone; build the GPU template on shared storage, or give the GPUs a pool of their own"},
+		"FailureDomains": {reason: "failure domains place the workers by domain, not by node", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) {
+			n.Spec.Proxmox.AllowedNodes = nil
+			n.Spec.Proxmox.FailureDomains = []capmoxrender.FailureDomain{{Name: "a", Nodes: []string{"pve1"}}, {Name: "b", Nodes: []string{"pve2"}}}
+		}, want: "proxmox.localTemplates cannot be combined with proxmox.failureDomains: a failure domain's MachineDeployment lets capmox pick any node of the domain, and a template on one node's local storage cannot be cloned to another; keep one of the two (local templates already give each node a MachineDeployment of its own)"},
 		"HA": {reason: "HA moves VMs between nodes", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.HA = true },
 			want: "proxmox.ha cannot be combined with proxmox.localTemplates: Proxmox VE HA recovers a VM on another node, and a linked clone on one node's local storage cannot start anywhere else; turn one of the two off"},
 		"StorageLinked": {reason: "a linked clone stays on the template's storage, local or not", mutate: func(n *capmoxrender.KubernetesNodes, _ *capmoxrender.Options) { n.Spec.Proxmox.Storage = "local-zfs" },

@@ -53,6 +53,9 @@ func RenderNodes(ctx context.Context, n KubernetesNodes, opts Options) ([]*unstr
 	if err != nil {
 		return nil, err
 	}
+	if len(p.domains) > 0 {
+		return renderSpreadPool(ctx, p, o)
+	}
 	tct, err := renderTalosConfigTemplate(p)
 	if err != nil {
 		return nil, err
@@ -236,6 +239,7 @@ func templateLabels(p nodesPlan) map[string]string {
 	if p.ha {
 		l[LabelHA] = "true"
 	}
+	maps.Copy(l, spreadLabels(p, true))
 	return l
 }
 
@@ -260,6 +264,7 @@ func mdLabels(p nodesPlan) map[string]string {
 	if p.heal {
 		l[poolheal.Label] = "true"
 	}
+	maps.Copy(l, spreadLabels(p, false))
 	if len(l) == 0 {
 		return nil
 	}
@@ -273,6 +278,7 @@ func mdAnnotations(p nodesPlan) map[string]string {
 		"cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime":   p.provisionTime,
 	}
 	maps.Copy(out, capacityAnnotations(p))
+	maps.Copy(out, spreadAnnotations(p))
 	return out
 }
 

@@ -72,6 +72,10 @@ type nodesPlan struct {
 	// localNodes are the nodes of a pool with local templates, each of
 	// which gets a MachineDeployment of its own (poolParts); nil without.
 	localNodes []string
+	// domains are the pool's failure domains (proxmox.failureDomains),
+	// nil without any; spread is one domain's part of a spread pool.
+	domains []FailureDomain
+	spread  *spreadPlan
 }
 
 // nic is one resolved NIC; pool is the InClusterIPPool of a VPC subnet.
@@ -110,6 +114,9 @@ func planNodes(ctx context.Context, n KubernetesNodes, o Options) (nodesPlan, er
 		return nodesPlan{}, err
 	}
 	if p.nics, err = planNICs(ctx, o, p.ns, s.Proxmox); err != nil {
+		return nodesPlan{}, err
+	}
+	if err := planFailureDomains(ctx, o, &p, s); err != nil {
 		return nodesPlan{}, err
 	}
 	if p.allowedNodes, err = planAllowedNodes(ctx, o, p, s.Proxmox.AllowedNodes); err != nil {

@@ -19,7 +19,7 @@ import (
 // sizes pass the schema rules and whose every NIC carries a bridge and VLAN
 // the admission rules take (capmox.ValidBridge, capmox.ValidVLAN).
 func FuzzRenderNodes(f *testing.F) {
-	for _, p := range []string{"testdata/scenarios/nodes-raw/input.yaml", "testdata/scenarios/nodes-full-storage/input.yaml", "testdata/scenarios/nodes-seed/input.yaml"} {
+	for _, p := range []string{"testdata/scenarios/nodes-raw/input.yaml", "testdata/scenarios/nodes-full-storage/input.yaml", "testdata/scenarios/nodes-seed/input.yaml", "testdata/scenarios/nodes-failuredomains/input.yaml"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -33,6 +33,9 @@ func FuzzRenderNodes(f *testing.F) {
 			"spec: {cluster: a, substrate: proxmox, replicas: 1, resources: {cpu: 2, memory: 4Gi}, " +
 			"proxmox: {pool: p, templateTags: [t], dnsServers: [8.8.8.8], network: {bridge: " + bridge + ", vlan: 102}}}\n"))
 	}
+	f.Add([]byte("apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata: {name: a-b, namespace: tenant-a}\n" +
+		"spec: {cluster: a, substrate: proxmox, replicas: 3, resources: {cpu: 2, memory: 4Gi}, " +
+		"proxmox: {pool: p, templateTags: [t], dnsServers: [8.8.8.8], network: {bridge: vmbr0}, failureDomains: [{name: pve1}, {name: b, nodes: [pve2, pve3]}]}}\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		n, err := capmoxrender.ParseKubernetesNodes(doc)
 		if err != nil {
@@ -48,29 +51,39 @@ func FuzzRenderNodes(f *testing.F) {
 			}
 			return
 		}
-		spec := objs[0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
-		cores, _ := spec["numCores"].(int64)
-		mem, _ := spec["memoryMiB"].(int64)
-		if cores < 1 || mem < 8 || mem%8 != 0 {
-			t.Fatalf("accepted pool rendered numCores %d memoryMiB %d", cores, mem)
-		}
-		network, _ := spec["network"].(map[string]any)
-		nics, _ := network["networkDevices"].([]any)
-		nics = append(nics, network["default"])
-		adds, _ := network["additionalDevices"].([]any)
-		for _, n := range append(nics, adds...) {
-			nic, ok := n.(map[string]any)
-			if !ok {
-				continue
-			}
-			if b, _ := nic["bridge"].(string); !capmox.ValidBridge(b) {
-				t.Fatalf("accepted pool rendered a NIC on bridge %q, which admission refuses", b)
-			}
-			if v, ok := nic["vlan"].(int64); ok && !capmox.ValidVLAN(v) {
-				t.Fatalf("accepted pool rendered a NIC with VLAN %d", v)
+		for _, u := range objs {
+			if u.GetKind() == "ProxmoxMachineTemplate" {
+				checkFuzzedTemplate(t, u)
 			}
 		}
 	})
+}
+
+// checkFuzzedTemplate: a rendered machine template's sizes pass the schema
+// rules and its every NIC carries a bridge and VLAN admission takes.
+func checkFuzzedTemplate(t *testing.T, u *unstructured.Unstructured) {
+	spec := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	cores, _ := spec["numCores"].(int64)
+	mem, _ := spec["memoryMiB"].(int64)
+	if cores < 1 || mem < 8 || mem%8 != 0 {
+		t.Fatalf("accepted pool rendered numCores %d memoryMiB %d", cores, mem)
+	}
+	network, _ := spec["network"].(map[string]any)
+	nics, _ := network["networkDevices"].([]any)
+	nics = append(nics, network["default"])
+	adds, _ := network["additionalDevices"].([]any)
+	for _, n := range append(nics, adds...) {
+		nic, ok := n.(map[string]any)
+		if !ok {
+			continue
+		}
+		if b, _ := nic["bridge"].(string); !capmox.ValidBridge(b) {
+			t.Fatalf("accepted pool rendered a NIC on bridge %q, which admission refuses", b)
+		}
+		if v, ok := nic["vlan"].(int64); ok && !capmox.ValidVLAN(v) {
+			t.Fatalf("accepted pool rendered a NIC with VLAN %d", v)
+		}
+	}
 }
 
 // FuzzReadObjects: reading a lookup file never panics, everything read can

@@ -125,6 +125,26 @@ func TestRenderBranches(t *testing.T) {
 				}
 			},
 		},
+		"FailureDomains": {
+			reason:  "failureDomains.enabled passes the switch and interval and binds the failure domains ClusterRole, whose rules are config/rbac's",
+			values:  "failureDomains: {enabled: true, interval: 10s}",
+			objects: join(base, tlsRole, policies, alertRule, []string{"ClusterRole /proxmox-network-controller-failure-domains", "ClusterRoleBinding /proxmox-network-controller-failure-domains"}),
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkArgs(t, objs, "--failure-domains", "--failure-domains-interval=10s")
+				role := mustFind(t, objs, "ClusterRole /proxmox-network-controller-failure-domains")
+				data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "failure_domains_role.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want map[string]any
+				if err := yaml.Unmarshal(data, &want); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want["rules"], role.Object["rules"]); diff != "" {
+					t.Errorf("rules: -config/rbac +chart:\n%s", diff)
+				}
+			},
+		},
 		"PlainMetrics": {
 			reason:  "metrics.secure=false serves plain HTTP and needs no TokenReview or SubjectAccessReview",
 			values:  "proxmoxNetworkController: {metrics: {secure: false, readers: [{namespace: monitoring, name: prometheus}]}, logLevel: debug, replicas: 1}",

@@ -356,6 +356,8 @@ var covered = []struct {
 	{"docs/operator-guide.md", `^hack/test\.sh -run TestHAPoolWorkers \./internal/testenv/lab$`, "internal/testenv/lab/ha_test.go", "func TestHAPoolWorkers("},
 	{"docs/operator-guide.md", `^hack/test\.sh -run TestHeal \./internal/testenv/lab$`, "internal/testenv/lab/heal_test.go", "func TestHealLostClone("},
 	{"docs/performance.md", `^PXSUBSTRATE_HEAL_RUNS=`, "internal/testenv/lab/heal_test.go", "func measureHeal("},
+	{"docs/operator-guide.md", `^hack/test\.sh -run TestFailureDomains \./internal/testenv/lab$`, "internal/testenv/lab/failuredomains_test.go", "func TestFailureDomains("},
+	{"docs/performance.md", `^hack/test\.sh -run TestFailureDomains \./internal/testenv/lab$`, "internal/testenv/lab/failuredomains_test.go", "func TestFailureDomains("},
 	{"docs/operator-guide.md", `^make image$`, "hack/tools/imagebuild/image_test.go", "func TestMakeImage("},
 	{"docs/operator-guide.md", `^hack/test\.sh -run TestLocalTemplates \./internal/testenv/lab$`, "internal/testenv/lab/localtemplates_test.go", "func TestLocalTemplates("},
 }

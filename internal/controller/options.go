@@ -14,6 +14,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/admission"
 	"github.com/pxsubstrate/pxsubstrate/engine"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/heal"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/spread"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/ovngateway"
 	"github.com/pxsubstrate/pxsubstrate/poolheal"
@@ -96,19 +97,25 @@ type Options struct {
 	// PoolHealingInterval how often a healing pool is looked at.
 	PoolHealingGrace    time.Duration
 	PoolHealingInterval time.Duration
-	SubnetPruneTimeout  time.Duration
-	LeaderElect         bool
-	LeaderElectionNS    string
-	LeaseDuration       time.Duration
-	RenewDeadline       time.Duration
-	RetryPeriod         time.Duration
-	MetricsBindAddress  string
-	ProbeBindAddress    string
-	WebhookPort         int
-	WebhookCertDir      string
-	AdmissionConfig     string
-	KubeAPIQPS          float32
-	KubeAPIBurst        int
+	// FailureDomains keeps the pools spread over failure domains spread
+	// (package spread): a lost domain's share moves to the others, and
+	// comes back surge first. FailureDomainsInterval is how often such a
+	// pool is looked at.
+	FailureDomains         bool
+	FailureDomainsInterval time.Duration
+	SubnetPruneTimeout     time.Duration
+	LeaderElect            bool
+	LeaderElectionNS       string
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
+	MetricsBindAddress     string
+	ProbeBindAddress       string
+	WebhookPort            int
+	WebhookCertDir         string
+	AdmissionConfig        string
+	KubeAPIQPS             float32
+	KubeAPIBurst           int
 	// Workers is network.Config.Workers.
 	Workers            int
 	LogLevel           string
@@ -149,33 +156,34 @@ var PoolHealingModes = []string{PoolHealingOff, PoolHealingLabelled, PoolHealing
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
-		ManageGatewayChassis: true,
-		OVNNBAddress:         DefaultNBAddress,
-		OVNTLSSecret:         DefaultTLSSecret,
-		HASweep:              2 * time.Minute,
-		PoolHealing:          PoolHealingOff,
-		PoolHealingGrace:     poolheal.DefaultGrace,
-		PoolHealingInterval:  heal.DefaultInterval,
-		SubnetPruneTimeout:   network.DefaultSubnetPruneTimeout,
-		LeaderElect:          defaultLeaderElectEnabled,
-		LeaseDuration:        engine.DefaultLeaseDuration,
-		RenewDeadline:        engine.DefaultRenewDeadline,
-		RetryPeriod:          engine.DefaultRetryPeriod,
-		MetricsBindAddress:   DefaultMetricsAddress,
-		ProbeBindAddress:     DefaultProbeAddress,
-		WebhookPort:          DefaultWebhookPort,
-		WebhookCertDir:       DefaultWebhookCertDir,
-		KubeAPIQPS:           DefaultKubeAPIQPS,
-		KubeAPIBurst:         DefaultKubeAPIBurst,
-		Workers:              DefaultWorkers,
-		LogLevel:             "info",
-		GracefulShutdown:     DefaultGracefulShutdown,
-		NBInactivityProbe:    ovngateway.DefaultInactivityProbe,
-		NBReconnectTimeout:   ovngateway.DefaultReconnectTimeout,
-		NBMaxBackoff:         ovngateway.DefaultMaxBackoff,
-		MetricsSecure:        true,
-		TLSMinVersion:        "1.2",
-		LogFormat:            "json",
+		ManageGatewayChassis:   true,
+		OVNNBAddress:           DefaultNBAddress,
+		OVNTLSSecret:           DefaultTLSSecret,
+		HASweep:                2 * time.Minute,
+		PoolHealing:            PoolHealingOff,
+		PoolHealingGrace:       poolheal.DefaultGrace,
+		PoolHealingInterval:    heal.DefaultInterval,
+		FailureDomainsInterval: spread.DefaultInterval,
+		SubnetPruneTimeout:     network.DefaultSubnetPruneTimeout,
+		LeaderElect:            defaultLeaderElectEnabled,
+		LeaseDuration:          engine.DefaultLeaseDuration,
+		RenewDeadline:          engine.DefaultRenewDeadline,
+		RetryPeriod:            engine.DefaultRetryPeriod,
+		MetricsBindAddress:     DefaultMetricsAddress,
+		ProbeBindAddress:       DefaultProbeAddress,
+		WebhookPort:            DefaultWebhookPort,
+		WebhookCertDir:         DefaultWebhookCertDir,
+		KubeAPIQPS:             DefaultKubeAPIQPS,
+		KubeAPIBurst:           DefaultKubeAPIBurst,
+		Workers:                DefaultWorkers,
+		LogLevel:               "info",
+		GracefulShutdown:       DefaultGracefulShutdown,
+		NBInactivityProbe:      ovngateway.DefaultInactivityProbe,
+		NBReconnectTimeout:     ovngateway.DefaultReconnectTimeout,
+		NBMaxBackoff:           ovngateway.DefaultMaxBackoff,
+		MetricsSecure:          true,
+		TLSMinVersion:          "1.2",
+		LogFormat:              "json",
 	}
 }
 
@@ -190,6 +198,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PoolHealing, "pool-healing", o.PoolHealing, "which pools are healed of capmox's known faults (lost clones, workers left stopped, deletes held by capmox's backoff): off, labelled (proxmox.cozystack.io/heal: \"true\") or all")
 	fs.DurationVar(&o.PoolHealingGrace, "pool-healing-grace", o.PoolHealingGrace, "the least age of a VM pool healing destroys or starts")
 	fs.DurationVar(&o.PoolHealingInterval, "pool-healing-interval", o.PoolHealingInterval, "how often a healing pool is looked at (Proxmox VE is not watched)")
+	fs.BoolVar(&o.FailureDomains, "failure-domains", o.FailureDomains, "keep pools spread over failure domains (proxmox.failureDomains) spread: a lost domain's share of workers moves to the others and comes back surge first")
+	fs.DurationVar(&o.FailureDomainsInterval, "failure-domains-interval", o.FailureDomainsInterval, "how often a pool spread over failure domains is looked at (Proxmox VE is not watched)")
 	fs.DurationVar(&o.SubnetPruneTimeout, "subnet-prune-timeout", o.SubnetPruneTimeout, "how long a deleted subnet Kube-OVN still lists on its Vlan holds the VLAN")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "reconcile only while holding the coordination.k8s.io Lease "+LeaseName)
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the Lease; default: $POD_NAMESPACE, the service account's namespace, then "+DefaultNamespace)
@@ -232,6 +242,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PoolHealingGrace <= 0 || o.PoolHealingInterval <= 0 {
 		bad("--pool-healing-grace (%s) and --pool-healing-interval (%s) must be positive", o.PoolHealingGrace, o.PoolHealingInterval)
+	}
+	if o.FailureDomainsInterval <= 0 {
+		bad("--failure-domains-interval %s must be positive", o.FailureDomainsInterval)
 	}
 	if o.SubnetPruneTimeout <= 0 {
 		bad("--subnet-prune-timeout %s must be positive", o.SubnetPruneTimeout)

@@ -57,6 +57,15 @@ func TestOptions(t *testing.T) {
 			args:   []string{"--pool-healing=some", "--pool-healing-grace=0s"},
 			errs:   []string{`--pool-healing "some" is not one of off, labelled, all`, "--pool-healing-grace (0s) and --pool-healing-interval (1m0s) must be positive"},
 		},
+		"FailureDomains": {
+			reason: "Failure domains are a switch with an interval.",
+			args:   []string{"--failure-domains", "--failure-domains-interval=10s"},
+		},
+		"BadFailureDomains": {
+			reason: "A zero interval is refused by name.",
+			args:   []string{"--failure-domains", "--failure-domains-interval=0s"},
+			errs:   []string{"--failure-domains-interval 0s must be positive"},
+		},
 		"UnixNeedsNoSecret": {
 			reason: "A unix: endpoint needs no TLS.",
 			args:   []string{"--ovn-nb-address=unix:/run/ovn/ovnnb_db.sock", "--ovn-tls-secret="},
@@ -92,12 +101,14 @@ func TestDefaultFlags(t *testing.T) {
 		"webhook-port": o.WebhookPort, "metrics-secure": o.MetricsSecure, "enable-http2": o.EnableHTTP2, "tls-min-version": o.TLSMinVersion,
 		"log-format": o.LogFormat, "workers": o.Workers,
 		"pool-healing": o.PoolHealing, "pool-healing-grace": o.PoolHealingGrace, "pool-healing-interval": o.PoolHealingInterval,
+		"failure-domains": o.FailureDomains, "failure-domains-interval": o.FailureDomainsInterval,
 	}
 	want := map[string]any{
 		"manage-gateway-chassis": true, "ovn-nb-address": "ssl:ovn-nb.cozy-kubeovn.svc:6641", "ovn-tls-secret": "cozy-kubeovn/kube-ovn-tls",
 		"subnet-prune-timeout": 10 * time.Minute, "leader-elect": true, "metrics-bind-address": ":8080", "webhook-port": 9443,
 		"metrics-secure": true, "enable-http2": false, "tls-min-version": "1.2", "log-format": "json", "workers": 8,
 		"pool-healing": "off", "pool-healing-grace": 5 * time.Minute, "pool-healing-interval": time.Minute,
+		"failure-domains": false, "failure-domains-interval": 30 * time.Second,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults: -want +got:\n%s", diff)

@@ -47,6 +47,9 @@ func (p *Process) session(ctx context.Context) error {
 		cfg.PoolHealing = &reconcilers.PoolHealing{All: p.opts.PoolHealing == PoolHealingAll,
 			Grace: p.opts.PoolHealingGrace, Interval: p.opts.PoolHealingInterval}
 	}
+	if p.opts.FailureDomains {
+		cfg.FailureDomains = &reconcilers.FailureDomains{Interval: p.opts.FailureDomainsInterval}
+	}
 	if p.opts.ManageGatewayChassis {
 		cfg.NBEvents = reconcilers.NewNBEvents()
 		nb, err := p.dialNB(ctx, cfg.NBEvents.Reconnected, cfg.NBEvents.RouterPort)

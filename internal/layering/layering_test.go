@@ -133,6 +133,16 @@ func TestPoolhealStandardLibraryOnly(t *testing.T) {
 	}
 }
 
+// TestFailuredomainsStandardLibraryOnly: the spreading decisions are pure,
+// over plain values; the controller gathers what it reads.
+func TestFailuredomainsStandardLibraryOnly(t *testing.T) {
+	for _, p := range nonStandard(t, module+"/failuredomains") {
+		if p != module+"/failuredomains" {
+			t.Errorf("failuredomains must import only the standard library, but it pulls in %s", p)
+		}
+	}
+}
+
 // TestVerifyImportsNoRenderer: verify and its credential lint read back
 // what the renderer writes through the names both take from api/capmox,
 // and pull in neither the renderer nor the wiring under internal/.

@@ -236,7 +236,8 @@ func TokenPrivileges(v pveacl.Version) (csi, ccm pveacl.PrivSet) {
 
 // CapmoxPrivileges returns the privileges a plan for version v grants a
 // tenant's capmox token on the tenant's pool: those of CozyCapmox. The
-// controller's pool healing acts with that token.
+// controller's pool healing acts with that token, and its failure domains
+// read the nodes' state with it.
 func CapmoxPrivileges(v pveacl.Version) pveacl.PrivSet { return rolePrivileges(v, RoleCapmox) }
 
 // HAPrivileges returns the privileges a plan for version v grants the

@@ -346,16 +346,24 @@ func deletionFailed(pm *unstructured.Unstructured) time.Time {
 	return time.Time{}
 }
 
-// tenantClient builds the Proxmox client of the tenant's capmox token:
-// the Secret the ProxmoxCluster of md's Cluster names in credentialsRef.
+// tenantClient builds the Proxmox client of the tenant's capmox token
+// (TenantClient).
 func (r *Reconciler) tenantClient(ctx context.Context, md *clusterv1.MachineDeployment) (pveapi.Client, error) {
+	return TenantClient(ctx, r.Reader, r.Connect, md)
+}
+
+// TenantClient builds the Proxmox client of the tenant's capmox token: the
+// Secret the ProxmoxCluster of md's Cluster names in credentialsRef, read
+// through reader; connect nil is pveapi.New.
+func TenantClient(ctx context.Context, reader client.Reader, connect func(pveapi.Config) (pveapi.Client, error), md *clusterv1.MachineDeployment) (pveapi.Client, error) {
+	r := &Reconciler{Reader: reader}
 	cl := &clusterv1.Cluster{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: md.Spec.ClusterName}, cl); err != nil {
 		return nil, fmt.Errorf("cannot read Cluster %s/%s: %w", md.Namespace, md.Spec.ClusterName, err)
 	}
 	ref := cl.Spec.InfrastructureRef
 	if ref.Kind != capmox.KindProxmoxCluster || ref.APIGroup != capmox.Group {
-		return nil, fmt.Errorf("Cluster %s/%s runs on %s %s, not a ProxmoxCluster: pool healing is for capmox pools", md.Namespace, cl.Name, ref.APIGroup, ref.Kind)
+		return nil, fmt.Errorf("Cluster %s/%s runs on %s %s, not a ProxmoxCluster: the tenant's capmox token is a capmox pool's", md.Namespace, cl.Name, ref.APIGroup, ref.Kind)
 	}
 	pc, err := r.served(ctx, capmox.KindProxmoxCluster, md.Namespace, ref.Name)
 	if err != nil {
@@ -367,8 +375,8 @@ func (r *Reconciler) tenantClient(ctx context.Context, md *clusterv1.MachineDepl
 	name, _, _ := unstructured.NestedString(pc.Object, "spec", "credentialsRef", "name")
 	ns, _, _ := unstructured.NestedString(pc.Object, "spec", "credentialsRef", "namespace")
 	if name == "" {
-		return nil, fmt.Errorf("ProxmoxCluster %s/%s has no spec.credentialsRef: pool healing acts with the tenant's own capmox token, which capmox reads from that Secret; "+
-			"render the cluster with credentials.capmox or turn healing off for the pool", md.Namespace, ref.Name)
+		return nil, fmt.Errorf("ProxmoxCluster %s/%s has no spec.credentialsRef: pool healing and failure domains act with the tenant's own capmox token, which capmox reads from that Secret; "+
+			"render the cluster with credentials.capmox, or turn healing off and leave failure domains out for the pool", md.Namespace, ref.Name)
 	}
 	if ns == "" {
 		ns = md.Namespace
@@ -381,7 +389,6 @@ func (r *Reconciler) tenantClient(ctx context.Context, md *clusterv1.MachineDepl
 	if err != nil {
 		return nil, fmt.Errorf("capmox credentials Secret %s/%s: %w", ns, name, err)
 	}
-	connect := r.Connect
 	if connect == nil {
 		connect = func(cfg pveapi.Config) (pveapi.Client, error) { return pveapi.New(cfg) }
 	}

@@ -63,6 +63,9 @@ func (s *Set) enqueue(o client.Object) {
 		if s.heal != nil {
 			s.heal.Enqueue(client.ObjectKeyFromObject(o))
 		}
+		if s.spread != nil {
+			s.spread.Enqueue(client.ObjectKeyFromObject(o))
+		}
 	}
 }
 
@@ -145,6 +148,9 @@ func (s *Set) Run(ctx context.Context) error {
 	}
 	if s.heal != nil {
 		runs = append(runs, s.heal.Run)
+	}
+	if s.spread != nil {
+		runs = append(runs, s.spread.Run)
 	}
 	if s.cfg.NBEvents != nil {
 		runs = append(runs, s.runNBEvents)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/heal"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/kubenetgateway"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/poolha"
+	"github.com/pxsubstrate/pxsubstrate/internal/controller/spread"
 	"github.com/pxsubstrate/pxsubstrate/internal/controller/vpcipam"
 	"github.com/pxsubstrate/pxsubstrate/network"
 	"github.com/pxsubstrate/pxsubstrate/pveapi"
@@ -88,6 +90,16 @@ type Config struct {
 	// (heal.Reconciler) over MachineDeployments, when the API server
 	// serves them; nil: no pool heals.
 	PoolHealing *PoolHealing
+	// FailureDomains, when set, keeps the pools spread over failure
+	// domains spread (spread.Reconciler) over MachineDeployments, when the
+	// API server serves them; nil: no pool is moved.
+	FailureDomains *FailureDomains
+}
+
+// FailureDomains is what the failure domains runner is given.
+type FailureDomains struct {
+	// Interval is spread.Reconciler's (0: its default).
+	Interval time.Duration
 }
 
 // PoolHealing is what the pool healing runner is given.
@@ -114,6 +126,7 @@ type Set struct {
 	sweeper   *poolha.Reconciler
 	vpc       *engine.Runner[*capiipam.IPAddressClaim]
 	heal      *engine.Runner[*clusterv1.MachineDeployment]
+	spread    *engine.Runner[*clusterv1.MachineDeployment]
 	watched   []client.Object
 }
 
@@ -150,7 +163,7 @@ func New(cfg Config) (*Set, error) {
 // reconcilers emit.
 func Actions() map[engine.Reason]string {
 	out := map[engine.Reason]string{}
-	for _, a := range []map[engine.Reason]string{network.EventActions, poolha.EventActions, vpcipam.EventActions, heal.EventActions} {
+	for _, a := range []map[engine.Reason]string{network.EventActions, poolha.EventActions, vpcipam.EventActions, heal.EventActions, spread.EventActions} {
 		maps.Copy(out, a)
 	}
 	return out
@@ -252,7 +265,32 @@ func (s *Set) buildRunners() error {
 		}
 		s.watched = append(s.watched, &capiipam.IPAddressClaim{})
 	}
-	return s.buildHealing()
+	if err := s.buildHealing(); err != nil {
+		return err
+	}
+	return s.buildSpread()
+}
+
+// buildSpread builds the failure domains runner when FailureDomains is
+// set and the API server serves MachineDeployments.
+func (s *Set) buildSpread() error {
+	f := s.cfg.FailureDomains
+	if f == nil {
+		return nil
+	}
+	served, err := s.served(&clusterv1.MachineDeployment{})
+	if err != nil || !served {
+		return err
+	}
+	r := &spread.Reconciler{Client: s.client, Reader: s.cfg.APIReader, Interval: f.Interval, Log: s.cfg.Log.WithName("failure-domains")}
+	if s.spread, err = engine.NewRunner[*clusterv1.MachineDeployment](s.client, func() *clusterv1.MachineDeployment { return &clusterv1.MachineDeployment{} },
+		r, s.runnerOptions("failure-domains")...); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(s.watched, func(o client.Object) bool { _, ok := o.(*clusterv1.MachineDeployment); return ok }) {
+		s.watched = append(s.watched, &clusterv1.MachineDeployment{})
+	}
+	return nil
 }
 
 // buildHealing builds the pool healing runner when PoolHealing is set and

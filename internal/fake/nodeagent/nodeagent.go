@@ -158,13 +158,12 @@ func (a *Agent) Register(ctx context.Context) (*corev1.Node, error) {
 // deleted under it.
 var ErrNodeGone = errors.New("the node is gone")
 
-// PostStatus is one heartbeat: the Node's Ready condition becomes True
-// (KubeletReady) and its pressure conditions False (kubeletConditions),
-// with lastHeartbeatTime now, its lastTransitionTime moved
-// only when the status changes, as the kubelet's ReadyCondition setter
-// (pkg/kubelet/nodestatus/setters.go) does. The node lifecycle controller
+// PostStatus is one heartbeat: the Node's conditions (kubeletConditions)
+// get lastHeartbeatTime now, each one's lastTransitionTime moved only
+// when its status changes, as the kubelet's condition setters
+// (pkg/kubelet/nodestatus/setters.go) do. The node lifecycle controller
 // of kube-controller-manager reads a changed lastHeartbeatTime as a sign
-// of life; without one for its grace period it sets Ready to Unknown.
+// of life; without one for its grace period it sets them to Unknown.
 func (a *Agent) PostStatus(ctx context.Context) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := a.nodes.Get(ctx, a.Name(), metav1.GetOptions{})
@@ -174,22 +173,16 @@ func (a *Agent) PostStatus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		now := metav1.NewTime(time.Now())
-		for _, want := range kubeletConditions(now) {
-			found := false
-			for i, c := range n.Status.Conditions {
-				if c.Type != want.Type {
-					continue
-				}
-				found = true
-				if c.Status == want.Status {
-					want.LastTransitionTime = c.LastTransitionTime
-				}
-				n.Status.Conditions[i] = want
-			}
-			if !found {
+		for _, want := range kubeletConditions(metav1.NewTime(time.Now())) {
+			i := slices.IndexFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == want.Type })
+			if i < 0 {
 				n.Status.Conditions = append(n.Status.Conditions, want)
+				continue
 			}
+			if n.Status.Conditions[i].Status == want.Status {
+				want.LastTransitionTime = n.Status.Conditions[i].LastTransitionTime
+			}
+			n.Status.Conditions[i] = want
 		}
 		_, err = a.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		return err
@@ -200,11 +193,10 @@ func (a *Agent) PostStatus(ctx context.Context) error {
 	return nil
 }
 
-// kubeletConditions are the conditions a healthy kubelet posts, with its
-// reasons and messages: Ready, and no memory, disk or PID pressure.
-// Cluster API v1beta2 counts a Machine's Node healthy (and the Machine
-// available, which a rolling update waits for) only once all four are
-// reported.
+// kubeletConditions are the conditions a healthy kubelet posts, as its
+// setters word them: Ready (KubeletReady), and no memory, disk or PID
+// pressure. Cluster API's Machine NodeHealthy (and so a
+// MachineDeployment's readyReplicas) waits for all four.
 func kubeletConditions(now metav1.Time) []corev1.NodeCondition {
 	c := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}

@@ -76,6 +76,10 @@ type Options struct {
 	// --pool-healing=labelled (grace PoolHealingGrace, looking every
 	// PoolHealingInterval) under config/rbac's pool healing role too.
 	PoolHealing bool
+	// FailureDomains, with Controller, runs the controller with
+	// --failure-domains (looking every FailureDomainsInterval) under
+	// config/rbac's failure domains role too.
+	FailureDomains bool
 	// NodeMonitorGracePeriod is how long a tenant Node may go without a
 	// status from its VM's kubelet before the node lifecycle controller
 	// sets its Ready condition to Unknown (kube-controller-manager's
@@ -219,6 +223,10 @@ func (l *Lab) controller(ctx context.Context, o Options) error {
 		args = append(args, "--pool-healing=labelled", "--pool-healing-grace="+PoolHealingGrace.String(), "--pool-healing-interval="+PoolHealingInterval.String())
 		rbac = append(rbac, "pool_healing_role.yaml", "pool_healing_role_binding.yaml")
 	}
+	if o.FailureDomains {
+		args = append(args, "--failure-domains", "--failure-domains-interval="+FailureDomainsInterval.String())
+		rbac = append(rbac, "failure_domains_role.yaml", "failure_domains_role_binding.yaml")
+	}
 	kubeconfig, err := l.controllerKubeconfig(ctx, rbac...)
 	if err != nil {
 		return err
@@ -237,6 +245,10 @@ const (
 	PoolHealingGrace    = 15 * time.Second
 	PoolHealingInterval = 3 * time.Second
 )
+
+// FailureDomainsInterval is how often the lab's controller looks at a pool
+// spread over failure domains.
+const FailureDomainsInterval = 3 * time.Second
 
 // The files of a lab's Dir.
 const (
