@@ -1,7 +1,9 @@
-# Sourced by hack/capi-assets.sh and hack/kubeovn-assets.sh: builds a main
-# package of a module served by the Go module proxy, at an exact version,
-# inside a scratch module, into a folder of the cache. The caller sets ROOT
-# (the folder the build folders go under) and defines say and fail.
+# Sourced by hack/capi-assets.sh, hack/ccmcsi-assets.sh and
+# hack/kubeovn-assets.sh: builds a main package of a module served by the
+# Go module proxy, at an exact version, inside a scratch module, into a
+# folder of the cache (need), or the programs of several such modules in
+# one (need_together). The caller sets CACHE (the cache root) and ROOT (the
+# folder need's build folders go under) and defines say and fail.
 #
 # The replace directives of a dependency's go.mod do not apply in the
 # scratch module, so it repeats those of the built module that name a
@@ -59,4 +61,57 @@ need() {
 	mv "$out/$name.new" "$out/$name"
 	built "$out/$name" "$module" "$version" || fail "the built $name does not report $module $version"
 	say "built $name in $((SECONDS - start)) s"
+}
+
+# need_together LABEL ENTRY... [-- REPLACE...] builds the programs of
+# several modules whose Kubernetes libraries share a minor in ONE scratch
+# module, so the go command resolves one set of dependencies for all of
+# them and compiles each shared package once instead of once per program
+# (docs/performance.md measures it). An ENTRY is DIR|NAME|MODULE|VERSION|PACKAGE,
+# DIR under $CACHE (the cache root, not ROOT: a group may fill the folders
+# of another script); the scratch module requires every ENTRY's module at
+# its pinned version, repeats their own replace directives (two that
+# disagree fail the build) and then the REPLACE flags. Each program is
+# still MODULE at VERSION (go version -m checks it); a shared dependency may
+# be a newer patch release than the program's go.mod asks for, as minimal
+# version selection picks it. Only the programs not built yet are built,
+# but always against the whole group's dependencies, so a program is the
+# same whichever of its neighbours was built first.
+need_together() {
+	local label="$1" dir="$scratch/$1" start=$SECONDS entry out name module version pkg old
+	shift
+	local -a entries=() extra=() missing=() gets=() names=() replaces=()
+	while (($#)) && [[ "$1" != -- ]]; do
+		entries+=("$1")
+		shift
+	done
+	if (($#)); then shift; fi
+	extra=("$@")
+	for entry in "${entries[@]}"; do
+		IFS='|' read -r out name module version pkg <<<"$entry"
+		gets+=("$pkg@$version")
+		built "$CACHE/$out/$name" "$module" "$version" || { missing+=("$entry") && names+=("$name"); }
+	done
+	((${#missing[@]})) || return 0
+	say "building ${names[*]} ($label, in one module) into $CACHE (once; a few minutes on 2 cores)"
+	mkdir -p "$dir"
+	printf 'module scratch/%s\n\ngo 1.26\n' "$label" >"$dir/go.mod"
+	for entry in "${entries[@]}"; do
+		IFS='|' read -r out name module version pkg <<<"$entry"
+		mapfile -t -O "${#replaces[@]}" replaces < <(own_replaces "$module" "$version")
+	done
+	mapfile -t replaces < <(printf '%s\n' "${replaces[@]}" | sed '/^$/d' | sort -u)
+	old="$(printf '%s\n' "${replaces[@]}" | sed -n 's/^-replace=\([^=]*\)=.*/\1/p' | sort | uniq -d)"
+	[[ -z "$old" ]] || fail "the modules of $label replace $old differently; build them apart (need)"
+	if ((${#replaces[@]} + ${#extra[@]})); then (cd "$dir" && go mod edit "${replaces[@]}" "${extra[@]}"); fi
+	(cd "$dir" && go get "${gets[@]}" >"$scratch/get.log" 2>&1) ||
+		{ cat "$scratch/get.log" >&2; fail "go get ${gets[*]} failed"; }
+	for entry in "${missing[@]}"; do
+		IFS='|' read -r out name module version pkg <<<"$entry"
+		mkdir -p "$CACHE/$out"
+		(cd "$dir" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$CACHE/$out/$name.new" "$pkg")
+		mv "$CACHE/$out/$name.new" "$CACHE/$out/$name"
+		built "$CACHE/$out/$name" "$module" "$version" || fail "the built $name does not report $module $version"
+	done
+	say "built ${names[*]} in $((SECONDS - start)) s"
 }
