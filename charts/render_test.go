@@ -111,18 +111,7 @@ func TestRenderBranches(t *testing.T) {
 			objects: join(base, tlsRole, policies, alertRule, []string{"ClusterRole /proxmox-network-controller-pool-healing", "ClusterRoleBinding /proxmox-network-controller-pool-healing"}),
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				checkArgs(t, objs, "--pool-healing=labelled", "--pool-healing-grace=2m")
-				role := mustFind(t, objs, "ClusterRole /proxmox-network-controller-pool-healing")
-				data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "pool_healing_role.yaml"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want map[string]any
-				if err := yaml.Unmarshal(data, &want); err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(want["rules"], role.Object["rules"]); diff != "" {
-					t.Errorf("rules: -config/rbac +chart:\n%s", diff)
-				}
+				checkRoleIsConfig(t, objs, "ClusterRole /proxmox-network-controller-pool-healing", "pool_healing_role.yaml")
 			},
 		},
 		"FailureDomains": {
@@ -131,18 +120,7 @@ func TestRenderBranches(t *testing.T) {
 			objects: join(base, tlsRole, policies, alertRule, []string{"ClusterRole /proxmox-network-controller-failure-domains", "ClusterRoleBinding /proxmox-network-controller-failure-domains"}),
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				checkArgs(t, objs, "--failure-domains", "--failure-domains-interval=10s")
-				role := mustFind(t, objs, "ClusterRole /proxmox-network-controller-failure-domains")
-				data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "failure_domains_role.yaml"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want map[string]any
-				if err := yaml.Unmarshal(data, &want); err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(want["rules"], role.Object["rules"]); diff != "" {
-					t.Errorf("rules: -config/rbac +chart:\n%s", diff)
-				}
+				checkRoleIsConfig(t, objs, "ClusterRole /proxmox-network-controller-failure-domains", "failure_domains_role.yaml")
 			},
 		},
 		"PlainMetrics": {
@@ -463,4 +441,22 @@ func normalize(t *testing.T, objs []any) []map[string]any {
 		return strings.Compare(a["kind"].(string)+a["metadata"].(map[string]any)["name"].(string), b["kind"].(string)+b["metadata"].(map[string]any)["name"].(string))
 	})
 	return out
+}
+
+// checkRoleIsConfig fails t unless the rules of objs' role (kind
+// namespace/name) are those of config/rbac's file.
+func checkRoleIsConfig(t *testing.T, objs []*unstructured.Unstructured, role, file string) {
+	t.Helper()
+	r := mustFind(t, objs, role)
+	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want["rules"], r.Object["rules"]); diff != "" {
+		t.Errorf("%s rules: -config/rbac +chart:\n%s", role, diff)
+	}
 }
