@@ -78,7 +78,7 @@ func workersRun(t *testing.T, gen capi.Capmox) {
 			pc.SetKind("ProxmoxCluster")
 			_ = l.Client.Get(ctx, client.ObjectKey{Namespace: sc.NS, Name: a.ClusterName}, pc)
 			t.Fatalf("the Machines of %s did not run: %s\nProxmoxCluster status %v\nboots %+v\nunserved %v\ndenied %v", a.ClusterName, state, pc.Object["status"],
-				l.Boots(), byTenant(l.PVE.Unserved(), a), byTenant(l.PVE.Denied(), a))
+				bootsOf(l, sc.NS), byTenant(l.PVE.Unserved(), a), byTenant(l.PVE.Denied(), a))
 		}
 		time.Sleep(2 * time.Second)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/capi"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv/lab"
+	"github.com/pxsubstrate/pxsubstrate/internal/testenv/pvelab"
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
@@ -225,6 +226,15 @@ func bootErrorsOf(l *lab.Lab, a *lab.Applied) []pvefake.BootError {
 		users[task.UPID] = task.User
 	}
 	return slices.DeleteFunc(l.PVE.BootErrors(), func(b pvefake.BootError) bool { return users[b.UPID] != a.TokenID })
+}
+
+// bootsOf keeps the boots of the VMs in PVE pool ns.
+func bootsOf(l *lab.Lab, ns string) []pvelab.Boot {
+	mine := map[int]bool{}
+	for _, g := range labVMs(l) {
+		mine[g.vmid] = g.pool == ns
+	}
+	return slices.DeleteFunc(l.Boots(), func(b pvelab.Boot) bool { return !mine[b.VMID] })
 }
 
 // checkTenantRequests asserts that the fake denied none of the tenant's
