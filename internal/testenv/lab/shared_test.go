@@ -140,10 +140,10 @@ var demoScope = tenantScope{NS: "tenant-demo", Name: "demo", Cluster: "kubernete
 
 // sharedTenant returns the shared lab of capmox gen and testdata's tenant
 // (files, default kubernetes.yaml and nodes.yaml) re-homed for the test
-// as tenant-<name>: namespace and PVE pool tenant-<name> (so its Proxmox
-// user, tokens and storages, which pveacl's plan derives from the
-// namespace), Kubernetes <name> (so its Cluster, pools, VMs and CCM
-// Deployment), and ten addresses of VLAN 100's /24 (and of its /64) no
+// as the lab's nth tenant, tenant-<name>-<n>: namespace and PVE pool
+// tenant-<name>-<n> (so its Proxmox user, tokens and storages, which
+// pveacl's plan derives from the namespace), Kubernetes <name>-<n> (so
+// its Cluster, pools, VMs and CCM Deployment), and ten addresses of VLAN 100's /24 (and of its /64) no
 // other tenant of the lab has. When the test fails it prints the shared
 // lab's lines about its tenant and capmox's clues about it.
 func sharedTenant(t *testing.T, gen capi.Capmox, name string, files ...string) (*lab.Lab, lab.Tenant, tenantScope) {
@@ -158,6 +158,8 @@ func sharedTenant(t *testing.T, gen capi.Capmox, name string, files ...string) (
 		t.Fatalf("the shared lab of capmox %s has no addresses left for a %dth tenant", gen, n+1)
 	}
 	first := 30 + 10*n
+	// The lab's nth tenant: a test run again (-count) makes a new one.
+	name = fmt.Sprintf("%s-%d", name, n)
 	sc := tenantScope{NS: "tenant-" + name, Name: name, Cluster: "kubernetes-" + name,
 		First: fmt.Sprintf("10.0.100.%d", first), Last: fmt.Sprintf("10.0.100.%d", first+9),
 		First6: fmt.Sprintf("fd00:100::%d", first), Last6: fmt.Sprintf("fd00:100::%d", first+9)}
