@@ -133,7 +133,8 @@ func TestRequestLog(t *testing.T) {
 	_, _ = root.Version(ctx)
 	must(t, root.NewPool(ctx, "a", ""))
 	_ = root.NewPool(ctx, "a", "")
-	want := []pvefake.Request{{Method: "POST", Path: "/api2/json/pools", Status: 200}, {Method: "POST", Path: "/api2/json/pools", Status: 500}}
+	root1 := srv.RootTokenID
+	want := []pvefake.Request{{Method: "POST", Path: "/api2/json/pools", Status: 200, User: root1}, {Method: "POST", Path: "/api2/json/pools", Status: 500, User: root1}}
 	if diff := cmp.Diff(want, srv.MutatingRequests()); diff != "" {
 		t.Errorf("mutating requests (failed ones count too), with their answers' status: -want +got:\n%s", diff)
 	}
@@ -144,8 +145,46 @@ func TestRequestLog(t *testing.T) {
 	tok, err := srv.AddToken("root@pam", "nobody", pvefake.TokenSpec{Privsep: true})
 	must(t, err)
 	_ = srv.TokenClient("root@pam!nobody", tok).NewPool(ctx, "b", "")
-	if diff := cmp.Diff([]pvefake.Request{{Method: "POST", Path: "/api2/json/pools", Status: 403}}, srv.Denied()); diff != "" {
+	if diff := cmp.Diff([]pvefake.Request{{Method: "POST", Path: "/api2/json/pools", Status: 403, User: "root@pam!nobody"}}, srv.Denied()); diff != "" {
 		t.Errorf("denied requests: -want +got:\n%s", diff)
+	}
+}
+
+// TestRequestUser: each request names who it authenticated as, the full
+// token id, so that tenants sharing one server can each be held to their
+// own requests; a request that failed authentication names no one, and a
+// ticket's request names the ticket's user.
+func TestRequestUser(t *testing.T) {
+	srv, root := start(t)
+	tokA, err := srv.AddToken("root@pam", "ta", pvefake.TokenSpec{Privsep: true})
+	must(t, err)
+	tokB, err := srv.AddToken("root@pam", "tb", pvefake.TokenSpec{Privsep: true})
+	must(t, err)
+	srv.ResetRequests()
+	_, _ = root.Version(ctx)
+	_ = srv.TokenClient("root@pam!ta", tokA).NewPool(ctx, "pa", "")
+	_ = srv.TokenClient("root@pam!tb", tokB).NewPool(ctx, "pb", "")
+	_ = srv.TokenClient("root@pam!tb", "not-the-secret").NewPool(ctx, "pc", "")
+	users := map[string]int{}
+	for _, r := range srv.Requests() {
+		users[r.User]++
+	}
+	if users[srv.RootTokenID] == 0 || users["root@pam!ta"] == 0 || users["root@pam!tb"] == 0 || users[""] == 0 {
+		t.Errorf("requests by user %v: want the root token's, a's, b's and a failed authentication's (no user)", users)
+	}
+	for _, d := range srv.Denied() {
+		if d.User != "root@pam!ta" && d.User != "root@pam!tb" {
+			t.Errorf("denied %s %s names %q, not the token that was denied", d.Method, d.Path, d.User)
+		}
+	}
+	if n := len(srv.Denied()); n != 2 {
+		t.Errorf("denied %v: want a's and b's pool creation", srv.Denied())
+	}
+	if status, _ := raw(t, srv, "DELETE", "/version", rootAuth(srv), nil); !strings.HasPrefix(status, "501") {
+		t.Fatalf("DELETE /version: %q, want 501", status)
+	}
+	if u := srv.Unserved(); len(u) != 1 || u[0].User != srv.RootTokenID {
+		t.Errorf("unserved %v: want DELETE /version by %s", u, srv.RootTokenID)
 	}
 }
 
@@ -191,7 +230,8 @@ func TestUnserved(t *testing.T) {
 			t.Errorf("%s %s: status %q, want %q", tc.method, tc.path, status, tc.status)
 		}
 	}
-	want := []pvefake.Request{{Method: "GET", Path: "/api2/json/nodes/pve/lxc/100/status/current"}, {Method: "DELETE", Path: "/api2/json/version"}}
+	want := []pvefake.Request{{Method: "GET", Path: "/api2/json/nodes/pve/lxc/100/status/current", User: srv.RootTokenID},
+		{Method: "DELETE", Path: "/api2/json/version", User: srv.RootTokenID}}
 	if diff := cmp.Diff(want, srv.Unserved()); diff != "" {
 		t.Errorf("unserved requests, served ones left out: -want +got:\n%s", diff)
 	}

@@ -14,6 +14,10 @@ type Request struct {
 	Path   string // as sent, including /api2/json
 	// Status is the answer's HTTP status, 0 while unanswered.
 	Status int
+	// User is who the request authenticated as: the full token id
+	// (user@realm!name) or the user of a ticket; "" when it did not
+	// authenticate (or has not yet).
+	User string
 }
 
 // Mutating reports whether the method changes state in PVE's API
@@ -81,11 +85,22 @@ func (f *faults) answered(i, status int) {
 	}
 }
 
-// unservedRequest records a request no method of the server serves.
-func (f *faults) unservedRequest(method, path string) {
+// authenticated records who request i (an index count returned)
+// authenticated as; requests cleared since are not touched.
+func (f *faults) authenticated(i int, user string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.unserved = append(f.unserved, Request{Method: method, Path: path})
+	if i < len(f.requests) {
+		f.requests[i].User = user
+	}
+}
+
+// unservedRequest records a request no method of the server serves, by
+// who it authenticated as ("" before authentication).
+func (f *faults) unservedRequest(method, path, user string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unserved = append(f.unserved, Request{Method: method, Path: path, User: user})
 }
 
 func (f *faults) delay(def time.Duration) time.Duration {
@@ -191,7 +206,7 @@ func (srv *Server) Requests() []Request {
 }
 
 // Denied returns the requests answered 403 Forbidden, in order: what a
-// token lacked a privilege for.
+// token lacked a privilege for (Request.User names the token).
 func (srv *Server) Denied() []Request {
 	var out []Request
 	for _, r := range srv.Requests() {

@@ -173,7 +173,7 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rel, ok := strings.CutPrefix(r.URL.Path, BasePath)
 	if !ok || (rel != "" && rel[0] != '/') {
-		srv.faults.unservedRequest(r.Method, r.URL.Path)
+		srv.faults.unservedRequest(r.Method, r.URL.Path, "")
 		srv.faults.answered(i, http.StatusNotImplemented)
 		writeError(w, &apiError{Status: http.StatusNotImplemented, Msg: "no such uri"})
 		return
@@ -181,7 +181,7 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rel == "" {
 		rel = "/"
 	}
-	data, total, err := srv.serve(r, rel)
+	data, total, err := srv.serve(r, rel, i)
 	if err != nil {
 		// an answer before the body is read (a refused upload) must not
 		// meet a client still sending it
@@ -194,7 +194,8 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeData(w, data, total)
 }
 
-func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
+// serve answers request i (faults.count's index) once authenticated.
+func (srv *Server) serve(r *http.Request, rel string, i int) (any, *int, *apiError) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	srv.st.haTick()
@@ -207,12 +208,13 @@ func (srv *Server) serve(r *http.Request, rel string) (any, *int, *apiError) {
 		srv.faults.authFailed(err)
 		return nil, nil, unauthorized("Authentication failed!")
 	}
+	srv.faults.authenticated(i, auth)
 	if e := srv.faults.injected(r.Method, rel); e != nil {
 		return nil, nil, e
 	}
 	rt, vars := srv.rt.match(r.Method, rel)
 	if rt == nil {
-		srv.faults.unservedRequest(r.Method, r.URL.Path)
+		srv.faults.unservedRequest(r.Method, r.URL.Path, auth)
 		return nil, nil, notImplemented(r.Method, rel)
 	}
 	if rt.upload {

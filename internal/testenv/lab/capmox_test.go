@@ -38,12 +38,15 @@ func readTenant(t *testing.T) lab.Tenant {
 // VM on the Proxmox fake with the tenant's own token, the VM boots the
 // Talos configuration CABPT rendered and registers its Node, which the
 // real Proxmox CCM initialises (checkCCMInitialised). Both capmox
-// generations: v0.9.0 (API v1alpha2) and v0.7.2 (API v1alpha1).
+// generations: v0.9.0 (API v1alpha2) and v0.7.2 (API v1alpha1), each with
+// a tenant of its own in the generation's shared lab (sharedTenant).
 func TestCapmoxWorkersRun(t *testing.T) { eachCapmox(t, workersRun) }
 
 // eachCapmox runs f as a subtest per capmox generation, v0.9.0 and
 // v0.7.2, in parallel with each other and with the package's other tests:
-// each lab is a world of its own, capmox in its own network namespace.
+// each lab is a world of its own, capmox in its own network namespace,
+// and the tests that share a lab (sharedTenant) each hold to a tenant of
+// their own.
 func eachCapmox(t *testing.T, f func(*testing.T, capi.Capmox)) {
 	t.Parallel()
 	for _, gen := range []capi.Capmox{capi.CapmoxV09, capi.CapmoxV07} {
@@ -54,49 +57,52 @@ func eachCapmox(t *testing.T, f func(*testing.T, capi.Capmox)) {
 	}
 }
 
+// workersRun applies a tenant of its own in the shared lab of gen.
 func workersRun(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
-	l := startLab(t, gen)
-	a, err := l.Apply(ctx, readTenant(t))
+	l, tn, sc := sharedTenant(t, gen, "workers")
+	a, err := l.Apply(ctx, tn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		running, state := machines(t, l.Client, "tenant-demo")
+		running, state := machines(t, l.Client, sc.NS)
 		if running == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			for name, m := range map[string]*capi.Manager{"capmox": l.Managers.Capmox, "cabpt": l.Managers.CABPT} {
-				t.Logf("--- %s:\n%s", name, m.Tail(25))
-			}
+			t.Logf("--- cabpt:\n%s", l.Managers.CABPT.Tail(25))
 			pc := &unstructured.Unstructured{}
 			pc.SetAPIVersion(l.InfrastructureAPIVersion())
 			pc.SetKind("ProxmoxCluster")
-			_ = l.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-demo", Name: a.ClusterName}, pc)
-			t.Fatalf("the Machines of %s did not run: %s\nProxmoxCluster status %v\nboots %+v\nunserved %v\ndenied %v", a.ClusterName, state, pc.Object["status"], l.Boots(), l.PVE.Unserved(), l.PVE.Denied())
+			_ = l.Client.Get(ctx, client.ObjectKey{Namespace: sc.NS, Name: a.ClusterName}, pc)
+			t.Fatalf("the Machines of %s did not run: %s\nProxmoxCluster status %v\nboots %+v\nunserved %v\ndenied %v", a.ClusterName, state, pc.Object["status"],
+				bootsOf(l, sc.NS), byTenant(l.PVE.Unserved(), a), byTenant(l.PVE.Denied(), a))
 		}
 		time.Sleep(2 * time.Second)
 	}
-	checkWorkers(t, l, a)
-	checkCCMInitialised(t, l, a)
+	checkWorkers(t, l, a, sc)
+	checkCCMInitialised(t, l, a, sc)
 }
 
-// checkWorkers asserts every worker VM on the Proxmox fake against the
-// pool testdata/nodes.yaml asks for, its Node on the tenant API server
-// against its VM, and the tenant token's requests: each VM cloned by the
-// tenant's own capmox token, none denied, none unserved, no failed boot.
-func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied) {
+// checkWorkers asserts every worker VM of the tenant sc on the Proxmox
+// fake against the pool testdata/nodes.yaml asks for, its Node on the
+// tenant API server against its VM, and the tenant's tokens' requests:
+// each of its VMs cloned by the tenant's own capmox token, which cloned
+// no VM outside the tenant's pool; none of its requests denied, none
+// unserved, no failed boot of a VM it started. In a lab of its own the
+// tenant is demoScope.
+func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied, sc tenantScope) {
 	t.Helper()
 	ctx := context.Background()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(l.InfrastructureAPIVersion())
 	list.SetKind("ProxmoxMachineList")
-	if err := l.Client.List(ctx, list, client.InNamespace("tenant-demo")); err != nil {
+	if err := l.Client.List(ctx, list, client.InNamespace(sc.NS)); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := l.PVE.Client().Pool(ctx, "tenant-demo")
+	pool, err := l.PVE.Client().Pool(ctx, sc.NS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +110,7 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied) {
 	for _, m := range pool.Members {
 		members[m.VMID] = true
 	}
+	mine := nodesOfTenant(t, l, sc.NS)
 	var nodes corev1.NodeList
 	if err := l.TenantClient.List(ctx, &nodes); err != nil {
 		t.Fatal(err)
@@ -116,6 +123,7 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied) {
 			}
 		}
 	}
+	cloner := cloneUsers(l)
 	for _, pm := range list.Items {
 		vmid, _, _ := unstructured.NestedInt64(pm.Object, "spec", "virtualMachineID")
 		providerID, _, _ := unstructured.NestedString(pm.Object, "spec", "providerID")
@@ -126,17 +134,18 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied) {
 		}
 		addr := addrOf[providerID]
 		want := map[string]bool{
-			"cores 2":          conf["cores"] == "2",
-			"sockets 1":        conf["sockets"] == "1",
-			"memory 4096":      conf["memory"] == "4096",
-			"disk 30G":         strings.Contains(conf["scsi0"], "size=30G"),
-			"net0 on vmbr1":    strings.Contains(conf["net0"], "bridge=vmbr1"),
-			"net0 tag 100":     strings.Contains(conf["net0"], "tag=100"),
-			"template tags":    strings.Contains(conf["tags"], "cozystack") && strings.Contains(conf["tags"], "talos-v1.13.6"),
-			"address tag":      addr != "" && strings.Contains(conf["tags"], "ip_net0_"+addr),
-			"in the pool":      members[uint64(vmid)],
-			"smbios uuid":      strings.Contains(conf["smbios1"], "uuid="+strings.TrimPrefix(providerID, "proxmox://")),
-			"address in range": addressIn(addr, "10.0.100.20", "10.0.100.29"),
+			"cores 2":                      conf["cores"] == "2",
+			"sockets 1":                    conf["sockets"] == "1",
+			"memory 4096":                  conf["memory"] == "4096",
+			"disk 30G":                     strings.Contains(conf["scsi0"], "size=30G"),
+			"net0 on vmbr1":                strings.Contains(conf["net0"], "bridge=vmbr1"),
+			"net0 tag 100":                 strings.Contains(conf["net0"], "tag=100"),
+			"template tags":                strings.Contains(conf["tags"], "cozystack") && strings.Contains(conf["tags"], "talos-v1.13.6"),
+			"address tag":                  addr != "" && strings.Contains(conf["tags"], "ip_net0_"+addr),
+			"in the pool":                  members[uint64(vmid)],
+			"smbios uuid":                  strings.Contains(conf["smbios1"], "uuid="+strings.TrimPrefix(providerID, "proxmox://")),
+			"address in range":             addressIn(addr, sc.First, sc.Last),
+			"cloned by the tenant's token": cloner[int(vmid)] == a.TokenID,
 		}
 		for what, holds := range want {
 			if !holds {
@@ -144,17 +153,34 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied) {
 			}
 		}
 	}
-	if len(list.Items) != 2 || len(nodes.Items) != 2 {
-		t.Errorf("%d ProxmoxMachines and %d Nodes, want 2 each", len(list.Items), len(nodes.Items))
+	if len(list.Items) != 2 || len(mine) != 2 {
+		t.Errorf("%d ProxmoxMachines and %d Nodes of %s, want 2 each", len(list.Items), len(mine), sc.NS)
 	}
-	for _, task := range l.PVE.Tasks() {
-		if task.Type == "qmclone" && task.User != a.TokenID {
-			t.Errorf("clone %s was made by %s, not the tenant's token %s", task.UPID, task.User, a.TokenID)
+	for vmid, user := range cloner {
+		if user == a.TokenID && !members[uint64(vmid)] {
+			t.Errorf("the tenant's token %s cloned VM %d, which is not in its pool %s", a.TokenID, vmid, sc.NS)
 		}
 	}
-	if d, u, b := l.PVE.Denied(), l.PVE.Unserved(), l.PVE.BootErrors(); len(d)+len(u)+len(b) > 0 {
-		t.Errorf("denied %v, unserved %v, boot errors %v", d, u, b)
+	checkTenantRequests(t, l, a)
+}
+
+// cloneUsers maps each VM the fake cloned to the user of the latest
+// qmclone task that made it (a VM id freed may be taken again), from the
+// tasks' logs ("creating a clone of VM <source> with ID <new>").
+func cloneUsers(l *lab.Lab) map[int]string {
+	out := map[int]string{}
+	for _, task := range l.PVE.Tasks() {
+		if task.Type != "qmclone" {
+			continue
+		}
+		for _, line := range task.Log {
+			var from, to int
+			if _, err := fmt.Sscanf(line, "creating a clone of VM %d with ID %d", &from, &to); err == nil {
+				out[to] = task.User
+			}
+		}
 	}
+	return out
 }
 
 // addressIn says whether addr lies in first-last.
@@ -200,6 +226,8 @@ func machines(t *testing.T, c client.Client, ns string) (int, string) {
 func TestCapmoxPrivileges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	// A lab of its own: the role CozyCapmox it takes VM.PowerMgmt from is
+	// the platform's, held by every tenant's capmox token in a lab.
 	l := startLab(t, "")
 	tn := readTenant(t)
 	a, err := l.ApplyACLs(ctx, &tn)

@@ -34,14 +34,14 @@ import (
 // unserved), no log holds a token secret, and pxsubstrate verify finds
 // every Node as it should be. TestCapmoxWorkersRun runs it for both capmox
 // generations.
-func checkCCMInitialised(t *testing.T, l *lab.Lab, a *lab.Applied) {
+func checkCCMInitialised(t *testing.T, l *lab.Lab, a *lab.Applied, sc tenantScope) {
 	t.Helper()
-	checkInitialised(t, l, "tenant-demo", 2)
+	checkInitialised(t, l, sc.NS, 2)
 
-	pods := podsOf(l, "tenant-demo")
-	ccm, ok := pods["kubernetes-demo-pccm"]
+	pods := podsOf(l, sc.NS)
+	ccm, ok := pods[sc.Cluster+"-pccm"]
 	if !ok || len(ccm.Pids) != 1 {
-		t.Fatalf("the lab runs no CCM of tenant-demo: %+v", l.Pods())
+		t.Fatalf("the lab runs no CCM of %s: %+v", sc.NS, l.Pods())
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ccm.Pids[0]))
 	must(t, err)
@@ -49,7 +49,7 @@ func checkCCMInitialised(t *testing.T, l *lab.Lab, a *lab.Applied) {
 	if got := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00"); !slices.Equal(got, append([]string{inv.Path}, inv.Args...)) {
 		t.Errorf("the CCM runs %q, not the lab's invocation of the render %q %q", got, inv.Path, inv.Args)
 	}
-	conf, err := os.ReadFile(filepath.Join(l.PodVolume("tenant-demo", "kubernetes-demo-pccm", "cloud-config"), "config.yaml"))
+	conf, err := os.ReadFile(filepath.Join(l.PodVolume(sc.NS, sc.Cluster+"-pccm", "cloud-config"), "config.yaml"))
 	must(t, err)
 	for _, want := range []string{"provider: capmox", "token_id: '" + a.CCMTokenID + "'", "region: '" + lab.Region + "'", "url: '" + l.Proxmox.URL + "'"} {
 		if !strings.Contains(string(conf), want) {
@@ -57,7 +57,7 @@ func checkCCMInitialised(t *testing.T, l *lab.Lab, a *lab.Applied) {
 		}
 	}
 	checkNoSecretLogged(t, l, a)
-	for _, r := range verifyRows(t, l, "tenant-demo", a.ClusterName) {
+	for _, r := range verifyRows(t, l, sc.NS, a.ClusterName) {
 		if !r.OK {
 			t.Errorf("pxsubstrate verify finds the real CCM's Node %s wanting: %v", r.Node, r.Problems)
 		}
@@ -93,33 +93,34 @@ func verifyRows(t *testing.T, l *lab.Lab, ns, cluster string) []verify.Row {
 // finds none of A's VMs: A's Nodes keep the uninitialized taint, no
 // providerID and no topology labels, and B's CCM logs that it cannot find
 // them; A's VMs' configuration is untouched. Once A's CCM runs, A's Nodes
-// are initialised.
+// are initialised. Both tenants are the test's own in the shared lab,
+// whose other tenants' CCMs meet A's Nodes too and must leave them as B's
+// does.
 func TestCCMIsolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := startLab(t, "")
-	b := otherTenant(t, "tenant-other", "10.0.100.40-10.0.100.49")
-	_, err := l.Apply(ctx, b)
+	l, b, scB := sharedTenant(t, "", "ccm-b")
+	bApplied, err := l.Apply(ctx, b)
 	must(t, err)
 	eventually(t, 4*time.Minute, "tenant B's workers run", func() (bool, string) {
-		running, state := machines(t, l.Client, "tenant-other")
-		return running == 2, state + "\n" + capiState(l, "tenant-other") + "\n" + ccmTail(l, "tenant-other")
+		running, state := machines(t, l.Client, scB.NS)
+		return running == 2, state + "\n" + capiState(l, scB.NS) + "\n" + ccmTail(l, scB.NS)
 	})
-	tn := readTenant(t)
-	tn.Mutate = scaleToZero("kubernetes-demo-pccm")
-	_, err = l.Apply(ctx, tn)
+	_, tn, scA := sharedTenant(t, "", "ccm-a")
+	tn.Mutate = scaleToZero(scA.Cluster + "-pccm")
+	aApplied, err := l.Apply(ctx, tn)
 	must(t, err)
 	var aNodes []string
 	eventually(t, 3*time.Minute, "tenant A's workers register their Nodes", func() (bool, string) {
-		aNodes = nodesOfTenant(t, l, "tenant-demo")
+		aNodes = nodesOfTenant(t, l, scA.NS)
 		return len(aNodes) == 2, fmt.Sprint(aNodes)
 	})
-	before := vmConfigs(l, "tenant-demo")
+	before := vmConfigs(l, scA.NS)
 	eventually(t, 2*time.Minute, "tenant B's CCM reports it cannot find A's VMs", func() (bool, string) {
-		log := ccmLog(l, "tenant-other")
+		log := ccmLog(l, scB.NS)
 		for _, n := range aNodes {
 			if !strings.Contains(log, "failed to find instance by name/uuid "+n) {
-				return false, ccmTail(l, "tenant-other")
+				return false, ccmTail(l, scB.NS)
 			}
 		}
 		return true, ""
@@ -133,23 +134,25 @@ func TestCCMIsolation(t *testing.T) {
 			t.Errorf("tenant B's CCM touched tenant A's Node %s: providerID %q, labels %v, taints %v", name, n.Spec.ProviderID, n.Labels, n.Spec.Taints)
 		}
 	}
-	for _, r := range verifyRows(t, l, "tenant-demo", "kubernetes-demo") {
+	for _, r := range verifyRows(t, l, scA.NS, scA.Cluster) {
 		if r.Node != "" && (r.OK || !slices.Contains(r.Codes, verify.CodeNoProviderID) || !slices.Contains(r.Codes, verify.CodeUninitialized)) {
 			t.Errorf("verify must name tenant A's Node %s uninitialised, without providerID: ok %t, codes %v", r.Node, r.OK, r.Codes)
 		}
 	}
-	if after := vmConfigs(l, "tenant-demo"); !mapsEqual(before, after) {
+	if after := vmConfigs(l, scA.NS); !mapsEqual(before, after) {
 		t.Errorf("tenant A's VMs changed:\nbefore %v\nafter %v", before, after)
 	}
-	scale(t, l, "tenant-demo", "kubernetes-demo-pccm", 1)
+	scale(t, l, scA.NS, scA.Cluster+"-pccm", 1)
 	eventually(t, 4*time.Minute, "tenant A's own CCM initialises its Nodes", func() (bool, string) {
-		running, state := machines(t, l.Client, "tenant-demo")
-		return running == 2, state + "\n" + ccmTail(l, "tenant-demo")
+		running, state := machines(t, l.Client, scA.NS)
+		return running == 2, state + "\n" + ccmTail(l, scA.NS)
 	})
-	checkInitialised(t, l, "tenant-demo", 2)
-	checkInitialised(t, l, "tenant-other", 2)
-	if d := l.PVE.Denied(); len(d) > 0 {
-		t.Errorf("denied %v", d)
+	checkInitialised(t, l, scA.NS, 2)
+	checkInitialised(t, l, scB.NS, 2)
+	for _, a := range []*lab.Applied{aApplied, bApplied} {
+		if d := byTenant(l.PVE.Denied(), a); len(d) > 0 {
+			t.Errorf("denied %v", d)
+		}
 	}
 }
 
@@ -306,9 +309,16 @@ func podsOf(l *lab.Lab, ns string) map[string]lab.Pod {
 	return out
 }
 
+// ccmLog is the log of the CCM of the tenant in namespace ns (of its
+// one cluster's <cluster>-pccm Deployment).
 func ccmLog(l *lab.Lab, ns string) string {
-	data, _ := os.ReadFile(l.LogFile(ns, "kubernetes-demo-pccm", lab.CCMContainer))
-	return string(data)
+	paths, _ := filepath.Glob(filepath.Join(l.Dir, "pods", ns+".*-pccm", lab.CCMContainer+".log"))
+	var out []string
+	for _, p := range paths {
+		data, _ := os.ReadFile(p)
+		out = append(out, string(data))
+	}
+	return strings.Join(out, "")
 }
 
 func ccmTail(l *lab.Lab, ns string) string { return "CCM of " + ns + ":\n" + tail(ccmLog(l, ns), 15) }

@@ -40,6 +40,9 @@ func csiTenant(t *testing.T) lab.Tenant {
 func startCSITenant(t *testing.T) (*lab.Lab, *lab.Applied, string) {
 	t.Helper()
 	ctx := context.Background()
+	// A lab of its own: the CSI driver, its StorageClasses and the
+	// attach-detach controller are the tenant API server's, which a
+	// lab's tenants share (TestCSIIsolation works around that).
 	l := startLab(t, "")
 	a, err := l.Apply(ctx, csiTenant(t))
 	must(t, err)

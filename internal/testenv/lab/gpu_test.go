@@ -66,6 +66,9 @@ var (
 func TestGPUPools(t *testing.T) { eachCapmox(t, gpuPools) }
 
 func gpuPools(t *testing.T, gen capi.Capmox) {
+	// A lab of its own: it adds a PCI mapping and a storage to the fake
+	// (the shared storage TestCapmoxPoolShapes adds too), and holds every
+	// device of the mapping and every request denied to its tenants.
 	l := startLab(t, gen)
 	tmpl := addGPUs(t, l)
 	held := gpuPoolRuns(t, l, tmpl)
@@ -102,7 +105,7 @@ func gpuPoolRuns(t *testing.T, l *lab.Lab, tmpl talostemplate.Spec) map[int]stri
 		running, state := machines(t, l.Client, "tenant-demo")
 		return running == 2, fmt.Sprintf("%s\ndenied %v\n%s", state, l.PVE.Denied(), l.Managers.Capmox.Tail(20))
 	})
-	checkWorkers(t, l, a)
+	checkWorkers(t, l, a, demoScope)
 	held := checkGPUWorkers(t, l)
 	checkGPUCapacity(t, l, "tenant-demo")
 	return held

@@ -38,6 +38,8 @@ import (
 func TestPoolLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	// A lab of its own: it adds a template and destroys the lab's own
+	// once its pool has rotated off it, which every other tenant clones.
 	l := startLab(t, "")
 	// The rotation's template, made before the tenant is applied so that
 	// the platform's admin can name it in the tenant's plan, which grants

@@ -45,6 +45,8 @@ const lostCloneRefusal = "lab: the worker node locations of this ProxmoxCluster 
 func TestCapmoxLostClone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	// A lab of its own: its admission policy refuses every
+	// ProxmoxCluster's status write, whoever's cluster it is.
 	l := startLab(t, "")
 	admission, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
 	must(t, err)

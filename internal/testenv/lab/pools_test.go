@@ -84,6 +84,9 @@ func TestCapmoxPoolShapes(t *testing.T) { eachCapmox(t, poolShapes) }
 
 func poolShapes(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
+	// A lab of its own: its shared template's tags (sharedTags) hold the
+	// lab template's, so any other tenant's selection would find two, and
+	// it adds a bridge to every node and a storage to the fake.
 	l := startLab(t, gen)
 	addSharedTemplate(t, l, false)
 	for _, n := range pvelab.Nodes {

@@ -82,6 +82,9 @@ var selectorCases = []selectorCase{
 func TestCapmoxTemplateMatchPolicies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	// A lab of its own: its templates carry the lab template's tags and
+	// more, so capmox's one-match selection for any other tenant would
+	// find several.
 	l := startLab(t, "")
 	var vmids []int
 	for _, tp := range selectorTemplates {

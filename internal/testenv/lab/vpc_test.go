@@ -180,45 +180,50 @@ func listOfClient(t *testing.T, c client.Client, apiVersion, kind string) []unst
 // handed out twice.
 func TestDualStackWorkers(t *testing.T) { eachCapmox(t, dualStackWorkers) }
 
+// dualStackWorkers applies a tenant of its own in the shared lab of gen:
+// its Nodes are the tenant API server's Nodes of its VMs, and no address
+// of any Node there is handed out twice.
 func dualStackWorkers(t *testing.T, gen capi.Capmox) {
 	ctx := context.Background()
-	l := startLab(t, gen)
-	tn, err := lab.ReadTenant(filepath.Join("testdata", "dual-kubernetes.yaml"), filepath.Join("testdata", "nodes.yaml"))
-	must(t, err)
-	_, err = l.Apply(ctx, tn)
+	l, tn, sc := sharedTenant(t, gen, "dual", "dual-kubernetes.yaml", "nodes.yaml")
+	a, err := l.Apply(ctx, tn)
 	must(t, err)
 	eventually(t, 4*time.Minute, "the two dual-stack workers run", func() (bool, string) {
-		running, state := machines(t, l.Client, "tenant-demo")
-		return running == 2, state + "\n" + l.Managers.Capmox.Tail(20)
+		running, state := machines(t, l.Client, sc.NS)
+		return running == 2, state
 	})
-	seen := map[string]bool{}
+	mine := nodesOfTenant(t, l, sc.NS)
+	if len(mine) != 2 {
+		t.Errorf("%d Nodes of %s's VMs, want 2: %v", len(mine), sc.NS, mine)
+	}
+	seen := map[string]string{}
 	for _, n := range listOfClient(t, l.TenantClient, "v1", "NodeList") {
 		addrs, _, _ := unstructured.NestedSlice(n.Object, "status", "addresses")
-		v4, v6 := 0, 0
+		v4, v6, internal := 0, 0, 0
 		for _, a := range addrs {
 			m, _ := a.(map[string]any)
 			addr, _ := m["address"].(string)
 			if m["type"] != "InternalIP" {
 				continue
 			}
+			internal++
+			if other, ok := seen[addr]; ok {
+				t.Errorf("address %s is handed out twice: Nodes %s and %s", addr, other, n.GetName())
+			}
+			seen[addr] = n.GetName()
 			switch {
-			case addressIn(addr, "10.0.100.20", "10.0.100.29"):
+			case addressIn(addr, sc.First, sc.Last):
 				v4++
-			case addressIn(addr, "fd00:100::20", "fd00:100::29"):
+			case addressIn(addr, sc.First6, sc.Last6):
 				v6++
-			default:
-				t.Errorf("Node %s: address %s is of neither pool", n.GetName(), addr)
 			}
-			if seen[addr] {
-				t.Errorf("address %s is handed out twice", addr)
-			}
-			seen[addr] = true
 		}
-		if v4 != 1 || v6 != 1 {
-			t.Errorf("Node %s has %d IPv4 and %d IPv6 addresses of the pools, want one each: %v", n.GetName(), v4, v6, addrs)
+		if !slices.Contains(mine, n.GetName()) {
+			continue
+		}
+		if v4 != 1 || v6 != 1 || internal != 2 {
+			t.Errorf("Node %s has %d IPv4 and %d IPv6 addresses of the pools among %d InternalIPs, want one each and no other: %v", n.GetName(), v4, v6, internal, addrs)
 		}
 	}
-	if d, u, b := l.PVE.Denied(), l.PVE.Unserved(), l.PVE.BootErrors(); len(d)+len(u)+len(b) > 0 {
-		t.Errorf("denied %v, unserved %v, boot errors %v", d, u, b)
-	}
+	checkTenantRequests(t, l, a)
 }
