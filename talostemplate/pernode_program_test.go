@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestPerNodeProgram runs the one program of each node's template on stub
-// nodes: on pve2 it builds pve2's template (its VMID, its node tag), on a
+// TestPerNodeProgram runs the one program of each node's template as if on
+// each node (the host name a stand-in shell reports): on pve2 it builds pve2's template (its VMID, its node tag), on a
 // host that is none of the nodes it stops before anything is fetched or
 // made.
 func TestPerNodeProgram(t *testing.T) {
