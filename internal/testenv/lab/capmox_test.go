@@ -123,7 +123,7 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied, sc tenantScope) {
 			}
 		}
 	}
-	cloner := cloneUsers(l)
+	made := clones(l)
 	for _, pm := range list.Items {
 		vmid, _, _ := unstructured.NestedInt64(pm.Object, "spec", "virtualMachineID")
 		providerID, _, _ := unstructured.NestedString(pm.Object, "spec", "providerID")
@@ -145,7 +145,7 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied, sc tenantScope) {
 			"in the pool":                  members[uint64(vmid)],
 			"smbios uuid":                  strings.Contains(conf["smbios1"], "uuid="+strings.TrimPrefix(providerID, "proxmox://")),
 			"address in range":             addressIn(addr, sc.First, sc.Last),
-			"cloned by the tenant's token": cloner[int(vmid)] == a.TokenID,
+			"cloned by the tenant's token": made[int(vmid)].task.User == a.TokenID,
 		}
 		for what, holds := range want {
 			if !holds {
@@ -156,31 +156,12 @@ func checkWorkers(t *testing.T, l *lab.Lab, a *lab.Applied, sc tenantScope) {
 	if len(list.Items) != 2 || len(mine) != 2 {
 		t.Errorf("%d ProxmoxMachines and %d Nodes of %s, want 2 each", len(list.Items), len(mine), sc.NS)
 	}
-	for vmid, user := range cloner {
-		if user == a.TokenID && !members[uint64(vmid)] {
+	for vmid, c := range made {
+		if c.task.User == a.TokenID && !members[uint64(vmid)] {
 			t.Errorf("the tenant's token %s cloned VM %d, which is not in its pool %s", a.TokenID, vmid, sc.NS)
 		}
 	}
 	checkTenantRequests(t, l, a)
-}
-
-// cloneUsers maps each VM the fake cloned to the user of the latest
-// qmclone task that made it (a VM id freed may be taken again), from the
-// tasks' logs ("creating a clone of VM <source> with ID <new>").
-func cloneUsers(l *lab.Lab) map[int]string {
-	out := map[int]string{}
-	for _, task := range l.PVE.Tasks() {
-		if task.Type != "qmclone" {
-			continue
-		}
-		for _, line := range task.Log {
-			var from, to int
-			if _, err := fmt.Sscanf(line, "creating a clone of VM %d with ID %d", &from, &to); err == nil {
-				out[to] = task.User
-			}
-		}
-	}
-	return out
 }
 
 // addressIn says whether addr lies in first-last.

@@ -175,17 +175,17 @@ func localPoolIs(t *testing.T, l *lab.Lab, want []talostemplate.Spec) (bool, str
 	for _, s := range want {
 		of[s.Node] = s.VMID
 	}
-	cloneOf, tasks := clonesByVM(l), cloneTasks(l)
+	made := clones(l)
 	perNode := map[string]int{}
 	var problems []string
 	for _, g := range guests(l) {
 		perNode[g.node]++
 		switch {
-		case cloneOf[g.vmid] != of[g.node]:
-			problems = append(problems, fmt.Sprintf("VM %d on %s is a clone of %d, want %d", g.vmid, g.node, cloneOf[g.vmid], of[g.node]))
-		case !slices.ContainsFunc(tasks[g.vmid], func(line string) bool { return strings.HasPrefix(line, "create linked clone of drive scsi0 (") }) ||
-			slices.ContainsFunc(tasks[g.vmid], func(line string) bool { return strings.HasPrefix(line, "create full clone") }):
-			problems = append(problems, fmt.Sprintf("VM %d is not a linked clone: %q", g.vmid, tasks[g.vmid]))
+		case made[g.vmid].from != of[g.node]:
+			problems = append(problems, fmt.Sprintf("VM %d on %s is a clone of %d, want %d", g.vmid, g.node, made[g.vmid].from, of[g.node]))
+		case !slices.ContainsFunc(made[g.vmid].task.Log, func(line string) bool { return strings.HasPrefix(line, "create linked clone of drive scsi0 (") }) ||
+			slices.ContainsFunc(made[g.vmid].task.Log, func(line string) bool { return strings.HasPrefix(line, "create full clone") }):
+			problems = append(problems, fmt.Sprintf("VM %d is not a linked clone: %q", g.vmid, made[g.vmid].task.Log))
 		}
 	}
 	for _, n := range pvelab.Nodes {
@@ -194,23 +194,6 @@ func localPoolIs(t *testing.T, l *lab.Lab, want []talostemplate.Spec) (bool, str
 		}
 	}
 	return len(problems) == 0, strings.Join(problems, "\n")
-}
-
-// cloneTasks are the log lines of the qmclone task that made each VM.
-func cloneTasks(l *lab.Lab) map[int][]string {
-	out := map[int][]string{}
-	for _, task := range l.PVE.Tasks() {
-		if task.Type != "qmclone" {
-			continue
-		}
-		for _, line := range task.Log {
-			var from, to int
-			if _, err := fmt.Sscanf(line, "creating a clone of VM %d with ID %d", &from, &to); err == nil {
-				out[to] = task.Log
-			}
-		}
-	}
-	return out
 }
 
 // checkNoCrossNodeClone: qemu-server's refusal of a clone of a template on

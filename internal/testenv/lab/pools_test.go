@@ -263,6 +263,24 @@ func proxmoxMachinesList(t *testing.T, l *lab.Lab) []proxmoxMachine {
 // qmclone tasks' logs ("creating a clone of VM <source> with ID <new>").
 func clonesByVM(l *lab.Lab) map[int]int {
 	out := map[int]int{}
+	for vmid, c := range clones(l) {
+		out[vmid] = c.from
+	}
+	return out
+}
+
+// clone is how the fake made a VM: the template or VM it cloned and the
+// qmclone task that did it.
+type clone struct {
+	from int
+	task pvefake.TaskInfo
+}
+
+// clones maps each VM the fake cloned to its latest qmclone task (a VM id
+// freed may be taken again), read from the tasks' logs ("creating a clone
+// of VM <source> with ID <new>").
+func clones(l *lab.Lab) map[int]clone {
+	out := map[int]clone{}
 	for _, task := range l.PVE.Tasks() {
 		if task.Type != "qmclone" {
 			continue
@@ -271,7 +289,7 @@ func clonesByVM(l *lab.Lab) map[int]int {
 		for _, line := range task.Log {
 			var from, to int
 			if _, err := fmt.Sscanf(line, "creating a clone of VM %d with ID %d", &from, &to); err == nil && from == src {
-				out[to] = src
+				out[to] = clone{from: src, task: task}
 			}
 		}
 	}
