@@ -58,6 +58,18 @@ if ((${#need[@]})); then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# While the programs of the cache build (on a first run: a few dozen
+# minutes, their downloads leaving the cores idle at times), the main
+# module's packages and their tests compile beside them at the lowest
+# priority, with the compiler flags go test uses below, into the same
+# build cache: go test then finds them compiled. It stops as soon as the
+# programs are built; what it has not compiled go test compiles. On a
+# machine whose programs are built it runs for a second.
+setsid nice -n 19 go list -race -gcflags=all=-dwarf=false -export -test -deps ./... >/dev/null 2>&1 &
+precompile=$!
+stop_precompile() { kill -- "-$precompile" 2>/dev/null || true; wait "$precompile" 2>/dev/null || true; }
+trap stop_precompile EXIT
+
 KUBEBUILDER_ASSETS="$(hack/kube-assets.sh)"
 export KUBEBUILDER_ASSETS
 say "envtest binaries: $KUBEBUILDER_ASSETS"
@@ -101,6 +113,7 @@ for arg in "$@"; do
 	esac
 done
 if $packages; then
+	stop_precompile
 	exec go test "${flags[@]}" "$@"
 fi
 
@@ -116,6 +129,7 @@ slowest=(./internal/testenv/lab ./internal/testenv/kubeovn ./internal/cli ./e2e 
 PXSUBSTRATE_PROMTOOL="$(hack/promtool.sh)"
 PXSUBSTRATE_PROMETHEUS_CRDS="$(hack/prometheus-crds.sh)"
 export PXSUBSTRATE_PROMTOOL PXSUBSTRATE_PROMETHEUS_CRDS
+stop_precompile
 nested_log="$(mktemp "${TMPDIR:-/tmp}/pxsubstrate-nested.XXXXXX")"
 trap 'rm -f "$nested_log"' EXIT
 (
