@@ -120,22 +120,42 @@ func (rs Rules) Check(name string, r io.Reader) ([]Finding, error) {
 // Line returns the references to paths outside the checkout in one line of
 // a file in folder dir (relative to the root): climbing paths first, then
 // absolute ones.
+//
+// A line that holds none of the text a reference must hold (../ for a
+// climbing one, a home folder or one of rs.Machine for an absolute one, a
+// backslash for a Windows one) skips that regular expression: most lines
+// of the repository skip all three.
 func (rs Rules) Line(dir, line string) []string {
 	var refs []string
-	for _, m := range relative.FindAllStringSubmatch(line, -1) {
-		if escapes(dir, m[1]) {
-			refs = append(refs, m[1])
+	if strings.Contains(line, "../") {
+		for _, m := range relative.FindAllStringSubmatch(line, -1) {
+			if escapes(dir, m[1]) {
+				refs = append(refs, m[1])
+			}
 		}
 	}
-	for _, m := range absolute.FindAllStringSubmatch(line, -1) {
-		if rs.machines(m[1]) {
-			refs = append(refs, m[1])
+	if rs.mayName(line) {
+		for _, m := range absolute.FindAllStringSubmatch(line, -1) {
+			if rs.machines(m[1]) {
+				refs = append(refs, m[1])
+			}
 		}
 	}
-	for _, m := range windowsHome.FindAllStringSubmatch(line, -1) {
-		refs = append(refs, m[1])
+	if strings.IndexByte(line, '\\') >= 0 {
+		for _, m := range windowsHome.FindAllStringSubmatch(line, -1) {
+			refs = append(refs, m[1])
+		}
 	}
 	return refs
+}
+
+// mayName says whether line holds text that a path machines accepts
+// starts with: a home folder's parent or one of rs.Machine.
+func (rs Rules) mayName(line string) bool {
+	if strings.Contains(line, "/home/") || strings.Contains(line, "/Users/") {
+		return true
+	}
+	return slices.ContainsFunc(rs.Machine, func(m string) bool { return strings.Contains(line, m) })
 }
 
 // escapes says whether ref, relative to dir, names something above the root.

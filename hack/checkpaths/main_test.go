@@ -142,6 +142,34 @@ func FuzzLine(f *testing.F) {
 	})
 }
 
+// FuzzLineSkipsNothing: the text Line looks for before each regular
+// expression drops no reference the expressions alone would find.
+func FuzzLineSkipsNothing(f *testing.F) {
+	for _, s := range []string{"../../x", "a/../../b", "/srv/build/alice/x", "/home/bob/x", "/Users/bob", `C:\Users\x\y`,
+		"see /srv/build and ../up", "x=/srv/buildx/y", "\x00", ""} {
+		f.Add("docs", s)
+	}
+	f.Fuzz(func(t *testing.T, dir, line string) {
+		var want []string
+		for _, m := range relative.FindAllStringSubmatch(line, -1) {
+			if escapes(dir, m[1]) {
+				want = append(want, m[1])
+			}
+		}
+		for _, m := range absolute.FindAllStringSubmatch(line, -1) {
+			if rig.machines(m[1]) {
+				want = append(want, m[1])
+			}
+		}
+		for _, m := range windowsHome.FindAllStringSubmatch(line, -1) {
+			want = append(want, m[1])
+		}
+		if got := rig.Line(dir, line); !slices.Equal(got, want) {
+			t.Fatalf("Line(%q, %q) = %q, the expressions alone find %q", dir, line, got, want)
+		}
+	})
+}
+
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{"../../x", "a/../../b", "/srv/build/x", "/home/bob/x", "\x00", ""} {
 		f.Add("docs/x.md", s)
