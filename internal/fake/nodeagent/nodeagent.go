@@ -27,12 +27,14 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -90,6 +92,12 @@ type Agent struct {
 	boot  *talosboot.Boot
 	cs    kubernetes.Interface
 	nodes typedcorev1.NodeInterface
+
+	// mu guards csiNode: the UID of the Node whose CSINode holds the
+	// driver. The kubelet registers the node plugin once, when it starts,
+	// not on every sync; a Node made again (another UID) registers again.
+	mu      sync.Mutex
+	csiNode types.UID
 }
 
 // New returns the agent of b, reaching the API server at b's control-plane

@@ -3,13 +3,19 @@ package nodeagent_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -156,17 +162,8 @@ cluster:
 // ErrNodeGone.
 func TestPostStatus(t *testing.T) {
 	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
-	endpoint, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &talosboot.Boot{Endpoint: endpoint, NetworkConfig: []byte(networkConfig),
-		Meta: talosboot.Meta{InstanceID: "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77", LocalHostname: "tenant-a-md0-x7k2p"}}
 	ctx := context.Background()
-	a, err := nodeagent.New(b, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAgent(t, cfg, cfg)
 	n, err := a.Register(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -275,4 +272,152 @@ func conditionsAre(conds []corev1.NodeCondition, want ...string) bool {
 		got = append(got, string(c.Type)+"="+string(c.Status))
 	}
 	return slices.Equal(got, want)
+}
+
+// newAgent returns the agent of a VM booted with networkConfig whose
+// Talos configuration names the API server of cfg, reaching it with creds.
+func newAgent(t *testing.T, cfg, creds *rest.Config) *nodeagent.Agent {
+	t.Helper()
+	endpoint, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &talosboot.Boot{Endpoint: endpoint, NetworkConfig: []byte(networkConfig),
+		Meta: talosboot.Meta{InstanceID: "4a1d3c56-8a0e-4bd3-9c45-0b6f2a1e9d77", LocalHostname: "tenant-a-md0-x7k2p"}}
+	a, err := nodeagent.New(b, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// requestCounter counts the requests a client sends, by method and path.
+type requestCounter struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (rc *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		rc.mu.Lock()
+		rc.seen = append(rc.seen, r.Method+" "+r.URL.Path)
+		rc.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+// take returns the requests counted since the last take.
+func (rc *requestCounter) take() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := rc.seen
+	rc.seen = nil
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSyncPodsCSI: the node plugin's driver is added to the Node's
+// CSINode once the Node has its topology labels, with the labels as
+// topology keys and 24 volumes; a Pod without claims on the Node runs,
+// Ready. Once registered, a round with nothing to do reads the Node and
+// lists its Pods and sends nothing else, as a kubelet registers its
+// plugin once; a Node made again (another UID) gets the driver again.
+func TestSyncPodsCSI(t *testing.T) {
+	cfg, c := testenv.StartAPIServer(t, testenv.APIServerOptions{})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := rest.CopyConfig(cfg)
+	rc := &requestCounter{}
+	counted.Wrap(rc.wrap)
+	ctx := context.Background()
+	a := newAgent(t, cfg, counted)
+	if _, err := a.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SyncPods(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := csiDrivers(t, cs, a.Name()); len(d) != 0 {
+		t.Errorf("the driver is registered before the Node has its topology labels: %+v", d)
+	}
+	label := func() {
+		t.Helper()
+		var n corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: a.Name()}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Labels = map[string]string{corev1.LabelTopologyRegion: "lab", corev1.LabelTopologyZone: "pve1"}
+		if err := c.Update(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: a.Name(), Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SyncPods(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := csiDrivers(t, cs, a.Name())
+	if len(d) != 1 || d[0].Name != nodeagent.CSIDriver || d[0].NodeID != a.Name() || d[0].Allocatable == nil || *d[0].Allocatable.Count != 24 ||
+		!slices.Equal(d[0].TopologyKeys, []string{corev1.LabelTopologyRegion, corev1.LabelTopologyZone}) {
+		t.Errorf("the CSINode's drivers: %+v", d)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Phase != corev1.PodRunning || !podReady(pod) {
+		t.Errorf("the Pod without claims: %s, conditions %+v", pod.Status.Phase, pod.Status.Conditions)
+	}
+	rc.take()
+	if err := a.SyncPods(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rc.take(), []string{"GET /api/v1/nodes/" + a.Name(), "GET /api/v1/pods"}; !slices.Equal(got, want) {
+		t.Errorf("a round with nothing to do sent %q, want %q", got, want)
+	}
+	// The Node made again: its CSINode (garbage collected with the Node
+	// it was owned by) is made again with the driver.
+	if err := cs.StorageV1().CSINodes().Delete(ctx, a.Name(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Name()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	label()
+	if err := a.SyncPods(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := csiDrivers(t, cs, a.Name()); len(d) != 1 || d[0].Name != nodeagent.CSIDriver {
+		t.Errorf("the Node made again: the CSINode's drivers %+v", d)
+	}
+}
+
+// csiDrivers are the drivers of the CSINode of node (none when it has no CSINode).
+func csiDrivers(t *testing.T, cs kubernetes.Interface, node string) []storagev1.CSINodeDriver {
+	t.Helper()
+	cn, err := cs.StorageV1().CSINodes().Get(context.Background(), node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cn.Spec.Drivers
+}
+
+func podReady(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+	})
 }

@@ -71,7 +71,7 @@ func (a *Agent) SyncPods(ctx context.Context) error {
 	}
 	slices.Sort(inUse)
 	inUse = slices.Compact(inUse)
-	if err := a.setVolumesInUse(ctx, inUse); err != nil {
+	if err := a.setVolumesInUse(ctx, node, inUse); err != nil {
 		return err
 	}
 	for _, p := range gone {
@@ -88,6 +88,12 @@ func (a *Agent) SyncPods(ctx context.Context) error {
 // registerCSI adds the driver to the Node's CSINode once the Node has its
 // topology labels.
 func (a *Agent) registerCSI(ctx context.Context, node *corev1.Node) error {
+	a.mu.Lock()
+	done := a.csiNode == node.UID
+	a.mu.Unlock()
+	if done {
+		return nil
+	}
 	region, zone := node.Labels[corev1.LabelTopologyRegion], node.Labels[corev1.LabelTopologyZone]
 	csiNodes := a.cs.StorageV1().CSINodes()
 	cn, err := csiNodes.Get(ctx, node.Name, metav1.GetOptions{})
@@ -99,14 +105,21 @@ func (a *Agent) registerCSI(ctx context.Context, node *corev1.Node) error {
 	if err != nil {
 		return err
 	}
-	if region == "" || zone == "" || slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == CSIDriver }) {
+	if region == "" || zone == "" {
 		return nil
 	}
-	n := int32(csiMaxVolumes)
-	cn.Spec.Drivers = append(cn.Spec.Drivers, storagev1.CSINodeDriver{Name: CSIDriver, NodeID: node.Name,
-		TopologyKeys: []string{corev1.LabelTopologyRegion, corev1.LabelTopologyZone}, Allocatable: &storagev1.VolumeNodeResources{Count: &n}})
-	_, err = csiNodes.Update(ctx, cn, metav1.UpdateOptions{})
-	return err
+	if !slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == CSIDriver }) {
+		n := int32(csiMaxVolumes)
+		cn.Spec.Drivers = append(cn.Spec.Drivers, storagev1.CSINodeDriver{Name: CSIDriver, NodeID: node.Name,
+			TopologyKeys: []string{corev1.LabelTopologyRegion, corev1.LabelTopologyZone}, Allocatable: &storagev1.VolumeNodeResources{Count: &n}})
+		if _, err := csiNodes.Update(ctx, cn, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	a.mu.Lock()
+	a.csiNode = node.UID
+	a.mu.Unlock()
+	return nil
 }
 
 // podVolumes are the unique names of the CSI volumes of the Pod's bound
@@ -169,8 +182,12 @@ func (a *Agent) runPod(ctx context.Context, node *corev1.Node, p *corev1.Pod, vo
 	return err
 }
 
-// setVolumesInUse writes the Node's status.volumesInUse.
-func (a *Agent) setVolumesInUse(ctx context.Context, vols []corev1.UniqueVolumeName) error {
+// setVolumesInUse writes the Node's status.volumesInUse, unless node (as
+// read this round) already holds vols.
+func (a *Agent) setVolumesInUse(ctx context.Context, node *corev1.Node, vols []corev1.UniqueVolumeName) error {
+	if slices.Equal(node.Status.VolumesInUse, vols) {
+		return nil
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := a.nodes.Get(ctx, a.Name(), metav1.GetOptions{})
 		if err != nil {
