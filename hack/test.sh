@@ -12,22 +12,24 @@
 #   - a real ovsdb-server (Debian package ovn-central) and the OVN data plane
 #     (ovn-host, openvswitch-switch, iproute2, iputils-ping, ethtool), installed with
 #     apt-get when missing; the data-plane tests also need root;
-#   - kube-apiserver and etcd for envtest, and the kubectl the host-entries
-#     test runs, built once from the Go module proxy into
+#   - kube-apiserver and etcd for envtest, the kubectl the host-entries
+#     test runs and the kube-controller-manager and kube-scheduler the lab
+#     runs, built once from the Go module proxy into
 #     ${PXSUBSTRATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pxsubstrate}
-#     (about 5 minutes on 2 cores the first time, instant afterwards);
+#     (about 8 minutes on 2 cores the first time, instant afterwards);
 #   - the managers of Cluster API core, of the in-cluster IPAM provider, of
 #     capmox (v0.9.0 and v0.7.2) and of the Talos bootstrap provider
-#     (hack/capi-assets.sh), built once into the same cache folder, one
-#     after the other (3 to 7 minutes each on 2 cores the first time, about
-#     25 minutes for the five);
+#     (hack/capi-assets.sh), built once into the same cache folder, those
+#     that share a Kubernetes minor release with each other or with the
+#     CCM and CSI sidecars in one module (about 7 minutes for the five on
+#     2 cores the first time);
 #   - the Proxmox CCM v0.7.0, the Proxmox CSI controller v0.18.1 and the
 #     CSI provisioner, attacher and resizer the lab runs as a tenant's
 #     rendered Deployments say (hack/ccmcsi-assets.sh), built once into the
 #     same cache folder (README.md records how long);
 #   - Kube-OVN's kube-ovn-controller and kube-ovn-webhook v1.14.10
 #     (hack/kubeovn-assets.sh), built once into the same cache folder
-#     (about 3.5 minutes on 2 cores the first time);
+#     (about 2 minutes on 2 cores the first time);
 #   - for the nested modules: promtool (hack/promtool.sh) and
 #     prometheus-operator's CRDs (hack/prometheus-crds.sh), built once into
 #     the same cache folder.
