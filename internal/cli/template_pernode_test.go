@@ -59,27 +59,11 @@ func TestTemplatePrintPerNode(t *testing.T) {
 	}
 }
 
-// localPool is a pool with local templates on pve1-pve3 on the tags of
-// Talos v.
+// localPool is rotationPool's pool with six workers on local templates
+// of pve1-pve3.
 func localPool(v string) string {
-	return `apiVersion: apps.cozystack.io/v1alpha1
-kind: KubernetesNodes
-metadata: {name: demo-workers, namespace: tenant-demo}
-spec:
-  cluster: demo
-  substrate: proxmox
-  version: v1.35.2
-  replicas: 6
-  resources: {cpu: 2, memory: 4Gi}
-  talos: {version: ` + v + `, schematicID: ` + guestAgentID + `}
-  proxmox:
-    templateTags: [cozystack, schematic-ce4c9805, talos, talos-` + v + `]
-    localTemplates: true
-    allowedNodes: [pve1, pve2, pve3]
-    network: {bridge: vmbr1}
-    pool: tenant-demo
-    dnsServers: [10.0.100.1]
-`
+	return strings.NewReplacer("replicas: 2", "replicas: 6",
+		"    network: {bridge: vmbr1}", "    localTemplates: true\n    allowedNodes: [pve1, pve2, pve3]\n    network: {bridge: vmbr1}").Replace(rotationPool(v))
 }
 
 // machineTemplateNames renders pool and returns its ProxmoxMachineTemplate names.
@@ -94,6 +78,9 @@ func machineTemplateNames(t *testing.T, pool string) []string {
 		if name, ok := strings.CutPrefix(strings.ToLower(l), "proxmoxmachinetemplate.infrastructure.cluster.x-k8s.io/"); ok {
 			names = append(names, name)
 		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no ProxmoxMachineTemplate in:\n%s", out)
 	}
 	return names
 }

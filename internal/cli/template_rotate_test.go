@@ -31,20 +31,11 @@ spec:
 `
 }
 
-// machineTemplateName renders the pool and returns its ProxmoxMachineTemplate name.
+// machineTemplateName renders the pool and returns its one
+// ProxmoxMachineTemplate's name.
 func machineTemplateName(t *testing.T, pool string) string {
 	t.Helper()
-	out, errOut, code := runIn(t, pool, "render", "nodes", "-f", "-", "-o", "name")
-	if code != 0 {
-		t.Fatalf("render nodes: exit %d: %s", code, errOut)
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if name, ok := strings.CutPrefix(strings.ToLower(l), "proxmoxmachinetemplate.infrastructure.cluster.x-k8s.io/"); ok {
-			return name
-		}
-	}
-	t.Fatalf("no ProxmoxMachineTemplate in:\n%s", out)
-	return ""
+	return machineTemplateNames(t, pool)[0]
 }
 
 // destroy deletes a VM through the API (what qm destroy does) and waits.
