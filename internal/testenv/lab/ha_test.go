@@ -221,12 +221,7 @@ func TestHAPoolWorkers(t *testing.T) {
 		return ok && len(res) == 1 && len(rules) == 0, fmt.Sprintf("%s\nHA resources %v, rules %v", state, res, rules)
 	})
 
-	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion("cluster.x-k8s.io/v1beta2")
-	cluster.SetKind("Cluster")
-	cluster.SetNamespace("tenant-demo")
-	cluster.SetName(a.ClusterName)
-	must(t, l.Client.Delete(ctx, cluster))
+	deleteCluster(t, l, "tenant-demo", a.ClusterName)
 	eventually(t, 3*time.Minute, "nothing left after the cluster's deletion", func() (bool, string) {
 		ok, state := poolIs(t, l, 0, 0)
 		res := haResources(t, root)

@@ -104,17 +104,9 @@ func TestPoolLifecycle(t *testing.T) {
 	})
 	step("the old template destroyed", 1)
 
-	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion("cluster.x-k8s.io/v1beta2")
-	cluster.SetKind("Cluster")
-	cluster.SetNamespace("tenant-demo")
-	cluster.SetName(a.ClusterName)
-	must(t, l.Client.Delete(ctx, cluster))
+	cluster := deleteCluster(t, l, "tenant-demo", a.ClusterName)
 	step("cluster deleted", 0)
-	eventually(t, 2*time.Minute, "the Cluster goes", func() (bool, string) {
-		err := l.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster)
-		return apierrors.IsNotFound(err), fmt.Sprintf("Cluster %s: %v, finalizers %v, status %v", a.ClusterName, err, cluster.GetFinalizers(), cluster.Object["status"])
-	})
+	eventually(t, 2*time.Minute, "the Cluster goes", clusterGone(t, l, cluster))
 	if d, u, b := l.PVE.Denied(), l.PVE.Unserved(), l.PVE.BootErrors(); len(d)+len(u)+len(b) > 0 {
 		t.Errorf("denied %v, unserved %v, boot errors %v", d, u, b)
 	}
@@ -250,4 +242,27 @@ func createTalosTemplate(t *testing.T, l *lab.Lab, vmid int, version string) tal
 		t.Fatalf("cannot create template %d: %v", vmid, err)
 	}
 	return res.Spec
+}
+
+// deleteCluster deletes the Cluster API Cluster name of ns, as deleting
+// the tenant's cluster does, and returns it for the checks after.
+func deleteCluster(t *testing.T, l *lab.Lab, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	cluster := &unstructured.Unstructured{}
+	cluster.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	cluster.SetKind("Cluster")
+	cluster.SetNamespace(ns)
+	cluster.SetName(name)
+	must(t, l.Client.Delete(context.Background(), cluster))
+	return cluster
+}
+
+// clusterGone is the check that cluster is gone from the management API
+// server, with its finalizers and status while it is not.
+func clusterGone(t *testing.T, l *lab.Lab, cluster *unstructured.Unstructured) func() (bool, string) {
+	t.Helper()
+	return func() (bool, string) {
+		err := l.Client.Get(context.Background(), client.ObjectKeyFromObject(cluster), cluster)
+		return apierrors.IsNotFound(err), fmt.Sprintf("Cluster %s: %v, finalizers %v, status %v", cluster.GetName(), err, cluster.GetFinalizers(), cluster.Object["status"])
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,16 +83,8 @@ func localTemplatesRun(t *testing.T, gen capi.Capmox) {
 	}
 	checkNoCrossNodeClone(t, l)
 
-	cluster := &unstructured.Unstructured{}
-	cluster.SetAPIVersion("cluster.x-k8s.io/v1beta2")
-	cluster.SetKind("Cluster")
-	cluster.SetNamespace("tenant-demo")
-	cluster.SetName(a.ClusterName)
-	must(t, l.Client.Delete(ctx, cluster))
-	eventually(t, 3*time.Minute, "the Cluster goes", func() (bool, string) {
-		err := l.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster)
-		return apierrors.IsNotFound(err), fmt.Sprintf("Cluster %s: %v, finalizers %v", a.ClusterName, err, cluster.GetFinalizers())
-	})
+	cluster := deleteCluster(t, l, "tenant-demo", a.ClusterName)
+	eventually(t, 3*time.Minute, "the Cluster goes", clusterGone(t, l, cluster))
 	eventually(t, 2*time.Minute, "no worker VM is left", func() (bool, string) {
 		g := guests(l)
 		return len(g) == 0, fmt.Sprintf("%d guests left", len(g))
