@@ -1,10 +1,16 @@
 package capmoxrender_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"pgregory.net/rapid"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
@@ -67,30 +73,64 @@ func TestReadObjectsDuplicate(t *testing.T) {
 	}
 }
 
-// TestReadObjectsScalesLinearly: reading four times as many objects takes
-// about four times as long, not sixteen: each object is indexed, not
-// compared with every object read before it (the store before the index
-// took 1.9 s for 4,000 Deployments and 10.3 s for 8,000; see
-// BenchmarkLintImagesRead). The fastest of three runs of each size is
-// compared, and the bound (10x for 4x the objects) leaves room for a
-// loaded machine.
-func TestReadObjectsScalesLinearly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("times reads of thousands of objects")
-	}
-	fastest := func(data []byte) time.Duration {
-		best := time.Duration(1<<63 - 1)
-		for range 3 {
-			start := time.Now()
-			if _, err := capmoxrender.ReadObjectsBytes(data); err != nil {
-				t.Fatal(err)
-			}
-			best = min(best, time.Since(start))
+// TestObjectsIndexMatchesNaiveStore is a state machine over Objects: Add,
+// Delete and the lookups, against naiveObjects, the store that scanned
+// every object before the index. After every step the two hold the same
+// objects in the same order, and a lookup of any key finds what the naive
+// store finds; an index left stale by Delete's shift, or by Add replacing
+// in place, would point a later Add or lookup at the wrong object. How the
+// index scales is measured by BenchmarkLintImagesRead, against the same
+// naive store.
+func TestObjectsIndexMatchesNaiveStore(t *testing.T) {
+	groups := []string{"cluster.x-k8s.io/v1beta1", "cluster.x-k8s.io/v1beta2", "infrastructure.cluster.x-k8s.io/v1alpha1"}
+	rapid.Check(t, func(t *rapid.T) {
+		o := &capmoxrender.Objects{}
+		model := &naiveObjects{}
+		key := func(t *rapid.T) (apiVersion, kind, ns, name string) {
+			return rapid.SampledFrom(groups).Draw(t, "apiVersion"), rapid.SampledFrom([]string{"Cluster", "Machine"}).Draw(t, "kind"),
+				rapid.SampledFrom([]string{"a", "b"}).Draw(t, "namespace"), rapid.SampledFrom([]string{"x", "y", "z"}).Draw(t, "name")
 		}
-		return best
-	}
-	small, large := fastest(deployments(1500)), fastest(deployments(6000))
-	if ratio := float64(large) / float64(small); ratio > 10 {
-		t.Errorf("1,500 objects took %s, 6,000 took %s: %.1fx for 4x the objects", small, large, ratio)
-	}
+		serial := 0
+		t.Repeat(map[string]func(*rapid.T){
+			"add": func(t *rapid.T) {
+				apiVersion, kind, ns, name := key(t)
+				serial++
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": apiVersion, "kind": kind,
+					"metadata": map[string]any{"name": name, "namespace": ns},
+					"spec":     map[string]any{"infrastructureRef": map[string]any{"kind": fmt.Sprintf("Kind%d", serial)}},
+				}}
+				o.Add(u)
+				model.add(u)
+			},
+			"delete": func(t *rapid.T) {
+				apiVersion, kind, ns, name := key(t)
+				gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+				o.Delete(gk.Group, gk.Kind, ns, name)
+				model.items = slices.DeleteFunc(model.items, func(u *unstructured.Unstructured) bool {
+					return u.GroupVersionKind().GroupKind() == gk && u.GetNamespace() == ns && u.GetName() == name
+				})
+			},
+			"": func(t *rapid.T) {
+				if !slices.Equal(o.Items(), model.items) {
+					t.Fatalf("Objects holds %d objects, the naive store %d, or in another order", len(o.Items()), len(model.items))
+				}
+				for _, ns := range []string{"a", "b"} {
+					for _, name := range []string{"x", "y", "z"} {
+						got, found, err := o.ClusterInfrastructureKind(context.Background(), ns, name)
+						want, wantFound := "", false
+						for _, u := range model.items {
+							if u.GroupVersionKind().GroupKind() == (schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}) && u.GetNamespace() == ns && u.GetName() == name {
+								want, _, _ = unstructured.NestedString(u.Object, "spec", "infrastructureRef", "kind")
+								wantFound = true
+							}
+						}
+						if err != nil || got != want || found != wantFound {
+							t.Fatalf("Cluster %s/%s: lookup %q, %v, %v; the naive store has %q, %v", ns, name, got, found, err, want, wantFound)
+						}
+					}
+				}
+			},
+		})
+	})
 }
