@@ -9,7 +9,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 )
 
-// TestLongValueIsCut: a 1 MB value in a pool's field is refused in a
+// TestLongValueIsCut: a 64 KiB value in a pool's field is refused in a
 // short message that still names the field, and shows the value's start
 // and how many bytes were left out, never the whole value.
 func TestLongValueIsCut(t *testing.T) {
@@ -17,7 +17,7 @@ func TestLongValueIsCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("x", 1<<20)
+	long := strings.Repeat("x", 64<<10)
 	cases := map[string]struct{ from, to, field string }{
 		"InstanceType": {`instanceType: ""`, "instanceType: " + long, "instanceType"},
 		"Kind":         {"kind: KubernetesNodes", "kind: " + long, "kind"},
@@ -41,7 +41,7 @@ func TestLongValueIsCut(t *testing.T) {
 				_, err = capmoxrender.RenderNodes(context.Background(), n, capmoxrender.Options{})
 			}
 			if err == nil {
-				t.Fatal("a 1 MB value was accepted")
+				t.Fatal("a 64 KiB value was accepted")
 			}
 			msg := err.Error()
 			if len(msg) > 1024 || !strings.Contains(msg, tc.field) || !strings.Contains(msg, "more bytes)") {

@@ -12,7 +12,7 @@ import (
 // TestQuantityKindRefused: diskSize, proxmox.templateDiskSize,
 // resources.memory and the other quantities given as a bool, a list or a
 // map are refused as invalid input naming the field and the kind, never
-// echoing the value (a list of 1 MB gives a short message); a number or a
+// echoing the value (a list of 48 KiB gives a short message); a number or a
 // string is read.
 func TestQuantityKindRefused(t *testing.T) {
 	base, err := os.ReadFile("testdata/scenarios/nodes-raw/input.yaml")
@@ -35,7 +35,7 @@ func TestQuantityKindRefused(t *testing.T) {
 		"resources.memory":         replace("    memory: 4Gi\n", "    memory: "),
 		"resources.cpu":            replace("    cpu: 2\n", "    cpu: "),
 	}
-	big := "[" + strings.Repeat("1, ", 1<<18) + "1]"
+	big := "[" + strings.Repeat("1, ", 16<<10) + "1]"
 	for field, with := range fields {
 		t.Run(field, func(t *testing.T) {
 			if with("x") == string(base) {

@@ -3,6 +3,7 @@ package capmoxrender_test
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/siderolabs/talos/pkg/machinery/config"
@@ -99,7 +100,7 @@ func TestTalosPatchesValidateControl(t *testing.T) {
 // for a cluster, before CABPT applies a template's patches.
 func workerConfig(t *testing.T) config.Provider {
 	t.Helper()
-	in, err := generate.NewInput("kubernetes-demo", "https://kubernetes-demo.tenant-demo.svc:6443", "1.35.2")
+	in, err := talosInput()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,3 +110,10 @@ func workerConfig(t *testing.T) config.Provider {
 	}
 	return worker
 }
+
+// talosInput is generated once per test binary: generating it makes the
+// cluster's CAs and keys, most of a subtest's time, and every subtest
+// makes its own worker configuration from it.
+var talosInput = sync.OnceValues(func() (*generate.Input, error) {
+	return generate.NewInput("kubernetes-demo", "https://kubernetes-demo.tenant-demo.svc:6443", "1.35.2")
+})

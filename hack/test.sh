@@ -107,6 +107,12 @@ flags=("${common[@]}" -p 3)
 # from the caller's environment wins.
 export GOGC="${GOGC:-400}"
 
+# A -race binary sleeps a second as it exits, for threads still writing a
+# report: a test binary's races are reported while its tests run, and the
+# second was spent on each of the run's test binaries and on every child a
+# test starts from its own binary. GORACE from the caller's environment wins.
+export GORACE="${GORACE:-atexit_sleep_ms=0}"
+
 # Flags alone (hack/test.sh -count=1) still mean the whole suite.
 packages=false
 for arg in "$@"; do
