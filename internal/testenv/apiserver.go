@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,10 +92,14 @@ func Environment(o APIServerOptions) (*envtest.Environment, error) {
 	if s == nil {
 		s = kube.Scheme()
 	}
+	crds, err := ReadCRDs(paths...)
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		Scheme:                s,
-		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true},
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 	}
 	// envtest's 20s defaults are too short on a busy 2-core machine; its
 	// own environment variables still win.
@@ -105,6 +111,42 @@ func Environment(o APIServerOptions) (*envtest.Environment, error) {
 	}
 	return env, nil
 }
+
+// ReadCRDs reads the CRDs of paths (folders or files) as envtest reads
+// them when it installs CRDs from paths, a missing path an error, once per
+// test binary (CachedCRDs).
+func ReadCRDs(paths ...string) ([]*apiextv1.CustomResourceDefinition, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	return CachedCRDs("envtest\x00"+strings.Join(paths, "\x00"), func() ([]*apiextv1.CustomResourceDefinition, error) {
+		o := envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}
+		if err := envtest.ReadCRDFiles(&o); err != nil {
+			return nil, fmt.Errorf("cannot read the CRDs of %s: %w", strings.Join(paths, ", "), err)
+		}
+		return o.CRDs, nil
+	})
+}
+
+// CachedCRDs returns the CRDs read returns, calling read once per test
+// binary for key: the Cluster API CRDs alone are megabytes of YAML, and a
+// package's tests start API servers with the same CRDs many times. Each
+// call returns copies of its own, which the caller may change (installing
+// a CRD fills in its metadata).
+func CachedCRDs(key string, read func() ([]*apiextv1.CustomResourceDefinition, error)) ([]*apiextv1.CustomResourceDefinition, error) {
+	v, _ := crdsRead.LoadOrStore(key, sync.OnceValues(read))
+	crds, err := v.(func() ([]*apiextv1.CustomResourceDefinition, error))()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiextv1.CustomResourceDefinition, len(crds))
+	for i, c := range crds {
+		out[i] = c.DeepCopy()
+	}
+	return out, nil
+}
+
+var crdsRead sync.Map // key -> func() ([]*CRD, error)
 
 // kubeAssets are kube-apiserver, etcd, kubectl, kube-controller-manager
 // and kube-scheduler as hack/kube-assets.sh builds them.

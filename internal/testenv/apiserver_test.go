@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/kube"
 	"github.com/pxsubstrate/pxsubstrate/internal/testenv"
@@ -111,6 +113,51 @@ func TestUpstreamCRDDir(t *testing.T) {
 	_, err := testenv.UpstreamCRDDir("capmox-v0.0.0")
 	if err == nil || !strings.Contains(err.Error(), `"capmox-v0.0.0"`) || !strings.Contains(err.Error(), "third_party/crds/README.md") {
 		t.Errorf("UpstreamCRDDir of a missing set: %v, want an error naming the set and the README", err)
+	}
+}
+
+// TestReadCRDs: the CRDs of a folder are those envtest reads from it; a
+// second read gives the same CRDs as copies of its own, so that installing
+// one (which fills in its metadata) leaves the next read untouched; a
+// missing path is an error naming it.
+func TestReadCRDs(t *testing.T) {
+	dir, err := testenv.UpstreamCRDDir("capmox-v0.9.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := envtest.CRDInstallOptions{Paths: []string{dir}}
+	if err := envtest.ReadCRDFiles(&want); err != nil {
+		t.Fatal(err)
+	}
+	first, err := testenv.ReadCRDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(crds []*apiextensionsv1.CustomResourceDefinition) []string {
+		var out []string
+		for _, c := range crds {
+			out = append(out, c.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if len(first) == 0 || !slices.Equal(names(first), names(want.CRDs)) {
+		t.Fatalf("ReadCRDs(%s) = %v, envtest reads %v", dir, names(first), names(want.CRDs))
+	}
+	first[0].ResourceVersion = "7"
+	first[0].Spec.Versions = nil
+	second, err := testenv.ReadCRDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range second {
+		if c.ResourceVersion != "" || len(c.Spec.Versions) == 0 {
+			t.Errorf("CRD %s of the second read holds what the first read's copy was given", c.Name)
+		}
+	}
+	missing := filepath.Join(t.TempDir(), "none")
+	if _, err := testenv.ReadCRDs(dir, missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("ReadCRDs with a missing path: %v, want an error naming it", err)
 	}
 }
 

@@ -47,15 +47,11 @@ func (c component) crds(base string, caPEM []byte) ([]*apiextv1.CustomResourceDe
 	byName := map[string]*apiextv1.CustomResourceDefinition{}
 	var out []*apiextv1.CustomResourceDefinition
 	for _, f := range files {
-		docs, err := readDocs(f)
+		crds, err := readCRDFile(f)
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range docs {
-			crd := &apiextv1.CustomResourceDefinition{}
-			if err := yaml.UnmarshalStrict(d, crd); err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
+		for _, crd := range crds {
 			byName[crd.Name] = crd
 			out = append(out, crd)
 		}
@@ -73,6 +69,26 @@ func (c component) crds(base string, caPEM []byte) ([]*apiextv1.CustomResourceDe
 		}
 	}
 	return out, nil
+}
+
+// readCRDFile returns the CRDs of file, read strictly, once per test
+// binary (testenv.CachedCRDs); crds labels and patches the copies.
+func readCRDFile(file string) ([]*apiextv1.CustomResourceDefinition, error) {
+	return testenv.CachedCRDs("capi\x00"+file, func() ([]*apiextv1.CustomResourceDefinition, error) {
+		docs, err := readDocs(file)
+		if err != nil {
+			return nil, err
+		}
+		var out []*apiextv1.CustomResourceDefinition
+		for _, d := range docs {
+			crd := &apiextv1.CustomResourceDefinition{}
+			if err := yaml.UnmarshalStrict(d, crd); err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			out = append(out, crd)
+		}
+		return out, nil
+	})
 }
 
 // kustomization is what the tests read of a kustomization.yaml.

@@ -156,7 +156,11 @@ func (k *KubeOVN) start(mod string, o Options) error {
 		return err
 	}
 	crds := filepath.Join(mod, crdFile)
-	if _, err := envtest.InstallCRDs(k.cfg, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
+	read, err := testenv.ReadCRDs(crds)
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(k.cfg, envtest.CRDInstallOptions{CRDs: read}); err != nil {
 		return fmt.Errorf("cannot install the CRDs of %s from %s: %w", testenv.KubeOVNModule, crds, err)
 	}
 	if o.Webhook {
