@@ -2,11 +2,13 @@ package capmoxrender_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
 	"github.com/pxsubstrate/pxsubstrate/strictyaml"
@@ -19,14 +21,19 @@ import (
 type naiveObjects struct{ items []*unstructured.Unstructured }
 
 func (o *naiveObjects) add(u *unstructured.Unstructured) {
-	gk := u.GroupVersionKind().GroupKind()
-	for i, have := range o.items {
-		if have.GroupVersionKind().GroupKind() == gk && have.GetNamespace() == u.GetNamespace() && have.GetName() == u.GetName() {
-			o.items[i] = u
-			return
-		}
+	if i := o.find(u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName()); i >= 0 {
+		o.items[i] = u
+		return
 	}
 	o.items = append(o.items, u)
+}
+
+// find returns the index of the object of gk named namespace/name, or -1,
+// comparing it with every object held.
+func (o *naiveObjects) find(gk schema.GroupKind, namespace, name string) int {
+	return slices.IndexFunc(o.items, func(have *unstructured.Unstructured) bool {
+		return have.GroupVersionKind().GroupKind() == gk && have.GetNamespace() == namespace && have.GetName() == name
+	})
 }
 
 // naiveReadObjects is ReadObjectsBytes as it was, over naiveObjects.

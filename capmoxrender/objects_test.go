@@ -107,9 +107,9 @@ func TestObjectsIndexMatchesNaiveStore(t *testing.T) {
 				apiVersion, kind, ns, name := key(t)
 				gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
 				o.Delete(gk.Group, gk.Kind, ns, name)
-				model.items = slices.DeleteFunc(model.items, func(u *unstructured.Unstructured) bool {
-					return u.GroupVersionKind().GroupKind() == gk && u.GetNamespace() == ns && u.GetName() == name
-				})
+				if i := model.find(gk, ns, name); i >= 0 {
+					model.items = slices.Delete(model.items, i, i+1)
+				}
 			},
 			"": func(t *rapid.T) {
 				if !slices.Equal(o.Items(), model.items) {
@@ -119,11 +119,9 @@ func TestObjectsIndexMatchesNaiveStore(t *testing.T) {
 					for _, name := range []string{"x", "y", "z"} {
 						got, found, err := o.ClusterInfrastructureKind(context.Background(), ns, name)
 						want, wantFound := "", false
-						for _, u := range model.items {
-							if u.GroupVersionKind().GroupKind() == (schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}) && u.GetNamespace() == ns && u.GetName() == name {
-								want, _, _ = unstructured.NestedString(u.Object, "spec", "infrastructureRef", "kind")
-								wantFound = true
-							}
+						if i := model.find(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, ns, name); i >= 0 {
+							want, _, _ = unstructured.NestedString(model.items[i].Object, "spec", "infrastructureRef", "kind")
+							wantFound = true
 						}
 						if err != nil || got != want || found != wantFound {
 							t.Fatalf("Cluster %s/%s: lookup %q, %v, %v; the naive store has %q, %v", ns, name, got, found, err, want, wantFound)
