@@ -42,7 +42,7 @@ func startCSITenant(t *testing.T) (*lab.Lab, *lab.Applied, string) {
 	ctx := context.Background()
 	// A lab of its own: the CSI driver, its StorageClasses and the
 	// attach-detach controller are the tenant API server's, which a
-	// lab's tenants share (TestCSIIsolation works around that).
+	// lab's tenants share (csiIsolation works around that).
 	l := startLab(t, "")
 	a, err := l.Apply(ctx, csiTenant(t))
 	must(t, err)
@@ -60,7 +60,21 @@ func startCSITenant(t *testing.T) (*lab.Lab, *lab.Applied, string) {
 	return l, a, node
 }
 
-// TestCSIVolumeLife takes a volume through its whole life with the real
+// TestCSI runs the real Proxmox CSI controller v0.18.1 with its
+// sidecars in one lab: a volume's whole life for the tenant
+// (VolumeLife), then that tenant's disks and VM out of another tenant's
+// reach (Isolation), which starts from the first tenant's running worker.
+// The two share the lab's tenant API server, whose CSI driver, storage
+// classes and attach-detach controller every tenant of the lab would
+// meet, so they run one after the other.
+func TestCSI(t *testing.T) {
+	t.Parallel()
+	l, a, node := startCSITenant(t)
+	t.Run("VolumeLife", func(t *testing.T) { csiVolumeLife(t, l, a, node) })
+	t.Run("Isolation", func(t *testing.T) { csiIsolation(t, l, a, node) })
+}
+
+// csiVolumeLife takes a volume through its whole life with the real
 // Proxmox CSI controller v0.18.1 and the CSI provisioner, attacher and
 // resizer, run from the rendered <cluster>-pcsi-controller Deployment
 // with the tenant's own CSI token, and the tenant control plane's
@@ -75,10 +89,8 @@ func startCSITenant(t *testing.T) (*lab.Lab, *lab.Applied, string) {
 // deleted (the volume freed). A claim of the Retain class keeps its volume
 // on Proxmox once deleted. The fake answered every call (none denied, none
 // unserved), and no log holds a token secret.
-func TestCSIVolumeLife(t *testing.T) {
-	t.Parallel()
+func csiVolumeLife(t *testing.T, l *lab.Lab, a *lab.Applied, node string) {
 	ctx := context.Background()
-	l, a, node := startCSITenant(t)
 	vmid, vmNode := vmOfNode(t, l, node)
 	retained := ""
 	for _, class := range []string{"proxmox-disks", "proxmox-disks-retain"} {

@@ -20,7 +20,7 @@ import (
 	"github.com/pxsubstrate/pxsubstrate/pvefake"
 )
 
-// TestCSIIsolation: tenant B's real CSI controller, with B's CSI token,
+// csiIsolation: tenant B's real CSI controller, with B's CSI token,
 // is asked to reach tenant A's disks and VM. The lab's tenants share one
 // tenant API server, so A's CSI controller is scaled to zero once A's
 // volume was attached and detached again, and B's alone serves the API
@@ -37,10 +37,8 @@ import (
 //     VM list PVE gives B's token does not hold A's VM ("vm not found").
 //
 // Either way A's VM's configuration and A's volume are unchanged.
-func TestCSIIsolation(t *testing.T) {
-	t.Parallel()
+func csiIsolation(t *testing.T, l *lab.Lab, a *lab.Applied, aNode string) {
 	ctx := context.Background()
-	l, a, aNode := startCSITenant(t)
 	aVMID, aPVE := vmOfNode(t, l, aNode)
 	pvc := claim("a-data", "proxmox-disks", "1Gi")
 	must(t, l.TenantClient.Create(ctx, pvc))
