@@ -66,7 +66,9 @@ func documentedBenchmarks(t *testing.T) map[string]string {
 
 // TestDocBenchmarksRun runs every benchmark the docs name once
 // (-benchtime 1x), at the CI sizes of ciBenchFlags and without the race
-// detector (the suite's tests run with it; these measure): a benchmark whose own checks fail (a resync
+// detector (the suite's tests run with it; these measure), compiled
+// without DWARF and linked without a symbol table, as hack/test.sh builds
+// the tests (a dozen test binaries are linked on every run): a benchmark whose own checks fail (a resync
 // that writes, a network that does not converge, a ratio it asserts) fails
 // CI, and the commands that produce the docs' figures keep working. The
 // figures themselves come from the full commands the docs show.
@@ -78,7 +80,8 @@ func TestDocBenchmarksRun(t *testing.T) {
 	for _, pkg := range slices.Sorted(maps.Keys(benches)) {
 		pattern := benches[pkg]
 		t.Run(strings.Trim(pkg, "./"), func(t *testing.T) {
-			args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchtime", "1x", "-count", "1", "-timeout", "20m", pkg}, ciBenchFlags[pkg]...)
+			args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchtime", "1x", "-count", "1", "-timeout", "20m",
+				"-gcflags=all=-dwarf=false", "-ldflags=-s -w", pkg}, ciBenchFlags[pkg]...)
 			cmd := exec.CommandContext(t.Context(), "go", args...)
 			cmd.Dir = repoRoot
 			start := time.Now()
