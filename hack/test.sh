@@ -90,9 +90,9 @@ say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"
 # controller-runtime from an empty build cache) and linked without its
 # symbol table (-s -w): a stack trace or a race report still names every
 # function and line, and a -race link takes half the time. The timeout is
-# per package: internal/testenv/lab's tests start a whole lab each (one
-# more at a time than the machine has cores, each capmox in a network
-# namespace of its own), and take the longest. Three test binaries run at once on two cores (-p 3):
+# per package: internal/testenv/lab's tests start a whole lab each (two at
+# a time on two cores, each capmox in a network namespace of its own), and
+# take the longest. Three test binaries run at once on two cores (-p 3):
 # the slow packages wait on the programs they start as much as they
 # compute; a warm run took 22.5 minutes so, against 27.5 with two at a
 # time (docs/performance.md).

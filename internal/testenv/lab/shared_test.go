@@ -3,13 +3,10 @@ package lab_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,20 +22,7 @@ import (
 // lab outlives each test that uses it. A request a shared lab's fake did
 // not serve, whoever sent it, fails the run, as it fails a test of a lab
 // of its own.
-//
-// Unless -test.parallel says otherwise, one lab more than the machine has
-// cores runs at once: a lab spends much of its time waiting on its
-// managers' clocks (requeues, backoffs, grace periods, the faults' own
-// waits), and with one lab per core the cores idled whenever the package
-// ran alone at the end of the suite (docs/performance.md).
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if !flagGiven("test.parallel") {
-		if err := flag.Set("test.parallel", strconv.Itoa(runtime.GOMAXPROCS(0)+1)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-	}
 	code := m.Run()
 	if err := stopSharedLabs(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,13 +31,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// flagGiven says whether the command line set the flag name.
-func flagGiven(name string) bool {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }
 
 // A shared lab is one lab per capmox generation, started by the first test
