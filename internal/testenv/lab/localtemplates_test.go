@@ -28,6 +28,15 @@ const (
 	rotatedLocalTemplates = 9110
 )
 
+// localVMIDs is the tenant plan's vmIDRange in TestLocalTemplates: a
+// rotation of six workers deletes and clones on the same nodes at once,
+// and without a range capmox (v0.7.2 and v0.9.0 alike) clones at the
+// lowest free VM id (GET /cluster/nextid), which may be the id a
+// ProxmoxMachine being deleted still records: its next delete then
+// destroys the new VM (capmox issue 856). Inside a range, capmox skips
+// the id of every ProxmoxMachine of the cluster.
+var localVMIDs = tenantplan.VMIDRange{Start: 1000, End: 1099}
+
 // TestLocalTemplates: a cluster with local storage only, where each node
 // holds its own template, end to end with the real providers. The
 // templates are made as `pxsubstrate template create 9100 local-lvm
@@ -39,7 +48,8 @@ const (
 // template.
 //
 //   - the pool comes up two workers per node, each a linked clone (no
-//     full copy) of its own node's template, made on that node; capmox's
+//     full copy) of its own node's template, made on that node, each VM's
+//     id in the tenant's vmIDRange (localVMIDs); capmox's
 //     log and the fake's tasks hold no "can't clone VM to node" refusal;
 //     the tenant's token was granted the six templates and local-lvm, and
 //     acl audit finds no error;
@@ -131,7 +141,7 @@ func createLocalTemplates(t *testing.T, l *lab.Lab, vmid int, version string) []
 // the three nodes' templates, the cluster's address pool wide enough for
 // every node's rolling update at once, and the platform's admin granting
 // the tenant the six templates (local-lvm, their storage, is the lab's
-// linked-clone storage already).
+// linked-clone storage already) and the VM ids localVMIDs.
 func localTemplatesTenant(t *testing.T, first, rotated []talostemplate.Spec) lab.Tenant {
 	t.Helper()
 	tn := readTenant(t)
@@ -143,6 +153,7 @@ func localTemplatesTenant(t *testing.T, first, rotated []talostemplate.Spec) lab
 	p.Proxmox.AllowedNodes = slices.Clone(pvelab.Nodes)
 	p.Proxmox.TemplateTags = first[0].SharedTags()
 	tn.Plan = func(pt *tenantplan.Tenant) {
+		pt.VMIDRange = &localVMIDs
 		for _, s := range append(slices.Clone(first), rotated...) {
 			pt.Templates = append(pt.Templates, s.VMID)
 		}
@@ -155,7 +166,8 @@ func localTemplatesTenant(t *testing.T, first, rotated []talostemplate.Spec) lab
 
 // localPoolIs says whether the pool is exactly six running workers and
 // nothing else (poolIsShaped), two on each node, each cloned on its node
-// from its node's template of want, as a linked clone.
+// from its node's template of want, as a linked clone, each with its VM id
+// in localVMIDs.
 func localPoolIs(t *testing.T, l *lab.Lab, want []talostemplate.Spec) (bool, string) {
 	t.Helper()
 	ok, state := poolIsShaped(t, l, 6, vmShape{diskGiB: 30})
@@ -172,6 +184,8 @@ func localPoolIs(t *testing.T, l *lab.Lab, want []talostemplate.Spec) (bool, str
 	for _, g := range guests(l) {
 		perNode[g.node]++
 		switch {
+		case !localVMIDs.Contains(g.vmid):
+			problems = append(problems, fmt.Sprintf("VM %d on %s is outside the tenant's vmIDRange %s", g.vmid, g.node, localVMIDs))
 		case made[g.vmid].from != of[g.node]:
 			problems = append(problems, fmt.Sprintf("VM %d on %s is a clone of %d, want %d", g.vmid, g.node, made[g.vmid].from, of[g.node]))
 		case !slices.ContainsFunc(made[g.vmid].task.Log, func(line string) bool { return strings.HasPrefix(line, "create linked clone of drive scsi0 (") }) ||
