@@ -16,7 +16,7 @@ func planVMIDRange(p *nodesPlan, _ NodesSpec, o Options) error {
 	r, ok := o.VMIDRanges[p.pool]
 	if !ok {
 		if o.VMIDRanges != nil {
-			o.warnf("proxmox.pool %q is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere: give the tenant whose pool it is a vmIDRange, or correct proxmox.pool", p.pool)
+			o.warnf("proxmox.pool %q is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere, and may clone at the id a ProxmoxMachine being deleted still records, whose delete then destroys the new VM (capmox issue 856): give the tenant whose pool it is a vmIDRange, or correct proxmox.pool", p.pool)
 		}
 		return nil
 	}

@@ -290,7 +290,7 @@ func TestVMIDRangeWarnsForAnotherPool(t *testing.T) {
 	if nested(s, "vmIDRange") != nil {
 		t.Errorf("another pool's range is not this pool's: %v", nested(s, "vmIDRange"))
 	}
-	want := `proxmox.pool "tenant-e2e" is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere: give the tenant whose pool it is a vmIDRange, or correct proxmox.pool`
+	want := `proxmox.pool "tenant-e2e" is no tenant's pool with a vmIDRange, so capmox picks this pool's VM ids anywhere, and may clone at the id a ProxmoxMachine being deleted still records, whose delete then destroys the new VM (capmox issue 856): give the tenant whose pool it is a vmIDRange, or correct proxmox.pool`
 	if len(warned) != 1 || warned[0] != want {
 		t.Errorf("want the warning %q, got %q", want, warned)
 	}
