@@ -242,14 +242,18 @@ func tenantClient(t *testing.T, l *lab.Lab, a *lab.Applied) *proxmox.Client {
 	return tokenClientIn(t, l, "tenant-demo", a.TokenID)
 }
 
-// proxmoxMachine is what a test reads of a ProxmoxMachine: its VM and its
-// conditions (type/reason: message, one a line).
+// proxmoxMachine is what a test reads of a ProxmoxMachine: its VM, its
+// conditions (type/reason: message, one a line), its Machine, and whether
+// it is paused (pausedAnnotation) or being deleted.
 type proxmoxMachine struct {
 	name     string
 	group    string
 	vmid     int
 	node     string
 	messages string
+	machine  string
+	paused   bool
+	deleting bool
 }
 
 // proxmoxMachines reads the ProxmoxMachines of ns by the group of their
@@ -283,7 +287,14 @@ func proxmoxMachinesAll(t *testing.T, l *lab.Lab, ns string) map[string][]proxmo
 				msgs = append(msgs, fmt.Sprintf("%s/%v: %v", m["type"], m["reason"], m["message"]))
 			}
 		}
-		out[group] = append(out[group], proxmoxMachine{name: pm.GetName(), group: group, vmid: int(vmid), node: node, messages: strings.Join(msgs, "\n")})
+		r := proxmoxMachine{name: pm.GetName(), group: group, vmid: int(vmid), node: node, messages: strings.Join(msgs, "\n"), deleting: pm.GetDeletionTimestamp() != nil}
+		_, r.paused = pm.GetAnnotations()[pausedAnnotation]
+		for _, o := range pm.GetOwnerReferences() {
+			if o.Kind == "Machine" {
+				r.machine = o.Name
+			}
+		}
+		out[group] = append(out[group], r)
 	}
 	return out
 }
