@@ -282,18 +282,26 @@ type clone struct {
 func clones(l *lab.Lab) map[int]clone {
 	out := map[int]clone{}
 	for _, task := range l.PVE.Tasks() {
-		if task.Type != "qmclone" {
-			continue
-		}
-		src, _ := strconv.Atoi(task.ID)
-		for _, line := range task.Log {
-			var from, to int
-			if _, err := fmt.Sscanf(line, "creating a clone of VM %d with ID %d", &from, &to); err == nil && from == src {
-				out[to] = clone{from: src, task: task}
-			}
+		if src, to, ok := clonedBy(task); ok {
+			out[to] = clone{from: src, task: task}
 		}
 	}
 	return out
+}
+
+// clonedBy reads a task's log: for a qmclone task, the VM it cloned and
+// the id of the clone it made.
+func clonedBy(task pvefake.TaskInfo) (from, to int, ok bool) {
+	if task.Type != "qmclone" {
+		return 0, 0, false
+	}
+	src, _ := strconv.Atoi(task.ID)
+	for _, line := range task.Log {
+		if _, err := fmt.Sscanf(line, "creating a clone of VM %d with ID %d", &from, &to); err == nil && from == src {
+			return from, to, true
+		}
+	}
+	return 0, 0, false
 }
 
 func containsAll(have, want []string) bool {

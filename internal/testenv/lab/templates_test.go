@@ -244,7 +244,7 @@ func tenantClient(t *testing.T, l *lab.Lab, a *lab.Applied) *proxmox.Client {
 
 // proxmoxMachine is what a test reads of a ProxmoxMachine: its VM, its
 // conditions (type/reason: message, one a line), its Machine, and whether
-// it is paused (pausedAnnotation) or being deleted.
+// it is being deleted.
 type proxmoxMachine struct {
 	name     string
 	group    string
@@ -252,7 +252,6 @@ type proxmoxMachine struct {
 	node     string
 	messages string
 	machine  string
-	paused   bool
 	deleting bool
 }
 
@@ -288,7 +287,6 @@ func proxmoxMachinesAll(t *testing.T, l *lab.Lab, ns string) map[string][]proxmo
 			}
 		}
 		r := proxmoxMachine{name: pm.GetName(), group: group, vmid: int(vmid), node: node, messages: strings.Join(msgs, "\n"), deleting: pm.GetDeletionTimestamp() != nil}
-		_, r.paused = pm.GetAnnotations()[pausedAnnotation]
 		for _, o := range pm.GetOwnerReferences() {
 			if o.Kind == "Machine" {
 				r.machine = o.Name

@@ -55,19 +55,19 @@ func TestCapmoxVMIDReuse(t *testing.T) {
 	eventually(t, 4*time.Minute, "one worker", func() (bool, string) { return poolIsShaped(t, l, 1, shape) })
 
 	// Inside the range.
-	x, b, y, _ := staleRecordThenGrow(t, l, tn, a, 2)
-	if y == x || !ids.Contains(y) {
-		t.Fatalf("inside the range %s, capmox cloned B (%s) at %d while A records %d, want another id of the range", ids, b, y, x)
+	r := staleRecordThenGrow(t, l, tn, a, 2)
+	if r.b.vmid == r.a.vmid || !ids.Contains(r.b.vmid) {
+		t.Fatalf("inside the range %s, capmox cloned B (%s) at %d while A records %d, want another id of the range", ids, r.b.name, r.b.vmid, r.a.vmid)
 	}
-	deleteStaleRecord(t, l)
-	if slices.Contains(destroyedIDs(l), y) {
-		t.Errorf("VM %d of %s was destroyed", y, b)
+	deleteStaleRecord(t, l, r.a)
+	if slices.Contains(destroyedIDs(l), r.b.vmid) {
+		t.Errorf("VM %d of %s was destroyed", r.b.vmid, r.b.name)
 	}
-	if name := vmName(l, y); name != b {
-		t.Errorf("VM %d is named %q after A's delete, want %s's", y, name, b)
+	if name := vmName(l, r.b.vmid); name != r.b.name {
+		t.Errorf("VM %d is named %q after A's delete, want %s's", r.b.vmid, name, r.b.name)
 	}
 	eventually(t, 4*time.Minute, "two workers again", func() (bool, string) { return poolIsShaped(t, l, 2, shape) })
-	t.Logf("inside the range %s: B cloned at %d, not at A's free id %d; A's delete left B's VM alone", ids, y, x)
+	t.Logf("inside the range %s: B cloned at %d, not at A's free id %d; A's delete left B's VM alone", ids, r.b.vmid, r.a.vmid)
 
 	// Without a range.
 	a.Spec.Tenants[0].VMIDRange = nil
@@ -79,73 +79,75 @@ func TestCapmoxVMIDReuse(t *testing.T) {
 		vms := recordedVMs(t, l)
 		return !slices.ContainsFunc(vms, ids.Contains), fmt.Sprintf("ProxmoxMachines record %v", vms)
 	})
-	x, b, y, upid := staleRecordThenGrow(t, l, tn, a, 3)
-	if y != x {
-		t.Fatalf("without a range, capmox cloned B (%s) at %d, want the lowest free id, %d, which A records", b, y, x)
+	r = staleRecordThenGrow(t, l, tn, a, 3)
+	x := r.a.vmid
+	if r.b.vmid != x {
+		t.Fatalf("without a range, capmox cloned B (%s) at %d, want the lowest free id, %d, which A records", r.b.name, r.b.vmid, x)
 	}
-	deleteStaleRecord(t, l)
+	deleteStaleRecord(t, l, r.a)
+	var by string
 	eventually(t, 3*time.Minute, fmt.Sprintf("capmox destroys VM %d, B's", x), func() (bool, string) {
-		_, ok := destroyAfterClone(l, x, upid)
+		var ok bool
+		by, ok = destroyAfterClone(l, x, r.destroy)
 		return ok, fmt.Sprintf("no destroy of VM %d after B's clone", x)
 	})
-	by, _ := destroyAfterClone(l, x, upid)
 	if !strings.HasSuffix(by, "!capmox") {
 		t.Errorf("VM %d, B's, was destroyed by %s, want the tenant's capmox token", x, by)
 	}
 	t.Logf("without a range: B cloned at A's free id %d, and A's delete destroyed B's VM (as %s)", x, by)
 }
 
+// staleRecord is one round of TestCapmoxVMIDReuse: the paused
+// ProxmoxMachine A whose VM was destroyed, the task of that destroy, and
+// the new ProxmoxMachine B with the VM it records.
+type staleRecord struct {
+	a       proxmoxMachine
+	destroy string
+	b       proxmoxMachine
+}
+
 // staleRecordThenGrow pauses capmox's reconciling of the ProxmoxMachine A
 // with the lowest VM id, destroys A's VM as an operator would (stop, then
 // destroy, with the fake's root token), grows the pool to replicas, and
-// waits for the new ProxmoxMachine B to record a VM named after it. It
-// returns A's id x, B's name, B's id y and the task of A's VM's destroy.
-func staleRecordThenGrow(t *testing.T, l *lab.Lab, tn lab.Tenant, a *lab.Applied, replicas int32) (x int, b string, y int, upid string) {
+// waits for the new ProxmoxMachine B to record a VM named after it.
+func staleRecordThenGrow(t *testing.T, l *lab.Lab, tn lab.Tenant, a *lab.Applied, replicas int32) staleRecord {
 	t.Helper()
 	ctx := context.Background()
 	before := proxmoxMachinesList(t, l)
-	first := slices.MinFunc(before, func(p, q proxmoxMachine) int { return p.vmid - q.vmid })
-	x = first.vmid
-	patchPMAnnotation(t, l, first.name, `"true"`)
+	r := staleRecord{a: slices.MinFunc(before, func(p, q proxmoxMachine) int { return p.vmid - q.vmid })}
+	x := r.a.vmid
+	patchPMAnnotation(t, l, r.a.name, `"true"`)
 	_, node, ok := l.PVE.VMConfig(x)
 	if !ok {
-		t.Fatalf("VM %d of %s is not on the fake", x, first.name)
+		t.Fatalf("VM %d of %s is not on the fake", x, r.a.name)
 	}
-	must(t, l.PVE.Client().Post(ctx, fmt.Sprintf("/nodes/%s/qemu/%d/status/stop", node, x), nil, &upid))
-	must(t, l.PVE.Client().Delete(ctx, fmt.Sprintf("/nodes/%s/qemu/%d", node, x), &upid))
+	must(t, l.PVE.Client().Post(ctx, fmt.Sprintf("/nodes/%s/qemu/%d/status/stop", node, x), nil, &r.destroy))
+	must(t, l.PVE.Client().Delete(ctx, fmt.Sprintf("/nodes/%s/qemu/%d", node, x), &r.destroy))
 	eventually(t, time.Minute, fmt.Sprintf("VM %d is destroyed", x), func() (bool, string) {
 		_, _, ok := l.PVE.VMConfig(x)
-		return !ok, fmt.Sprintf("VM %d is still there (task %s)", x, upid)
+		return !ok, fmt.Sprintf("VM %d is still there (task %s)", x, r.destroy)
 	})
 	tn.Pools[0].Spec.Replicas = &replicas
 	must(t, l.UpdatePools(ctx, tn, a))
 	eventually(t, 3*time.Minute, "the new ProxmoxMachine records its VM", func() (bool, string) {
-		for _, p := range proxmoxMachinesList(t, l) {
+		pms := proxmoxMachinesList(t, l)
+		for _, p := range pms {
 			if !slices.ContainsFunc(before, func(q proxmoxMachine) bool { return q.name == p.name }) && p.vmid > 0 && vmName(l, p.vmid) == p.name {
-				b, y = p.name, p.vmid
+				r.b = p
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("ProxmoxMachines %v", proxmoxMachinesList(t, l))
+		return false, fmt.Sprintf("ProxmoxMachines %v", pms)
 	})
-	return x, b, y, upid
+	return r
 }
 
-// deleteStaleRecord deletes the Machine of the paused ProxmoxMachine, lets
-// capmox reconcile the ProxmoxMachine once Cluster API has asked for its
+// deleteStaleRecord deletes the Machine of the paused ProxmoxMachine
+// stale, lets capmox reconcile stale once Cluster API has asked for its
 // deletion, and waits until it is gone.
-func deleteStaleRecord(t *testing.T, l *lab.Lab) {
+func deleteStaleRecord(t *testing.T, l *lab.Lab, stale proxmoxMachine) {
 	t.Helper()
 	ctx := context.Background()
-	var stale proxmoxMachine
-	for _, p := range proxmoxMachinesList(t, l) {
-		if p.paused {
-			stale = p
-		}
-	}
-	if stale.name == "" {
-		t.Fatal("no ProxmoxMachine is paused")
-	}
 	m := &unstructured.Unstructured{}
 	m.SetAPIVersion("cluster.x-k8s.io/v1beta2")
 	m.SetKind("Machine")
@@ -154,22 +156,22 @@ func deleteStaleRecord(t *testing.T, l *lab.Lab) {
 	if err := l.Client.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, "Cluster API deletes "+stale.name, func() (bool, string) {
-		for _, p := range proxmoxMachinesList(t, l) {
-			if p.name == stale.name {
-				return p.deleting, fmt.Sprintf("%+v", p)
-			}
+	now := func() (proxmoxMachine, bool) {
+		pms := proxmoxMachinesList(t, l)
+		i := slices.IndexFunc(pms, func(p proxmoxMachine) bool { return p.name == stale.name })
+		if i < 0 {
+			return proxmoxMachine{}, false
 		}
-		return true, ""
+		return pms[i], true
+	}
+	eventually(t, 3*time.Minute, "Cluster API deletes "+stale.name, func() (bool, string) {
+		p, ok := now()
+		return !ok || p.deleting, fmt.Sprintf("%+v", p)
 	})
 	patchPMAnnotation(t, l, stale.name, "null")
 	eventually(t, 3*time.Minute, stale.name+" is gone", func() (bool, string) {
-		for _, p := range proxmoxMachinesList(t, l) {
-			if p.name == stale.name {
-				return false, fmt.Sprintf("%+v", p)
-			}
-		}
-		return true, ""
+		p, ok := now()
+		return !ok, fmt.Sprintf("%+v", p)
 	})
 }
 
@@ -204,7 +206,8 @@ func destroyAfterClone(l *lab.Lab, vmid int, upid string) (string, bool) {
 	}
 	tasks = tasks[from+1:]
 	clone := slices.IndexFunc(tasks, func(task pvefake.TaskInfo) bool {
-		return task.Type == "qmclone" && slices.ContainsFunc(task.Log, func(s string) bool { return strings.HasSuffix(s, fmt.Sprintf(" with ID %d", vmid)) })
+		_, to, ok := clonedBy(task)
+		return ok && to == vmid
 	})
 	if clone < 0 {
 		return "", false
