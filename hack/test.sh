@@ -94,10 +94,10 @@ say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"
 # a time on two cores, each capmox in a network namespace of its own), and
 # take the longest: in CI's 71-minute run of 7d88a99 on a loaded machine
 # the main module's packages took about an hour, and 75 minutes still
-# leaves the nested modules' ten within CI's 90. Three test binaries run at once on two cores (-p 3):
-# the slow packages wait on the programs they start as much as they
-# compute; a warm run took 22.5 minutes so, against 27.5 with two at a
-# time (docs/performance.md).
+# leaves the nested modules' ten within CI's 90. Three test binaries
+# run at once on two cores (-p 3): the slow packages wait on the programs
+# they start as much as they compute; a warm run took 22.5 minutes so,
+# against 27.5 with two at a time (docs/performance.md).
 common=(-race -timeout 75m -gcflags=all=-dwarf=false "-ldflags=-s -w")
 flags=("${common[@]}" -p 3)
 
