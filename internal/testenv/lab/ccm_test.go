@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/internal/fake/nodeagent"
@@ -68,9 +67,7 @@ func checkCCMInitialised(t *testing.T, l *lab.Lab, a *lab.Applied, sc tenantScop
 // Nodes of its VMs only: the lab's tenants share one API server).
 func verifyRows(t *testing.T, l *lab.Lab, ns, cluster string) []verify.Row {
 	t.Helper()
-	mgmt, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
-	must(t, err)
-	snap, err := verify.Gather(context.Background(), verify.Sources{Management: mgmt, Mapper: mgmt.RESTMapper(), Tenant: l.TenantClient},
+	snap, err := verify.Gather(context.Background(), verify.Sources{Management: l.Client, Mapper: l.Client.RESTMapper(), Tenant: l.TenantClient},
 		verify.Target{Namespace: ns, Cluster: cluster, CAPIVersion: "v1beta2"})
 	must(t, err)
 	rows := verify.Judge(snap).Rows

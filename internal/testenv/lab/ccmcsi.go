@@ -12,7 +12,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
@@ -81,15 +80,11 @@ func (l *Lab) startPods() error {
 	if err := os.WriteFile(ca, l.Proxmox.CAPEM, 0o600); err != nil {
 		return err
 	}
-	c, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
-	if err != nil {
-		return err
-	}
 	scratch, err := os.MkdirTemp("", "pxlab-")
 	if err != nil {
 		return err
 	}
-	l.pods = &podRunner{l: l, c: c, programs: Program, env: []string{"SSL_CERT_FILE=" + ca}, scratch: scratch,
+	l.pods = &podRunner{l: l, c: l.Client, programs: Program, env: []string{"SSL_CERT_FILE=" + ca}, scratch: scratch,
 		pods: map[client.ObjectKey]*pod{}, skipped: map[client.ObjectKey]string{}}
 	l.pods.start()
 	l.stops = append(l.stops, func() error { return errors.Join(l.pods.stop(), os.RemoveAll(scratch)) })

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
@@ -97,10 +96,8 @@ func TestFailureDomains(t *testing.T) {
 // reason.
 func tenantEvents(t *testing.T, l *lab.Lab, prefix string) map[string]int {
 	t.Helper()
-	c, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
-	must(t, err)
 	list := &eventsv1.EventList{}
-	must(t, c.List(context.Background(), list, client.InNamespace("tenant-demo")))
+	must(t, l.Client.List(context.Background(), list, client.InNamespace("tenant-demo")))
 	out := map[string]int{}
 	for _, e := range list.Items {
 		if strings.HasPrefix(e.Reason, prefix) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
@@ -53,11 +52,9 @@ func TestHealLostClone(t *testing.T) {
 	t.Parallel()
 	measureHeal(t, "LostClone", lab.Options{}, func(t *testing.T, l *lab.Lab) time.Time {
 		ctx := context.Background()
-		admission, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
-		must(t, err)
 		policy, binding := refuseNodeLocations()
-		must(t, admission.Create(ctx, policy))
-		must(t, admission.Create(ctx, binding))
+		must(t, l.Client.Create(ctx, policy))
+		must(t, l.Client.Create(ctx, binding))
 		applyHealingTenant(t, l, nil)
 		eventually(t, 4*time.Minute, "capmox clones each worker again", func() (bool, string) {
 			again := 0
@@ -68,8 +65,8 @@ func TestHealLostClone(t *testing.T) {
 			}
 			return again == 2, fmt.Sprintf("VMs per name %v", vmsByName(l))
 		})
-		must(t, admission.Delete(ctx, binding))
-		must(t, admission.Delete(ctx, policy))
+		must(t, l.Client.Delete(ctx, binding))
+		must(t, l.Client.Delete(ctx, policy))
 		return time.Now()
 	}, func(t *testing.T, ev map[string]int) {
 		if ev[string(heal.ReasonDestroyedLostClone)] < 2 || ev[string(heal.ReasonStartedStopped)] != 2 {
@@ -278,10 +275,8 @@ func applyHealingTenant(t *testing.T, l *lab.Lab, edit func(*lab.Tenant)) {
 // healEvents counts the tenant's Events by reason.
 func healEvents(t *testing.T, l *lab.Lab) map[string]int {
 	t.Helper()
-	c, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
-	must(t, err)
 	list := &eventsv1.EventList{}
-	must(t, c.List(context.Background(), list, client.InNamespace("tenant-demo")))
+	must(t, l.Client.List(context.Background(), list, client.InNamespace("tenant-demo")))
 	out := map[string]int{}
 	for _, e := range list.Items {
 		if strings.HasPrefix(e.Reason, "Heal") {

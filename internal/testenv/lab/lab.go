@@ -97,7 +97,7 @@ type Options struct {
 type Lab struct {
 	Capmox capi.Capmox
 	// Mgmt is the management API server (Cluster API, providers, tenant
-	// objects) and Client a client of it.
+	// objects) and Client a client of it, knowing every kind of client-go.
 	Mgmt   *rest.Config
 	Client client.Client
 	// Tenant is the API server playing the tenant clusters' control plane,
@@ -148,7 +148,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 }
 
 func (l *Lab) start(ctx context.Context, o Options) error {
-	mgmt := testenv.APIServerOptions{CAPI: true, CAPIIPAM: true}
+	mgmt := testenv.APIServerOptions{CAPI: true, CAPIIPAM: true, Scheme: clientgoscheme.Scheme}
 	if o.Controller != "" {
 		root, err := testenv.RepoRoot()
 		if err != nil {

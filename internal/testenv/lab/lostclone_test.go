@@ -10,7 +10,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pxsubstrate/pxsubstrate/capmoxrender"
@@ -48,11 +47,9 @@ func TestCapmoxLostClone(t *testing.T) {
 	// A lab of its own: its admission policy refuses every
 	// ProxmoxCluster's status write, whoever's cluster it is.
 	l := startLab(t, "")
-	admission, err := client.New(l.Mgmt, client.Options{Scheme: clientgoscheme.Scheme})
-	must(t, err)
 	policy, binding := refuseNodeLocations()
-	must(t, admission.Create(ctx, policy))
-	must(t, admission.Create(ctx, binding))
+	must(t, l.Client.Create(ctx, policy))
+	must(t, l.Client.Create(ctx, binding))
 	tn := readTenant(t)
 	// Both workers are hit at once; with the default maxUnhealthy (50%)
 	// the MachineHealthCheck would not remediate two of two.
@@ -77,8 +74,8 @@ func TestCapmoxLostClone(t *testing.T) {
 	if f := checkPoolVMs(t, l); len(f) != 0 {
 		t.Errorf("while no ProxmoxMachine records a VM, verify must pass its clones over: %+v", f)
 	}
-	must(t, admission.Delete(ctx, binding))
-	must(t, admission.Delete(ctx, policy))
+	must(t, l.Client.Delete(ctx, binding))
+	must(t, l.Client.Delete(ctx, policy))
 
 	var recorded []int
 	eventually(t, 2*time.Minute, "both ProxmoxMachines record a VM", func() (bool, string) {
