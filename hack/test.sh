@@ -98,9 +98,7 @@ say "Kube-OVN controller and webhook: $PXSUBSTRATE_KUBEOVN_ASSETS"
 # run at once on two cores (-p 3): the slow packages wait on the programs
 # they start as much as they compute; a warm run took 22.5 minutes so,
 # against 27.5 with two at a time (docs/performance.md).
-# Tests that call t.Parallel run as many at once as the machine has
-# cores, as go test's default did before GOMAXPROCS (below) was set.
-common=(-race -timeout 75m -parallel "$(nproc)" -gcflags=all=-dwarf=false "-ldflags=-s -w")
+common=(-race -timeout 75m -gcflags=all=-dwarf=false "-ldflags=-s -w")
 flags=("${common[@]}" -p 3)
 
 # Every Go program of the run (the compiler, the test binaries and the
@@ -110,14 +108,6 @@ flags=("${common[@]}" -p 3)
 # stayed under half the machine's (docs/performance.md has both). GOGC
 # from the caller's environment wins.
 export GOGC="${GOGC:-400}"
-
-# Every Go program of the run runs its goroutines on one thread at a time
-# (GOMAXPROCS=1): the run starts a dozen programs per core, each of whose
-# runtimes would otherwise wake a thread per core to look for work, and a
-# lab's test with every program it starts used 12 % less CPU so, the same
-# wall time (docs/performance.md). The asset programs above were built
-# before it is set. GOMAXPROCS from the caller's environment wins.
-export GOMAXPROCS="${GOMAXPROCS:-1}"
 
 # A -race binary sleeps a second as it exits, for threads still writing a
 # report: a test binary's races are reported while its tests run, and the
