@@ -282,11 +282,10 @@ func (l *Lab) tenantAPIServer() (*rest.Config, client.Client, error) {
 	var errs []error
 	for range 5 {
 		addr := fmt.Sprintf("127.77.%d.%d", 1+rand.IntN(254), 1+rand.IntN(254))
-		cfg, _, err := l.apiServerAt(testenv.APIServerOptions{}, addr, strconv.Itoa(TenantAPIPort))
+		// every kind of client-go: the tenant's storage and CSI kinds too
+		cfg, c, err := l.apiServerAt(testenv.APIServerOptions{Scheme: clientgoscheme.Scheme}, addr, strconv.Itoa(TenantAPIPort))
 		if err == nil {
-			// every kind of client-go: the tenant's storage and CSI kinds too
-			c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
-			return cfg, c, err
+			return cfg, c, nil
 		}
 		errs = append(errs, err)
 	}
